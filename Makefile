@@ -1,0 +1,72 @@
+# hpjepa.h - build, test, demo, bench.
+#   make            the command-line program ./hpjepa and every example
+#   make test       the whole test suite (see tests/run_all.sh)
+#   make demo       pretrain + evaluate on the bundled synthetic set
+#   make bench      benchmarks against the peers in ../shared/peers
+#   make fuzz       libFuzzer runs of the TU and METIS readers (clang)
+CC      ?= cc
+CXX     ?= g++
+ARCH    ?= -march=native
+OPT     ?= -O2
+WARN    := -Wall -Wextra -Wshadow -Werror
+OMP     ?= -fopenmp
+CSTD    := -std=c99
+CFLAGS  := $(CSTD) $(OPT) -g $(ARCH) $(WARN) $(OMP)
+LDLIBS  := -lm
+B       := build
+
+HDRS     := hpjepa.h $(wildcard wip/*.h)
+CLI_SRC  := $(wildcard tools/*.c)
+TEST_SRC := tests/impl.c $(wildcard tests/test_*.c)
+EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+
+.PHONY: all examples test demo bench fuzz clean
+all: hpjepa examples
+
+hpjepa: $(CLI_SRC) tools/cli.h $(HDRS)
+	$(CC) $(CFLAGS) -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
+
+examples: $(EXAMPLES)
+$(B)/examples/%: examples/%.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
+
+# the suite: optimised, sanitised, without OpenMP
+$(B)/tests: $(TEST_SRC) tests/test.h $(HDRS)
+	@mkdir -p $(B)
+	$(CC) $(CFLAGS) -o $@ $(TEST_SRC) $(LDLIBS)
+$(B)/tests-asan: $(TEST_SRC) tests/test.h $(HDRS)
+	@mkdir -p $(B)
+	$(CC) $(CSTD) -O1 -g $(ARCH) $(WARN) $(OMP) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	    -fno-omit-frame-pointer -o $@ $(TEST_SRC) $(LDLIBS)
+$(B)/tests-noomp: $(TEST_SRC) tests/test.h $(HDRS)
+	@mkdir -p $(B)
+	$(CC) $(CSTD) $(OPT) -g $(ARCH) $(WARN) -Wno-unknown-pragmas -o $@ $(TEST_SRC) $(LDLIBS)
+# the header's implementation must compile as C++ and as strict C99, and
+# with the embedded options
+$(B)/check-cxx.o: tests/impl.c $(HDRS)
+	@mkdir -p $(B)
+	$(CXX) -x c++ -O1 $(WARN) -c -o $@ tests/impl.c
+$(B)/check-pedantic.o: tests/impl.c $(HDRS)
+	@mkdir -p $(B)
+	$(CC) -std=c99 -pedantic -O1 $(WARN) -c -o $@ tests/impl.c
+$(B)/check-embedded.o: tests/impl.c $(HDRS)
+	@mkdir -p $(B)
+	$(CC) -std=c99 -pedantic -O1 $(WARN) -DHPJ_NO_STDIO -DHPJ_STATIC -Wno-unused-function \
+	    '-DHPJ_MALLOC(c,s)=malloc(s)' '-DHPJ_FREE(c,p)=free(p)' -include stdlib.h -c -o $@ tests/impl.c
+
+CHECKS := $(B)/check-cxx.o $(B)/check-pedantic.o $(B)/check-embedded.o
+test: all $(B)/tests $(B)/tests-asan $(B)/tests-noomp $(CHECKS)
+	@bash tests/run_all.sh $(B)
+
+demo: all
+	@bash tools/demo.sh
+
+bench: all
+	@bash tools/bench.sh
+
+fuzz:
+	@bash tools/fuzz.sh
+
+clean:
+	rm -rf $(B) hpjepa
