@@ -69,7 +69,10 @@ int cmd_stats(int argc, char **argv) {
     hpj_dataset ds;
     double t0, t1;
     if (argc >= 2 && cli_is_help(argv[1])) { fputs(stats_usage, stdout); return 0; }
-    if (argc != 2) { fputs(stats_usage, stderr); return 2; }
+    if (argc != 2) {
+        cli_error("stats", "expected one DATASET_DIR argument, got %d (usage: hpjepa stats DATASET_DIR)", argc - 1);
+        return 2;
+    }
     t0 = cli_now();
     if (hpj_dataset_load_tu(argv[1], &ds) != HPJ_OK) {
         cli_error("stats", "%s", hpj_last_error());
@@ -110,7 +113,10 @@ static const char *main_usage =
 
 int main(int argc, char **argv) {
     const char *c;
-    if (argc < 2) { fputs(main_usage, stderr); return 2; }
+    if (argc < 2) {
+        fprintf(stderr, "hpjepa: missing command (stats, partition, pretrain, embed, eval, bench; try hpjepa --help)\n");
+        return 2;
+    }
     c = argv[1];
     if (cli_is_help(c) || !strcmp(c, "help")) { fputs(main_usage, stdout); return 0; }
     if (!strcmp(c, "--version")) {
@@ -124,7 +130,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "eval")) return cmd_eval(argc - 1, argv + 1);
     if (!strcmp(c, "bench")) {
         if (argc < 3 || cli_is_help(argv[2])) {
-            fputs("usage: hpjepa bench gemm|train|probe ... (hpjepa bench gemm --help)\n", argc < 3 ? stderr : stdout);
+            fputs("usage: hpjepa bench gemm|train|probe ... (e.g. hpjepa bench gemm --help)\n", argc < 3 ? stderr : stdout);
             return argc < 3 ? 2 : 0;
         }
         if (!strcmp(argv[2], "gemm")) return cmd_bench_gemm(argc - 2, argv + 2);

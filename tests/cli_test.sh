@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Command-line tests of ./hpjepa: result lines, error messages, exit codes.
+# Prints "N passed, N failed". Run from the repository root.
+set -u
+PASS=0; FAIL=0
+DATA=${HPJ_DATA:-../shared/data}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+ok()   { PASS=$((PASS+1)); echo "[       OK ] $1"; }
+bad()  { FAIL=$((FAIL+1)); echo "[  FAILED  ] $1"; [ $# -gt 1 ] && echo "    $2"; }
+
+# expect_fail NAME PATTERN CMD...: non-zero exit, one stderr line matching PATTERN
+expect_fail() {
+    local name=$1 pat=$2; shift 2
+    "$@" >"$TMP/out" 2>"$TMP/err"; local rc=$?
+    local nl; nl=$(wc -l <"$TMP/err")
+    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$nl" -eq 1 ] && grep -qE "$pat" "$TMP/err"; then ok "$name"
+    else bad "$name" "exit=$rc stderr: $(head -c 300 "$TMP/err")"; fi
+}
+
+# -- stats on every shared dataset, against verify.py's numbers --
+if [ -d "$DATA" ] && command -v python3 >/dev/null; then
+    python3 "$DATA/verify.py" "$DATA" >"$TMP/verify.txt" 2>&1
+    for d in MUTAG PROTEINS DD REDDIT-BINARY IMDB-BINARY IMDB-MULTI ZINC-12K; do
+        [ -d "$DATA/$d" ] || continue
+        exp=$(awk -v d="$d" '$1==d && NF>=7 { c=($3=="regr")?0:$3; printf "graphs=%s classes=%s avg_nodes=%s avg_edges=%s", $2, c, $4, $6 }' "$TMP/verify.txt")
+        got=$(./hpjepa stats "$DATA/$d" 2>/dev/null)
+        if [ -n "$exp" ] && [ "$got" = "$exp" ]; then ok "stats $d ($got)"; else bad "stats $d" "got '$got' expected '$exp'"; fi
+    done
+else
+    echo "  (no $DATA or python3: dataset checks skipped)"
+fi
+
+# -- usage and bad input --
+expect_fail "stats: no argument" "usage" ./hpjepa stats
+expect_fail "stats: missing folder" "cannot open" ./hpjepa stats "$TMP/NOPE"
+expect_fail "unknown command" "unknown command" ./hpjepa frobnicate
+./hpjepa --help >/dev/null 2>&1 && ok "--help exits 0" || bad "--help exits 0"
+./hpjepa stats --help | grep -q "graphs=" && ok "stats --help" || bad "stats --help"
+
+# a malformed dataset: edge joining two graphs
+mkdir -p "$TMP/BAD"
+printf '1\n1\n2\n2\n' >"$TMP/BAD/BAD_graph_indicator.txt"
+printf '1\n2\n' >"$TMP/BAD/BAD_graph_labels.txt"
+printf '1, 2\n2, 3\n' >"$TMP/BAD/BAD_A.txt"
+expect_fail "stats: edge joining two graphs" "BAD_A.txt:2: edge joins node 2 \(graph 1\) and node 3 \(graph 2\)" ./hpjepa stats "$TMP/BAD"
+
+# extra checks contributed by the module authors
+for f in tests/cli_*.inc.sh; do [ -f "$f" ] && . "$f"; done
+
+echo "$PASS passed, $FAIL failed"
+[ $FAIL -eq 0 ]

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every stage of `make test` and ends with one line "N passed, N failed"
+# summed over the stages. Usage: tests/run_all.sh BUILD_DIR
+set -u
+B=${1:-build}
+total_pass=0
+total_fail=0
+stage_fail=0
+log=$(mktemp)
+run_stage() { # name, command...
+    local name=$1; shift
+    echo "=== $name: $*"
+    "$@" 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]}
+    local line
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+    if [ -n "$line" ]; then
+        local p f
+        p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')
+        f=$(echo "$line" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')
+        total_pass=$((total_pass + p))
+        total_fail=$((total_fail + f))
+    fi
+    if [ "$rc" -ne 0 ]; then
+        echo "=== $name FAILED (exit $rc)"
+        stage_fail=$((stage_fail + 1))
+        [ -z "$line" ] && total_fail=$((total_fail + 1))
+    fi
+}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+run_stage "unit tests (-O2, OpenMP)" "./$B/tests"
+run_stage "unit tests (no OpenMP)" "./$B/tests-noomp"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    run_stage "unit tests (ASan + UBSan)" "./$B/tests-asan"
+run_stage "command-line tests" bash tests/cli_test.sh
+rm -f "$log"
+echo "=== C++, -std=c99 -pedantic and HPJ_NO_STDIO builds of the header compiled cleanly"
+echo "=== stages failed: $stage_fail"
+echo "$total_pass passed, $total_fail failed"
+[ "$stage_fail" -eq 0 ] && [ "$total_fail" -eq 0 ]
