@@ -158,6 +158,11 @@ HPJDEF void hpj_arena_free(hpj_arena *a);
 HPJDEF void *hpj_arena_alloc(hpj_arena *a, size_t bytes);
 HPJDEF float *hpj_arena_floats(hpj_arena *a, size_t count);
 HPJDEF int32_t *hpj_arena_ints(hpj_arena *a, size_t count);
+/* A measuring arena owns no memory: its allocations return a placeholder
+   that must not be dereferenced and only add up the bytes they would take
+   (read them from .used). Run a layout function once on a measuring arena,
+   size the real arena from the result, then run it for real. */
+HPJDEF void hpj_arena_init_measure(hpj_arena *a);
 HPJDEF size_t hpj_arena_mark(const hpj_arena *a);
 HPJDEF void hpj_arena_reset(hpj_arena *a, size_t mark);
 /* Bytes an arena needs to hand out `count` items of `size` bytes, rounded
@@ -534,6 +539,11 @@ HPJDEF hpj_status hpj_arena_init(hpj_arena *a, size_t bytes) {
     return HPJ_OK;
 }
 
+HPJDEF void hpj_arena_init_measure(hpj_arena *a) {
+    memset(a, 0, sizeof(*a));
+    a->cap = SIZE_MAX;
+}
+
 HPJDEF void hpj_arena_free(hpj_arena *a) {
     hpj__free(a->block);
     memset(a, 0, sizeof(*a));
@@ -551,7 +561,7 @@ HPJDEF void *hpj_arena_alloc(hpj_arena *a, size_t bytes) {
                   a->used, a->cap, a->cap - a->used);
         return NULL;
     }
-    p = a->base + a->used;
+    p = a->base ? (void *)(a->base + a->used) : (void *)(uintptr_t)HPJ_ARENA_ALIGN; /* measuring */
     a->used += need;
     if (a->used > a->peak) a->peak = a->used;
     return p;
