@@ -16,7 +16,8 @@ LDLIBS  := -lm
 B       := build
 
 HDRS     := hpjepa.h $(wildcard wip/*.h)
-CLI_SRC  := $(wildcard tools/*.c)
+# tools/gen_*.c and tools/bench_*.c are standalone helper programs, not part of the CLI
+CLI_SRC  := $(filter-out tools/gen_%.c tools/bench_%.c,$(wildcard tools/*.c))
 TEST_SRC := tests/impl.c $(wildcard tests/test_*.c)
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 
