@@ -1,0 +1,433 @@
+/* Tests of the tokenizer, the HP-JEPA model, its training loop, embeddings
+   and checkpoints. */
+#include "test.h"
+#include "../hpjepa.h"
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* A tiny model config: the full architecture at toy width. */
+static void tiny_config(hpj_config *c) {
+    hpj_config_default(c);
+    hpj_config_set(c, "dim", "8");
+    hpj_config_set(c, "heads", "2");
+    hpj_config_set(c, "blocks", "2");
+    hpj_config_set(c, "ffn", "12");
+    hpj_config_set(c, "rw_dim", "5");
+    hpj_config_set(c, "resolutions", "2,4,8");
+    hpj_config_set(c, "targets", "1,2,3");
+    hpj_config_set(c, "batch_size", "16");
+    hpj_config_set(c, "epochs", "2");
+    hpj_config_set(c, "lr", "1e-3");
+    hpj_config_set(c, "seed", "5");
+}
+
+/* Dense reference of diag((D^-1 A)^k). */
+static void rwse_dense(const hpj_graph *g, int K, double *out) {
+    int n = g->n, v, k, i, j;
+    double *M = (double *)calloc((size_t)n * n, sizeof(double)), *P = (double *)calloc((size_t)n * n, sizeof(double));
+    double *Q = (double *)calloc((size_t)n * n, sizeof(double));
+    for (v = 0; v < n; ++v) {
+        int d = g->rowptr[v + 1] - g->rowptr[v];
+        for (i = g->rowptr[v]; i < g->rowptr[v + 1]; ++i) M[(size_t)v * n + g->col[i]] = 1.0 / d;
+    }
+    memcpy(P, M, sizeof(double) * (size_t)n * n);
+    for (k = 0; k < K; ++k) {
+        for (v = 0; v < n; ++v) out[(size_t)v * K + k] = P[(size_t)v * n + v];
+        for (i = 0; i < n; ++i)
+            for (j = 0; j < n; ++j) {
+                double s = 0;
+                for (v = 0; v < n; ++v) s += P[(size_t)i * n + v] * M[(size_t)v * n + j];
+                Q[(size_t)i * n + j] = s;
+            }
+        memcpy(P, Q, sizeof(double) * (size_t)n * n);
+    }
+    free(M); free(P); free(Q);
+}
+
+static void test_rwse_known(void) {
+    /* 6-cycle: return after k steps = (# of +-1 walks summing to 0 mod 6) / 2^k:
+       k=2: 2/4, k=4: 6/16, k=6: (20+2)/64; odd k: 0 */
+    int32_t u[6] = {0, 1, 2, 3, 4, 5}, v[6] = {1, 2, 3, 4, 5, 0};
+    hpj_graph_owned g;
+    float rw[6 * 6], sc[12];
+    int32_t isc[18];
+    CHECK_OK(hpj_graph_from_edges(6, 6, u, v, NULL, &g));
+    hpj_rwse(&g.g, 6, rw, sc, isc);
+    CHECK_NEAR(rw[0], 0.0, 0, 1e-7);
+    CHECK_NEAR(rw[1], 0.5, 0, 1e-6);
+    CHECK_NEAR(rw[2], 0.0, 0, 1e-7);
+    CHECK_NEAR(rw[3], 0.375, 0, 1e-6);
+    CHECK_NEAR(rw[5], 0.34375, 0, 1e-6);
+    CHECK_NEAR(rw[6 * 4 + 3], 0.375, 0, 1e-6);
+    hpj_graph_owned_free(&g);
+}
+
+static void test_rwse_random_graphs(void) {
+    int trial;
+    for (trial = 0; trial < 20; ++trial) {
+        hpj_rng r = hpj_rng_stream(11, (uint64_t)trial, 0);
+        int n = 1 + (int)hpj_rng_below(&r, 30), m = (int)hpj_rng_below(&r, (uint32_t)(2 * n + 1)), i, K = 7;
+        int32_t *u = (int32_t *)malloc(sizeof(int32_t) * (size_t)(m + 1)), *v = (int32_t *)malloc(sizeof(int32_t) * (size_t)(m + 1));
+        hpj_graph_owned g;
+        float *rw = (float *)malloc(sizeof(float) * (size_t)n * K), *sc = (float *)malloc(sizeof(float) * 2 * (size_t)n);
+        int32_t *isc = (int32_t *)malloc(sizeof(int32_t) * 3 * (size_t)n);
+        double *ref = (double *)malloc(sizeof(double) * (size_t)n * K);
+        for (i = 0; i < m; ++i) { u[i] = (int32_t)hpj_rng_below(&r, (uint32_t)n); v[i] = (int32_t)hpj_rng_below(&r, (uint32_t)n); }
+        CHECK_OK(hpj_graph_from_edges(n, m, u, v, NULL, &g));
+        hpj_rwse(&g.g, K, rw, sc, isc);
+        rwse_dense(&g.g, K, ref);
+        for (i = 0; i < n * K; ++i) CHECK_NEAR(rw[i], ref[i], 1e-4, 1e-6);
+        hpj_graph_owned_free(&g);
+        free(u); free(v); free(rw); free(sc); free(isc); free(ref);
+    }
+}
+
+static void test_tokens_invariants(void) {
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    hpj_tok_options o;
+    hpj_tokens tk;
+    float *rw;
+    int32_t g;
+    int l;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    hpj_tok_options_default(&o);
+    o.L = 5; /* 2..32: 32 > 2n is inactive for small graphs, 16 >= n for many */
+    o.rw_dim = 4;
+    o.edge_drop = 0.3f;
+    o.epoch = 3;
+    rw = (float *)malloc(sizeof(float) * (size_t)ds.num_nodes * 4);
+    CHECK_OK(hpj_dataset_rwse(&ds, 4, rw));
+    CHECK_OK(hpj_tokens_build(&ds, rw, NULL, 0, &o, &tk));
+    for (g = 0; g < ds.num_graphs; ++g) {
+        hpj_graph gr = hpj_dataset_graph(&ds, g);
+        for (l = 0; l < o.L; ++l) {
+            int32_t k = tk.k[(size_t)g * o.L + l], p, K = o.K[l];
+            int64_t p0 = tk.patch0[(size_t)g * o.L + l], total_core = 0;
+            CHECK_EQ_INT(k, K > 2 * gr.n ? 0 : (K < gr.n ? K : gr.n));
+            for (p = 0; p < k; ++p) {
+                int64_t a = tk.ptr[p0 + p], b = tk.ptr[p0 + p + 1], j;
+                CHECK(tk.ncore[p0 + p] >= 1); /* non-empty core region */
+                CHECK(b - a >= tk.ncore[p0 + p]);
+                for (j = a + 1; j < b; ++j) CHECK(tk.nodes[j - 1] < tk.nodes[j]); /* ascending, unique */
+                total_core += tk.ncore[p0 + p];
+                if (K >= gr.n) CHECK_EQ_INT(tk.ncore[p0 + p], 1); /* one node per region */
+            }
+            if (k) CHECK_EQ_INT(total_core, gr.n); /* core regions partition V */
+        }
+    }
+    hpj_tokens_free(&tk);
+    free(rw);
+    hpj_dataset_free(&ds);
+}
+
+/* Finite-difference check of the whole loss in a random direction, with
+   the stop-gradient targets held fixed (the EMA branch gets no gradient). */
+static void test_model_gradient(void) {
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    hpj_config c;
+    hpj_model m;
+    int32_t gs[12];
+    int i, l;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    tiny_config(&c);
+    hpj_config_set(&c, "target_adj", "1");
+    hpj_config_set(&c, "ema_init", "independent");
+    CHECK_OK(hpj_model_init(&m, &c, &ds));
+    for (i = 0; i < 12; ++i) gs[i] = i * 7;
+    for (l = 1; l < 3; ++l) {
+        size_t k, n = m.num_params;
+        float *g = (float *)malloc(sizeof(float) * n), *v = (float *)malloc(sizeof(float) * n);
+        float *p0 = (float *)malloc(sizeof(float) * n), *ema0 = (float *)malloc(sizeof(float) * m.enc_count);
+        float yt[12 * 3 * 2];
+        double L0, Lp, Lm, dot = 0.0, gnorm = 0.0, h = 1e-4, fd;
+        hpj_rng r;
+        memcpy(ema0, m.ema, sizeof(float) * m.enc_count);
+        CHECK_OK(hpj_model_loss(&m, &ds, gs, 12, l, 7, yt, 0, &L0));
+        memcpy(g, m.grads, sizeof(float) * n);
+        memcpy(p0, m.params, sizeof(float) * n);
+        hpj_rng_seed(&r, 3 + (uint64_t)l);
+        for (k = 0; k < n; ++k) { v[k] = hpj_rng_normal(&r); dot += (double)v[k] * g[k]; gnorm += (double)g[k] * g[k]; }
+        CHECK(gnorm > 1e-12); /* guard against an all-zero gradient */
+        for (k = 0; k < n; ++k) m.params[k] = p0[k] + (float)h * v[k];
+        CHECK_OK(hpj_model_loss(&m, &ds, gs, 12, l, 7, yt, 1, &Lp));
+        for (k = 0; k < n; ++k) m.params[k] = p0[k] - (float)h * v[k];
+        CHECK_OK(hpj_model_loss(&m, &ds, gs, 12, l, 7, yt, 1, &Lm));
+        memcpy(m.params, p0, sizeof(float) * n);
+        fd = (Lp - Lm) / (2 * h);
+        CHECK_MSG(fabs(fd - dot) <= 2e-2 * fabs(dot) + 1e-4, "resolution %d: analytic %.6g vs finite difference %.6g", l + 1,
+                  dot, fd);
+        /* the EMA encoder is never written by the loss / gradient */
+        CHECK(memcmp(ema0, m.ema, sizeof(float) * m.enc_count) == 0);
+        free(g); free(v); free(p0); free(ema0);
+    }
+    hpj_model_free(&m);
+    hpj_dataset_free(&ds);
+}
+
+typedef struct loss_log { double first[HPJ_MAX_RES], last[HPJ_MAX_RES]; int epochs; } loss_log;
+static void log_progress(void *u, const hpj_progress *p) {
+    loss_log *lg = (loss_log *)u;
+    int l;
+    if (!p->epoch_done) return;
+    for (l = 0; l < HPJ_MAX_RES; ++l) {
+        double v = p->loss_count[l] ? p->loss[l] / (double)p->loss_count[l] : 0.0;
+        if (p->epoch == 0) lg->first[l] = v;
+        lg->last[l] = v;
+    }
+    lg->epochs++;
+}
+
+static int32_t *all_graphs(const hpj_dataset *ds) {
+    int32_t *g = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds->num_graphs), i;
+    for (i = 0; i < ds->num_graphs; ++i) g[i] = i;
+    return g;
+}
+
+static void test_loss_decreases(void) {
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    hpj_config c;
+    hpj_model m;
+    loss_log lg;
+    int32_t *gs;
+    int l;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    tiny_config(&c);
+    hpj_config_set(&c, "epochs", "5");
+    hpj_config_set(&c, "dim", "16");
+    CHECK_OK(hpj_model_init(&m, &c, &ds));
+    gs = all_graphs(&ds);
+    memset(&lg, 0, sizeof lg);
+    CHECK_OK(hpj_pretrain(&m, &ds, gs, ds.num_graphs, 0, log_progress, &lg));
+    CHECK_EQ_INT(lg.epochs, 5);
+    for (l = 0; l < 3; ++l)
+        CHECK_MSG(lg.last[l] < 0.7 * lg.first[l], "resolution %d: loss %.4g -> %.4g", l + 1, lg.first[l], lg.last[l]);
+    free(gs);
+    hpj_model_free(&m);
+    hpj_dataset_free(&ds);
+}
+
+/* Trains a tiny model on MUTAG and returns its embeddings (caller frees). */
+static float *train_and_embed(const hpj_dataset *ds, int threads, hpj_model *keep) {
+    hpj_config c;
+    hpj_model m;
+    int32_t *gs = all_graphs(ds);
+    float *H = (float *)malloc(sizeof(float) * (size_t)ds->num_graphs * 3 * 8);
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+    tiny_config(&c);
+    hpj_config_set(&c, "dropout", "0.1");
+    hpj_config_set(&c, "token_dropout", "0.1");
+    if (hpj_model_init(&m, &c, ds) || hpj_pretrain(&m, ds, gs, ds->num_graphs, 0, NULL, NULL) ||
+        hpj_embed(&m, ds, gs, ds->num_graphs, H)) {
+        free(H);
+        H = NULL;
+    }
+    free(gs);
+    if (keep) *keep = m; else hpj_model_free(&m);
+#ifdef _OPENMP
+    omp_set_num_threads(2);
+#endif
+    return H;
+}
+
+static void test_deterministic_and_threads(void) {
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    float *a, *b, *c;
+    size_t n;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    n = (size_t)ds.num_graphs * 3 * 8;
+    a = train_and_embed(&ds, 2, NULL);
+    b = train_and_embed(&ds, 2, NULL);
+    c = train_and_embed(&ds, 1, NULL);
+    CHECK_MSG(a && b && c, "training failed: %s", hpj_last_error());
+    CHECK_MSG(memcmp(a, b, n * sizeof(float)) == 0, "same seed gave different embeddings");
+    CHECK_MSG(memcmp(a, c, n * sizeof(float)) == 0, "1 and 2 threads gave different embeddings");
+    free(a); free(b); free(c);
+    hpj_dataset_free(&ds);
+}
+
+static void test_checkpoint(void) {
+    const char *dir = test_dataset("MUTAG");
+    const char *path = test_tmpfile("model.ckpt");
+    hpj_dataset ds;
+    hpj_model m, m2;
+    float *a, *b;
+    int32_t *gs;
+    unsigned char *buf, *bad;
+    size_t len, n;
+    hpj_model m3;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    gs = all_graphs(&ds);
+    n = (size_t)ds.num_graphs * 3 * 8;
+    a = train_and_embed(&ds, 2, &m);
+    CHECK(a != NULL);
+    CHECK_OK(hpj_model_save(&m, path, 1));
+    CHECK_OK(hpj_model_load(&m2, path));
+    remove(path);
+    b = (float *)malloc(sizeof(float) * n);
+    CHECK_OK(hpj_embed(&m2, &ds, gs, ds.num_graphs, b));
+    CHECK_MSG(memcmp(a, b, n * sizeof(float)) == 0, "embeddings differ after a checkpoint round trip");
+    CHECK(memcmp(m.adam_v, m2.adam_v, sizeof(float) * m.num_params) == 0);
+    CHECK_EQ_INT(m.step, m2.step);
+    /* corruption: truncation, a flipped bit, bad magic, a newer version */
+    CHECK_OK(hpj_model_serialize(&m, 0, &buf, &len));
+    bad = (unsigned char *)malloc(len);
+    memcpy(bad, buf, len);
+    CHECK(hpj_model_deserialize(&m3, bad, len - 7, "t") == HPJ_ERR_FORMAT);
+    CHECK(hpj_model_deserialize(&m3, bad, 10, "t") == HPJ_ERR_FORMAT);
+    bad[len / 2] ^= 0x10;
+    CHECK(hpj_model_deserialize(&m3, bad, len, "t") == HPJ_ERR_FORMAT);
+    CHECK(strstr(hpj_last_error(), "CRC") != NULL);
+    memcpy(bad, buf, len);
+    bad[0] = 'X';
+    CHECK(hpj_model_deserialize(&m3, bad, len, "t") == HPJ_ERR_FORMAT);
+    CHECK_OK(hpj_model_deserialize(&m3, buf, len, "t"));
+    hpj_model_free(&m3);
+    hpj_free_buffer(buf);
+    free(bad);
+    free(a); free(b); free(gs);
+    hpj_model_free(&m);
+    hpj_model_free(&m2);
+    hpj_dataset_free(&ds);
+}
+
+/* A dataset of tiny graphs: n = 1, 2, 3 nodes (paths), in memory. */
+static void test_tiny_graphs(void) {
+    const char *A = "2, 3\n3, 2\n4, 5\n5, 6\n5, 4\n6, 5\n8, 9\n9, 8\n";
+    const char *gi = "1\n2\n2\n3\n3\n3\n4\n5\n5\n";
+    const char *gl = "0\n1\n0\n1\n0\n";
+    const char *only1 = "1\n2\n3\n4\n";
+    const char *only1_labels = "0\n1\n0\n1\n";
+    hpj_tu_text t;
+    hpj_dataset ds;
+    hpj_config c;
+    hpj_model m;
+    int32_t gs[5] = {0, 1, 2, 3, 4};
+    float H[5 * 2 * 8];
+    memset(&t, 0, sizeof t);
+    t.name = "TINY";
+    t.text[HPJ_TU_A] = A; t.len[HPJ_TU_A] = strlen(A);
+    t.text[HPJ_TU_GRAPH_INDICATOR] = gi; t.len[HPJ_TU_GRAPH_INDICATOR] = strlen(gi);
+    t.text[HPJ_TU_GRAPH_LABELS] = gl; t.len[HPJ_TU_GRAPH_LABELS] = strlen(gl);
+    CHECK_OK(hpj_dataset_parse_tu(&t, &ds));
+    tiny_config(&c);
+    hpj_config_set(&c, "resolutions", "4,8"); /* every graph is smaller than the smallest K */
+    hpj_config_set(&c, "targets", "2,3");
+    CHECK_OK(hpj_model_init(&m, &c, &ds));
+    CHECK_OK(hpj_pretrain(&m, &ds, gs, 5, 0, NULL, NULL));
+    CHECK(m.step > 0); /* graphs with 2 and 3 nodes are eligible at K = 4 */
+    CHECK_OK(hpj_embed(&m, &ds, gs, 5, H));
+    CHECK(H[0] == 0.0f && H[8] == 0.0f); /* 1-node graph: K=4 > 2n, inactive */
+    CHECK(H[2 * 16] != 0.0f);            /* 2-node graph active at K=4 */
+    hpj_model_free(&m);
+    hpj_dataset_free(&ds);
+    /* only single-node graphs: nothing is eligible, training still succeeds */
+    t.text[HPJ_TU_A] = ""; t.len[HPJ_TU_A] = 0;
+    t.text[HPJ_TU_GRAPH_INDICATOR] = only1; t.len[HPJ_TU_GRAPH_INDICATOR] = strlen(only1);
+    t.text[HPJ_TU_GRAPH_LABELS] = only1_labels; t.len[HPJ_TU_GRAPH_LABELS] = strlen(only1_labels);
+    CHECK_OK(hpj_dataset_parse_tu(&t, &ds));
+    hpj_config_set(&c, "resolutions", "2,4");
+    CHECK_OK(hpj_model_init(&m, &c, &ds));
+    CHECK_OK(hpj_pretrain(&m, &ds, gs, 4, 0, NULL, NULL));
+    CHECK_EQ_INT(m.step, 0);
+    CHECK_OK(hpj_embed(&m, &ds, gs, 4, H));
+    hpj_model_free(&m);
+    /* graph-jepa mode keeps every graph active (one node per region) */
+    hpj_config_set(&c, "mode", "graph-jepa");
+    hpj_config_set(&c, "resolutions", "32");
+    CHECK_OK(hpj_model_init(&m, &c, &ds));
+    CHECK_OK(hpj_embed(&m, &ds, gs, 4, H));
+    CHECK(H[0] != 0.0f);
+    hpj_model_free(&m);
+    hpj_dataset_free(&ds);
+}
+
+static void test_config_errors(void) {
+    hpj_config c;
+    const char *bad1 = "dim = 16\nfrobnicate = 3\n";
+    const char *bad2 = "# comment\n\nlr = fast\n";
+    const char *bad3 = "resolutions = 2,,4\n";
+    const char *good = "resolutions = 2, 4 ,8  # three\ntargets = 1,2\nmode = graph-jepa\nseed = 123\n";
+    hpj_config_default(&c);
+    CHECK(hpj_config_parse(&c, bad1, strlen(bad1), "x.cfg") == HPJ_ERR_FORMAT);
+    CHECK(strstr(hpj_last_error(), "x.cfg:2") && strstr(hpj_last_error(), "frobnicate"));
+    CHECK(hpj_config_parse(&c, bad2, strlen(bad2), "x.cfg") == HPJ_ERR_FORMAT);
+    CHECK(strstr(hpj_last_error(), "x.cfg:3") != NULL);
+    CHECK(hpj_config_parse(&c, bad3, strlen(bad3), "x.cfg") == HPJ_ERR_FORMAT);
+    hpj_config_default(&c);
+    CHECK_OK(hpj_config_parse(&c, good, strlen(good), "x.cfg"));
+    CHECK_EQ_INT(c.L, 3);
+    CHECK_EQ_INT(c.K[2], 8);
+    CHECK_EQ_INT(c.M[2], 2); /* the last target count repeats */
+    CHECK_EQ_INT(c.mode, HPJ_MODE_GRAPH_JEPA);
+    CHECK_EQ_INT(c.seed, 123);
+    CHECK(hpj_config_set(&c, "heads", "3") == HPJ_OK && hpj_config_check(&c) == HPJ_ERR_INPUT); /* 512 % 3 */
+    {   /* format -> parse round trip */
+        char buf[4096];
+        hpj_config d;
+        size_t n = hpj_config_format(&c, buf, sizeof buf);
+        hpj_config_default(&d);
+        CHECK_OK(hpj_config_parse(&d, buf, n, "round"));
+        CHECK(memcmp(&c, &d, sizeof c) == 0);
+    }
+}
+
+static void test_ema_update_rule(void) {
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    hpj_config c;
+    hpj_model m;
+    float *ema0;
+    int32_t gs[16];
+    size_t k;
+    int i;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    tiny_config(&c);
+    hpj_config_set(&c, "resolutions", "2");
+    hpj_config_set(&c, "targets", "1");
+    hpj_config_set(&c, "epochs", "1");
+    hpj_config_set(&c, "ema_start", "0.9");
+    hpj_config_set(&c, "ema_end", "0.9");
+    hpj_config_set(&c, "ema_init", "independent");
+    CHECK_OK(hpj_model_init(&m, &c, &ds));
+    ema0 = (float *)malloc(sizeof(float) * m.enc_count);
+    memcpy(ema0, m.ema, sizeof(float) * m.enc_count);
+    for (i = 0; i < 16; ++i) gs[i] = i;
+    CHECK_OK(hpj_pretrain(&m, &ds, gs, 16, 1, NULL, NULL)); /* exactly one optimizer step */
+    CHECK_EQ_INT(m.step, 1);
+    for (k = 0; k < m.enc_count; ++k)
+        CHECK_NEAR(m.ema[k], 0.9f * ema0[k] + 0.1f * m.params[m.enc_offset + k], 1e-5, 1e-6);
+    free(ema0);
+    hpj_model_free(&m);
+    hpj_dataset_free(&ds);
+}
+
+const test_case model_tests[] = {
+    {"model.rwse_known", test_rwse_known},
+    {"model.rwse_random_graphs", test_rwse_random_graphs},
+    {"model.tokens_invariants", test_tokens_invariants},
+    {"model.config_errors", test_config_errors},
+    {"model.gradient_fd", test_model_gradient},
+    {"model.ema_update_rule", test_ema_update_rule},
+    {"model.loss_decreases", test_loss_decreases},
+    {"model.deterministic_and_threads", test_deterministic_and_threads},
+    {"model.checkpoint", test_checkpoint},
+    {"model.tiny_graphs", test_tiny_graphs},
+};
+const int model_tests_count = (int)(sizeof model_tests / sizeof model_tests[0]);
