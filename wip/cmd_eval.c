@@ -1,0 +1,307 @@
+/* cmd_eval.c - `hpjepa eval`: the paper's protocol.
+   Classification: stratified K-fold x seeds; for every fold a fresh model is
+   pretrained on the training folds only, embeddings of all graphs come from
+   its frozen EMA encoder, the readout (concat / uniform / task weighting
+   fitted on the training folds) feeds an L2 logistic-regression probe fitted
+   on the training folds, and the test fold is scored. Regression (a dataset
+   with graph attributes and a train/val/test split, ZINC-12K): pretrain on
+   train, choose the ridge penalty on val, report test MAE; per seed. */
+#include "cli.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_model_options(const char *cmd, int argc, char **argv, int i, hpj_config *cfg, int *consumed);
+int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds);
+
+static const char *eval_usage =
+    "usage: hpjepa eval DATASET_DIR --config FILE [--folds N] [--seeds N] [--set key=value ...]\n"
+    "                   [--threads T] [--report PREFIX] [--quiet]\n"
+    "  Runs the whole protocol and ends with accuracy=<mean> std=<std> (classification,\n"
+    "  fractions) or mae=<mean> std=<std> (regression): the mean over folds per seed,\n"
+    "  then mean and std across seeds (the paper's aggregation). Also prints\n"
+    "  fold_std=<mean over seeds of the std across folds> (Graph-JEPA's figure).\n"
+    "  Seeds are seed, seed+1, ... (config key seed). Per-fold lines go to stderr;\n"
+    "  --report PREFIX writes PREFIX.md and PREFIX.json with every fold's numbers.\n"
+    "  Defaults: 10 folds, 5 seeds (1 seed for regression splits: use --seeds).\n";
+
+typedef struct eval_row { int seed, fold; double score, train_score, seconds; float omega[HPJ_MAX_RES]; } eval_row;
+
+static double mean_of(const double *x, int n) {
+    double s = 0;
+    int i;
+    for (i = 0; i < n; ++i) s += x[i];
+    return n ? s / n : 0.0;
+}
+static double std_of(const double *x, int n) { /* population std, as numpy's default */
+    double m = mean_of(x, n), s = 0;
+    int i;
+    for (i = 0; i < n; ++i) s += (x[i] - m) * (x[i] - m);
+    return n ? sqrt(s / n) : 0.0;
+}
+
+/* Builds the probe features of rows idx from per-resolution embeddings H
+   (graphs, L, D) with the readout; omega used for task weighting. */
+static void readout_rows(const float *H, const int32_t *idx, int n, int L, int D, int readout, const float *omega,
+                         float *out) {
+    int i, w = readout == HPJ_READOUT_CONCAT ? L * D : D;
+    for (i = 0; i < n; ++i) {
+        const float *h = H + (size_t)idx[i] * L * D;
+        float *o = out + (size_t)i * w;
+        if (readout == HPJ_READOUT_CONCAT) memcpy(o, h, sizeof(float) * (size_t)L * D);
+        else if (readout == HPJ_READOUT_UNIFORM) hpj_readout(h, 1, L, D, HPJ_READOUT_UNIFORM, o);
+        else hpj_resweight_apply(o, h, omega, 1, L, D);
+    }
+}
+
+static void on_fold_progress(void *user, const hpj_progress *p) {
+    int *quiet = (int *)user;
+    if (*quiet || !p->epoch_done) return;
+    fprintf(stderr, "\r    epoch %d/%d", p->epoch + 1, p->epochs);
+    if (p->epoch + 1 == p->epochs) fputc('\r', stderr);
+    fflush(stderr);
+}
+
+int cmd_eval(int argc, char **argv) {
+    hpj_config cfg;
+    hpj_dataset ds;
+    const char *dir = NULL, *report = NULL;
+    long long folds = 10, seeds = -1;
+    int i, quiet = 0, rc = 1, regression, nrows = 0, s, f;
+    int32_t *fold = NULL, *tr = NULL, *te = NULL, *all = NULL, *ytr = NULL, g;
+    float *H = NULL, *Xtr = NULL, *Xte = NULL, *S = NULL, *Ytr = NULL;
+    eval_row *rows = NULL;
+    double *seed_mean = NULL, *seed_std = NULL, t_all = cli_now();
+    hpj_config_default(&cfg);
+    for (i = 1; i < argc; ++i) {
+        int used;
+        if (cli_is_help(argv[i])) { fputs(eval_usage, stdout); return 0; }
+        if (cli_model_options("eval", argc, argv, i, &cfg, &used)) return 2;
+        if (used) { i += used - 1; continue; }
+        if (!strcmp(argv[i], "--folds") && i + 1 < argc) {
+            if (cli_parse_int("eval", "--folds", argv[++i], 2, 1000, &folds)) return 2;
+        } else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
+            if (cli_parse_int("eval", "--seeds", argv[++i], 1, 1000, &seeds)) return 2;
+        } else if (!strcmp(argv[i], "--report") && i + 1 < argc) report = argv[++i];
+        else if (!strcmp(argv[i], "--quiet")) quiet = 1;
+        else if (argv[i][0] == '-') { cli_error("eval", "unknown option '%s' (see --help)", argv[i]); return 2; }
+        else if (!dir) dir = argv[i];
+        else { cli_error("eval", "unexpected argument '%s'", argv[i]); return 2; }
+    }
+    if (!dir) { cli_error("eval", "missing DATASET_DIR (see --help)"); return 2; }
+    if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); return 2; }
+    if (cli_load_dataset("eval", dir, &ds)) return 1;
+    regression = ds.num_classes == 0;
+    if (regression && (!ds.target || !ds.split)) {
+        cli_error("eval", "%s: a regression dataset needs graph attributes and a split file", ds.name);
+        goto done;
+    }
+    if (!regression && ds.num_classes < 2) { cli_error("eval", "%s: only one class", ds.name); goto done; }
+    if (!regression && folds > ds.num_graphs) {
+        cli_error("eval", "--folds %lld exceeds the %d graphs", folds, ds.num_graphs);
+        goto done;
+    }
+    if (seeds < 0) seeds = regression ? 1 : 5;
+    {
+        size_t G = (size_t)ds.num_graphs, LD = (size_t)cfg.L * cfg.dim;
+        fold = (int32_t *)malloc(sizeof(int32_t) * G);
+        tr = (int32_t *)malloc(sizeof(int32_t) * G);
+        te = (int32_t *)malloc(sizeof(int32_t) * G);
+        all = (int32_t *)malloc(sizeof(int32_t) * G);
+        ytr = (int32_t *)malloc(sizeof(int32_t) * G);
+        H = (float *)malloc(sizeof(float) * G * LD);
+        Xtr = (float *)malloc(sizeof(float) * G * LD);
+        Xte = (float *)malloc(sizeof(float) * G * LD);
+        S = (float *)malloc(sizeof(float) * G * (size_t)(ds.num_classes + 1));
+        Ytr = (float *)malloc(sizeof(float) * G * (size_t)(ds.num_classes + 1));
+        rows = (eval_row *)calloc((size_t)(seeds * folds + seeds), sizeof(eval_row));
+        seed_mean = (double *)calloc((size_t)seeds, sizeof(double));
+        seed_std = (double *)calloc((size_t)seeds, sizeof(double));
+        if (!fold || !tr || !te || !all || !ytr || !H || !Xtr || !Xte || !S || !Ytr || !rows || !seed_mean || !seed_std) {
+            cli_error("eval", "out of memory");
+            goto done;
+        }
+    }
+    for (g = 0; g < ds.num_graphs; ++g) all[g] = g;
+    fprintf(stderr, "hpjepa eval: %s, %s, %s mode, %lld seeds x %s\n", ds.name, regression ? "regression" : "classification",
+            cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, regression ? "train/val/test split" : "folds");
+    for (s = 0; s < seeds; ++s) {
+        hpj_config cs = cfg;
+        double fold_scores[1000];
+        int nf = regression ? 1 : (int)folds;
+        cs.seed = cfg.seed + (uint64_t)s;
+        if (!regression && hpj_stratified_folds(ds.graph_label, ds.num_graphs, ds.num_classes, (int)folds, cs.seed, fold)) {
+            cli_error("eval", "%s", hpj_last_error());
+            goto done;
+        }
+        for (f = 0; f < nf; ++f) {
+            hpj_model m;
+            int32_t ntr = 0, nte = 0, nval = 0;
+            hpj_probe_options po;
+            hpj_linear_model lm;
+            float omega[HPJ_MAX_RES];
+            int l, w, correct = 0, tcorrect = 0;
+            double t0 = cli_now(), score, tscore;
+            eval_row *row = &rows[nrows];
+            for (g = 0; g < ds.num_graphs; ++g) {
+                if (regression) {
+                    if (ds.split[g] == HPJ_SPLIT_TRAIN) tr[ntr++] = g;
+                    else if (ds.split[g] == HPJ_SPLIT_TEST) te[nte++] = g;
+                    else ++nval;
+                } else if (fold[g] == f) te[nte++] = g;
+                else tr[ntr++] = g;
+            }
+            if (hpj_model_init(&m, &cs, &ds) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); goto done; }
+            /* the test graphs never touch pretraining */
+            if (hpj_pretrain(&m, &ds, tr, ntr, 0, on_fold_progress, &quiet) != HPJ_OK ||
+                hpj_embed(&m, &ds, all, ds.num_graphs, H) != HPJ_OK) {
+                cli_error("eval", "seed %d fold %d: %s", s + 1, f + 1, hpj_last_error());
+                hpj_model_free(&m);
+                goto done;
+            }
+            hpj_model_free(&m);
+            hpj_probe_options_default(&po);
+            po.alpha = cfg.probe_alpha;
+            for (l = 0; l < HPJ_MAX_RES; ++l) omega[l] = 1.0f / (float)cfg.L;
+            if (cfg.readout == HPJ_READOUT_TASK) { /* weights from the training graphs only */
+                float *Htr = Xte; /* scratch: (ntr, L, D) */
+                for (g = 0; g < ntr; ++g)
+                    memcpy(Htr + (size_t)g * cfg.L * cfg.dim, H + (size_t)tr[g] * cfg.L * cfg.dim,
+                           sizeof(float) * (size_t)cfg.L * cfg.dim);
+                if (!regression)
+                    for (g = 0; g < ntr; ++g) ytr[g] = ds.graph_label[tr[g]];
+                else
+                    for (g = 0; g < ntr; ++g) Ytr[g] = ds.target[(size_t)tr[g] * ds.target_dim];
+                if (hpj_resweight_fit(Htr, ntr, cfg.L, cfg.dim, regression ? NULL : ytr, regression ? Ytr : NULL,
+                                      regression ? 0 : ds.num_classes, cfg.lambda_unif, cs.seed, &po, omega) != HPJ_OK) {
+                    cli_error("eval", "seed %d fold %d: %s", s + 1, f + 1, hpj_last_error());
+                    goto done;
+                }
+            }
+            w = cfg.readout == HPJ_READOUT_CONCAT ? cfg.L * cfg.dim : cfg.dim;
+            readout_rows(H, tr, ntr, cfg.L, cfg.dim, cfg.readout, omega, Xtr);
+            readout_rows(H, te, nte, cfg.L, cfg.dim, cfg.readout, omega, Xte);
+            if (!regression) {
+                for (g = 0; g < ntr; ++g) ytr[g] = ds.graph_label[tr[g]];
+                if (hpj_logreg_fit(Xtr, ytr, ntr, w, ds.num_classes, &po, &lm) != HPJ_OK) {
+                    cli_error("eval", "seed %d fold %d: probe: %s", s + 1, f + 1, hpj_last_error());
+                    goto done;
+                }
+                hpj_linear_model_predict(&lm, Xte, nte, S);
+                for (g = 0; g < nte; ++g) correct += hpj_argmax_row(S + (size_t)g * ds.num_classes, ds.num_classes) == ds.graph_label[te[g]];
+                hpj_linear_model_predict(&lm, Xtr, ntr, S);
+                for (g = 0; g < ntr; ++g) tcorrect += hpj_argmax_row(S + (size_t)g * ds.num_classes, ds.num_classes) == ytr[g];
+                hpj_linear_model_free(&lm);
+                score = (double)correct / nte;
+                tscore = (double)tcorrect / ntr;
+            } else {
+                /* ridge; the penalty is chosen on the validation split from
+                   probe_alpha x {0.01, 0.1, 1, 10, 100} */
+                int32_t *va = ytr, nv = 0, k;
+                double best = 1e300, best_alpha = cfg.probe_alpha;
+                float *Xva = (float *)malloc(sizeof(float) * (size_t)nval * w + 1);
+                static const double grid[5] = {0.01, 0.1, 1.0, 10.0, 100.0};
+                if (!Xva) { cli_error("eval", "out of memory"); goto done; }
+                for (g = 0; g < ds.num_graphs; ++g)
+                    if (ds.split[g] == HPJ_SPLIT_VAL) va[nv++] = g;
+                readout_rows(H, va, nv, cfg.L, cfg.dim, cfg.readout, omega, Xva);
+                for (g = 0; g < ntr; ++g) Ytr[g] = ds.target[(size_t)tr[g] * ds.target_dim];
+                for (k = 0; k < 5 && nv > 0; ++k) {
+                    double mae = 0;
+                    po.alpha = cfg.probe_alpha * grid[k];
+                    if (hpj_ridge_fit(Xtr, Ytr, ntr, w, 1, &po, &lm) != HPJ_OK) {
+                        free(Xva);
+                        cli_error("eval", "seed %d: ridge: %s", s + 1, hpj_last_error());
+                        goto done;
+                    }
+                    hpj_linear_model_predict(&lm, Xva, nv, S);
+                    for (g = 0; g < nv; ++g) mae += fabs(S[g] - ds.target[(size_t)va[g] * ds.target_dim]);
+                    mae /= nv;
+                    if (mae < best) { best = mae; best_alpha = po.alpha; }
+                    hpj_linear_model_free(&lm);
+                }
+                free(Xva);
+                po.alpha = best_alpha;
+                if (hpj_ridge_fit(Xtr, Ytr, ntr, w, 1, &po, &lm) != HPJ_OK) {
+                    cli_error("eval", "seed %d: ridge: %s", s + 1, hpj_last_error());
+                    goto done;
+                }
+                hpj_linear_model_predict(&lm, Xte, nte, S);
+                score = 0;
+                for (g = 0; g < nte; ++g) score += fabs(S[g] - ds.target[(size_t)te[g] * ds.target_dim]);
+                score /= nte;
+                hpj_linear_model_predict(&lm, Xtr, ntr, S);
+                tscore = 0;
+                for (g = 0; g < ntr; ++g) tscore += fabs(S[g] - Ytr[g]);
+                tscore /= ntr;
+                hpj_linear_model_free(&lm);
+                fprintf(stderr, "    ridge alpha chosen on val: %g (val mae %.4f)\n", best_alpha, best);
+            }
+            row->seed = s + 1;
+            row->fold = f + 1;
+            row->score = score;
+            row->train_score = tscore;
+            row->seconds = cli_now() - t0;
+            memcpy(row->omega, omega, sizeof omega);
+            fold_scores[f] = score;
+            ++nrows;
+            fprintf(stderr, "  seed %d fold %2d: %s %.4f (train %.4f)  %.1f s\n", s + 1, f + 1, regression ? "mae" : "accuracy",
+                    score, tscore, row->seconds);
+        }
+        seed_mean[s] = mean_of(fold_scores, nf);
+        seed_std[s] = std_of(fold_scores, nf);
+        fprintf(stderr, "  seed %d: mean %.4f (fold std %.4f)\n", s + 1, seed_mean[s], seed_std[s]);
+    }
+    {
+        double mean = mean_of(seed_mean, (int)seeds), sd = std_of(seed_mean, (int)seeds), fstd = mean_of(seed_std, (int)seeds);
+        double wall = cli_now() - t_all;
+        if (report) {
+            char path[1024];
+            FILE *fm, *fj;
+            char cfgtext[4096];
+            hpj_config_format(&cfg, cfgtext, sizeof cfgtext);
+            snprintf(path, sizeof path, "%s.md", report);
+            fm = fopen(path, "w");
+            snprintf(path, sizeof path, "%s.json", report);
+            fj = fopen(path, "w");
+            if (!fm || !fj) {
+                if (fm) fclose(fm);
+                if (fj) fclose(fj);
+                cli_error("eval", "%s: cannot write the report", report);
+                goto done;
+            }
+            fprintf(fm, "# hpjepa eval: %s\n\n%s = %.4f +- %.4f (mean over folds per seed, then mean/std over %lld seeds); "
+                        "mean fold std %.4f; wall time %.1f s\n\n| seed | fold | %s | train |\n|---|---|---|---|\n",
+                    ds.name, regression ? "mae" : "accuracy", mean, sd, seeds, fstd, wall, regression ? "test mae" : "test accuracy");
+            fprintf(fj, "{\"dataset\": \"%s\", \"metric\": \"%s\", \"mean\": %.6f, \"std\": %.6f, \"fold_std\": %.6f, "
+                        "\"seeds\": %lld, \"folds\": %lld, \"wall_seconds\": %.1f, \"rows\": [",
+                    ds.name, regression ? "mae" : "accuracy", mean, sd, fstd, seeds, regression ? 1 : folds, wall);
+            for (i = 0; i < nrows; ++i) {
+                int l;
+                fprintf(fm, "| %d | %d | %.4f | %.4f |\n", rows[i].seed, rows[i].fold, rows[i].score, rows[i].train_score);
+                fprintf(fj, "%s{\"seed\": %d, \"fold\": %d, \"score\": %.6f, \"train\": %.6f, \"seconds\": %.2f, \"omega\": [",
+                        i ? ", " : "", rows[i].seed, rows[i].fold, rows[i].score, rows[i].train_score, rows[i].seconds);
+                for (l = 0; l < cfg.L; ++l) fprintf(fj, "%s%.5f", l ? ", " : "", rows[i].omega[l]);
+                fprintf(fj, "]}");
+            }
+            fprintf(fm, "\n## Config\n\n```\n%s```\n", cfgtext);
+            fprintf(fj, "], \"config\": \"");
+            for (i = 0; cfgtext[i]; ++i) {
+                if (cfgtext[i] == '\n') fputs("\\n", fj);
+                else fputc(cfgtext[i], fj);
+            }
+            fprintf(fj, "\"}\n");
+            fclose(fm);
+            fclose(fj);
+        }
+        printf("fold_std=%.4f seconds=%.1f\n", fstd, wall);
+        printf("%s=%.4f std=%.4f\n", regression ? "mae" : "accuracy", mean, sd);
+    }
+    rc = 0;
+done:
+    free(fold); free(tr); free(te); free(all); free(ytr); free(H); free(Xtr); free(Xte); free(S); free(Ytr);
+    free(rows); free(seed_mean); free(seed_std);
+    hpj_dataset_free(&ds);
+    return rc;
+}
