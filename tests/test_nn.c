@@ -1,6 +1,1276 @@
-/* Tests of the nn module (filled in by the module's author). */
+/* Tests of the nn module: GEMM against a naive loop, finite-difference
+   gradient checks of every layer, optimiser/schedule/EMA formulas, and
+   bit-identical results for 1 and 2 threads. */
 #include "test.h"
 #include "../hpjepa.h"
+#include "../wip/nn.h"
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
-const test_case nn_tests[] = {{0, 0}};
-const int nn_tests_count = 0;
+/* ---- helpers ------------------------------------------------------------ */
+
+static float *fbuf(size_t n) { return (float *)calloc(n ? n : 1, sizeof(float)); }
+static void fill_uniform(float *x, size_t n, float lo, float hi, hpj_rng *r) {
+    size_t i;
+    for (i = 0; i < n; ++i) x[i] = lo + (hi - lo) * hpj_rng_uniform(r);
+}
+/* values with |x| in [lo, hi] and a random sign: away from ReLU kinks */
+static void fill_away(float *x, size_t n, float lo, float hi, hpj_rng *r) {
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        float v = lo + (hi - lo) * hpj_rng_uniform(r);
+        x[i] = hpj_rng_below(r, 2) ? v : -v;
+    }
+}
+static double wsum(const float *out, const float *w, size_t n) {
+    double s = 0.0;
+    size_t i;
+    for (i = 0; i < n; ++i) s += (double)out[i] * w[i];
+    return s;
+}
+static int bits_equal(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof(float)) == 0; }
+static float maxabs(const float *a, size_t n) {
+    float m = 0.0f;
+    size_t i;
+    for (i = 0; i < n; ++i)
+        if (fabsf(a[i]) > m) m = fabsf(a[i]);
+    return m;
+}
+
+/* Finite-difference check. loss() runs the forward on the current inputs
+   and returns sum(out * w) in double. For up to `probes` elements of x
+   (all if n <= probes) compares the central difference (step h) with
+   the analytic gradient g: |g - fd| <= tol * max(|g|, |fd|, floor) with
+   floor = 0.05 * max|g| (+ a tiny absolute guard). Also fails when the
+   analytic gradient is all zeros. Returns 0 on success, else prints. */
+typedef double (*loss_fn)(void *ctx);
+static int gradcheck(const char *what, loss_fn loss, void *ctx, float *x, const float *g, size_t n, float h,
+                     double tol, int probes, hpj_rng *r) {
+    double gmax = maxabs(g, n), floor_ = 0.05 * gmax + 1e-6, worst = 0.0;
+    size_t p, np = n <= (size_t)probes ? n : (size_t)probes;
+    if (!(gmax > 1e-6)) {
+        test_report(__FILE__, __LINE__, "%s: analytic gradient is all zeros (max %g)", what, gmax);
+        return 1;
+    }
+    for (p = 0; p < np; ++p) {
+        size_t i = n <= (size_t)probes ? p : hpj_rng_below(r, (uint32_t)n);
+        float keep = x[i];
+        double lp, lm, fd, den, err;
+        x[i] = keep + h;
+        lp = loss(ctx);
+        x[i] = keep - h;
+        lm = loss(ctx);
+        x[i] = keep;
+        fd = (lp - lm) / (2.0 * (double)h);
+        den = fabs(g[i]) > fabs(fd) ? fabs(g[i]) : fabs(fd);
+        if (den < floor_) den = floor_;
+        err = fabs(g[i] - fd) / den;
+        if (err > worst) worst = err;
+        if (!(err <= tol)) {
+            test_report(__FILE__, __LINE__, "%s[%zu]: analytic %.7g vs numeric %.7g (rel err %.3g > %.3g)", what, i,
+                        (double)g[i], fd, err, tol);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Runs backward() twice into zeroed buffers and checks the second call
+   doubled every gradient: a backward must accumulate. */
+static int doubles(const char *what, const float *once, const float *twice, size_t n) {
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        double want = 2.0 * once[i];
+        if (!(fabs(twice[i] - want) <= 1e-5 * fabs(want) + 1e-7)) {
+            test_report(__FILE__, __LINE__, "%s[%zu]: second backward gave %.9g, want 2 x %.9g", what, i,
+                        (double)twice[i], (double)once[i]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void set_threads(int t) {
+#ifdef _OPENMP
+    omp_set_num_threads(t);
+#else
+    (void)t;
+#endif
+}
+
+/* ---- GEMM --------------------------------------------------------------- */
+
+/* C = alpha op(A) op(B) + beta C in double, for the check. */
+static void naive_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                       int ldb, float beta, const float *C0, double *C, int ldc) {
+    int i, j, k;
+    for (i = 0; i < M; ++i)
+        for (j = 0; j < N; ++j) {
+            double s = 0.0;
+            for (k = 0; k < K; ++k)
+                s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+            C[i * ldc + j] = alpha * s + (beta == 0.0f ? 0.0 : beta * (double)C0[i * ldc + j]);
+        }
+}
+
+/* One GEMM call against the naive loop; NaN-filled C when beta == 0 and a
+   sentinel in the padding columns of C. Returns 0 if it matches. */
+static int gemm_case(int ta, int tb, int M, int N, int K, int pad, float alpha, float beta, hpj_rng *r) {
+    int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+    int arows = ta ? K : M, brows = tb ? N : K, i, j, bad = 0;
+    float *A = fbuf((size_t)arows * lda), *B = fbuf((size_t)brows * ldb);
+    float *C = fbuf((size_t)M * ldc), *C0 = fbuf((size_t)M * ldc);
+    double *R = (double *)calloc((size_t)M * ldc, sizeof(double));
+    fill_uniform(A, (size_t)arows * lda, -1.0f, 1.0f, r);
+    fill_uniform(B, (size_t)brows * ldb, -1.0f, 1.0f, r);
+    for (i = 0; i < M * ldc; ++i) C0[i] = (i % ldc) >= N ? 12345.0f : beta == 0.0f ? NAN : hpj_rng_uniform(r) - 0.5f;
+    memcpy(C, C0, sizeof(float) * (size_t)M * ldc);
+    naive_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C0, R, ldc);
+    hpj_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    for (i = 0; i < M && !bad; ++i)
+        for (j = 0; j < ldc; ++j) {
+            double got = C[i * ldc + j];
+            if (j >= N) {
+                if (got != 12345.0) {
+                    test_report(__FILE__, __LINE__, "gemm %c%c %dx%dx%d: padding C[%d][%d] overwritten", ta ? 'T' : 'N',
+                                tb ? 'T' : 'N', M, N, K, i, j);
+                    bad = 1;
+                    break;
+                }
+                continue;
+            }
+            if (!(fabs(got - R[i * ldc + j]) <= 2e-6 * (K + 4) * (1.0 + fabs(R[i * ldc + j])))) {
+                test_report(__FILE__, __LINE__, "gemm %c%c %dx%dx%d pad %d alpha %g beta %g isa %s: C[%d][%d] = %.9g, want %.9g",
+                            ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, pad, alpha, beta,
+                            hpj_gemm_isa_name(hpj_gemm_isa()), i, j, got, R[i * ldc + j]);
+                bad = 1;
+                break;
+            }
+        }
+    free(A);
+    free(B);
+    free(C);
+    free(C0);
+    free(R);
+    return bad;
+}
+
+static void test_gemm_naive(void) {
+    hpj_rng r;
+    int isa, layout, t;
+    hpj_rng_seed(&r, 11);
+    for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
+        if (hpj_gemm_set_isa(isa) != 0) continue; /* not compiled in */
+        for (layout = 0; layout < 4; ++layout) {
+            int ta = layout & 1, tb = layout >> 1;
+            /* every small size 1..37 in each dimension, paired at random */
+            for (t = 1; t <= 37; ++t) {
+                int M = t, N = 1 + (int)hpj_rng_below(&r, 37), K = 1 + (int)hpj_rng_below(&r, 37);
+                float beta = t % 3 == 0 ? 0.0f : t % 3 == 1 ? 1.0f : -0.5f;
+                if (gemm_case(ta, tb, M, N, K, t % 4, t % 2 ? 1.0f : 0.75f, beta, &r)) goto out;
+                if (gemm_case(ta, tb, N, M, K, (t + 1) % 3, 1.0f, beta == 0.0f ? 1.0f : 0.0f, &r)) goto out;
+                if (gemm_case(ta, tb, K, N, M, 0, -1.0f, beta, &r)) goto out;
+            }
+            /* past the blocking: K > 256 (two K blocks), M > 128, N > 512 */
+            if (gemm_case(ta, tb, 133, 37, 300, 3, 1.0f, 0.0f, &r)) goto out;
+            if (gemm_case(ta, tb, 41, 530, 20, 1, 1.0f, 1.0f, &r)) goto out;
+            if (gemm_case(ta, tb, 9, 17, 600, 0, 0.5f, 1.0f, &r)) goto out;
+        }
+    }
+out:
+    hpj_gemm_set_isa(-1);
+}
+
+/* alpha == 0 and K == 0 scale C by beta without reading A or B. */
+static void test_gemm_degenerate(void) {
+    float C[6] = {1, 2, 3, 4, 5, 6}, A[1] = {NAN}, B[1] = {NAN};
+    int i;
+    hpj_gemm(0, 0, 2, 3, 0, 1.0f, A, 1, B, 3, 2.0f, C, 3);
+    for (i = 0; i < 6; ++i) CHECK_NEAR(C[i], 2.0 * (i + 1), 0, 0);
+    hpj_gemm(0, 0, 2, 3, 0, 1.0f, A, 1, B, 3, 0.0f, C, 3);
+    for (i = 0; i < 6; ++i) CHECK(C[i] == 0.0f);
+    hpj_gemm(0, 0, 0, 3, 5, 1.0f, A, 1, B, 3, 0.0f, C, 3); /* M = 0: nothing */
+    CHECK(C[0] == 0.0f);
+}
+
+/* Every kernel gives the same bits when the target has a fast fma (they
+   all do acc = fma(a, b, acc) in the same k order). */
+static void test_gemm_kernels_agree(void) {
+#if defined(FP_FAST_FMAF)
+    hpj_rng r;
+    int M = 70, N = 90, K = 300, layout, isa;
+    float *A = fbuf((size_t)M * K), *B = fbuf((size_t)K * N), *C0 = fbuf((size_t)M * N), *C1 = fbuf((size_t)M * N);
+    int compared = 0;
+    hpj_rng_seed(&r, 5);
+    fill_uniform(A, (size_t)M * K, -1, 1, &r);
+    fill_uniform(B, (size_t)K * N, -1, 1, &r);
+    for (layout = 0; layout < 3; ++layout) {
+        int ta = layout == 2, tb = layout == 1;
+        hpj_gemm_set_isa(HPJ_GEMM_PORTABLE);
+        hpj_gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, C0, N);
+        for (isa = HPJ_GEMM_AVX2; isa <= HPJ_GEMM_AVX512; ++isa) {
+            if (hpj_gemm_set_isa(isa) != 0) continue;
+            hpj_gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, C1, N);
+            ++compared;
+            if (!bits_equal(C0, C1, (size_t)M * N)) {
+                hpj_gemm_set_isa(-1);
+                CHECK_MSG(0, "layout %d: %s and portable kernels differ", layout, hpj_gemm_isa_name(isa));
+            }
+        }
+    }
+    hpj_gemm_set_isa(-1);
+    free(A);
+    free(B);
+    free(C0);
+    free(C1);
+    if (!compared) SKIP("only the portable kernel is compiled in");
+#else
+    SKIP("no fast fma on this target: kernels may round differently");
+#endif
+}
+
+/* 1 vs 2 threads, and GEMMs called from inside a parallel region. */
+static void test_gemm_threads(void) {
+#ifdef _OPENMP
+    hpj_rng r;
+    int shapes[4][3] = {{300, 200, 600}, {64, 512, 100}, {1000, 40, 70}, {9, 700, 300}};
+    int s, layout, i;
+    hpj_rng_seed(&r, 9);
+    for (s = 0; s < 4; ++s) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        float *A = fbuf((size_t)M * K), *B = fbuf((size_t)K * N), *C1 = fbuf((size_t)M * N), *C2 = fbuf((size_t)M * N);
+        fill_uniform(A, (size_t)M * K, -1, 1, &r);
+        fill_uniform(B, (size_t)K * N, -1, 1, &r);
+        for (layout = 0; layout < 4; ++layout) {
+            int ta = layout & 1, tb = layout >> 1;
+            set_threads(1);
+            hpj_gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, C1, N);
+            set_threads(2);
+            hpj_gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, C2, N);
+            CHECK_MSG(bits_equal(C1, C2, (size_t)M * N), "gemm %dx%dx%d layout %d: 1 and 2 threads differ", M, N, K,
+                      layout);
+        }
+        free(A);
+        free(B);
+        free(C1);
+        free(C2);
+    }
+    { /* nested: 8 independent GEMMs in a parallel loop (thread-local packing) */
+        int M = 150, N = 70, K = 290, nb = 8;
+        float *A = fbuf((size_t)nb * M * K), *B = fbuf((size_t)K * N), *C1 = fbuf((size_t)nb * M * N),
+              *C2 = fbuf((size_t)nb * M * N);
+        fill_uniform(A, (size_t)nb * M * K, -1, 1, &r);
+        fill_uniform(B, (size_t)K * N, -1, 1, &r);
+        for (i = 0; i < nb; ++i)
+            hpj_gemm(0, 1, M, N, K, 1.0f, A + (size_t)i * M * K, K, B, K, 0.0f, C1 + (size_t)i * M * N, N);
+        _Pragma("omp parallel for num_threads(2)")
+        for (i = 0; i < nb; ++i)
+            hpj_gemm(0, 1, M, N, K, 1.0f, A + (size_t)i * M * K, K, B, K, 0.0f, C2 + (size_t)i * M * N, N);
+        CHECK_MSG(bits_equal(C1, C2, (size_t)nb * M * N), "GEMMs inside a parallel region differ");
+        free(A);
+        free(B);
+        free(C1);
+        free(C2);
+    }
+    set_threads(2);
+#else
+    SKIP("built without OpenMP");
+#endif
+}
+
+/* ---- linear ------------------------------------------------------------- */
+
+typedef struct {
+    int N, Din, Dout;
+    float *x, *W, *b, *out, *w;
+} lin_ctx;
+static double lin_loss(void *p) {
+    lin_ctx *c = (lin_ctx *)p;
+    hpj_linear_forward(c->out, c->x, c->W, c->b, c->N, c->Din, c->Dout);
+    return wsum(c->out, c->w, (size_t)c->N * c->Dout);
+}
+
+static void test_linear(void) {
+    hpj_rng r;
+    lin_ctx c;
+    int N = 5, Din = 7, Dout = 3, i, j, k;
+    float *dx, *dW, *db, *dx2, *dW2, *db2;
+    hpj_rng_seed(&r, 21);
+    c.N = N;
+    c.Din = Din;
+    c.Dout = Dout;
+    c.x = fbuf(N * Din);
+    c.W = fbuf(Dout * Din);
+    c.b = fbuf(Dout);
+    c.out = fbuf(N * Dout);
+    c.w = fbuf(N * Dout);
+    dx = fbuf(N * Din);
+    dW = fbuf(Dout * Din);
+    db = fbuf(Dout);
+    dx2 = fbuf(N * Din);
+    dW2 = fbuf(Dout * Din);
+    db2 = fbuf(Dout);
+    fill_uniform(c.x, N * Din, -1, 1, &r);
+    fill_uniform(c.W, Dout * Din, -1, 1, &r);
+    fill_uniform(c.b, Dout, -1, 1, &r);
+    fill_uniform(c.w, N * Dout, -1, 1, &r);
+    /* forward against the formula */
+    lin_loss(&c);
+    for (i = 0; i < N; ++i)
+        for (j = 0; j < Dout; ++j) {
+            double s = c.b[j];
+            for (k = 0; k < Din; ++k) s += (double)c.x[i * Din + k] * c.W[j * Din + k];
+            CHECK_NEAR(c.out[i * Dout + j], s, 1e-5, 1e-6);
+        }
+    hpj_linear_forward(c.out, c.x, c.W, NULL, N, Din, Dout); /* no bias */
+    for (j = 0; j < Dout; ++j) {
+        double s = 0;
+        for (k = 0; k < Din; ++k) s += (double)c.x[k] * c.W[j * Din + k];
+        CHECK_NEAR(c.out[j], s, 1e-5, 1e-6);
+    }
+    hpj_linear_backward(dx, dW, db, c.w, c.x, c.W, N, Din, Dout);
+    hpj_linear_backward(dx2, dW2, db2, c.w, c.x, c.W, N, Din, Dout);
+    hpj_linear_backward(dx2, dW2, db2, c.w, c.x, c.W, N, Din, Dout);
+    CHECK(!doubles("dx", dx, dx2, N * Din) && !doubles("dW", dW, dW2, Dout * Din) && !doubles("db", db, db2, Dout));
+    CHECK(!gradcheck("linear dx", lin_loss, &c, c.x, dx, N * Din, 1e-2f, 1e-2, 100, &r));
+    CHECK(!gradcheck("linear dW", lin_loss, &c, c.W, dW, Dout * Din, 1e-2f, 1e-2, 100, &r));
+    CHECK(!gradcheck("linear db", lin_loss, &c, c.b, db, Dout, 1e-2f, 1e-2, 100, &r));
+    /* NULL gradients are skipped */
+    hpj_linear_backward(NULL, NULL, db2, c.w, c.x, c.W, N, Din, Dout);
+    CHECK_NEAR(db2[0], 3.0 * db[0], 1e-5, 1e-6);
+    free(c.x);
+    free(c.W);
+    free(c.b);
+    free(c.out);
+    free(c.w);
+    free(dx);
+    free(dW);
+    free(db);
+    free(dx2);
+    free(dW2);
+    free(db2);
+}
+
+/* ---- activations and dropout ------------------------------------------- */
+
+typedef struct {
+    int kind; /* 0 relu, 1 gelu, 2 dropout */
+    size_t n;
+    float *x, *out, *w, p;
+    uint8_t *mask;
+} act_ctx;
+static double act_loss(void *p) {
+    act_ctx *c = (act_ctx *)p;
+    if (c->kind == 0) hpj_relu_forward(c->out, c->x, c->n);
+    else if (c->kind == 1) hpj_gelu_forward(c->out, c->x, c->n);
+    else hpj_dropout_forward(c->out, c->mask, c->x, c->n, c->p, 7, 3, 1);
+    return wsum(c->out, c->w, c->n);
+}
+
+static void test_activations(void) {
+    hpj_rng r;
+    act_ctx c;
+    int kind;
+    size_t n = 37, i;
+    float *g = fbuf(n), *g2 = fbuf(n);
+    hpj_rng_seed(&r, 31);
+    c.n = n;
+    c.x = fbuf(n);
+    c.out = fbuf(n);
+    c.w = fbuf(n);
+    c.mask = (uint8_t *)calloc(n, 1);
+    c.p = 0.3f;
+    fill_uniform(c.w, n, -1, 1, &r);
+    for (kind = 0; kind < 3; ++kind) {
+        static const char *names[3] = {"relu", "gelu", "dropout"};
+        c.kind = kind;
+        fill_away(c.x, n, 0.05f, 3.0f, &r);
+        act_loss(&c);
+        memset(g, 0, n * sizeof(float));
+        memset(g2, 0, n * sizeof(float));
+        for (i = 0; i < 2; ++i) {
+            float *dst = i ? g2 : g;
+            if (kind == 0) hpj_relu_backward(dst, c.w, c.out, n);
+            else if (kind == 1) hpj_gelu_backward(dst, c.w, c.x, n);
+            else hpj_dropout_backward(dst, c.w, c.mask, n, c.p);
+        }
+        if (kind == 0) hpj_relu_backward(g2, c.w, c.out, n);
+        else if (kind == 1) hpj_gelu_backward(g2, c.w, c.x, n);
+        else hpj_dropout_backward(g2, c.w, c.mask, n, c.p);
+        CHECK_MSG(!doubles(names[kind], g, g2, n), "%s backward does not accumulate", names[kind]);
+        CHECK_MSG(!gradcheck(names[kind], act_loss, &c, c.x, g, n, 1e-2f, 1e-2, 100, &r), "%s gradcheck", names[kind]);
+    }
+    /* GELU values (torch.nn.functional.gelu, exact erf form) */
+    {
+        float x[5] = {-3.0f, -1.0f, 0.0f, 0.5f, 2.0f}, y[5];
+        double want[5] = {-0.0040496997, -0.15865526, 0.0, 0.34573123, 1.9544997};
+        hpj_gelu_forward(y, x, 5);
+        for (i = 0; i < 5; ++i) CHECK_NEAR(y[i], want[i], 1e-6, 1e-7);
+        hpj_relu_forward(x, x, 5); /* in place */
+        CHECK(x[0] == 0.0f && x[1] == 0.0f && x[3] == 0.5f && x[4] == 2.0f);
+    }
+    free(g);
+    free(g2);
+    free(c.x);
+    free(c.out);
+    free(c.w);
+    free(c.mask);
+}
+
+static void test_dropout(void) {
+    size_t n = 200000, i, kept = 0;
+    float *x = fbuf(n), *y = fbuf(n), *y2 = fbuf(n);
+    uint8_t *m = (uint8_t *)malloc(n), *m2 = (uint8_t *)malloc(n);
+    float p = 0.25f;
+    for (i = 0; i < n; ++i) x[i] = (float)(i % 17) - 8.0f;
+    hpj_dropout_forward(y, m, x, n, p, 42, 7, 3);
+    for (i = 0; i < n; ++i) {
+        kept += m[i];
+        CHECK(m[i] ? y[i] == x[i] * (1.0f / (1.0f - p)) : y[i] == 0.0f);
+    }
+    /* kept ~ Binomial(n, 0.75): sd ~ 194 */
+    CHECK_NEAR((double)kept, 0.75 * n, 0, 1500);
+    /* the same (seed, step, salt) gives the same mask; another step differs */
+    hpj_dropout_forward(y2, m2, x, n, p, 42, 7, 3);
+    CHECK(memcmp(m, m2, n) == 0 && bits_equal(y, y2, n));
+    hpj_dropout_forward(y2, m2, x, n, p, 42, 8, 3);
+    CHECK(memcmp(m, m2, n) != 0);
+    hpj_dropout_forward(y2, m2, x, n, p, 42, 7, 4);
+    CHECK(memcmp(m, m2, n) != 0);
+    /* a prefix gets the same draws as the whole */
+    hpj_dropout_forward(y2, m2, x, 1000, p, 42, 7, 3);
+    CHECK(memcmp(m, m2, 1000) == 0);
+    /* p = 0 copies, mask all ones; p = 1 drops everything */
+    hpj_dropout_forward(y2, m2, x, n, 0.0f, 1, 1, 1);
+    CHECK(bits_equal(x, y2, n));
+    for (i = 0; i < n; ++i) CHECK(m2[i] == 1);
+    hpj_dropout_forward(y2, m2, x, 100, 1.0f, 1, 1, 1);
+    for (i = 0; i < 100; ++i) CHECK(y2[i] == 0.0f && m2[i] == 0);
+    free(x);
+    free(y);
+    free(y2);
+    free(m);
+    free(m2);
+}
+
+/* ---- normalisation ------------------------------------------------------ */
+
+typedef struct {
+    int N, D, bn;
+    float *x, *g, *b, *out, *mean, *rstd, *w;
+} norm_ctx;
+static double norm_loss(void *p) {
+    norm_ctx *c = (norm_ctx *)p;
+    if (c->bn)
+        hpj_batchnorm_forward_train(c->out, c->mean, c->rstd, NULL, NULL, c->x, c->g, c->b, c->N, c->D, 0.1f, 1e-5f);
+    else hpj_layernorm_forward(c->out, c->mean, c->rstd, c->x, c->g, c->b, c->N, c->D, 1e-5f);
+    return wsum(c->out, c->w, (size_t)c->N * c->D);
+}
+
+static void test_norms_grad(void) {
+    hpj_rng r;
+    norm_ctx c;
+    int bn;
+    hpj_rng_seed(&r, 41);
+    c.N = 7;
+    c.D = 19; /* > 16: one full lane block and a tail */
+    c.x = fbuf(c.N * c.D);
+    c.out = fbuf(c.N * c.D);
+    c.w = fbuf(c.N * c.D);
+    c.g = fbuf(c.D);
+    c.b = fbuf(c.D);
+    c.mean = fbuf(c.D > c.N ? c.D : c.N);
+    c.rstd = fbuf(c.D > c.N ? c.D : c.N);
+    for (bn = 0; bn < 2; ++bn) {
+        size_t nx = (size_t)c.N * c.D;
+        float *dx = fbuf(nx), *dg = fbuf(c.D), *db = fbuf(c.D), *dx2 = fbuf(nx), *dg2 = fbuf(c.D), *db2 = fbuf(c.D);
+        const char *nm = bn ? "batchnorm" : "layernorm";
+        int k;
+        c.bn = bn;
+        fill_uniform(c.x, nx, -2, 2, &r);
+        fill_uniform(c.g, c.D, 0.5f, 1.5f, &r);
+        fill_uniform(c.b, c.D, -0.5f, 0.5f, &r);
+        fill_uniform(c.w, nx, -1, 1, &r);
+        norm_loss(&c);
+        for (k = 0; k < 3; ++k) {
+            float *a = k ? dx2 : dx, *bg = k ? dg2 : dg, *bb = k ? db2 : db;
+            if (bn) hpj_batchnorm_backward(a, bg, bb, c.w, c.x, c.g, c.mean, c.rstd, c.N, c.D);
+            else hpj_layernorm_backward(a, bg, bb, c.w, c.x, c.g, c.mean, c.rstd, c.N, c.D);
+        }
+        CHECK_MSG(!doubles(nm, dx, dx2, nx) && !doubles(nm, dg, dg2, c.D) && !doubles(nm, db, db2, c.D),
+                  "%s backward does not accumulate", nm);
+        CHECK_MSG(!gradcheck("dx", norm_loss, &c, c.x, dx, nx, 1e-2f, 2e-2, 200, &r), "%s dx", nm);
+        CHECK_MSG(!gradcheck("dgamma", norm_loss, &c, c.g, dg, c.D, 1e-2f, 2e-2, 200, &r), "%s dgamma", nm);
+        CHECK_MSG(!gradcheck("dbeta", norm_loss, &c, c.b, db, c.D, 1e-2f, 2e-2, 200, &r), "%s dbeta", nm);
+        free(dx);
+        free(dg);
+        free(db);
+        free(dx2);
+        free(dg2);
+        free(db2);
+    }
+    free(c.x);
+    free(c.out);
+    free(c.w);
+    free(c.g);
+    free(c.b);
+    free(c.mean);
+    free(c.rstd);
+}
+
+static void test_layernorm_values(void) {
+    float x[6] = {1, 2, 3, 4, 10, -2}, y[6], mu[2], rs[2];
+    double m1 = 2.0, v1 = 2.0 / 3.0, m2 = 4.0, v2 = (0.0 + 36.0 + 36.0) / 3.0;
+    hpj_layernorm_forward(y, mu, rs, x, NULL, NULL, 2, 3, 1e-5f);
+    CHECK_NEAR(mu[0], m1, 1e-6, 0);
+    CHECK_NEAR(mu[1], m2, 1e-6, 0);
+    CHECK_NEAR(rs[0], 1.0 / sqrt(v1 + 1e-5), 1e-6, 0);
+    CHECK_NEAR(y[2], (3.0 - m1) / sqrt(v1 + 1e-5), 1e-6, 0);
+    CHECK_NEAR(y[4], (10.0 - m2) / sqrt(v2 + 1e-5), 1e-6, 0);
+}
+
+static void test_batchnorm_modes(void) {
+    int N = 6, D = 3, i, j;
+    float x[18], y[18], mu[3], rs[3], rm[3] = {0.5f, -1.0f, 2.0f}, rv[3] = {1.0f, 2.0f, 0.5f};
+    float rm0[3], rv0[3], g[3] = {1.5f, 0.5f, 2.0f}, b[3] = {0.1f, -0.2f, 0.3f};
+    hpj_rng r;
+    hpj_rng_seed(&r, 51);
+    fill_uniform(x, 18, -3, 3, &r);
+    memcpy(rm0, rm, sizeof rm);
+    memcpy(rv0, rv, sizeof rv);
+    hpj_batchnorm_forward_train(y, mu, rs, rm, rv, x, g, b, N, D, 0.1f, 1e-5f);
+    for (j = 0; j < D; ++j) {
+        double m = 0, v = 0, om = 0, ov = 0;
+        for (i = 0; i < N; ++i) m += x[i * D + j];
+        m /= N;
+        for (i = 0; i < N; ++i) v += (x[i * D + j] - m) * (x[i * D + j] - m);
+        CHECK_NEAR(mu[j], m, 1e-6, 1e-7);
+        CHECK_NEAR(rs[j], 1.0 / sqrt(v / N + 1e-5), 1e-5, 0);
+        /* running statistics: momentum 0.1, unbiased variance */
+        CHECK_NEAR(rm[j], 0.9 * rm0[j] + 0.1 * m, 1e-6, 1e-7);
+        CHECK_NEAR(rv[j], 0.9 * rv0[j] + 0.1 * v / (N - 1), 1e-6, 1e-7);
+        /* the output has mean beta and biased variance ~ gamma^2 */
+        for (i = 0; i < N; ++i) om += y[i * D + j];
+        om /= N;
+        for (i = 0; i < N; ++i) ov += (y[i * D + j] - om) * (y[i * D + j] - om);
+        CHECK_NEAR(om, b[j], 1e-5, 1e-6);
+        CHECK_NEAR(ov / N, g[j] * g[j] * (v / N) / (v / N + 1e-5), 1e-4, 0);
+    }
+    /* eval mode uses the running statistics */
+    hpj_batchnorm_forward_eval(y, x, g, b, rm, rv, N, D, 1e-5f);
+    for (i = 0; i < N; ++i)
+        for (j = 0; j < D; ++j) CHECK_NEAR(y[i * D + j], (x[i * D + j] - rm[j]) / sqrt(rv[j] + 1e-5) * g[j] + b[j], 1e-5, 1e-6);
+    /* N == 1: output = beta, running_var unchanged, zero input gradient */
+    {
+        float dx[3] = {0, 0, 0}, dg[3] = {0, 0, 0}, db[3] = {0, 0, 0}, dy[3] = {1, -2, 3};
+        memcpy(rv0, rv, sizeof rv);
+        memcpy(rm0, rm, sizeof rm);
+        hpj_batchnorm_forward_train(y, mu, rs, rm, rv, x, g, b, 1, D, 0.1f, 1e-5f);
+        for (j = 0; j < D; ++j) {
+            CHECK(y[j] == b[j]);
+            CHECK(rv[j] == rv0[j]);
+            CHECK_NEAR(rm[j], 0.9 * rm0[j] + 0.1 * x[j], 1e-6, 1e-7);
+        }
+        hpj_batchnorm_backward(dx, dg, db, dy, x, g, mu, rs, 1, D);
+        for (j = 0; j < D; ++j) {
+            CHECK(dx[j] == 0.0f && dg[j] == 0.0f);
+            CHECK(db[j] == dy[j]);
+        }
+    }
+}
+
+/* ---- GINE --------------------------------------------------------------- */
+
+/* two small graphs side by side: a triangle+tail (0..4) and a path (5..7) */
+static const int32_t g_rowptr[9] = {0, 2, 4, 7, 9, 10, 11, 13, 14};
+static const int32_t g_col[14] = {1, 2, 0, 2, 0, 1, 3, 2, 4, 3, 6, 5, 7, 6};
+
+typedef struct {
+    int N, D;
+    float *h, *e, *out, *w, eps;
+} gine_ctx;
+static double gine_loss(void *p) {
+    gine_ctx *c = (gine_ctx *)p;
+    hpj_gine_forward(c->out, c->h, c->e, g_rowptr, g_col, c->N, c->D, c->eps);
+    return wsum(c->out, c->w, (size_t)c->N * c->D);
+}
+static double gine_loss_eps(void *p) { return gine_loss(p); }
+
+static void test_gine(void) {
+    hpj_rng r;
+    gine_ctx c;
+    int32_t rev[14];
+    int E = 14, k, j, pass;
+    float *dh, *de, deps, *dh2, *de2, deps2 = 0;
+    hpj_rng_seed(&r, 61);
+    c.N = 8;
+    c.D = 5;
+    c.eps = 0.3f;
+    c.h = fbuf(c.N * c.D);
+    c.e = fbuf(E * c.D);
+    c.out = fbuf(c.N * c.D);
+    c.w = fbuf(c.N * c.D);
+    dh = fbuf(c.N * c.D);
+    de = fbuf(E * c.D);
+    dh2 = fbuf(c.N * c.D);
+    de2 = fbuf(E * c.D);
+    CHECK_OK(hpj_csr_reverse(rev, g_rowptr, g_col, c.N));
+    for (k = 0; k < E; ++k) CHECK(g_col[rev[k]] >= 0 && rev[rev[k]] == k);
+    fill_uniform(c.h, c.N * c.D, -1, 1, &r);
+    fill_uniform(c.e, E * c.D, -1, 1, &r);
+    fill_uniform(c.w, c.N * c.D, -1, 1, &r);
+    /* keep every message h[j] + e[k] at least 0.05 away from the ReLU kink */
+    for (pass = 0; pass < 4; ++pass)
+        for (k = 0; k < E; ++k) {
+            int src = g_col[k];
+            for (j = 0; j < c.D; ++j)
+                if (fabsf(c.h[src * c.D + j] + c.e[k * c.D + j]) < 0.05f) c.e[k * c.D + j] += 0.2f;
+        }
+    gine_loss(&c);
+    /* forward against the formula at one node */
+    for (j = 0; j < c.D; ++j) {
+        double s = (1.0 + c.eps) * c.h[2 * c.D + j];
+        for (k = g_rowptr[2]; k < g_rowptr[3]; ++k) {
+            double m = (double)c.h[g_col[k] * c.D + j] + c.e[k * c.D + j];
+            s += m > 0 ? m : 0;
+        }
+        CHECK_NEAR(c.out[2 * c.D + j], s, 1e-6, 1e-6);
+    }
+    deps = 0;
+    hpj_gine_backward(dh, de, &deps, c.w, c.h, c.e, g_rowptr, g_col, rev, c.N, c.D, c.eps);
+    hpj_gine_backward(dh2, de2, &deps2, c.w, c.h, c.e, g_rowptr, g_col, rev, c.N, c.D, c.eps);
+    hpj_gine_backward(dh2, de2, &deps2, c.w, c.h, c.e, g_rowptr, g_col, rev, c.N, c.D, c.eps);
+    CHECK(!doubles("dh", dh, dh2, c.N * c.D) && !doubles("de", de, de2, E * c.D) && !doubles("deps", &deps, &deps2, 1));
+    CHECK(!gradcheck("gine dh", gine_loss, &c, c.h, dh, c.N * c.D, 1e-2f, 1e-2, 100, &r));
+    CHECK(!gradcheck("gine de", gine_loss, &c, c.e, de, E * c.D, 1e-2f, 1e-2, 100, &r));
+    CHECK(!gradcheck("gine deps", gine_loss_eps, &c, &c.eps, &deps, 1, 1e-2f, 1e-2, 1, &r));
+    /* without edge features */
+    memset(dh, 0, sizeof(float) * c.N * c.D);
+    {
+        float *ekeep = c.e;
+        c.e = NULL;
+        gine_loss(&c);
+        hpj_gine_backward(dh, NULL, NULL, c.w, c.h, NULL, g_rowptr, g_col, NULL, c.N, c.D, c.eps);
+        CHECK(!gradcheck("gine dh (no e)", gine_loss, &c, c.h, dh, c.N * c.D, 1e-3f, 2e-2, 100, &r));
+        c.e = ekeep;
+    }
+    /* an asymmetric CSR is refused */
+    {
+        int32_t rp[3] = {0, 1, 1}, cl[1] = {1}, rv[1];
+        CHECK(hpj_csr_reverse(rv, rp, cl, 2) == HPJ_ERR_INPUT);
+        CHECK(strstr(hpj_last_error(), "not symmetric") != NULL);
+    }
+    free(c.h);
+    free(c.e);
+    free(c.out);
+    free(c.w);
+    free(dh);
+    free(de);
+    free(dh2);
+    free(de2);
+}
+
+/* ---- pooling ------------------------------------------------------------ */
+
+typedef struct {
+    int kind, S, D, N;
+    const int32_t *ptr, *idx;
+    float *x, *out, *w;
+    int32_t *am;
+} pool_ctx;
+static double pool_loss(void *p) {
+    pool_ctx *c = (pool_ctx *)p;
+    if (c->kind == 0) hpj_segment_mean_forward(c->out, c->x, c->ptr, c->S, c->D);
+    else if (c->kind == 1) hpj_segment_max_forward(c->out, c->am, c->x, c->ptr, c->S, c->D);
+    else hpj_gather_mean_forward(c->out, c->x, c->ptr, c->idx, c->S, c->D);
+    return wsum(c->out, c->w, (size_t)c->S * c->D);
+}
+
+static void test_pooling(void) {
+    /* 4 segments of 9 rows, one empty */
+    static const int32_t segptr[5] = {0, 3, 3, 7, 9};
+    /* index lists over 6 rows, overlapping, one repeat, one empty list */
+    static const int32_t lptr[5] = {0, 3, 3, 7, 9};
+    static const int32_t lidx[9] = {0, 2, 5, 1, 2, 2, 4, 3, 0};
+    hpj_rng r;
+    pool_ctx c;
+    int kind, i, j;
+    int32_t tptr[7], tidx[9], am[4 * 6];
+    hpj_rng_seed(&r, 71);
+    c.S = 4;
+    c.D = 6;
+    c.am = am;
+    c.x = fbuf(9 * 6);
+    c.out = fbuf(4 * 6);
+    c.w = fbuf(4 * 6);
+    fill_uniform(c.w, 24, -1, 1, &r);
+    CHECK_OK(hpj_index_transpose(tptr, tidx, lptr, lidx, 4, 6));
+    CHECK(tptr[0] == 0 && tptr[6] == 9);
+    CHECK(tptr[3] - tptr[2] == 3); /* row 2: lists 0, 2, 2 */
+    CHECK(tidx[tptr[2]] == 0 && tidx[tptr[2] + 1] == 2 && tidx[tptr[2] + 2] == 2);
+    CHECK(hpj_index_transpose(tptr, tidx, lptr, lidx, 4, 5) == HPJ_ERR_INPUT); /* index 5 >= R */
+    { /* ties: the first row wins */
+        float tx[6] = {1, 5, 3, 5, 3, -1}, to[2];
+        int32_t tsp[2] = {0, 3}, ta[2];
+        hpj_segment_max_forward(to, ta, tx, tsp, 1, 2);
+        CHECK(to[0] == 3.0f && ta[0] == 1 && to[1] == 5.0f && ta[1] == 0);
+    }
+    for (kind = 0; kind < 3; ++kind) {
+        int nrows = kind == 2 ? 6 : 9;
+        float *g = fbuf(nrows * 6), *g2 = fbuf(nrows * 6);
+        c.kind = kind;
+        c.N = nrows;
+        c.ptr = kind == 2 ? lptr : segptr;
+        c.idx = lidx;
+        /* distinct values 0.1 apart: no ties within 2h for the max */
+        for (i = 0; i < nrows * 6; ++i) c.x[i] = 0.1f * (float)((i * 37) % (nrows * 6)) - 2.0f;
+        pool_loss(&c);
+        for (j = 0; j < 6; ++j) CHECK(c.out[1 * 6 + j] == 0.0f); /* empty */
+        if (kind == 1) CHECK(am[6] == -1);
+        for (i = 0; i < 3; ++i) {
+            float *dst = i ? g2 : g;
+            if (kind == 0) hpj_segment_mean_backward(dst, c.w, segptr, 4, 6);
+            else if (kind == 1) hpj_segment_max_backward(dst, c.w, am, 4, 6);
+            else hpj_gather_mean_backward(dst, c.w, lptr, tptr, tidx, 6, 6);
+        }
+        CHECK_MSG(!doubles("pool", g, g2, nrows * 6), "pool kind %d does not accumulate", kind);
+        CHECK_MSG(!gradcheck("pool", pool_loss, &c, c.x, g, nrows * 6, 1e-2f, 1e-2, 100, &r), "pool kind %d", kind);
+        if (kind == 0) /* mean of rows 3..6, column 0 */
+            CHECK_NEAR(c.out[2 * 6], (c.x[18] + c.x[24] + c.x[30] + c.x[36]) / 4.0, 1e-6, 1e-6);
+        if (kind == 2) /* list 3 = rows {3, 0} */
+            CHECK_NEAR(c.out[3 * 6 + 1], (c.x[3 * 6 + 1] + c.x[1]) / 2.0, 1e-6, 1e-6);
+        free(g);
+        free(g2);
+    }
+    free(c.x);
+    free(c.out);
+    free(c.w);
+}
+
+/* ---- attention ---------------------------------------------------------- */
+
+typedef struct {
+    int B, T, D, H;
+    float *qkv, *out, *att, *w;
+    const uint8_t *km;
+    const float *adj;
+} att_ctx;
+static double att_loss(void *p) {
+    att_ctx *c = (att_ctx *)p;
+    hpj_attention_forward(c->out, c->att, c->qkv, c->km, c->adj, c->B, c->T, c->D, c->H);
+    return wsum(c->out, c->w, (size_t)c->B * c->T * c->D);
+}
+
+/* out in double by the definition, for batch b, query i, column d */
+static double att_ref(const att_ctx *c, int b, int i, int d) {
+    int hd = c->D / c->H, h = d / hd, j, l, ld = 3 * c->D;
+    double s[64], mx = -1e300, sum = 0, o = 0;
+    int any = 0;
+    const float *base = c->qkv + (size_t)b * c->T * ld;
+    for (j = 0; j < c->T; ++j) {
+        if (c->km && !c->km[b * c->T + j]) continue;
+        s[j] = 0;
+        for (l = 0; l < hd; ++l) s[j] += (double)base[i * ld + h * hd + l] * base[j * ld + c->D + h * hd + l];
+        s[j] /= sqrt((double)hd);
+        if (s[j] > mx) mx = s[j];
+        any = 1;
+    }
+    if (!any) return 0;
+    for (j = 0; j < c->T; ++j)
+        if (!c->km || c->km[b * c->T + j]) sum += exp(s[j] - mx);
+    for (j = 0; j < c->T; ++j) {
+        double pr;
+        if (c->km && !c->km[b * c->T + j]) continue;
+        pr = exp(s[j] - mx) / sum;
+        if (c->adj) pr *= c->adj[((size_t)b * c->T + i) * c->T + j];
+        o += pr * base[j * ld + 2 * c->D + d];
+    }
+    return o;
+}
+
+static void test_attention(void) {
+    hpj_rng r;
+    att_ctx c;
+    /* batch 0: keys 1 and 4 masked; batch 1: all keys valid; batch 2: all masked */
+    uint8_t km[15] = {1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0};
+    int variant, i, j, d;
+    size_t nq;
+    hpj_rng_seed(&r, 81);
+    c.B = 3;
+    c.T = 5;
+    c.D = 40; /* head width 20: a full 16-lane block and a tail */
+    c.H = 2;
+    nq = (size_t)c.B * c.T * 3 * c.D;
+    c.qkv = fbuf(nq);
+    c.out = fbuf((size_t)c.B * c.T * c.D);
+    c.att = fbuf((size_t)c.B * c.H * c.T * c.T);
+    c.w = fbuf((size_t)c.B * c.T * c.D);
+    for (variant = 0; variant < 3; ++variant) {
+        float *adj = fbuf((size_t)c.B * c.T * c.T), *g = fbuf(nq), *g2 = fbuf(nq);
+        fill_uniform(c.qkv, nq, -1.5f, 1.5f, &r);
+        fill_uniform(c.w, (size_t)c.B * c.T * c.D, -1, 1, &r);
+        fill_uniform(adj, (size_t)c.B * c.T * c.T, 0.0f, 2.0f, &r);
+        c.km = variant >= 1 ? km : NULL;
+        c.adj = variant == 2 ? adj : NULL;
+        att_loss(&c);
+        for (i = 0; i < c.B; ++i)
+            for (j = 0; j < c.T; ++j)
+                for (d = 0; d < c.D; ++d)
+                    CHECK_MSG(fabs(c.out[((size_t)i * c.T + j) * c.D + d] - att_ref(&c, i, j, d)) < 1e-5,
+                              "variant %d: out[%d][%d][%d] = %g, want %g", variant, i, j, d,
+                              c.out[((size_t)i * c.T + j) * c.D + d], att_ref(&c, i, j, d));
+        for (i = 0; i < 3; ++i)
+            hpj_attention_backward(i ? g2 : g, c.w, c.qkv, c.att, c.km, c.adj, c.B, c.T, c.D, c.H);
+        CHECK(!doubles("dqkv", g, g2, nq));
+        CHECK_MSG(!gradcheck("attention dqkv", att_loss, &c, c.qkv, g, nq, 1e-2f, 2e-2, 400, &r), "variant %d", variant);
+        if (c.km) {
+            /* masked keys: exactly zero k and v gradient; and their values do
+               not change the output at all */
+            float *out0 = fbuf((size_t)c.B * c.T * c.D);
+            int b, t;
+            for (b = 0; b < c.B; ++b)
+                for (t = 0; t < c.T; ++t) {
+                    const float *gt = g + ((size_t)b * c.T + t) * 3 * c.D;
+                    for (d = c.D; d < 3 * c.D; ++d)
+                        if (!km[b * c.T + t]) CHECK_MSG(gt[d] == 0.0f, "masked key b%d t%d has gradient %g", b, t, gt[d]);
+                    if (b == 2) /* every key masked: zero output and zero q gradient */
+                        for (d = 0; d < c.D; ++d) {
+                            CHECK(gt[d] == 0.0f);
+                            CHECK(c.out[((size_t)b * c.T + t) * c.D + d] == 0.0f);
+                        }
+                }
+            att_loss(&c); /* gradcheck left c.out at a perturbed point */
+            memcpy(out0, c.out, sizeof(float) * c.B * c.T * c.D);
+            for (d = c.D; d < 3 * c.D; ++d) c.qkv[(0 * c.T + 1) * 3 * c.D + d] = 1e6f; /* batch 0 key 1 */
+            att_loss(&c);
+            CHECK(bits_equal(out0, c.out, (size_t)c.B * c.T * c.D));
+            free(out0);
+        }
+        free(adj);
+        free(g);
+        free(g2);
+    }
+    free(c.qkv);
+    free(c.out);
+    free(c.att);
+    free(c.w);
+}
+
+/* ---- transformer block -------------------------------------------------- */
+
+typedef struct {
+    int B, T, D, H, F, act;
+    hpj_block_params p;
+    hpj_block_cache cache;
+    float *x, *out, *w;
+    const uint8_t *km;
+    const float *adj;
+} blk_ctx;
+static double blk_loss(void *q) {
+    blk_ctx *c = (blk_ctx *)q;
+    hpj_block_forward(c->out, &c->cache, c->x, &c->p, c->km, c->adj, c->B, c->T, c->D, c->H, c->F, c->act);
+    return wsum(c->out, c->w, (size_t)c->B * c->T * c->D);
+}
+
+static void test_block(void) {
+    hpj_rng r;
+    blk_ctx c;
+    uint8_t km[10] = {1, 1, 0, 1, 1, 1, 1, 1, 1, 0};
+    float *adj;
+    int act;
+    size_t np, nx;
+    hpj_rng_seed(&r, 91);
+    c.B = 2;
+    c.T = 5;
+    c.D = 6;
+    c.H = 2;
+    c.F = 7;
+    np = hpj_block_param_count(c.D, c.F);
+    nx = (size_t)c.B * c.T * c.D;
+    CHECK_EQ_INT(np, 2 * 6 + 18 * 6 + 18 + 36 + 6 + 12 + 42 + 7 + 42 + 6);
+    adj = fbuf((size_t)c.B * c.T * c.T);
+    fill_uniform(adj, (size_t)c.B * c.T * c.T, 0.2f, 1.5f, &r);
+    for (act = 0; act < 2; ++act) {
+        float *flat = fbuf(np), *gflat = fbuf(np), *gflat2 = fbuf(np);
+        float *cflat = fbuf(hpj_block_cache_count(c.B, c.T, c.D, c.H, c.F));
+        float *scratch = fbuf(hpj_block_scratch_count(c.B, c.T, c.D, c.H, c.F));
+        float *dx = fbuf(nx), *dx2 = fbuf(nx);
+        hpj_block_params dp, dp2;
+        float h = act == HPJ_ACT_GELU ? 1e-2f : 1e-3f;
+        int k;
+        c.act = act;
+        c.km = km;
+        c.adj = act ? adj : NULL;
+        c.x = fbuf(nx);
+        c.out = fbuf(nx);
+        c.w = fbuf(nx);
+        hpj_block_params_bind(&c.p, flat, c.D, c.F);
+        hpj_block_params_bind(&dp, gflat, c.D, c.F);
+        hpj_block_params_bind(&dp2, gflat2, c.D, c.F);
+        CHECK(c.p.b2 + c.D == flat + np); /* bound without gaps */
+        hpj_block_cache_bind(&c.cache, cflat, c.B, c.T, c.D, c.H, c.F);
+        CHECK(c.cache.fch_act + (size_t)c.B * c.T * c.F <= cflat + hpj_block_cache_count(c.B, c.T, c.D, c.H, c.F));
+        hpj_block_params_init(&c.p, c.D, c.F, &r);
+        /* random LayerNorm affine and biases too, so every path is exercised */
+        fill_uniform(c.p.ln1_g, c.D, 0.5f, 1.5f, &r);
+        fill_uniform(c.p.ln2_g, c.D, 0.5f, 1.5f, &r);
+        fill_uniform(c.p.ln1_b, c.D, -0.3f, 0.3f, &r);
+        fill_uniform(c.p.ln2_b, c.D, -0.3f, 0.3f, &r);
+        fill_uniform(c.p.bqkv, 3 * c.D, -0.3f, 0.3f, &r);
+        fill_uniform(c.p.bo, c.D, -0.3f, 0.3f, &r);
+        fill_uniform(c.x, nx, -1, 1, &r);
+        fill_uniform(c.w, nx, -1, 1, &r);
+        blk_loss(&c);
+        hpj_block_backward(dx, &dp, c.w, c.x, &c.p, &c.cache, scratch, c.km, c.adj, c.B, c.T, c.D, c.H, c.F, act);
+        for (k = 0; k < 2; ++k)
+            hpj_block_backward(dx2, &dp2, c.w, c.x, &c.p, &c.cache, scratch, c.km, c.adj, c.B, c.T, c.D, c.H, c.F, act);
+        CHECK(!doubles("block dx", dx, dx2, nx) && !doubles("block dparams", gflat, gflat2, np));
+        CHECK_MSG(!gradcheck("block dx", blk_loss, &c, c.x, dx, nx, h, 3e-2, 60, &r), "act %d", act);
+        {
+            /* every parameter tensor, probed */
+            float *pt[12] = {c.p.ln1_g, c.p.ln1_b, c.p.Wqkv, c.p.bqkv, c.p.Wo, c.p.bo,
+                             c.p.ln2_g, c.p.ln2_b, c.p.W1, c.p.b1, c.p.W2, c.p.b2};
+            float *gt[12] = {dp.ln1_g, dp.ln1_b, dp.Wqkv, dp.bqkv, dp.Wo, dp.bo, dp.ln2_g, dp.ln2_b, dp.W1, dp.b1, dp.W2, dp.b2};
+            size_t nt[12];
+            static const char *names[12] = {"ln1_g", "ln1_b", "Wqkv", "bqkv", "Wo", "bo",
+                                            "ln2_g", "ln2_b", "W1", "b1", "W2", "b2"};
+            int t;
+            for (t = 0; t < 11; ++t) nt[t] = (size_t)(pt[t + 1] - pt[t]);
+            nt[11] = (size_t)c.D;
+            for (t = 0; t < 12; ++t)
+                CHECK_MSG(!gradcheck(names[t], blk_loss, &c, pt[t], gt[t], nt[t], h, 3e-2, 25, &r), "block act %d: %s",
+                          act, names[t]);
+        }
+        /* dp == NULL still gives dinp; dinp == NULL still gives dp */
+        memset(dx2, 0, nx * sizeof(float));
+        hpj_block_backward(dx2, NULL, c.w, c.x, &c.p, &c.cache, scratch, c.km, c.adj, c.B, c.T, c.D, c.H, c.F, act);
+        CHECK(bits_equal(dx, dx2, nx));
+        memset(gflat2, 0, np * sizeof(float));
+        hpj_block_backward(NULL, &dp2, c.w, c.x, &c.p, &c.cache, scratch, c.km, c.adj, c.B, c.T, c.D, c.H, c.F, act);
+        CHECK(bits_equal(gflat, gflat2, np));
+        free(flat);
+        free(gflat);
+        free(gflat2);
+        free(cflat);
+        free(scratch);
+        free(dx);
+        free(dx2);
+        free(c.x);
+        free(c.out);
+        free(c.w);
+    }
+    free(adj);
+}
+
+/* ---- losses ------------------------------------------------------------- */
+
+typedef struct {
+    int kind, N, C;
+    float *pred, *target, beta;
+    int32_t *labels;
+} loss_ctx;
+static double loss_loss(void *p) {
+    loss_ctx *c = (loss_ctx *)p;
+    if (c->kind == 0) return hpj_smooth_l1(c->pred, c->target, NULL, (size_t)c->N, c->beta, 0.5f);
+    return hpj_softmax_xent(c->pred, c->labels, NULL, c->N, c->C, 0.5f);
+}
+
+static void test_losses(void) {
+    hpj_rng r;
+    loss_ctx c;
+    float pred[4] = {0.0f, 2.0f, -1.0f, 0.25f}, target[4] = {0.5f, 0.0f, 1.0f, 0.25f}, g[4] = {0, 0, 0, 0};
+    double l;
+    int32_t labels[5] = {2, 0, -1, 1, 3};
+    float logits[20], dl[20], dl2[20];
+    int i;
+    hpj_rng_seed(&r, 101);
+    /* SmoothL1, beta 1: 0.5*0.25, 2-0.5, 2-0.5, 0 */
+    l = hpj_smooth_l1(pred, target, g, 4, 1.0f, 1.0f);
+    CHECK_NEAR(l, 0.125 + 1.5 + 1.5 + 0.0, 1e-7, 0);
+    CHECK(g[0] == -0.5f && g[1] == 1.0f && g[2] == -1.0f && g[3] == 0.0f);
+    memset(g, 0, sizeof g);
+    l = hpj_smooth_l1(pred, target, g, 4, 0.0f, 2.0f); /* beta 0: L1, sign(0) = 0 */
+    CHECK_NEAR(l, 2.0 * (0.5 + 2 + 2 + 0), 1e-7, 0);
+    CHECK(g[0] == -2.0f && g[1] == 2.0f && g[2] == -2.0f && g[3] == 0.0f);
+    l = hpj_smooth_l1(pred, target, NULL, 4, 4.0f, 1.0f); /* all quadratic */
+    CHECK_NEAR(l, (0.25 + 4 + 4) / 8.0, 1e-7, 0);
+    /* softmax cross-entropy against the definition */
+    fill_uniform(logits, 20, -3, 3, &r);
+    memset(dl, 0, sizeof dl);
+    memset(dl2, 0, sizeof dl2);
+    l = hpj_softmax_xent(logits, labels, dl, 5, 4, 0.5f);
+    {
+        double want = 0;
+        int k;
+        for (i = 0; i < 5; ++i) {
+            double se = 0;
+            if (labels[i] < 0) continue;
+            for (k = 0; k < 4; ++k) se += exp(logits[i * 4 + k]);
+            want += log(se) - logits[i * 4 + labels[i]];
+        }
+        CHECK_NEAR(l, 0.5 * want, 1e-6, 0);
+        for (k = 0; k < 4; ++k) CHECK(dl[2 * 4 + k] == 0.0f); /* ignored row */
+    }
+    hpj_softmax_xent(logits, labels, dl2, 5, 4, 0.5f);
+    hpj_softmax_xent(logits, labels, dl2, 5, 4, 0.5f);
+    CHECK(!doubles("dlogits", dl, dl2, 20));
+    c.kind = 1;
+    c.N = 5;
+    c.C = 4;
+    c.pred = logits;
+    c.labels = labels;
+    CHECK(!gradcheck("xent", loss_loss, &c, logits, dl, 20, 1e-2f, 1e-2, 100, &r));
+    /* SmoothL1 gradcheck away from the kinks */
+    {
+        float p2[9], t2[9], g2[9] = {0};
+        for (i = 0; i < 9; ++i) {
+            p2[i] = 0.3f * (float)i - 1.2f;
+            t2[i] = 0.05f;
+        }
+        c.kind = 0;
+        c.N = 9;
+        c.pred = p2;
+        c.target = t2;
+        c.beta = 0.5f;
+        hpj_smooth_l1(p2, t2, g2, 9, 0.5f, 0.5f);
+        CHECK(!gradcheck("smooth_l1", loss_loss, &c, p2, g2, 9, 1e-2f, 1e-2, 100, &r));
+    }
+}
+
+/* ---- optimiser, schedules, clipping, EMA -------------------------------- */
+
+static void test_adam(void) {
+    float p[3] = {1.0f, -2.0f, 0.5f}, g[3] = {0.1f, -0.3f, 0.0f}, m[3] = {0, 0, 0}, v[3] = {0, 0, 0};
+    double P[3] = {1.0, -2.0, 0.5}, Mm[3] = {0, 0, 0}, V[3] = {0, 0, 0};
+    /* the hyperparameters as the float arguments carry them */
+    double lr = (float)1e-2, b1 = (float)0.9, b2 = (float)0.999, eps = (float)1e-8, wd = (float)0.1;
+    int mode, t, i;
+    for (mode = 0; mode < 2; ++mode) {
+        for (i = 0; i < 3; ++i) {
+            m[i] = v[i] = 0;
+            Mm[i] = V[i] = 0;
+            P[i] = p[i] = (float)(i == 0 ? 1.0 : i == 1 ? -2.0 : 0.5);
+        }
+        for (t = 1; t <= 3; ++t) {
+            hpj_adam_step(p, g, m, v, 3, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, mode, t);
+            /* the torch update, in double */
+            for (i = 0; i < 3; ++i) {
+                double gi = g[i], bc1 = 1 - pow(b1, t), bc2 = 1 - pow(b2, t);
+                if (mode) P[i] *= 1 - lr * wd;
+                else gi += wd * P[i];
+                Mm[i] = b1 * Mm[i] + (1 - b1) * gi;
+                V[i] = b2 * V[i] + (1 - b2) * gi * gi;
+                P[i] -= lr / bc1 * Mm[i] / (sqrt(V[i]) / sqrt(bc2) + eps);
+            }
+            for (i = 0; i < 3; ++i) {
+                CHECK_NEAR(p[i], P[i], 1e-6, 1e-7);
+                CHECK_NEAR(m[i], Mm[i], 1e-5, 1e-9);
+                CHECK_NEAR(v[i], V[i], 1e-5, 1e-12);
+            }
+        }
+    }
+    /* hand-computed first step, no weight decay: p -= lr * g/|g| (1 - tiny) */
+    {
+        float q[1] = {1.0f}, gq[1] = {0.5f}, mq[1] = {0}, vq[1] = {0};
+        hpj_adam_step(q, gq, mq, vq, 1, 0.1f, 0.9f, 0.999f, 1e-8f, 0.0f, 0, 1);
+        CHECK_NEAR(q[0], 1.0 - 0.1 * 0.5 / (0.5 + 1e-8), 1e-7, 0);
+        CHECK_NEAR(mq[0], (1.0 - (double)0.9f) * 0.5, 1e-6, 0);
+        CHECK_NEAR(vq[0], (1.0 - (double)0.999f) * 0.25, 1e-6, 0);
+    }
+}
+
+static void test_schedules(void) {
+    /* warmup 10 then cosine from 1e-3 to 1e-5 over steps 10..110 */
+    CHECK_NEAR(hpj_lr_at(HPJ_SCHED_COSINE, 1e-3f, 1e-5f, 0, 110, 10), 1e-4, 1e-6, 0);
+    CHECK_NEAR(hpj_lr_at(HPJ_SCHED_COSINE, 1e-3f, 1e-5f, 4, 110, 10), 5e-4, 1e-6, 0);
+    CHECK_NEAR(hpj_lr_at(HPJ_SCHED_COSINE, 1e-3f, 1e-5f, 9, 110, 10), 1e-3, 1e-6, 0);
+    CHECK_NEAR(hpj_lr_at(HPJ_SCHED_COSINE, 1e-3f, 1e-5f, 10, 110, 10), 1e-3, 1e-6, 0);
+    CHECK_NEAR(hpj_lr_at(HPJ_SCHED_COSINE, 1e-3f, 1e-5f, 60, 110, 10), (1e-3 + 1e-5) / 2, 1e-6, 0);
+    CHECK_NEAR(hpj_lr_at(HPJ_SCHED_COSINE, 1e-3f, 1e-5f, 35, 110, 10),
+               1e-5 + (1e-3 - 1e-5) * 0.5 * (1 + cos(3.14159265358979 * 0.25)), 1e-6, 0);
+    CHECK_NEAR(hpj_lr_at(HPJ_SCHED_COSINE, 1e-3f, 1e-5f, 110, 110, 10), 1e-5, 1e-6, 0);
+    CHECK_NEAR(hpj_lr_at(HPJ_SCHED_COSINE, 1e-3f, 1e-5f, 500, 110, 10), 1e-5, 1e-6, 0);
+    CHECK_NEAR(hpj_lr_at(HPJ_SCHED_CONSTANT, 1e-3f, 1e-5f, 2, 110, 4), 0.75e-3, 1e-6, 0);
+    CHECK_NEAR(hpj_lr_at(HPJ_SCHED_CONSTANT, 1e-3f, 1e-5f, 80, 110, 4), 1e-3, 1e-6, 0);
+    CHECK_NEAR(hpj_lr_at(HPJ_SCHED_COSINE, 2e-4f, 0.0f, 0, 100, 0), 2e-4, 1e-6, 0); /* no warmup */
+    /* EMA momentum: linear 0.996 -> 1 */
+    CHECK_NEAR(hpj_ema_momentum(0.996f, 1.0f, 0, 100), 0.996, 1e-7, 0);
+    CHECK_NEAR(hpj_ema_momentum(0.996f, 1.0f, 25, 100), 0.997, 1e-7, 0);
+    CHECK_NEAR(hpj_ema_momentum(0.996f, 1.0f, 100, 100), 1.0, 1e-7, 0);
+    CHECK_NEAR(hpj_ema_momentum(0.996f, 1.0f, 150, 100), 1.0, 1e-7, 0);
+    CHECK_NEAR(hpj_ema_momentum(0.99f, 1.0f, 3, 0), 0.99, 1e-7, 0);
+}
+
+static void test_ema(void) {
+    float t[5] = {1, 2, 3, 4, 5}, o[5] = {0, -1, 7, 4, 1e3f};
+    int i;
+    hpj_ema_update(t, o, 5, 0.9f);
+    for (i = 0; i < 5; ++i) CHECK_NEAR(t[i], 0.9 * (i + 1) + 0.1 * o[i], 1e-6, 1e-6);
+    hpj_ema_update(t, o, 5, 0.0f);
+    for (i = 0; i < 5; ++i) CHECK(t[i] == o[i]);
+    hpj_ema_update(t, t, 5, 0.5f); /* aliasing is fine */
+    CHECK(t[2] == 7.0f);
+}
+
+static void test_grad_clip(void) {
+    float g[4] = {3, 0, 0, 4}, h[4];
+    double n;
+    size_t i, big = 100001;
+    float *x = fbuf(big);
+    n = hpj_grad_clip(g, 4, 0.0f);
+    CHECK_NEAR(n, 5.0, 1e-12, 0);
+    CHECK(g[0] == 3.0f); /* max_norm 0: no clipping */
+    n = hpj_grad_clip(g, 4, 10.0f);
+    CHECK(g[3] == 4.0f); /* below the limit */
+    n = hpj_grad_clip(g, 4, 1.0f);
+    CHECK_NEAR(n, 5.0, 1e-12, 0);
+    CHECK_NEAR(g[0], 0.6, 1e-6, 0);
+    CHECK_NEAR(g[3], 0.8, 1e-6, 0);
+    memcpy(h, g, sizeof g);
+    h[1] = NAN;
+    n = hpj_grad_clip(h, 4, 1.0f);
+    CHECK(isnan(n) && h[0] == g[0]); /* reported, left as is */
+    for (i = 0; i < big; ++i) x[i] = (i % 2) ? 1.0f : -1.0f;
+    n = hpj_grad_clip(x, big, 0.0f);
+    CHECK_NEAR(n, sqrt((double)big), 1e-12, 0);
+    free(x);
+}
+
+static void test_init(void) {
+    hpj_rng r;
+    float w[3000];
+    double mn = 1e9, mx = -1e9, s = 0;
+    int i;
+    float a = sqrtf(6.0f / (30 + 100));
+    hpj_rng_seed(&r, 3);
+    hpj_init_xavier_uniform(w, 30, 100, 1.0f, &r);
+    for (i = 0; i < 3000; ++i) {
+        if (w[i] < mn) mn = w[i];
+        if (w[i] > mx) mx = w[i];
+        s += w[i];
+    }
+    CHECK(mn >= -a && mx <= a);
+    CHECK(mn < -0.95 * a && mx > 0.95 * a);
+    CHECK_NEAR(s / 3000, 0.0, 0, 0.02 * a);
+}
+
+/* ---- 1 vs 2 threads, bit for bit ---------------------------------------- */
+
+static void test_threads_layers(void) {
+#ifdef _OPENMP
+    hpj_rng r;
+    int B = 32, T = 16, D = 128, H = 4, F = 256, N = B * T, run, i;
+    size_t nx = (size_t)N * D, np = hpj_block_param_count(D, F), nc = hpj_block_cache_count(B, T, D, H, F);
+    size_t ns = hpj_block_scratch_count(B, T, D, H, F);
+    float *flat = fbuf(np), *x = fbuf(nx), *w = fbuf(nx), *adj = fbuf((size_t)B * T * T);
+    float *out[2], *g[2], *dx[2], *cache[2], *misc[2], *scratch = fbuf(ns);
+    uint8_t *km = (uint8_t *)malloc((size_t)B * T);
+    int32_t *rowptr = (int32_t *)malloc(sizeof(int32_t) * (N + 1)), *col = (int32_t *)malloc(sizeof(int32_t) * 2 * N);
+    int32_t *rev = (int32_t *)malloc(sizeof(int32_t) * 2 * N), segptr[33], labels[32];
+    hpj_block_params p;
+    hpj_rng_seed(&r, 111);
+    hpj_block_params_bind(&p, flat, D, F);
+    hpj_block_params_init(&p, D, F, &r);
+    fill_uniform(x, nx, -1, 1, &r);
+    fill_uniform(w, nx, -1, 1, &r);
+    fill_uniform(adj, (size_t)B * T * T, 0, 1, &r);
+    for (i = 0; i < B * T; ++i) km[i] = (uint8_t)(hpj_rng_below(&r, 5) != 0);
+    /* a ring over all N rows */
+    for (i = 0; i < N; ++i) {
+        int a = (i + N - 1) % N, b = (i + 1) % N;
+        rowptr[i] = 2 * i;
+        col[2 * i] = a < b ? a : b;
+        col[2 * i + 1] = a < b ? b : a;
+    }
+    rowptr[N] = 2 * N;
+    CHECK_OK(hpj_csr_reverse(rev, rowptr, col, N));
+    for (i = 0; i <= 32; ++i) segptr[i] = i * T;
+    for (i = 0; i < 32; ++i) labels[i] = (i * 7) % D - (i == 5);
+    for (run = 0; run < 2; ++run) {
+        hpj_block_cache c;
+        hpj_block_params dp;
+        float *m;
+        double l1, l2, nrm;
+        float deps = 0;
+        set_threads(run + 1);
+        out[run] = fbuf(nx);
+        g[run] = fbuf(np);
+        dx[run] = fbuf(nx);
+        cache[run] = fbuf(nc);
+        misc[run] = m = fbuf(8 * nx + 64);
+        hpj_block_cache_bind(&c, cache[run], B, T, D, H, F);
+        hpj_block_params_bind(&dp, g[run], D, F);
+        hpj_block_forward(out[run], &c, x, &p, km, adj, B, T, D, H, F, HPJ_ACT_GELU);
+        hpj_block_backward(dx[run], &dp, w, x, &p, &c, scratch, km, adj, B, T, D, H, F, HPJ_ACT_GELU);
+        /* the other layers, results packed into misc */
+        hpj_gine_forward(m, x, NULL, rowptr, col, N, D, 0.1f);
+        hpj_gine_backward(m + nx, NULL, &deps, w, x, NULL, rowptr, col, rev, N, D, 0.1f);
+        m[2 * nx] = deps;
+        hpj_batchnorm_forward_train(m + 2 * nx + 1, m + 3 * nx + 1, m + 3 * nx + 1 + D, NULL, NULL, x, NULL, NULL, N, D,
+                                    0.1f, 1e-5f);
+        hpj_batchnorm_backward(m + 4 * nx, m + 5 * nx, m + 5 * nx + D, w, x, NULL, m + 3 * nx + 1,
+                               m + 3 * nx + 1 + D, N, D);
+        hpj_segment_mean_forward(m + 6 * nx, x, segptr, 32, D);
+        hpj_dropout_forward(m + 6 * nx + 32 * D, NULL, x, nx / 2, 0.3f, 5, 6, 7);
+        l1 = hpj_smooth_l1(x, w, m + 7 * nx, nx / 2, 0.7f, 0.25f);
+        l2 = hpj_softmax_xent(x, labels, m + 7 * nx + nx / 2, 32, D, 1.0f);
+        nrm = hpj_grad_clip(g[run], np, 0.5f);
+        m[8 * nx] = (float)l1;
+        m[8 * nx + 1] = (float)l2;
+        m[8 * nx + 2] = (float)nrm;
+    }
+    CHECK_MSG(bits_equal(out[0], out[1], nx), "block forward differs between 1 and 2 threads");
+    CHECK_MSG(bits_equal(dx[0], dx[1], nx), "block dinp differs between 1 and 2 threads");
+    CHECK_MSG(bits_equal(g[0], g[1], np), "block parameter gradients differ between 1 and 2 threads");
+    CHECK_MSG(bits_equal(cache[0], cache[1], nc), "block caches differ between 1 and 2 threads");
+    CHECK_MSG(bits_equal(misc[0], misc[1], 8 * nx + 3), "GINE/BN/pooling/dropout/loss results differ between 1 and 2 threads");
+    CHECK(maxabs(g[0], np) > 0 && maxabs(dx[0], nx) > 0);
+    for (run = 0; run < 2; ++run) {
+        free(out[run]);
+        free(g[run]);
+        free(dx[run]);
+        free(cache[run]);
+        free(misc[run]);
+    }
+    free(flat);
+    free(x);
+    free(w);
+    free(adj);
+    free(scratch);
+    free(km);
+    free(rowptr);
+    free(col);
+    free(rev);
+    set_threads(2);
+#else
+    SKIP("built without OpenMP");
+#endif
+}
+
+const test_case nn_tests[] = {
+    {"nn.gemm_naive", test_gemm_naive},
+    {"nn.gemm_degenerate", test_gemm_degenerate},
+    {"nn.gemm_kernels_agree", test_gemm_kernels_agree},
+    {"nn.gemm_threads", test_gemm_threads},
+    {"nn.linear", test_linear},
+    {"nn.activations", test_activations},
+    {"nn.dropout", test_dropout},
+    {"nn.norms_grad", test_norms_grad},
+    {"nn.layernorm_values", test_layernorm_values},
+    {"nn.batchnorm_modes", test_batchnorm_modes},
+    {"nn.gine", test_gine},
+    {"nn.pooling", test_pooling},
+    {"nn.attention", test_attention},
+    {"nn.block", test_block},
+    {"nn.losses", test_losses},
+    {"nn.adam", test_adam},
+    {"nn.schedules", test_schedules},
+    {"nn.ema", test_ema},
+    {"nn.grad_clip", test_grad_clip},
+    {"nn.init", test_init},
+    {"nn.threads_bitwise", test_threads_layers},
+};
+const int nn_tests_count = (int)(sizeof nn_tests / sizeof nn_tests[0]);

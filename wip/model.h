@@ -229,6 +229,30 @@ HPJDEF hpj_status hpj_model_loss(hpj_model *m, const hpj_dataset *ds, const int3
    throughput reports. */
 HPJDEF double hpj_model_last_flops(void);
 
+/* ==== checkpoints: API ===================================================== */
+
+/* Checkpoint format (little-endian), version 1:
+     "HPJEPA\r\n" magic (8 bytes) | u32 version | u32 flags (1: optimizer state)
+     | u32 config text length | config text (`key = value` lines)
+     | 8 x i32 input encoding (F, Fe, node_onehot, node_label_min,
+       node_attr_dim, edge_onehot, edge_label_min, reserved 0)
+     | 5 x u64 (num_params, enc_count, num_stats, step, epoch)
+     | f32 params | f32 EMA encoder | f32 BN running statistics
+     | [f32 Adam m | f32 Adam v] | u32 CRC-32 of every byte before it.
+   Written to a temporary file and renamed into place. */
+#define HPJ_CKPT_VERSION 1
+HPJDEF uint32_t hpj_crc32(const void *data, size_t len);
+/* Serialises into a malloc'd buffer (free with hpj_free_buffer). */
+HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, unsigned char **buf, size_t *len);
+/* Rebuilds a model from a buffer; every field is validated (magic, version,
+   sizes, CRC, config) and a bad buffer is rejected with the reason. */
+HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *buf, size_t len, const char *name);
+HPJDEF void hpj_free_buffer(void *p);
+#ifndef HPJ_NO_STDIO
+HPJDEF hpj_status hpj_model_save(const hpj_model *m, const char *path, int with_optimizer);
+HPJDEF hpj_status hpj_model_load(hpj_model *m, const char *path);
+#endif
+
 #endif /* HPJ_WIP_MODEL_API */
 
 #ifdef HPJEPA_IMPLEMENTATION
@@ -931,22 +955,50 @@ static void hpj__init_blocks(hpj_block_params *blk, int nblocks, int D, int Fh, 
     }
 }
 
-HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_dataset *ds) {
+/* Allocates a model whose input encoding fields (node_onehot ... edge_label_min,
+   F, Fe) are already set in m; parameters zeroed. */
+static hpj_status hpj__model_alloc(hpj_model *m, const hpj_config *cfg) {
     hpj_status st;
     size_t n, total;
     int i;
-    hpj_rng r;
     hpj_params dummy;
-    memset(m, 0, sizeof(*m));
     if ((st = hpj_config_check(cfg))) return st;
     if (cfg->gnn_layers > HPJ_MAX_GNN || cfg->blocks > HPJ_MAX_BLOCKS || cfg->pred_layers > HPJ_MAX_PRED)
         return hpj__fail(HPJ_ERR_INPUT, "model: too many layers (gnn %d/%d, blocks %d/%d, predictor %d/%d)",
                          cfg->gnn_layers, HPJ_MAX_GNN, cfg->blocks, HPJ_MAX_BLOCKS, cfg->pred_layers, HPJ_MAX_PRED);
+    if (m->F < 1 || m->Fe < 1 || m->F > (1 << 20) || m->Fe > (1 << 20))
+        return hpj__fail(HPJ_ERR_INPUT, "model: input widths out of range (node %d, edge %d)", m->F, m->Fe);
     m->cfg = *cfg;
     m->D = cfg->dim;
     m->H = cfg->heads;
     m->Fh = cfg->ffn > 0 ? cfg->ffn : 2 * cfg->dim;
     m->R = cfg->rw_dim;
+    n = hpj__model_layout(m, NULL, &dummy, &m->enc_offset);
+    m->num_params = n;
+    m->enc_count = n - m->enc_offset;
+    m->num_stats = hpj__stats_layout(m, NULL, &m->bn);
+    total = 4 * n + m->enc_count + m->num_stats;
+    m->mem = (float *)hpj__calloc(total, sizeof(float), "model");
+    if (!m->mem) return HPJ_ERR_NOMEM;
+    m->params = m->mem;
+    m->grads = m->params + n;
+    m->adam_m = m->grads + n;
+    m->adam_v = m->adam_m + n;
+    m->ema = m->adam_v + n;
+    m->stats = m->ema + m->enc_count;
+    hpj__model_layout(m, m->params, &m->p, NULL);
+    hpj__model_layout(m, m->grads, &m->g, NULL);
+    for (i = 0; i < cfg->blocks; ++i)
+        hpj_block_params_bind(&m->tgt[i], m->ema + (size_t)i * hpj_block_param_count(m->D, m->Fh), m->D, m->Fh);
+    hpj__stats_layout(m, m->stats, &m->bn);
+    return HPJ_OK;
+}
+
+HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_dataset *ds) {
+    hpj_status st;
+    hpj_rng r;
+    int i;
+    memset(m, 0, sizeof(*m));
     /* input encoding: one-hot of (label - min), as PyG's TUDataset does */
     if (ds->node_label) {
         m->node_onehot = HPJ__MAX(cfg->node_vocab, ds->node_label_max - ds->node_label_min + 1);
@@ -960,26 +1012,7 @@ HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_
         m->edge_label_min = ds->edge_label_min;
     }
     m->Fe = m->edge_onehot ? m->edge_onehot : 1;
-    if (m->F > (1 << 20) || m->Fe > (1 << 20))
-        return hpj__fail(HPJ_ERR_INPUT, "model: label range too wide for one-hot input (node %d, edge %d)", m->F, m->Fe);
-    n = hpj__model_layout(m, NULL, &dummy, &m->enc_offset);
-    m->num_params = n;
-    m->enc_count = n - m->enc_offset;
-    m->num_stats = hpj__stats_layout(m, NULL, &m->bn);
-    total = 4 * n + m->enc_count + m->num_stats;
-    m->mem = (float *)hpj__calloc(total, sizeof(float), "model");
-    if (!m->mem) { memset(m, 0, sizeof(*m)); return HPJ_ERR_NOMEM; }
-    m->params = m->mem;
-    m->grads = m->params + n;
-    m->adam_m = m->grads + n;
-    m->adam_v = m->adam_m + n;
-    m->ema = m->adam_v + n;
-    m->stats = m->ema + m->enc_count;
-    hpj__model_layout(m, m->params, &m->p, NULL);
-    hpj__model_layout(m, m->grads, &m->g, NULL);
-    for (i = 0; i < cfg->blocks; ++i)
-        hpj_block_params_bind(&m->tgt[i], m->ema + (size_t)i * hpj_block_param_count(m->D, m->Fh), m->D, m->Fh);
-    hpj__stats_layout(m, m->stats, &m->bn);
+    if ((st = hpj__model_alloc(m, cfg))) { memset(m, 0, sizeof(*m)); return st; }
     /* initialisation, in layout order from one stream */
     hpj_rng_seed(&r, cfg->seed ^ 0x1A17ULL);
     hpj__init_linear(m->p.node_W, m->p.node_b, m->D, m->F, &r);
@@ -2224,6 +2257,184 @@ done:
     hpj__trainer_free(&tr);
     return st;
 }
+
+/* ==== checkpoints ========================================================== */
+
+HPJDEF uint32_t hpj_crc32(const void *data, size_t len) {
+    /* CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), bytewise */
+    static uint32_t table[256];
+    static int ready = 0;
+    const unsigned char *p = (const unsigned char *)data;
+    uint32_t c = 0xFFFFFFFFu;
+    size_t i;
+    if (!ready) {
+        uint32_t k, j;
+        for (k = 0; k < 256; ++k) {
+            uint32_t v = k;
+            for (j = 0; j < 8; ++j) v = (v & 1) ? 0xEDB88320u ^ (v >> 1) : v >> 1;
+            table[k] = v;
+        }
+        ready = 1;
+    }
+    for (i = 0; i < len; ++i) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+HPJDEF void hpj_free_buffer(void *p) { hpj__free(p); }
+
+static const unsigned char hpj__ckpt_magic[8] = {'H', 'P', 'J', 'E', 'P', 'A', '\r', '\n'};
+
+static void hpj__put_u32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+}
+static uint32_t hpj__get_u32(const unsigned char *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static void hpj__put_u64(unsigned char *p, uint64_t v) { hpj__put_u32(p, (uint32_t)v); hpj__put_u32(p + 4, (uint32_t)(v >> 32)); }
+static uint64_t hpj__get_u64(const unsigned char *p) { return (uint64_t)hpj__get_u32(p) | ((uint64_t)hpj__get_u32(p + 4) << 32); }
+static void hpj__put_f32s(unsigned char *p, const float *x, size_t n) {
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        hpj__put_u32(p + 4 * i, u);
+    }
+}
+static void hpj__get_f32s(float *x, const unsigned char *p, size_t n) {
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        uint32_t u = hpj__get_u32(p + 4 * i);
+        memcpy(&x[i], &u, 4);
+    }
+}
+
+HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, unsigned char **buf, size_t *len) {
+    char cfgtext[4096];
+    size_t clen = hpj_config_format(&m->cfg, cfgtext, sizeof cfgtext), floats, total, off = 0;
+    unsigned char *b;
+    int32_t enc[8];
+    int i;
+    *buf = NULL;
+    *len = 0;
+    if (clen >= sizeof cfgtext) return hpj__fail(HPJ_ERR_INPUT, "checkpoint: config text too long");
+    floats = m->num_params + m->enc_count + m->num_stats + (with_optimizer ? 2 * m->num_params : 0);
+    total = 8 + 4 + 4 + 4 + clen + 8 * 4 + 5 * 8 + 4 * floats + 4;
+    b = (unsigned char *)hpj__alloc(total, "checkpoint");
+    if (!b) return HPJ_ERR_NOMEM;
+    memcpy(b, hpj__ckpt_magic, 8); off = 8;
+    hpj__put_u32(b + off, HPJ_CKPT_VERSION); off += 4;
+    hpj__put_u32(b + off, with_optimizer ? 1u : 0u); off += 4;
+    hpj__put_u32(b + off, (uint32_t)clen); off += 4;
+    memcpy(b + off, cfgtext, clen); off += clen;
+    enc[0] = m->F; enc[1] = m->Fe; enc[2] = m->node_onehot; enc[3] = m->node_label_min; enc[4] = m->node_attr_dim;
+    enc[5] = m->edge_onehot; enc[6] = m->edge_label_min; enc[7] = 0;
+    for (i = 0; i < 8; ++i) { hpj__put_u32(b + off, (uint32_t)enc[i]); off += 4; }
+    hpj__put_u64(b + off, m->num_params); off += 8;
+    hpj__put_u64(b + off, m->enc_count); off += 8;
+    hpj__put_u64(b + off, m->num_stats); off += 8;
+    hpj__put_u64(b + off, (uint64_t)m->step); off += 8;
+    hpj__put_u64(b + off, (uint64_t)m->epoch); off += 8;
+    hpj__put_f32s(b + off, m->params, m->num_params); off += 4 * m->num_params;
+    hpj__put_f32s(b + off, m->ema, m->enc_count); off += 4 * m->enc_count;
+    hpj__put_f32s(b + off, m->stats, m->num_stats); off += 4 * m->num_stats;
+    if (with_optimizer) {
+        hpj__put_f32s(b + off, m->adam_m, m->num_params); off += 4 * m->num_params;
+        hpj__put_f32s(b + off, m->adam_v, m->num_params); off += 4 * m->num_params;
+    }
+    hpj__put_u32(b + off, hpj_crc32(b, off)); off += 4;
+    HPJ_ASSERT(off == total);
+    *buf = b;
+    *len = total;
+    return HPJ_OK;
+}
+
+HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, size_t len, const char *name) {
+    size_t off = 0, clen, floats, i;
+    uint32_t version, flags;
+    hpj_config cfg;
+    hpj_status st;
+    uint64_t np, ne, ns, step, epoch;
+    memset(m, 0, sizeof(*m));
+    if (!name) name = "checkpoint";
+    if (len < 8 + 12 || memcmp(b, hpj__ckpt_magic, 8) != 0)
+        return hpj__fail(HPJ_ERR_FORMAT, "%s: not an hpjepa checkpoint (bad magic)", name);
+    if (hpj__get_u32(b + len - 4) != hpj_crc32(b, len - 4))
+        return hpj__fail(HPJ_ERR_FORMAT, "%s: CRC mismatch (file truncated or corrupted)", name);
+    off = 8;
+    version = hpj__get_u32(b + off); off += 4;
+    flags = hpj__get_u32(b + off); off += 4;
+    if (version != HPJ_CKPT_VERSION)
+        return hpj__fail(HPJ_ERR_FORMAT, "%s: format version %u, this build reads version %d", name, version, HPJ_CKPT_VERSION);
+    if (flags > 1) return hpj__fail(HPJ_ERR_FORMAT, "%s: unknown flags 0x%x", name, flags);
+    clen = hpj__get_u32(b + off); off += 4;
+    if (clen > len - off) return hpj__fail(HPJ_ERR_FORMAT, "%s: config length %zu exceeds the file", name, clen);
+    hpj_config_default(&cfg);
+    if ((st = hpj_config_parse(&cfg, (const char *)b + off, clen, name))) return st;
+    off += clen;
+    if (len - off < 8 * 4 + 5 * 8 + 4) return hpj__fail(HPJ_ERR_FORMAT, "%s: truncated header", name);
+    m->F = (int)hpj__get_u32(b + off); m->Fe = (int)hpj__get_u32(b + off + 4);
+    m->node_onehot = (int)hpj__get_u32(b + off + 8); m->node_label_min = (int32_t)hpj__get_u32(b + off + 12);
+    m->node_attr_dim = (int)hpj__get_u32(b + off + 16); m->edge_onehot = (int)hpj__get_u32(b + off + 20);
+    m->edge_label_min = (int32_t)hpj__get_u32(b + off + 24);
+    off += 32;
+    np = hpj__get_u64(b + off); ne = hpj__get_u64(b + off + 8); ns = hpj__get_u64(b + off + 16);
+    step = hpj__get_u64(b + off + 24); epoch = hpj__get_u64(b + off + 32);
+    off += 40;
+    if (m->node_onehot < 0 || m->node_attr_dim < 0 || m->edge_onehot < 0 || m->F != HPJ__MAX(1, m->node_onehot + m->node_attr_dim) ||
+        m->Fe != HPJ__MAX(1, m->edge_onehot))
+        return hpj__fail(HPJ_ERR_FORMAT, "%s: inconsistent input encoding", name);
+    if ((st = hpj__model_alloc(m, &cfg))) { hpj_model_free(m); return st; }
+    if (np != m->num_params || ne != m->enc_count || ns != m->num_stats) {
+        hpj_model_free(m);
+        return hpj__fail(HPJ_ERR_FORMAT, "%s: tensor sizes (%llu, %llu, %llu) do not match the config (%zu, %zu, %zu)", name,
+                         (unsigned long long)np, (unsigned long long)ne, (unsigned long long)ns, m->num_params, m->enc_count,
+                         m->num_stats);
+    }
+    floats = m->num_params + m->enc_count + m->num_stats + (flags ? 2 * m->num_params : 0);
+    if (len - off != 4 * floats + 4) {
+        size_t have = len - off;
+        hpj_model_free(m);
+        return hpj__fail(HPJ_ERR_FORMAT, "%s: %zu bytes of tensors, expected %zu", name, have, 4 * floats + 4);
+    }
+    hpj__get_f32s(m->params, b + off, m->num_params); off += 4 * m->num_params;
+    hpj__get_f32s(m->ema, b + off, m->enc_count); off += 4 * m->enc_count;
+    hpj__get_f32s(m->stats, b + off, m->num_stats); off += 4 * m->num_stats;
+    if (flags) {
+        hpj__get_f32s(m->adam_m, b + off, m->num_params); off += 4 * m->num_params;
+        hpj__get_f32s(m->adam_v, b + off, m->num_params); off += 4 * m->num_params;
+    }
+    for (i = 0; i < m->num_params; ++i)
+        if (!(m->params[i] == m->params[i]) || fabsf(m->params[i]) > FLT_MAX) {
+            hpj_model_free(m);
+            return hpj__fail(HPJ_ERR_FORMAT, "%s: parameter %zu is not finite", name, i);
+        }
+    m->step = (int64_t)step;
+    m->epoch = (int64_t)epoch;
+    return HPJ_OK;
+}
+
+#ifndef HPJ_NO_STDIO
+HPJDEF hpj_status hpj_model_save(const hpj_model *m, const char *path, int with_optimizer) {
+    unsigned char *buf;
+    size_t len;
+    hpj_status st = hpj_model_serialize(m, with_optimizer, &buf, &len);
+    if (st) return st;
+    st = hpj__write_atomic(path, buf, len);
+    hpj__free(buf);
+    return st;
+}
+
+HPJDEF hpj_status hpj_model_load(hpj_model *m, const char *path) {
+    char *text;
+    size_t len;
+    hpj_status st;
+    memset(m, 0, sizeof(*m));
+    if ((st = hpj__read_file(path, &text, &len))) return st;
+    st = hpj_model_deserialize(m, (const unsigned char *)text, len, path);
+    hpj__free(text);
+    return st;
+}
+#endif
 
 #endif /* HPJ_WIP_MODEL_IMPL */
 #endif /* HPJEPA_IMPLEMENTATION */

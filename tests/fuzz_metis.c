@@ -1,0 +1,124 @@
+/* libFuzzer harness of the METIS-format reader (hpj_graph_parse_metis).
+   Built and run by tools/fuzz.sh (`make fuzz`) with clang
+   -fsanitize=fuzzer,address,undefined; not part of `make test`.
+
+   Besides "no crash, no leak, no undefined behaviour, no hang", it checks
+   the reader's contract on every input and traps when it is broken:
+   - success: the graph passes hpj_graph_check, info matches the arrays,
+     and writing the graph back as METIS text and parsing that gives the
+     same arrays (the reader is a fixed point of its own output);
+   - failure: HPJ_ERR_FORMAT (or HPJ_ERR_NOMEM), zeroed outputs, and a
+     one-line reason that starts with the input's name. */
+#define HPJEPA_IMPLEMENTATION
+#include "hpjepa.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FUZZ_NAME "fuzz.graph"
+#define FUZZ_ASSERT(c)                                                              \
+    do {                                                                            \
+        if (!(c)) {                                                                 \
+            fprintf(stderr, "fuzz_metis: broken contract: %s (reason \"%s\")\n", #c, \
+                    hpj_last_error());                                              \
+            __builtin_trap();                                                       \
+        }                                                                           \
+    } while (0)
+
+static int all_zero(const void *p, size_t n) {
+    const unsigned char *c = (const unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; ++i)
+        if (c[i]) return 0;
+    return 1;
+}
+
+/* Appends to a growable buffer; returns 0 when out of memory. */
+typedef struct text {
+    char *p;
+    size_t n, cap;
+} text;
+
+static int put(text *t, const char *s) {
+    size_t k = strlen(s);
+    if (t->n + k + 1 > t->cap) {
+        size_t c = t->cap ? t->cap * 2 : 1024;
+        char *np;
+        while (c < t->n + k + 1) c *= 2;
+        np = (char *)realloc(t->p, c);
+        if (!np) return 0;
+        t->p = np;
+        t->cap = c;
+    }
+    memcpy(t->p + t->n, s, k + 1);
+    t->n += k;
+    return 1;
+}
+
+/* The graph as METIS text (1-based ids, weights as the arrays hold them). */
+static int to_metis(const hpj_graph *g, text *t) {
+    char num[64];
+    int32_t v, i, ok = 1;
+    snprintf(num, sizeof num, "%d %d %d%d\n", g->n, g->nnz / 2, g->vwgt ? 1 : 0, g->ewgt ? 1 : 0);
+    ok &= put(t, num);
+    for (v = 0; v < g->n && ok; ++v) {
+        if (g->vwgt) {
+            snprintf(num, sizeof num, "%d ", g->vwgt[v]);
+            ok &= put(t, num);
+        }
+        for (i = g->rowptr[v]; i < g->rowptr[v + 1]; ++i) {
+            if (g->ewgt) snprintf(num, sizeof num, " %d %d", g->col[i] + 1, g->ewgt[i]);
+            else snprintf(num, sizeof num, " %d", g->col[i] + 1);
+            ok &= put(t, num);
+        }
+        ok &= put(t, "\n");
+    }
+    return ok;
+}
+
+static void same_graph(const hpj_graph *a, const hpj_graph *b) {
+    FUZZ_ASSERT(a->n == b->n && a->nnz == b->nnz);
+    FUZZ_ASSERT(memcmp(a->rowptr, b->rowptr, sizeof(int32_t) * ((size_t)a->n + 1)) == 0);
+    FUZZ_ASSERT(a->nnz == 0 || memcmp(a->col, b->col, sizeof(int32_t) * (size_t)a->nnz) == 0);
+    FUZZ_ASSERT((a->vwgt == NULL) == (b->vwgt == NULL) && (a->ewgt == NULL) == (b->ewgt == NULL));
+    if (a->vwgt && a->n) FUZZ_ASSERT(memcmp(a->vwgt, b->vwgt, sizeof(int32_t) * (size_t)a->n) == 0);
+    if (a->ewgt && a->nnz) FUZZ_ASSERT(memcmp(a->ewgt, b->ewgt, sizeof(int32_t) * (size_t)a->nnz) == 0);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    hpj_graph_owned g;
+    hpj_metis_info info;
+    hpj_status st;
+    hpj_clear_error();
+    st = hpj_graph_parse_metis((const char *)data, size, FUZZ_NAME, &g, &info);
+    if (st != HPJ_OK) {
+        const char *e = hpj_last_error();
+        FUZZ_ASSERT(st == HPJ_ERR_FORMAT || st == HPJ_ERR_NOMEM);
+        FUZZ_ASSERT(strncmp(e, FUZZ_NAME, strlen(FUZZ_NAME)) == 0);
+        FUZZ_ASSERT(strchr(e, '\n') == NULL && strchr(e, '\r') == NULL);
+        FUZZ_ASSERT(all_zero(&g, sizeof g) && all_zero(&info, sizeof info));
+        return 0;
+    }
+    FUZZ_ASSERT(hpj_graph_check(&g.g) == HPJ_OK);
+    FUZZ_ASSERT((g.g.vwgt != NULL) == (info.has_vwgt != 0));
+    FUZZ_ASSERT((g.g.ewgt != NULL) == (info.has_ewgt != 0));
+    FUZZ_ASSERT(info.self_loops >= 0 && g.g.nnz % 2 == 0);
+    {   /* round trip through our own METIS text */
+        text t;
+        hpj_graph_owned back;
+        memset(&t, 0, sizeof t);
+        if (to_metis(&g.g, &t)) {
+            st = hpj_graph_parse_metis(t.p, t.n, "roundtrip", &back, NULL);
+            FUZZ_ASSERT(st == HPJ_OK || st == HPJ_ERR_NOMEM);
+            if (st == HPJ_OK) {
+                same_graph(&g.g, &back.g);
+                hpj_graph_owned_free(&back);
+            }
+        }
+        free(t.p);
+    }
+    hpj_graph_owned_free(&g);
+    FUZZ_ASSERT(all_zero(&g, sizeof g));
+    return 0;
+}

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# make fuzz: libFuzzer runs of the TU and METIS readers.
+#   Builds tests/fuzz_tu.c and tests/fuzz_metis.c into build/fuzz/ with clang
+#   -fsanitize=fuzzer,address,undefined, writes a seed corpus from small valid
+#   files (synthetic ones, plus slices of ../shared/data when present), runs
+#   each harness and prints executions and crashes. Exit status 1 if any
+#   harness crashed (the reproducer is in build/fuzz/artifacts/).
+# Environment:
+#   FUZZ_SECONDS   seconds per harness (default 60)
+#   FUZZ_RUNS      stop each harness after this many inputs instead
+#   FUZZ_TARGETS   which harnesses (default "tu metis")
+#   FUZZ_MAX_LEN   largest input in bytes (default 16384)
+#   FUZZ_INCLUDE   folder holding the hpjepa.h to fuzz (default: this repository)
+#   CLANG          the compiler (default: clang, else clang-14)
+# Run from the repository root or anywhere (it changes to the root). Not part
+# of `make test`: CI does not need clang.
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+SECONDS_EACH=${FUZZ_SECONDS:-60}
+TARGETS=${FUZZ_TARGETS:-"tu metis"}
+MAX_LEN=${FUZZ_MAX_LEN:-16384}
+INC=${FUZZ_INCLUDE:-$ROOT}
+DATA=${HPJ_DATA:-../shared/data}
+B=build/fuzz
+
+CC_FUZZ=${CLANG:-}
+if [ -z "$CC_FUZZ" ]; then
+    if command -v clang >/dev/null; then CC_FUZZ=clang
+    elif command -v clang-14 >/dev/null; then CC_FUZZ=clang-14
+    fi
+fi
+probe_fuzzer() { # can this clang link a libFuzzer binary?
+    printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' \
+        >"$B/probe.c"
+    "$CC_FUZZ" -fsanitize=fuzzer -o "$B/probe" "$B/probe.c" >/dev/null 2>&1
+}
+mkdir -p "$B"
+if [ -z "$CC_FUZZ" ] || ! probe_fuzzer; then
+    echo "fuzz: clang with libFuzzer missing; installing clang and libclang-rt-14-dev from Debian" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev >/dev/null
+    CC_FUZZ=${CLANG:-clang}
+    command -v "$CC_FUZZ" >/dev/null || CC_FUZZ=clang-14
+    if ! probe_fuzzer; then echo "fuzz: cannot build a libFuzzer binary with $CC_FUZZ" >&2; exit 1; fi
+fi
+
+FLAGS="-std=c99 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I$INC"
+for t in $TARGETS; do
+    echo "fuzz: $CC_FUZZ $FLAGS -o $B/fuzz_$t tests/fuzz_$t.c -lm"
+    "$CC_FUZZ" $FLAGS -o "$B/fuzz_$t" "tests/fuzz_$t.c" -lm || exit 1
+done
+
+# ---- seeds ----------------------------------------------------------------
+S=$B/seeds
+rm -rf "$S"
+mkdir -p "$S/tu" "$S/metis"
+
+# tu_seed FILE MASK TEXT...: the harness layout (2 mask bytes, texts joined by 0x1F)
+tu_seed() {
+    local out=$1 mask=$2 first=1; shift 2
+    printf "\\x$(printf %02x $((mask & 255)))\\x$(printf %02x $((mask >> 8)))" >"$out"
+    for txt in "$@"; do
+        [ $first -eq 1 ] || printf '\x1f' >>"$out"
+        first=0
+        printf '%s' "$txt" >>"$out"
+    done
+}
+nl=$'\n'
+# every file kind (bits 0..8)
+tu_seed "$S/tu/all_kinds" 511 \
+    "1, 2${nl}2, 1${nl}2, 3${nl}3, 2${nl}4, 5${nl}5, 4${nl}" "1${nl}1${nl}1${nl}2${nl}2${nl}" "1${nl}-1${nl}" \
+    "0.25${nl}-1.5${nl}" "0${nl}1${nl}2${nl}0${nl}1${nl}" "0.5, 1${nl}1.5, 2${nl}2.5, 3${nl}3.5, 4${nl}4.5, 5${nl}" \
+    "1${nl}1${nl}2${nl}2${nl}3${nl}3${nl}" "1, 0${nl}1, 0${nl}2, 0${nl}2, 0${nl}3, 0${nl}3, 0${nl}" "train${nl}test${nl}"
+# the required files only (A, graph_indicator, graph_labels)
+tu_seed "$S/tu/minimal" 7 "1, 2${nl}2, 1${nl}" "1${nl}1${nl}2${nl}" "0${nl}1${nl}"
+# awkward but valid: CRLF, blanks, duplicates, self-loops, an edgeless graph
+tu_seed "$S/tu/awkward" 71 "1,2"$'\r\n'"1,2"$'\r\n'"2 2"$'\r\n\r\n'"3, 1  "$'\r\n' \
+    "1"$'\r\n'"1"$'\r\n'"1"$'\r\n'"2"$'\r\n' "5"$'\r\n'"-3"$'\r\n' "1${nl}2${nl}3${nl}4${nl}"
+# regression with a split (A, graph_indicator, graph_attributes, node_labels, edge_labels, split)
+tu_seed "$S/tu/regression" 347 "1, 2${nl}2, 1${nl}3, 4${nl}4, 3${nl}" "1${nl}1${nl}2${nl}2${nl}" \
+    "-1.25${nl}3.5e-1${nl}" "0${nl}27${nl}3${nl}3${nl}" "1${nl}1${nl}2${nl}2${nl}" "train${nl}val${nl}"
+# slices of the shared datasets: the first K graphs of each file kind present
+tu_slice() { # NAME K MASK-BITS...
+    local name=$1 k=$2 dir=$DATA/$1 mask=0 f last texts=()
+    [ -d "$dir" ] || return 0
+    last=$(awk -v k="$k" '$1 + 0 <= k { n = NR } END { print n + 0 }' "$dir/${name}_graph_indicator.txt")
+    local kinds=(A graph_indicator graph_labels graph_attributes node_labels node_attributes edge_labels edge_attributes split)
+    local keep; keep=$(awk -F'[ ,\t]+' -v last="$last" '{ if ($1 + 0 <= last && $2 + 0 <= last) print NR }' "$dir/${name}_A.txt" | tr '\n' ' ')
+    for f in 0 1 2 3 4 5 6 7 8; do
+        local file=$dir/${name}_${kinds[$f]}.txt
+        [ -f "$file" ] || continue
+        mask=$((mask | (1 << f)))
+        case ${kinds[$f]} in
+            A|edge_labels|edge_attributes)
+                texts+=("$(awk -v keep=" $keep" 'BEGIN { n = split(keep, a, " "); for (i = 1; i <= n; ++i) w[a[i]] = 1 } (NR in w)' "$file")$nl") ;;
+            graph_indicator|node_labels|node_attributes) texts+=("$(head -n "$last" "$file")$nl") ;;
+            *) texts+=("$(head -n "$k" "$file")$nl") ;;
+        esac
+    done
+    tu_seed "$S/tu/slice_$name" "$mask" "${texts[@]}"
+}
+tu_slice MUTAG 3
+tu_slice PROTEINS 2
+tu_slice ZINC-12K 2
+tu_slice IMDB-BINARY 1
+
+# METIS: every header form, comments, CRLF, self-loops, unsorted lists
+printf '4 3\n2 3\n1 3\n1 2\n\n' >"$S/metis/plain"
+printf '4 3 1\n2 5 3 6\n1 5 3 7\n1 6 2 7\n\n' >"$S/metis/ew"
+printf '4 3 10\n7 2 3\n8 1 3\n9 1 2\n4\n' >"$S/metis/vw"
+printf '4 3 011 1\n7 2 5 3 6\n8 1 5 3 7\n9 1 6 2 7\n4\n' >"$S/metis/vw_ew_ncon"
+printf '4 3 111\n1 7 2 5 3 6\n2 8 1 5 3 7\n3 9 1 6 2 7\n4 4\n' >"$S/metis/sizes"
+printf '%% comment\n\n  5 3  \r\n2 3 \t\r\n%% mid\r\n1 3\r\n\t%% indented\n2   1\n\r\n\n%% end\n' >"$S/metis/comments_crlf"
+printf '4 4\n3 1 2\n3 1 4\n2 1\n2\n' >"$S/metis/unsorted_loop"
+awk 'BEGIN { n = 6; print n * n, 2 * n * (n - 1);
+  for (r = 0; r < n; ++r) for (c = 0; c < n; ++c) { v = r * n + c + 1; s = "";
+    if (r > 0) s = s " " v - n; if (c > 0) s = s " " v - 1; if (c < n - 1) s = s " " v + 1; if (r < n - 1) s = s " " v + n;
+    print substr(s, 2) } }' >"$S/metis/grid6"
+
+# dictionaries of the tokens the readers treat specially
+printf '"\\x1f"\n"train"\n"val"\n"valid"\n"test"\n"\\x0d\\x0a"\n", "\n"1e39"\n"nan"\n"-"\n"."\n"e"\n"2147483648"\n"99999999999999999999"\n' \
+    >"$B/tu.dict"
+printf '"%%"\n" 011"\n" 111"\n" 1 "\n"\\x0d\\x0a"\n"\\x0a\\x0a"\n"2147483648"\n"99999999999999999999"\n' >"$B/metis.dict"
+
+# ---- runs -----------------------------------------------------------------
+status=0
+summary=()
+for t in $TARGETS; do
+    corpus=$B/corpus_$t
+    art=$B/artifacts/$t
+    mkdir -p "$corpus" "$art"
+    log=$B/fuzz_$t.log
+    limit="-max_total_time=$SECONDS_EACH"
+    [ -n "${FUZZ_RUNS:-}" ] && limit="-runs=$FUZZ_RUNS"
+    echo "fuzz: running $t ($limit), log $log"
+    ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        "$B/fuzz_$t" $limit -max_len="$MAX_LEN" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        -dict="$B/$t.dict" -artifact_prefix="$art/" "$corpus" "$S/$t" >"$log" 2>&1
+    rc=$?
+    runs=$(grep -E '^stat::number_of_executed_units:' "$log" | awk '{ print $2 }' | tail -1)
+    [ -z "$runs" ] && runs=$(grep -oE 'Done [0-9]+ runs' "$log" | awk '{ print $2 }' | tail -1)
+    secs=$(grep -oE 'Done [0-9]+ runs in [0-9]+ second' "$log" | awk '{ print $5 }' | tail -1)
+    speed=$(grep -E '^stat::average_exec_per_sec:' "$log" | awk '{ print $2 }' | tail -1)
+    ncorp=$(find "$corpus" -type f | wc -l)
+    crashes=$(find "$art" -type f | wc -l)
+    if [ $rc -ne 0 ] || [ "$crashes" -ne 0 ]; then
+        status=1
+        echo "fuzz: $t FAILED (exit $rc); see $log and $art/" >&2
+        grep -E '^==[0-9]+==ERROR|^SUMMARY|broken contract|out-of-memory|Test unit written' "$log" | head -5 >&2
+    fi
+    summary+=("| $t | ${secs:-?} | ${runs:-?} | ${speed:-?} | $ncorp | $crashes |")
+done
+echo
+echo "| harness | seconds | executions | exec/s | corpus files | crashes |"
+echo "|---|---|---|---|---|---|"
+for l in "${summary[@]}"; do echo "$l"; done
+exit $status
