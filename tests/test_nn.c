@@ -93,13 +93,9 @@ static int doubles(const char *what, const float *once, const float *twice, size
     return 0;
 }
 
-static void set_threads(int t) {
 #ifdef _OPENMP
-    omp_set_num_threads(t);
-#else
-    (void)t;
+static void set_threads(int t) { omp_set_num_threads(t); }
 #endif
-}
 
 /* ---- GEMM --------------------------------------------------------------- */
 

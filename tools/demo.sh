@@ -14,7 +14,7 @@ run() { # label, eval args...
     local line
     line=$(./hpjepa eval data/DEMO "$@" --folds "$FOLDS" --seeds "$SEEDS" --quiet 2>/dev/null | tail -1)
     local t1=$(date +%s.%N)
-    printf "| %-28s | %-26s | %6.1f |\n" "$label" "$line" "$(echo "$t1 - $t0" | bc)"
+    printf "| %-28s | %-26s | %6.1f |\n" "$label" "$line" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
 }
 echo "DEMO: $(./hpjepa stats data/DEMO 2>/dev/null); chance = 0.25"
 echo
