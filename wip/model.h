@@ -43,7 +43,7 @@ typedef struct hpj_tok_options {
     int always_active;      /* 1: ignore the K_l <= 2n rule (graph-jepa mode) */
     float edge_drop;        /* probability of dropping each directed entry
                                before partitioning (training re-partitions)  */
-    hpj_part_options part;  /* partitioner settings                          */
+    hpj_partition_options part; /* partitioner settings                     */
     uint64_t seed;          /* partition / edge-drop seed                     */
     uint64_t epoch;         /* mixed into the seed (re-partitioning)          */
 } hpj_tok_options;
@@ -349,8 +349,8 @@ HPJDEF void hpj_tok_options_default(hpj_tok_options *o) {
     for (l = 0; l < HPJ_MAX_RES; ++l) o->K[l] = 2 << l;
     o->rw_dim = 15;
     o->rw_reduce = HPJ_RW_MAX;
-    hpj_part_options_default(&o->part);
-    o->part.method = HPJ_PART_RB; /* the Graph-JEPA reference used METIS recursive bisection */
+    hpj_partition_options_default(&o->part);
+    o->part.method = HPJ_PARTITION_RB; /* the Graph-JEPA reference used METIS recursive bisection */
     o->seed = 1;
 }
 
@@ -371,21 +371,15 @@ typedef struct hpj__tokws {
     int32_t cap;
     int32_t *part, *stamp, *list, *order, *cnt;
     int32_t *drow, *dcol; /* edge-dropped copy of the graph */
-    hpj_part_work *pw;
 } hpj__tokws;
 
 static void hpj__tokws_free(hpj__tokws *w) {
     hpj__free(w->part); hpj__free(w->stamp); hpj__free(w->list); hpj__free(w->order); hpj__free(w->cnt);
     hpj__free(w->drow); hpj__free(w->dcol);
-    if (w->pw) hpj_part_work_free(w->pw);
     memset(w, 0, sizeof(*w));
 }
 
 static hpj_status hpj__tokws_reserve(hpj__tokws *w, int32_t n, int32_t nnz) {
-    if (!w->pw) {
-        w->pw = hpj_part_work_new();
-        if (!w->pw) return hpj__fail(HPJ_ERR_NOMEM, "tokens: out of memory for the partitioner workspace");
-    }
     if (n + 1 > w->cap || !w->dcol) {
         int32_t c = HPJ__MAX(n + 1, 64);
         hpj__free(w->part); hpj__free(w->stamp); hpj__free(w->list); hpj__free(w->order); hpj__free(w->cnt);
@@ -412,7 +406,7 @@ static hpj_status hpj__tokws_reserve(hpj__tokws *w, int32_t n, int32_t nnz) {
 static hpj_status hpj__tok_partition(const hpj_graph *gr, int32_t k, int32_t K, const hpj_tok_options *o, int32_t g,
                                      int l, hpj__tokws *w) {
     int32_t n = gr->n, v;
-    hpj_part_options po = o->part;
+    hpj_partition_options po = o->part;
     hpj_graph use = *gr;
     if (K >= n) {
         for (v = 0; v < n; ++v) w->part[v] = v;
@@ -454,7 +448,7 @@ static hpj_status hpj__tok_partition(const hpj_graph *gr, int32_t k, int32_t K, 
         hpj_rng r = hpj_rng_stream(o->seed, o->epoch, (uint64_t)g * HPJ_MAX_RES + (uint64_t)l);
         po.seed = hpj_rng_u64(&r);
     }
-    return hpj_partition(&use, k, &po, w->pw, w->part, NULL);
+    return hpj_partition_run(&use, k, &po, w->part, NULL);
 }
 
 HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, const int32_t *graphs, int32_t count,
@@ -625,7 +619,7 @@ HPJDEF void hpj_config_default(hpj_config *c) {
     c->batch_size = 128; c->epochs = 20; c->schedule = HPJ_SCHED_COSINE; c->warmup = 0.0f;
     c->dropout = 0.0f; c->token_dropout = 0.0f; c->clip = 0.0f; c->beta = 1.0f;
     c->ema_start = 0.996f; c->ema_end = 1.0f; c->edge_drop = 0.3f; c->repartition = 1; c->target_clamp = 0.0f;
-    c->part_method = HPJ_PART_RB; c->node_vocab = 0; c->edge_vocab = 0; c->node_attr = 0;
+    c->part_method = HPJ_PARTITION_RB; c->node_vocab = 0; c->edge_vocab = 0; c->node_attr = 0;
     c->readout = HPJ_READOUT_CONCAT; c->lambda_unif = 1.0f; c->probe_alpha = 1.0f; c->seed = 42; c->threads = 0;
 }
 
@@ -726,7 +720,7 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
     HPJ__FLT("edge_drop", edge_drop, 0.0, 0.99)
     HPJ__INT("repartition", repartition, 0, 1)
     HPJ__FLT("target_clamp", target_clamp, 0.0, 80.0)
-    HPJ__ENUM2("partition", part_method, "kway", HPJ_PART_KWAY, "rb", HPJ_PART_RB)
+    HPJ__ENUM2("partition", part_method, "kway", HPJ_PARTITION_KWAY, "rb", HPJ_PARTITION_RB)
     HPJ__INT("node_vocab", node_vocab, 0, 1 << 20)
     HPJ__INT("edge_vocab", edge_vocab, 0, 1 << 20)
     HPJ__INT("node_attr", node_attr, 0, 1)
@@ -845,7 +839,7 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
     HPJ__PUT("ema_start = %.9g\nema_end = %.9g\nedge_drop = %.9g\nrepartition = %d\ntarget_clamp = %.9g\n", c->ema_start,
              c->ema_end, c->edge_drop, c->repartition, c->target_clamp);
     HPJ__PUT("partition = %s\nnode_vocab = %d\nedge_vocab = %d\nnode_attr = %d\n",
-             c->part_method == HPJ_PART_RB ? "rb" : "kway", c->node_vocab, c->edge_vocab, c->node_attr);
+             c->part_method == HPJ_PARTITION_RB ? "rb" : "kway", c->node_vocab, c->edge_vocab, c->node_attr);
     HPJ__PUT("readout = %s\nlambda_unif = %.9g\nprobe_alpha = %.9g\nseed = %llu\nthreads = %d\n",
              c->readout == HPJ_READOUT_TASK ? "task" : c->readout == HPJ_READOUT_UNIFORM ? "uniform" : "concat",
              c->lambda_unif, c->probe_alpha, (unsigned long long)c->seed, c->threads);
@@ -1962,7 +1956,7 @@ static void hpj__tok_opts(const hpj_model *m, hpj_tok_options *o, int train, int
     o->rw_dim = c->rw_dim;
     o->rw_reduce = c->rw_reduce;
     o->always_active = (c->mode == HPJ_MODE_GRAPH_JEPA);
-    o->part.method = c->part_method;
+    o->part.method = (hpj_partition_method)c->part_method;
     o->seed = c->seed;
     o->epoch = train && c->repartition ? (uint64_t)epoch + 1 : 0; /* epoch 0 = the fixed evaluation partition */
     o->edge_drop = train && c->repartition ? c->edge_drop : 0.0f;
