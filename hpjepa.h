@@ -608,8 +608,11 @@ HPJDEF hpj_status hpj_graph_check(const hpj_graph *g) {
     if (g->rowptr[0] != 0 || g->rowptr[g->n] != g->nnz)
         return hpj__fail(HPJ_ERR_INPUT, "graph: rowptr[0]=%d rowptr[n]=%d, expected 0 and nnz=%d", g->rowptr[0],
                          g->rowptr[g->n], g->nnz);
-    for (v = 0; v < g->n; ++v) {
+    /* rowptr first: with rowptr[0] = 0 and rowptr[n] = nnz, a monotone
+       rowptr keeps every access below inside col[0..nnz-1] */
+    for (v = 0; v < g->n; ++v)
         if (g->rowptr[v + 1] < g->rowptr[v]) return hpj__fail(HPJ_ERR_INPUT, "graph: rowptr decreases at vertex %d", v);
+    for (v = 0; v < g->n; ++v) {
         if (g->vwgt && g->vwgt[v] < 0) return hpj__fail(HPJ_ERR_INPUT, "graph: vertex %d has negative weight", v);
         for (i = g->rowptr[v]; i < g->rowptr[v + 1]; ++i) {
             int32_t u = g->col[i], lo, hi, found = -1;
@@ -688,6 +691,7 @@ HPJDEF hpj_status hpj_graph_from_edges(int32_t n, int64_t m, const int32_t *u, c
         int64_t *orig = perm; /* orig[e] = input edge of directed entry e */
         int64_t *order = (int64_t *)hpj__calloc((size_t)d + 1, sizeof(int64_t), "graph_from_edges");
         int32_t nnz = 0;
+        int64_t first = 0; /* earliest input edge of the current pair */
         if (!order) goto nomem;
         hpj__sort_pairs(d, n, src, dst, order, tmp, cnt);
         /* count unique entries */
@@ -706,10 +710,16 @@ HPJDEF hpj_status hpj_graph_from_edges(int32_t n, int64_t m, const int32_t *u, c
         nnz = 0;
         for (i = 0; i < d; ++i) {
             int64_t e = order[i];
-            if (i > 0 && src[order[i - 1]] == src[e] && dst[order[i - 1]] == dst[e]) continue;
+            if (i > 0 && src[order[i - 1]] == src[e] && dst[order[i - 1]] == dst[e]) {
+                /* both directions of a pair hold the same input edges, so
+                   the earliest of them gives one weight to both */
+                if (ewgt && orig[e] < first) { first = orig[e]; ewgt[nnz - 1] = w[first]; }
+                continue;
+            }
             rowptr[src[e] + 1]++;
             col[nnz] = dst[e];
-            if (ewgt) ewgt[nnz] = w[orig[e]];
+            first = orig[e];
+            if (ewgt) ewgt[nnz] = w[first];
             ++nnz;
         }
         for (k = 0; k < n; ++k) rowptr[k + 1] += rowptr[k];
@@ -811,7 +821,10 @@ static hpj_status hpj__scan_i64(hpj__scan *s, int64_t *out, const char *what) {
         const char *r = s->p;
         char *endp;
         double dv;
-        while (r < s->end && !hpj__is_blank(*r) && *r != '\n' && n < sizeof(buf) - 1) buf[n++] = *r++;
+        while (r < s->end && !hpj__is_blank(*r) && *r != '\n') {
+            if (n >= sizeof(buf) - 1) return hpj__scan_err(s, "number token too long");
+            buf[n++] = *r++;
+        }
         buf[n] = 0;
         dv = strtod(buf, &endp);
         if (*endp != 0 || dv != floor(dv) || fabs(dv) > 9.0e15) return hpj__scan_err(s, "expected an integer");
@@ -907,7 +920,9 @@ static hpj_status hpj__read_file(const char *path, char **text, size_t *len) {
     if (!f) return hpj__fail(HPJ_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     if (fseek(f, 0, SEEK_END) == 0) {
         long sz = ftell(f);
-        if (sz > 0) cap = (size_t)sz + 1;
+        /* a directory can report LONG_MAX here: size only from sane values
+           and let fread report the error */
+        if (sz > 0 && (unsigned long)sz < (unsigned long)(SIZE_MAX / 2)) cap = (size_t)sz + 1;
         fseek(f, 0, SEEK_SET);
     }
     if (cap == 0) cap = 1 << 16;
@@ -930,9 +945,10 @@ static hpj_status hpj__read_file(const char *path, char **text, size_t *len) {
         if (got == 0) break;
     }
     if (ferror(f)) {
+        int e = errno;
         hpj__free(buf);
         fclose(f);
-        return hpj__fail(HPJ_ERR_IO, "%s: read error", path);
+        return hpj__fail(HPJ_ERR_IO, "%s: read error: %s", path, strerror(e));
     }
     fclose(f);
     buf[n] = 0;
@@ -1025,7 +1041,8 @@ static int hpj__metis_next_record(hpj__scan *s) {
 HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char *name, hpj_graph_owned *out,
                                         hpj_metis_info *info) {
     hpj__scan s;
-    int64_t n64, m64, fmt = 0, ncon = 1, v, total = 0, loops = 0;
+    int64_t n64, m64, fmt = 0, ncon = 1, v, total = 0, loops = 0, hline;
+    int64_t *vline = NULL; /* (n) file line of each vertex, for messages */
     int has_size, has_vw, has_ew;
     int32_t n, *rowptr = NULL, *col = NULL, *vw = NULL, *ew = NULL;
     size_t cap;
@@ -1043,6 +1060,7 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
         if (hpj__scan_peek(&s)) break;
         if (!hpj__scan_next_line(&s)) return hpj__fail(HPJ_ERR_FORMAT, "%s: empty file (no header line)", name);
     }
+    hline = s.line;
     if ((st = hpj__scan_i64(&s, &n64, "header: expected vertex count n"))) return st;
     if ((st = hpj__scan_i64(&s, &m64, "header: expected edge count m"))) return st;
     if (hpj__scan_peek(&s)) {
@@ -1062,6 +1080,16 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
     }
     if (n64 < 0 || n64 > INT32_MAX - 1) return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: vertex count %lld out of range", name, (long long)s.line, (long long)n64);
     if (m64 < 0 || m64 > INT32_MAX / 2) return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: edge count %lld out of range", name, (long long)s.line, (long long)m64);
+    /* each vertex needs a line (>= 1 byte) and each adjacency entry a
+       number and a separator (>= 2 bytes): reject a header the rest of the
+       text cannot hold before sizing arrays from it */
+    {
+        uint64_t rest = (uint64_t)(s.end - s.p);
+        if ((uint64_t)n64 > rest || (uint64_t)m64 > (rest + 1) / 4)
+            return hpj__fail(HPJ_ERR_FORMAT,
+                             "%s:%lld: header says n=%lld vertices and m=%lld edges, more than the remaining %llu bytes can hold",
+                             name, (long long)hline, (long long)n64, (long long)m64, (unsigned long long)rest);
+    }
     n = (int32_t)n64;
     has_size = (int)(fmt / 100);
     has_vw = (int)((fmt / 10) % 10);
@@ -1072,6 +1100,8 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
         size_t words = (size_t)n + 1 + cap + (has_vw ? (size_t)n : 0) + (has_ew ? cap : 0);
         mem = (unsigned char *)hpj__calloc(words, sizeof(int32_t), name);
         if (!mem) return HPJ_ERR_NOMEM;
+        vline = (int64_t *)hpj__calloc((size_t)n, sizeof(int64_t), name);
+        if (!vline) { hpj__free(mem); return HPJ_ERR_NOMEM; }
         rowptr = (int32_t *)mem;
         col = rowptr + n + 1;
         vw = has_vw ? col + cap : NULL;
@@ -1081,9 +1111,11 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
     for (v = 0; v < n; ++v) {
         if (!hpj__metis_next_record(&s) && s.p >= s.end) {
             hpj__free(mem);
+            hpj__free(vline);
             return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: file ends after %lld of %d vertex lines", name, (long long)s.line,
                              (long long)v, n);
         }
+        vline[v] = s.line;
         if (has_size) {
             int64_t sz;
             if ((st = hpj__scan_i64(&s, &sz, "expected the vertex size"))) goto fail;
@@ -1122,8 +1154,8 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
         if (!hpj__scan_next_line(&s)) break;
     }
     if (total + loops != 2 * m64 && total != 2 * m64) {
-        st = hpj__fail(HPJ_ERR_FORMAT, "%s: header says m=%lld edges but the lines hold %lld adjacency entries (%lld undirected)",
-                       name, (long long)m64, (long long)(total + loops), (long long)((total + loops) / 2));
+        st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: header says m=%lld edges but the lines hold %lld adjacency entries",
+                       name, (long long)hline, (long long)m64, (long long)(total + loops));
         goto fail;
     }
     /* sort each adjacency list (METIS files need not be sorted), check for
@@ -1139,9 +1171,34 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
         }
         for (i = a + 1; i < b; ++i)
             if (col[i] == col[i - 1]) {
-                st = hpj__fail(HPJ_ERR_FORMAT, "%s: vertex %lld lists neighbour %d more than once", name, (long long)v + 1, col[i] + 1);
+                st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: vertex %lld lists neighbour %d more than once", name,
+                               (long long)vline[v], (long long)v + 1, col[i] + 1);
                 goto fail;
             }
+    }
+    /* symmetry, with the lines of both vertices in the message (lists are
+       sorted, in range and loop-free by construction) */
+    for (v = 0; v < n; ++v) {
+        int32_t i;
+        for (i = rowptr[v]; i < rowptr[v + 1]; ++i) {
+            int32_t u = col[i], lo = rowptr[u], hi = rowptr[u + 1] - 1, found = -1;
+            while (lo <= hi) {
+                int32_t mid = lo + (hi - lo) / 2;
+                if (col[mid] == (int32_t)v) { found = mid; break; }
+                if (col[mid] < (int32_t)v) lo = mid + 1; else hi = mid - 1;
+            }
+            if (found < 0) {
+                st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: edge %lld->%d has no reverse %d->%lld (vertex %d on line %lld does not list %lld)",
+                               name, (long long)vline[v], (long long)v + 1, u + 1, u + 1, (long long)v + 1, u + 1,
+                               (long long)vline[u], (long long)v + 1);
+                goto fail;
+            }
+            if (ew && ew[found] != ew[i]) {
+                st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: edge %lld-%d has weights %d and %d in its two directions (vertex %d is on line %lld)",
+                               name, (long long)vline[v], (long long)v + 1, u + 1, ew[i], ew[found], u + 1, (long long)vline[u]);
+                goto fail;
+            }
+        }
     }
     g.n = n;
     g.nnz = (int32_t)total;
@@ -1149,14 +1206,7 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
     g.col = col;
     g.vwgt = vw;
     g.ewgt = ew;
-    if ((st = hpj_graph_check(&g))) {
-        char msg[HPJ__ERRLEN];
-        memcpy(msg, hpj__errbuf, sizeof msg);
-        msg[sizeof msg - 1] = 0;
-        /* graph_check numbers vertices from 0; the file from 1 */
-        st = hpj__fail(HPJ_ERR_FORMAT, "%s: %s (0-based vertex ids)", name, msg);
-        goto fail;
-    }
+    hpj__free(vline);
     out->g = g;
     out->mem = mem;
     if (info) {
@@ -1167,6 +1217,7 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
     return HPJ_OK;
 fail:
     hpj__free(mem);
+    hpj__free(vline);
     return st;
 }
 
@@ -1276,20 +1327,23 @@ static hpj_status hpj__tu_real_rows(const char *text, size_t len, const char *fi
                 hpj__free(a);
                 return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has more than the %d values of the first row", file,
                                  (long long)s.line, w);
+            } else if ((size_t)r * (size_t)w + (size_t)k >= cap) { /* grow with the text actually read */
+                size_t nc = cap * 2;
+                float *na;
+                if (nc > (size_t)rows * (size_t)w) nc = (size_t)rows * (size_t)w;
+                na = (float *)hpj__alloc(nc * sizeof(float), file);
+                if (!na) { hpj__free(a); return HPJ_ERR_NOMEM; }
+                memcpy(na, a, ((size_t)r * (size_t)w + (size_t)k) * sizeof(float));
+                hpj__free(a);
+                a = na;
+                cap = nc;
             }
             if ((st = hpj__scan_f32(&s, &v, "expected a real number"))) { hpj__free(a); return st; }
-            a[(size_t)r * (size_t)(r ? w : 0) + (size_t)k] = v;
+            a[(size_t)r * (size_t)w + (size_t)k] = v;
             ++k;
         }
-        if (r == 0) { /* first row fixes the width: reallocate for all rows */
-            float *na;
-            w = k;
-            na = (float *)hpj__calloc((size_t)rows, (size_t)w * sizeof(float), file);
-            if (!na) { hpj__free(a); return HPJ_ERR_NOMEM; }
-            memcpy(na, a, (size_t)w * sizeof(float));
-            hpj__free(a);
-            a = na;
-        } else if (k != w) {
+        if (r == 0) w = k; /* the first row fixes the width */
+        else if (k != w) {
             hpj__free(a);
             return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has %d values but the first row has %d", file,
                              (long long)s.line, k, w);

@@ -2,8 +2,7 @@
 # of malformed TU dataset gets a one-line reason naming file and line and a
 # non-zero exit (never a crash); valid but awkward files load with the same
 # numbers. Sourced by tests/cli_test.sh (helpers ok, bad, expect_fail, $TMP,
-# $DATA). Set HPJ_TEST_CORE_FIXES=1 to run the checks of reported, not yet
-# fixed core bugs.
+# $DATA).
 
 CORE=$TMP/core
 # core_ds CASE: a fresh copy of the base dataset C (2 graphs: path 1-2-3 and
@@ -138,13 +137,12 @@ if [ -d "$DATA/IMDB-BINARY" ]; then
     else bad "stats IMDB-BINARY duplicate lines" "$(./hpjepa stats "$DATA/IMDB-BINARY" 2>&1 >/dev/null)"; fi
 fi
 
-# reported core bugs (see the report of the core tests); the lead turns
-# these on once the fixes are in hpjepa.h
-if [ "${HPJ_TEST_CORE_FIXES:-0}" = 1 ]; then
+# regressions of core bugs found by these tests (fixed in hpjepa.h)
+{
     # a folder where C_A.txt is itself a folder: today "out of memory
     # allocating 9223372036854775808 bytes" (ftell of a directory)
     d=$(core_ds adir); rm "$d/C_A.txt"; mkdir "$d/C_A.txt"
     expect_fail "stats bad input: A is a folder" "C_A\.txt: .*(read error|directory)" ./hpjepa stats "$d"
     # a one-field line whose integral-float token is longer than 63 chars
     core_bad a_long_token A "1.$(printf '0%.0s' $(seq 61))2\n" 'C_A\.txt:1:'
-fi
+}

@@ -4,11 +4,7 @@
    failed call left its outputs zeroed; the ASan stage of `make test` checks
    that failed calls do not leak.
 
-   Tests under HPJ_TEST_CORE_FIXES expose bugs found in the core that are
-   reported to the lead with a proposed fix; they fail (one under ASan with
-   an out-of-bounds read) until the fix lands, so they are compiled only
-   with -DHPJ_TEST_CORE_FIXES. Once the fixes are in hpjepa.h, delete the
-   #ifdef lines so they always run. */
+   The core.fix_* tests pin bugs this suite and the fuzzers found (fixed). */
 #define _POSIX_C_SOURCE 200809L
 #include "test.h"
 #include "../hpjepa.h"
@@ -1917,7 +1913,6 @@ static void test_data_zinc(void) {
 }
 
 /* ==== known bugs (see the header comment) =============================== */
-#ifdef HPJ_TEST_CORE_FIXES
 
 /* hpj_graph_from_edges: a duplicate listed in the reverse direction must
    keep the weight of the first listing in both directions (today each
@@ -1993,7 +1988,6 @@ static void test_fix_metis_line_numbers(void) {
     CHECK_STATUS(metis_parse("% header below\n3 2\n2\n1\n\n% padding comment\n", &g, NULL), HPJ_ERR_FORMAT); /* m */
     CHECK_REASON("t.graph:2:");
 }
-#endif /* HPJ_TEST_CORE_FIXES */
 
 const test_case core_tests[] = {
     {"core.status_names", test_status_names},
@@ -2034,12 +2028,10 @@ const test_case core_tests[] = {
     {"core.data_proteins", test_data_proteins},
     {"core.data_imdb_binary", test_data_imdb_binary},
     {"core.data_zinc", test_data_zinc},
-#ifdef HPJ_TEST_CORE_FIXES
     {"core.fix_from_edges_weight_first_listing", test_fix_from_edges_weight_first_listing},
     {"core.fix_graph_check_rowptr_bounds", test_fix_graph_check_rowptr_bounds},
     {"core.fix_long_integral_token", test_fix_long_integral_token},
     {"core.fix_metis_header_bounds", test_fix_metis_header_bounds},
     {"core.fix_metis_line_numbers", test_fix_metis_line_numbers},
-#endif
 };
 const int core_tests_count = (int)(sizeof core_tests / sizeof core_tests[0]);

@@ -27,7 +27,7 @@ DATASETS=${DATASETS:-"MUTAG PROTEINS IMDB-BINARY IMDB-MULTI ZINC-12K DD REDDIT-B
 
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-# the peers, one Python process per dataset, REPS timed runs of each
+# the peers: one Python process per run (start-up and imports are not timed)
 peer_py=$(mktemp)
 trap 'rm -f "$peer_py"' EXIT
 cat >"$peer_py" <<'EOF'
@@ -65,18 +65,23 @@ for d in $DATASETS; do
     dir=$DATA/$d
     [ -d "$dir" ] || continue
     bytes=$(cat "$dir"/"$d"_*.txt | wc -c)
-    loads=(); walls=()
+    loads=(); walls=(); tvs=(); tps=()
     ./hpjepa stats "$dir" >/dev/null 2>&1 # warm the page cache
+    # interleaved: one run of ours, then one of each peer, REPS times, so a
+    # change in the machine's load hits both sides alike
     for ((r = 0; r < REPS; ++r)); do
         t0=$EPOCHREALTIME
         err=$(./hpjepa stats "$dir" 2>&1 >/dev/null)
         t1=$EPOCHREALTIME
         loads+=("$(echo "$err" | sed -nE 's/.*loaded in ([0-9.]+) s.*/\1/p')")
         walls+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')")
+        read -r tv tp < <("$PY" "$peer_py" "$DATA" "$d" 1)
+        tvs+=("$tv"); tps+=("$tp")
     done
     load=$(printf '%s\n' "${loads[@]}" | median)
     wall=$(printf '%s\n' "${walls[@]}" | median)
-    read -r tv tp < <("$PY" "$peer_py" "$DATA" "$d" "$REPS")
+    tv=$(printf '%s\n' "${tvs[@]}" | median)
+    tp=$(printf '%s\n' "${tps[@]}" | median)
     awk -v d="$d" -v b="$bytes" -v l="$load" -v w="$wall" -v v="$tv" -v p="$tp" 'BEGIN {
         mb = b / 1e6; lt = (l > 0) ? l : w;   # stats prints 3 decimals; fall back to wall time
         printf "| %s | %.1f | %.3f | %.0f | %.3f | %.3f | %.0fx | %s | %s |\n", d, mb, l, mb / lt, w, v, v / lt,

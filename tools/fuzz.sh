@@ -129,6 +129,7 @@ summary=()
 for t in $TARGETS; do
     corpus=$B/corpus_$t
     art=$B/artifacts/$t
+    rm -rf "$art" # reproducers of this run only (the corpus is kept and grows)
     mkdir -p "$corpus" "$art"
     log=$B/fuzz_$t.log
     limit="-max_total_time=$SECONDS_EACH"
