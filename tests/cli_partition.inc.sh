@@ -83,7 +83,7 @@ printf '4 2\n2\n3\n4\n1\n' >"$TMP/m4.graph"
 printf '3 1\n2\n1\n' >"$TMP/m5.graph"
 printf '2 1 011\n1 2\n1 1 1\n' >"$TMP/m6.graph"
 i=0
-for pat in ":1: expected an integer" "header says m=5" "neighbour id" "no reverse" "ends after 2 of 3" "edge weight"; do
+for pat in ":1: expected an integer" "m=5" "neighbour id" "no reverse" "ends after 2 of 3" "edge weight"; do
     i=$((i + 1))
     rm -f "$TMP/m.part"
     expect_fail "partition: malformed file m$i ($pat)" "$pat" ./hpjepa partition "$TMP/m$i.graph" 2 --out "$TMP/m.part"

@@ -228,6 +228,37 @@ static void test_gemm_kernels_agree(void) {
 #endif
 }
 
+/* Small products take a separate path (stack buffers, no tiling); its
+   rows must have the bits of the same rows computed by the blocked path. */
+static void test_gemm_small_path(void) {
+    hpj_rng r;
+    int Mb = 300, N = 40, K = 37, Ms = 13, layout, isa, i;
+    float *A = fbuf((size_t)Mb * K), *B = fbuf((size_t)K * N), *Cb = fbuf((size_t)Mb * N), *Cs = fbuf((size_t)Ms * N);
+    hpj_rng_seed(&r, 13);
+    fill_uniform(A, (size_t)Mb * K, -1, 1, &r);
+    fill_uniform(B, (size_t)K * N, -1, 1, &r);
+    for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
+        if (hpj_gemm_set_isa(isa) != 0) continue;
+        for (layout = 0; layout < 4; ++layout) {
+            int ta = layout & 1, tb = layout >> 1;
+            for (i = 0; i < Mb * N; ++i) Cb[i] = 0.5f;
+            for (i = 0; i < Ms * N; ++i) Cs[i] = 0.5f;
+            /* the small call reads the first Ms rows of op(A) in place */
+            hpj_gemm(ta, tb, Mb, N, K, 0.75f, A, ta ? Mb : K, B, tb ? K : N, -2.0f, Cb, N);
+            hpj_gemm(ta, tb, Ms, N, K, 0.75f, A, ta ? Mb : K, B, tb ? K : N, -2.0f, Cs, N);
+            if (!bits_equal(Cb, Cs, (size_t)Ms * N)) {
+                hpj_gemm_set_isa(-1);
+                CHECK_MSG(0, "%s layout %d: small-path rows differ from the blocked path", hpj_gemm_isa_name(isa), layout);
+            }
+        }
+    }
+    hpj_gemm_set_isa(-1);
+    free(A);
+    free(B);
+    free(Cb);
+    free(Cs);
+}
+
 /* 1 vs 2 threads, and GEMMs called from inside a parallel region. */
 static void test_gemm_threads(void) {
 #ifdef _OPENMP
@@ -407,6 +438,34 @@ static void test_activations(void) {
         for (i = 0; i < 5; ++i) CHECK_NEAR(y[i], want[i], 1e-6, 1e-7);
         hpj_relu_forward(x, x, 5); /* in place */
         CHECK(x[0] == 0.0f && x[1] == 0.0f && x[3] == 0.5f && x[4] == 2.0f);
+    }
+    /* GELU and its derivative against double precision over [-10, 10]
+       (tails included: the lower tail keeps its relative accuracy) */
+    {
+        int nn = 200001, k;
+        float *x = fbuf(nn), *y = fbuf(nn), *d = fbuf(nn), *ones = fbuf(nn);
+        for (k = 0; k < nn; ++k) {
+            x[k] = -10.0f + 1e-4f * (float)k;
+            ones[k] = 1.0f;
+        }
+        hpj_gelu_forward(y, x, nn);
+        hpj_gelu_backward(d, ones, x, nn);
+        for (k = 0; k < nn; ++k) {
+            double X = x[k], cdf = 0.5 * erfc(-X / sqrt(2.0)), gv = X * cdf;
+            double dg = cdf + X * exp(-0.5 * X * X) / sqrt(2.0 * 3.14159265358979323846);
+            CHECK_MSG(fabs(y[k] - gv) <= 4e-7 + 2e-6 * fabs(gv) && (fabs(gv) < 1e-6 || fabs(y[k] - gv) <= 1e-4 * fabs(gv)),
+                      "gelu(%.9g) = %.9g, want %.9g", X, y[k], gv);
+            CHECK_MSG(fabs(d[k] - dg) <= 1e-6 + 2e-6 * fabs(dg), "gelu'(%.9g) = %.9g, want %.9g", X, d[k], dg);
+        }
+        free(x);
+        free(y);
+        free(d);
+        free(ones);
+    }
+    {
+        float x[5] = {-3.0f, -1.0f, 0.0f, 0.5f, 2.0f};
+        hpj_gelu_forward(x, x, 5); /* in place */
+        CHECK_NEAR(x[4], 1.9544997, 1e-6, 0);
     }
     free(g);
     free(g2);
@@ -707,7 +766,13 @@ static void test_pooling(void) {
     CHECK(tptr[0] == 0 && tptr[6] == 9);
     CHECK(tptr[3] - tptr[2] == 3); /* row 2: lists 0, 2, 2 */
     CHECK(tidx[tptr[2]] == 0 && tidx[tptr[2] + 1] == 2 && tidx[tptr[2] + 2] == 2);
-    CHECK(hpj_index_transpose(tptr, tidx, lptr, lidx, 4, 5) == HPJ_ERR_INPUT); /* index 5 >= R */
+    {
+        int32_t bp[6] = {7, 7, 7, 7, 7, 7}, bi[9] = {7, 7, 7, 7, 7, 7, 7, 7, 7};
+        CHECK(hpj_index_transpose(bp, bi, lptr, lidx, 4, 5) == HPJ_ERR_INPUT); /* index 5 >= R */
+        CHECK(strstr(hpj_last_error(), "index 5") != NULL);
+        for (i = 0; i < 6; ++i) CHECK(bp[i] == 0); /* a failed call leaves its outputs zeroed */
+        for (i = 0; i < 9; ++i) CHECK(bi[i] == 0);
+    }
     { /* ties: the first row wins */
         float tx[6] = {1, 5, 3, 5, 3, -1}, to[2];
         int32_t tsp[2] = {0, 3}, ta[2];
@@ -1153,6 +1218,65 @@ static void test_init(void) {
     CHECK_NEAR(s / 3000, 0.0, 0, 0.02 * a);
 }
 
+/* ---- the pieces together: a block + linear head trained with Adam -------- */
+
+static void test_train_small(void) {
+    hpj_rng r;
+    int B = 4, T = 5, D = 8, H = 2, F = 16, N = B * T, step, i;
+    size_t nb = hpj_block_param_count(D, F), np = nb + 2 * D + 2, nx = (size_t)N * D;
+    float *p = fbuf(np), *g = fbuf(np), *m = fbuf(np), *v = fbuf(np), *ema = fbuf(np);
+    float *cache = fbuf(hpj_block_cache_count(B, T, D, H, F)), *scratch = fbuf(hpj_block_scratch_count(B, T, D, H, F));
+    float *x = fbuf(nx), *y = fbuf(nx), *dy = fbuf(nx), *pred = fbuf(2 * N), *dpred = fbuf(2 * N), *target = fbuf(2 * N);
+    float *W = p + nb, *bias = W + 2 * D, *dW = g + nb, *dbias = dW + 2 * D;
+    double first = 0, last = 0;
+    hpj_block_params bp, bg;
+    hpj_block_cache c;
+    hpj_rng_seed(&r, 121);
+    hpj_block_params_bind(&bp, p, D, F);
+    hpj_block_params_bind(&bg, g, D, F);
+    hpj_block_cache_bind(&c, cache, B, T, D, H, F);
+    hpj_block_params_init(&bp, D, F, &r);
+    hpj_init_xavier_uniform(W, 2, D, 1.0f, &r);
+    fill_uniform(x, nx, -1, 1, &r);
+    for (i = 0; i < N; ++i) { /* a smooth function of the tokens */
+        target[2 * i] = 0.5f * x[i * D] - 0.3f * x[i * D + 3];
+        target[2 * i + 1] = x[i * D + 1] * x[i * D + 2];
+    }
+    memcpy(ema, p, np * sizeof(float));
+    for (step = 0; step < 150; ++step) {
+        double loss;
+        memset(g, 0, np * sizeof(float));
+        memset(dpred, 0, 2 * N * sizeof(float));
+        memset(dy, 0, nx * sizeof(float));
+        hpj_block_forward(y, &c, x, &bp, NULL, NULL, B, T, D, H, F, HPJ_ACT_GELU);
+        hpj_linear_forward(pred, y, W, bias, N, D, 2);
+        loss = hpj_smooth_l1(pred, target, dpred, 2 * (size_t)N, 1.0f, 1.0f / (2 * N));
+        hpj_linear_backward(dy, dW, dbias, dpred, y, W, N, D, 2);
+        hpj_block_backward(NULL, &bg, dy, x, &bp, &c, scratch, NULL, NULL, B, T, D, H, F, HPJ_ACT_GELU);
+        hpj_grad_clip(g, np, 1.0f);
+        hpj_adam_step(p, g, m, v, np, hpj_lr_at(HPJ_SCHED_COSINE, 3e-3f, 1e-4f, step, 150, 10), 0.9f, 0.999f, 1e-8f,
+                      1e-4f, 1, step + 1);
+        hpj_ema_update(ema, p, np, hpj_ema_momentum(0.9f, 1.0f, step, 150));
+        CHECK(isfinite(loss));
+        if (step == 0) first = loss;
+        last = loss;
+    }
+    CHECK_MSG(last < 0.3 * first, "loss went from %g to %g", first, last);
+    free(p);
+    free(g);
+    free(m);
+    free(v);
+    free(ema);
+    free(cache);
+    free(scratch);
+    free(x);
+    free(y);
+    free(dy);
+    free(pred);
+    free(dpred);
+    free(target);
+}
+
 /* ---- 1 vs 2 threads, bit for bit ---------------------------------------- */
 
 static void test_threads_layers(void) {
@@ -1250,6 +1374,7 @@ const test_case nn_tests[] = {
     {"nn.gemm_naive", test_gemm_naive},
     {"nn.gemm_degenerate", test_gemm_degenerate},
     {"nn.gemm_kernels_agree", test_gemm_kernels_agree},
+    {"nn.gemm_small_path", test_gemm_small_path},
     {"nn.gemm_threads", test_gemm_threads},
     {"nn.linear", test_linear},
     {"nn.activations", test_activations},
@@ -1267,6 +1392,7 @@ const test_case nn_tests[] = {
     {"nn.ema", test_ema},
     {"nn.grad_clip", test_grad_clip},
     {"nn.init", test_init},
+    {"nn.train_small", test_train_small},
     {"nn.threads_bitwise", test_threads_layers},
 };
 const int nn_tests_count = (int)(sizeof nn_tests / sizeof nn_tests[0]);

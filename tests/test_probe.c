@@ -528,7 +528,8 @@ static void test_folds_stratified(void) {
         ++nc[y[i]];
     }
     for (c = 0; c < C; ++c)
-        for (q = 0; q < k; ++q) CHECK_MSG(abs(cnt[c][q] * k - nc[c]) < k, "class %d fold %d: %d of %d", c, q, cnt[c][q], nc[c]);
+        for (q = 0; q < k; ++q)
+            CHECK_MSG(abs(cnt[c][q] * k - nc[c]) < k, "class %d fold %d: %d of %d", c, q, cnt[c][q], nc[c]);
     for (q = 0; q < k; ++q) CHECK(size[q] == n / k || size[q] == n / k + 1);
     CHECK_OK(hpj_stratified_folds(y, n, C, k, 42, f2));
     CHECK(memcmp(f, f2, sizeof f) == 0);
@@ -722,27 +723,28 @@ static void test_probe_bad_inputs(void) {
 
 static void test_probe_threads_bitwise(void) {
 #ifdef _OPENMP
-    const int n = 300, d = 70, C = 3;
+    /* sizes above the parallel thresholds of every kernel involved */
+    const int n = 600, d = 200, C = 3;
     float *X, *Y = (float *)calloc(n * C, sizeof(float)), *H;
-    int32_t *y, yy[300];
-    float yr[300], om1[4], om2[4];
+    int32_t *y, yy[600];
+    float yr[600], om1[4], om2[4];
     hpj_linear_model a, b;
     hpj_probe_options o;
     int i, t, saved = omp_get_max_threads();
     make_classes(n, d, C, 0.7, 21, &X, &y);
     for (i = 0; i < n; ++i) Y[i * C + y[i]] = 1;
-    H = make_res(n, 4, 8, 1, 2, yy, yr);
+    H = make_res(n, 4, 64, 1, 2, yy, yr);
     hpj_probe_options_default(&o);
     o.standardize = 1;
     for (t = 0; t < 3; ++t) {
         omp_set_num_threads(1);
         if (t == 0) CHECK_OK(hpj_logreg_fit(X, y, n, d, C, &o, &a));
         if (t == 1) CHECK_OK(hpj_ridge_fit(X, Y, n, d, C, &o, &a));
-        if (t == 2) CHECK_OK(hpj_ridge_fit(X, Y, 40, d, C, &o, &a)); /* dual */
+        if (t == 2) CHECK_OK(hpj_ridge_fit(X, Y, 100, d, C, &o, &a)); /* dual */
         omp_set_num_threads(2);
         if (t == 0) CHECK_OK(hpj_logreg_fit(X, y, n, d, C, &o, &b));
         if (t == 1) CHECK_OK(hpj_ridge_fit(X, Y, n, d, C, &o, &b));
-        if (t == 2) CHECK_OK(hpj_ridge_fit(X, Y, 40, d, C, &o, &b));
+        if (t == 2) CHECK_OK(hpj_ridge_fit(X, Y, 100, d, C, &o, &b));
         omp_set_num_threads(saved);
         CHECK_MSG(memcmp(a.W, b.W, sizeof(float) * C * d) == 0, "case %d: W differs across thread counts", t);
         CHECK(memcmp(a.b, b.b, sizeof(float) * C) == 0);
@@ -751,9 +753,9 @@ static void test_probe_threads_bitwise(void) {
         hpj_linear_model_free(&b);
     }
     omp_set_num_threads(1);
-    CHECK_OK(hpj_resweight_fit(H, n, 4, 8, yy, NULL, 2, 0.25f, 9, NULL, om1));
+    CHECK_OK(hpj_resweight_fit(H, n, 4, 64, yy, NULL, 2, 0.25f, 9, NULL, om1));
     omp_set_num_threads(2);
-    CHECK_OK(hpj_resweight_fit(H, n, 4, 8, yy, NULL, 2, 0.25f, 9, NULL, om2));
+    CHECK_OK(hpj_resweight_fit(H, n, 4, 64, yy, NULL, 2, 0.25f, 9, NULL, om2));
     omp_set_num_threads(saved);
     CHECK(memcmp(om1, om2, sizeof om1) == 0);
     free(X);

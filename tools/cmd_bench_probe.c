@@ -24,7 +24,8 @@ static const char *bench_probe_usage =
     "  The data are regenerated bit-for-bit from the splitmix64 recipe of\n"
     "  probe_bench.py's docstring; with --data DIR they are read from\n"
     "  DIR/<set>.X.f32 and DIR/<set>.y.i32 (probe_bench.py --save) and checked\n"
-    "  against the regeneration. --custom adds a set with those parameters.\n"
+    "  against the regeneration. --custom replaces the sets by one named\n"
+    "  'custom' with those parameters (its files: DIR/custom.X.f32, .y.i32).\n"
     "  Train = first floor(0.9 n) rows, test = the rest. Defaults: --set all,\n"
     "  --model all, --alphas 0.1,1,10, --reps 3, --threads = OpenMP default,\n"
     "  probe defaults otherwise (tol 1e-6, max_iter 1000).\n"
@@ -197,11 +198,14 @@ int cmd_bench_probe(int argc, char **argv) {
         } else if (!strcmp(arg, "--data")) data = argv[++i];
         else if (!strcmp(arg, "--custom")) {
             double f[5];
+            int nf;
             if (nsets) {
                 cli_error(cmd, "--custom: only one custom set");
                 return 2;
             }
-            if (probe_parse_list(cmd, "--custom", argv[++i], f, 5) != 5 || f[0] < 2 || f[0] > 1e7 || f[1] < 1 ||
+            nf = probe_parse_list(cmd, "--custom", argv[++i], f, 5);
+            if (nf < 0) return 2;
+            if (nf != 5 || f[0] < 2 || f[0] > 1e7 || f[1] < 1 ||
                 f[1] > 1e6 || f[2] < 2 || f[2] > 1000 || f[4] < 0 || f[0] != floor(f[0]) || f[1] != floor(f[1]) ||
                 f[2] != floor(f[2]) || f[4] != floor(f[4])) {
                 cli_error(cmd, "--custom: expected N,DIM,C,SIGNAL,SEED with N >= 2, DIM >= 1, C >= 2 integers");
@@ -251,10 +255,6 @@ int cmd_bench_probe(int argc, char **argv) {
     }
     if (!nsets) {
         cli_error(cmd, "--set: no set chosen");
-        return 2;
-    }
-    if (data && !strcmp(sets[0].name, "custom")) {
-        cli_error(cmd, "--data cannot be combined with --custom");
         return 2;
     }
 #ifdef _OPENMP

@@ -27,16 +27,21 @@
    op(A) is (M,K): A is (M,K) with leading dim lda, or if transA, A is (K,M).
    op(B) is (K,N): B is (K,N) with leading dim ldb, or if transB, B is (N,K).
    beta == 0 overwrites C without reading it (NaN in C does not propagate);
-   alpha == 0 or K == 0 gives C = beta*C. All four layouts are fast (A and
-   B blocks are packed, so TT costs what NT costs).
-   Threads: OpenMP over disjoint tiles of C when M*N*K >= 64^3 (nested
-   calls from a parallel region run on their thread). Determinism: K is
-   summed in blocks of 256 in increasing k with one fma per step, so the
-   bits of C depend neither on the thread count nor on the kernel.
-   Memory: no allocation; each thread packs B blocks into a 512 KiB
-   thread-local buffer and A slivers into a 16 KiB stack buffer.
+   alpha == 0 or K == 0 gives C = beta*C. All four layouts are fast: A and
+   B are packed into cache blocks (B is read in place when it is (K,N) and
+   M <= 128), so TT costs what NT costs.
+   Kernels: 8x32 AVX-512 (16 zmm accumulators) or 6x16 AVX2 micro-kernels
+   when the compiler targets them, else a portable 4x16 C kernel that
+   GCC/Clang vectorize (see hpj_gemm_set_isa).
+   Threads: when M*N*K >= 64^3, the calling thread's OpenMP team shares
+   out tiles of C dynamically (a call from inside a parallel region runs
+   on its own thread). Determinism: every element is summed over K in
+   blocks of 256, in increasing k with one fma per step, so the bits of C
+   depend neither on the thread count nor on which kernel ran.
+   Memory: nothing is allocated; each thread packs into 640 KiB of
+   thread-local buffers, so concurrent calls from several threads are safe.
    The caller guarantees lda >= (transA ? M : K), ldb >= (transB ? K : N),
-   ldc >= N (as BLAS does; nothing is checked). */
+   ldc >= N, as BLAS does (nothing is checked). */
 HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
 
@@ -68,7 +73,10 @@ HPJDEF void hpj_relu_forward(float *out, const float *inp, size_t n);
    dinp += dout * (out > 0). */
 HPJDEF void hpj_relu_backward(float *dinp, const float *dout, const float *out, size_t n);
 /* out = inp * Phi(inp) = 0.5 inp (1 + erf(inp / sqrt 2)), the exact GELU
-   (torch's default, not the tanh approximation); out may alias inp. */
+   (torch's default, not the tanh approximation); out may alias inp.
+   Phi is evaluated by the library's own vectorizable polynomials (absolute
+   error < 1e-7, and the lower tail keeps its relative accuracy, unlike
+   1 + erff(x) in float), about 10x faster than calling erff. */
 HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n);
 /* Differentiates out = inp Phi(inp): dinp += dout * (Phi(inp) + inp phi(inp)). */
 HPJDEF void hpj_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
@@ -134,19 +142,21 @@ HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const i
    dh[j] += (1+eps) dout[j] + sum over k in row j of dout[col[k]] [h[j] + e[rev[k]] > 0];
    de (E,D)[k] += dout[i] [h[col[k]] + e[k] > 0] for k in row i;
    deps (one float) += sum_i dout[i].h[i], reduced over 64 fixed blocks in
-   double. Any gradient may be NULL. */
+   double. Any gradient may be NULL; de is ignored when e is NULL. */
 HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *dout, const float *h, const float *e,
                               const int32_t *rowptr, const int32_t *col, const int32_t *rev, int N, int D,
                               float eps);
-/* rev (E)[k] = the entry k' with col[k'] = i in row col[k], where k is in
-   row i. HPJ_ERR_INPUT if the CSR (N rows, sorted columns) is not
-   symmetric. */
+/* The reverse entries of a symmetric CSR over N rows with sorted columns
+   (as hpj_graph holds): rev (E)[k] = the entry k' of row col[k] whose
+   column is i, for k in row i (binary search, O(E log degree)).
+   HPJ_ERR_INPUT, with rev zeroed, if a column is out of range or an edge
+   has no reverse. */
 HPJDEF hpj_status hpj_csr_reverse(int32_t *rev, const int32_t *rowptr, const int32_t *col, int N);
 /* Transposes index lists: list s is idx[ptr[s]..ptr[s+1]-1] (values in
    0..R-1, repeats allowed); writes tptr (R+1) and tidx (ptr[S]) so that
    row r's list tidx[tptr[r]..tptr[r+1]-1] holds every s whose list
-   contains r (once per occurrence, ascending). HPJ_ERR_INPUT on an index
-   out of range. */
+   contains r (once per occurrence, ascending). HPJ_ERR_INPUT, with both
+   outputs zeroed, on an index out of range. */
 HPJDEF hpj_status hpj_index_transpose(int32_t *tptr, int32_t *tidx, const int32_t *ptr, const int32_t *idx, int S,
                                       int R);
 
@@ -264,8 +274,8 @@ HPJDEF double hpj_smooth_l1(const float *pred, const float *target, float *dpred
                             float scale);
 /* Softmax cross-entropy over C classes: returns scale * sum over rows of
    logsumexp(logits[i]) - logits[i][labels[i]] (in double); dlogits (N,C) +=
-   scale * (softmax - onehot) if not NULL. Rows with labels[i] < 0 are
-   ignored (no loss, no gradient); labels must be < C. */
+   scale * (softmax - onehot) if not NULL. Rows whose label is outside
+   0..C-1 (e.g. -1 for "no label") are ignored: no loss, no gradient. */
 HPJDEF double hpj_softmax_xent(const float *logits, const int32_t *labels, float *dlogits, int N, int C, float scale);
 
 /* ---- nn: optimiser, schedules, clipping ---- */
@@ -321,12 +331,20 @@ HPJDEF void hpj_init_xavier_uniform(float *w, int fan_out, int fan_in, float gai
    which micro-kernel computed it (the portable kernel uses fmaf when the
    target has a fast fma, so every kernel gives the same bits there). */
 #define HPJ__GEMM_KC 256
-#define HPJ__GEMM_NC 512   /* columns of B packed per thread at a time */
+#define HPJ__GEMM_NC 512   /* columns of a packed B block                 */
 #define HPJ__GEMM_MC 128   /* rows of A packed at a time (multiple of 8)  */
 /* below this many multiply-adds a call runs on the calling thread */
 #define HPJ__GEMM_PAR_MIN (64 * 64 * 64)
-#ifndef HPJ__GEMM_PACKB_M
-#define HPJ__GEMM_PACKB_M 128 /* pack B when M is above this */
+/* "small" products (one K block, packed B at most 4096 floats) skip the
+   tiling and thread machinery and pack into stack buffers */
+#define HPJ__GEMM_SMALL_MNK (64 * 32 * 32)
+#define HPJ__GEMM_SMALL_B 4096
+#define HPJ__GEMM_PACKB_M 16 /* B is packed when M is above this */
+
+#if defined(_MSC_VER) && !defined(__cplusplus)
+#define HPJ__INLINE __inline
+#else
+#define HPJ__INLINE inline
 #endif
 
 #if defined(FP_FAST_FMAF)
@@ -342,48 +360,45 @@ typedef void (*hpj__gemm_kernel)(int kc, const float *ap, const float *bp, ptrdi
                                  ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first);
 
 /* Stores one finished accumulator value (the rule in the banner above). */
-static float hpj__gemm_out(float acc, float cold, float alpha, float beta, int first) {
+static HPJ__INLINE float hpj__gemm_out(float acc, float cold, float alpha, float beta, int first) {
     float t = alpha * acc;
     if (!first) return cold + t;
     return beta == 0.0f ? t : HPJ__FMAF(beta, cold, t);
 }
 
-/* -- portable kernel: 4 x 16, written so that GCC/Clang vectorize the
-   16-wide rows -- */
+/* -- portable kernel: 4 x 16, four named accumulator rows so that GCC and
+   Clang keep them in vector registers and vectorize the 16-wide rows -- */
 #define HPJ__PMR 4
 #define HPJ__PNR 16
+static HPJ__INLINE void hpj__gemm_store_row(float *ci, const float *acc, int nr, float alpha, float beta, int first) {
+    int j;
+    if (first && beta == 0.0f)
+        for (j = 0; j < nr; ++j) ci[j] = alpha * acc[j];
+    else
+        for (j = 0; j < nr; ++j) ci[j] = hpj__gemm_out(acc[j], ci[j], alpha, beta, first);
+}
 static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c, ptrdiff_t ldc,
                                int mr, int nr, float alpha, float beta, int first) {
-    float acc[HPJ__PMR][HPJ__PNR];
-    float bl[HPJ__PNR];
-    int i, j, k;
-    for (i = 0; i < HPJ__PMR; ++i)
-        for (j = 0; j < HPJ__PNR; ++j) acc[i][j] = 0.0f;
-    if (nr == HPJ__PNR) {
-        for (k = 0; k < kc; ++k) {
-            const float *b = bp + (ptrdiff_t)k * ldbk;
-            for (i = 0; i < HPJ__PMR; ++i) {
-                float a = ap[k * HPJ__PMR + i];
-                for (j = 0; j < HPJ__PNR; ++j) acc[i][j] = HPJ__FMAF(a, b[j], acc[i][j]);
-            }
-        }
-    } else {
-        for (k = 0; k < kc; ++k) {
-            const float *b = bp + (ptrdiff_t)k * ldbk;
-            for (j = 0; j < HPJ__PNR; ++j) bl[j] = j < nr ? b[j] : 0.0f;
-            for (i = 0; i < HPJ__PMR; ++i) {
-                float a = ap[k * HPJ__PMR + i];
-                for (j = 0; j < HPJ__PNR; ++j) acc[i][j] = HPJ__FMAF(a, bl[j], acc[i][j]);
-            }
+    /* B always comes packed here (zero-padded to 16 columns): a copy of
+       partial rows inside the k loop would keep the accumulators out of
+       registers */
+    float c0[HPJ__PNR], c1[HPJ__PNR], c2[HPJ__PNR], c3[HPJ__PNR];
+    int j, k;
+    for (j = 0; j < HPJ__PNR; ++j) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;
+    for (k = 0; k < kc; ++k, ap += HPJ__PMR) {
+        const float *b = bp + (ptrdiff_t)k * ldbk;
+        float a0 = ap[0], a1 = ap[1], a2 = ap[2], a3 = ap[3];
+        for (j = 0; j < HPJ__PNR; ++j) {
+            c0[j] = HPJ__FMAF(a0, b[j], c0[j]);
+            c1[j] = HPJ__FMAF(a1, b[j], c1[j]);
+            c2[j] = HPJ__FMAF(a2, b[j], c2[j]);
+            c3[j] = HPJ__FMAF(a3, b[j], c3[j]);
         }
     }
-    for (i = 0; i < mr; ++i) {
-        float *ci = c + (ptrdiff_t)i * ldc;
-        if (first && beta == 0.0f)
-            for (j = 0; j < nr; ++j) ci[j] = alpha * acc[i][j];
-        else
-            for (j = 0; j < nr; ++j) ci[j] = hpj__gemm_out(acc[i][j], ci[j], alpha, beta, first);
-    }
+    hpj__gemm_store_row(c, c0, nr, alpha, beta, first);
+    if (mr > 1) hpj__gemm_store_row(c + ldc, c1, nr, alpha, beta, first);
+    if (mr > 2) hpj__gemm_store_row(c + 2 * ldc, c2, nr, alpha, beta, first);
+    if (mr > 3) hpj__gemm_store_row(c + 3 * ldc, c3, nr, alpha, beta, first);
 }
 
 #if !defined(HPJ_NO_SIMD) && (defined(__AVX512F__) || defined(__AVX2__)) && \
@@ -412,6 +427,7 @@ static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff
         c##i##0 = _mm512_fmadd_ps(a_, b0, c##i##0);        \
         c##i##1 = _mm512_fmadd_ps(a_, b1, c##i##1);        \
     }
+#define HPJ__ZFMA1(i) c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(ap[i]), b0, c##i##0);
 #define HPJ__ZSTORE(i)                                                                     \
     if (mr > i) {                                                                          \
         float *ci_ = c + (ptrdiff_t)i * ldc;                                               \
@@ -438,6 +454,13 @@ static void hpj__gemm_kernel_avx512(int kc, const float *ap, const float *bp, pt
         for (k = 0; k < kc; ++k) {
             __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
             HPJ__R8(HPJ__ZFMA)
+            ap += HPJ__ZMR;
+            bp += ldbk;
+        }
+    } else if (nr <= 16) { /* half a tile: one vector per row */
+        for (k = 0; k < kc; ++k) {
+            __m512 b0 = _mm512_maskz_loadu_ps(m0, bp);
+            HPJ__R8(HPJ__ZFMA1)
             ap += HPJ__ZMR;
             bp += ldbk;
         }
@@ -549,6 +572,7 @@ typedef struct hpj__gemm_job {
     int mr, nr; /* MR, NR of the kernel */
     hpj__gemm_kernel kern;
     int packB;  /* 1: copy B blocks into the thread's buffer first */
+    float *bshared; /* B buffer the threads fill together (thread 0's) */
 } hpj__gemm_job;
 
 #if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
@@ -638,27 +662,17 @@ static void hpj__gemm_pack_b(float *bp, const hpj__gemm_job *g, int j0, int nc, 
                 for (j = 0; j < w; ++j) o[j] = b[j];
                 for (; j < NR; ++j) o[j] = 0.0f;
             }
-        } else { /* B is (N, K): transpose blocks of 8 k */
+        } else { /* B is (N, K): transpose 8 x 8 blocks, then the rest */
             const float *b = g->B + (ptrdiff_t)jj * g->ldb + p0;
-            int k0;
+            int j8 = 0, k0 = 0;
 #if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
-            if (w == NR && NR % 8 == 0) {
-                int j8;
-                for (k0 = 0; k0 + 8 <= kc; k0 += 8)
-                    for (j8 = 0; j8 < NR; j8 += 8) hpj__tr8x8(b + (ptrdiff_t)j8 * g->ldb + k0, g->ldb, o + k0 * NR + j8, NR);
-                for (; k0 < kc; ++k0)
-                    for (j = 0; j < NR; ++j) o[k0 * NR + j] = b[(ptrdiff_t)j * g->ldb + k0];
-                continue;
-            }
+            for (k0 = 0; k0 + 8 <= kc; k0 += 8)
+                for (j8 = 0; j8 + 8 <= w; j8 += 8) hpj__tr8x8(b + (ptrdiff_t)j8 * g->ldb + k0, g->ldb, o + k0 * NR + j8, NR);
+            j8 = w & ~7; /* columns done for k < k0 */
 #endif
-            for (k0 = 0; k0 < kc; k0 += 8) {
-                int kn = HPJ__MIN(8, kc - k0);
-                for (j = 0; j < w; ++j) {
-                    const float *bj = b + (ptrdiff_t)j * g->ldb + k0;
-                    for (k = 0; k < kn; ++k) o[(k0 + k) * NR + j] = bj[k];
-                }
-                for (; j < NR; ++j)
-                    for (k = 0; k < kn; ++k) o[(k0 + k) * NR + j] = 0.0f;
+            for (k = 0; k < kc; ++k) {
+                for (j = k < k0 ? j8 : 0; j < w; ++j) o[k * NR + j] = b[(ptrdiff_t)j * g->ldb + k];
+                for (; j < NR; ++j) o[k * NR + j] = 0.0f;
             }
         }
     }
@@ -670,79 +684,102 @@ static void hpj__gemm_pack_b(float *bp, const hpj__gemm_job *g, int j0, int nc, 
 static HPJ__TLS float hpj__gemm_bbuf[HPJ__GEMM_KC * HPJ__GEMM_NC];
 static HPJ__TLS float hpj__gemm_abuf[HPJ__GEMM_KC * HPJ__GEMM_MC];
 
-/* The C rectangle of row slivers [s0,s1) x column slivers [t0,t1). */
+/* One K block (p0, kc) of C rows [s0,s1) x column slivers [tc,tcn): A is
+   packed here MC rows at a time, B comes packed (ldbk = NR, slivers
+   bstride apart) or in place (ldbk = ldb). */
+static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int tcn, int p0, int kc, const float *bb,
+                            ptrdiff_t ldbk, ptrdiff_t bstride) {
+    int MR = g->mr, NR = g->nr, mc_sl = HPJ__GEMM_MC / MR, first = p0 == 0;
+    ptrdiff_t astride = (ptrdiff_t)kc * MR;
+    int sb, s, t;
+    for (sb = s0; sb < s1; sb += mc_sl) {
+        int se = HPJ__MIN(s1, sb + mc_sl);
+        int ib = sb * MR, mc = HPJ__MIN(g->M, se * MR) - ib;
+        hpj__gemm_pack_a(hpj__gemm_abuf, g, ib, mc, p0, kc);
+        for (s = sb; s < se; ++s) {
+            int i0 = s * MR, mr = HPJ__MIN(MR, g->M - i0);
+            const float *ap = hpj__gemm_abuf + (s - sb) * astride;
+            for (t = tc; t < tcn; ++t) {
+                int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
+                g->kern(kc, ap, bb + (t - tc) * bstride, ldbk, g->C + (ptrdiff_t)i0 * g->ldc + jj, g->ldc, mr, nr,
+                        g->alpha, g->beta, first);
+            }
+        }
+    }
+}
+
+/* The C rectangle of row slivers [s0,s1) x column slivers [t0,t1), every
+   K block, with B packed into this thread's buffer (or read in place). */
 static void hpj__gemm_rect(const hpj__gemm_job *g, int s0, int s1, int t0, int t1) {
-    int MR = g->mr, NR = g->nr, nc_sl = HPJ__GEMM_NC / NR, mc_sl = HPJ__GEMM_MC / MR;
-    int tc, p0, sb, s, t;
-    if (s0 >= s1 || t0 >= t1) return;
+    int NR = g->nr, nc_sl = HPJ__GEMM_NC / NR, tc, p0;
     for (tc = t0; tc < t1; tc += nc_sl) {
         int tcn = HPJ__MIN(t1, tc + nc_sl);
         int j0 = tc * NR, nc = HPJ__MIN(g->N, tcn * NR) - j0;
         for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC) {
             int kc = HPJ__MIN(HPJ__GEMM_KC, g->K - p0);
-            int first = p0 == 0;
-            const float *bb;
-            ptrdiff_t ldbk, bstride, astride = (ptrdiff_t)kc * MR;
             if (g->packB) {
                 hpj__gemm_pack_b(hpj__gemm_bbuf, g, j0, nc, p0, kc);
-                bb = hpj__gemm_bbuf;
-                ldbk = NR;
-                bstride = (ptrdiff_t)kc * NR;
+                hpj__gemm_block(g, s0, s1, tc, tcn, p0, kc, hpj__gemm_bbuf, NR, (ptrdiff_t)kc * NR);
             } else {
-                bb = g->B + (ptrdiff_t)p0 * g->ldb + j0;
-                ldbk = g->ldb;
-                bstride = NR;
-            }
-            for (sb = s0; sb < s1; sb += mc_sl) {
-                int se = HPJ__MIN(s1, sb + mc_sl);
-                int ib = sb * MR, mc = HPJ__MIN(g->M, se * MR) - ib;
-                hpj__gemm_pack_a(hpj__gemm_abuf, g, ib, mc, p0, kc);
-                for (s = sb; s < se; ++s) {
-                    int i0 = s * MR, mr = HPJ__MIN(MR, g->M - i0);
-                    const float *ap = hpj__gemm_abuf + (s - sb) * astride;
-                    for (t = tc; t < tcn; ++t) {
-                        int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
-                        g->kern(kc, ap, bb + (t - tc) * bstride, ldbk, g->C + (ptrdiff_t)i0 * g->ldc + jj, g->ldc,
-                                mr, nr, g->alpha, g->beta, first);
-                    }
-                }
+                hpj__gemm_block(g, s0, s1, tc, tcn, p0, kc, g->B + (ptrdiff_t)p0 * g->ldb + j0, g->ldb, NR);
             }
         }
     }
 }
 
-/* Splits the ms x ns sliver grid among nth threads: tm x tn blocks,
-   chosen to minimise the slowest thread's estimated cycles. */
-static void hpj__gemm_split(const hpj__gemm_job *g, int ms, int ns, int nth, int *tm_out) {
-    int tm, best_tm = 1;
-    double best = -1.0;
-    for (tm = 1; tm <= nth; ++tm) {
-        int tn;
-        double rows, cols, cost;
-        if (nth % tm) continue;
-        tn = nth / tm;
-        rows = (double)((ms + tm - 1) / tm) * g->mr;
-        cols = (double)((ns + tn - 1) / tn) * g->nr;
-        /* FMAs at ~32 per cycle, packing at ~1 element per cycle */
-        cost = rows * cols * g->K / 32.0 + rows * g->K * (cols / HPJ__GEMM_NC + 1.0) * 0.5;
-        if (g->packB) cost += cols * g->K * (g->transB ? 1.5 : 0.5);
-        if (best < 0 || cost < best) {
-            best = cost;
-            best_tm = tm;
-        }
+/* The work of one thread of a team of nth. Tiles are handed out
+   dynamically (a thread the OS preempts holds up only its current tile);
+   which thread computes a tile never changes its bits. With many row
+   blocks and a packed B, the team packs each B block together into
+   thread 0's buffer and then shares out the row blocks; otherwise each
+   tile is a rectangle that packs its own B. */
+static void hpj__gemm_team(hpj__gemm_job *g, int tid, int nth) {
+    int MR = g->mr, NR = g->nr, mc_sl = HPJ__GEMM_MC / MR, nc_sl = HPJ__GEMM_NC / NR;
+    int ms = (g->M + MR - 1) / MR, ns = (g->N + NR - 1) / NR;
+    int rblk, nrb, ncg, cgw, nit, it;
+    if (nth == 1) {
+        hpj__gemm_rect(g, 0, ms, 0, ns);
+        return;
     }
-    *tm_out = best_tm;
-}
-
-static void hpj__gemm_thread(const hpj__gemm_job *g, int tid, int nth) {
-    int ms = (g->M + g->mr - 1) / g->mr, ns = (g->N + g->nr - 1) / g->nr;
-    int tm, tn, r, q;
-    hpj__gemm_split(g, ms, ns, nth, &tm);
-    tn = nth / tm;
-    r = tid / tn;
-    q = tid % tn;
-    hpj__gemm_rect(g, (int)((int64_t)ms * r / tm), (int)((int64_t)ms * (r + 1) / tm), (int)((int64_t)ns * q / tn),
-                   (int)((int64_t)ns * (q + 1) / tn));
+    /* row blocks of up to MC rows, about 4 per thread */
+    rblk = HPJ__MAX(1, HPJ__MIN(mc_sl, (ms + 4 * nth - 1) / (4 * nth)));
+    nrb = (ms + rblk - 1) / rblk;
+    if (g->packB && nrb >= 2 * nth) {
+        int tc, p0, i;
+        if (tid == 0) g->bshared = hpj__gemm_bbuf;
+        HPJ__OMP(barrier)
+        for (tc = 0; tc < ns; tc += nc_sl) {
+            int tcn = HPJ__MIN(ns, tc + nc_sl);
+            for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC) {
+                int kc = HPJ__MIN(HPJ__GEMM_KC, g->K - p0);
+                /* (each worksharing loop ends with a barrier: the block is
+                   complete before use, and used up before it is replaced) */
+                HPJ__OMP(for schedule(dynamic, 1))
+                for (i = tc; i < tcn; ++i)
+                    hpj__gemm_pack_b(g->bshared + (ptrdiff_t)(i - tc) * kc * NR, g, i * NR, HPJ__MIN(NR, g->N - i * NR),
+                                     p0, kc);
+                HPJ__OMP(for schedule(dynamic, 1))
+                for (i = 0; i < nrb; ++i)
+                    hpj__gemm_block(g, i * rblk, HPJ__MIN(ms, (i + 1) * rblk), tc, tcn, p0, kc, g->bshared, NR,
+                                    (ptrdiff_t)kc * NR);
+            }
+        }
+        return;
+    }
+    if (g->packB) { /* few rows: split the columns, one row block */
+        rblk = ms;
+        nrb = 1;
+    }
+    /* column groups so that there are about 4 tiles per thread */
+    ncg = HPJ__MAX(1, HPJ__MIN(ns, (4 * nth + nrb - 1) / nrb));
+    cgw = (ns + ncg - 1) / ncg;
+    ncg = (ns + cgw - 1) / cgw;
+    nit = nrb * ncg;
+    HPJ__OMP(for schedule(dynamic, 1))
+    for (it = 0; it < nit; ++it) {
+        int rb = it / ncg, cg = it % ncg;
+        hpj__gemm_rect(g, rb * rblk, HPJ__MIN(ms, (rb + 1) * rblk), cg * cgw, HPJ__MIN(ns, (cg + 1) * cgw));
+    }
 }
 
 HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
@@ -774,6 +811,7 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
     g.ldb = ldb;
     g.ldc = ldc;
     g.C = C;
+    g.bshared = NULL;
     isa = hpj_gemm_isa();
     g.kern = hpj__gemm_kernel_c;
     g.mr = HPJ__PMR;
@@ -793,9 +831,35 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
         g.nr = HPJ__ZNR;
     }
 #endif
+    /* small products (attention-sized): one K block, packed into stack
+       buffers, on this thread, with none of the tiling machinery */
+    if ((double)M * N * K <= HPJ__GEMM_SMALL_MNK && K <= HPJ__GEMM_KC &&
+        (size_t)K * (size_t)((N + g.nr - 1) / g.nr * g.nr) <= HPJ__GEMM_SMALL_B) {
+        float bbuf[HPJ__GEMM_SMALL_B], abuf[HPJ__GEMM_KC * 8]; /* every MR <= 8 */
+        const float *bb = bbuf;
+        ptrdiff_t ldbk = g.nr, bstride = (ptrdiff_t)K * g.nr;
+        int i0, t;
+        if (!g.transB && g.kern != hpj__gemm_kernel_c) { /* B in place */
+            bb = B;
+            ldbk = ldb;
+            bstride = g.nr;
+        } else {
+            g.packB = 1;
+            hpj__gemm_pack_b(bbuf, &g, 0, N, 0, K);
+        }
+        for (i0 = 0; i0 < M; i0 += g.mr) {
+            int mr = HPJ__MIN(g.mr, M - i0);
+            hpj__gemm_pack_a(abuf, &g, i0, mr, 0, K);
+            for (t = 0; t * g.nr < N; ++t)
+                g.kern(K, abuf, bb + t * bstride, ldbk, C + (ptrdiff_t)i0 * ldc + t * g.nr, ldc, mr,
+                       HPJ__MIN(g.nr, N - t * g.nr), alpha, beta, 1);
+        }
+        return;
+    }
     /* B is read in place when its rows are contiguous and it is reused by
-       few row slivers; otherwise (B transposed, or M large) it is packed. */
-    g.packB = g.transB || M > HPJ__GEMM_PACKB_M;
+       few row slivers; otherwise (B transposed, M large, or the portable
+       kernel, which wants zero-padded slivers) it is packed. */
+    g.packB = g.transB || M > HPJ__GEMM_PACKB_M || g.kern == hpj__gemm_kernel_c;
     {
         double work = (double)M * N * K;
         (void)work;
@@ -806,7 +870,7 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
             tid = omp_get_thread_num();
             nth = omp_get_num_threads();
 #endif
-            hpj__gemm_thread(&g, tid, nth);
+            hpj__gemm_team(&g, tid, nth);
         }
     }
 }
@@ -820,7 +884,7 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
 
 /* Dot product with 16 independent lanes combined in a fixed tree: the
    compiler vectorizes it, and the bits do not depend on the ISA. */
-static float hpj__dot(const float *a, const float *b, int n) {
+static HPJ__INLINE float hpj__dot(const float *a, const float *b, int n) {
     float acc[16];
     int i = 0, l;
     for (l = 0; l < 16; ++l) acc[l] = 0.0f;
@@ -833,7 +897,7 @@ static float hpj__dot(const float *a, const float *b, int n) {
 }
 
 /* Sum of x (n) with 16 lanes, as hpj__dot. */
-static float hpj__sum(const float *x, int n) {
+static HPJ__INLINE float hpj__sum(const float *x, int n) {
     float acc[16];
     int i = 0, l;
     for (l = 0; l < 16; ++l) acc[l] = 0.0f;
@@ -846,8 +910,9 @@ static float hpj__sum(const float *x, int n) {
 }
 
 /* y (n) += a x */
-static void hpj__axpy(float *y, float a, const float *x, int n) {
+static HPJ__INLINE void hpj__axpy(float *y, float a, const float *x, int n) {
     int i;
+    HPJ__OMP(simd)
     for (i = 0; i < n; ++i) y[i] = HPJ__FMAF(a, x[i], y[i]);
 }
 
@@ -863,6 +928,7 @@ static void hpj__colsum_add(float *dst, const float *src, int N, int D, ptrdiff_
         for (j = 0; j < 16; ++j) acc[j] = 0.0;
         for (i = 0; i < N; ++i) {
             const float *r = src + (ptrdiff_t)i * lds + j0;
+            HPJ__OMP(simd)
             for (j = 0; j < w; ++j) acc[j] += r[j];
         }
         for (j = 0; j < w; ++j) dst[j0 + j] += (float)acc[j];
@@ -897,38 +963,128 @@ HPJDEF void hpj_linear_backward(float *dinp, float *dW, float *db, const float *
 
 HPJDEF void hpj_relu_forward(float *out, const float *inp, size_t n) {
     int64_t i, nn = (int64_t)n;
-    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
+    HPJ__OMP(parallel for simd schedule(static) if (nn >= HPJ__PAR_ELEMS))
     for (i = 0; i < nn; ++i) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
 }
 
 HPJDEF void hpj_relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
     int64_t i, nn = (int64_t)n;
     /* out = max(inp, 0): dinp += dout [out > 0] */
-    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
+    HPJ__OMP(parallel for simd schedule(static) if (nn >= HPJ__PAR_ELEMS))
     for (i = 0; i < nn; ++i) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
 }
 
-#define HPJ__SQRT1_2 0.70710678118654752440f
-#define HPJ__INV_SQRT_2PI 0.39894228040143267794f
+/* -- vectorizable exp and normal CDF (own minimax fits; GCC's -O2 only
+   vectorizes fixed-trip loops, so the elementwise kernels below work on
+   blocks of 16 copied to the stack) -- */
+
+/* e^y for y in [-87, 88] (clamped), relative error < 1.1e-7: 2^n times a
+   degree-6 polynomial on |r| <= ln2/2. */
+static HPJ__INLINE float hpj__expf(float y) {
+    float n, r, p, s;
+    int32_t bits;
+    y = y < -87.0f ? -87.0f : y;
+    y = y > 88.0f ? 88.0f : y;
+    n = (y * 1.442695041f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    r = y - n * 0.693145751953125f;                     /* ln 2, high part */
+    r = r - n * 1.428606765330187e-06f;                 /* ln 2, low part  */
+    p = 1.384413801e-03f;
+    p = p * r + 8.374155499e-03f;
+    p = p * r + 4.166799411e-02f;
+    p = p * r + 1.666643173e-01f;
+    p = p * r + 4.999999404e-01f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    bits = ((int32_t)n + 127) * 8388608; /* 2^n */
+    memcpy(&s, &bits, sizeof s);
+    return p * s;
+}
+
+/* Phi(x) = (1 + erf(x/sqrt 2))/2, absolute error < 1e-7: erf(z) = z P(z^2)
+   for |z| < 1, erfc(|z|) = exp(Q(|z|)) for 1 <= |z| < 3.93 (so the lower
+   tail keeps its relative accuracy), and 0 / 1 beyond, as float erf. */
+static HPJ__INLINE float hpj__ncdf(float x) {
+    float z = x * 0.70710678118654752f, a = fabsf(z), t = z * z, e, u, q;
+    e = -5.626979400e-04f;
+    e = e * t + 4.916354548e-03f;
+    e = e * t - 2.671015263e-02f;
+    e = e * t + 1.128013209e-01f;
+    e = e * t - 3.761231899e-01f;
+    e = e * t + 1.128379107e+00f;
+    e = e * z;
+    u = (a < 3.93f ? a : 3.93f) - 2.5f;
+    q = 2.339618987e-07f;
+    q = q * u - 2.039391438e-05f;
+    q = q * u + 6.450944056e-05f;
+    q = q * u - 4.285048926e-04f;
+    q = q * u + 2.166953404e-03f;
+    q = q * u - 1.085422747e-02f;
+    q = q * u - 9.438923001e-01f;
+    q = q * u - 5.352680683e+00f;
+    q = q * u - 7.806815147e+00f;
+    q = a < 3.93f ? 0.5f * hpj__expf(q) : 0.0f; /* erfc(|z|) / 2 */
+    q = z > 0.0f ? 1.0f - q : q;
+    return a < 1.0f ? 0.5f + 0.5f * e : q;
+}
+
+/* Copies w <= 16 floats to a 16-float block, zero-padded. */
+static HPJ__INLINE void hpj__ld16(float *t, const float *x, int w) {
+    int l;
+    if (w == 16)
+        for (l = 0; l < 16; ++l) t[l] = x[l];
+    else
+        for (l = 0; l < 16; ++l) t[l] = l < w ? x[l] : 0.0f;
+}
+static HPJ__INLINE void hpj__st16(float *y, const float *t, int w) {
+    int l;
+    if (w == 16)
+        for (l = 0; l < 16; ++l) y[l] = t[l];
+    else
+        for (l = 0; l < 16; ++l)
+            if (l < w) y[l] = t[l];
+}
+/* t[l] = sqrt(t[l]) for 16 floats (correctly rounded, so the same bits on
+   every path; the intrinsics only exist because sqrtf's errno keeps GCC
+   from vectorizing it). */
+static HPJ__INLINE void hpj__sqrt16(float *t) {
+#if defined(HPJ__GEMM_AVX512)
+    _mm512_storeu_ps(t, _mm512_maskz_sqrt_ps((__mmask16)0xFFFF, _mm512_loadu_ps(t)));
+#elif defined(HPJ__GEMM_AVX2)
+    _mm256_storeu_ps(t, _mm256_sqrt_ps(_mm256_loadu_ps(t)));
+    _mm256_storeu_ps(t + 8, _mm256_sqrt_ps(_mm256_loadu_ps(t + 8)));
+#else
+    int l;
+    for (l = 0; l < 16; ++l) t[l] = sqrtf(t[l]);
+#endif
+}
 
 HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n) {
-    int64_t i, nn = (int64_t)n;
-    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS / 8))
-    for (i = 0; i < nn; ++i) {
-        float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + erff(x * HPJ__SQRT1_2));
+    int64_t b, nb = ((int64_t)n + 15) / 16;
+    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
+    for (b = 0; b < nb; ++b) {
+        float t[16];
+        int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b);
+        hpj__ld16(t, inp + 16 * b, w);
+        for (l = 0; l < 16; ++l) t[l] = t[l] * hpj__ncdf(t[l]);
+        hpj__st16(out + 16 * b, t, w);
     }
 }
 
 HPJDEF void hpj_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n) {
-    int64_t i, nn = (int64_t)n;
+    int64_t b, nb = ((int64_t)n + 15) / 16;
     /* out = x Phi(x): dout/dx = Phi(x) + x phi(x) */
-    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS / 8))
-    for (i = 0; i < nn; ++i) {
-        float x = inp[i];
-        float cdf = 0.5f * (1.0f + erff(x * HPJ__SQRT1_2));
-        float pdf = HPJ__INV_SQRT_2PI * expf(-0.5f * x * x);
-        dinp[i] += dout[i] * (cdf + x * pdf);
+    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
+    for (b = 0; b < nb; ++b) {
+        float x[16], g[16], d[16];
+        int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b);
+        hpj__ld16(x, inp + 16 * b, w);
+        hpj__ld16(g, dout + 16 * b, w);
+        hpj__ld16(d, dinp + 16 * b, w);
+        for (l = 0; l < 16; ++l) {
+            float pdf = 0.3989422804014327f * hpj__expf(-0.5f * x[l] * x[l]);
+            d[l] += g[l] * (hpj__ncdf(x[l]) + x[l] * pdf);
+        }
+        hpj__st16(dinp + 16 * b, d, w);
     }
 }
 
@@ -1005,6 +1161,7 @@ HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const fl
         rs = 1.0f / sqrtf(var + eps);
         if (mean) mean[i] = mu;
         if (rstd) rstd[i] = rs;
+        HPJ__OMP(simd)
         for (j = 0; j < D; ++j) {
             float v = (x[j] - mu) * rs;
             if (gamma) v *= gamma[j];
@@ -1042,6 +1199,7 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
             }
             mg = hpj__sum(ag, 16) / (float)D;
             mgx = hpj__sum(agx, 16) / (float)D;
+            HPJ__OMP(simd)
             for (j = 0; j < D; ++j) {
                 float g = gamma ? dy[j] * gamma[j] : dy[j];
                 float xh = (x[j] - mu) * rs;
@@ -1059,6 +1217,7 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
             for (r = 0; r < N; ++r) {
                 const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
                 float mu = mean[r], rs = rstd[r];
+                HPJ__OMP(simd)
                 for (j = 0; j < w; ++j) {
                     sg[j] += (double)dy[j] * ((x[j] - mu) * rs);
                     sb[j] += dy[j];
@@ -1085,14 +1244,20 @@ HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, fl
             double s[16], q[16];
             int j0 = jb * 16, w = HPJ__MIN(16, D - j0), r, c;
             for (c = 0; c < 16; ++c) s[c] = q[c] = 0.0;
-            for (r = 0; r < N; ++r)
-                for (c = 0; c < w; ++c) s[c] += inp[(ptrdiff_t)r * D + j0 + c];
+            for (r = 0; r < N; ++r) {
+                const float *x = inp + (ptrdiff_t)r * D + j0;
+                HPJ__OMP(simd)
+                for (c = 0; c < w; ++c) s[c] += x[c];
+            }
             for (c = 0; c < w; ++c) s[c] /= N;
-            for (r = 0; r < N; ++r)
+            for (r = 0; r < N; ++r) {
+                const float *x = inp + (ptrdiff_t)r * D + j0;
+                HPJ__OMP(simd)
                 for (c = 0; c < w; ++c) {
-                    double d = inp[(ptrdiff_t)r * D + j0 + c] - s[c];
+                    double d = x[c] - s[c];
                     q[c] += d * d;
                 }
+            }
             for (c = 0; c < w; ++c) {
                 double var = q[c] / N;
                 mean[j0 + c] = (float)s[c];
@@ -1108,6 +1273,7 @@ HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, fl
         const float *x = inp + (ptrdiff_t)i * D;
         float *y = out + (ptrdiff_t)i * D;
         int c;
+        HPJ__OMP(simd)
         for (c = 0; c < D; ++c) {
             float v = (x[c] - mean[c]) * rstd[c];
             if (gamma) v *= gamma[c];
@@ -1148,6 +1314,7 @@ HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, con
         for (c = 0; c < 16; ++c) sd[c] = sdx[c] = 0.0;
         for (r = 0; r < N; ++r) {
             const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
+            HPJ__OMP(simd)
             for (c = 0; c < w; ++c) {
                 sd[c] += dy[c];
                 sdx[c] += (double)dy[c] * ((x[c] - mean[j0 + c]) * rstd[j0 + c]);
@@ -1167,6 +1334,7 @@ HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, con
             for (r = 0; r < N; ++r) {
                 const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
                 float *dx = dinp + (ptrdiff_t)r * D + j0;
+                HPJ__OMP(simd)
                 for (c = 0; c < w; ++c) {
                     float xh = (x[c] - mean[j0 + c]) * rstd[j0 + c];
                     dx[c] += k[c] * (dy[c] - md[c] - xh * mdx[c]);
@@ -1188,16 +1356,19 @@ HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const i
         const float *hi = h + (ptrdiff_t)i * D;
         float s = 1.0f + eps;
         int j, k;
+        HPJ__OMP(simd)
         for (j = 0; j < D; ++j) o[j] = s * hi[j];
         for (k = rowptr[i]; k < rowptr[i + 1]; ++k) {
             const float *hj = h + (ptrdiff_t)col[k] * D;
             if (e) {
                 const float *ek = e + (ptrdiff_t)k * D;
+                HPJ__OMP(simd)
                 for (j = 0; j < D; ++j) {
                     float m = hj[j] + ek[j];
                     o[j] += m > 0.0f ? m : 0.0f;
                 }
             } else {
+                HPJ__OMP(simd)
                 for (j = 0; j < D; ++j) o[j] += hj[j] > 0.0f ? hj[j] : 0.0f;
             }
         }
@@ -1207,9 +1378,9 @@ HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const i
 HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *dout, const float *h, const float *e,
                               const int32_t *rowptr, const int32_t *col, const int32_t *rev, int N, int D,
                               float eps) {
-    int i;
-    int par = (int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS;
+    int i, par;
     if (N <= 0 || D <= 0) return;
+    par = (int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS;
     (void)par;
     /* out[i] = (1+eps) h[i] + sum_k relu(h[col[k]] + e[k]) */
     if (dh) {
@@ -1219,6 +1390,7 @@ HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *do
             const float *hi = h + (ptrdiff_t)i * D, *di = dout + (ptrdiff_t)i * D;
             float s = 1.0f + eps;
             int j, k;
+            HPJ__OMP(simd)
             for (j = 0; j < D; ++j) g[j] += s * di[j];
             /* i is the source of the messages of the entries k of its own
                row, seen from the other end through rev[k] */
@@ -1226,8 +1398,10 @@ HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *do
                 const float *dn = dout + (ptrdiff_t)col[k] * D;
                 if (e) {
                     const float *ek = e + (ptrdiff_t)rev[k] * D;
+                    HPJ__OMP(simd)
                     for (j = 0; j < D; ++j) g[j] += hi[j] + ek[j] > 0.0f ? dn[j] : 0.0f;
                 } else {
+                    HPJ__OMP(simd)
                     for (j = 0; j < D; ++j) g[j] += hi[j] > 0.0f ? dn[j] : 0.0f;
                 }
             }
@@ -1241,6 +1415,7 @@ HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *do
             for (k = rowptr[i]; k < rowptr[i + 1]; ++k) {
                 const float *hj = h + (ptrdiff_t)col[k] * D, *ek = e + (ptrdiff_t)k * D;
                 float *g = de + (ptrdiff_t)k * D;
+                HPJ__OMP(simd)
                 for (j = 0; j < D; ++j) g[j] += hj[j] + ek[j] > 0.0f ? di[j] : 0.0f;
             }
         }
@@ -1266,9 +1441,11 @@ HPJDEF hpj_status hpj_csr_reverse(int32_t *rev, const int32_t *rowptr, const int
         int32_t k;
         for (k = rowptr[i]; k < rowptr[i + 1]; ++k) {
             int32_t j = col[k], lo, hi;
-            if (j < 0 || j >= N)
+            if (j < 0 || j >= N) {
+                memset(rev, 0, sizeof(int32_t) * (size_t)rowptr[N]);
                 return hpj__fail(HPJ_ERR_INPUT, "csr_reverse: entry %d of row %d has column %d outside 0..%d", (int)k, i,
                                  (int)j, N - 1);
+            }
             lo = rowptr[j];
             hi = rowptr[j + 1];
             while (lo < hi) { /* binary search for i in row j */
@@ -1276,9 +1453,11 @@ HPJDEF hpj_status hpj_csr_reverse(int32_t *rev, const int32_t *rowptr, const int
                 if (col[mid] < i) lo = mid + 1;
                 else hi = mid;
             }
-            if (lo >= rowptr[j + 1] || col[lo] != i)
+            if (lo >= rowptr[j + 1] || col[lo] != i) {
+                memset(rev, 0, sizeof(int32_t) * (size_t)rowptr[N]);
                 return hpj__fail(HPJ_ERR_INPUT, "csr_reverse: edge %d -> %d has no reverse %d -> %d (not symmetric)", i,
                                  (int)j, (int)j, i);
+            }
             rev[k] = lo;
         }
     }
@@ -1290,9 +1469,12 @@ HPJDEF hpj_status hpj_index_transpose(int32_t *tptr, int32_t *tidx, const int32_
     int s, r;
     int32_t k;
     for (k = 0; k < ptr[S]; ++k)
-        if (idx[k] < 0 || idx[k] >= R)
+        if (idx[k] < 0 || idx[k] >= R) {
+            memset(tptr, 0, sizeof(int32_t) * ((size_t)R + 1));
+            memset(tidx, 0, sizeof(int32_t) * (size_t)ptr[S]);
             return hpj__fail(HPJ_ERR_INPUT, "index_transpose: index %d at position %d outside 0..%d", (int)idx[k], (int)k,
                              R - 1);
+        }
     for (r = 0; r <= R; ++r) tptr[r] = 0;
     for (k = 0; k < ptr[S]; ++k) ++tptr[idx[k] + 1];
     for (r = 0; r < R; ++r) tptr[r + 1] += tptr[r];
@@ -1317,6 +1499,7 @@ HPJDEF void hpj_segment_mean_forward(float *out, const float *inp, const int32_t
         for (j = 0; j < D; ++j) o[j] = 0.0f;
         for (r = r0; r < r1; ++r) {
             const float *x = inp + (ptrdiff_t)r * D;
+            HPJ__OMP(simd)
             for (j = 0; j < D; ++j) o[j] += x[j];
         }
         if (r1 > r0) {
@@ -1364,6 +1547,7 @@ HPJDEF void hpj_segment_max_forward(float *out, int32_t *argmax, const float *in
         }
         for (r = r0 + 1; r < r1; ++r) {
             const float *x = inp + (ptrdiff_t)r * D;
+            HPJ__OMP(simd)
             for (j = 0; j < D; ++j)
                 if (x[j] > o[j]) {
                     o[j] = x[j];
@@ -1400,6 +1584,7 @@ HPJDEF void hpj_gather_mean_forward(float *out, const float *inp, const int32_t 
         for (j = 0; j < D; ++j) o[j] = 0.0f;
         for (k = k0; k < k1; ++k) {
             const float *x = inp + (ptrdiff_t)idx[k] * D;
+            HPJ__OMP(simd)
             for (j = 0; j < D; ++j) o[j] += x[j];
         }
         if (k1 > k0) {
@@ -1432,10 +1617,10 @@ HPJDEF void hpj_gather_mean_backward(float *dinp, const float *dout, const int32
 
 HPJDEF void hpj_attention_forward(float *out, float *att, const float *qkv, const uint8_t *keymask,
                                   const float *adj, int B, int T, int D, int H) {
-    int bh, hd = D / H;
+    int bh, hd = H > 0 ? D / H : 0;
     float scale = 1.0f / sqrtf((float)hd);
     ptrdiff_t ld = 3 * (ptrdiff_t)D;
-    if (B <= 0 || T <= 0 || D <= 0) return;
+    if (B <= 0 || T <= 0 || hd <= 0) return;
     HPJ__OMP(parallel for schedule(static) if ((int64_t)B * H * T * T * hd >= HPJ__PAR_ELEMS))
     for (bh = 0; bh < B * H; ++bh) {
         int b = bh / H, h = bh % H, i, j;
@@ -1477,10 +1662,10 @@ HPJDEF void hpj_attention_forward(float *out, float *att, const float *qkv, cons
 
 HPJDEF void hpj_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
                                    const uint8_t *keymask, const float *adj, int B, int T, int D, int H) {
-    int bh, hd = D / H;
+    int bh, hd = H > 0 ? D / H : 0;
     float scale = 1.0f / sqrtf((float)hd);
     ptrdiff_t ld = 3 * (ptrdiff_t)D;
-    if (B <= 0 || T <= 0 || D <= 0) return;
+    if (B <= 0 || T <= 0 || hd <= 0) return;
     /* out_i = sum_j P_ij a_ij v_j, P_i = softmax(s_i), s_ij = scale q_i.k_j:
        dv_j += P_ij a_ij dout_i ; dP_ij = a_ij dout_i.v_j ;
        ds_ij = P_ij (dP_ij - sum_l P_il dP_il) ; dq_i += scale ds_ij k_j ;
@@ -1600,7 +1785,7 @@ HPJDEF size_t hpj_block_scratch_count(int B, int T, int D, int H, int F) {
 /* y (n) += x (n) */
 static void hpj__add_inplace(float *y, const float *x, size_t n) {
     int64_t i, nn = (int64_t)n;
-    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
+    HPJ__OMP(parallel for simd schedule(static) if (nn >= HPJ__PAR_ELEMS))
     for (i = 0; i < nn; ++i) y[i] += x[i];
 }
 
@@ -1704,7 +1889,7 @@ HPJDEF double hpj_softmax_xent(const float *logits, const int32_t *labels, float
         for (i = i0; i < i1; ++i) {
             const float *z = logits + (ptrdiff_t)i * C;
             double mx, se = 0.0, lse;
-            if (labels[i] < 0) continue;
+            if (labels[i] < 0 || labels[i] >= C) continue;
             mx = z[0];
             for (c = 1; c < C; ++c)
                 if (z[c] > mx) mx = z[c];
@@ -1727,21 +1912,31 @@ HPJDEF double hpj_softmax_xent(const float *logits, const int32_t *labels, float
 
 HPJDEF void hpj_adam_step(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
                           float beta2, float eps, float weight_decay, int decoupled, int64_t t) {
-    int64_t i, nn = (int64_t)n;
+    int64_t b, nb = ((int64_t)n + 15) / 16;
     double bc1 = 1.0 - pow((double)beta1, (double)t), bc2 = 1.0 - pow((double)beta2, (double)t);
     float step = (float)(lr / bc1), bc2s = (float)sqrt(bc2);
-    float wd = weight_decay, decay = (float)(1.0 - (double)lr * weight_decay);
+    float gwd = decoupled ? 0.0f : weight_decay, decay = decoupled ? (float)(1.0 - (double)lr * weight_decay) : 1.0f;
     float omb1 = (float)(1.0 - (double)beta1), omb2 = (float)(1.0 - (double)beta2);
-    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
-    for (i = 0; i < nn; ++i) {
-        float gi = g[i], pi = p[i];
-        if (wd != 0.0f) {
-            if (decoupled) pi *= decay;
-            else gi += wd * pi;
+    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 16))
+    for (b = 0; b < nb; ++b) {
+        float tp[16], tg[16], tm[16], tv[16], ts[16];
+        int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b);
+        hpj__ld16(tp, p + 16 * b, w);
+        hpj__ld16(tg, g + 16 * b, w);
+        hpj__ld16(tm, m + 16 * b, w);
+        hpj__ld16(tv, v + 16 * b, w);
+        for (l = 0; l < 16; ++l) {
+            float gi = tg[l] + gwd * tp[l]; /* Adam: g += wd p */
+            tp[l] *= decay;                 /* AdamW: p *= 1 - lr wd */
+            tm[l] = beta1 * tm[l] + omb1 * gi;
+            tv[l] = beta2 * tv[l] + omb2 * (gi * gi);
+            ts[l] = tv[l];
         }
-        m[i] = beta1 * m[i] + omb1 * gi;
-        v[i] = beta2 * v[i] + omb2 * (gi * gi);
-        p[i] = pi - step * (m[i] / (sqrtf(v[i]) / bc2s + eps));
+        hpj__sqrt16(ts);
+        for (l = 0; l < 16; ++l) tp[l] -= step * (tm[l] / (ts[l] / bc2s + eps));
+        hpj__st16(p + 16 * b, tp, w);
+        hpj__st16(m + 16 * b, tm, w);
+        hpj__st16(v + 16 * b, tv, w);
     }
 }
 
@@ -1784,10 +1979,17 @@ HPJDEF double hpj_grad_clip(float *g, size_t n, float max_norm) {
 /* ==== nn: EMA ==== */
 
 HPJDEF void hpj_ema_update(float *target, const float *online, size_t n, float momentum) {
-    int64_t i, nn = (int64_t)n;
+    int64_t b, nb = ((int64_t)n + 15) / 16;
     float a = 1.0f - momentum;
-    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
-    for (i = 0; i < nn; ++i) target[i] = momentum * target[i] + a * online[i];
+    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 16))
+    for (b = 0; b < nb; ++b) {
+        float t[16], o[16];
+        int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b);
+        hpj__ld16(t, target + 16 * b, w);
+        hpj__ld16(o, online + 16 * b, w);
+        for (l = 0; l < 16; ++l) t[l] = momentum * t[l] + a * o[l];
+        hpj__st16(target + 16 * b, t, w);
+    }
 }
 
 HPJDEF float hpj_ema_momentum(float start, float end, int64_t step, int64_t total) {

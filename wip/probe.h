@@ -16,21 +16,26 @@
    fits); the returned model always acts on the ORIGINAL features.
 
    Numerics (details at each function):
-     - features stay float; every sum over samples or features is taken in
-       double;
-     - ridge forms the Gram matrix in float with an AVX-512 (or portable)
-       symmetric kernel, factors it in float and then refines the solution
+     - features stay float; every sum that enters a result is taken in
+       double (the float Gram matrix of ridge only preconditions);
+     - ridge forms the Gram matrix in float with a symmetric (SYRK) kernel
+       (AVX-512, else AVX2 + FMA, else portable C: chosen at compile time
+       from the target flags), factors it in float and then refines the solution
        by preconditioned conjugate gradients on the EXACT system, applied in
-       double through X (mixed-precision refinement as LAPACK's dsposv), so
-       the answer is as accurate as a double Cholesky solve; if refinement
-       cannot converge it falls back to a double Gram + double Cholesky;
+       double through X (mixed-precision refinement in the spirit of
+       LAPACK's dsposv), so the answer is as accurate as a double Cholesky
+       solve; if refinement cannot converge it falls back to a double Gram
+       + double Cholesky;
      - logreg runs L-BFGS on the centred (and optionally scaled) problem;
        one pass over X computes the loss and the gradient together, and
        the line search along a direction costs no extra pass (the scores
        are linear in the step length);
      - all parallel loops write disjoint outputs; every reduction over
        samples runs over a fixed number of row blocks combined in block
-       order, so results are bit-identical for any OpenMP thread count.
+       order, so results are bit-identical for any OpenMP thread count
+       (builds for different instruction sets may differ in the last bits:
+       the vector kernels use fused multiply-adds). Loops too small to pay
+       for a parallel region (HPJ__PB_PAR flops) run on one thread.
 
    Task-specific resolution weighting (paper section 3.3): see
    hpj_resweight_fit for every choice the paper leaves open. */
@@ -46,8 +51,9 @@ typedef struct hpj_probe_options {
     int standardize; /* 1: z-score features with the training mean and
                         population std (std 0 -> 1) before fitting; default 0    */
     double tol;      /* logreg: stop when ||grad||_inf <= tol * max(1, ||grad_0||_inf),
-                        grad_0 = the gradient at W = 0, b = 0 (so tol is relative
-                        to the scale of the problem); default 1e-6                */
+                        grad_0 = the gradient at W = 0, b = 0, both of the
+                        internal centred problem (so tol is relative to the
+                        scale of the problem); default 1e-6                       */
     int max_iter;    /* logreg: L-BFGS iteration cap; default 1000                */
     int precision;   /* ridge: hpj_probe_precision; default HPJ_PROBE_MIXED       */
 } hpj_probe_options;
@@ -73,12 +79,23 @@ HPJDEF void hpj_linear_model_free(hpj_linear_model *m);
    centred with their training means, b = mean(Y) - W mean(X)). Uses the
    primal d x d system when d <= n and the dual n x n system (W = X_c^T A,
    (X_c X_c^T + alpha I) A = Y_c) when d > n, as sklearn does. o may be NULL
-   (defaults). alpha = 0 is allowed but fails with HPJ_ERR_NUMERIC when
-   the system is singular. out->iters = refinement steps, out->grad_norm =
-   worst relative residual ||r|| / ||rhs|| of the final solution.
-   Errors: HPJ_ERR_INPUT (NULL pointers, n, d or t < 1, bad options),
-   HPJ_ERR_NUMERIC (NaN/inf in X or Y, singular system), HPJ_ERR_NOMEM.
-   On failure *out is zeroed. */
+   (defaults). At most 64 targets per call.
+   Precision (o->precision): HPJ_PROBE_MIXED forms the Gram matrix and its
+   Cholesky factor in float, then runs preconditioned conjugate gradients
+   on the exact system (applied through X in double) until the residual is
+   at the rounding level of a double solve (backward error eps ||A||_F^2
+   with eps = 1e-15 sqrt(n + d)); if the float factor breaks down it is
+   retried with a diagonal shift, and if refinement still cannot converge
+   in 30 steps (condition numbers beyond ~1e7) the double path below takes
+   over. HPJ_PROBE_DOUBLE (and alpha = 0) forms the Gram matrix and its
+   factor in double. alpha = 0 fails with HPJ_ERR_NUMERIC when the system is
+   singular to double precision (a pivot below 1e-14 of its diagonal).
+   out->iters = refinement steps, out->grad_norm = worst relative residual
+   ||r|| / ||rhs|| of the final solution. Memory: one m x m float (mixed)
+   or double Gram matrix, m = min(n, d), plus O((n + d) t) doubles.
+   Errors: HPJ_ERR_INPUT (NULL pointers, n, d or t < 1, t > 64, bad
+   options), HPJ_ERR_NUMERIC (NaN/inf in X or Y, singular system),
+   HPJ_ERR_NOMEM. On failure *out is zeroed. */
 HPJDEF hpj_status hpj_ridge_fit(const float *X /*(n, d)*/, const float *Y /*(n, t)*/, int n, int d, int t,
                                 const hpj_probe_options *o, hpj_linear_model *out);
 
@@ -128,9 +145,11 @@ HPJDEF hpj_status hpj_stratified_folds(const int32_t *y /*(n)*/, int n, int C, i
    How b is learned (the paper leaves this open; our choices):
      - only the n rows passed in are used (pass the training split). They
        are split into an inner training part and an inner validation part:
-       classification: fold 0 of hpj_stratified_folds(y, n, C, 5, seed')
-       is the validation part (20 %, stratified); regression: a seeded
-       random 20 % (at least one row each); seed' derives from seed.
+       classification: fold 0 of hpj_stratified_folds(y, n, C,
+       min(5, n), seed') is the validation part (20 %, stratified);
+       regression: a seeded random 20 % (at least one row each); seed' is
+       a splitmix64 hash of seed, so the split differs from the outer
+       folds drawn with the same seed.
      - b is learned JOINTLY with a linear head on the UNSMOOTHED mixture
        softmax(b), minimising the probe's own objective on the inner
        training rows: sum of losses + the probe penalty on the head
@@ -140,14 +159,20 @@ HPJDEF hpj_status hpj_stratified_folds(const int32_t *y /*(n)*/, int n, int C, i
        with inner-training means (and scaled by the std of the uniform
        mixture when o->standardize), so a mixture change never moves the
        intercept's job onto b.
-     - optimiser: L-BFGS (10 pairs, backtracking Armijo line search),
-       starting from b = 0 (uniform), W = 0, for at most
-       HPJ_RESWEIGHT_ITERS iterations ("epochs" of full-batch training),
-       stopping earlier at the o->tol gradient test.
-     - checkpoint: after every iteration (and at the start) the mean
-       validation loss (cross-entropy or squared error) of the current
-       (b, head) is computed; the b with the lowest one wins (the earliest
-       on ties).
+     - optimiser: L-BFGS (10 pairs, backtracking Armijo line search) in
+       two phases. Phase 0 fits the head alone on the uniform mixture
+       (b = 0 frozen) to the o->tol gradient test, so that the joint phase
+       starts from the uniform readout with its own fitted probe (a
+       meaningful baseline rather than an untrained head). Phase 1 then
+       optimises b and the head jointly for at most HPJ_RESWEIGHT_ITERS
+       iterations ("epochs" of full-batch training), stopping earlier at
+       the gradient test or when the validation loss has not improved for
+       HPJ_RESWEIGHT_PATIENCE iterations.
+     - checkpoint: at the start of phase 1 and after each of its
+       iterations the mean validation loss (cross-entropy or squared
+       error) of the current (b, head) is computed; the b with the lowest
+       one wins (the earliest on ties), so b = 0 (uniform) is kept unless a
+       learned mixture generalises better than the uniform one.
      - then the uniform smoothing is applied to softmax(b); the final probe
        (the caller's hpj_logreg_fit / hpj_ridge_fit on hpj_resweight_apply's
        h_task of the whole training split) is fitted afterwards.
@@ -159,12 +184,15 @@ HPJDEF hpj_status hpj_stratified_folds(const int32_t *y /*(n)*/, int n, int C, i
    HPJ_ERR_NUMERIC (NaN/inf in H or yreg), HPJ_ERR_NOMEM. On failure omega
    is untouched. */
 #ifndef HPJ_RESWEIGHT_ITERS
-#define HPJ_RESWEIGHT_ITERS 100
+#define HPJ_RESWEIGHT_ITERS 100   /* L-BFGS iterations at most          */
+#endif
+#ifndef HPJ_RESWEIGHT_PATIENCE
+#define HPJ_RESWEIGHT_PATIENCE 20 /* stop after this many without a better validation loss */
 #endif
 typedef struct hpj_resweight_info {
     int n_train, n_val;   /* sizes of the inner split                             */
-    int iters;            /* L-BFGS iterations run                                */
-    int best_iter;        /* iteration of the chosen checkpoint (0 = start)       */
+    int iters;            /* joint (phase 1) L-BFGS iterations run                */
+    int best_iter;        /* joint iteration of the chosen checkpoint (0 = uniform) */
     double val_loss_best; /* mean validation loss at the checkpoint               */
     double val_loss_last; /* mean validation loss after the last iteration        */
 } hpj_resweight_info;
@@ -188,8 +216,13 @@ HPJDEF void hpj_resweight_apply(float *out /*(n, D)*/, const float *H /*(n, L, D
 #ifndef HPJ_WIP_PROBE_IMPL
 #define HPJ_WIP_PROBE_IMPL
 /* ==== probe: implementation ==== */
+/* Kernels: AVX-512 when the compiler targets it, else AVX2 + FMA, else
+   portable C (correct everywhere, several times slower). */
 #if defined(__AVX512F__)
 #include <immintrin.h>
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define HPJ__PB_AVX2 1
 #endif
 
 /* ==== probe: options, models, shared helpers ============================ */
@@ -198,9 +231,9 @@ HPJDEF void hpj_resweight_apply(float *out /*(n, D)*/, const float *H /*(n, L, D
    depends on n only (never on the thread count), combined in block order. */
 #define HPJ__PB_MAXBLK 32  /* most row blocks                                */
 #define HPJ__PB_MINROWS 64 /* fewest rows per block (small n: fewer blocks)  */
-#define HPJ__PB_CH 256     /* columns per chunk in the row passes             */
 #define HPJ__PB_RG 8       /* rows per group in the row passes                */
 #define HPJ__PB_LBFGS_M 10 /* L-BFGS history pairs                            */
+#define HPJ__PB_PAR 1e5    /* parallel regions only for loops of more flops   */
 
 HPJDEF void hpj_probe_options_default(hpj_probe_options *o) {
     if (!o) return;
@@ -284,7 +317,9 @@ static hpj_status hpj__pb_bad_value(const char *fn, const char *what, const floa
    ones, which compilers may or may not contract). */
 #if defined(__AVX512F__)
 static double hpj__pb_hsum(__m512d s) {
-    __m256d a = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s, 0), _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s, 1));
+    /* masked extracts: the unmasked ones trip GCC 12's -Wuninitialized */
+    __m256d a = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s, 0),
+                              _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s, 1));
     __m128d b = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
     return _mm_cvtsd_f64(b) + _mm_cvtsd_f64(_mm_unpackhi_pd(b, b));
 }
@@ -326,80 +361,88 @@ static double hpj__pb_dotff(const float *a, const float *b, int len) {
     }
     return hpj__pb_hsum(s);
 }
-/* acc[r][q] += lane q of x_r . v, for the 8 rows x_r = xb + r CH (the
-   lane order of hpj__pb_dot; the caller reduces acc with hpj__pb_lanes). */
-static void hpj__pb_dot8(const double *xb, const double *v, int len, double *acc /*(8, 8)*/) {
-    __m512d s0 = _mm512_loadu_pd(acc), s1 = _mm512_loadu_pd(acc + 8), s2 = _mm512_loadu_pd(acc + 16),
-            s3 = _mm512_loadu_pd(acc + 24), s4 = _mm512_loadu_pd(acc + 32), s5 = _mm512_loadu_pd(acc + 40),
-            s6 = _mm512_loadu_pd(acc + 48), s7 = _mm512_loadu_pd(acc + 56);
+/* z0[r] (and z1[r]) = x_r . v0 (v1) over the whole row length d, for the 8
+   float rows x_r, in hpj__pb_dot's lane order; v1 == NULL: one vector. */
+static void hpj__pb_dot8x2(const float *const *x, const double *v0, const double *v1, int d, double *z0, double *z1) {
+    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    __m512d b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
     int j = 0;
-    for (; j + 8 <= len; j += 8) {
-        const __m512d vv = _mm512_loadu_pd(v + j);
-        s0 = _mm512_fmadd_pd(_mm512_loadu_pd(xb + j), vv, s0);
-        s1 = _mm512_fmadd_pd(_mm512_loadu_pd(xb + HPJ__PB_CH + j), vv, s1);
-        s2 = _mm512_fmadd_pd(_mm512_loadu_pd(xb + 2 * HPJ__PB_CH + j), vv, s2);
-        s3 = _mm512_fmadd_pd(_mm512_loadu_pd(xb + 3 * HPJ__PB_CH + j), vv, s3);
-        s4 = _mm512_fmadd_pd(_mm512_loadu_pd(xb + 4 * HPJ__PB_CH + j), vv, s4);
-        s5 = _mm512_fmadd_pd(_mm512_loadu_pd(xb + 5 * HPJ__PB_CH + j), vv, s5);
-        s6 = _mm512_fmadd_pd(_mm512_loadu_pd(xb + 6 * HPJ__PB_CH + j), vv, s6);
-        s7 = _mm512_fmadd_pd(_mm512_loadu_pd(xb + 7 * HPJ__PB_CH + j), vv, s7);
+#define HPJ__PB_D2(r)                                         \
+    {                                                         \
+        const __m512d xx = hpj__pb_ldf(x[r] + j);             \
+        a##r = _mm512_fmadd_pd(xx, w0, a##r);                 \
+        if (v1) b##r = _mm512_fmadd_pd(xx, w1, b##r);         \
     }
-    if (j < len) {
-        const __mmask8 m = hpj__pb_tail(len - j);
-        const __m512d vv = _mm512_maskz_loadu_pd(m, v + j);
-        s0 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(m, xb + j), vv, s0);
-        s1 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(m, xb + HPJ__PB_CH + j), vv, s1);
-        s2 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(m, xb + 2 * HPJ__PB_CH + j), vv, s2);
-        s3 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(m, xb + 3 * HPJ__PB_CH + j), vv, s3);
-        s4 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(m, xb + 4 * HPJ__PB_CH + j), vv, s4);
-        s5 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(m, xb + 5 * HPJ__PB_CH + j), vv, s5);
-        s6 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(m, xb + 6 * HPJ__PB_CH + j), vv, s6);
-        s7 = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(m, xb + 7 * HPJ__PB_CH + j), vv, s7);
+#define HPJ__PB_D2T(r)                                        \
+    {                                                         \
+        const __m512d xx = hpj__pb_ldf_tail(x[r] + j, d - j); \
+        a##r = _mm512_fmadd_pd(xx, w0, a##r);                 \
+        if (v1) b##r = _mm512_fmadd_pd(xx, w1, b##r);         \
     }
-    _mm512_storeu_pd(acc, s0);
-    _mm512_storeu_pd(acc + 8, s1);
-    _mm512_storeu_pd(acc + 16, s2);
-    _mm512_storeu_pd(acc + 24, s3);
-    _mm512_storeu_pd(acc + 32, s4);
-    _mm512_storeu_pd(acc + 40, s5);
-    _mm512_storeu_pd(acc + 48, s6);
-    _mm512_storeu_pd(acc + 56, s7);
-}
-/* g[j] += ((r0 x0 + r1 x1) + (r2 x2 + r3 x3)) + ((r4 x4 + r5 x5) + (r6 x6 + r7 x7)) at j,
-   rows x_r = xb + r CH. */
-static void hpj__pb_axpy8(double *g, const double *xb, const double *r, int len) {
-    const __m512d a0 = _mm512_set1_pd(r[0]), a1 = _mm512_set1_pd(r[1]), a2 = _mm512_set1_pd(r[2]),
-                  a3 = _mm512_set1_pd(r[3]), a4 = _mm512_set1_pd(r[4]), a5 = _mm512_set1_pd(r[5]),
-                  a6 = _mm512_set1_pd(r[6]), a7 = _mm512_set1_pd(r[7]);
-    int j = 0;
-    for (; j + 8 <= len; j += 8) {
-        __m512d u01 = _mm512_fmadd_pd(a1, _mm512_loadu_pd(xb + HPJ__PB_CH + j), _mm512_mul_pd(a0, _mm512_loadu_pd(xb + j)));
-        __m512d u23 = _mm512_fmadd_pd(a3, _mm512_loadu_pd(xb + 3 * HPJ__PB_CH + j),
-                                      _mm512_mul_pd(a2, _mm512_loadu_pd(xb + 2 * HPJ__PB_CH + j)));
-        __m512d u45 = _mm512_fmadd_pd(a5, _mm512_loadu_pd(xb + 5 * HPJ__PB_CH + j),
-                                      _mm512_mul_pd(a4, _mm512_loadu_pd(xb + 4 * HPJ__PB_CH + j)));
-        __m512d u67 = _mm512_fmadd_pd(a7, _mm512_loadu_pd(xb + 7 * HPJ__PB_CH + j),
-                                      _mm512_mul_pd(a6, _mm512_loadu_pd(xb + 6 * HPJ__PB_CH + j)));
-        __m512d u = _mm512_add_pd(_mm512_add_pd(u01, u23), _mm512_add_pd(u45, u67));
-        _mm512_storeu_pd(g + j, _mm512_add_pd(_mm512_loadu_pd(g + j), u));
+    for (; j + 8 <= d; j += 8) {
+        const __m512d w0 = _mm512_loadu_pd(v0 + j), w1 = v1 ? _mm512_loadu_pd(v1 + j) : w0;
+        HPJ__PB_D2(0) HPJ__PB_D2(1) HPJ__PB_D2(2) HPJ__PB_D2(3) HPJ__PB_D2(4) HPJ__PB_D2(5) HPJ__PB_D2(6) HPJ__PB_D2(7)
     }
-    for (; j < len; ++j) {
-        const double *x = xb + j;
-        g[j] += ((r[0] * x[0] + r[1] * x[HPJ__PB_CH]) + (r[2] * x[2 * HPJ__PB_CH] + r[3] * x[3 * HPJ__PB_CH])) +
-                ((r[4] * x[4 * HPJ__PB_CH] + r[5] * x[5 * HPJ__PB_CH]) + (r[6] * x[6 * HPJ__PB_CH] + r[7] * x[7 * HPJ__PB_CH]));
+    if (j < d) {
+        const __mmask8 m = hpj__pb_tail(d - j);
+        const __m512d w0 = _mm512_maskz_loadu_pd(m, v0 + j), w1 = v1 ? _mm512_maskz_loadu_pd(m, v1 + j) : w0;
+        HPJ__PB_D2T(0) HPJ__PB_D2T(1) HPJ__PB_D2T(2) HPJ__PB_D2T(3)
+        HPJ__PB_D2T(4) HPJ__PB_D2T(5) HPJ__PB_D2T(6) HPJ__PB_D2T(7)
+    }
+#undef HPJ__PB_D2
+#undef HPJ__PB_D2T
+    z0[0] = hpj__pb_hsum(a0), z0[1] = hpj__pb_hsum(a1), z0[2] = hpj__pb_hsum(a2), z0[3] = hpj__pb_hsum(a3);
+    z0[4] = hpj__pb_hsum(a4), z0[5] = hpj__pb_hsum(a5), z0[6] = hpj__pb_hsum(a6), z0[7] = hpj__pb_hsum(a7);
+    if (v1) {
+        z1[0] = hpj__pb_hsum(b0), z1[1] = hpj__pb_hsum(b1), z1[2] = hpj__pb_hsum(b2), z1[3] = hpj__pb_hsum(b3);
+        z1[4] = hpj__pb_hsum(b4), z1[5] = hpj__pb_hsum(b5), z1[6] = hpj__pb_hsum(b6), z1[7] = hpj__pb_hsum(b7);
     }
 }
-/* dst[j] = (double)src[j] */
-static void hpj__pb_cvt(double *dst, const float *src, int len) {
-    int j = 0;
-    for (; j + 8 <= len; j += 8) _mm512_storeu_pd(dst + j, hpj__pb_ldf(src + j));
-    for (; j < len; ++j) dst[j] = (double)src[j];
+/* g0[j] += ((r0[0] x_0[j] + r0[1] x_1[j]) + (r0[2] x_2[j] + r0[3] x_3[j]))
+          + ((r0[4] x_4[j] + r0[5] x_5[j]) + (r0[6] x_6[j] + r0[7] x_7[j])),
+   and the same for g1 with r1 unless g1 == NULL. */
+static void hpj__pb_axpy8x2(const float *const *x, const double *r0, const double *r1, double *g0, double *g1, int d) {
+    const __m512d p0 = _mm512_set1_pd(r0[0]), p1 = _mm512_set1_pd(r0[1]), p2 = _mm512_set1_pd(r0[2]),
+                  p3 = _mm512_set1_pd(r0[3]), p4 = _mm512_set1_pd(r0[4]), p5 = _mm512_set1_pd(r0[5]),
+                  p6 = _mm512_set1_pd(r0[6]), p7 = _mm512_set1_pd(r0[7]);
+    const double *rq = g1 ? r1 : r0;
+    const __m512d q0 = _mm512_set1_pd(rq[0]), q1 = _mm512_set1_pd(rq[1]), q2 = _mm512_set1_pd(rq[2]),
+                  q3 = _mm512_set1_pd(rq[3]), q4 = _mm512_set1_pd(rq[4]), q5 = _mm512_set1_pd(rq[5]),
+                  q6 = _mm512_set1_pd(rq[6]), q7 = _mm512_set1_pd(rq[7]);
+    int j = 0, r;
+    for (; j + 8 <= d; j += 8) {
+        const __m512d x0 = hpj__pb_ldf(x[0] + j), x1 = hpj__pb_ldf(x[1] + j), x2 = hpj__pb_ldf(x[2] + j),
+                      x3 = hpj__pb_ldf(x[3] + j), x4 = hpj__pb_ldf(x[4] + j), x5 = hpj__pb_ldf(x[5] + j),
+                      x6 = hpj__pb_ldf(x[6] + j), x7 = hpj__pb_ldf(x[7] + j);
+        __m512d u = _mm512_add_pd(_mm512_add_pd(_mm512_fmadd_pd(p1, x1, _mm512_mul_pd(p0, x0)),
+                                                _mm512_fmadd_pd(p3, x3, _mm512_mul_pd(p2, x2))),
+                                  _mm512_add_pd(_mm512_fmadd_pd(p5, x5, _mm512_mul_pd(p4, x4)),
+                                                _mm512_fmadd_pd(p7, x7, _mm512_mul_pd(p6, x6))));
+        _mm512_storeu_pd(g0 + j, _mm512_add_pd(_mm512_loadu_pd(g0 + j), u));
+        if (g1) {
+            u = _mm512_add_pd(_mm512_add_pd(_mm512_fmadd_pd(q1, x1, _mm512_mul_pd(q0, x0)),
+                                            _mm512_fmadd_pd(q3, x3, _mm512_mul_pd(q2, x2))),
+                              _mm512_add_pd(_mm512_fmadd_pd(q5, x5, _mm512_mul_pd(q4, x4)),
+                                            _mm512_fmadd_pd(q7, x7, _mm512_mul_pd(q6, x6))));
+            _mm512_storeu_pd(g1 + j, _mm512_add_pd(_mm512_loadu_pd(g1 + j), u));
+        }
+    }
+    for (; j < d; ++j) {
+        double v[8];
+        for (r = 0; r < 8; ++r) v[r] = (double)x[r][j];
+        g0[j] += ((r0[0] * v[0] + r0[1] * v[1]) + (r0[2] * v[2] + r0[3] * v[3])) +
+                 ((r0[4] * v[4] + r0[5] * v[5]) + (r0[6] * v[6] + r0[7] * v[7]));
+        if (g1)
+            g1[j] += ((r1[0] * v[0] + r1[1] * v[1]) + (r1[2] * v[2] + r1[3] * v[3])) +
+                     ((r1[4] * v[4] + r1[5] * v[5]) + (r1[6] * v[6] + r1[7] * v[7]));
+    }
 }
 /* y[j] += alpha a[j] */
 static void hpj__pb_axpyf(double *y, const float *a, double alpha, int len) {
     const __m512d al = _mm512_set1_pd(alpha);
     int j = 0;
-    for (; j + 8 <= len; j += 8) _mm512_storeu_pd(y + j, _mm512_fmadd_pd(al, hpj__pb_ldf(a + j), _mm512_loadu_pd(y + j)));
+    for (; j + 8 <= len; j += 8)
+        _mm512_storeu_pd(y + j, _mm512_fmadd_pd(al, hpj__pb_ldf(a + j), _mm512_loadu_pd(y + j)));
     for (; j < len; ++j) y[j] += alpha * (double)a[j];
 }
 /* p[j] += x[j] (mu == NULL) or p[j] += (x[j] - mu[j])^2 */
@@ -412,6 +455,169 @@ static void hpj__pb_accf(double *p, const float *x, const double *mu, int len) {
         for (; j + 8 <= len; j += 8) {
             __m512d e = _mm512_sub_pd(hpj__pb_ldf(x + j), _mm512_loadu_pd(mu + j));
             _mm512_storeu_pd(p + j, _mm512_fmadd_pd(e, e, _mm512_loadu_pd(p + j)));
+        }
+        for (; j < len; ++j) {
+            double e = (double)x[j] - mu[j];
+            p[j] += e * e;
+        }
+    }
+}
+#elif defined(HPJ__PB_AVX2)
+/* AVX2 + FMA: the 8 lanes live in two 4-double registers (lo = lanes 0-3,
+   hi = lanes 4-7); same lane order and final combination as above. */
+static double hpj__pb_hsum2(__m256d lo, __m256d hi) {
+    __m256d a = _mm256_add_pd(lo, hi); /* (l0+l4, l1+l5, l2+l6, l3+l7) */
+    __m128d b = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(b) + _mm_cvtsd_f64(_mm_unpackhi_pd(b, b));
+}
+static __m256d hpj__pb_ldf4(const float *a) { return _mm256_cvtps_pd(_mm_loadu_ps(a)); }
+/* the tail a[0..r-1] of a row in 8 zero-padded doubles, or floats */
+static void hpj__pb_tail8(const double *a, int r, double *t) {
+    int q;
+    for (q = 0; q < 8; ++q) t[q] = q < r ? a[q] : 0.0;
+}
+static void hpj__pb_tail8f(const float *a, int r, float *t) {
+    int q;
+    for (q = 0; q < 8; ++q) t[q] = q < r ? a[q] : 0.0f;
+}
+
+static double hpj__pb_dot(const double *a, const double *b, int len) {
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    int j = 0;
+    for (; j + 8 <= len; j += 8) {
+        lo = _mm256_fmadd_pd(_mm256_loadu_pd(a + j), _mm256_loadu_pd(b + j), lo);
+        hi = _mm256_fmadd_pd(_mm256_loadu_pd(a + j + 4), _mm256_loadu_pd(b + j + 4), hi);
+    }
+    if (j < len) {
+        double ta[8], tb[8];
+        hpj__pb_tail8(a + j, len - j, ta);
+        hpj__pb_tail8(b + j, len - j, tb);
+        lo = _mm256_fmadd_pd(_mm256_loadu_pd(ta), _mm256_loadu_pd(tb), lo);
+        hi = _mm256_fmadd_pd(_mm256_loadu_pd(ta + 4), _mm256_loadu_pd(tb + 4), hi);
+    }
+    return hpj__pb_hsum2(lo, hi);
+}
+static double hpj__pb_dotf(const float *a, const double *b, int len) {
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    int j = 0;
+    for (; j + 8 <= len; j += 8) {
+        lo = _mm256_fmadd_pd(hpj__pb_ldf4(a + j), _mm256_loadu_pd(b + j), lo);
+        hi = _mm256_fmadd_pd(hpj__pb_ldf4(a + j + 4), _mm256_loadu_pd(b + j + 4), hi);
+    }
+    if (j < len) {
+        float ta[8];
+        double tb[8];
+        hpj__pb_tail8f(a + j, len - j, ta);
+        hpj__pb_tail8(b + j, len - j, tb);
+        lo = _mm256_fmadd_pd(hpj__pb_ldf4(ta), _mm256_loadu_pd(tb), lo);
+        hi = _mm256_fmadd_pd(hpj__pb_ldf4(ta + 4), _mm256_loadu_pd(tb + 4), hi);
+    }
+    return hpj__pb_hsum2(lo, hi);
+}
+static double hpj__pb_dotff(const float *a, const float *b, int len) {
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    int j = 0;
+    for (; j + 8 <= len; j += 8) {
+        lo = _mm256_fmadd_pd(hpj__pb_ldf4(a + j), hpj__pb_ldf4(b + j), lo);
+        hi = _mm256_fmadd_pd(hpj__pb_ldf4(a + j + 4), hpj__pb_ldf4(b + j + 4), hi);
+    }
+    if (j < len) {
+        float ta[8], tb[8];
+        hpj__pb_tail8f(a + j, len - j, ta);
+        hpj__pb_tail8f(b + j, len - j, tb);
+        lo = _mm256_fmadd_pd(hpj__pb_ldf4(ta), hpj__pb_ldf4(tb), lo);
+        hi = _mm256_fmadd_pd(hpj__pb_ldf4(ta + 4), hpj__pb_ldf4(tb + 4), hi);
+    }
+    return hpj__pb_hsum2(lo, hi);
+}
+/* As the AVX-512 version, four rows at a time (16 registers). */
+static void hpj__pb_dot8x2(const float *const *x, const double *v0, const double *v1, int d, double *z0, double *z1) {
+    int half, k;
+    for (k = 0; k < (v1 ? 2 : 1); ++k) {
+        const double *v = k ? v1 : v0;
+        double *z = k ? z1 : z0;
+        for (half = 0; half < 2; ++half) {
+            const float *const *xr = x + 4 * half;
+            __m256d l0 = _mm256_setzero_pd(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0, h3 = l0;
+            int j = 0;
+            for (; j + 8 <= d; j += 8) {
+                const __m256d wl = _mm256_loadu_pd(v + j), wh = _mm256_loadu_pd(v + j + 4);
+                l0 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[0] + j), wl, l0);
+                h0 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[0] + j + 4), wh, h0);
+                l1 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[1] + j), wl, l1);
+                h1 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[1] + j + 4), wh, h1);
+                l2 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[2] + j), wl, l2);
+                h2 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[2] + j + 4), wh, h2);
+                l3 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[3] + j), wl, l3);
+                h3 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[3] + j + 4), wh, h3);
+            }
+            if (j < d) { /* the tail goes to the first lanes, zero padded */
+                double tv[8];
+                float t0[8], t1[8], t2[8], t3[8];
+                __m256d wl, wh;
+                hpj__pb_tail8(v + j, d - j, tv);
+                hpj__pb_tail8f(xr[0] + j, d - j, t0);
+                hpj__pb_tail8f(xr[1] + j, d - j, t1);
+                hpj__pb_tail8f(xr[2] + j, d - j, t2);
+                hpj__pb_tail8f(xr[3] + j, d - j, t3);
+                wl = _mm256_loadu_pd(tv);
+                wh = _mm256_loadu_pd(tv + 4);
+                l0 = _mm256_fmadd_pd(hpj__pb_ldf4(t0), wl, l0);
+                h0 = _mm256_fmadd_pd(hpj__pb_ldf4(t0 + 4), wh, h0);
+                l1 = _mm256_fmadd_pd(hpj__pb_ldf4(t1), wl, l1);
+                h1 = _mm256_fmadd_pd(hpj__pb_ldf4(t1 + 4), wh, h1);
+                l2 = _mm256_fmadd_pd(hpj__pb_ldf4(t2), wl, l2);
+                h2 = _mm256_fmadd_pd(hpj__pb_ldf4(t2 + 4), wh, h2);
+                l3 = _mm256_fmadd_pd(hpj__pb_ldf4(t3), wl, l3);
+                h3 = _mm256_fmadd_pd(hpj__pb_ldf4(t3 + 4), wh, h3);
+            }
+            z[4 * half] = hpj__pb_hsum2(l0, h0);
+            z[4 * half + 1] = hpj__pb_hsum2(l1, h1);
+            z[4 * half + 2] = hpj__pb_hsum2(l2, h2);
+            z[4 * half + 3] = hpj__pb_hsum2(l3, h3);
+        }
+    }
+}
+static void hpj__pb_axpy8x2(const float *const *x, const double *r0, const double *r1, double *g0, double *g1, int d) {
+    int j = 0, r, k;
+    for (k = 0; k < (g1 ? 2 : 1); ++k) {
+        const double *rr = k ? r1 : r0;
+        double *g = k ? g1 : g0;
+        const __m256d p0 = _mm256_set1_pd(rr[0]), p1 = _mm256_set1_pd(rr[1]), p2 = _mm256_set1_pd(rr[2]),
+                      p3 = _mm256_set1_pd(rr[3]), p4 = _mm256_set1_pd(rr[4]), p5 = _mm256_set1_pd(rr[5]),
+                      p6 = _mm256_set1_pd(rr[6]), p7 = _mm256_set1_pd(rr[7]);
+        for (j = 0; j + 4 <= d; j += 4) {
+            __m256d u = _mm256_add_pd(
+                _mm256_add_pd(_mm256_fmadd_pd(p1, hpj__pb_ldf4(x[1] + j), _mm256_mul_pd(p0, hpj__pb_ldf4(x[0] + j))),
+                              _mm256_fmadd_pd(p3, hpj__pb_ldf4(x[3] + j), _mm256_mul_pd(p2, hpj__pb_ldf4(x[2] + j)))),
+                _mm256_add_pd(_mm256_fmadd_pd(p5, hpj__pb_ldf4(x[5] + j), _mm256_mul_pd(p4, hpj__pb_ldf4(x[4] + j))),
+                              _mm256_fmadd_pd(p7, hpj__pb_ldf4(x[7] + j), _mm256_mul_pd(p6, hpj__pb_ldf4(x[6] + j)))));
+            _mm256_storeu_pd(g + j, _mm256_add_pd(_mm256_loadu_pd(g + j), u));
+        }
+        for (; j < d; ++j) {
+            double v[8];
+            for (r = 0; r < 8; ++r) v[r] = (double)x[r][j];
+            g[j] += ((rr[0] * v[0] + rr[1] * v[1]) + (rr[2] * v[2] + rr[3] * v[3])) +
+                    ((rr[4] * v[4] + rr[5] * v[5]) + (rr[6] * v[6] + rr[7] * v[7]));
+        }
+    }
+}
+static void hpj__pb_axpyf(double *y, const float *a, double alpha, int len) {
+    const __m256d al = _mm256_set1_pd(alpha);
+    int j = 0;
+    for (; j + 4 <= len; j += 4)
+        _mm256_storeu_pd(y + j, _mm256_fmadd_pd(al, hpj__pb_ldf4(a + j), _mm256_loadu_pd(y + j)));
+    for (; j < len; ++j) y[j] += alpha * (double)a[j];
+}
+static void hpj__pb_accf(double *p, const float *x, const double *mu, int len) {
+    int j = 0;
+    if (!mu) {
+        for (; j + 4 <= len; j += 4) _mm256_storeu_pd(p + j, _mm256_add_pd(_mm256_loadu_pd(p + j), hpj__pb_ldf4(x + j)));
+        for (; j < len; ++j) p[j] += (double)x[j];
+    } else {
+        for (; j + 4 <= len; j += 4) {
+            __m256d e = _mm256_sub_pd(hpj__pb_ldf4(x + j), _mm256_loadu_pd(mu + j));
+            _mm256_storeu_pd(p + j, _mm256_fmadd_pd(e, e, _mm256_loadu_pd(p + j)));
         }
         for (; j < len; ++j) {
             double e = (double)x[j] - mu[j];
@@ -444,28 +650,34 @@ static double hpj__pb_dotff(const float *a, const float *b, int len) {
     for (q = 0; j < len; ++j, ++q) s[q] += (double)a[j] * (double)b[j];
     return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
-static void hpj__pb_dot8(const double *xb, const double *v, int len, double *acc /*(8, 8)*/) {
-    int j = 0, q, r;
-    for (; j + 8 <= len; j += 8)
-        for (r = 0; r < 8; ++r) {
-            const double *x = xb + r * HPJ__PB_CH + j;
-            double *a = acc + 8 * r;
-            for (q = 0; q < 8; ++q) a[q] += x[q] * v[j + q];
-        }
-    for (r = 0; r < 8; ++r)
-        for (q = 0; j + q < len; ++q) acc[8 * r + q] += xb[r * HPJ__PB_CH + j + q] * v[j + q];
-}
-static void hpj__pb_axpy8(double *g, const double *xb, const double *r, int len) {
-    int j;
-    for (j = 0; j < len; ++j) {
-        const double *x = xb + j;
-        g[j] += ((r[0] * x[0] + r[1] * x[HPJ__PB_CH]) + (r[2] * x[2 * HPJ__PB_CH] + r[3] * x[3 * HPJ__PB_CH])) +
-                ((r[4] * x[4 * HPJ__PB_CH] + r[5] * x[5 * HPJ__PB_CH]) + (r[6] * x[6 * HPJ__PB_CH] + r[7] * x[7 * HPJ__PB_CH]));
+static void hpj__pb_dot8x2(const float *const *x, const double *v0, const double *v1, int d, double *z0, double *z1) {
+    double a[8][8], b[8][8];
+    int j, q, r;
+    memset(a, 0, sizeof a);
+    memset(b, 0, sizeof b);
+    for (j = 0; j < d; j += 8)
+        for (r = 0; r < 8; ++r)
+            for (q = 0; q < 8 && j + q < d; ++q) {
+                const double xx = (double)x[r][j + q];
+                a[r][q] += xx * v0[j + q];
+                if (v1) b[r][q] += xx * v1[j + q];
+            }
+    for (r = 0; r < 8; ++r) {
+        z0[r] = ((a[r][0] + a[r][4]) + (a[r][2] + a[r][6])) + ((a[r][1] + a[r][5]) + (a[r][3] + a[r][7]));
+        if (v1) z1[r] = ((b[r][0] + b[r][4]) + (b[r][2] + b[r][6])) + ((b[r][1] + b[r][5]) + (b[r][3] + b[r][7]));
     }
 }
-static void hpj__pb_cvt(double *dst, const float *src, int len) {
-    int j;
-    for (j = 0; j < len; ++j) dst[j] = (double)src[j];
+static void hpj__pb_axpy8x2(const float *const *x, const double *r0, const double *r1, double *g0, double *g1, int d) {
+    int j, r;
+    for (j = 0; j < d; ++j) {
+        double v[8];
+        for (r = 0; r < 8; ++r) v[r] = (double)x[r][j];
+        g0[j] += ((r0[0] * v[0] + r0[1] * v[1]) + (r0[2] * v[2] + r0[3] * v[3])) +
+                 ((r0[4] * v[4] + r0[5] * v[5]) + (r0[6] * v[6] + r0[7] * v[7]));
+        if (g1)
+            g1[j] += ((r1[0] * v[0] + r1[1] * v[1]) + (r1[2] * v[2] + r1[3] * v[3])) +
+                     ((r1[4] * v[4] + r1[5] * v[5]) + (r1[6] * v[6] + r1[7] * v[7]));
+    }
 }
 static void hpj__pb_axpyf(double *y, const float *a, double alpha, int len) {
     int j;
@@ -487,8 +699,11 @@ static void hpj__pb_accf(double *p, const float *x, const double *mu, int len) {
    One pass visits the rows of X in HPJ__PB_RG-row groups inside fixed row
    blocks. Per row i it can (1) score: z_i = V x_i + c (K values, double);
    (2) turn scores into residuals r_i (a callback, or r = z, or given R);
-   (3) accumulate G_blk += r_i x_i^T and gs_blk += r_i. The rows of a group
-   are converted to double once per column chunk and reused for every k. */
+   (3) accumulate G_blk += r_i x_i^T and gs_blk += r_i. Float elements are
+   widened to double in registers; classes go in pairs so that each loaded
+   element serves two weight rows. Every score is a full-length 8-lane dot
+   (hpj__pb_dot's order); each gradient entry sums its rows in a fixed
+   tree per group, groups in row order, blocks in block order. */
 typedef void (*hpj__pb_rowfn)(void *ctx, int blk, int i, int nr, const double *z /*(nr, K)*/,
                               double *r /*(nr, K)*/);
 
@@ -503,44 +718,37 @@ typedef struct hpj__pb_pass {
     void *ctx;
     double *G;        /* (nb, K, d) block sums of r_i x_i^T, or NULL              */
     double *gs;       /* (nb, K) block sums of r_i (with G)                       */
-    double *work;     /* (nb, 2 * RG * K + RG * CH)                               */
+    double *work;     /* (nb, hpj__pb_pass_work(K))                               */
 } hpj__pb_pass;
 
-static size_t hpj__pb_pass_work(int K) {
-    return (size_t)2 * HPJ__PB_RG * (size_t)K + (size_t)HPJ__PB_RG * HPJ__PB_CH + (size_t)64 * K;
-}
-
-/* The 8-lane sum of hpj__pb_dot's order. */
-static double hpj__pb_lanes(const double *a) { return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])); }
+static size_t hpj__pb_pass_work(int K) { return (size_t)2 * HPJ__PB_RG * (size_t)K + 2 * HPJ__PB_RG; }
 
 static void hpj__pb_pass_block(const hpj__pb_pass *P, int blk) {
     const int K = P->K, d = P->d;
     const int i0 = hpj__pb_lo(P->n, P->nb, blk), i1 = hpj__pb_lo(P->n, P->nb, blk + 1);
-    double *z = P->work + (size_t)blk * hpj__pb_pass_work(K);
-    double *r = z + (size_t)HPJ__PB_RG * K;
-    double *xb = r + (size_t)HPJ__PB_RG * K; /* (RG, CH) the group's rows as doubles */
-    double *acc = xb + (size_t)HPJ__PB_RG * HPJ__PB_CH; /* (K, RG, 8) lane sums */
+    double *z = P->work + (size_t)blk * hpj__pb_pass_work(K); /* (RG, K) */
+    double *r = z + (size_t)HPJ__PB_RG * K;                    /* (RG, K) */
+    double *t0 = r + (size_t)HPJ__PB_RG * K, *t1 = t0 + HPJ__PB_RG; /* (RG) each */
     double *G = P->G ? P->G + (size_t)blk * K * d : NULL;
     double *gs = P->G ? P->gs + (size_t)blk * K : NULL;
-    int i, k, rr, j0;
+    int i, k, rr;
     if (G) {
         memset(G, 0, sizeof(double) * (size_t)K * d);
         memset(gs, 0, sizeof(double) * (size_t)K);
     }
     for (i = i0; i < i1; i += HPJ__PB_RG) {
         const int nr = HPJ__MIN(HPJ__PB_RG, i1 - i);
-        const float *xr[HPJ__PB_RG];
+        const float *xr[HPJ__PB_RG]; /* short groups repeat their last row */
         for (rr = 0; rr < HPJ__PB_RG; ++rr) xr[rr] = P->X + (size_t)(i + HPJ__MIN(rr, nr - 1)) * d;
         if (P->V) {
-            memset(acc, 0, sizeof(double) * 64 * (size_t)K);
-            for (j0 = 0; j0 < d; j0 += HPJ__PB_CH) {
-                const int len = HPJ__MIN(HPJ__PB_CH, d - j0);
-                for (rr = 0; rr < HPJ__PB_RG; ++rr) hpj__pb_cvt(xb + rr * HPJ__PB_CH, xr[rr] + j0, len);
-                for (k = 0; k < K; ++k) hpj__pb_dot8(xb, P->V + (size_t)k * d + j0, len, acc + (size_t)64 * k);
+            for (k = 0; k < K; k += 2) { /* classes in pairs: each row chunk is converted once per pair */
+                const int two = k + 1 < K;
+                hpj__pb_dot8x2(xr, P->V + (size_t)k * d, two ? P->V + (size_t)(k + 1) * d : NULL, d, t0, t1);
+                for (rr = 0; rr < nr; ++rr) {
+                    z[rr * K + k] = t0[rr] + (P->c ? P->c[k] : 0.0);
+                    if (two) z[rr * K + k + 1] = t1[rr] + (P->c ? P->c[k + 1] : 0.0);
+                }
             }
-            for (rr = 0; rr < nr; ++rr)
-                for (k = 0; k < K; ++k)
-                    z[rr * K + k] = hpj__pb_lanes(acc + (size_t)64 * k + 8 * rr) + (P->c ? P->c[k] : 0.0);
             if (P->Z) memcpy(P->Z + (size_t)i * K, z, sizeof(double) * (size_t)nr * K);
             if (P->fn) P->fn(P->ctx, blk, i, nr, z, r);
             else memcpy(r, z, sizeof(double) * (size_t)nr * K);
@@ -548,31 +756,30 @@ static void hpj__pb_pass_block(const hpj__pb_pass *P, int blk) {
             memcpy(r, P->R + (size_t)i * K, sizeof(double) * (size_t)nr * K);
         }
         if (!G) continue;
-        for (rr = nr * K; rr < HPJ__PB_RG * K; ++rr) r[rr] = 0.0; /* padded rows add exact zeros */
+        for (rr = nr * K; rr < HPJ__PB_RG * K; ++rr) r[rr] = 0.0; /* repeated rows add exact zeros */
         for (rr = 0; rr < nr; ++rr)
             for (k = 0; k < K; ++k) gs[k] += r[rr * K + k];
-        for (j0 = 0; j0 < d; j0 += HPJ__PB_CH) {
-            const int len = HPJ__MIN(HPJ__PB_CH, d - j0);
-            for (rr = 0; rr < HPJ__PB_RG; ++rr) hpj__pb_cvt(xb + rr * HPJ__PB_CH, xr[rr] + j0, len);
-            for (k = 0; k < K; ++k) {
-                double rk[HPJ__PB_RG];
-                for (rr = 0; rr < HPJ__PB_RG; ++rr) rk[rr] = r[rr * K + k];
-                hpj__pb_axpy8(G + (size_t)k * d + j0, xb, rk, len);
+        for (k = 0; k < K; k += 2) {
+            const int two = k + 1 < K;
+            for (rr = 0; rr < HPJ__PB_RG; ++rr) {
+                t0[rr] = r[rr * K + k];
+                t1[rr] = two ? r[rr * K + k + 1] : 0.0;
             }
+            hpj__pb_axpy8x2(xr, t0, t1, G + (size_t)k * d, two ? G + (size_t)(k + 1) * d : NULL, d);
         }
     }
 }
 
 static void hpj__pb_run(const hpj__pb_pass *P) {
     int b;
-    HPJ__OMP(parallel for schedule(dynamic, 1))
+    HPJ__OMP(parallel for schedule(dynamic, 1) if (P->nb > 1 && (double)P->n * P->d * P->K > HPJ__PB_PAR))
     for (b = 0; b < P->nb; ++b) hpj__pb_pass_block(P, b);
 }
 
 /* out[idx] = sum over blocks b (in order) of part[b * len + idx]. */
 static void hpj__pb_reduce(const double *part, int nb, size_t len, double *out) {
     int64_t c, nch = (int64_t)((len + 1023) / 1024);
-    HPJ__OMP(parallel for schedule(static) if (len > 4096))
+    HPJ__OMP(parallel for schedule(static) if ((double)len * nb > HPJ__PB_PAR))
     for (c = 0; c < nch; ++c) {
         size_t i, lo = (size_t)c * 1024, hi = HPJ__MIN(len, lo + 1024);
         int b;
@@ -592,7 +799,7 @@ static int hpj__pb_colstats(const float *X, int n, int d, double *mu, double *s,
     int b, pass;
     size_t j;
     for (pass = 0; pass < (s ? 2 : 1); ++pass) {
-        HPJ__OMP(parallel for schedule(dynamic, 1))
+        HPJ__OMP(parallel for schedule(dynamic, 1) if (nb > 1 && (double)n * d > HPJ__PB_PAR))
         for (b = 0; b < nb; ++b) {
             double *p = part + (size_t)b * d;
             int i, i1 = hpj__pb_lo(n, nb, b + 1);
@@ -1051,12 +1258,17 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
    T = A_panel B_panel^T in registers, and the tile is stored into, added to
    or subtracted from C. Each tile of C is owned by one task and summed over
    the KC slabs in order, so results are thread-count independent. */
+#if defined(HPJ__PB_AVX2)
+#define HPJ__PB_MR 4   /* micro-tile rows (divides NR)                     */
+#define HPJ__PB_NR 24  /* micro-tile columns (three 8-float vectors)        */
+#else
 #define HPJ__PB_MR 8   /* micro-tile rows (divides NR)                     */
 #define HPJ__PB_NR 32  /* micro-tile columns (two 16-float vectors)         */
+#endif
 #define HPJ__PB_KC 256 /* depth of a packed slab                            */
 #define HPJ__PB_MC 64  /* rows per parallel task (8 micro-panels)           */
-#define HPJ__PB_NB 192 /* block size of the float Cholesky                  */
-#define HPJ__PB_TB 64  /* block size of the triangular solves               */
+#define HPJ__PB_NB 64  /* block size of the float Cholesky                  */
+#define HPJ__PB_TB 256 /* block size of the triangular solves               */
 
 /* Element (i, k) of an operand A: trans ? p[k ld + i] : p[i ld + k], mapped
    through (v - mu[c]) * s[c] with c the X column (k, or i when trans). */
@@ -1077,6 +1289,15 @@ static __m256 hpj__pb_xf8(const float *src, const double *mu, const double *sc) 
     v = _mm512_mul_pd(_mm512_sub_pd(v, _mm512_loadu_pd(mu)), _mm512_loadu_pd(sc));
     return _mm512_maskz_cvtpd_ps((__mmask8)0xFF, v);
 }
+#elif defined(HPJ__PB_AVX2)
+static __m256 hpj__pb_xf8(const float *src, const double *mu, const double *sc) {
+    __m256d lo, hi;
+    if (!mu) return _mm256_loadu_ps(src);
+    lo = _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(src)), _mm256_loadu_pd(mu)), _mm256_loadu_pd(sc));
+    hi = _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(src + 4)), _mm256_loadu_pd(mu + 4)),
+                       _mm256_loadu_pd(sc + 4));
+    return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+}
 #endif
 
 /* dst (kc, w): dst[kk w + r] = A(i0 + r, k0 + kk); rows past m are zero. */
@@ -1084,7 +1305,7 @@ static void hpj__pb_pack(const hpj__pb_src *S, int m, int i0, int w, int k0, int
     const int nr = HPJ__MIN(w, m - i0);
     int r = 0, kk;
     if (!S->trans) {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(HPJ__PB_AVX2)
         /* 8 x 8 blocks: 8 transformed rows, transposed in registers */
         for (; r + 8 <= nr; r += 8) {
             const float *src = S->p + (size_t)(i0 + r) * S->ld + k0;
@@ -1142,7 +1363,7 @@ static void hpj__pb_pack(const hpj__pb_src *S, int m, int i0, int w, int k0, int
             r = 0;
             if (S->mu) {
                 const double *mu = S->mu + i0, *sc = S->s + i0;
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(HPJ__PB_AVX2)
                 for (; r + 8 <= nr; r += 8) _mm256_storeu_ps(o + r, hpj__pb_xf8(src + r, mu + r, sc + r));
 #endif
                 for (; r < nr; ++r) o[r] = (float)(((double)src[r] - mu[r]) * sc[r]);
@@ -1155,10 +1376,11 @@ static void hpj__pb_pack(const hpj__pb_src *S, int m, int i0, int w, int k0, int
         for (kk = 0; kk < kc; ++kk) dst[kk * w + r] = 0.0f;
 }
 
-/* T (MR, NR) = sum_k A[k as][r] B[k][q]: A advances by `as` floats per k
-   (MR for its own packing, NR for a sub-panel of a B packing). */
+/* T (MR, NR, row stride ldt) op= sum_k A[k as][r] B[k][q] with op 0 store,
+   1 add, -1 subtract: A advances by `as` floats per k (MR for its own
+   packing, NR for a sub-panel of a B packing). */
 #if defined(__AVX512F__)
-static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *T) {
+static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *T, size_t ldt, int op) {
 #define HPJ__PB_KROW(r) __m512 c##r##a = _mm512_setzero_ps(), c##r##b = _mm512_setzero_ps();
 #define HPJ__PB_KFMA(r)                                      \
     {                                                        \
@@ -1166,9 +1388,17 @@ static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *
         c##r##a = _mm512_fmadd_ps(a, b0, c##r##a);           \
         c##r##b = _mm512_fmadd_ps(a, b1, c##r##b);           \
     }
-#define HPJ__PB_KST(r)                                       \
-    _mm512_storeu_ps(T + r * HPJ__PB_NR, c##r##a);           \
-    _mm512_storeu_ps(T + r * HPJ__PB_NR + 16, c##r##b);
+#define HPJ__PB_KST(r)                                                                     \
+    if (op == 0) {                                                                         \
+        _mm512_storeu_ps(T + r * ldt, c##r##a);                                            \
+        _mm512_storeu_ps(T + r * ldt + 16, c##r##b);                                       \
+    } else if (op > 0) {                                                                   \
+        _mm512_storeu_ps(T + r * ldt, _mm512_add_ps(_mm512_loadu_ps(T + r * ldt), c##r##a)); \
+        _mm512_storeu_ps(T + r * ldt + 16, _mm512_add_ps(_mm512_loadu_ps(T + r * ldt + 16), c##r##b)); \
+    } else {                                                                               \
+        _mm512_storeu_ps(T + r * ldt, _mm512_sub_ps(_mm512_loadu_ps(T + r * ldt), c##r##a)); \
+        _mm512_storeu_ps(T + r * ldt + 16, _mm512_sub_ps(_mm512_loadu_ps(T + r * ldt + 16), c##r##b)); \
+    }
     int k;
     HPJ__PB_KROW(0) HPJ__PB_KROW(1) HPJ__PB_KROW(2) HPJ__PB_KROW(3)
     HPJ__PB_KROW(4) HPJ__PB_KROW(5) HPJ__PB_KROW(6) HPJ__PB_KROW(7)
@@ -1183,49 +1413,54 @@ static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *
 #undef HPJ__PB_KFMA
 #undef HPJ__PB_KST
 }
+#elif defined(HPJ__PB_AVX2)
+static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *T, size_t ldt, int op) {
+#define HPJ__PB_KROW(r) __m256 c##r##a = _mm256_setzero_ps(), c##r##b = c##r##a, c##r##c = c##r##a;
+#define HPJ__PB_KFMA(r)                                      \
+    {                                                        \
+        __m256 a = _mm256_broadcast_ss(A + r);               \
+        c##r##a = _mm256_fmadd_ps(a, b0, c##r##a);           \
+        c##r##b = _mm256_fmadd_ps(a, b1, c##r##b);           \
+        c##r##c = _mm256_fmadd_ps(a, b2, c##r##c);           \
+    }
+#define HPJ__PB_KST1(r, x, off)                                                                \
+    if (op == 0) _mm256_storeu_ps(T + r * ldt + off, c##r##x);                                 \
+    else if (op > 0) _mm256_storeu_ps(T + r * ldt + off, _mm256_add_ps(_mm256_loadu_ps(T + r * ldt + off), c##r##x)); \
+    else _mm256_storeu_ps(T + r * ldt + off, _mm256_sub_ps(_mm256_loadu_ps(T + r * ldt + off), c##r##x));
+#define HPJ__PB_KST(r) HPJ__PB_KST1(r, a, 0) HPJ__PB_KST1(r, b, 8) HPJ__PB_KST1(r, c, 16)
+    int k;
+    HPJ__PB_KROW(0) HPJ__PB_KROW(1) HPJ__PB_KROW(2) HPJ__PB_KROW(3)
+    for (k = 0; k < kc; ++k, A += as, B += HPJ__PB_NR) {
+        __m256 b0 = _mm256_loadu_ps(B), b1 = _mm256_loadu_ps(B + 8), b2 = _mm256_loadu_ps(B + 16);
+        HPJ__PB_KFMA(0) HPJ__PB_KFMA(1) HPJ__PB_KFMA(2) HPJ__PB_KFMA(3)
+    }
+    HPJ__PB_KST(0) HPJ__PB_KST(1) HPJ__PB_KST(2) HPJ__PB_KST(3)
+#undef HPJ__PB_KROW
+#undef HPJ__PB_KFMA
+#undef HPJ__PB_KST1
+#undef HPJ__PB_KST
+}
 #else
 /* Portable: a row of the tile at a time, NR-wide inner loops that
    compilers vectorise. */
-static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *T) {
+static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *T, size_t ldt, int op) {
     int k, r, q;
     for (r = 0; r < HPJ__PB_MR; ++r) {
-        float acc[HPJ__PB_NR];
+        float acc[HPJ__PB_NR], *t = T + r * ldt;
         for (q = 0; q < HPJ__PB_NR; ++q) acc[q] = 0.0f;
         for (k = 0; k < kc; ++k) {
             const float a = A[(size_t)k * as + r], *b = B + (size_t)k * HPJ__PB_NR;
             for (q = 0; q < HPJ__PB_NR; ++q) acc[q] += a * b[q];
         }
-        for (q = 0; q < HPJ__PB_NR; ++q) T[r * HPJ__PB_NR + q] = acc[q];
-    }
-}
-#endif
-
-/* A full tile into C (MR rows of NR): op 0 store, 1 add, -1 subtract. */
-static void hpj__pb_tile(float *C, size_t ldc, const float *T, int op) {
-    int r, q;
-    for (r = 0; r < HPJ__PB_MR; ++r, C += ldc, T += HPJ__PB_NR) {
-#if defined(__AVX512F__)
-        __m512 a = _mm512_loadu_ps(T), b = _mm512_loadu_ps(T + 16);
-        if (op > 0) {
-            a = _mm512_add_ps(_mm512_loadu_ps(C), a);
-            b = _mm512_add_ps(_mm512_loadu_ps(C + 16), b);
-        } else if (op < 0) {
-            a = _mm512_sub_ps(_mm512_loadu_ps(C), a);
-            b = _mm512_sub_ps(_mm512_loadu_ps(C + 16), b);
-        }
-        _mm512_storeu_ps(C, a);
-        _mm512_storeu_ps(C + 16, b);
-        (void)q;
-#else
         if (op == 0)
-            for (q = 0; q < HPJ__PB_NR; ++q) C[q] = T[q];
+            for (q = 0; q < HPJ__PB_NR; ++q) t[q] = acc[q];
         else if (op > 0)
-            for (q = 0; q < HPJ__PB_NR; ++q) C[q] += T[q];
+            for (q = 0; q < HPJ__PB_NR; ++q) t[q] += acc[q];
         else
-            for (q = 0; q < HPJ__PB_NR; ++q) C[q] -= T[q];
-#endif
+            for (q = 0; q < HPJ__PB_NR; ++q) t[q] -= acc[q];
     }
 }
+#endif
 
 /* Floats of packing buffer needed for an operand with m rows. */
 static size_t hpj__pb_packsize(int m, int w) { return ((size_t)m + (size_t)w) * HPJ__PB_KC; }
@@ -1244,7 +1479,7 @@ static void hpj__pb_gemm(const hpj__pb_src *A, int m, const hpj__pb_src *B, int 
         const int kc = HPJ__MIN(HPJ__PB_KC, k - k0);
         const int op = mode == 1 ? -1 : (k0 > 0 ? 1 : 0); /* -1 subtract, 0 store, 1 add */
         int x;
-        HPJ__OMP(parallel for schedule(static))
+        HPJ__OMP(parallel for schedule(static) if ((double)(m + nn) * kc > HPJ__PB_PAR))
         for (x = 0; x < npack; ++x) {
             if (x < npb)
                 hpj__pb_pack(B, nn, x * HPJ__PB_NR, HPJ__PB_NR, k0, kc, pb + (size_t)x * HPJ__PB_NR * kc);
@@ -1252,7 +1487,7 @@ static void hpj__pb_gemm(const hpj__pb_src *A, int m, const hpj__pb_src *B, int 
                 hpj__pb_pack(A, m, (x - npb) * HPJ__PB_MR, HPJ__PB_MR, k0, kc,
                              pa + (size_t)(x - npb) * HPJ__PB_MR * kc);
         }
-        HPJ__OMP(parallel for schedule(dynamic, 1))
+        HPJ__OMP(parallel for schedule(dynamic, 1) if ((double)m * nn * kc > 2 * HPJ__PB_PAR))
         for (x = 0; x < ntask; ++x) {
             const int task = lower ? ntask - 1 - x : x; /* the triangle's long rows first */
             const int a0 = task * per, a1 = HPJ__MIN(npa, a0 + per);
@@ -1263,16 +1498,19 @@ static void hpj__pb_gemm(const hpj__pb_src *A, int m, const hpj__pb_src *B, int 
                 for (ia = a0; ia < a1; ++ia) {
                     const int r0 = ia * HPJ__PB_MR, c0 = jb * HPJ__PB_NR;
                     if (lower && c0 > r0 + HPJ__PB_MR - 1) continue;
+                    const int full = r0 + HPJ__PB_MR <= m && c0 + HPJ__PB_NR <= nn &&
+                                     (!lower || c0 + HPJ__PB_NR <= r0 + 1);
+                    /* full tiles go straight into C, edge tiles through T */
+                    float *dst = full ? C + (size_t)r0 * ldc + c0 : T;
+                    const size_t ldd = full ? ldc : (size_t)HPJ__PB_NR;
+                    const int opd = full ? op : 0;
                     if (lower)
                         hpj__pb_kern(kc, pb + (size_t)(r0 / HPJ__PB_NR) * HPJ__PB_NR * kc + r0 % HPJ__PB_NR,
-                                     HPJ__PB_NR, pb + (size_t)jb * HPJ__PB_NR * kc, T);
+                                     HPJ__PB_NR, pb + (size_t)jb * HPJ__PB_NR * kc, dst, ldd, opd);
                     else
                         hpj__pb_kern(kc, pa + (size_t)ia * HPJ__PB_MR * kc, HPJ__PB_MR,
-                                     pb + (size_t)jb * HPJ__PB_NR * kc, T);
-                    if (r0 + HPJ__PB_MR <= m && c0 + HPJ__PB_NR <= nn && (!lower || c0 + HPJ__PB_NR <= r0 + 1)) {
-                        hpj__pb_tile(C + (size_t)r0 * ldc + c0, ldc, T, op);
-                        continue;
-                    }
+                                     pb + (size_t)jb * HPJ__PB_NR * kc, dst, ldd, opd);
+                    if (full) continue;
                     for (r = 0; r < HPJ__PB_MR && r0 + r < m; ++r) {
                         float *cr = C + (size_t)(r0 + r) * ldc + c0;
                         const float *tr = T + r * HPJ__PB_NR;
@@ -1294,9 +1532,9 @@ static void hpj__pb_gemm(const hpj__pb_src *A, int m, const hpj__pb_src *B, int 
    read and written). Per block of NB columns: the diagonal block is factored
    in double, its inverse formed in double, the panel below is multiplied by
    that inverse (a GEMM) and the trailing matrix is updated by a SYRK.
-   D: 2 NB^2 doubles; Li: NB^2 floats; tmp: (m, NB) floats; pa, pb: packing
-   buffers for m rows. Returns -1, or the index of a non-positive pivot. */
-static int hpj__pb_potrf(float *C, size_t ldc, int m, double *D, float *Li, float *tmp, float *pa, float *pb) {
+   D: 2 NB^2 doubles; Li: NB^2 floats; pa, pb: packing buffers for m rows.
+   Returns -1, or the index of a non-positive pivot. */
+static int hpj__pb_potrf(float *C, size_t ldc, int m, double *D, float *Li, float *pa, float *pb) {
     const int NB = HPJ__PB_NB;
     double *E = D + (size_t)NB * NB; /* inverse of the diagonal block */
     int k0;
@@ -1329,7 +1567,8 @@ static int hpj__pb_potrf(float *C, size_t ldc, int m, double *D, float *Li, floa
         for (i = 0; i < nb; ++i) /* Li[i][q] = (L^-1)[i][q] */
             for (j = 0; j < nb; ++j) Li[(size_t)i * nb + j] = (float)E[(size_t)j * NB + i];
         {
-            /* panel: L21 = A21 L11^-T = A21 (L11^-1)^T, into tmp, then back */
+            /* panel: L21 = A21 L11^-T = A21 (L11^-1)^T, in place: k = nb <= KC
+               is one slab, packed whole before any tile is written */
             hpj__pb_src sa, sb;
             sa.p = C + (size_t)(k0 + nb) * ldc + k0;
             sa.ld = ldc;
@@ -1339,10 +1578,7 @@ static int hpj__pb_potrf(float *C, size_t ldc, int m, double *D, float *Li, floa
             sb.ld = (size_t)nb;
             sb.trans = 0;
             sb.mu = sb.s = NULL;
-            hpj__pb_gemm(&sa, rest, &sb, nb, nb, tmp, (size_t)nb, 0, 0, pa, pb);
-            HPJ__OMP(parallel for schedule(static))
-            for (i = 0; i < rest; ++i)
-                memcpy(C + (size_t)(k0 + nb + i) * ldc + k0, tmp + (size_t)i * nb, sizeof(float) * (size_t)nb);
+            hpj__pb_gemm(&sa, rest, &sb, nb, nb, C + (size_t)(k0 + nb) * ldc + k0, ldc, 0, 0, pa, pb);
             /* trailing: A22 -= L21 L21^T (lower part) */
             hpj__pb_gemm(&sa, rest, &sa, rest, nb, C + (size_t)(k0 + nb) * ldc + k0 + nb, ldc, 1, 1, pa, pb);
         }
@@ -1357,7 +1593,7 @@ static void hpj__pb_trsv_lower(const float *Lm, size_t ldl, int m, int t, double
         const int i1 = HPJ__MIN(m, i0 + HPJ__PB_TB);
         int i, c;
         if (i0 > 0) {
-            HPJ__OMP(parallel for schedule(static) if (i0 >= 512))
+            HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PB_TB > HPJ__PB_PAR))
             for (i = i0; i < i1; ++i) {
                 int cc;
                 for (cc = 0; cc < t; ++cc)
@@ -1367,7 +1603,8 @@ static void hpj__pb_trsv_lower(const float *Lm, size_t ldl, int m, int t, double
         for (i = i0; i < i1; ++i)
             for (c = 0; c < t; ++c) {
                 double *yc = y + (size_t)c * m;
-                yc[i] = (yc[i] - hpj__pb_dotf(Lm + (size_t)i * ldl + i0, yc + i0, i - i0)) / (double)Lm[(size_t)i * ldl + i];
+                yc[i] = (yc[i] - hpj__pb_dotf(Lm + (size_t)i * ldl + i0, yc + i0, i - i0)) /
+                        (double)Lm[(size_t)i * ldl + i];
             }
     }
 }
@@ -1386,7 +1623,7 @@ static void hpj__pb_trsv_upper(const float *Lm, size_t ldl, int m, int t, double
                 hpj__pb_axpyf(yc + i0, li + i0, -xi, i - i0);
             }
         nch = (i0 + 255) / 256;
-        HPJ__OMP(parallel for schedule(static) if (i0 >= 512))
+        HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PB_TB > HPJ__PB_PAR))
         for (j = 0; j < nch; ++j) {
             const int j0 = j * 256, j1 = HPJ__MIN(i0, j0 + 256);
             int ii, cc;
@@ -1409,7 +1646,7 @@ static void hpj__pb_gram_d(const hpj__pb_src *S, int m, int k, double *Cd, doubl
     for (k0 = 0; k0 < k; k0 += HPJ__PB_KC) {
         const int kc = HPJ__MIN(HPJ__PB_KC, k - k0);
         int i;
-        HPJ__OMP(parallel for schedule(static))
+        HPJ__OMP(parallel for schedule(static) if ((double)m * kc > HPJ__PB_PAR))
         for (i = 0; i < m; ++i) {
             double *o = slab + (size_t)i * HPJ__PB_KC;
             int kk;
@@ -1420,7 +1657,7 @@ static void hpj__pb_gram_d(const hpj__pb_src *S, int m, int k, double *Cd, doubl
                 o[kk] = S->mu ? (v - S->mu[col]) * S->s[col] : v;
             }
         }
-        HPJ__OMP(parallel for schedule(dynamic, 16))
+        HPJ__OMP(parallel for schedule(dynamic, 16) if ((double)m * m * kc > 2 * HPJ__PB_PAR))
         for (i = 0; i < m; ++i) {
             const double *si = slab + (size_t)i * HPJ__PB_KC;
             double *ci = Cd + (size_t)i * m;
@@ -1434,16 +1671,18 @@ static void hpj__pb_gram_d(const hpj__pb_src *S, int m, int k, double *Cd, doubl
 }
 
 /* In-place lower Cholesky of Cd (m, m), left-looking by rows. Returns -1
-   or the index of a non-positive pivot. */
+   or the index of a pivot below 1e-14 of its diagonal entry (the matrix is
+   singular to double precision). */
 static int hpj__pb_potrf_d(double *A, int m) {
     int j;
     for (j = 0; j < m; ++j) {
-        double dj = A[(size_t)j * m + j] - hpj__pb_dot(A + (size_t)j * m, A + (size_t)j * m, j);
+        const double ajj = A[(size_t)j * m + j];
+        double dj = ajj - hpj__pb_dot(A + (size_t)j * m, A + (size_t)j * m, j);
         int i;
-        if (!(dj > 0.0) || !isfinite(dj)) return j;
+        if (!(dj > 1e-14 * ajj) || !isfinite(dj)) return j; /* (numerically) singular */
         dj = sqrt(dj);
         A[(size_t)j * m + j] = dj;
-        HPJ__OMP(parallel for schedule(static) if (m - j > 256))
+        HPJ__OMP(parallel for schedule(static) if ((double)(m - j) * j > HPJ__PB_PAR))
         for (i = j + 1; i < m; ++i)
             A[(size_t)i * m + j] = (A[(size_t)i * m + j] - hpj__pb_dot(A + (size_t)i * m, A + (size_t)j * m, j)) / dj;
     }
@@ -1548,16 +1787,19 @@ static void hpj__pb_ridge_op(hpj__pb_ridge *R, const double *v, double *out) {
 
 /* Preconditioned conjugate gradients on the exact system, t columns at
    once, from x = M^-1 b with M = Lf Lf^T (float factor) or Ld Ld^T
-   (double). Column c stops when ||r_c|| <= 1e-12 (||A||_F^2 + alpha)
-   ||x_c|| + 1e-14 ||b_c|| (a backward error at the level of a double
-   Cholesky solve). Returns the iterations, or -1 if some column did not
-   get there in maxit; *relres = max_c ||r_c|| / ||b_c||. */
+   (double). Column c stops when ||r_c|| <= eps ((||A||_F^2 + alpha)
+   ||x_c|| + ||b_c||) with eps = 1e-15 sqrt(n + d): a backward error at the
+   level of a double Cholesky solve. Returns the iterations, or -1 if some
+   column did not get there in maxit; *relres = max_c ||r_c|| / ||b_c||. */
 static int hpj__pb_pcg(hpj__pb_ridge *R, const float *Lf, const double *Ld, const double *b, double *x, double *r,
                        double *z, double *p, double *q, double normA, int maxit, double *relres) {
     const int t = R->t, m = R->m;
     double rho[64], rho_old[64];
     int done[64], it, c, all = 0;
     size_t i, tm = (size_t)t * m;
+    /* the rounding floor of the operator applied in double grows like the
+       square root of the summation lengths */
+    const double eps = 1e-15 * sqrt((double)R->n + (double)R->d);
     memcpy(x, b, sizeof(double) * tm);
     if (Lf) {
         hpj__pb_trsv_lower(Lf, (size_t)m, m, t, x);
@@ -1574,7 +1816,7 @@ static int hpj__pb_pcg(hpj__pb_ridge *R, const float *Lf, const double *Ld, cons
             const double *rc = r + (size_t)c * m, *xc = x + (size_t)c * m, *bc = b + (size_t)c * m;
             double rn = sqrt(hpj__pb_dot(rc, rc, m)), xn = sqrt(hpj__pb_dot(xc, xc, m)),
                    bn = sqrt(hpj__pb_dot(bc, bc, m));
-            done[c] = rn <= 1e-12 * (normA + R->alpha) * xn + 1e-14 * bn;
+            done[c] = rn <= eps * ((normA + R->alpha) * xn + bn);
             all &= done[c];
             if (bn > 0) *relres = HPJ__MAX(*relres, rn / bn);
         }
@@ -1616,7 +1858,7 @@ static int hpj__pb_pcg(hpj__pb_ridge *R, const float *Lf, const double *Ld, cons
     return all ? it : -1;
 }
 
-#define HPJ__PB_PCG_MAXIT 50 /* refinement steps before the double fallback */
+#define HPJ__PB_PCG_MAXIT 30 /* refinement steps before the double fallback */
 
 HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, int t, const hpj_probe_options *o,
                                 hpj_linear_model *out) {
@@ -1627,7 +1869,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     hpj_status st;
     void *mem = NULL, *fmem = NULL;
     double *mu, *s, *part, *ybar, *Yc, *B, *x, *r, *z, *p, *q, *Dw;
-    float *Cf = NULL, *pa = NULL, *pb = NULL, *Li = NULL, *tmp = NULL;
+    float *Cf = NULL, *pa = NULL, *pb = NULL, *Li = NULL;
     double normA = 0.0, relres = 0.0;
     int nb, m, k, i, c, its = -1;
     size_t j;
@@ -1726,16 +1968,15 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     S.trans = !R.dual; /* primal Gram A^T A: rows of the operand are X's columns */
     S.mu = mu;
     S.s = s;
-    if (o->precision == HPJ_PROBE_MIXED) {
-        size_t fsz, szA, szB, szL, szT, mm;
+    if (o->precision == HPJ_PROBE_MIXED && o->alpha > 0) { /* alpha = 0: straight to double */
+        size_t fsz, szA, szB, szL, mm;
         int attempt;
         if (hpj__mul_size((size_t)m, (size_t)m, &mm)) mm = SIZE_MAX;
         szA = hpj__pb_packsize(m, HPJ__PB_MR);
         szB = hpj__pb_packsize(HPJ__MAX(m, HPJ__PB_NB), HPJ__PB_NR);
         szL = (size_t)HPJ__PB_NB * HPJ__PB_NB;
-        szT = (size_t)m * HPJ__PB_NB;
         fsz = mm;
-        if (mm == SIZE_MAX || hpj__add_size(fsz, szA + szB + szL + szT + 64, &fsz) ||
+        if (mm == SIZE_MAX || hpj__add_size(fsz, szA + szB + szL + 64, &fsz) ||
             hpj__mul_size(fsz, sizeof(float), &fsz)) {
             hpj__free(mem);
             return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
@@ -1749,7 +1990,6 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
         pa = Cf + mm;
         pb = pa + szA;
         Li = pb + szB;
-        tmp = Li + szL;
         for (attempt = 0; attempt < 2; ++attempt) {
             double maxdiag = 0.0, shift;
             hpj__pb_gemm(&S, m, &S, m, k, Cf, (size_t)m, 0, 1, pa, pb);
@@ -1762,7 +2002,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
                the second attempt shifts the diagonal (PCG corrects it) */
             shift = attempt ? 1e-5 * maxdiag + 1e-30 : 0.0;
             for (i = 0; i < m; ++i) Cf[(size_t)i * m + i] += (float)(o->alpha + shift);
-            if (hpj__pb_potrf(Cf, (size_t)m, m, Dw, Li, tmp, pa, pb) >= 0) continue;
+            if (hpj__pb_potrf(Cf, (size_t)m, m, Dw, Li, pa, pb) >= 0) continue;
             its = hpj__pb_pcg(&R, Cf, NULL, B, x, r, z, p, q, normA, HPJ__PB_PCG_MAXIT, &relres);
             break; /* factored: PCG converged or the double path takes over */
         }
@@ -1841,7 +2081,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
 HPJDEF void hpj_linear_model_predict(const hpj_linear_model *m, const float *X, int n, float *scores) {
     int i;
     if (!m || !m->W || !m->b || !X || !scores || n < 1) return;
-    HPJ__OMP(parallel for schedule(static))
+    HPJ__OMP(parallel for schedule(static) if ((double)n * m->d * m->c > HPJ__PB_PAR))
     for (i = 0; i < n; ++i) {
         const float *x = X + (size_t)i * m->d;
         int c;
@@ -1868,7 +2108,7 @@ HPJDEF double hpj_linear_model_accuracy(const hpj_linear_model *m, const float *
     long hits = 0;
     int i;
     if (!m || !m->W || !m->b || !X || !y || n < 1) return 0.0;
-    HPJ__OMP(parallel for schedule(static) reduction(+ : hits))
+    HPJ__OMP(parallel for schedule(static) reduction(+ : hits) if ((double)n * m->d * m->c > HPJ__PB_PAR))
     for (i = 0; i < n; ++i) {
         const float *x = X + (size_t)i * m->d;
         float best = 0.0f;
@@ -1997,7 +2237,7 @@ static double hpj__pb_rw_eval(hpj__pb_rw *R, const double *theta, double *g) {
     for (k = 0; k < K; ++k)
         for (j = 0; j < D; ++j) R->Weff[(size_t)k * D + j] = W[(size_t)k * D + j] * R->s[j];
     R->nb = hpj__pb_nblk(R->nr);
-    HPJ__OMP(parallel for schedule(dynamic, 1))
+    HPJ__OMP(parallel for schedule(dynamic, 1) if (R->nb > 1 && (double)R->nr * R->L * R->D > HPJ__PB_PAR))
     for (blk = 0; blk < R->nb; ++blk) hpj__pb_rw_block(R, theta, blk, g != NULL);
     for (blk = 0; blk < R->nb; ++blk) F += R->loss[blk];
     if (g) {
@@ -2032,9 +2272,9 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
     int32_t *rows = NULL, *fold = NULL;
     double *theta, *theta1, *g, *g1, *p, *mean, *scale, *bbest, *ycd;
     size_t P, KD, j;
-    int i, l, it, ntr = 0, nval = 0, iters = 0, best_it = 0, K;
+    int i, l, it, phase, ntr = 0, nval = 0, iters = 0, best_it = 0, K;
     uint64_t st2;
-    double F, F1, val, best_val, thresh, gmax;
+    double F, F1, val = 0.0, best_val = 0.0, thresh = 0.0, gmax;
     if (!o) {
         hpj_probe_options_default(&def);
         o = &def;
@@ -2181,56 +2421,69 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
     Hs.head = 0;
     memset(theta, 0, sizeof(double) * P);
 #define HPJ__PB_RW_PEN(th) (0.5 * R.pen * hpj__pb_dotn((th) + L, (th) + L, KD))
-    R.rows = rows;
-    R.nr = ntr;
-    F = hpj__pb_rw_eval(&R, theta, g) + HPJ__PB_RW_PEN(theta);
-    R.rows = rows + ntr;
-    R.nr = nval;
-    best_val = val = hpj__pb_rw_eval(&R, theta, NULL) / (double)nval;
-    memcpy(bbest, theta, sizeof(double) * (size_t)L);
-    gmax = hpj__pb_maxabs(g, P);
-    thresh = o->tol * HPJ__MAX(1.0, gmax);
-    for (it = 1; it <= HPJ_RESWEIGHT_ITERS && gmax > thresh && isfinite(F); ++it) {
-        double d0, t = 1.0;
-        int ls, ok = 0;
-        hpj__pb_lbfgs_dir(&Hs, g, p);
-        d0 = hpj__pb_dotn(g, p, P);
-        if (!(d0 < 0)) {
-            Hs.cnt = 0;
-            hpj__pb_lbfgs_dir(&Hs, g, p);
-            d0 = hpj__pb_dotn(g, p, P);
-        }
-        if (Hs.cnt == 0) t = 1.0 / sqrt(hpj__pb_dotn(p, p, P));
+    /* phase 0: the head alone on the uniform mixture (b frozen at 0), to
+       the gradient test; phase 1: b and the head jointly, the validation
+       loss checked after every iteration. */
+    for (phase = 0; phase < 2; ++phase) {
         R.rows = rows;
         R.nr = ntr;
-        for (ls = 0; ls < 40; ++ls, t *= 0.5) { /* backtracking Armijo */
-            for (j = 0; j < P; ++j) theta1[j] = theta[j] + t * p[j];
-            F1 = hpj__pb_rw_eval(&R, theta1, g1) + HPJ__PB_RW_PEN(theta1);
-            if (isfinite(F1) && F1 <= F + 1e-4 * t * d0 + 8.0 * DBL_EPSILON * fabs(F)) {
-                ok = 1;
-                break;
-            }
-        }
-        if (!ok) break; /* no decrease representable: done */
-        hpj__pb_lbfgs_push(&Hs, theta1, theta, g1, g);
-        {
-            double *tmp = theta;
-            theta = theta1;
-            theta1 = tmp;
-            tmp = g;
-            g = g1;
-            g1 = tmp;
-        }
-        F = F1;
+        F = hpj__pb_rw_eval(&R, theta, g) + HPJ__PB_RW_PEN(theta);
+        if (phase == 0) memset(g, 0, sizeof(double) * (size_t)L);
         gmax = hpj__pb_maxabs(g, P);
-        iters = it;
-        R.rows = rows + ntr;
-        R.nr = nval;
-        val = hpj__pb_rw_eval(&R, theta, NULL) / (double)nval;
-        if (val < best_val) {
-            best_val = val;
-            best_it = it;
+        if (phase == 0) thresh = o->tol * HPJ__MAX(1.0, gmax);
+        Hs.cnt = 0;
+        Hs.head = 0;
+        if (phase == 1) {
+            R.rows = rows + ntr;
+            R.nr = nval;
+            best_val = val = hpj__pb_rw_eval(&R, theta, NULL) / (double)nval;
             memcpy(bbest, theta, sizeof(double) * (size_t)L);
+        }
+        for (it = 1; it <= HPJ_RESWEIGHT_ITERS && gmax > thresh && isfinite(F); ++it) {
+            double d0, t = 1.0;
+            int ls, ok = 0;
+            hpj__pb_lbfgs_dir(&Hs, g, p);
+            d0 = hpj__pb_dotn(g, p, P);
+            if (!(d0 < 0)) {
+                Hs.cnt = 0;
+                hpj__pb_lbfgs_dir(&Hs, g, p);
+                d0 = hpj__pb_dotn(g, p, P);
+            }
+            if (Hs.cnt == 0) t = 1.0 / sqrt(hpj__pb_dotn(p, p, P));
+            R.rows = rows;
+            R.nr = ntr;
+            for (ls = 0; ls < 40; ++ls, t *= 0.5) { /* backtracking Armijo */
+                for (j = 0; j < P; ++j) theta1[j] = theta[j] + t * p[j];
+                F1 = hpj__pb_rw_eval(&R, theta1, g1) + HPJ__PB_RW_PEN(theta1);
+                if (isfinite(F1) && F1 <= F + 1e-4 * t * d0 + 8.0 * DBL_EPSILON * fabs(F)) {
+                    ok = 1;
+                    break;
+                }
+            }
+            if (!ok) break; /* no decrease representable: done */
+            if (phase == 0) memset(g1, 0, sizeof(double) * (size_t)L);
+            hpj__pb_lbfgs_push(&Hs, theta1, theta, g1, g);
+            {
+                double *tmp = theta;
+                theta = theta1;
+                theta1 = tmp;
+                tmp = g;
+                g = g1;
+                g1 = tmp;
+            }
+            F = F1;
+            gmax = hpj__pb_maxabs(g, P);
+            if (phase == 0) continue;
+            iters = it;
+            R.rows = rows + ntr;
+            R.nr = nval;
+            val = hpj__pb_rw_eval(&R, theta, NULL) / (double)nval;
+            if (val < best_val) {
+                best_val = val;
+                best_it = it;
+                memcpy(bbest, theta, sizeof(double) * (size_t)L);
+            }
+            if (it - best_it >= HPJ_RESWEIGHT_PATIENCE) break; /* early stopping */
         }
     }
 #undef HPJ__PB_RW_PEN
@@ -2264,7 +2517,7 @@ HPJDEF hpj_status hpj_resweight_fit(const float *H, int n, int L, int D, const i
 HPJDEF void hpj_resweight_apply(float *out, const float *H, const float *omega, int n, int L, int D) {
     int i;
     if (!out || !H || !omega || n < 1 || L < 1 || D < 1) return;
-    HPJ__OMP(parallel for schedule(static))
+    HPJ__OMP(parallel for schedule(static) if ((double)n * L * D > HPJ__PB_PAR))
     for (i = 0; i < n; ++i) {
         const float *Hi = H + (size_t)i * L * D;
         float *o = out + (size_t)i * D;
