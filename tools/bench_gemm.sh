@@ -17,6 +17,11 @@
 # AVX-512 whose core OpenBLAS does not detect as an AVX-512 one, the script
 # sets OPENBLAS_CORETYPE=SkylakeX so the peer runs its best kernels, and says so.
 #
+# On a busy machine, libgomp's default spin-waiting makes any OpenMP code
+# lose whole time slices when a thread is preempted (the other spins); the
+# table reports the load average. OMP_WAIT_POLICY=passive in the
+# environment of this script (it is passed to ./hpjepa) avoids that.
+#
 # Environment: R (default 3), SECS (default 0.4), THREADS (default 2),
 # BENCH_GEMM_SHAPES (default "512x512x512 12800x512x512 64x512x512").
 set -euo pipefail
@@ -71,7 +76,7 @@ echo
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); R = $R rounds of $SECS s per case."
 echo "Row-major C (M,N) = op(A) op(B): nn = x W, nt = x W^T (linear forward), tn = A^T B (weight gradient)."
 echo "GFLOP/s = 2MNK / time: the highest of the R per-round medians (best single batch in parentheses)."
-echo "ratio = ours / OpenBLAS (target >= 0.9). $note Our kernel: $(awk '$1=="ours"{print $6; exit}' "$tmp/rows")."
+echo "ratio = ours / OpenBLAS (target >= 0.9). $note Our kernel: $(awk '$1=="ours"{print $6; exit}' "$tmp/rows"), OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-(default)}."
 echo
 echo "| M x N x K | layout | ours GFLOP/s | OpenBLAS GFLOP/s | ratio |"
 echo "|---|---|---|---|---|"

@@ -117,8 +117,11 @@ HPJDEF hpj_status hpj_config_load(hpj_config *c, const char *path);
 #endif
 /* Checks ranges and consistency (resolution list vs targets, heads | dim). */
 HPJDEF hpj_status hpj_config_check(const hpj_config *c);
-/* Writes the config as `key = value` lines; returns the length (as snprintf). */
+#ifndef HPJ_NO_STDIO
+/* Writes the config as `key = value` lines; returns the length (as snprintf).
+   Not in HPJ_NO_STDIO builds (it formats floats with snprintf). */
 HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap);
+#endif
 
 /* ==== model: API ========================================================== */
 
@@ -242,8 +245,11 @@ HPJDEF double hpj_model_last_flops(void);
    Written to a temporary file and renamed into place. */
 #define HPJ_CKPT_VERSION 1
 HPJDEF uint32_t hpj_crc32(const void *data, size_t len);
-/* Serialises into a malloc'd buffer (free with hpj_free_buffer). */
+#ifndef HPJ_NO_STDIO
+/* Serialises into a malloc'd buffer (free with hpj_free_buffer); needs the
+   config formatter, so it is not in HPJ_NO_STDIO builds (deserialising is). */
 HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, unsigned char **buf, size_t *len);
+#endif
 /* Rebuilds a model from a buffer; every field is validated (magic, version,
    sizes, CRC, config) and a bad buffer is rejected with the reason. */
 HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *buf, size_t len, const char *name);
@@ -808,9 +814,8 @@ HPJDEF hpj_status hpj_config_load(hpj_config *c, const char *path) {
 }
 #endif
 
+#ifndef HPJ_NO_STDIO
 HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
-    /* plain concatenation (no snprintf dependency for HPJ_NO_STDIO builds
-       is not attempted here: this is only used next to file I/O) */
     size_t n = 0;
     int l;
     char tmp[256];
@@ -847,6 +852,7 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
     if (cap) buf[n < cap ? n : cap - 1] = 0;
     return n;
 }
+#endif
 
 /* ==== model: parameter layout and initialisation ========================== */
 
@@ -2302,6 +2308,7 @@ static void hpj__get_f32s(float *x, const unsigned char *p, size_t n) {
     }
 }
 
+#ifndef HPJ_NO_STDIO
 HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, unsigned char **buf, size_t *len) {
     char cfgtext[4096];
     size_t clen = hpj_config_format(&m->cfg, cfgtext, sizeof cfgtext), floats, total, off = 0;
@@ -2341,6 +2348,7 @@ HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, un
     *len = total;
     return HPJ_OK;
 }
+#endif
 
 HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, size_t len, const char *name) {
     size_t off = 0, clen, floats, i;

@@ -21,7 +21,7 @@
      one thread in a fixed order, so results are bit-identical for any
      thread count. */
 
-/* ---- nn: GEMM ---- */
+/* ==== nn: GEMM ==== */
 
 /* C (M,N) = alpha * op(A) op(B) + beta * C, row-major.
    op(A) is (M,K): A is (M,K) with leading dim lda, or if transA, A is (K,M).
@@ -38,7 +38,7 @@
    on its own thread). Determinism: every element is summed over K in
    blocks of 256, in increasing k with one fma per step, so the bits of C
    depend neither on the thread count nor on which kernel ran.
-   Memory: nothing is allocated; each thread packs into 640 KiB of
+   Memory: nothing is allocated; each thread packs into 1.1 MiB of
    thread-local buffers, so concurrent calls from several threads are safe.
    The caller guarantees lda >= (transA ? M : K), ldb >= (transB ? K : N),
    ldc >= N, as BLAS does (nothing is checked). */
@@ -54,7 +54,7 @@ HPJDEF int hpj_gemm_isa(void);
 HPJDEF int hpj_gemm_set_isa(int isa);
 HPJDEF const char *hpj_gemm_isa_name(int isa);
 
-/* ---- nn: linear ---- */
+/* ==== nn: linear ==== */
 
 /* out (N,Dout) = inp (N,Din) W^T + b, with W (Dout,Din) and b (Dout) or NULL. */
 HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, const float *b, int N, int Din,
@@ -65,22 +65,24 @@ HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, con
 HPJDEF void hpj_linear_backward(float *dinp, float *dW, float *db, const float *dout, const float *inp,
                                 const float *W, int N, int Din, int Dout);
 
-/* ---- nn: activations and dropout ---- */
+/* ==== nn: activations and dropout ==== */
 
-/* out = max(inp, 0) over n floats; out may alias inp. */
+/* out (n) = max(inp (n), 0); out may alias inp. */
 HPJDEF void hpj_relu_forward(float *out, const float *inp, size_t n);
 /* Differentiates out = relu(inp) from the saved output:
-   dinp += dout * (out > 0). */
+   dinp (n) += dout (n) * (out (n) > 0). */
 HPJDEF void hpj_relu_backward(float *dinp, const float *dout, const float *out, size_t n);
-/* out = inp * Phi(inp) = 0.5 inp (1 + erf(inp / sqrt 2)), the exact GELU
+/* out (n) = inp (n) * Phi(inp) = 0.5 inp (1 + erf(inp / sqrt 2)), the exact GELU
    (torch's default, not the tanh approximation); out may alias inp.
    Phi is evaluated by the library's own vectorizable polynomials (absolute
    error < 1e-7, and the lower tail keeps its relative accuracy, unlike
    1 + erff(x) in float), about 10x faster than calling erff. */
 HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n);
-/* Differentiates out = inp Phi(inp): dinp += dout * (Phi(inp) + inp phi(inp)). */
+/* Differentiates out = inp Phi(inp):
+   dinp (n) += dout (n) * (Phi(inp) + inp phi(inp)), inp (n). */
 HPJDEF void hpj_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
-/* Inverted dropout: element i is kept with probability 1-p; kept elements
+/* Inverted dropout over n floats, out (n) from inp (n), mask (n) bytes:
+   element i is kept with probability 1-p; kept elements
    are scaled by 1/(1-p), dropped ones are 0; mask[i] = 1 if kept. The draw
    for element i is a hash of (seed, step, salt, i) (a counter-based stream
    built on hpj_rng_stream), so it never depends on the thread count or on
@@ -89,24 +91,27 @@ HPJDEF void hpj_gelu_backward(float *dinp, const float *dout, const float *inp, 
    backward cannot be called). */
 HPJDEF void hpj_dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t seed,
                                 uint64_t step, uint64_t salt);
-/* Differentiates out = inp * mask / (1-p): dinp += dout * mask / (1-p). */
+/* Differentiates out = inp * mask / (1-p):
+   dinp (n) += dout (n) * mask (n) / (1-p). */
 HPJDEF void hpj_dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float p);
 
-/* ---- nn: normalisation ---- */
+/* ==== nn: normalisation ==== */
 
-/* LayerNorm over the last dim D of inp (N,D): out = (x - mean) rstd gamma +
+/* LayerNorm over the last dim D of inp (N,D): out (N,D) = (x - mean) rstd gamma +
    beta with the biased variance and rstd = 1/sqrt(var + eps) (torch's eps
    is 1e-5). Saves mean (N) and rstd (N) for the backward. gamma and beta
    (D) may be NULL (ones / zeros). out may alias inp. */
 HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                                   const float *beta, int N, int D, float eps);
 /* Differentiates the LayerNorm above (xhat = (x - mean) rstd, out = xhat gamma + beta):
-   dinp += rstd (g - mean(g) - xhat mean(g xhat)) with g = dout gamma;
+   dinp (N,D) += rstd (g - mean(g) - xhat mean(g xhat)) with g = dout gamma,
+   from dout (N,D), inp (N,D), gamma (D) or NULL, mean (N), rstd (N);
    dgamma (D) += sum over rows of dout xhat ; dbeta (D) += sum of dout. */
 HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                    const float *gamma, const float *mean, const float *rstd, int N, int D);
-/* BatchNorm1d in training mode over inp (N samples, D channels), as torch:
-   normalises each channel with the batch mean and the biased variance,
+/* BatchNorm1d in training mode over inp (N,D) (N samples, D channels), as
+   torch: out (N,D) normalises each channel with the batch mean and the
+   biased variance,
    saves mean (D) and rstd (D) for the backward, and, when running_mean /
    running_var (D) are not NULL, updates them with
    r = (1 - momentum) r + momentum * stat (torch's momentum is 0.1) using
@@ -117,29 +122,32 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
 HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, float *running_mean,
                                         float *running_var, const float *inp, const float *gamma,
                                         const float *beta, int N, int D, float momentum, float eps);
-/* BatchNorm1d in evaluation mode: out = (x - running_mean) / sqrt(running_var
-   + eps) gamma + beta, per channel. */
+/* BatchNorm1d in evaluation mode: out (N,D) = (inp (N,D) - running_mean) /
+   sqrt(running_var + eps) gamma + beta, per channel; all four vectors (D),
+   gamma/beta may be NULL. */
 HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float *gamma, const float *beta,
                                        const float *running_mean, const float *running_var, int N, int D,
                                        float eps);
 /* Differentiates the training-mode forward (xhat = (x - mean) rstd per channel):
-   dinp += gamma rstd (dout - mean_rows(dout) - xhat mean_rows(dout xhat));
+   dinp (N,D) += gamma rstd (dout - mean_rows(dout) - xhat mean_rows(dout xhat)),
+   from dout (N,D), inp (N,D), gamma (D) or NULL and the saved mean, rstd (D);
    dgamma (D) += sum of dout xhat ; dbeta (D) += sum of dout. */
 HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                    const float *gamma, const float *mean, const float *rstd, int N, int D);
 
-/* ---- nn: GINE message passing ---- */
+/* ==== nn: GINE message passing ==== */
 
 /* GINE aggregation on a CSR over N rows (many small graphs side by side,
    ids already offset): out (N,D)[i] = (1+eps) h[i] + sum over k in
-   rowptr[i]..rowptr[i+1]-1 of relu(h[col[k]] + e[k]). e (E,D) may be NULL
-   (zeros); e[k] is the feature of the message edge col[k] -> i. */
+   rowptr[i]..rowptr[i+1]-1 of relu(h[col[k]] + e[k]), with h (N,D),
+   rowptr (N+1), col (E); e (E,D) may be NULL (zeros); e[k] is the feature
+   of the message edge col[k] -> i. */
 HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const int32_t *rowptr, const int32_t *col,
                              int N, int D, float eps);
 /* Differentiates the GINE forward as gathers (the CSR must be symmetric;
    rev (E) gives the reverse entry of each k, see hpj_csr_reverse; rev
    may be NULL when e is NULL):
-   dh[j] += (1+eps) dout[j] + sum over k in row j of dout[col[k]] [h[j] + e[rev[k]] > 0];
+   dh (N,D)[j] += (1+eps) dout[j] + sum over k in row j of dout[col[k]] [h[j] + e[rev[k]] > 0];
    de (E,D)[k] += dout[i] [h[col[k]] + e[k] > 0] for k in row i;
    deps (one float) += sum_i dout[i].h[i], reduced over 64 fixed blocks in
    double. Any gradient may be NULL; de is ignored when e is NULL. */
@@ -160,32 +168,33 @@ HPJDEF hpj_status hpj_csr_reverse(int32_t *rev, const int32_t *rowptr, const int
 HPJDEF hpj_status hpj_index_transpose(int32_t *tptr, int32_t *tidx, const int32_t *ptr, const int32_t *idx, int S,
                                       int R);
 
-/* ---- nn: pooling ---- */
+/* ==== nn: pooling ==== */
 
-/* Segment s is rows segptr[s]..segptr[s+1]-1 of inp (N,D) (contiguous,
-   non-decreasing segptr); out (S,D)[s] = their mean, zeros if empty. */
+/* Segment s is rows segptr[s]..segptr[s+1]-1 of inp (N,D) (segptr (S+1),
+   non-decreasing); out (S,D)[s] = their mean, zeros if empty. */
 HPJDEF void hpj_segment_mean_forward(float *out, const float *inp, const int32_t *segptr, int S, int D);
-/* Differentiates the segment mean: dinp[r] += dout[s] / |s| for r in s. */
+/* Differentiates the segment mean: dinp (N,D)[r] += dout (S,D)[s] / |s| for r in s. */
 HPJDEF void hpj_segment_mean_backward(float *dinp, const float *dout, const int32_t *segptr, int S, int D);
 /* out (S,D)[s][d] = max over the segment's rows of inp[r][d] and argmax
    (S,D) = that row (the first on ties); empty segment: 0 and -1. */
 HPJDEF void hpj_segment_max_forward(float *out, int32_t *argmax, const float *inp, const int32_t *segptr, int S,
                                     int D);
-/* Differentiates the segment max: dinp[argmax[s][d]][d] += dout[s][d]. The
+/* Differentiates the segment max: dinp (N,D)[argmax[s][d]][d] += dout (S,D)[s][d]. The
    segments are disjoint, so this is parallel over segments. */
 HPJDEF void hpj_segment_max_backward(float *dinp, const float *dout, const int32_t *argmax, int S, int D);
 /* Pooling over index lists (rows may belong to several lists):
-   out (S,D)[s] = mean of inp[idx[k]] for k in ptr[s]..ptr[s+1]-1, zeros if
-   empty. */
+   out (S,D)[s] = mean of inp (R,D)[idx[k]] for k in ptr[s]..ptr[s+1]-1
+   (ptr (S+1), idx (ptr[S])), zeros if empty. */
 HPJDEF void hpj_gather_mean_forward(float *out, const float *inp, const int32_t *ptr, const int32_t *idx, int S,
                                     int D);
 /* Differentiates the gather mean as a gather over the transposed lists
-   (hpj_index_transpose): for input row r < R, dinp[r] += sum over s in
-   tidx[tptr[r]..tptr[r+1]-1] of dout[s] / (ptr[s+1] - ptr[s]). */
+   (hpj_index_transpose; tptr (R+1), tidx (ptr[S])): for input row r < R,
+   dinp (R,D)[r] += sum over s in tidx[tptr[r]..tptr[r+1]-1] of
+   dout (S,D)[s] / (ptr[s+1] - ptr[s]). */
 HPJDEF void hpj_gather_mean_backward(float *dinp, const float *dout, const int32_t *ptr, const int32_t *tptr,
                                      const int32_t *tidx, int R, int D);
 
-/* ---- nn: attention ---- */
+/* ==== nn: attention ==== */
 
 /* Multi-head self-attention core on packed qkv (B,T,3D) laid out per token
    as [q(D) | k(D) | v(D)], H heads of width D/H (H divides D).
@@ -198,13 +207,13 @@ HPJDEF void hpj_gather_mean_backward(float *dinp, const float *dout, const int32
 HPJDEF void hpj_attention_forward(float *out, float *att, const float *qkv, const uint8_t *keymask,
                                   const float *adj, int B, int T, int D, int H);
 /* Differentiates the attention forward (out_i = sum_j P_ij adj_ij v_j,
-   P_i = softmax(s_i), s_ij = q_i.k_j / sqrt(D/H)); dqkv (B,T,3D) += the
-   gradient. Masked keys and fully masked queries get exactly zero
-   gradient. */
+   P_i = softmax(s_i), s_ij = q_i.k_j / sqrt(D/H)) from dout (B,T,D) and
+   the saved att (B,H,T,T): dqkv (B,T,3D) += the gradient. Masked keys and
+   fully masked queries get exactly zero gradient. */
 HPJDEF void hpj_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
                                    const uint8_t *keymask, const float *adj, int B, int T, int D, int H);
 
-/* ---- nn: transformer block ---- */
+/* ==== nn: transformer block ==== */
 
 /* Pre-LN Transformer block (no final LN), on B sequences of T tokens:
      qkv = LN1(x) Wqkv^T + bqkv             Wqkv (3D, D)
@@ -263,22 +272,23 @@ HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *d
                                const hpj_block_params *p, const hpj_block_cache *c, float *scratch,
                                const uint8_t *keymask, const float *adj, int B, int T, int D, int H, int F, int act);
 
-/* ---- nn: losses ---- */
+/* ==== nn: losses ==== */
 
 /* SmoothL1 with threshold beta (torch's Huber-like SmoothL1Loss): per
-   element, d = pred - target, l = 0.5 d^2 / beta if |d| < beta else
+   element of pred (n), target (n): d = pred - target, l = 0.5 d^2 / beta if |d| < beta else
    |d| - 0.5 beta (beta <= 0: l = |d|). Returns scale * sum of l, summed in
    double over 64 fixed blocks; dpred (n) += scale * dl/dpred if not NULL
    (sign(d) with sign(0) = 0 outside the quadratic zone). */
 HPJDEF double hpj_smooth_l1(const float *pred, const float *target, float *dpred, size_t n, float beta,
                             float scale);
-/* Softmax cross-entropy over C classes: returns scale * sum over rows of
+/* Softmax cross-entropy over C classes of logits (N,C) with labels (N):
+   returns scale * sum over rows of
    logsumexp(logits[i]) - logits[i][labels[i]] (in double); dlogits (N,C) +=
    scale * (softmax - onehot) if not NULL. Rows whose label is outside
    0..C-1 (e.g. -1 for "no label") are ignored: no loss, no gradient. */
 HPJDEF double hpj_softmax_xent(const float *logits, const int32_t *labels, float *dlogits, int N, int C, float scale);
 
-/* ---- nn: optimiser, schedules, clipping ---- */
+/* ==== nn: optimiser, schedules, clipping ==== */
 
 /* One Adam step over n flat parameters p with gradients g and moments m, v
    (n each, zero before the first step); t is the 1-based step count for
@@ -295,21 +305,22 @@ enum { HPJ_SCHED_CONSTANT = 0, HPJ_SCHED_COSINE = 1 };
    min_lr + (base_lr - min_lr)(1 + cos(pi s/(total - warmup)))/2 with
    s = step - warmup, which reaches min_lr at step total and stays there. */
 HPJDEF float hpj_lr_at(int schedule, float base_lr, float min_lr, int64_t step, int64_t total, int64_t warmup);
-/* Global L2 norm of g (n), summed in double over 64 fixed blocks. If
+/* Global L2 norm of g (n) (all gradients in one flat buffer), summed in
+   double over 64 fixed blocks. If
    max_norm > 0 and the norm exceeds it, g is scaled by max_norm/norm.
    Returns the norm before clipping (inf/NaN if g holds them, and then g is
    left unchanged so the caller can detect and report it). */
 HPJDEF double hpj_grad_clip(float *g, size_t n, float max_norm);
 
-/* ---- nn: EMA ---- */
+/* ==== nn: EMA ==== */
 
-/* target = m target + (1-m) online over n floats. */
+/* target (n) = m target + (1-m) online (n), m = momentum. */
 HPJDEF void hpj_ema_update(float *target, const float *online, size_t n, float momentum);
 /* EMA momentum at 0-based step of total: linear from start (step 0) to end
    (step total), constant end afterwards; start if total <= 0. */
 HPJDEF float hpj_ema_momentum(float start, float end, int64_t step, int64_t total);
 
-/* ---- nn: initialisers ---- */
+/* ==== nn: initialisers ==== */
 
 /* w (n) ~ U(-bound, bound), drawn in order from r. */
 HPJDEF void hpj_init_uniform(float *w, size_t n, float bound, hpj_rng *r);
@@ -332,6 +343,7 @@ HPJDEF void hpj_init_xavier_uniform(float *w, int fan_out, int fan_in, float gai
    target has a fast fma, so every kernel gives the same bits there). */
 #define HPJ__GEMM_KC 256
 #define HPJ__GEMM_NC 512   /* columns of a packed B block                 */
+#define HPJ__GEMM_BFULL (512 * 512) /* B buffer (floats): a whole 512 x 512 B */
 #define HPJ__GEMM_MC 128   /* rows of A packed at a time (multiple of 8)  */
 /* below this many multiply-adds a call runs on the calling thread */
 #define HPJ__GEMM_PAR_MIN (64 * 64 * 64)
@@ -678,10 +690,12 @@ static void hpj__gemm_pack_b(float *bp, const hpj__gemm_job *g, int j0, int nc, 
     }
 }
 
-/* Thread-private buffers for packed B blocks (KC x NC floats) and A blocks
-   (MC x KC). They live in thread-local storage, so hpj_gemm allocates
-   nothing and may run in several threads at once. */
-static HPJ__TLS float hpj__gemm_bbuf[HPJ__GEMM_KC * HPJ__GEMM_NC];
+/* Thread-private buffers for packed B (blocks of KC x NC floats, or a
+   whole B up to 512 x 512: 1 MiB) and A blocks (MC x KC: 128 KiB). They
+   live in thread-local storage, so hpj_gemm allocates nothing and may run
+   in several threads at once (without TLS, HPJ__TLS is empty and calls
+   must not overlap). */
+static HPJ__TLS float hpj__gemm_bbuf[HPJ__GEMM_BFULL];
 static HPJ__TLS float hpj__gemm_abuf[HPJ__GEMM_KC * HPJ__GEMM_MC];
 
 /* One K block (p0, kc) of C rows [s0,s1) x column slivers [tc,tcn): A is
@@ -730,10 +744,11 @@ static void hpj__gemm_rect(const hpj__gemm_job *g, int s0, int s1, int t0, int t
 /* The work of one thread of a team of nth. Tiles are handed out
    dynamically (a thread the OS preempts holds up only its current tile);
    which thread computes a tile never changes its bits. With many row
-   blocks and a packed B, the team packs each B block together into
-   thread 0's buffer and then shares out the row blocks; otherwise each
-   tile is a rectangle that packs its own B. */
-static void hpj__gemm_team(hpj__gemm_job *g, int tid, int nth) {
+   blocks and a packed B, the team packs B together into thread 0's
+   buffer (all of it at once when it fits, else block by block) and then
+   shares out the row blocks; otherwise each tile is a rectangle that
+   packs its own B. */
+static void hpj__gemm_team(hpj__gemm_job *g, int nth) {
     int MR = g->mr, NR = g->nr, mc_sl = HPJ__GEMM_MC / MR, nc_sl = HPJ__GEMM_NC / NR;
     int ms = (g->M + MR - 1) / MR, ns = (g->N + NR - 1) / NR;
     int rblk, nrb, ncg, cgw, nit, it;
@@ -744,10 +759,27 @@ static void hpj__gemm_team(hpj__gemm_job *g, int tid, int nth) {
     /* row blocks of up to MC rows, about 4 per thread */
     rblk = HPJ__MAX(1, HPJ__MIN(mc_sl, (ms + 4 * nth - 1) / (4 * nth)));
     nrb = (ms + rblk - 1) / rblk;
-    if (g->packB && nrb >= 2 * nth) {
+    if (g->packB && nrb >= 2 * nth && (size_t)ns * NR * (size_t)g->K <= HPJ__GEMM_BFULL) {
+        /* all of B fits the shared buffer: pack it once (sliver t holds
+           its K rows at t*K*NR, so K block p0 starts p0*NR further), then
+           one barrier, then the row blocks */
+        ptrdiff_t ss = (ptrdiff_t)g->K * NR;
+        int i;
+        HPJ__OMP(for schedule(dynamic, 1))
+        for (i = 0; i < ns; ++i) hpj__gemm_pack_b(g->bshared + i * ss, g, i * NR, HPJ__MIN(NR, g->N - i * NR), 0, g->K);
+        HPJ__OMP(for schedule(dynamic, 1) nowait)
+        for (i = 0; i < nrb; ++i) {
+            int tc, p0;
+            for (tc = 0; tc < ns; tc += nc_sl)
+                for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC)
+                    hpj__gemm_block(g, i * rblk, HPJ__MIN(ms, (i + 1) * rblk), tc, HPJ__MIN(ns, tc + nc_sl), p0,
+                                    HPJ__MIN(HPJ__GEMM_KC, g->K - p0), g->bshared + tc * ss + (ptrdiff_t)p0 * NR, NR,
+                                    ss);
+        }
+        return;
+    }
+    if (g->packB && nrb >= 2 * nth) { /* B block by B block */
         int tc, p0, i;
-        if (tid == 0) g->bshared = hpj__gemm_bbuf;
-        HPJ__OMP(barrier)
         for (tc = 0; tc < ns; tc += nc_sl) {
             int tcn = HPJ__MIN(ns, tc + nc_sl);
             for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC) {
@@ -811,7 +843,7 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
     g.ldb = ldb;
     g.ldc = ldc;
     g.C = C;
-    g.bshared = NULL;
+    g.bshared = hpj__gemm_bbuf; /* the calling thread is thread 0 of the team */
     isa = hpj_gemm_isa();
     g.kern = hpj__gemm_kernel_c;
     g.mr = HPJ__PMR;
@@ -865,12 +897,11 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
         (void)work;
         HPJ__OMP(parallel if (work >= (double)HPJ__GEMM_PAR_MIN))
         {
-            int tid = 0, nth = 1;
+            int nth = 1;
 #ifdef _OPENMP
-            tid = omp_get_thread_num();
             nth = omp_get_num_threads();
 #endif
-            hpj__gemm_team(&g, tid, nth);
+            hpj__gemm_team(&g, nth);
         }
     }
 }
@@ -1908,7 +1939,7 @@ HPJDEF double hpj_softmax_xent(const float *logits, const int32_t *labels, float
     return (double)scale * tot;
 }
 
-/* ==== nn: Adam, schedules, clipping ==== */
+/* ==== nn: optimiser, schedules, clipping ==== */
 
 HPJDEF void hpj_adam_step(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
                           float beta2, float eps, float weight_decay, int decoupled, int64_t t) {

@@ -1265,7 +1265,7 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
 #define HPJ__PB_MR 8   /* micro-tile rows (divides NR)                     */
 #define HPJ__PB_NR 32  /* micro-tile columns (two 16-float vectors)         */
 #endif
-#define HPJ__PB_KC 256 /* depth of a packed slab                            */
+#define HPJ__PB_KC 512 /* depth of a packed slab                            */
 #define HPJ__PB_MC 64  /* rows per parallel task (8 micro-panels)           */
 #define HPJ__PB_NB 64  /* block size of the float Cholesky                  */
 #define HPJ__PB_TB 256 /* block size of the triangular solves               */
