@@ -2,9 +2,13 @@
 
    Each graph is 4..8 "blobs" (paths of 4..6 nodes). Two independent
    factors give 4 classes:
-     fine   (local motif): every blob carries a triangle or a 4-cycle
-     coarse (arrangement): the blobs hang off a hub node (star) or are
-                           joined end to end into a ring
+     fine   (local motif): every blob carries a triangle plus a pendant
+                           node, or a 4-cycle (both add 2 nodes, 3 edges)
+     coarse (arrangement): the blobs are joined end to end into a chain,
+                           or into a ring (two pendant leaves in the ring
+                           match the chain's two end leaves, so both have
+                           the same number of leaves; the ring has 2 more
+                           nodes, against 24..50 nodes varying anyway)
    class = 2*arrangement + motif, so a model has to see both the small
    structure inside blobs and the global shape that links them. Node labels
    (3 types) are random noise. Fixed seed: the output is reproducible.
@@ -27,9 +31,8 @@ static void add_edge(demo_graph *g, int a, int b) { g->u[g->m] = a; g->v[g->m] =
 
 static void make_graph(demo_graph *g, int motif, int ring, hpj_rng *r) {
     int blobs = 4 + (int)hpj_rng_below(r, 5), b, i;
-    int first[16], last[16], hub = -1;
+    int first[16], last[16];
     memset(g, 0, sizeof(*g));
-    if (!ring) hub = add_node(g);
     for (b = 0; b < blobs; ++b) {
         int len = 4 + (int)hpj_rng_below(r, 3), prev = -1, a;
         int at = (int)hpj_rng_below(r, (uint32_t)(len - 1)); /* motif anchor edge */
@@ -43,20 +46,26 @@ static void make_graph(demo_graph *g, int motif, int ring, hpj_rng *r) {
             prev = v;
         }
         last[b] = prev;
-        if (motif == 0) { /* triangle on the anchor edge */
+        if (motif == 0) { /* triangle on the anchor edge, plus a pendant */
             a = add_node(g);
             add_edge(g, anchor0, a);
             add_edge(g, anchor1, a);
+            add_edge(g, a, add_node(g));
         } else { /* 4-cycle on the anchor edge */
             int c = add_node(g), d = add_node(g);
             add_edge(g, anchor0, c);
             add_edge(g, c, d);
             add_edge(g, d, anchor1);
         }
-        if (!ring) add_edge(g, hub, first[b]);
     }
-    if (ring)
-        for (b = 0; b < blobs; ++b) add_edge(g, last[b], first[(b + 1) % blobs]);
+    for (b = 0; b + 1 < blobs; ++b) add_edge(g, last[b], first[b + 1]);
+    if (ring) {
+        /* close the ring; two pendant leaves stand in for the chain's two
+           end leaves, so both arrangements have the same leaf count */
+        add_edge(g, last[blobs - 1], first[0]);
+        add_edge(g, first[1 + (int)hpj_rng_below(r, (uint32_t)(blobs - 1))] + 1, add_node(g));
+        add_edge(g, first[1 + (int)hpj_rng_below(r, (uint32_t)(blobs - 1))] + 2, add_node(g));
+    }
 }
 
 int main(int argc, char **argv) {
