@@ -15,7 +15,7 @@ CFLAGS  := $(CSTD) $(OPT) -g $(ARCH) $(WARN) $(OMP)
 LDLIBS  := -lm
 B       := build
 
-HDRS     := hpjepa.h $(wildcard wip/*.h)
+HDRS     := hpjepa.h
 # tools/gen_*.c and tools/bench_*.c are standalone helper programs, not part of the CLI
 CLI_SRC  := $(filter-out tools/gen_%.c tools/bench_%.c,$(wildcard tools/*.c))
 TEST_SRC := tests/impl.c $(wildcard tests/test_*.c)

@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.1.0 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.2.0 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -33,10 +33,22 @@
        }
 
    CONTENTS (the API and the implementation follow this order)
-       1. status & errors     hpj_status, hpj_last_error
-       2. rng                 hpj_rng: xoshiro256** seeded by splitmix64
-       3. arena               64-byte aligned bump allocator, mark/reset
-       4. graph               CSR graph, TU dataset reader, METIS-format I/O
+       status & errors      hpj_status, hpj_last_error
+       rng                  hpj_rng: xoshiro256** seeded by splitmix64, streams
+       arena                64-byte aligned bump allocator, mark/reset, measuring
+       graph                CSR graph, TUDataset reader, METIS-format I/O
+       partition            multilevel k-way / recursive bisection (METIS family)
+       tokenizer            RWSE, resolution bank, 1-hop patches (hpj_tokens_build)
+       nn                   GEMM, linear, activations, dropout, LayerNorm,
+                            BatchNorm, GINE, pooling, attention, Transformer
+                            block, losses, Adam/AdamW, schedules, clipping, EMA
+       config               hpj_config: every setting, `key = value` files
+       model                parameters, patch encoder, structural queries,
+                            token encoders, predictor, per-resolution step,
+                            hpj_pretrain, hpj_embed, readouts
+       probe                ridge, logistic regression, stratified folds,
+                            task-specific resolution weighting
+       checkpoints          versioned, CRC-checked, atomic model files
 
    COMPILE-TIME OPTIONS (define before including; "global" = must be the
    same in every file that includes the header, "impl" = only matters in
@@ -51,6 +63,10 @@
                                     calls) and formats error reasons
                                     without vsnprintf
        HPJ_DEBUG             impl   expensive internal consistency checks
+                                    (partitioner: recounted cuts and weights)
+       HPJ_NO_SIMD           impl   only the portable C GEMM / probe kernels
+                                    (the AVX-512 / AVX2 paths are chosen by
+                                    the compiler's target, e.g. -march=native)
 
    GLOSSARY of dimension letters used in shape comments
        N nodes   E directed edges (CSR entries)   G graphs in a dataset
@@ -68,9 +84,13 @@
        OpenMP (-fopenmp) is optional. Parallel loops write disjoint
        outputs and every sum is taken by one thread in a fixed order, so
        results are bit-identical for any thread count and repeated runs.
-       All randomness flows from explicit seeds through hpj_rng.
+       All randomness flows from explicit seeds through hpj_rng. On a busy
+       or shared machine set OMP_WAIT_POLICY=passive: libgomp's default
+       spin-waiting loses badly when a core is taken by another process.
 
    RECENT CHANGES
+       0.2.0  partitioner, tokenizer, nn layers, HP-JEPA model and training,
+              embeddings, probes, resolution weighting, checkpoints
        0.1.0  status, rng, arena, CSR graphs, TU and METIS readers
 */
 
@@ -81,7 +101,7 @@
 #include <stdint.h>
 
 #define HPJEPA_VERSION_MAJOR 0
-#define HPJEPA_VERSION_MINOR 1
+#define HPJEPA_VERSION_MINOR 2
 #define HPJEPA_VERSION_PATCH 0
 
 #ifndef HPJDEF
@@ -96,7 +116,7 @@
 #endif
 #endif
 
-/* ==== 1. status & errors ================================================ */
+/* ==== status & errors ================================================ */
 
 typedef enum hpj_status {
     HPJ_OK = 0,
@@ -114,7 +134,7 @@ HPJDEF const char *hpj_status_name(hpj_status s);
 /* Clear the reason. */
 HPJDEF void hpj_clear_error(void);
 
-/* ==== 2. rng ============================================================ */
+/* ==== rng ============================================================ */
 
 /* xoshiro256** (Blackman & Vigna), seeded through splitmix64. Streams for
    independent items come from hpj_rng_stream(seed, step, index): the same
@@ -135,7 +155,7 @@ HPJDEF float hpj_rng_normal(hpj_rng *r);               /* N(0, 1)          */
 /* Fisher-Yates shuffle of a[0..n-1]. */
 HPJDEF void hpj_rng_shuffle_i32(hpj_rng *r, int32_t *a, int32_t n);
 
-/* ==== 3. arena ========================================================== */
+/* ==== arena ========================================================== */
 
 /* A bump allocator over one block. Every allocation is 64-byte aligned.
    Running out is an error (HPJ_ERR_NOMEM with the byte counts), never a
@@ -169,7 +189,7 @@ HPJDEF void hpj_arena_reset(hpj_arena *a, size_t mark);
    to the alignment; 0 on overflow. Sum these to size an arena. */
 HPJDEF size_t hpj_arena_need(size_t count, size_t size);
 
-/* ==== 4. graph ========================================================== */
+/* ==== graph ========================================================== */
 
 /* An undirected graph in CSR form: the neighbours of vertex v are
    col[rowptr[v] .. rowptr[v+1]-1], sorted ascending, no duplicates and no
@@ -287,6 +307,941 @@ HPJDEF void hpj_dataset_free(hpj_dataset *ds);
 /* A view of graph g (no copy; valid while ds lives). */
 HPJDEF hpj_graph hpj_dataset_graph(const hpj_dataset *ds, int32_t g);
 
+/* ==== partition: API ==== */
+
+/* A multilevel graph partitioner in the METIS family (Karypis & Kumar):
+     1. coarsening by heavy-edge matching in a randomised order (random
+        matching while all edge weights are equal; leftover vertices that
+        share a neighbour are paired too), with a cap on coarse vertex
+        weights, until the graph is small or stops shrinking;
+     2. an initial partition of the coarsest graph: greedy graph growing
+        from random seeds, several trials, each polished by FM;
+     3. uncoarsening: the partition is projected level by level and
+        refined at each level: Fiduccia-Mattheyses passes with rollback for
+        bisections, greedy boundary moves by gain for k-way partitions,
+        always under the balance bound below.
+   Two methods: HPJ_PART_KWAY coarsens the whole graph once, splits
+   the coarsest graph by recursive bisection and refines all k parts
+   together on the way up (METIS_PartGraphKway's scheme);
+   HPJ_PART_RB bisects recursively, each bisection a complete
+   multilevel run (METIS_PartGraphRecursive's scheme, the one the
+   Graph-JEPA reference uses).
+
+   Balance: with W the total vertex weight and k' = min(k, n) parts, every
+   part may weigh at most
+       maxpart = max(floor(ufactor * W / k'), ceil(W / k')).
+   The bound is met whenever the vertex weights allow it (always for unit
+   weights); otherwise the lightest reachable maximum is returned.
+
+   Guarantees METIS does not give: for k <= n all k parts are non-empty;
+   for k >= n vertex v is part v (n non-empty parts); graphs without
+   edges, disconnected graphs and n = 1 work; self-loop entries in a
+   hand-built CSR are ignored. Results depend only on (graph, k, options):
+   the same seed gives the same partition on every run and thread count. */
+
+typedef enum hpj_part_method {
+    HPJ_PART_KWAY = 0, /* multilevel k-way (default)        */
+    HPJ_PART_RB = 1    /* multilevel recursive bisection    */
+} hpj_part_method;
+
+/* Options; fill with hpj_part_options_default, then change fields. */
+typedef struct hpj_part_options {
+    int method;     /* hpj_part_method, default HPJ_PART_KWAY: on the
+                       dataset graphs its cuts are 1-5 % below rb's at
+                       1.2-1.5x rb's time (both stay several times faster
+                       than METIS); rb is what the Graph-JEPA reference
+                       used (METIS_PartGraphRecursive)                     */
+    int ncuts;      /* 1: independent runs, the lowest cut kept           */
+    float ufactor;  /* 1.03: max part weight <= ufactor x W / k, >= 1     */
+    uint64_t seed;  /* 1                                                  */
+    int niter;      /* 10: refinement passes per level                    */
+    int ntrials;    /* 0 = automatic: initial bisection trials            */
+} hpj_part_options;
+
+/* Sets the defaults listed in hpj_part_options. */
+HPJDEF void hpj_part_options_default(hpj_part_options *o);
+
+/* Reusable scratch: partitioning thousands of small graphs through one
+   workspace allocates only for the first few. One workspace per thread;
+   results never depend on which workspace (or none) is used. */
+typedef struct hpj_part_work hpj_part_work;
+/* NULL (and hpj_last_error set) when out of memory. */
+HPJDEF hpj_part_work *hpj_part_work_new(void);
+/* Frees the workspace and every block it holds; NULL is a no-op. */
+HPJDEF void hpj_part_work_free(hpj_part_work *w);
+
+/* Partitions g into k parts: part[v] in 0..k-1 for every vertex. For
+   k <= n every one of the k parts is non-empty and the heaviest part
+   meets the balance bound above whenever the vertex weights allow it;
+   for k >= n vertex v is part v. g must be symmetric (hpj_graph_check
+   validates a hand-built CSR; this call only checks what it needs to stay
+   memory-safe, in O(n + E)); self-loop entries are ignored. opt may be
+   NULL (defaults), w may be NULL (a temporary workspace is used), edgecut
+   may be NULL (else it gets the summed weight of the cut edges).
+   Deterministic: the same (g, k, opt) gives the same partition on every
+   run, thread count and workspace.
+   Errors: HPJ_ERR_INPUT for k < 1, part NULL with n > 0, a bad option
+   (method, ncuts outside 1..1000, ufactor outside 1..1000 or NaN, niter
+   or ntrials outside 0..1000), a malformed CSR (rowptr not ascending, a
+   neighbour out of range, a negative vertex or non-positive edge weight),
+   a total vertex weight above 2^31 - 1 or total edge weight above
+   2^30 - 1; HPJ_ERR_NOMEM. On failure part and edgecut are untouched. */
+HPJDEF hpj_status hpj_partition(const hpj_graph *g, int32_t k, const hpj_part_options *opt, hpj_part_work *w,
+                                int32_t *part, /* (N) */
+                                int64_t *edgecut);
+
+/* Summed weight of the edges of g whose ends lie in different parts
+   (self-loops ignored); -1 if g or part is NULL (with n > 0). */
+HPJDEF int64_t hpj_partition_cut(const hpj_graph *g, const int32_t *part /* (N) */);
+
+/* Max part weight / (total weight / k); 1 when the total weight is 0;
+   -1 if k < 1, an argument is NULL or a part id is outside 0..k-1. */
+HPJDEF double hpj_partition_imbalance(const hpj_graph *g, int32_t k, const int32_t *part /* (N) */);
+
+/* Quality of a partition (what `hpjepa partition` prints). */
+typedef struct hpj_partition_stats {
+    int64_t edgecut;         /* summed weight of edges between parts       */
+    int64_t max_part_weight; /* heaviest part                              */
+    int64_t total_weight;    /* W                                          */
+    double imbalance;        /* max_part_weight / (W / k); 1 when W = 0    */
+    int32_t nonempty;        /* parts holding at least one vertex          */
+} hpj_partition_stats;
+
+/* Measures a given partition of g into k parts (cut, weights, non-empty
+   parts) into *stats. Errors: HPJ_ERR_INPUT if k < 1, stats is NULL or a
+   part id is outside 0..k-1; HPJ_ERR_NOMEM. */
+HPJDEF hpj_status hpj_partition_evaluate(const hpj_graph *g, int32_t k,
+                                         const int32_t *part, /* (N) */
+                                         hpj_partition_stats *stats);
+
+/* A whole dataset at once: partitions every graph g of ds at every
+   resolution l into k = min(K[l], n_g) parts (what HP-JEPA's tokenizer
+   needs), graphs in parallel under OpenMP with one workspace per thread.
+   Graph g at resolution l uses the seed
+   hpj_rng_u64(hpj_rng_stream(opt->seed, l, g)), so results do not depend
+   on the thread count. part[l * N + v] is the part of dataset node v
+   (numbered within its graph); nparts[g * L + l] = min(K[l], n_g) when
+   nparts is not NULL. Errors: HPJ_ERR_INPUT (L < 1, some K[l] < 1, bad
+   options, or a graph rejected by hpj_partition, named in the reason),
+   HPJ_ERR_NOMEM. */
+HPJDEF hpj_status hpj_partition_dataset(const hpj_dataset *ds, const int32_t *K, /* (L) */
+                                        int32_t L, const hpj_part_options *opt,
+                                        int32_t *part,   /* (L, N) */
+                                        int32_t *nparts); /* (G, L) or NULL */
+
+#ifndef HPJ_NO_STDIO
+/* Writes part[0..n-1] as one 0-based id per line (gpmetis's .part file
+   layout), atomically: a temporary file renamed into place, so a failure
+   never leaves a partial file. Errors: HPJ_ERR_INPUT, HPJ_ERR_IO,
+   HPJ_ERR_NOMEM. */
+HPJDEF hpj_status hpj_partition_write(const char *path, const int32_t *part, /* (N) */
+                                      int32_t n);
+#endif
+
+/* -- compatibility names (wip/model.h was written against an early draft
+   of this module): the same types, and hpj_partition_run = hpj_partition
+   with a temporary workspace plus an evaluation. To be removed once the
+   callers use the names above. */
+typedef hpj_part_options hpj_partition_options;
+typedef hpj_part_method hpj_partition_method;
+#define HPJ_PARTITION_KWAY HPJ_PART_KWAY
+#define HPJ_PARTITION_RB HPJ_PART_RB
+HPJDEF void hpj_partition_options_default(hpj_partition_options *opt);
+/* hpj_partition(g, k, opt, NULL, part, NULL), then *stats (may be NULL)
+   from hpj_partition_evaluate. */
+HPJDEF hpj_status hpj_partition_run(const hpj_graph *g, int32_t k, const hpj_partition_options *opt,
+                                    int32_t *part, /* (N) */
+                                    hpj_partition_stats *stats);
+
+/* ==== tokenizer: API ===================================================== */
+
+#define HPJ_MAX_RES 16 /* most resolutions a model can have */
+
+enum { HPJ_RW_MAX = 0, HPJ_RW_MEAN = 1 };
+
+/* Node random-walk structural encoding of one graph: rw[v][k-1] = the
+   diagonal entry ((D^-1 A)^k)_vv for k = 1..rw_dim (degree clamped to 1,
+   so an isolated vertex gets zeros). */
+HPJDEF void hpj_rwse(const hpj_graph *g, int rw_dim, float *rw /* (n, rw_dim) */, float *scratch /* (2n) */,
+                     int32_t *iscratch /* (3n) */);
+
+/* The patches of every graph of a dataset at every resolution.
+   For graph g and resolution l (slot s = g*L + l):
+     k[s]          valid regions (0 = inactive: K_l > 2n, or an empty graph)
+     patch0[s]     index of the first patch of the slot in the patch arrays
+   For patch p: its expanded node list (local ids, ascending) is
+     nodes[ptr[p] .. ptr[p+1]-1], and rw[p] (rw_dim) its reduced RWSE. */
+typedef struct hpj_tokens {
+    int32_t num_graphs, L, rw_dim;
+    int32_t K[HPJ_MAX_RES]; /* configured capacities K_l                     */
+    int32_t *k;             /* (G*L)                                         */
+    int64_t *patch0;        /* (G*L+1)                                       */
+    int64_t num_patches;
+    int64_t *ptr;           /* (num_patches+1)                               */
+    int32_t *nodes;         /* (ptr[num_patches]) local node ids             */
+    int32_t *ncore;         /* (num_patches) core-region size of each patch  */
+    float *rw;              /* (num_patches, rw_dim)                         */
+} hpj_tokens;
+
+typedef struct hpj_tok_options {
+    int L;                  /* resolutions                                   */
+    int32_t K[HPJ_MAX_RES]; /* capacities                                    */
+    int rw_dim;             /* d_RW                                          */
+    int rw_reduce;          /* HPJ_RW_MAX (paper eq.) or HPJ_RW_MEAN          */
+    int always_active;      /* 1: ignore the K_l <= 2n rule (graph-jepa mode) */
+    float edge_drop;        /* probability of dropping each directed entry
+                               before partitioning (training re-partitions)  */
+    hpj_partition_options part; /* partitioner settings                     */
+    uint64_t seed;          /* partition / edge-drop seed                     */
+    uint64_t epoch;         /* mixed into the seed (re-partitioning)          */
+} hpj_tok_options;
+
+HPJDEF void hpj_tok_options_default(hpj_tok_options *o);
+/* Node RWSE for every node of the dataset: out (N, rw_dim). */
+HPJDEF hpj_status hpj_dataset_rwse(const hpj_dataset *ds, int rw_dim, float *out);
+/* Tokenizes the graphs listed in `graphs` (all if NULL, then count = G);
+   graphs not listed get k = 0. node_rw is the dataset RWSE (N, rw_dim). */
+HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, const int32_t *graphs, int32_t count,
+                                   const hpj_tok_options *o, hpj_tokens *out);
+HPJDEF void hpj_tokens_free(hpj_tokens *t);
+
+
+
+/* ==== nn: API ==== */
+
+/* Conventions of every layer below (llm.c style):
+   - row-major flat float buffers; a linear layer's weight W is (Dout, Din)
+     as in torch, so out = inp W^T + b;
+   - forward(out, caches, inp, params, dims) / backward(dinp, dparams,
+     dout, inp, params, caches, dims); every backward ACCUMULATES (+=) into
+     its gradient outputs (zero them once per step) and a NULL gradient
+     pointer means "not needed";
+   - nothing allocates: callers pass outputs, caches and scratch;
+   - the functions do not validate sizes (they are called in the inner
+     loop with sizes the model already checked): sizes are >= 0 and the
+     buffers are as large as the shape comments say;
+   - OpenMP inside each call over disjoint outputs; every sum is taken by
+     one thread in a fixed order, so results are bit-identical for any
+     thread count. */
+
+/* ==== nn: GEMM ==== */
+
+/* C (M,N) = alpha * op(A) op(B) + beta * C, row-major.
+   op(A) is (M,K): A is (M,K) with leading dim lda, or if transA, A is (K,M).
+   op(B) is (K,N): B is (K,N) with leading dim ldb, or if transB, B is (N,K).
+   beta == 0 overwrites C without reading it (NaN in C does not propagate);
+   alpha == 0 or K == 0 gives C = beta*C. All four layouts are fast: A and
+   B are packed into cache blocks (B is read in place when it is (K,N) and
+   M <= 16), so TT costs what NT costs; small products (M*N*K <= 64*32*32,
+   K <= 256) skip the blocking and threads and pack on the stack.
+   Kernels: 8x32 AVX-512 (16 zmm accumulators) or 6x16 AVX2 micro-kernels
+   when the compiler targets them, else a portable 4x16 C kernel that
+   GCC/Clang vectorize (see hpj_gemm_set_isa).
+   Threads: when M*N*K >= 64^3, the calling thread's OpenMP team shares
+   out tiles of C dynamically (a call from inside a parallel region runs
+   on its own thread). On a machine busy with other processes, run with
+   OMP_WAIT_POLICY=passive: libgomp's default spin-waiting otherwise burns
+   the time slices a preempted team mate needs. Determinism: every
+   element is summed over K in
+   blocks of 256, in increasing k with one fma per step, so the bits of C
+   depend neither on the thread count nor on which kernel ran.
+   Memory: nothing is allocated; each thread packs into 1.1 MiB of
+   thread-local buffers, so concurrent calls from several threads are safe.
+   The caller guarantees lda >= (transA ? M : K), ldb >= (transB ? K : N),
+   ldc >= N, as BLAS does (nothing is checked). */
+HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc);
+
+/* The micro-kernel hpj_gemm uses. The default is the widest one compiled
+   in (AVX-512 > AVX2 > portable C); hpj_gemm_set_isa forces one (for
+   tests and benchmarks; -1 restores the default; returns -1 if that
+   kernel is not compiled in). Not to be changed while a GEMM runs. */
+enum { HPJ_GEMM_PORTABLE = 0, HPJ_GEMM_AVX2 = 1, HPJ_GEMM_AVX512 = 2 };
+HPJDEF int hpj_gemm_isa(void);
+HPJDEF int hpj_gemm_set_isa(int isa);
+HPJDEF const char *hpj_gemm_isa_name(int isa);
+
+/* ==== nn: linear ==== */
+
+/* out (N,Dout) = inp (N,Din) W^T + b, with W (Dout,Din) and b (Dout) or NULL. */
+HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, const float *b, int N, int Din,
+                               int Dout);
+/* Differentiates out = inp W^T + b:
+   dinp (N,Din) += dout (N,Dout) W ; dW (Dout,Din) += dout^T inp ;
+   db (Dout) += column sums of dout. Any gradient may be NULL. */
+HPJDEF void hpj_linear_backward(float *dinp, float *dW, float *db, const float *dout, const float *inp,
+                                const float *W, int N, int Din, int Dout);
+
+/* ==== nn: activations and dropout ==== */
+
+/* out (n) = max(inp (n), 0); out may alias inp. */
+HPJDEF void hpj_relu_forward(float *out, const float *inp, size_t n);
+/* Differentiates out = relu(inp) from the saved output:
+   dinp (n) += dout (n) * (out (n) > 0). */
+HPJDEF void hpj_relu_backward(float *dinp, const float *dout, const float *out, size_t n);
+/* out (n) = inp (n) * Phi(inp) = 0.5 inp (1 + erf(inp / sqrt 2)), the exact GELU
+   (torch's default, not the tanh approximation); out may alias inp.
+   Phi is evaluated by the library's own vectorizable polynomials (absolute
+   error < 1e-7, and the lower tail keeps its relative accuracy, unlike
+   1 + erff(x) in float), about 10x faster than calling erff. */
+HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n);
+/* Differentiates out = inp Phi(inp):
+   dinp (n) += dout (n) * (Phi(inp) + inp phi(inp)), inp (n). */
+HPJDEF void hpj_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
+/* Inverted dropout over n floats, out (n) from inp (n), mask (n) bytes:
+   element i is kept with probability 1-p; kept elements
+   are scaled by 1/(1-p), dropped ones are 0; mask[i] = 1 if kept. The draw
+   for element i is a hash of (seed, step, salt, i) (a counter-based stream
+   built on hpj_rng_stream), so it never depends on the thread count or on
+   how the buffer is split. p <= 0 copies and sets every mask byte to 1;
+   p >= 1 drops everything. out may alias inp; mask may be NULL (then the
+   backward cannot be called). */
+HPJDEF void hpj_dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t seed,
+                                uint64_t step, uint64_t salt);
+/* Differentiates out = inp * mask / (1-p):
+   dinp (n) += dout (n) * mask (n) / (1-p). */
+HPJDEF void hpj_dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float p);
+
+/* ==== nn: normalisation ==== */
+
+/* LayerNorm over the last dim D of inp (N,D): out (N,D) = (x - mean) rstd gamma +
+   beta with the biased variance and rstd = 1/sqrt(var + eps) (torch's eps
+   is 1e-5). Saves mean (N) and rstd (N) for the backward. gamma and beta
+   (D) may be NULL (ones / zeros). out may alias inp. */
+HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
+                                  const float *beta, int N, int D, float eps);
+/* Differentiates the LayerNorm above (xhat = (x - mean) rstd, out = xhat gamma + beta):
+   dinp (N,D) += rstd (g - mean(g) - xhat mean(g xhat)) with g = dout gamma,
+   from dout (N,D), inp (N,D), gamma (D) or NULL, mean (N), rstd (N);
+   dgamma (D) += sum over rows of dout xhat ; dbeta (D) += sum of dout. */
+HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                                   const float *gamma, const float *mean, const float *rstd, int N, int D);
+/* BatchNorm1d in training mode over inp (N,D) (N samples, D channels), as
+   torch: out (N,D) normalises each channel with the batch mean and the
+   biased variance,
+   saves mean (D) and rstd (D) for the backward, and, when running_mean /
+   running_var (D) are not NULL, updates them with
+   r = (1 - momentum) r + momentum * stat (torch's momentum is 0.1) using
+   the UNBIASED variance var * N/(N-1) for running_var.
+   N == 1 (torch refuses it): the variance is 0, so every output equals
+   beta; running_mean is updated and running_var is left unchanged (the
+   unbiased variance of one sample is undefined). gamma/beta may be NULL. */
+HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, float *running_mean,
+                                        float *running_var, const float *inp, const float *gamma,
+                                        const float *beta, int N, int D, float momentum, float eps);
+/* BatchNorm1d in evaluation mode: out (N,D) = (inp (N,D) - running_mean) /
+   sqrt(running_var + eps) gamma + beta, per channel; all four vectors (D),
+   gamma/beta may be NULL. */
+HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float *gamma, const float *beta,
+                                       const float *running_mean, const float *running_var, int N, int D,
+                                       float eps);
+/* Differentiates the training-mode forward (xhat = (x - mean) rstd per channel):
+   dinp (N,D) += gamma rstd (dout - mean_rows(dout) - xhat mean_rows(dout xhat)),
+   from dout (N,D), inp (N,D), gamma (D) or NULL and the saved mean, rstd (D);
+   dgamma (D) += sum of dout xhat ; dbeta (D) += sum of dout. */
+HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                                   const float *gamma, const float *mean, const float *rstd, int N, int D);
+
+/* ==== nn: GINE message passing ==== */
+
+/* GINE aggregation on a CSR over N rows (many small graphs side by side,
+   ids already offset): out (N,D)[i] = (1+eps) h[i] + sum over k in
+   rowptr[i]..rowptr[i+1]-1 of relu(h[col[k]] + e[k]), with h (N,D),
+   rowptr (N+1), col (E); e (E,D) may be NULL (zeros); e[k] is the feature
+   of the message edge col[k] -> i. */
+HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const int32_t *rowptr, const int32_t *col,
+                             int N, int D, float eps);
+/* Differentiates the GINE forward as gathers (the CSR must be symmetric;
+   rev (E) gives the reverse entry of each k, see hpj_csr_reverse; rev
+   may be NULL when e is NULL):
+   dh (N,D)[j] += (1+eps) dout[j] + sum over k in row j of dout[col[k]] [h[j] + e[rev[k]] > 0];
+   de (E,D)[k] += dout[i] [h[col[k]] + e[k] > 0] for k in row i;
+   deps (one float) += sum_i dout[i].h[i], reduced over 64 fixed blocks in
+   double. Any gradient may be NULL; de is ignored when e is NULL. */
+HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *dout, const float *h, const float *e,
+                              const int32_t *rowptr, const int32_t *col, const int32_t *rev, int N, int D,
+                              float eps);
+/* The reverse entries of a symmetric CSR over N rows with sorted columns
+   (as hpj_graph holds): rev (E)[k] = the entry k' of row col[k] whose
+   column is i, for k in row i (binary search, O(E log degree)).
+   HPJ_ERR_INPUT, with rev zeroed, if a column is out of range or an edge
+   has no reverse. */
+HPJDEF hpj_status hpj_csr_reverse(int32_t *rev, const int32_t *rowptr, const int32_t *col, int N);
+/* Transposes index lists: list s is idx[ptr[s]..ptr[s+1]-1] (values in
+   0..R-1, repeats allowed); writes tptr (R+1) and tidx (ptr[S]) so that
+   row r's list tidx[tptr[r]..tptr[r+1]-1] holds every s whose list
+   contains r (once per occurrence, ascending). HPJ_ERR_INPUT, with both
+   outputs zeroed, on an index out of range. */
+HPJDEF hpj_status hpj_index_transpose(int32_t *tptr, int32_t *tidx, const int32_t *ptr, const int32_t *idx, int S,
+                                      int R);
+
+/* ==== nn: pooling ==== */
+
+/* Segment s is rows segptr[s]..segptr[s+1]-1 of inp (N,D) (segptr (S+1),
+   non-decreasing); out (S,D)[s] = their mean, zeros if empty. */
+HPJDEF void hpj_segment_mean_forward(float *out, const float *inp, const int32_t *segptr, int S, int D);
+/* Differentiates the segment mean: dinp (N,D)[r] += dout (S,D)[s] / |s| for r in s. */
+HPJDEF void hpj_segment_mean_backward(float *dinp, const float *dout, const int32_t *segptr, int S, int D);
+/* out (S,D)[s][d] = max over the segment's rows of inp[r][d] and argmax
+   (S,D) = that row (the first on ties); empty segment: 0 and -1. */
+HPJDEF void hpj_segment_max_forward(float *out, int32_t *argmax, const float *inp, const int32_t *segptr, int S,
+                                    int D);
+/* Differentiates the segment max: dinp (N,D)[argmax[s][d]][d] += dout (S,D)[s][d]. The
+   segments are disjoint, so this is parallel over segments. */
+HPJDEF void hpj_segment_max_backward(float *dinp, const float *dout, const int32_t *argmax, int S, int D);
+/* Pooling over index lists (rows may belong to several lists):
+   out (S,D)[s] = mean of inp (R,D)[idx[k]] for k in ptr[s]..ptr[s+1]-1
+   (ptr (S+1), idx (ptr[S])), zeros if empty. */
+HPJDEF void hpj_gather_mean_forward(float *out, const float *inp, const int32_t *ptr, const int32_t *idx, int S,
+                                    int D);
+/* Differentiates the gather mean as a gather over the transposed lists
+   (hpj_index_transpose; tptr (R+1), tidx (ptr[S])): for input row r < R,
+   dinp (R,D)[r] += sum over s in tidx[tptr[r]..tptr[r+1]-1] of
+   dout (S,D)[s] / (ptr[s+1] - ptr[s]). */
+HPJDEF void hpj_gather_mean_backward(float *dinp, const float *dout, const int32_t *ptr, const int32_t *tptr,
+                                     const int32_t *tidx, int R, int D);
+
+/* ==== nn: attention ==== */
+
+/* Multi-head self-attention core on packed qkv (B,T,3D) laid out per token
+   as [q(D) | k(D) | v(D)], H heads of width D/H (H divides D).
+   P = softmax(q k^T / sqrt(D/H)) over the keys whose keymask (B,T) byte is
+   1 (NULL = all keys); if adj (B,T,T) is not NULL, P is multiplied
+   elementwise by adj[b] AFTER the softmax with no renormalisation
+   (Graph-JEPA's Hadamard target encoder); out (B,T,D) = concat_h(P_h V_h).
+   att (B,H,T,T) receives the softmax probabilities (before adj), 0 at
+   masked keys. A query whose keys are all masked gets a zero output. */
+HPJDEF void hpj_attention_forward(float *out, float *att, const float *qkv, const uint8_t *keymask,
+                                  const float *adj, int B, int T, int D, int H);
+/* Differentiates the attention forward (out_i = sum_j P_ij adj_ij v_j,
+   P_i = softmax(s_i), s_ij = q_i.k_j / sqrt(D/H)) from dout (B,T,D) and
+   the saved att (B,H,T,T): dqkv (B,T,3D) += the gradient. Masked keys and
+   fully masked queries get exactly zero gradient. */
+HPJDEF void hpj_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                                   const uint8_t *keymask, const float *adj, int B, int T, int D, int H);
+
+/* ==== nn: transformer block ==== */
+
+/* Pre-LN Transformer block (no final LN), on B sequences of T tokens:
+     qkv = LN1(x) Wqkv^T + bqkv             Wqkv (3D, D)
+     x1  = x + attn(qkv) Wo^T + bo          (attention as above)
+     y   = x1 + act(LN2(x1) W1^T + b1) W2^T + b2   W1 (F, D), W2 (D, F)
+   with LayerNorm eps 1e-5 and act = HPJ_ACT_RELU or HPJ_ACT_GELU. */
+enum { HPJ_ACT_RELU = 0, HPJ_ACT_GELU = 1 };
+typedef struct hpj_block_params {
+    float *ln1_g, *ln1_b; /* (D) */
+    float *Wqkv, *bqkv;   /* (3D, D), (3D) */
+    float *Wo, *bo;       /* (D, D), (D) */
+    float *ln2_g, *ln2_b; /* (D) */
+    float *W1, *b1;       /* (F, D), (F) */
+    float *W2, *b2;       /* (D, F), (D) */
+} hpj_block_params;
+/* Floats of one block's parameters (= of its gradients). */
+HPJDEF size_t hpj_block_param_count(int D, int F);
+/* Points p's fields into flat (hpj_block_param_count floats), in the field
+   order above, without gaps. Bind gradients, Adam moments and EMA copies
+   the same way. */
+HPJDEF void hpj_block_params_bind(hpj_block_params *p, float *flat, int D, int F);
+/* Initialises a block as the Graph-JEPA reference does: LayerNorms 1 / 0;
+   Wqkv xavier-uniform with gain 1/sqrt(2), Wo xavier-uniform, their biases
+   0; W1, b1, W2, b2 torch's Linear default U(-1/sqrt(fan_in), +). */
+HPJDEF void hpj_block_params_init(hpj_block_params *p, int D, int F, hpj_rng *r);
+
+/* Activation cache of one block for B*T tokens. Each array starts on a
+   64-byte boundary of the flat buffer when the buffer itself is aligned. */
+typedef struct hpj_block_cache {
+    float *ln1;      /* (B*T, D) */
+    float *ln1_mean; /* (B*T) */
+    float *ln1_rstd; /* (B*T) */
+    float *qkv;      /* (B*T, 3D) */
+    float *att;      /* (B, H, T, T) */
+    float *atty;     /* (B*T, D) attention output before Wo */
+    float *x1;       /* (B*T, D) */
+    float *ln2;      /* (B*T, D) */
+    float *ln2_mean; /* (B*T) */
+    float *ln2_rstd; /* (B*T) */
+    float *fch;      /* (B*T, F) */
+    float *fch_act;  /* (B*T, F) */
+} hpj_block_cache;
+HPJDEF size_t hpj_block_cache_count(int B, int T, int D, int H, int F);
+HPJDEF void hpj_block_cache_bind(hpj_block_cache *c, float *flat, int B, int T, int D, int H, int F);
+/* Floats of scratch hpj_block_backward needs: B*T*(5D + 2F), plus padding. */
+HPJDEF size_t hpj_block_scratch_count(int B, int T, int D, int H, int F);
+/* out (B*T, D) = block(inp (B*T, D)); fills the cache c. keymask (B,T) and
+   adj (B,T,T) are passed to the attention (either may be NULL). out must
+   not alias inp. */
+HPJDEF void hpj_block_forward(float *out, hpj_block_cache *c, const float *inp, const hpj_block_params *p,
+                              const uint8_t *keymask, const float *adj, int B, int T, int D, int H, int F, int act);
+/* Differentiates the block: dinp (B*T, D) += d(out)/d(inp)^T dout, and the
+   parameter gradients dp (bound like the parameters) += theirs. dinp or dp
+   may be NULL. scratch: hpj_block_scratch_count floats (overwritten). */
+HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *dout, const float *inp,
+                               const hpj_block_params *p, const hpj_block_cache *c, float *scratch,
+                               const uint8_t *keymask, const float *adj, int B, int T, int D, int H, int F, int act);
+
+/* ==== nn: losses ==== */
+
+/* SmoothL1 with threshold beta (torch's Huber-like SmoothL1Loss): per
+   element of pred (n), target (n): d = pred - target, l = 0.5 d^2 / beta if |d| < beta else
+   |d| - 0.5 beta (beta <= 0: l = |d|). Returns scale * sum of l, summed in
+   double over 64 fixed blocks; dpred (n) += scale * dl/dpred if not NULL
+   (sign(d) with sign(0) = 0 outside the quadratic zone). */
+HPJDEF double hpj_smooth_l1(const float *pred, const float *target, float *dpred, size_t n, float beta,
+                            float scale);
+/* Softmax cross-entropy over C classes of logits (N,C) with labels (N):
+   returns scale * sum over rows of
+   logsumexp(logits[i]) - logits[i][labels[i]] (in double); dlogits (N,C) +=
+   scale * (softmax - onehot) if not NULL. Rows whose label is outside
+   0..C-1 (e.g. -1 for "no label") are ignored: no loss, no gradient. */
+HPJDEF double hpj_softmax_xent(const float *logits, const int32_t *labels, float *dlogits, int N, int C, float scale);
+
+/* ==== nn: optimiser, schedules, clipping ==== */
+
+/* One Adam step over n flat parameters p with gradients g and moments m, v
+   (n each, zero before the first step); t is the 1-based step count for
+   the bias corrections. decoupled == 0: torch.optim.Adam (g += wd p before
+   the moments); decoupled == 1: torch.optim.AdamW (p -= lr wd p first).
+   Then m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2,
+   p -= lr/(1-b1^t) m / (sqrt(v)/sqrt(1-b2^t) + eps), as torch computes it. */
+HPJDEF void hpj_adam_step(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
+                          float beta2, float eps, float weight_decay, int decoupled, int64_t t);
+enum { HPJ_SCHED_CONSTANT = 0, HPJ_SCHED_COSINE = 1 };
+/* Learning rate at 0-based step of total steps: for step < warmup a linear
+   ramp base_lr (step+1)/warmup (so it starts from 0 and reaches base_lr at
+   the end of the warmup); then base_lr (constant) or the cosine decay
+   min_lr + (base_lr - min_lr)(1 + cos(pi s/(total - warmup)))/2 with
+   s = step - warmup, which reaches min_lr at step total and stays there. */
+HPJDEF float hpj_lr_at(int schedule, float base_lr, float min_lr, int64_t step, int64_t total, int64_t warmup);
+/* Global L2 norm of g (n) (all gradients in one flat buffer), summed in
+   double over 64 fixed blocks. If
+   max_norm > 0 and the norm exceeds it, g is scaled by max_norm/norm.
+   Returns the norm before clipping (inf/NaN if g holds them, and then g is
+   left unchanged so the caller can detect and report it). */
+HPJDEF double hpj_grad_clip(float *g, size_t n, float max_norm);
+
+/* ==== nn: EMA ==== */
+
+/* target (n) = m target + (1-m) online (n), m = momentum. */
+HPJDEF void hpj_ema_update(float *target, const float *online, size_t n, float momentum);
+/* EMA momentum at 0-based step of total: linear from start (step 0) to end
+   (step total), constant end afterwards; start if total <= 0. */
+HPJDEF float hpj_ema_momentum(float start, float end, int64_t step, int64_t total);
+
+/* ==== nn: initialisers ==== */
+
+/* w (n) ~ U(-bound, bound), drawn in order from r. */
+HPJDEF void hpj_init_uniform(float *w, size_t n, float bound, hpj_rng *r);
+/* w (fan_out, fan_in) ~ U(-a, a), a = gain sqrt(6 / (fan_in + fan_out)). */
+HPJDEF void hpj_init_xavier_uniform(float *w, int fan_out, int fan_in, float gain, hpj_rng *r);
+
+/* ==== config: API ======================================================== */
+
+enum { HPJ_MODE_HP = 0, HPJ_MODE_GRAPH_JEPA = 1 };
+enum { HPJ_OPT_ADAM = 0, HPJ_OPT_ADAMW = 1 };
+enum { HPJ_READOUT_CONCAT = 0, HPJ_READOUT_UNIFORM = 1, HPJ_READOUT_TASK = 2 };
+
+/* Every setting of a model and its training. Keys of the config files
+   (`key = value` lines) are the field names, except where noted. */
+typedef struct hpj_config {
+    int mode;                      /* mode: hp | graph-jepa                          */
+    int L;                         /* number of resolutions (from `resolutions`)      */
+    int32_t K[HPJ_MAX_RES];        /* resolutions: capacities, e.g. 2,4,8,16         */
+    int32_t M[HPJ_MAX_RES];        /* targets: M_l per resolution, e.g. 1,2,3,4      */
+    int dim;                       /* d, token width                                  */
+    int blocks, heads, ffn;        /* Transformer blocks, heads, FFN width (0 = 2d)   */
+    int ffn_act;                   /* ffn_act: relu | gelu                            */
+    int gnn_layers;                /* GINE layers of the patch encoder                */
+    int rw_dim;                    /* d_RW                                            */
+    int rw_reduce;                 /* rw_reduce: max | mean                           */
+    int pred_layers;               /* predictor linear layers (reference: 3)          */
+    int target_adj;                /* 1: target encoder weights attention by patch
+                                      overlap (Graph-JEPA's Hadamard encoder)         */
+    int ema_copy_init;             /* ema_init: copy (1) | independent (0)            */
+    int patch_mixing;              /* 1: patch-mean mixing + copy averaging between
+                                      GNN layers (the reference)                      */
+    float lr, min_lr, weight_decay;
+    int optimizer;                 /* optimizer: adam | adamw                         */
+    int batch_size, epochs;
+    int schedule;                  /* schedule: constant | cosine                     */
+    float warmup;                  /* warmup, in epochs                               */
+    float dropout;                 /* module dropout (GINE branch, predictor hidden)  */
+    float token_dropout;           /* dropout on the context token inputs z + p      */
+    float clip;                    /* max global gradient norm, 0 = off              */
+    float beta;                    /* SmoothL1 beta                                   */
+    float ema_start, ema_end;      /* EMA momentum ramp over all optimizer steps      */
+    float edge_drop;               /* re-partitioning edge-drop rate (training)       */
+    int repartition;               /* re-partition training graphs every epoch        */
+    float target_clamp;            /* guard: clamp m(u) to [-c, c]; 0 = stop on
+                                      overflow with an error                          */
+    int part_method;               /* partition: kway | rb                            */
+    int node_vocab, edge_vocab;    /* minimum one-hot widths (ZINC: 28, 4)            */
+    int node_attr;                 /* 1: append node attributes to the input          */
+    int readout;                   /* readout: concat | uniform | task                */
+    float lambda_unif;             /* uniform share of the task weighting             */
+    float probe_alpha;             /* probe penalty (DESIGN.md definition)            */
+    uint64_t seed;
+    int threads;                   /* 0 = OpenMP default                              */
+} hpj_config;
+
+HPJDEF void hpj_config_default(hpj_config *c);
+/* Sets one key from its text value; HPJ_ERR_INPUT names the key and value. */
+HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *value);
+/* Parses `key = value` lines (# comments); name is used in messages. */
+HPJDEF hpj_status hpj_config_parse(hpj_config *c, const char *text, size_t len, const char *name);
+#ifndef HPJ_NO_STDIO
+HPJDEF hpj_status hpj_config_load(hpj_config *c, const char *path);
+#endif
+/* Checks ranges and consistency (resolution list vs targets, heads | dim). */
+HPJDEF hpj_status hpj_config_check(const hpj_config *c);
+#ifndef HPJ_NO_STDIO
+/* Writes the config as `key = value` lines; returns the length (as snprintf).
+   Not in HPJ_NO_STDIO builds (it formats floats with snprintf). */
+HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap);
+#endif
+
+/* ==== model: API ========================================================== */
+
+#define HPJ_MAX_GNN 16
+#define HPJ_MAX_BLOCKS 64
+#define HPJ_MAX_PRED 8
+
+/* Parameters of one GINE layer of the patch encoder (reference block):
+   h' = Wout (h + ReLU(BN2(W2 ReLU(BN1(W1 agg))))) + bout,
+   agg = (1+eps) h_i + sum_j ReLU(h_j + e_ji); layers > 0 first mix in the
+   patch mean through ReLU(BNu(Wu mean)) and average node copies. */
+typedef struct hpj_gnn_params {
+    float *eps;             /* (1)                                          */
+    float *W1;              /* (D, D) no bias                               */
+    float *bn1_g, *bn1_b;   /* (D)                                          */
+    float *W2;              /* (D, D) no bias                               */
+    float *bn2_g, *bn2_b;   /* (D)                                          */
+    float *Wout, *bout;     /* (D, D), (D)                                  */
+    float *Wu;              /* (D, D) no bias; NULL for layer 0 / no mixing */
+    float *bnu_g, *bnu_b;   /* (D)                                          */
+} hpj_gnn_params;
+
+/* Views of every trainable tensor into one flat buffer (params, grads and
+   the Adam moments share this layout). The online encoder's blocks come
+   last so the EMA copy is one contiguous range. */
+typedef struct hpj_params {
+    float *node_W, *node_b;         /* (D, F), (D) node input encoder       */
+    float *edge_W, *edge_b;         /* (D, Fe), (D) edge input encoder      */
+    hpj_gnn_params gnn[HPJ_MAX_GNN];
+    float *pe_W, *pe_g, *pe_b;      /* (D, R) no bias, BN (D), (D)          */
+    float *pred_W[HPJ_MAX_PRED];    /* (D, D) hidden layers, (2, D) last    */
+    float *pred_b[HPJ_MAX_PRED];    /* (D) hidden, (2) last                 */
+    hpj_block_params blk[HPJ_MAX_BLOCKS]; /* online token encoder f_theta   */
+} hpj_params;
+
+/* BatchNorm running statistics (saved in checkpoints, not trained). */
+typedef struct hpj_bn_stats {
+    float *bn1_m[HPJ_MAX_GNN], *bn1_v[HPJ_MAX_GNN]; /* (D) each */
+    float *bn2_m[HPJ_MAX_GNN], *bn2_v[HPJ_MAX_GNN];
+    float *bnu_m[HPJ_MAX_GNN], *bnu_v[HPJ_MAX_GNN];
+    float *pe_m, *pe_v;
+} hpj_bn_stats;
+
+typedef struct hpj_model {
+    hpj_config cfg;
+    int D, F, Fe, R, Fh, H;         /* width, node/edge input, d_RW, FFN, heads */
+    /* input encoding (fixed by the dataset the model was made for) */
+    int node_onehot;                /* one-hot width of node labels (0: none) */
+    int32_t node_label_min;
+    int node_attr_dim;              /* node attributes appended (0: none)     */
+    int edge_onehot;                /* one-hot width of edge labels (0: none) */
+    int32_t edge_label_min;
+    size_t num_params, enc_offset, enc_count, num_stats;
+    float *mem;                     /* params | grads | adam_m | adam_v       */
+    float *params, *grads, *adam_m, *adam_v; /* (num_params) each           */
+    float *ema;                     /* (enc_count) EMA target encoder         */
+    float *stats;                   /* (num_stats) BN running statistics      */
+    hpj_params p, g;                /* views of params and grads              */
+    hpj_block_params tgt[HPJ_MAX_BLOCKS]; /* views of ema                    */
+    hpj_bn_stats bn;
+    int64_t step;                   /* optimizer steps taken                  */
+    int64_t epoch;                  /* epochs completed                       */
+} hpj_model;
+
+/* Creates a model for a dataset's input encoding (node/edge label ranges,
+   attributes) with freshly initialised parameters (seed from cfg). */
+HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_dataset *ds);
+HPJDEF void hpj_model_free(hpj_model *m);
+
+/* Progress report handed to a callback during pretraining. */
+typedef struct hpj_progress {
+    int epoch, epochs;             /* 0-based epoch, total                    */
+    int64_t step, total_steps;     /* optimizer steps done / planned          */
+    int batch, batches;            /* batch within the epoch                  */
+    double loss[HPJ_MAX_RES];      /* running mean loss per resolution (epoch) */
+    int64_t loss_count[HPJ_MAX_RES];
+    int64_t graphs_done;           /* graphs processed in this epoch          */
+    int epoch_done;                /* 1 on the last call of an epoch          */
+    /* (the library keeps no clock: the callback times what it needs)    */
+} hpj_progress;
+typedef void (*hpj_progress_fn)(void *user, const hpj_progress *p);
+
+/* Per-resolution JEPA pretraining on the graphs `train` (count n_train):
+   cfg.epochs epochs; for every minibatch and l = 1..L one optimizer step on
+   L_l(B) when B_l is non-empty, then one EMA update. progress may be NULL.
+   max_steps > 0 stops after that many optimizer steps (benchmarks).
+   HPJ_ERR_NUMERIC names the epoch, step and resolution of an inf/NaN. */
+HPJDEF hpj_status hpj_pretrain(hpj_model *m, const hpj_dataset *ds, const int32_t *train, int32_t n_train,
+                               int64_t max_steps, hpj_progress_fn progress, void *user);
+
+/* Per-resolution embeddings h^(l) from the frozen EMA encoder: out is
+   (n, L, D) (zeros where a resolution is inactive). */
+HPJDEF hpj_status hpj_embed(const hpj_model *m, const hpj_dataset *ds, const int32_t *graphs, int32_t n, float *out);
+/* Combines per-resolution embeddings H (n, L, D) into out: concat (n, L*D)
+   or uniform mean (n, D) (inactive slots count as zeros). */
+HPJDEF void hpj_readout(const float *H, int n, int L, int D, int readout, float *out);
+
+/* One training loss evaluation + gradient for tests: runs the step of
+   resolution l on the batch `graphs` with the current parameters, without
+   updating parameters, EMA or BN statistics; grads are overwritten.
+   targets (n * max M * 2 floats, may be NULL) receives the targets
+   Phi(u); with reuse_targets = 1 they are read from it instead, which makes
+   the stop-gradient explicit for finite-difference checks. */
+HPJDEF hpj_status hpj_model_loss(hpj_model *m, const hpj_dataset *ds, const int32_t *graphs, int32_t n, int l,
+                                 uint64_t sample_seed, float *targets, int reuse_targets, double *loss);
+
+/* GEMM flops of the last hpj_pretrain (forward + backward + target), for
+   throughput reports. */
+HPJDEF double hpj_model_last_flops(void);
+
+
+/* ==== probe: linear probes, stratified folds, resolution weighting ======
+
+   Frozen embeddings are evaluated with linear probes:
+     ridge     minimises ||Y - X W^T - 1 b^T||_F^2 + alpha ||W||_F^2
+               (sklearn Ridge(alpha)), targets Y (n, t);
+     logreg    minimises sum_i -log softmax(W x_i + b)[y_i] + alpha/2 ||W||_F^2
+               (sklearn LogisticRegression(C = 1/alpha)), labels 0..C-1.
+   Intercepts are never penalised. With standardize = 1 the penalty applies
+   to the weights of the z-scored features (what a StandardScaler pipeline
+   fits); the returned model always acts on the ORIGINAL features.
+
+   Numerics (details at each function):
+     - features stay float; every sum that enters a result is taken in
+       double (the float Gram matrix of ridge only preconditions);
+     - ridge forms the Gram matrix in float with a symmetric (SYRK) kernel
+       (AVX-512, else AVX2 + FMA, else portable C: chosen at compile time
+       from the target flags), factors it in float and then refines the solution
+       by preconditioned conjugate gradients on the EXACT system, applied in
+       double through X (mixed-precision refinement in the spirit of
+       LAPACK's dsposv), so the answer is as accurate as a double Cholesky
+       solve; if refinement cannot converge it falls back to a double Gram
+       + double Cholesky;
+     - logreg runs L-BFGS on the centred (and optionally scaled) problem;
+       one pass over X computes the loss and the gradient together, and
+       the line search along a direction costs no extra pass (the scores
+       are linear in the step length);
+     - all parallel loops write disjoint outputs; every reduction over
+       samples runs over a fixed number of row blocks combined in block
+       order, so results are bit-identical for any OpenMP thread count
+       (builds for different instruction sets may differ in the last bits:
+       the vector kernels use fused multiply-adds). Loops too small to pay
+       for a parallel region (HPJ__PB_PAR flops) run on one thread.
+
+   Task-specific resolution weighting (paper section 3.3): see
+   hpj_resweight_fit for every choice the paper leaves open. */
+
+/* Precision of the ridge solve. */
+typedef enum hpj_probe_precision {
+    HPJ_PROBE_MIXED = 0, /* float Gram/Cholesky + double refinement (default) */
+    HPJ_PROBE_DOUBLE = 1 /* double Gram and double Cholesky (slower)          */
+} hpj_probe_precision;
+
+typedef struct hpj_probe_options {
+    double alpha;    /* penalty as in ../DESIGN.md (>= 0); default 1.0           */
+    int standardize; /* 1: z-score features with the training mean and
+                        population std (std 0 -> 1) before fitting; default 0    */
+    double tol;      /* logreg: stop when ||grad||_inf <= tol * max(1, ||grad_0||_inf),
+                        grad_0 = the gradient at W = 0, b = 0, both of the
+                        internal centred problem (so tol is relative to the
+                        scale of the problem); default 1e-6                       */
+    int max_iter;    /* logreg: L-BFGS iteration cap; default 1000                */
+    int precision;   /* ridge: hpj_probe_precision; default HPJ_PROBE_MIXED       */
+} hpj_probe_options;
+
+/* Fills the defaults above. */
+HPJDEF void hpj_probe_options_default(hpj_probe_options *o);
+
+/* What both probes produce: scores = W x + b. */
+typedef struct hpj_linear_model {
+    int d, c;         /* features, outputs (classes or targets)                 */
+    float *W;         /* (c, d) in the ORIGINAL feature space                   */
+    float *b;         /* (c)                                                    */
+    int iters;        /* L-BFGS iterations (logreg) or refinement steps (ridge) */
+    double grad_norm; /* logreg: final ||grad||_inf of the internal problem;
+                         ridge: largest relative residual of the solve          */
+} hpj_linear_model;
+
+/* Frees W and b and zeroes the struct (NULL or a zeroed model is fine). */
+HPJDEF void hpj_linear_model_free(hpj_linear_model *m);
+
+/* Ridge regression of targets Y (n, t) on X (n, d): minimises
+   ||Y - X W^T - 1 b^T||^2 + alpha ||W||^2 with b unpenalised (X and Y are
+   centred with their training means, b = mean(Y) - W mean(X)). Uses the
+   primal d x d system when d <= n and the dual n x n system (W = X_c^T A,
+   (X_c X_c^T + alpha I) A = Y_c) when d > n, as sklearn does. o may be NULL
+   (defaults). At most 64 targets per call.
+   Precision (o->precision): HPJ_PROBE_MIXED forms the Gram matrix and its
+   Cholesky factor in float, then runs preconditioned conjugate gradients
+   on the exact system (applied through X in double) until the residual is
+   at the rounding level of a double solve (backward error eps ||A||_F^2
+   with eps = 1e-15 sqrt(n + d)); if the float factor breaks down it is
+   retried with a diagonal shift, and if refinement still cannot converge
+   in 30 steps (condition numbers beyond ~1e7) the double path below takes
+   over. HPJ_PROBE_DOUBLE (and alpha = 0) forms the Gram matrix and its
+   factor in double. alpha = 0 fails with HPJ_ERR_NUMERIC when the system is
+   singular to double precision (a pivot below 1e-14 of its diagonal).
+   out->iters = refinement steps, out->grad_norm = worst relative residual
+   ||r|| / ||rhs|| of the final solution. Memory: one m x m float (mixed)
+   or double Gram matrix, m = min(n, d), plus O((n + d) t) doubles.
+   Errors: HPJ_ERR_INPUT (NULL pointers, n, d or t < 1, t > 64, bad
+   options), HPJ_ERR_NUMERIC (NaN/inf in X or Y, singular system),
+   HPJ_ERR_NOMEM. On failure *out is zeroed. */
+HPJDEF hpj_status hpj_ridge_fit(const float *X /*(n, d)*/, const float *Y /*(n, t)*/, int n, int d, int t,
+                                const hpj_probe_options *o, hpj_linear_model *out);
+
+/* Multinomial L2 logistic regression with C >= 2 classes (labels y in
+   0..C-1): minimises sum_i -log softmax(W x_i + b)[y_i] + alpha/2 ||W||^2.
+   For C == 2 it fits the equivalent binary model (one weight vector w,
+   bias b0, penalty alpha/2 ||w||^2, as sklearn does) and returns it as
+   the two rows W = [-w/2; w/2], b = [-b0/2; b0/2], so softmax(W x + b)
+   gives the binary probabilities. L-BFGS (10 pairs, strong Wolfe line
+   search) runs on the centred features (and scaled ones with standardize),
+   which changes the parametrisation, not the optimum, until the gradient
+   test of o->tol or o->max_iter iterations (out->iters says which; hitting
+   the cap is not an error: check out->grad_norm). With alpha > 0 the
+   optimum is finite, so separable data terminates. A class absent from y
+   gets an intercept that drifts to -inf until the gradient test stops it.
+   Errors: HPJ_ERR_INPUT (NULL pointers, n or d < 1, C < 2, a label outside
+   0..C-1, bad options), HPJ_ERR_NUMERIC (NaN/inf in X, or the objective
+   became non-finite), HPJ_ERR_NOMEM. On failure *out is zeroed. */
+HPJDEF hpj_status hpj_logreg_fit(const float *X /*(n, d)*/, const int32_t *y /*(n)*/, int n, int d, int C,
+                                 const hpj_probe_options *o, hpj_linear_model *out);
+
+/* scores (n, m->c) = X W^T + b, summed in double. Parallel over rows. */
+HPJDEF void hpj_linear_model_predict(const hpj_linear_model *m, const float *X /*(n, m->d)*/, int n,
+                                     float *scores /*(n, m->c)*/);
+/* Fraction of rows whose argmax score equals y (0 when n < 1). */
+HPJDEF double hpj_linear_model_accuracy(const hpj_linear_model *m, const float *X /*(n, m->d)*/,
+                                        const int32_t *y /*(n)*/, int n);
+/* Index of the largest of s[0..c-1]; the first on ties; NaNs never win
+   (0 if all are NaN or c < 1). */
+HPJDEF int32_t hpj_argmax_row(const float *s /*(c)*/, int c);
+
+/* Stratified k-fold assignment: fold[i] in 0..k-1. Each class's members are
+   shuffled with a stream of the seed (hpj_rng_stream(seed, 0, class)) and
+   dealt round-robin, continuing where the previous class stopped, so every
+   fold holds floor or ceil of n_c/k members of class c and the fold sizes
+   differ by at most one. Errors: HPJ_ERR_INPUT if y or fold is NULL, C < 1,
+   k < 2, k > n, or a label is outside 0..C-1 (fold untouched then). */
+HPJDEF hpj_status hpj_stratified_folds(const int32_t *y /*(n)*/, int n, int C, int k, uint64_t seed,
+                                       int32_t *fold /*(n)*/);
+
+/* ---- task-specific resolution weighting (paper section 3.3) ----
+   H (n, L, D) holds per-resolution embeddings h^(l) of n graphs (zeros for
+   inactive resolutions). The weights are
+       omega = (1 - lambda) softmax(b) + lambda / L      over all L slots
+   (no renormalisation over the active ones) and h_task = sum_l omega_l h^(l).
+
+   How b is learned (the paper leaves this open; our choices):
+     - only the n rows passed in are used (pass the training split). They
+       are split into an inner training part and an inner validation part:
+       classification: fold 0 of hpj_stratified_folds(y, n, C,
+       min(5, n), seed') is the validation part (20 %, stratified);
+       regression: a seeded random 20 % (at least one row each); seed' is
+       a splitmix64 hash of seed, so the split differs from the outer
+       folds drawn with the same seed.
+     - b is learned JOINTLY with a linear head on the UNSMOOTHED mixture
+       softmax(b), minimising the probe's own objective on the inner
+       training rows: sum of losses + the probe penalty on the head
+       weights (binary logistic for C == 2, softmax for C > 2: alpha/2
+       ||W||^2; squared error for regression: alpha ||W||^2); b and the
+       head's bias are unpenalised. Features are centred per resolution
+       with inner-training means (and scaled by the std of the uniform
+       mixture when o->standardize), so a mixture change never moves the
+       intercept's job onto b.
+     - optimiser: L-BFGS (10 pairs, backtracking Armijo line search) in
+       two phases. Phase 0 fits the head alone on the uniform mixture
+       (b = 0 frozen) to the o->tol gradient test, so that the joint phase
+       starts from the uniform readout with its own fitted probe (a
+       meaningful baseline rather than an untrained head). Phase 1 then
+       optimises b and the head jointly for at most HPJ_RESWEIGHT_ITERS
+       iterations ("epochs" of full-batch training), stopping earlier at
+       the gradient test or when the validation loss has not improved for
+       HPJ_RESWEIGHT_PATIENCE iterations.
+     - checkpoint: at the start of phase 1 and after each of its
+       iterations the mean validation loss (cross-entropy or squared
+       error) of the current (b, head) is computed; the b with the lowest
+       one wins (the earliest on ties), so b = 0 (uniform) is kept unless a
+       learned mixture generalises better than the uniform one.
+     - then the uniform smoothing is applied to softmax(b); the final probe
+       (the caller's hpj_logreg_fit / hpj_ridge_fit on hpj_resweight_apply's
+       h_task of the whole training split) is fitted afterwards.
+     - lambda = 1 (or L = 1) returns exactly 1/L without training.
+   C >= 2 with labels y (yreg unused) is classification; C == 0 with
+   targets yreg (n) (y unused) is regression.
+   Errors: HPJ_ERR_INPUT (NULL pointers, n < 2, L or D < 1, lambda outside
+   [0, 1], C == 1 or C < 0, labels outside 0..C-1, bad options),
+   HPJ_ERR_NUMERIC (NaN/inf in H or yreg), HPJ_ERR_NOMEM. On failure omega
+   is untouched. */
+#ifndef HPJ_RESWEIGHT_ITERS
+#define HPJ_RESWEIGHT_ITERS 100   /* L-BFGS iterations at most          */
+#endif
+#ifndef HPJ_RESWEIGHT_PATIENCE
+#define HPJ_RESWEIGHT_PATIENCE 20 /* stop after this many without a better validation loss */
+#endif
+typedef struct hpj_resweight_info {
+    int n_train, n_val;   /* sizes of the inner split                             */
+    int iters;            /* joint (phase 1) L-BFGS iterations run                */
+    int best_iter;        /* joint iteration of the chosen checkpoint (0 = uniform) */
+    double val_loss_best; /* mean validation loss at the checkpoint               */
+    double val_loss_last; /* mean validation loss after the last iteration        */
+} hpj_resweight_info;
+
+HPJDEF hpj_status hpj_resweight_fit(const float *H /*(n, L, D)*/, int n, int L, int D, const int32_t *y /*(n)*/,
+                                    const float *yreg /*(n)*/, int C, float lambda, uint64_t seed,
+                                    const hpj_probe_options *o, float *omega /*(L)*/);
+/* Same, also returning the chosen logits b (L) and the run's details;
+   logits and info may be NULL. */
+HPJDEF hpj_status hpj_resweight_fit_ex(const float *H /*(n, L, D)*/, int n, int L, int D, const int32_t *y /*(n)*/,
+                                       const float *yreg /*(n)*/, int C, float lambda, uint64_t seed,
+                                       const hpj_probe_options *o, float *omega /*(L)*/, float *logits /*(L)*/,
+                                       hpj_resweight_info *info);
+/* out (n, D) = sum_l omega_l H[:, l, :], summed in double in slot order. */
+HPJDEF void hpj_resweight_apply(float *out /*(n, D)*/, const float *H /*(n, L, D)*/, const float *omega /*(L)*/,
+                                int n, int L, int D);
+
+/* ==== checkpoints: API ===================================================== */
+
+/* Checkpoint format (little-endian), version 1:
+     "HPJEPA\r\n" magic (8 bytes) | u32 version | u32 flags (1: optimizer state)
+     | u32 config text length | config text (`key = value` lines)
+     | 8 x i32 input encoding (F, Fe, node_onehot, node_label_min,
+       node_attr_dim, edge_onehot, edge_label_min, reserved 0)
+     | 5 x u64 (num_params, enc_count, num_stats, step, epoch)
+     | f32 params | f32 EMA encoder | f32 BN running statistics
+     | [f32 Adam m | f32 Adam v] | u32 CRC-32 of every byte before it.
+   Written to a temporary file and renamed into place. */
+#define HPJ_CKPT_VERSION 1
+HPJDEF uint32_t hpj_crc32(const void *data, size_t len);
+#ifndef HPJ_NO_STDIO
+/* Serialises into a malloc'd buffer (free with hpj_free_buffer); needs the
+   config formatter, so it is not in HPJ_NO_STDIO builds (deserialising is). */
+HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, unsigned char **buf, size_t *len);
+#endif
+/* Rebuilds a model from a buffer; every field is validated (magic, version,
+   sizes, CRC, config) and a bad buffer is rejected with the reason. */
+HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *buf, size_t len, const char *name);
+HPJDEF void hpj_free_buffer(void *p);
+#ifndef HPJ_NO_STDIO
+HPJDEF hpj_status hpj_model_save(const hpj_model *m, const char *path, int with_optimizer);
+HPJDEF hpj_status hpj_model_load(hpj_model *m, const char *path);
+#endif
+
 /* ==== end of API ======================================================== */
 #endif /* HPJEPA_H_INCLUDED */
 
@@ -344,7 +1299,7 @@ HPJDEF hpj_graph hpj_dataset_graph(const hpj_dataset *ds, int32_t g);
 #define HPJ__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define HPJ__MAX(a, b) ((a) > (b) ? (a) : (b))
 
-/* ==== 1. status & errors ================================================ */
+/* ==== status & errors ================================================ */
 
 #define HPJ__ERRLEN 512
 static HPJ__TLS char hpj__errbuf[HPJ__ERRLEN];
@@ -422,7 +1377,7 @@ static void hpj__free(void *p) {
     if (p) HPJ_FREE(NULL, p);
 }
 
-/* ==== 2. rng ============================================================ */
+/* ==== rng ============================================================ */
 
 HPJDEF uint64_t hpj_splitmix64(uint64_t *state) {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
@@ -507,7 +1462,7 @@ HPJDEF void hpj_rng_shuffle_i32(hpj_rng *r, int32_t *a, int32_t n) {
     }
 }
 
-/* ==== 3. arena ========================================================== */
+/* ==== arena ========================================================== */
 
 HPJDEF size_t hpj_arena_need(size_t count, size_t size) {
     size_t b;
@@ -592,7 +1547,7 @@ HPJDEF void hpj_arena_reset(hpj_arena *a, size_t mark) {
     a->used = mark;
 }
 
-/* ==== 4. graph: CSR construction and checks ============================= */
+/* ==== graph: CSR construction and checks ============================= */
 
 HPJDEF void hpj_graph_owned_free(hpj_graph_owned *g) {
     hpj__free(g->mem);
@@ -738,7 +1693,7 @@ nomem:
     return HPJ_ERR_NOMEM;
 }
 
-/* ==== 4. graph: text scanning =========================================== */
+/* ==== graph: text scanning =========================================== */
 
 /* A cursor over one in-memory text file. The scanner never reads past
    len, counts physical lines for messages and treats ',' like a blank. */
@@ -1020,7 +1975,7 @@ static void hpj__buf_int(hpj__buf *b, int64_t v, char sep) {
     hpj__buf_put(b, out, (size_t)n);
 }
 
-/* ==== 4. graph: METIS format ============================================ */
+/* ==== graph: METIS format ============================================ */
 
 /* Skips '%' comment lines and blank lines? gpmetis skips comment lines but
    treats an empty line as a vertex without neighbours, so only comments
@@ -1262,7 +2217,7 @@ HPJDEF hpj_status hpj_graph_write_metis(const char *path, const hpj_graph *g) {
 }
 #endif
 
-/* ==== 4. graph: TUDataset reader ======================================== */
+/* ==== graph: TUDataset reader ======================================== */
 
 static const char *const hpj__tu_suffixes[HPJ_TU_NUM_FILES] = {
     "A", "graph_indicator", "graph_labels", "graph_attributes", "node_labels",
@@ -1370,7 +2325,7 @@ static hpj_status hpj__tu_int_rows(const char *text, size_t len, const char *fil
     int32_t lo = INT32_MAX, hi = INT32_MIN;
     hpj__scan_init(&s, text, len, file);
     while (hpj__scan_content_line(&s)) {
-        int32_t v;
+        int32_t v = 0;
         if (r >= rows)
             return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: more lines than the %lld %s", file, (long long)s.line,
                              (long long)rows, rows_of);
@@ -1702,6 +2657,8001 @@ HPJDEF hpj_status hpj_dataset_load_tu(const char *dir, hpj_dataset *out) {
     st = hpj_dataset_parse_tu(&files, out);
 done:
     for (f = 0; f < HPJ_TU_NUM_FILES; ++f) hpj__free(buf[f]);
+    return st;
+}
+#endif
+
+/* ==== partition: implementation ==== */
+
+/* Tuning constants (METIS 5 uses the same values where it has one). */
+#define HPJ__PART_MAXLEVELS 128      /* coarsening levels at most            */
+#define HPJ__PART_SHRINK 0.85        /* stop when a level keeps > 85 % of n  */
+#define HPJ__PART_BIS_COARSEN_TO 20  /* bisection: coarsen to ~20 vertices   */
+#define HPJ__PART_BIS_DIRECT 100     /* ... or not at all up to 100 vertices */
+#define HPJ__PART_BIS_TRIALS 6       /* initial bisection trials (rb method) */
+#define HPJ__PART_KWAY_TRIALS 3      /* ... k-way's on dataset-sized graphs  */
+#define HPJ__PART_SMALL_GRAPH 5000   /* "dataset-sized": the fast path        */
+#define HPJ__PART_KWAY_PER_PART 30   /* k-way: coarsen to max(30 k, ...)     */
+#define HPJ__PART_KWAY_DIV 20        /* ... n / (20 log2 k))                 */
+#define HPJ__PART_MAXVW 1.5          /* coarse vertex weight cap x W / target */
+#define HPJ__PART_2HOP 0.10          /* 2-hop pairing when > 10 % unmatched  */
+#define HPJ__PART_2HOP_MAXDEG 64     /* ... of vertices with degree <= 64    */
+#define HPJ__PART_FM_MIN 15          /* FM stops after max(15, n / 100) ...  */
+#define HPJ__PART_FM_MAX 100         /* ... (at most 100) moves without gain */
+#define HPJ__PART_MAX_EWGT 1073741823 /* total edge weight limit (2^30 - 1)  */
+#define HPJ__PART_HASH 2048          /* contraction hash slots (power of 2)  */
+
+/* ==== partition: graph levels ==== */
+
+/* One graph of the hierarchy. Unlike hpj_graph every weight array is
+   present, adjacency lists need not be sorted, and wdeg caches the
+   weighted degree. Arrays live in `mem` (NULL when borrowed). */
+typedef struct hpj__pg {
+    int32_t n, nnz;
+    int32_t *xadj; /* (n+1)                                        */
+    int32_t *adj;  /* (E)                                          */
+    int32_t *adjw; /* (E)                                          */
+    int32_t *vw;   /* (n)                                          */
+    int32_t *wdeg; /* (n) summed adjw of each vertex               */
+    int32_t *cmap; /* (n) coarse vertex of each vertex (scratch)   */
+    int32_t *ids;  /* (n) vertex of the caller's graph, NULL = id  */
+    int64_t tvw;   /* total vertex weight                          */
+    int eqw;       /* all edge weights equal: random matching      */
+    int coarse;    /* made by contraction (or split from such)     */
+    void *mem;
+} hpj__pg;
+
+/* Validated options. */
+typedef struct hpj__pctrl {
+    int method;
+    double imb;
+    int32_t ncuts, niter, ntrials;
+    uint64_t seed;
+} hpj__pctrl;
+
+/* An indexed binary max-heap of vertices keyed by an int32 gain. pos is
+   shared by the two heaps of a bisection (a vertex sits in at most one). */
+typedef struct hpj__heap {
+    int32_t n;
+    int32_t *v;   /* (N) */
+    int32_t *key; /* (N) */
+    int32_t *pos; /* (N) slot of each vertex or -1 */
+} hpj__heap;
+
+/* Scratch of one partitioning call, sized for its largest graph (n0
+   vertices) and k parts; every level and subgraph reuses it. */
+typedef struct hpj__pws {
+    int32_t n0, k;
+    int32_t *htab;   /* (n0) -1 between uses: slots while contracting  */
+    int32_t *hkey;   /* (HPJ__PART_HASH) -1 between uses: hashed slots */
+    int32_t *match;  /* (n0)                                           */
+    int32_t *perm;   /* (n0)                                           */
+    int32_t *tmp;    /* (n0)                                           */
+    int32_t *ed;     /* (n0) external degree at the current level      */
+    int32_t *edc;    /* (n0) external degree of the coarser level      */
+    int32_t *bnd;    /* (n0) boundary vertices                         */
+    int32_t *bpos;   /* (n0) index in bnd or -1                        */
+    int32_t *hpos;   /* (n0) heap slot or -1 between uses              */
+    int32_t *hv[2];  /* (n0) heap vertices                             */
+    int32_t *hk[2];  /* (n0) heap keys                                 */
+    int32_t *mark;   /* (n0) pass stamps (locked vertices)             */
+    int32_t *swaps;  /* (n0) FM move log                               */
+    int32_t stamp;
+    int64_t *pw;     /* (K) part weights                               */
+    int32_t *cnt;    /* (K) vertices per part                          */
+    int32_t *conn;   /* (K) 0 between uses: connectivity to each part  */
+    int32_t *touched; /* (K)                                           */
+    hpj__pctrl ctl;
+    uint64_t runseed;
+    int64_t maxpart;  /* balance bound of the final parts              */
+    double ub;        /* per-bisection tolerance of recursive bisection */
+    hpj_part_work *work; /* where every block of the call comes from    */
+    int32_t bis_trials; /* initial bisection trials unless ctl.ntrials   */
+    void *mem;
+} hpj__pws;
+
+/* ==== partition: workspace (reusable scratch blocks) ==== */
+
+/* hpj_part_work caches the blocks one partitioning call frees, so the
+   next call of a similar size takes them back instead of calling
+   HPJ_MALLOC: a dataset of thousands of small graphs allocates only on
+   its first few graphs. A block starts with a 64-byte header holding its
+   payload size. Which blocks a call gets never changes its result. */
+#define HPJ__PW_SLOTS 48  /* cached blocks at most           */
+#define HPJ__PW_HEAD 64   /* header bytes before the payload */
+struct hpj_part_work {
+    unsigned char *blk[HPJ__PW_SLOTS]; /* cached free blocks (header start) */
+    size_t cap[HPJ__PW_SLOTS];         /* their payload bytes               */
+    int nblk;
+};
+
+static void *hpj__pw_alloc(hpj_part_work *pw, size_t bytes, const char *what) {
+    int i, best = -1;
+    size_t need, total;
+    unsigned char *b;
+    if (bytes == 0) bytes = 1;
+    for (i = 0; i < pw->nblk; ++i) /* best fit among the cached blocks */
+        if (pw->cap[i] >= bytes && (best < 0 || pw->cap[i] < pw->cap[best])) best = i;
+    if (best >= 0) {
+        b = pw->blk[best];
+        pw->blk[best] = pw->blk[--pw->nblk];
+        pw->cap[best] = pw->cap[pw->nblk];
+        return b + HPJ__PW_HEAD;
+    }
+    /* 1/8 headroom so the next, slightly larger graph fits the same block */
+    need = bytes + bytes / 8;
+    need = (need + 63) & ~(size_t)63;
+    if (need < bytes || hpj__add_size(need, HPJ__PW_HEAD, &total)) {
+        hpj__fail(HPJ_ERR_NOMEM, "%s: size overflow (%zu bytes)", what, bytes);
+        return NULL;
+    }
+    b = (unsigned char *)hpj__alloc(total, what);
+    if (!b) return NULL;
+    memcpy(b, &need, sizeof need);
+    return b + HPJ__PW_HEAD;
+}
+
+static void hpj__pw_release(hpj_part_work *pw, void *p) {
+    unsigned char *b;
+    size_t cap;
+    int i, small = 0;
+    if (!p) return;
+    b = (unsigned char *)p - HPJ__PW_HEAD;
+    memcpy(&cap, b, sizeof cap);
+    if (pw->nblk < HPJ__PW_SLOTS) {
+        pw->blk[pw->nblk] = b;
+        pw->cap[pw->nblk++] = cap;
+        return;
+    }
+    for (i = 1; i < pw->nblk; ++i) /* full: keep the larger blocks */
+        if (pw->cap[i] < pw->cap[small]) small = i;
+    if (pw->cap[small] < cap) {
+        hpj__free(pw->blk[small]);
+        pw->blk[small] = b;
+        pw->cap[small] = cap;
+    } else {
+        hpj__free(b);
+    }
+}
+
+HPJDEF hpj_part_work *hpj_part_work_new(void) {
+    return (hpj_part_work *)hpj__calloc(1, sizeof(hpj_part_work), "part_work_new");
+}
+
+HPJDEF void hpj_part_work_free(hpj_part_work *w) {
+    int i;
+    if (!w) return;
+    for (i = 0; i < w->nblk; ++i) hpj__free(w->blk[i]);
+    hpj__free(w);
+}
+
+static void hpj__pg_free(hpj_part_work *pw, hpj__pg *g) {
+    hpj__pw_release(pw, g->mem);
+    g->mem = NULL;
+}
+
+/* Carves `count` int32 arrays of the given lengths out of one block. */
+static void *hpj__part_block(hpj_part_work *pw, int32_t **arr[], const size_t *len, int count, const char *what) {
+    size_t total = 0, off = 0, b;
+    int i;
+    unsigned char *mem;
+    for (i = 0; i < count; ++i) {
+        if (hpj__mul_size(len[i], sizeof(int32_t), &b) || hpj__add_size(total, b, &total)) {
+            hpj__fail(HPJ_ERR_NOMEM, "%s: size overflow", what);
+            return NULL;
+        }
+    }
+    mem = (unsigned char *)hpj__pw_alloc(pw, total, what);
+    if (!mem) return NULL;
+    for (i = 0; i < count; ++i) {
+        *arr[i] = (int32_t *)(mem + off);
+        off += len[i] * sizeof(int32_t);
+    }
+    return mem;
+}
+
+/* ---- indexed max-heap ---- */
+
+static void hpj__hp_up(hpj__heap *h, int32_t i) {
+    int32_t v = h->v[i], key = h->key[i];
+    while (i > 0) {
+        int32_t p = (i - 1) >> 1;
+        if (h->key[p] >= key) break;
+        h->v[i] = h->v[p];
+        h->key[i] = h->key[p];
+        h->pos[h->v[i]] = i;
+        i = p;
+    }
+    h->v[i] = v;
+    h->key[i] = key;
+    h->pos[v] = i;
+}
+
+static void hpj__hp_down(hpj__heap *h, int32_t i) {
+    int32_t v = h->v[i], key = h->key[i], n = h->n;
+    for (;;) {
+        int32_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && h->key[c + 1] > h->key[c]) ++c;
+        if (h->key[c] <= key) break;
+        h->v[i] = h->v[c];
+        h->key[i] = h->key[c];
+        h->pos[h->v[i]] = i;
+        i = c;
+    }
+    h->v[i] = v;
+    h->key[i] = key;
+    h->pos[v] = i;
+}
+
+static void hpj__hp_push(hpj__heap *h, int32_t v, int32_t key) {
+    int32_t i = h->n++;
+    h->v[i] = v;
+    h->key[i] = key;
+    hpj__hp_up(h, i);
+}
+
+static int32_t hpj__hp_pop(hpj__heap *h) {
+    int32_t top = h->v[0];
+    h->pos[top] = -1;
+    if (--h->n > 0) {
+        h->v[0] = h->v[h->n];
+        h->key[0] = h->key[h->n];
+        hpj__hp_down(h, 0);
+    }
+    return top;
+}
+
+static void hpj__hp_update(hpj__heap *h, int32_t v, int32_t key) {
+    int32_t i = h->pos[v], old = h->key[i];
+    h->key[i] = key;
+    if (key > old) hpj__hp_up(h, i);
+    else if (key < old) hpj__hp_down(h, i);
+}
+
+static void hpj__hp_remove(hpj__heap *h, int32_t v) {
+    int32_t i = h->pos[v];
+    h->pos[v] = -1;
+    if (i != --h->n) {
+        h->v[i] = h->v[h->n];
+        h->key[i] = h->key[h->n];
+        h->pos[h->v[i]] = i;
+        if (i > 0 && h->key[(i - 1) >> 1] < h->key[i]) hpj__hp_up(h, i);
+        else hpj__hp_down(h, i);
+    }
+}
+
+static void hpj__hp_clear(hpj__heap *h) {
+    int32_t i;
+    for (i = 0; i < h->n; ++i) h->pos[h->v[i]] = -1;
+    h->n = 0;
+}
+
+static hpj__heap hpj__hp_make(hpj__pws *w, int side) {
+    hpj__heap h;
+    h.n = 0;
+    h.v = w->hv[side];
+    h.key = w->hk[side];
+    h.pos = w->hpos;
+    return h;
+}
+
+/* ---- boundary list ---- */
+
+static void hpj__bnd_set(int32_t *bnd, int32_t *bpos, int32_t *nbnd, int32_t v, int on) {
+    if (on) {
+        if (bpos[v] < 0) {
+            bpos[v] = *nbnd;
+            bnd[(*nbnd)++] = v;
+        }
+    } else if (bpos[v] >= 0) {
+        int32_t i = bpos[v], last = bnd[--(*nbnd)];
+        bnd[i] = last;
+        bpos[last] = i;
+        bpos[v] = -1;
+    }
+}
+
+/* ==== partition: workspace ==== */
+
+static hpj_status hpj__pws_init(hpj__pws *w, hpj_part_work *pw, int32_t n0, int32_t k, const hpj__pctrl *ctl) {
+    int32_t **arr[24];
+    size_t len[24];
+    int c = 0;
+    size_t n = (size_t)(n0 > 0 ? n0 : 1), kk = (size_t)(k > 0 ? k : 1);
+    int32_t *pw32 = NULL;
+    memset(w, 0, sizeof(*w));
+    w->work = pw;
+    w->n0 = n0;
+    w->k = k;
+    w->ctl = *ctl;
+#define HPJ__PWS_ARR(field, count) (arr[c] = &w->field, len[c] = (count), ++c)
+    HPJ__PWS_ARR(htab, n); HPJ__PWS_ARR(hkey, HPJ__PART_HASH); HPJ__PWS_ARR(match, n); HPJ__PWS_ARR(perm, n); HPJ__PWS_ARR(tmp, n);
+    HPJ__PWS_ARR(ed, n); HPJ__PWS_ARR(edc, n); HPJ__PWS_ARR(bnd, n); HPJ__PWS_ARR(bpos, n);
+    HPJ__PWS_ARR(hpos, n); HPJ__PWS_ARR(hv[0], n); HPJ__PWS_ARR(hv[1], n); HPJ__PWS_ARR(hk[0], n);
+    HPJ__PWS_ARR(hk[1], n); HPJ__PWS_ARR(mark, n); HPJ__PWS_ARR(swaps, n);
+    HPJ__PWS_ARR(cnt, kk); HPJ__PWS_ARR(conn, kk); HPJ__PWS_ARR(touched, kk);
+#undef HPJ__PWS_ARR
+    arr[c] = &pw32; /* int64 part weights: 2 words per part, kept last */
+    len[c] = 2 * kk + 2;
+    ++c;
+    w->mem = hpj__part_block(w->work, arr, len, c, "partition");
+    if (!w->mem) return HPJ_ERR_NOMEM;
+    /* align the int64 array to 8 bytes */
+    w->pw = (int64_t *)(void *)(((uintptr_t)pw32 + 7) & ~(uintptr_t)7);
+    memset(w->htab, 0xff, n * sizeof(int32_t));
+    memset(w->hkey, 0xff, HPJ__PART_HASH * sizeof(int32_t));
+    memset(w->hpos, 0xff, n * sizeof(int32_t));
+    memset(w->bpos, 0xff, n * sizeof(int32_t));
+    memset(w->mark, 0, n * sizeof(int32_t));
+    memset(w->conn, 0, kk * sizeof(int32_t));
+    return HPJ_OK;
+}
+
+/* ==== partition: coarsening (heavy-edge matching) ==== */
+
+/* Matches the vertices of g (pairs of total weight <= maxvw) and numbers
+   the coarse vertices in g->cmap; returns the coarse vertex count.
+   Visit order: mostly natural order (cache friendly) with n/8 random
+   swaps, then stably sorted by sqrt(degree) so low-degree vertices pick
+   first (METIS's SHEM order). Heaviest edge wins (first unmatched
+   neighbour when all edge weights are equal); isolated vertices pair up
+   with later unmatched vertices; if more than 10 % stay unmatched,
+   unmatched vertices that share a neighbour are paired (2-hop). */
+static int32_t hpj__match(hpj__pg *g, int64_t maxvw, hpj__pws *w, hpj_rng *rng) {
+    int32_t n = g->n, *match = w->match, *perm = w->perm, *tmp = w->tmp, *cmap = g->cmap;
+    const int32_t *xadj = g->xadj, *adj = g->adj, *adjw = g->adjw, *vw = g->vw;
+    int32_t i, v, cn, nun = 0, last = 0, avgcap;
+    int32_t count[65];
+    for (v = 0; v < n; ++v) tmp[v] = v;
+    if (n < 16) {
+        hpj_rng_shuffle_i32(rng, tmp, n);
+    } else {
+        for (i = 0; i < n / 8; ++i) {
+            int32_t a = (int32_t)hpj_rng_below(rng, (uint32_t)n), b = (int32_t)hpj_rng_below(rng, (uint32_t)n), t;
+            t = tmp[a]; tmp[a] = tmp[b]; tmp[b] = t;
+        }
+    }
+    /* stable counting sort by min(sqrt(1 + degree), 4 x average degree, 64) */
+    avgcap = n > 0 ? (int32_t)HPJ__MIN(64, 4 * (g->nnz / n)) : 0;
+    if (avgcap < 1) avgcap = 1;
+    memset(count, 0, sizeof count);
+    for (v = 0; v < n; ++v) {
+        int32_t d = xadj[v + 1] - xadj[v], key = 1;
+        while (key < avgcap && (key + 1) * (key + 1) <= 1 + d) ++key; /* floor(sqrt(1 + d)) */
+        match[v] = key; /* match[] holds keys until reset */
+        count[match[v]]++;
+    }
+    for (i = 1; i <= 64; ++i) count[i] += count[i - 1];
+    for (i = n - 1; i >= 0; --i) perm[--count[match[tmp[i]]]] = tmp[i];
+    for (v = 0; v < n; ++v) match[v] = -1;
+
+    for (i = 0; i < n; ++i) {
+        int32_t m = -1, j, best = -1;
+        v = perm[i];
+        if (match[v] >= 0) continue;
+        if (xadj[v] == xadj[v + 1]) {
+            /* an isolated vertex: pair it with a later unmatched vertex */
+            if (last <= i) last = i + 1;
+            while (last < n && match[perm[last]] >= 0) ++last;
+            if (last < n && (int64_t)vw[v] + vw[perm[last]] <= maxvw) m = perm[last];
+        } else if (g->eqw) {
+            for (j = xadj[v]; j < xadj[v + 1]; ++j) {
+                int32_t u = adj[j];
+                if (match[u] < 0 && u != v && (int64_t)vw[v] + vw[u] <= maxvw) { m = u; break; }
+            }
+        } else {
+            for (j = xadj[v]; j < xadj[v + 1]; ++j) {
+                int32_t u = adj[j];
+                if (match[u] < 0 && u != v && adjw[j] > best && (int64_t)vw[v] + vw[u] <= maxvw) {
+                    m = u;
+                    best = adjw[j];
+                }
+            }
+        }
+        if (m >= 0) {
+            match[v] = m;
+            match[m] = v;
+        } else {
+            ++nun;
+        }
+    }
+    if (nun > HPJ__PART_2HOP * n) {
+        /* 2-hop: unmatched low-degree vertices hanging off one vertex pair up
+           (leaves of a hub, the case that stalls coarsening of star-like and
+           power-law graphs). */
+        int32_t h;
+        for (h = 0; h < n; ++h) {
+            int32_t prev = -1, j;
+            for (j = xadj[h]; j < xadj[h + 1]; ++j) {
+                int32_t u = adj[j];
+                if (match[u] >= 0 || u == h || xadj[u + 1] - xadj[u] > HPJ__PART_2HOP_MAXDEG) continue;
+                if (prev < 0) {
+                    prev = u;
+                } else if ((int64_t)vw[prev] + vw[u] <= maxvw) {
+                    match[prev] = u;
+                    match[u] = prev;
+                    prev = -1;
+                }
+            }
+        }
+    }
+    cn = 0;
+    for (v = 0; v < n; ++v) {
+        if (match[v] < 0) match[v] = v;
+        if (match[v] >= v) {
+            cmap[v] = cn;
+            cmap[match[v]] = cn;
+            ++cn;
+        }
+    }
+    return cn;
+}
+
+/* Builds the coarse graph c of g from w->match and g->cmap: coarse vertex
+   weights are sums, parallel edges merge (weights add), edges inside a
+   pair vanish. */
+static hpj_status hpj__contract(const hpj__pg *g, int32_t cn, hpj__pws *w, hpj__pg *c) {
+    int32_t **arr[6];
+    size_t len[6];
+    const int32_t *xadj = g->xadj, *adj = g->adj, *adjw = g->adjw, *vw = g->vw, *cmap = g->cmap, *match = w->match;
+    int32_t *htab = w->htab, v, e = 0;
+    int32_t *cx, *ca, *cw;
+    memset(c, 0, sizeof(*c));
+    arr[0] = &c->xadj; len[0] = (size_t)cn + 1;
+    arr[1] = &c->vw; len[1] = (size_t)cn;
+    arr[2] = &c->wdeg; len[2] = (size_t)cn;
+    arr[3] = &c->cmap; len[3] = (size_t)cn;
+    arr[4] = &c->adj; len[4] = (size_t)g->nnz;
+    arr[5] = &c->adjw; len[5] = (size_t)g->nnz;
+    c->mem = hpj__part_block(w->work, arr, len, 6, "partition: coarsening");
+    if (!c->mem) return HPJ_ERR_NOMEM;
+    cx = c->xadj;
+    ca = c->adj;
+    cw = c->adjw;
+    cx[0] = 0;
+    /* Merging neighbour lists needs a map coarse id -> slot. A small
+       open-addressing table (stays in L1) serves vertex pairs of small
+       total degree; the dense htab (n entries) serves the rest. */
+    for (v = 0; v < g->n; ++v) {
+        int32_t u = match[v], cv, start = e, x, j, pass, npass = (u == v ? 1 : 2);
+        int32_t wd = 0, deg = xadj[v + 1] - xadj[v] + (u != v ? xadj[u + 1] - xadj[u] : 0);
+        if (u < v) continue;
+        cv = cmap[v];
+        if (deg <= HPJ__PART_HASH / 4) {
+            int32_t *hk = w->hkey;
+            for (pass = 0; pass < npass; ++pass) {
+                x = pass ? u : v;
+                for (j = xadj[x]; j < xadj[x + 1]; ++j) {
+                    int32_t cu = cmap[adj[j]], hh;
+                    if (cu == cv) continue;
+                    wd += adjw[j];
+                    for (hh = cu & (HPJ__PART_HASH - 1); hk[hh] >= 0 && ca[hk[hh]] != cu; hh = (hh + 1) & (HPJ__PART_HASH - 1)) {
+                    }
+                    if (hk[hh] < 0) {
+                        hk[hh] = e;
+                        ca[e] = cu;
+                        cw[e] = adjw[j];
+                        ++e;
+                    } else {
+                        cw[hk[hh]] += adjw[j];
+                    }
+                }
+            }
+            for (j = start; j < e; ++j) {
+                int32_t hh = ca[j] & (HPJ__PART_HASH - 1);
+                while (hk[hh] != j) hh = (hh + 1) & (HPJ__PART_HASH - 1);
+                hk[hh] = -1;
+            }
+        } else {
+            for (pass = 0; pass < npass; ++pass) {
+                x = pass ? u : v;
+                for (j = xadj[x]; j < xadj[x + 1]; ++j) {
+                    int32_t cu = cmap[adj[j]], s;
+                    if (cu == cv) continue;
+                    s = htab[cu];
+                    if (s < 0) {
+                        htab[cu] = e;
+                        ca[e] = cu;
+                        cw[e] = adjw[j];
+                        ++e;
+                    } else {
+                        cw[s] += adjw[j];
+                    }
+                    wd += adjw[j];
+                }
+            }
+            for (j = start; j < e; ++j) htab[ca[j]] = -1;
+        }
+        cx[cv + 1] = e;
+        c->vw[cv] = vw[v] + (u != v ? vw[u] : 0);
+        c->wdeg[cv] = wd;
+    }
+    c->n = cn;
+    c->nnz = e;
+    c->tvw = g->tvw;
+    c->eqw = 0;
+    c->coarse = 1;
+    return HPJ_OK;
+}
+
+/* A hierarchy lev[0] (the caller's graph, borrowed) .. lev[nlev-1]. */
+typedef struct hpj__hier {
+    int32_t nlev;
+    hpj__pg lev[HPJ__PART_MAXLEVELS];
+} hpj__hier;
+
+static void hpj__hier_free(hpj_part_work *pw, hpj__hier *h) {
+    int32_t l;
+    for (l = 1; l < h->nlev; ++l) hpj__pg_free(pw, &h->lev[l]);
+    h->nlev = 0;
+}
+
+/* Coarsens until at most `to` vertices remain or a level keeps more than
+   85 % of the vertices of the one before. */
+static hpj_status hpj__coarsen(hpj__hier *h, const hpj__pg *g, int32_t to, hpj__pws *w, hpj_rng *rng) {
+    int64_t maxvw = (int64_t)(HPJ__PART_MAXVW * (double)g->tvw / (double)(to > 0 ? to : 1));
+    hpj_status st;
+    if (maxvw < 1) maxvw = 1;
+    h->nlev = 1;
+    h->lev[0] = *g;
+    h->lev[0].mem = NULL;
+    while (h->nlev < HPJ__PART_MAXLEVELS) {
+        hpj__pg *f = &h->lev[h->nlev - 1];
+        int32_t cn;
+        if (f->n <= to) break;
+        cn = hpj__match(f, maxvw, w, rng);
+        if (cn >= f->n) break;
+        if ((st = hpj__contract(f, cn, w, &h->lev[h->nlev])) != HPJ_OK) return st;
+        h->nlev++;
+        if ((double)cn > HPJ__PART_SHRINK * (double)f->n) break;
+    }
+    return HPJ_OK;
+}
+
+/* Fine partition and external degrees from the coarser level's: a fine
+   vertex can only touch another part if its coarse vertex did. Rebuilds
+   the boundary list; cnt (vertices per part) is recounted when given. */
+static void hpj__project(const hpj__pg *f, const int32_t *cpart, const int32_t *ced, int32_t *part, int32_t *ed,
+                         int32_t *bnd, int32_t *bpos, int32_t *nbnd, int32_t *cnt, int32_t k) {
+    int32_t v, n = f->n;
+    const int32_t *cmap = f->cmap, *xadj = f->xadj, *adj = f->adj, *adjw = f->adjw;
+    for (v = 0; v < n; ++v) part[v] = cpart[cmap[v]];
+    if (cnt) {
+        memset(cnt, 0, sizeof(int32_t) * (size_t)k);
+        for (v = 0; v < n; ++v) cnt[part[v]]++;
+    }
+    *nbnd = 0;
+    for (v = 0; v < n; ++v) {
+        int32_t e = 0, j, p = part[v];
+        bpos[v] = -1;
+        if (ced[cmap[v]] > 0) {
+            for (j = xadj[v]; j < xadj[v + 1]; ++j)
+                if (part[adj[j]] != p) e += adjw[j];
+        }
+        ed[v] = e;
+        if (e > 0) {
+            bpos[v] = *nbnd;
+            bnd[(*nbnd)++] = v;
+        }
+    }
+}
+
+/* ==== partition: bisection (greedy growing, FM refinement) ==== */
+
+typedef struct hpj__bis {
+    const hpj__pg *g;
+    int32_t *part, *ed, *bnd, *bpos; /* (N) */
+    int32_t nbnd;
+    int64_t pw[2], cut, maxw[2];
+    int64_t slack; /* tolerated excess while refining a coarse level       */
+    double tw0;    /* target weight of side 0 (side 1: W - tw0)            */
+} hpj__bis;
+
+/* Weight above the side bounds (each widened by the level's slack). */
+static int64_t hpj__bis_infeas(const hpj__bis *b) {
+    return HPJ__MAX(0, b->pw[0] - b->maxw[0] - b->slack) + HPJ__MAX(0, b->pw[1] - b->maxw[1] - b->slack);
+}
+
+/* METIS's tolerance for one level: an average vertex weight, at most 1/20
+   of the total; coarse vertices are heavy and tight bounds would freeze
+   them. The finest level is then balanced strictly. */
+static int64_t hpj__bis_slack(const hpj__pg *g) {
+    int64_t s;
+    if (g->n == 0) return 0;
+    s = HPJ__MIN(g->tvw / 20, 2 * g->tvw / g->n);
+    return s;
+}
+
+static double hpj__bis_diff(const hpj__bis *b) { return fabs((double)b->pw[0] - b->tw0); }
+
+/* 1 if (inf, cut, diff) is strictly better than the recorded best. */
+static int hpj__bis_better(int64_t inf, int64_t cut, double diff, int64_t binf, int64_t bcut, double bdiff) {
+    if (inf != binf) return inf < binf;
+    if (cut != bcut) return cut < bcut;
+    return diff < bdiff;
+}
+
+static void hpj__bis_params(hpj__bis *b) {
+    const hpj__pg *g = b->g;
+    int32_t v, j;
+    b->pw[0] = b->pw[1] = 0;
+    b->cut = 0;
+    b->nbnd = 0;
+    for (v = 0; v < g->n; ++v) {
+        int32_t e = 0, p = b->part[v];
+        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
+            if (b->part[g->adj[j]] != p) e += g->adjw[j];
+        b->ed[v] = e;
+        b->pw[p] += g->vw[v];
+        b->cut += e;
+        b->bpos[v] = -1;
+        if (e > 0) hpj__bnd_set(b->bnd, b->bpos, &b->nbnd, v, 1);
+    }
+    b->cut /= 2;
+}
+
+#ifdef HPJ_DEBUG
+/* HPJ_DEBUG: the tracked cut, side weights, external degrees and boundary
+   list of a bisection equal a recount. */
+static void hpj__bis_check(const hpj__bis *b) {
+    const hpj__pg *g = b->g;
+    int32_t v, j, nb = 0;
+    int64_t cut = 0, pw[2] = {0, 0};
+    for (v = 0; v < g->n; ++v) {
+        int32_t e = 0;
+        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
+            if (b->part[g->adj[j]] != b->part[v]) e += g->adjw[j];
+        HPJ_ASSERT(b->ed[v] == e);
+        HPJ_ASSERT((b->bpos[v] >= 0) == (e > 0));
+        nb += e > 0;
+        cut += e;
+        pw[b->part[v]] += g->vw[v];
+    }
+    HPJ_ASSERT(nb == b->nbnd);
+    HPJ_ASSERT(cut / 2 == b->cut);
+    HPJ_ASSERT(pw[0] == b->pw[0] && pw[1] == b->pw[1]);
+}
+#define HPJ__BIS_CHECK(b) hpj__bis_check(b)
+#else
+#define HPJ__BIS_CHECK(b) ((void)0)
+#endif
+
+/* Moves v to the other side, updating weights, cut, external degrees and
+   the boundary; with hp, unlocked neighbours on side `only` (or on both
+   sides when only < 0) are (re)keyed by gain = ed - id in hp[side]. */
+static void hpj__bis_move(hpj__bis *b, int32_t v, hpj__heap *hp, const int32_t *mark, int32_t stamp, int only) {
+    /* every array in a local: stores into ed[] could alias the struct
+       fields otherwise, forcing a reload per neighbour */
+    const hpj__pg *g = b->g;
+    const int32_t *xadj = g->xadj, *adj = g->adj, *adjw = g->adjw, *wdeg = g->wdeg;
+    int32_t *ed = b->ed, *part = b->part, *bnd = b->bnd, *bpos = b->bpos;
+    int32_t from = part[v], to = 1 - from, j, je = xadj[v + 1], nbnd = b->nbnd;
+    b->cut -= 2 * (int64_t)ed[v] - wdeg[v];
+    b->pw[from] -= g->vw[v];
+    b->pw[to] += g->vw[v];
+    part[v] = to;
+    ed[v] = wdeg[v] - ed[v];
+    hpj__bnd_set(bnd, bpos, &nbnd, v, ed[v] > 0);
+    for (j = xadj[v]; j < je; ++j) {
+        int32_t u = adj[j], pu = part[u], e = ed[u] + (pu == to ? -adjw[j] : adjw[j]);
+        ed[u] = e;
+        if (e > 0) {
+            if (bpos[u] < 0) {
+                bpos[u] = nbnd;
+                bnd[nbnd++] = u;
+            }
+        } else if (bpos[u] >= 0) {
+            int32_t i = bpos[u], last = bnd[--nbnd];
+            bnd[i] = last;
+            bpos[last] = i;
+            bpos[u] = -1;
+        }
+        if (hp && mark[u] != stamp && (only < 0 || pu == only)) {
+            hpj__heap *h = &hp[pu];
+            if (h->pos[u] >= 0) {
+                if (e > 0) hpj__hp_update(h, u, 2 * e - wdeg[u]);
+                else hpj__hp_remove(h, u);
+            } else if (e > 0) {
+                hpj__hp_push(h, u, 2 * e - wdeg[u]);
+            }
+        }
+    }
+    b->nbnd = nbnd;
+}
+
+/* May v leave side `from`? Only if the receiving side stays within its
+   bound, or the move lowers the total excess weight. */
+static int hpj__bis_can_move(const hpj__bis *b, int32_t v, int from) {
+    int to = 1 - from;
+    int64_t w = b->g->vw[v], inf, ninf;
+    if (b->pw[to] + w <= b->maxw[to] + b->slack) return 1;
+    inf = hpj__bis_infeas(b);
+    if (inf == 0) return 0;
+    ninf = HPJ__MAX(0, b->pw[from] - w - b->maxw[from] - b->slack) +
+           HPJ__MAX(0, b->pw[to] + w - b->maxw[to] - b->slack);
+    return ninf < inf;
+}
+
+/* Brings an over-weight side within its bound: moves its vertices by best
+   gain, boundary vertices first, then any. */
+static void hpj__bis_balance(hpj__bis *b, hpj__pws *w) {
+    const hpj__pg *g = b->g;
+    hpj__heap hp[2];
+    int from, phase = 0;
+    int32_t stamp, i;
+    if (hpj__bis_infeas(b) == 0) return;
+    from = (b->pw[0] - b->maxw[0] >= b->pw[1] - b->maxw[1]) ? 0 : 1;
+    /* the over-weight side: stop as soon as it is within bound + slack */
+    hp[0] = hpj__hp_make(w, 0);
+    hp[1] = hpj__hp_make(w, 1);
+    stamp = ++w->stamp;
+    for (i = 0; i < b->nbnd; ++i) {
+        int32_t v = b->bnd[i];
+        if (b->part[v] == from) hpj__hp_push(&hp[from], v, 2 * b->ed[v] - g->wdeg[v]);
+    }
+    while (b->pw[from] > b->maxw[from] + b->slack) {
+        int32_t v;
+        if (hp[from].n == 0) {
+            if (phase++) break;
+            for (v = 0; v < g->n; ++v)
+                if (b->part[v] == from && w->mark[v] != stamp && hp[from].pos[v] < 0)
+                    hpj__hp_push(&hp[from], v, 2 * b->ed[v] - g->wdeg[v]);
+            if (hp[from].n == 0) break;
+            continue;
+        }
+        v = hpj__hp_pop(&hp[from]);
+        w->mark[v] = stamp;
+        if (!hpj__bis_can_move(b, v, from)) continue;
+        hpj__bis_move(b, v, hp, w->mark, stamp, from);
+    }
+    hpj__hp_clear(&hp[0]);
+    hpj__hp_clear(&hp[1]);
+}
+
+/* Fiduccia-Mattheyses: each pass moves boundary vertices by best gain
+   from the heavier side (each at most once), allowing uphill moves, and
+   rolls back to the best state seen (fewest excess weight, then cut,
+   then closeness to the target). Stops after niter passes or a pass that
+   finds nothing better. */
+static void hpj__bis_fm(hpj__bis *b, hpj__pws *w, int32_t niter, hpj_rng *rng) {
+    const hpj__pg *g = b->g;
+    hpj__heap hp[2];
+    int32_t pass, limit, n = g->n;
+    double tw1 = (double)g->tvw - b->tw0;
+    limit = HPJ__MIN(HPJ__MAX(n / 100, HPJ__PART_FM_MIN), HPJ__PART_FM_MAX);
+    hp[0] = hpj__hp_make(w, 0);
+    hp[1] = hpj__hp_make(w, 1);
+    for (pass = 0; pass < niter; ++pass) {
+        int32_t stamp = ++w->stamp, nsw = 0, bestsw = 0, i, nb = b->nbnd;
+        int64_t binf = hpj__bis_infeas(b), bcut = b->cut;
+        double bdiff = hpj__bis_diff(b);
+        if (nb == 0 && binf == 0) break;
+        /* boundary vertices, lightly shuffled, into the two queues */
+        memcpy(w->tmp, b->bnd, sizeof(int32_t) * (size_t)nb);
+        for (i = 0; i < nb / 4 + (nb > 1); ++i) {
+            int32_t x = (int32_t)hpj_rng_below(rng, (uint32_t)nb), y = (int32_t)hpj_rng_below(rng, (uint32_t)nb), t;
+            t = w->tmp[x]; w->tmp[x] = w->tmp[y]; w->tmp[y] = t;
+        }
+        for (i = 0; i < nb; ++i) {
+            int32_t v = w->tmp[i];
+            hpj__hp_push(&hp[b->part[v]], v, 2 * b->ed[v] - g->wdeg[v]);
+        }
+        for (;;) {
+            int from = ((double)b->pw[0] - b->tw0 >= (double)b->pw[1] - tw1) ? 0 : 1;
+            int32_t v;
+            int64_t inf;
+            double diff;
+            if (hp[from].n == 0) {
+                from = 1 - from;
+                if (hp[from].n == 0) break;
+            }
+            v = hpj__hp_pop(&hp[from]);
+            w->mark[v] = stamp;
+            if (!hpj__bis_can_move(b, v, from)) continue;
+            hpj__bis_move(b, v, hp, w->mark, stamp, -1);
+            w->swaps[nsw++] = v;
+            inf = hpj__bis_infeas(b);
+            diff = hpj__bis_diff(b);
+            if (hpj__bis_better(inf, b->cut, diff, binf, bcut, bdiff)) {
+                binf = inf;
+                bcut = b->cut;
+                bdiff = diff;
+                bestsw = nsw;
+            } else if (nsw - bestsw > limit && inf == 0) {
+                break;
+            }
+        }
+        hpj__hp_clear(&hp[0]);
+        hpj__hp_clear(&hp[1]);
+        for (i = nsw - 1; i >= bestsw; --i) hpj__bis_move(b, w->swaps[i], NULL, NULL, 0, -1);
+        HPJ__BIS_CHECK(b);
+        if (bestsw == 0) break;
+    }
+}
+
+/* Greedy graph growing: side 1 grows from a random vertex, always taking
+   the side-0 boundary vertex of best gain, until it reaches its target
+   weight (a new random seed when the frontier runs dry). */
+static void hpj__bis_grow(hpj__bis *b, hpj__pws *w, hpj_rng *rng) {
+    const hpj__pg *g = b->g;
+    hpj__heap hp[2];
+    int32_t n = g->n, v, stamp = ++w->stamp, cursor, scanned = 0;
+    double tw1 = (double)g->tvw - b->tw0;
+    hp[0] = hpj__hp_make(w, 0);
+    hp[1] = hpj__hp_make(w, 1);
+    for (v = 0; v < n; ++v) {
+        b->part[v] = 0;
+        b->ed[v] = 0;
+        b->bpos[v] = -1;
+    }
+    b->nbnd = 0;
+    b->pw[0] = g->tvw;
+    b->pw[1] = 0;
+    b->cut = 0;
+    cursor = (int32_t)hpj_rng_below(rng, (uint32_t)n);
+    while ((double)b->pw[1] < tw1) {
+        if (hp[0].n > 0) {
+            v = hpj__hp_pop(&hp[0]);
+        } else {
+            v = -1;
+            while (scanned < n) {
+                int32_t u = cursor + scanned < n ? cursor + scanned : cursor + scanned - n;
+                ++scanned;
+                if (b->part[u] == 0 && w->mark[u] != stamp) { v = u; break; }
+            }
+            if (v < 0) break;
+        }
+        w->mark[v] = stamp;
+        if (b->pw[1] + g->vw[v] > b->maxw[1] + b->slack) continue;
+        hpj__bis_move(b, v, hp, w->mark, stamp, 0);
+    }
+    hpj__hp_clear(&hp[0]);
+}
+
+/* Best of `trials` grown + balanced + FM-refined bisections of b->g. */
+static hpj_status hpj__bis_initial(hpj__bis *b, hpj__pws *w, int32_t trials, hpj_rng *rng) {
+    int32_t n = b->g->n, t;
+    int32_t *best = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)n, "partition: bisection");
+    int64_t binf = 0, bcut = 0;
+    double bdiff = 0;
+    if (!best) return HPJ_ERR_NOMEM;
+    for (t = 0; t < trials; ++t) {
+        int64_t inf;
+        double diff;
+        hpj__bis_grow(b, w, rng);
+        hpj__bis_balance(b, w);
+        hpj__bis_fm(b, w, w->ctl.niter, rng);
+        inf = hpj__bis_infeas(b);
+        diff = hpj__bis_diff(b);
+        if (t == 0 || hpj__bis_better(inf, b->cut, diff, binf, bcut, bdiff)) {
+            binf = inf;
+            bcut = b->cut;
+            bdiff = diff;
+            memcpy(best, b->part, sizeof(int32_t) * (size_t)n);
+            if (bcut == 0 && inf == 0) break;
+        }
+    }
+    memcpy(b->part, best, sizeof(int32_t) * (size_t)n);
+    hpj__pw_release(w->work, best);
+    hpj__bis_params(b);
+    return HPJ_OK;
+}
+
+/* Multilevel bisection of g: side 0 should weigh tw0 and sides at most
+   maxw0 / maxw1. Writes 0/1 into part (N). */
+static hpj_status hpj__mlbisect(hpj__pws *w, hpj__pg *g, double tw0, int64_t maxw0, int64_t maxw1, int32_t *part,
+                                hpj_rng *rng) {
+    hpj__hier *h;
+    hpj__bis b;
+    int32_t *buf[2], l, L, trials;
+    hpj_status st = HPJ_OK;
+    h = (hpj__hier *)hpj__pw_alloc(w->work, sizeof(hpj__hier), "partition: hierarchy");
+    if (!h) return HPJ_ERR_NOMEM;
+    buf[0] = part;
+    buf[1] = NULL;
+    /* small graphs (and small pieces of them) are bisected directly:
+       trials on the real graph beat trials on a 20-vertex caricature of
+       it, and cost little. Not coarse graphs (k-way's initial partition):
+       their heavy vertices need the multilevel path with slack (9 % lower
+       cuts at K = 128 on rgg200k, 4 % on DD at K = 4). */
+    if ((st = hpj__coarsen(h, g, g->n <= HPJ__PART_BIS_DIRECT && !g->coarse ? g->n : HPJ__PART_BIS_COARSEN_TO, w, rng)) !=
+        HPJ_OK)
+        goto done;
+    L = h->nlev - 1;
+    if (L > 0) {
+        buf[1] = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)h->lev[1].n, "partition: bisection");
+        if (!buf[1]) { st = HPJ_ERR_NOMEM; goto done; }
+    }
+    memset(&b, 0, sizeof b);
+    b.g = &h->lev[L];
+    b.part = buf[L & 1];
+    b.ed = w->ed;
+    b.bnd = w->bnd;
+    b.bpos = w->bpos;
+    b.tw0 = tw0;
+    b.maxw[0] = maxw0;
+    b.maxw[1] = maxw1;
+    trials = w->ctl.ntrials > 0 ? w->ctl.ntrials : w->bis_trials;
+    b.slack = L > 0 ? hpj__bis_slack(b.g) : 0;
+    if ((st = hpj__bis_initial(&b, w, trials, rng)) != HPJ_OK) goto done;
+    for (l = L - 1; l >= 0; --l) {
+        int32_t *t = w->ed;
+        w->ed = w->edc;
+        w->edc = t;
+        hpj__project(&h->lev[l], buf[(l + 1) & 1], w->edc, buf[l & 1], w->ed, w->bnd, w->bpos, &b.nbnd, NULL, 0);
+        b.g = &h->lev[l];
+        b.part = buf[l & 1];
+        b.ed = w->ed;
+        b.slack = l > 0 ? hpj__bis_slack(b.g) : 0;
+        hpj__bis_balance(&b, w);
+        hpj__bis_fm(&b, w, w->ctl.niter, rng);
+    }
+done:
+    hpj__pw_release(w->work, buf[1]);
+    hpj__hier_free(w->work, h);
+    hpj__pw_release(w->work, h);
+    return st;
+}
+
+/* ==== partition: recursive bisection ==== */
+
+/* The two induced subgraphs of g (sides of part2); edges between the
+   sides are dropped. sub[s].ids map to the caller's vertex ids. */
+static hpj_status hpj__split(hpj_part_work *pw, const hpj__pg *g, const int32_t *part2, int32_t *map, hpj__pg sub[2]) {
+    int32_t n = g->n, v, j, s, ns[2] = {0, 0}, es[2] = {0, 0};
+    int32_t **arr[7];
+    size_t len[7];
+    for (v = 0; v < n; ++v) {
+        s = part2[v];
+        map[v] = ns[s]++;
+        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j) es[s] += (part2[g->adj[j]] == s);
+    }
+    for (s = 0; s < 2; ++s) {
+        hpj__pg *c = &sub[s];
+        memset(c, 0, sizeof(*c));
+        arr[0] = &c->xadj; len[0] = (size_t)ns[s] + 1;
+        arr[1] = &c->vw; len[1] = (size_t)ns[s];
+        arr[2] = &c->wdeg; len[2] = (size_t)ns[s];
+        arr[3] = &c->cmap; len[3] = (size_t)ns[s];
+        arr[4] = &c->ids; len[4] = (size_t)ns[s];
+        arr[5] = &c->adj; len[5] = (size_t)es[s];
+        arr[6] = &c->adjw; len[6] = (size_t)es[s];
+        c->mem = hpj__part_block(pw, arr, len, 7, "partition: recursive bisection");
+        if (!c->mem) {
+            if (s) hpj__pg_free(pw, &sub[0]);
+            return HPJ_ERR_NOMEM;
+        }
+        c->n = 0;
+        c->nnz = 0;
+        c->xadj[0] = 0;
+        c->tvw = 0;
+        c->eqw = g->eqw;
+        c->coarse = g->coarse;
+    }
+    for (v = 0; v < n; ++v) {
+        hpj__pg *c = &sub[part2[v]];
+        int32_t i = c->n++, wd = 0;
+        s = part2[v];
+        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j) {
+            int32_t u = g->adj[j];
+            if (part2[u] != s) continue;
+            c->adj[c->nnz] = map[u];
+            c->adjw[c->nnz] = g->adjw[j];
+            c->nnz++;
+            wd += g->adjw[j];
+        }
+        c->xadj[i + 1] = c->nnz;
+        c->vw[i] = g->vw[v];
+        c->wdeg[i] = wd;
+        c->ids[i] = g->ids ? g->ids[v] : v;
+        c->tvw += g->vw[v];
+    }
+    return HPJ_OK;
+}
+
+/* Recursive bisection of g into k parts numbered off..off+k-1; out is
+   indexed by the caller's vertex ids (g->ids). Side bounds: each side s
+   of k_s parts may weigh max(floor(ub x target), ceil(target)) but never
+   more than k_s x maxpart, so the final parts can meet maxpart. */
+static hpj_status hpj__rb(hpj__pws *w, hpj__pg *g, int32_t k, int32_t off, int32_t *out) {
+    int32_t n = g->n, v, k0, k1;
+    int32_t *p2;
+    double tw0, tw1;
+    int64_t maxw0, maxw1;
+    hpj_rng rng;
+    hpj__pg sub[2];
+    hpj_status st;
+#define HPJ__RB_ID(v) (g->ids ? g->ids[v] : (v))
+    if (n == 0) return HPJ_OK;
+    if (k == 1 || n <= k) {
+        for (v = 0; v < n; ++v) out[HPJ__RB_ID(v)] = off + (k == 1 ? 0 : v);
+        return HPJ_OK;
+    }
+    k0 = k / 2;
+    k1 = k - k0;
+    tw0 = (double)g->tvw * k0 / k;
+    tw1 = (double)g->tvw - tw0;
+    maxw0 = HPJ__MIN((int64_t)k0 * w->maxpart, HPJ__MAX((int64_t)floor(w->ub * tw0), (int64_t)ceil(tw0)));
+    maxw1 = HPJ__MIN((int64_t)k1 * w->maxpart, HPJ__MAX((int64_t)floor(w->ub * tw1), (int64_t)ceil(tw1)));
+    rng = hpj_rng_stream(w->runseed, (uint64_t)off, (uint64_t)k);
+    p2 = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)n, "partition: recursive bisection");
+    if (!p2) return HPJ_ERR_NOMEM;
+    if ((st = hpj__mlbisect(w, g, tw0, maxw0, maxw1, p2, &rng)) != HPJ_OK) { hpj__pw_release(w->work, p2); return st; }
+    if (k == 2) {
+        for (v = 0; v < n; ++v) out[HPJ__RB_ID(v)] = off + p2[v];
+        hpj__pw_release(w->work, p2);
+        return HPJ_OK;
+    }
+#undef HPJ__RB_ID
+    st = hpj__split(w->work, g, p2, w->tmp, sub);
+    hpj__pw_release(w->work, p2);
+    if (st != HPJ_OK) return st;
+    st = hpj__rb(w, &sub[0], k0, off, out);
+    hpj__pg_free(w->work, &sub[0]);
+    if (st == HPJ_OK) st = hpj__rb(w, &sub[1], k1, off + k0, out);
+    hpj__pg_free(w->work, &sub[1]);
+    return st;
+}
+
+/* ==== partition: k-way refinement ==== */
+
+static void hpj__part_measure(const hpj__pg *g, const int32_t *part, int32_t k, int64_t *pw, int64_t *cut,
+                              int64_t *maxpw);
+
+typedef struct hpj__kw {
+    const hpj__pg *g;
+    int32_t k;
+    int32_t *part, *ed, *bnd, *bpos; /* (N) */
+    int32_t nbnd;
+    int64_t *pw;  /* (K) */
+    int32_t *cnt; /* (K) */
+    int64_t cut, maxpart;
+} hpj__kw;
+
+static void hpj__kw_params(hpj__kw *s) {
+    const hpj__pg *g = s->g;
+    int32_t v, j;
+    memset(s->pw, 0, sizeof(int64_t) * (size_t)s->k);
+    memset(s->cnt, 0, sizeof(int32_t) * (size_t)s->k);
+    s->cut = 0;
+    s->nbnd = 0;
+    for (v = 0; v < g->n; ++v) {
+        int32_t e = 0, p = s->part[v];
+        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
+            if (s->part[g->adj[j]] != p) e += g->adjw[j];
+        s->ed[v] = e;
+        s->pw[p] += g->vw[v];
+        s->cnt[p]++;
+        s->cut += e;
+        s->bpos[v] = -1;
+        if (e > 0) hpj__bnd_set(s->bnd, s->bpos, &s->nbnd, v, 1);
+    }
+    s->cut /= 2;
+}
+
+#ifdef HPJ_DEBUG
+/* HPJ_DEBUG: tracked cut, part weights and counts, external degrees and
+   boundary of a k-way state equal a recount. */
+static void hpj__kw_check(const hpj__kw *s) {
+    const hpj__pg *g = s->g;
+    int32_t v, j, p, nb = 0;
+    int64_t cut = 0, tw = 0;
+    for (v = 0; v < g->n; ++v) {
+        int32_t e = 0;
+        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
+            if (s->part[g->adj[j]] != s->part[v]) e += g->adjw[j];
+        HPJ_ASSERT(s->ed[v] == e);
+        HPJ_ASSERT((s->bpos[v] >= 0) == (e > 0));
+        nb += e > 0;
+        cut += e;
+    }
+    for (p = 0; p < s->k; ++p) {
+        int64_t w = 0;
+        int32_t c = 0;
+        for (v = 0; v < g->n; ++v)
+            if (s->part[v] == p) { w += g->vw[v]; ++c; }
+        HPJ_ASSERT(w == s->pw[p] && c == s->cnt[p]);
+        tw += w;
+    }
+    HPJ_ASSERT(tw == g->tvw);
+    HPJ_ASSERT(nb == s->nbnd);
+    HPJ_ASSERT(cut / 2 == s->cut);
+}
+#define HPJ__KW_CHECK(s) hpj__kw_check(s)
+#else
+#define HPJ__KW_CHECK(s) ((void)0)
+#endif
+
+/* Sums the edge weight from v to each part into conn; returns how many
+   parts were touched (listed in touched). The caller clears conn. */
+static int32_t hpj__kw_scan(const hpj__kw *s, int32_t v, int32_t *conn, int32_t *touched) {
+    const hpj__pg *g = s->g;
+    int32_t j, nt = 0;
+    for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j) {
+        int32_t p = s->part[g->adj[j]];
+        if (conn[p] == 0) touched[nt++] = p;
+        conn[p] += g->adjw[j];
+    }
+    return nt;
+}
+
+/* Moves v to part `to` (cto = its edge weight into `to`, cfrom into its
+   own part); with hp, unlocked neighbours are (re)keyed by ed - id. */
+static void hpj__kw_move(hpj__kw *s, int32_t v, int32_t to, int32_t cto, int32_t cfrom, hpj__heap *hp,
+                         const int32_t *mark, int32_t stamp) {
+    const hpj__pg *g = s->g;
+    int32_t a = s->part[v], j, *ed = s->ed, *part = s->part;
+    s->cut -= (int64_t)cto - cfrom;
+    s->pw[a] -= g->vw[v];
+    s->pw[to] += g->vw[v];
+    s->cnt[a]--;
+    s->cnt[to]++;
+    part[v] = to;
+    ed[v] = g->wdeg[v] - cto;
+    hpj__bnd_set(s->bnd, s->bpos, &s->nbnd, v, ed[v] > 0);
+    for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j) {
+        int32_t u = g->adj[j], pu = part[u];
+        if (pu == a) ed[u] += g->adjw[j];
+        else if (pu == to) ed[u] -= g->adjw[j];
+        else continue;
+        hpj__bnd_set(s->bnd, s->bpos, &s->nbnd, u, ed[u] > 0);
+        if (hp && mark[u] != stamp) {
+            int keep = ed[u] > 0 && 2 * ed[u] >= g->wdeg[u];
+            if (hp->pos[u] >= 0) {
+                if (keep) hpj__hp_update(hp, u, 2 * ed[u] - g->wdeg[u]);
+                else hpj__hp_remove(hp, u);
+            } else if (keep) {
+                hpj__hp_push(hp, u, 2 * ed[u] - g->wdeg[u]);
+            }
+        }
+    }
+}
+
+/* Best target part for v among the parts it touches that have room
+   (largest gain, then lightest); -1 if none. Leaves conn cleared. */
+static int32_t hpj__kw_best(const hpj__kw *s, hpj__pws *w, int32_t v, int32_t *gain, int32_t *cto, int32_t *cfrom) {
+    int32_t nt = hpj__kw_scan(s, v, w->conn, w->touched), a = s->part[v], id = w->conn[a], t, best = -1, bg = 0;
+    int64_t vwv = s->g->vw[v];
+    for (t = 0; t < nt; ++t) {
+        int32_t p = w->touched[t], gp;
+        if (p == a || s->pw[p] + vwv > s->maxpart) continue;
+        gp = w->conn[p] - id;
+        if (best < 0 || gp > bg || (gp == bg && s->pw[p] < s->pw[best])) {
+            best = p;
+            bg = gp;
+        }
+    }
+    *gain = bg;
+    *cto = best >= 0 ? w->conn[best] : 0;
+    *cfrom = id;
+    for (t = 0; t < nt; ++t) w->conn[w->touched[t]] = 0;
+    return best;
+}
+
+/* Greedy k-way refinement: boundary vertices in order of ed - id; each
+   moves to its best part if the cut drops, or if the cut stays and the
+   balance improves. Parts never empty. */
+static void hpj__kw_refine(hpj__kw *s, hpj__pws *w, int32_t niter) {
+    const hpj__pg *g = s->g;
+    hpj__heap hp = hpj__hp_make(w, 0);
+    int32_t pass, i, p;
+    int64_t minpw = (int64_t)floor((double)g->tvw / s->k / w->ctl.imb), mx = 0, save = s->maxpart;
+    /* like METIS: never tighter than the balance we already have */
+    for (p = 0; p < s->k; ++p) mx = HPJ__MAX(mx, s->pw[p]);
+    s->maxpart = HPJ__MAX(s->maxpart, mx);
+    for (pass = 0; pass < niter; ++pass) {
+        int32_t stamp = ++w->stamp, nmoves = 0, iter = 0;
+        int64_t oldcut = s->cut;
+        for (i = 0; i < s->nbnd; ++i) {
+            int32_t v = s->bnd[i];
+            if (2 * s->ed[v] >= g->wdeg[v]) hpj__hp_push(&hp, v, 2 * s->ed[v] - g->wdeg[v]);
+        }
+        while (hp.n > 0) {
+            int32_t v = hpj__hp_pop(&hp), a = s->part[v], b, gain, cto, cfrom;
+            w->mark[v] = stamp;
+            ++iter;
+            if (s->cnt[a] <= 1 || 2 * s->ed[v] < g->wdeg[v]) continue;
+            if (s->ed[v] < g->wdeg[v] && s->pw[a] - g->vw[v] < minpw) continue;
+            b = hpj__kw_best(s, w, v, &gain, &cto, &cfrom);
+            if (b < 0) continue;
+            /* zero-gain moves: when they improve balance, and on every other
+               vertex anyway so boundaries can drift across plateaus */
+            if (gain > 0 || (gain == 0 && (s->pw[a] > s->maxpart || s->pw[b] + g->vw[v] < s->pw[a] || (iter & 1)))) {
+                hpj__kw_move(s, v, b, cto, cfrom, &hp, w->mark, stamp);
+                ++nmoves;
+            }
+        }
+        HPJ__KW_CHECK(s);
+        if (nmoves == 0 || s->cut == oldcut) break;
+    }
+    s->maxpart = save;
+}
+
+/* Moves vertices out of parts heavier than maxpart: boundary vertices to
+   a touching part with room (best gain first), then any vertex to the
+   lightest part. */
+static void hpj__kw_balance(hpj__kw *s, hpj__pws *w) {
+    const hpj__pg *g = s->g;
+    hpj__heap hp = hpj__hp_make(w, 0);
+    int32_t p, v, i, stamp, light = -1;
+    int over = 0;
+    for (p = 0; p < s->k; ++p) over |= s->pw[p] > s->maxpart;
+    if (!over) return;
+    stamp = ++w->stamp;
+    for (i = 0; i < s->nbnd; ++i) {
+        int32_t gain, cto, cfrom;
+        v = s->bnd[i];
+        if (s->pw[s->part[v]] <= s->maxpart) continue;
+        if (hpj__kw_best(s, w, v, &gain, &cto, &cfrom) >= 0) hpj__hp_push(&hp, v, gain);
+    }
+    while (hp.n > 0) {
+        int32_t a, b, gain, cto, cfrom;
+        v = hpj__hp_pop(&hp);
+        a = s->part[v];
+        if (s->pw[a] <= s->maxpart || s->cnt[a] <= 1) continue;
+        b = hpj__kw_best(s, w, v, &gain, &cto, &cfrom);
+        if (b >= 0) hpj__kw_move(s, v, b, cto, cfrom, NULL, w->mark, stamp);
+    }
+    /* whatever is still over goes to the lightest parts */
+    for (v = 0; v < g->n; ++v) {
+        int32_t a = s->part[v], nt, t, cto, cfrom;
+        if (s->pw[a] <= s->maxpart || s->cnt[a] <= 1) continue;
+        if (light < 0 || light == a || s->pw[light] + g->vw[v] > s->maxpart) {
+            light = -1;
+            for (p = 0; p < s->k; ++p)
+                if (p != a && (light < 0 || s->pw[p] < s->pw[light])) light = p;
+            if (light < 0 || s->pw[light] + g->vw[v] >= s->pw[a]) continue;
+        }
+        nt = hpj__kw_scan(s, v, w->conn, w->touched);
+        cto = w->conn[light];
+        cfrom = w->conn[a];
+        for (t = 0; t < nt; ++t) w->conn[w->touched[t]] = 0;
+        hpj__kw_move(s, v, light, cto, cfrom, NULL, w->mark, stamp);
+    }
+    HPJ__KW_CHECK(s);
+}
+
+/* Multilevel k-way: coarsen to max(n / (20 log2 k), 30 k) vertices,
+   recursive bisection of the coarsest graph, then balance + greedy
+   refinement at every level on the way back. */
+static hpj_status hpj__kway(hpj__pws *w, hpj__pg *g, int32_t k, int32_t *out) {
+    hpj__hier *h;
+    hpj__kw s;
+    int32_t *buf[2], l, L, lg = 0, to;
+    hpj_rng rng = hpj_rng_stream(w->runseed, 0xC0A25E, (uint64_t)k);
+    hpj_status st = HPJ_OK;
+    while ((1 << (lg + 1)) <= k && lg < 30) ++lg;
+    if (lg < 1) lg = 1;
+    to = HPJ__MAX(g->n / (HPJ__PART_KWAY_DIV * lg), HPJ__PART_KWAY_PER_PART * k);
+    if (to < HPJ__PART_BIS_DIRECT) to = HPJ__PART_BIS_DIRECT;
+    h = (hpj__hier *)hpj__pw_alloc(w->work, sizeof(hpj__hier), "partition: hierarchy");
+    if (!h) return HPJ_ERR_NOMEM;
+    buf[0] = out;
+    buf[1] = NULL;
+    if ((st = hpj__coarsen(h, g, to, w, &rng)) != HPJ_OK) goto done;
+    L = h->nlev - 1;
+    if (L > 0) {
+        buf[1] = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)h->lev[1].n, "partition: k-way");
+        if (!buf[1]) { st = HPJ_ERR_NOMEM; goto done; }
+    }
+    {
+        /* best of nip recursive bisections of the coarsest graph (METIS: 4
+           or 5), each with its own seed and ub^(1/ln k) per bisection; a
+           dataset-sized graph (<= 5000 vertices) gets 2 cheaper ones: the
+           fast path for the many small graphs of a dataset */
+        int32_t nip = to == HPJ__PART_KWAY_PER_PART * k ? 4 : 5, i, nc = h->lev[L].n;
+        int32_t *cur = NULL;
+        int64_t bcut = 0, bmax = 0;
+        uint64_t seed0 = w->runseed;
+        double ub0 = w->ub;
+        w->ub = pow(w->ctl.imb, 1.0 / log((double)(k > 2 ? k : 3)));
+        if (g->n <= HPJ__PART_SMALL_GRAPH) nip = 2;
+        w->bis_trials = g->n <= HPJ__PART_SMALL_GRAPH ? HPJ__PART_KWAY_TRIALS : HPJ__PART_BIS_TRIALS;
+        if (nip > 1) {
+            cur = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)nc, "partition: k-way");
+            if (!cur) { st = HPJ_ERR_NOMEM; goto done; }
+        }
+        for (i = 0; i < nip && st == HPJ_OK; ++i) {
+            int32_t *dst = i == 0 ? buf[L & 1] : cur;
+            int64_t c, m;
+            hpj_rng r = hpj_rng_stream(seed0, 0x1417, (uint64_t)i);
+            w->runseed = hpj_rng_u64(&r);
+            if ((st = hpj__rb(w, &h->lev[L], k, 0, dst)) != HPJ_OK) break;
+            hpj__part_measure(&h->lev[L], dst, k, w->pw, &c, &m);
+            if (i == 0 || ((m <= w->maxpart) > (bmax <= w->maxpart)) ||
+                ((m <= w->maxpart) == (bmax <= w->maxpart) && (c < bcut || (c == bcut && m < bmax)))) {
+                bcut = c;
+                bmax = m;
+                if (i > 0) memcpy(buf[L & 1], cur, sizeof(int32_t) * (size_t)nc);
+            }
+            if (bcut == 0 && bmax <= w->maxpart) break;
+        }
+        hpj__pw_release(w->work, cur);
+        w->runseed = seed0;
+        w->ub = ub0;
+        if (st != HPJ_OK) goto done;
+    }
+    memset(&s, 0, sizeof s);
+    s.g = &h->lev[L];
+    s.k = k;
+    s.part = buf[L & 1];
+    s.ed = w->ed;
+    s.bnd = w->bnd;
+    s.bpos = w->bpos;
+    s.pw = w->pw;
+    s.cnt = w->cnt;
+    s.maxpart = w->maxpart;
+    if (k == 2) {
+        /* two parts: FM (hill climbing with rollback) first, then the greedy
+           k-way pass, whose zero-gain moves use the balance slack that FM
+           (always moving from the heavier side) leaves unused; the two
+           share part/ed/boundary arrays */
+        hpj__bis b;
+        memset(&b, 0, sizeof b);
+        b.g = &h->lev[L];
+        b.part = buf[L & 1];
+        b.ed = w->ed;
+        b.bnd = w->bnd;
+        b.bpos = w->bpos;
+        b.tw0 = (double)g->tvw / 2;
+        b.maxw[0] = b.maxw[1] = w->maxpart;
+        hpj__bis_params(&b);
+        for (l = L;; --l) {
+            int32_t v;
+            b.slack = l > 0 ? hpj__bis_slack(b.g) : 0;
+            hpj__bis_balance(&b, w);
+            hpj__bis_fm(&b, w, w->ctl.niter, &rng);
+            s.g = b.g;
+            s.part = b.part;
+            s.ed = b.ed;
+            s.nbnd = b.nbnd;
+            s.pw[0] = b.pw[0];
+            s.pw[1] = b.pw[1];
+            s.cut = b.cut;
+            s.cnt[0] = s.cnt[1] = 0;
+            for (v = 0; v < s.g->n; ++v) s.cnt[s.part[v]]++;
+            hpj__kw_refine(&s, w, w->ctl.niter);
+            b.nbnd = s.nbnd;
+            b.pw[0] = s.pw[0];
+            b.pw[1] = s.pw[1];
+            b.cut = s.cut;
+            if (l == 0) break;
+            {
+                int32_t *t = w->ed;
+                w->ed = w->edc;
+                w->edc = t;
+            }
+            hpj__project(&h->lev[l - 1], buf[l & 1], w->edc, buf[(l - 1) & 1], w->ed, w->bnd, w->bpos, &b.nbnd,
+                         NULL, 0);
+            b.g = &h->lev[l - 1];
+            b.part = buf[(l - 1) & 1];
+            b.ed = w->ed;
+        }
+        goto done;
+    }
+    hpj__kw_params(&s);
+    hpj__kw_balance(&s, w);
+    hpj__kw_refine(&s, w, w->ctl.niter);
+    for (l = L - 1; l >= 0; --l) {
+        int32_t *t = w->ed;
+        w->ed = w->edc;
+        w->edc = t;
+        hpj__project(&h->lev[l], buf[(l + 1) & 1], w->edc, buf[l & 1], w->ed, w->bnd, w->bpos, &s.nbnd, w->cnt, k);
+        s.g = &h->lev[l];
+        s.part = buf[l & 1];
+        s.ed = w->ed;
+        hpj__kw_balance(&s, w);
+        hpj__kw_refine(&s, w, w->ctl.niter);
+    }
+done:
+    hpj__pw_release(w->work, buf[1]);
+    hpj__hier_free(w->work, h);
+    hpj__pw_release(w->work, h);
+    return st;
+}
+
+/* ==== partition: driver ==== */
+
+/* Gives every empty part one vertex: taken from the part with the most
+   vertices, the one with the least edge weight into its own part. */
+static void hpj__fill_empty(const hpj__pg *g, int32_t *part, int32_t k, int32_t *cnt) {
+    int32_t p, v, j;
+    memset(cnt, 0, sizeof(int32_t) * (size_t)k);
+    for (v = 0; v < g->n; ++v) cnt[part[v]]++;
+    for (p = 0; p < k; ++p) {
+        int32_t q = 0, best = -1;
+        int64_t bestin = 0;
+        if (cnt[p] > 0) continue;
+        for (j = 1; j < k; ++j)
+            if (cnt[j] > cnt[q]) q = j;
+        if (cnt[q] < 2) return; /* k > n: cannot happen here */
+        for (v = 0; v < g->n; ++v) {
+            int64_t in = 0;
+            if (part[v] != q) continue;
+            for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
+                if (part[g->adj[j]] == q) in += g->adjw[j];
+            if (best < 0 || in < bestin) { best = v; bestin = in; }
+        }
+        part[best] = p;
+        cnt[q]--;
+        cnt[p]++;
+    }
+}
+
+static void hpj__part_measure(const hpj__pg *g, const int32_t *part, int32_t k, int64_t *pw, int64_t *cut,
+                              int64_t *maxpw) {
+    int32_t v, j;
+    int64_t c = 0, m = 0;
+    memset(pw, 0, sizeof(int64_t) * (size_t)k);
+    for (v = 0; v < g->n; ++v) {
+        pw[part[v]] += g->vw[v];
+        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
+            if (part[g->adj[j]] != part[v]) c += g->adjw[j];
+    }
+    for (v = 0; v < k; ++v) m = HPJ__MAX(m, pw[v]);
+    *cut = c / 2;
+    *maxpw = m;
+}
+
+static hpj_status hpj__part_ctrl(const hpj_part_options *opt, hpj__pctrl *c) {
+    hpj_part_options d;
+    if (!opt) {
+        hpj_part_options_default(&d);
+        opt = &d;
+    }
+    if (opt->method != HPJ_PART_KWAY && opt->method != HPJ_PART_RB)
+        return hpj__fail(HPJ_ERR_INPUT, "partition: unknown method %d (HPJ_PART_KWAY or HPJ_PART_RB)",
+                         (int)opt->method);
+    if (!(opt->ufactor >= 1.0f && opt->ufactor <= 1000.0f))
+        return hpj__fail(HPJ_ERR_INPUT, "partition: ufactor %g must be in 1..1000", (double)opt->ufactor);
+    if (opt->ncuts < 1 || opt->ncuts > 1000)
+        return hpj__fail(HPJ_ERR_INPUT, "partition: ncuts %d must be in 1..1000", (int)opt->ncuts);
+    if (opt->niter < 0 || opt->niter > 1000)
+        return hpj__fail(HPJ_ERR_INPUT, "partition: niter %d must be in 0..1000", (int)opt->niter);
+    if (opt->ntrials < 0 || opt->ntrials > 1000)
+        return hpj__fail(HPJ_ERR_INPUT, "partition: ntrials %d must be in 0..1000 (0 = automatic)", (int)opt->ntrials);
+    c->method = opt->method;
+    c->imb = (double)opt->ufactor;
+    c->ncuts = opt->ncuts;
+    c->niter = opt->niter;
+    c->ntrials = opt->ntrials;
+    c->seed = opt->seed;
+    return HPJ_OK;
+}
+
+/* Checks what the partitioner relies on, in O(n + E); sets *loops to the
+   number of self-loop entries and the weight totals. */
+static hpj_status hpj__part_check(const hpj_graph *g, int64_t *loops, int64_t *tvw) {
+    int32_t v, i;
+    int64_t ew = 0;
+    *loops = 0;
+    *tvw = 0;
+    if (!g) return hpj__fail(HPJ_ERR_INPUT, "partition: graph is NULL");
+    if (g->n < 0 || g->nnz < 0) return hpj__fail(HPJ_ERR_INPUT, "partition: negative size n=%d nnz=%d", g->n, g->nnz);
+    if (g->n == 0) return HPJ_OK;
+    if (!g->rowptr || (g->nnz > 0 && !g->col)) return hpj__fail(HPJ_ERR_INPUT, "partition: missing rowptr/col arrays");
+    if (g->rowptr[0] != 0 || g->rowptr[g->n] != g->nnz)
+        return hpj__fail(HPJ_ERR_INPUT, "partition: rowptr[0]=%d rowptr[n]=%d, expected 0 and nnz=%d", g->rowptr[0],
+                         g->rowptr[g->n], g->nnz);
+    for (v = 0; v < g->n; ++v) {
+        if (g->rowptr[v + 1] < g->rowptr[v]) return hpj__fail(HPJ_ERR_INPUT, "partition: rowptr decreases at vertex %d", v);
+        if (g->vwgt) {
+            if (g->vwgt[v] < 0) return hpj__fail(HPJ_ERR_INPUT, "partition: vertex %d has negative weight %d", v, g->vwgt[v]);
+            *tvw += g->vwgt[v];
+        }
+        for (i = g->rowptr[v]; i < g->rowptr[v + 1]; ++i) {
+            int32_t u = g->col[i];
+            if (u < 0 || u >= g->n)
+                return hpj__fail(HPJ_ERR_INPUT, "partition: vertex %d has neighbour %d out of range 0..%d", v, u, g->n - 1);
+            if (u == v) { ++*loops; continue; }
+            if (g->ewgt) {
+                if (g->ewgt[i] <= 0)
+                    return hpj__fail(HPJ_ERR_INPUT, "partition: edge %d-%d has weight %d <= 0", v, u, g->ewgt[i]);
+                ew += g->ewgt[i];
+            } else {
+                ++ew;
+            }
+        }
+    }
+    if (!g->vwgt) *tvw = g->n;
+    if (*tvw > INT32_MAX)
+        return hpj__fail(HPJ_ERR_INPUT, "partition: total vertex weight %lld exceeds 2^31-1", (long long)*tvw);
+    if (ew / 2 > HPJ__PART_MAX_EWGT)
+        return hpj__fail(HPJ_ERR_INPUT, "partition: total edge weight %lld exceeds 2^30-1", (long long)(ew / 2));
+    return HPJ_OK;
+}
+
+HPJDEF void hpj_part_options_default(hpj_part_options *o) {
+    memset(o, 0, sizeof(*o));
+    o->method = HPJ_PART_KWAY;
+    o->ncuts = 1;
+    o->ufactor = 1.03f;
+    o->seed = 1;
+    o->niter = 10;
+    o->ntrials = 0;
+}
+
+HPJDEF void hpj_partition_options_default(hpj_partition_options *opt) { hpj_part_options_default(opt); }
+
+HPJDEF int64_t hpj_partition_cut(const hpj_graph *g, const int32_t *part) {
+    int32_t v, i;
+    int64_t cut = 0;
+    if (!g || g->n < 0 || (g->n > 0 && (!part || !g->rowptr))) return -1;
+    for (v = 0; v < g->n; ++v)
+        for (i = g->rowptr[v]; i < g->rowptr[v + 1]; ++i) {
+            int32_t u = g->col[i];
+            if (u != v && part[u] != part[v]) cut += g->ewgt ? g->ewgt[i] : 1;
+        }
+    return cut / 2;
+}
+
+HPJDEF double hpj_partition_imbalance(const hpj_graph *g, int32_t k, const int32_t *part) {
+    hpj_partition_stats st;
+    if (hpj_partition_evaluate(g, k, part, &st) != HPJ_OK) return -1.0;
+    return st.imbalance;
+}
+
+HPJDEF hpj_status hpj_partition_evaluate(const hpj_graph *g, int32_t k, const int32_t *part, hpj_partition_stats *st) {
+    int32_t v, i, kk;
+    int64_t *pw, cut = 0, mx = 0, tot = 0;
+    if (!st) return hpj__fail(HPJ_ERR_INPUT, "partition_evaluate: stats is NULL");
+    memset(st, 0, sizeof(*st));
+    if (!g || g->n < 0) return hpj__fail(HPJ_ERR_INPUT, "partition_evaluate: no graph");
+    if (k < 1) return hpj__fail(HPJ_ERR_INPUT, "partition_evaluate: k=%d must be >= 1", k);
+    if (g->n > 0 && !part) return hpj__fail(HPJ_ERR_INPUT, "partition_evaluate: part is NULL");
+    for (v = 0; v < g->n; ++v)
+        if (part[v] < 0 || part[v] >= k)
+            return hpj__fail(HPJ_ERR_INPUT, "partition_evaluate: vertex %d has part %d outside 0..%d", v, part[v], k - 1);
+    kk = k;
+    pw = (int64_t *)hpj__calloc((size_t)kk, sizeof(int64_t), "partition_evaluate");
+    if (!pw) return HPJ_ERR_NOMEM;
+    for (v = 0; v < g->n; ++v) {
+        int64_t w = g->vwgt ? g->vwgt[v] : 1;
+        pw[part[v]] += w;
+        tot += w;
+        for (i = g->rowptr[v]; i < g->rowptr[v + 1]; ++i) {
+            int32_t u = g->col[i];
+            if (u != v && part[u] != part[v]) cut += g->ewgt ? g->ewgt[i] : 1;
+        }
+    }
+    for (i = 0; i < kk; ++i) mx = HPJ__MAX(mx, pw[i]);
+    /* non-empty counts vertices, not weight: reuse pw as k flags */
+    memset(pw, 0, sizeof(int64_t) * (size_t)kk);
+    for (v = 0; v < g->n; ++v) pw[part[v]] = 1;
+    for (i = 0; i < kk; ++i) st->nonempty += (int32_t)pw[i];
+    hpj__free(pw);
+    st->edgecut = cut / 2;
+    st->max_part_weight = mx;
+    st->total_weight = tot;
+    st->imbalance = tot > 0 ? (double)mx * (double)k / (double)tot : 1.0;
+    return HPJ_OK;
+}
+
+/* One graph, validated options. */
+static hpj_status hpj__part_graph(const hpj_graph *gin, int32_t k, const hpj__pctrl *ctl, hpj_part_work *pw,
+                                  int32_t *part, int64_t *edgecut) {
+    hpj__pws w;
+    hpj__pg g0;
+    int64_t loops, tvw, bestcut = 0, bestmax = 0;
+    int32_t n = gin->n, kk, v, j, cut_i, *cur = NULL, *best = NULL;
+    int32_t **arr[8];
+    size_t len[8];
+    int c = 0;
+    hpj_status st;
+    if (k < 1) return hpj__fail(HPJ_ERR_INPUT, "partition: k=%d must be >= 1", k);
+    if ((st = hpj__part_check(gin, &loops, &tvw)) != HPJ_OK) return st;
+    kk = HPJ__MIN(k, n);
+    if (n == 0) {
+        if (edgecut) *edgecut = 0;
+        return HPJ_OK;
+    }
+    if (kk == 1 || kk == n) {
+        for (v = 0; v < n; ++v) part[v] = kk == 1 ? 0 : v;
+        if (edgecut) *edgecut = kk == 1 ? 0 : hpj_partition_cut(gin, part);
+        return HPJ_OK;
+    }
+    /* level 0: borrow the CSR when it has no self-loops, add weights */
+    memset(&g0, 0, sizeof g0);
+    g0.n = n;
+    g0.tvw = tvw;
+    g0.eqw = gin->ewgt == NULL;
+    arr[c] = &g0.wdeg; len[c++] = (size_t)n;
+    arr[c] = &g0.cmap; len[c++] = (size_t)n;
+    arr[c] = &cur; len[c++] = (size_t)n;
+    if (!gin->vwgt) { arr[c] = &g0.vw; len[c++] = (size_t)n; }
+    if (loops || !gin->ewgt) { arr[c] = &g0.adjw; len[c++] = (size_t)(gin->nnz - loops); }
+    if (loops) {
+        arr[c] = &g0.xadj; len[c++] = (size_t)n + 1;
+        arr[c] = &g0.adj; len[c++] = (size_t)(gin->nnz - loops);
+    }
+    g0.mem = hpj__part_block(pw, arr, len, c, "partition");
+    if (!g0.mem) return HPJ_ERR_NOMEM;
+    if (gin->vwgt) g0.vw = (int32_t *)(uintptr_t)gin->vwgt;
+    else for (v = 0; v < n; ++v) g0.vw[v] = 1;
+    if (loops) {
+        int32_t e = 0;
+        g0.xadj[0] = 0;
+        for (v = 0; v < n; ++v) {
+            for (j = gin->rowptr[v]; j < gin->rowptr[v + 1]; ++j) {
+                if (gin->col[j] == v) continue;
+                g0.adj[e] = gin->col[j];
+                g0.adjw[e] = gin->ewgt ? gin->ewgt[j] : 1;
+                ++e;
+            }
+            g0.xadj[v + 1] = e;
+        }
+    } else {
+        g0.xadj = (int32_t *)(uintptr_t)gin->rowptr;
+        g0.adj = (int32_t *)(uintptr_t)gin->col;
+        if (gin->ewgt) g0.adjw = (int32_t *)(uintptr_t)gin->ewgt;
+        else for (j = 0; j < gin->nnz; ++j) g0.adjw[j] = 1;
+    }
+    g0.nnz = g0.xadj[n];
+    for (v = 0; v < n; ++v) {
+        int32_t d = 0;
+        for (j = g0.xadj[v]; j < g0.xadj[v + 1]; ++j) d += g0.adjw[j];
+        g0.wdeg[v] = d;
+    }
+    if ((st = hpj__pws_init(&w, pw, n, kk, ctl)) != HPJ_OK) { hpj__pg_free(pw, &g0); return st; }
+    {
+        double ideal = (double)tvw / kk;
+        int32_t lg = 0;
+        w.maxpart = HPJ__MAX((int64_t)floor(ctl->imb * ideal), (int64_t)ceil(ideal));
+        while ((1 << lg) < kk && lg < 31) ++lg;
+        w.ub = pow(ctl->imb, 1.0 / (lg > 0 ? lg : 1));
+        w.bis_trials = HPJ__PART_BIS_TRIALS;
+    }
+    if (ctl->ncuts > 1) {
+        best = (int32_t *)hpj__pw_alloc(pw, sizeof(int32_t) * (size_t)n, "partition");
+        if (!best) { st = HPJ_ERR_NOMEM; goto done; }
+    }
+    for (cut_i = 0; cut_i < ctl->ncuts; ++cut_i) {
+        int64_t cut, mx;
+        hpj_rng r = hpj_rng_stream(ctl->seed, 0x9A27, (uint64_t)cut_i);
+        w.runseed = hpj_rng_u64(&r);
+        if (ctl->method == HPJ_PART_RB) st = hpj__rb(&w, &g0, kk, 0, cur);
+        else st = hpj__kway(&w, &g0, kk, cur);
+        if (st != HPJ_OK) goto done;
+        hpj__fill_empty(&g0, cur, kk, w.cnt);
+        hpj__part_measure(&g0, cur, kk, w.pw, &cut, &mx);
+        if (!best) {
+            bestcut = cut;
+            break;
+        }
+        if (cut_i == 0 || ((mx <= w.maxpart) > (bestmax <= w.maxpart)) ||
+            ((mx <= w.maxpart) == (bestmax <= w.maxpart) && (cut < bestcut || (cut == bestcut && mx < bestmax)))) {
+            bestcut = cut;
+            bestmax = mx;
+            memcpy(best, cur, sizeof(int32_t) * (size_t)n);
+        }
+    }
+    memcpy(part, best ? best : cur, sizeof(int32_t) * (size_t)n);
+#ifdef HPJ_DEBUG
+    {
+        /* every part id in range and every part non-empty */
+        int32_t p;
+        memset(w.cnt, 0, sizeof(int32_t) * (size_t)kk);
+        for (v = 0; v < n; ++v) {
+            HPJ_ASSERT(part[v] >= 0 && part[v] < kk);
+            w.cnt[part[v]]++;
+        }
+        for (p = 0; p < kk; ++p) HPJ_ASSERT(w.cnt[p] > 0);
+    }
+#endif
+    if (edgecut) *edgecut = bestcut;
+done:
+    hpj__pw_release(pw, best);
+    hpj__pw_release(pw, w.mem);
+    hpj__pg_free(pw, &g0);
+    return st;
+}
+
+HPJDEF hpj_status hpj_partition(const hpj_graph *g, int32_t k, const hpj_part_options *opt, hpj_part_work *w,
+                                int32_t *part, int64_t *edgecut) {
+    hpj__pctrl ctl;
+    hpj_status st;
+    hpj_part_work *tmp = NULL;
+    if ((st = hpj__part_ctrl(opt, &ctl)) != HPJ_OK) return st;
+    if (!g) return hpj__fail(HPJ_ERR_INPUT, "partition: graph is NULL");
+    if (g->n > 0 && !part) return hpj__fail(HPJ_ERR_INPUT, "partition: part is NULL");
+    if (!w) {
+        tmp = hpj_part_work_new();
+        if (!tmp) return HPJ_ERR_NOMEM;
+        w = tmp;
+    }
+    st = hpj__part_graph(g, k, &ctl, w, part, edgecut);
+    hpj_part_work_free(tmp);
+    return st;
+}
+
+HPJDEF hpj_status hpj_partition_run(const hpj_graph *g, int32_t k, const hpj_partition_options *opt, int32_t *part,
+                                    hpj_partition_stats *stats) {
+    hpj_status st;
+    if (stats) memset(stats, 0, sizeof(*stats));
+    st = hpj_partition(g, k, opt, NULL, part, NULL);
+    if (st == HPJ_OK && stats) st = hpj_partition_evaluate(g, k, part, stats);
+    return st;
+}
+
+HPJDEF hpj_status hpj_partition_dataset(const hpj_dataset *ds, const int32_t *K, int32_t L, const hpj_part_options *opt,
+                                        int32_t *part, int32_t *nparts) {
+    hpj__pctrl ctl;
+    hpj_status st;
+    int32_t l, G, gi;
+    int64_t N;
+    signed char *fail;
+    if ((st = hpj__part_ctrl(opt, &ctl)) != HPJ_OK) return st;
+    if (!ds || !K || !part) return hpj__fail(HPJ_ERR_INPUT, "partition_dataset: NULL argument");
+    if (L < 1) return hpj__fail(HPJ_ERR_INPUT, "partition_dataset: L=%d must be >= 1", L);
+    for (l = 0; l < L; ++l)
+        if (K[l] < 1) return hpj__fail(HPJ_ERR_INPUT, "partition_dataset: K[%d]=%d must be >= 1", l, K[l]);
+    G = ds->num_graphs;
+    N = ds->num_nodes;
+    fail = (signed char *)hpj__calloc((size_t)(G > 0 ? G : 1), 1, "partition_dataset");
+    if (!fail) return HPJ_ERR_NOMEM;
+    HPJ__OMP(parallel)
+    {
+        /* one workspace per thread: which graphs share one never matters */
+        hpj_part_work *tw = hpj_part_work_new();
+        HPJ__OMP(for schedule(dynamic, 4))
+        for (gi = 0; gi < G; ++gi) {
+            hpj_graph g = hpj_dataset_graph(ds, gi);
+            int32_t ll;
+            for (ll = 0; ll < L; ++ll) {
+                hpj__pctrl c = ctl;
+                hpj_rng r = hpj_rng_stream(ctl.seed, (uint64_t)ll, (uint64_t)gi);
+                c.seed = hpj_rng_u64(&r);
+                if (!tw || hpj__part_graph(&g, K[ll], &c, tw, part + (int64_t)ll * N + ds->node_ptr[gi], NULL) != HPJ_OK) {
+                    fail[gi] = 1;
+                    break;
+                }
+                if (nparts) nparts[(int64_t)gi * L + ll] = HPJ__MIN(K[ll], g.n);
+            }
+        }
+        hpj_part_work_free(tw);
+    }
+    for (gi = 0; gi < G; ++gi) {
+        hpj_graph g;
+        hpj_part_work *tw;
+        char msg[HPJ__ERRLEN];
+        if (!fail[gi]) continue;
+        /* redo the first failing graph on this thread for its reason */
+        hpj__free(fail);
+        g = hpj_dataset_graph(ds, gi);
+        tw = hpj_part_work_new();
+        st = tw ? HPJ_OK : HPJ_ERR_NOMEM;
+        for (l = 0; l < L && st == HPJ_OK; ++l) {
+            hpj__pctrl c = ctl;
+            hpj_rng r = hpj_rng_stream(ctl.seed, (uint64_t)l, (uint64_t)gi);
+            c.seed = hpj_rng_u64(&r);
+            st = hpj__part_graph(&g, K[l], &c, tw, part + (int64_t)l * N + ds->node_ptr[gi], NULL);
+        }
+        hpj_part_work_free(tw);
+        if (st == HPJ_OK) st = HPJ_ERR_NOMEM;
+        memcpy(msg, hpj__errbuf, sizeof msg);
+        msg[sizeof msg - 1] = 0;
+        return hpj__fail(st, "partition_dataset: graph %d: %s", gi, msg);
+    }
+    hpj__free(fail);
+    return HPJ_OK;
+}
+
+#ifndef HPJ_NO_STDIO
+HPJDEF hpj_status hpj_partition_write(const char *path, const int32_t *part, int32_t n) {
+    hpj__buf b;
+    int32_t v;
+    hpj_status st;
+    if (!path || n < 0 || (n > 0 && !part)) return hpj__fail(HPJ_ERR_INPUT, "partition_write: bad arguments");
+    memset(&b, 0, sizeof b);
+    for (v = 0; v < n; ++v) hpj__buf_int(&b, part[v], '\n');
+    if (b.failed) { hpj__free(b.p); return HPJ_ERR_NOMEM; }
+    st = hpj__write_atomic(path, b.p, b.n);
+    hpj__free(b.p);
+    return st;
+}
+#endif
+
+/* ==== tokenizer: random-walk structural encoding ========================== */
+
+HPJDEF void hpj_rwse(const hpj_graph *g, int rw_dim, float *rw, float *scratch, int32_t *iscratch) {
+    /* diag((D^-1 A)^k) equals diag(S^k) for the symmetric S = D^-1/2 A D^-1/2
+       (similar matrices). With x_j = S^j e_v: (S^2j)_vv = <x_j, x_j> and
+       (S^(2j+1))_vv = <x_j, x_(j+1)>, so ceil(rw_dim/2) propagations per node
+       suffice. Each propagation scatters from the support of x_j only (kept
+       in a list), so sparse neighbourhoods stay cheap. x and y are zero
+       outside their supports at all times. */
+    int32_t n = g->n, v, i, tick = 0;
+    float *x = scratch, *y = scratch + n;
+    int32_t *sx = iscratch, *sy = iscratch + n, *stamp = iscratch + 2 * (size_t)n;
+    int steps = (rw_dim + 1) / 2, j;
+    for (v = 0; v < n; ++v) { x[v] = y[v] = 0.0f; stamp[v] = -1; }
+    for (v = 0; v < n; ++v) {
+        float *rv = rw + (size_t)v * rw_dim;
+        int32_t nx = 1, ny, a;
+        x[v] = 1.0f;
+        sx[0] = v;
+        for (j = 0; j <= steps; ++j) {
+            double self = 0.0, cross = 0.0;
+            float *tf;
+            int32_t *ti;
+            for (a = 0; a < nx; ++a) self += (double)x[sx[a]] * x[sx[a]];
+            if (j > 0 && 2 * j - 1 < rw_dim) rv[2 * j - 1] = (float)self; /* k = 2j */
+            if (2 * j >= rw_dim) break;
+            ny = 0; /* y = S x */
+            ++tick;
+            for (a = 0; a < nx; ++a) {
+                int32_t w = sx[a], dw = g->rowptr[w + 1] - g->rowptr[w];
+                float c;
+                if (dw == 0) continue;
+                c = x[w] / sqrtf((float)dw);
+                for (i = g->rowptr[w]; i < g->rowptr[w + 1]; ++i) {
+                    int32_t u = g->col[i];
+                    if (stamp[u] != tick) { stamp[u] = tick; sy[ny++] = u; }
+                    y[u] += c;
+                }
+            }
+            for (a = 0; a < ny; ++a) y[sy[a]] /= sqrtf((float)(g->rowptr[sy[a] + 1] - g->rowptr[sy[a]]));
+            for (a = 0; a < nx; ++a) cross += (double)x[sx[a]] * y[sx[a]];
+            rv[2 * j] = (float)cross; /* k = 2j+1 */
+            for (a = 0; a < nx; ++a) x[sx[a]] = 0.0f;
+            tf = x; x = y; y = tf;
+            ti = sx; sx = sy; sy = ti;
+            nx = ny;
+        }
+        for (a = 0; a < nx; ++a) x[sx[a]] = 0.0f;
+    }
+}
+
+HPJDEF hpj_status hpj_dataset_rwse(const hpj_dataset *ds, int rw_dim, float *out) {
+    int32_t g;
+    int32_t maxn = 0;
+    int failed = 0;
+    if (rw_dim < 1 || rw_dim > 256) return hpj__fail(HPJ_ERR_INPUT, "rwse: rw_dim %d outside 1..256", rw_dim);
+    for (g = 0; g < ds->num_graphs; ++g) {
+        int32_t n = (int32_t)(ds->node_ptr[g + 1] - ds->node_ptr[g]);
+        if (n > maxn) maxn = n;
+    }
+    HPJ__OMP(parallel)
+    {
+        float *scratch = (float *)hpj__alloc(sizeof(float) * 2 * ((size_t)maxn + 1), "rwse");
+        int32_t *iscratch = (int32_t *)hpj__alloc(sizeof(int32_t) * 3 * ((size_t)maxn + 1), "rwse");
+        if (!scratch || !iscratch) {
+            HPJ__OMP(atomic write)
+            failed = 1;
+        }
+        HPJ__OMP(for schedule(dynamic, 4))
+        for (g = 0; g < ds->num_graphs; ++g) {
+            hpj_graph gr = hpj_dataset_graph(ds, g);
+            if (!scratch || !iscratch) continue;
+            hpj_rwse(&gr, rw_dim, out + (size_t)ds->node_ptr[g] * rw_dim, scratch, iscratch);
+        }
+        hpj__free(scratch);
+        hpj__free(iscratch);
+    }
+    if (failed) return hpj__fail(HPJ_ERR_NOMEM, "rwse: out of memory for the scratch of a %d-node graph", maxn);
+    return HPJ_OK;
+}
+
+/* ==== tokenizer: partitions and 1-hop patches ============================ */
+
+HPJDEF void hpj_tok_options_default(hpj_tok_options *o) {
+    int l;
+    memset(o, 0, sizeof(*o));
+    o->L = 4;
+    for (l = 0; l < HPJ_MAX_RES; ++l) o->K[l] = 2 << l;
+    o->rw_dim = 15;
+    o->rw_reduce = HPJ_RW_MAX;
+    hpj_partition_options_default(&o->part);
+    o->part.method = HPJ_PARTITION_RB; /* the Graph-JEPA reference used METIS recursive bisection */
+    o->seed = 1;
+}
+
+HPJDEF void hpj_tokens_free(hpj_tokens *t) {
+    hpj__free(t->k); hpj__free(t->patch0); hpj__free(t->ptr); hpj__free(t->nodes); hpj__free(t->ncore); hpj__free(t->rw);
+    memset(t, 0, sizeof(*t));
+}
+
+/* Number of valid regions of an n-node graph at capacity K. */
+static int32_t hpj__tok_regions(int32_t n, int32_t K, int always_active) {
+    if (n <= 0) return 0;
+    if (!always_active && (int64_t)K > 2 * (int64_t)n) return 0;
+    return K < n ? K : n;
+}
+
+/* Per-thread scratch of the tokenizer. */
+typedef struct hpj__tokws {
+    int32_t cap;
+    int32_t *part, *stamp, *list, *order, *cnt;
+    int32_t *drow, *dcol; /* edge-dropped copy of the graph */
+} hpj__tokws;
+
+static void hpj__tokws_free(hpj__tokws *w) {
+    hpj__free(w->part); hpj__free(w->stamp); hpj__free(w->list); hpj__free(w->order); hpj__free(w->cnt);
+    hpj__free(w->drow); hpj__free(w->dcol);
+    memset(w, 0, sizeof(*w));
+}
+
+static hpj_status hpj__tokws_reserve(hpj__tokws *w, int32_t n, int32_t nnz) {
+    if (n + 1 > w->cap || !w->dcol) {
+        int32_t c = HPJ__MAX(n + 1, 64);
+        hpj__free(w->part); hpj__free(w->stamp); hpj__free(w->list); hpj__free(w->order); hpj__free(w->cnt);
+        hpj__free(w->drow);
+        w->part = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
+        w->stamp = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
+        w->list = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
+        w->order = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
+        w->cnt = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)c + 1), "tokens");
+        w->drow = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)c + 1), "tokens");
+        w->cap = c;
+        if (!w->part || !w->stamp || !w->list || !w->order || !w->cnt || !w->drow) return HPJ_ERR_NOMEM;
+        hpj__free(w->dcol);
+        w->dcol = NULL;
+    }
+    hpj__free(w->dcol);
+    w->dcol = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)nnz + 1), "tokens");
+    if (!w->dcol) return HPJ_ERR_NOMEM;
+    return HPJ_OK;
+}
+
+/* Core regions of graph g at capacity K into w->part (n): one node per region
+   when K >= n, otherwise the partitioner on the (edge-dropped) graph. */
+static hpj_status hpj__tok_partition(const hpj_graph *gr, int32_t k, int32_t K, const hpj_tok_options *o, int32_t g,
+                                     int l, hpj__tokws *w) {
+    int32_t n = gr->n, v;
+    hpj_partition_options po = o->part;
+    hpj_graph use = *gr;
+    if (K >= n) {
+        for (v = 0; v < n; ++v) w->part[v] = v;
+        return HPJ_OK;
+    }
+    if (o->edge_drop > 0.0f) {
+        /* keep an undirected edge if either of its directed entries survives
+           an independent draw (the Graph-JEPA reference's rule) */
+        hpj_rng r = hpj_rng_stream(o->seed ^ 0xED6EULL, o->epoch, (uint64_t)g);
+        int32_t i, m = 0;
+        for (i = 0; i < gr->nnz; ++i) w->dcol[i] = 0;
+        for (v = 0; v < n; ++v)
+            for (i = gr->rowptr[v]; i < gr->rowptr[v + 1]; ++i)
+                if (hpj_rng_uniform(&r) >= o->edge_drop) w->dcol[i] = 1;
+        /* symmetrise the keep flags: mark entry i kept if it or its reverse is */
+        for (v = 0; v < n; ++v)
+            for (i = gr->rowptr[v]; i < gr->rowptr[v + 1]; ++i) {
+                int32_t u = gr->col[i], lo = gr->rowptr[u], hi = gr->rowptr[u + 1] - 1;
+                if (u < v) continue;
+                while (lo <= hi) {
+                    int32_t mid = lo + (hi - lo) / 2;
+                    if (gr->col[mid] == v) { lo = mid; break; }
+                    if (gr->col[mid] < v) lo = mid + 1; else hi = mid - 1;
+                }
+                if (w->dcol[i] | w->dcol[lo]) w->dcol[i] = w->dcol[lo] = 1;
+            }
+        w->drow[0] = 0;
+        for (v = 0; v < n; ++v) {
+            for (i = gr->rowptr[v]; i < gr->rowptr[v + 1]; ++i)
+                if (w->dcol[i]) w->dcol[m++] = gr->col[i]; /* compact in place: m <= i */
+            w->drow[v + 1] = m;
+        }
+        use.rowptr = w->drow;
+        use.col = w->dcol;
+        use.nnz = m;
+        use.ewgt = NULL;
+    }
+    {   /* one partition seed per (seed, epoch, graph, resolution) */
+        hpj_rng r = hpj_rng_stream(o->seed, o->epoch, (uint64_t)g * HPJ_MAX_RES + (uint64_t)l);
+        po.seed = hpj_rng_u64(&r);
+    }
+    return hpj_partition_run(&use, k, &po, w->part, NULL);
+}
+
+HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, const int32_t *graphs, int32_t count,
+                                   const hpj_tok_options *o, hpj_tokens *out) {
+    int32_t G = ds->num_graphs, L = o->L, gi, maxn = 0;
+    int64_t s, total_patches = 0;
+    int64_t *nodes_of = NULL; /* (G*L) expanded node count of each slot */
+    uint8_t *listed = NULL;
+    hpj_tokens t;
+    hpj_status st = HPJ_OK;
+    int nthreads = 1;
+    hpj__tokws *ws = NULL;
+    memset(out, 0, sizeof(*out));
+    memset(&t, 0, sizeof t);
+    if (L < 1 || L > HPJ_MAX_RES) return hpj__fail(HPJ_ERR_INPUT, "tokens: %d resolutions outside 1..%d", L, HPJ_MAX_RES);
+    for (gi = 0; gi < L; ++gi)
+        if (o->K[gi] < 1) return hpj__fail(HPJ_ERR_INPUT, "tokens: capacity K_%d = %d < 1", gi + 1, o->K[gi]);
+    if (o->rw_dim < 1) return hpj__fail(HPJ_ERR_INPUT, "tokens: rw_dim %d < 1", o->rw_dim);
+    if (!(o->edge_drop >= 0.0f && o->edge_drop < 1.0f)) return hpj__fail(HPJ_ERR_INPUT, "tokens: edge_drop %g outside [0,1)", o->edge_drop);
+    if (!graphs) count = G;
+    t.num_graphs = G;
+    t.L = L;
+    t.rw_dim = o->rw_dim;
+    memcpy(t.K, o->K, sizeof t.K);
+    t.k = (int32_t *)hpj__calloc((size_t)G * L, sizeof(int32_t), "tokens");
+    t.patch0 = (int64_t *)hpj__calloc((size_t)G * L + 1, sizeof(int64_t), "tokens");
+    nodes_of = (int64_t *)hpj__calloc((size_t)G * L + 1, sizeof(int64_t), "tokens");
+    listed = (uint8_t *)hpj__calloc((size_t)G + 1, 1, "tokens");
+    if (!t.k || !t.patch0 || !nodes_of || !listed) { st = HPJ_ERR_NOMEM; goto done; }
+    for (gi = 0; gi < count; ++gi) {
+        int32_t g = graphs ? graphs[gi] : gi;
+        if (g < 0 || g >= G) { st = hpj__fail(HPJ_ERR_INPUT, "tokens: graph index %d outside 0..%d", g, G - 1); goto done; }
+        listed[g] = 1;
+    }
+    for (gi = 0; gi < G; ++gi) {
+        int32_t n = (int32_t)(ds->node_ptr[gi + 1] - ds->node_ptr[gi]);
+        int l;
+        if (n > maxn) maxn = n;
+        for (l = 0; l < L; ++l) t.k[(size_t)gi * L + l] = listed[gi] ? hpj__tok_regions(n, o->K[l], o->always_active) : 0;
+    }
+    for (s = 0; s < (int64_t)G * L; ++s) t.patch0[s + 1] = t.patch0[s] + t.k[s];
+    total_patches = t.patch0[(int64_t)G * L];
+    t.num_patches = total_patches;
+    t.ptr = (int64_t *)hpj__calloc((size_t)total_patches + 1, sizeof(int64_t), "tokens");
+    t.ncore = (int32_t *)hpj__calloc((size_t)total_patches + 1, sizeof(int32_t), "tokens");
+    t.rw = (float *)hpj__calloc((size_t)total_patches + 1, sizeof(float) * (size_t)o->rw_dim, "tokens");
+    if (!t.ptr || !t.ncore || !t.rw) { st = HPJ_ERR_NOMEM; goto done; }
+#ifdef _OPENMP
+    nthreads = omp_get_max_threads();
+#endif
+    ws = (hpj__tokws *)hpj__calloc((size_t)nthreads, sizeof(hpj__tokws), "tokens");
+    if (!ws) { st = HPJ_ERR_NOMEM; goto done; }
+    /* Two passes over (graph, resolution) slots: partition + count expanded
+       sizes, then (after a prefix sum) fill node lists. The partition is
+       recomputed in pass 2 (it is deterministic), which avoids storing it. */
+    {
+        int pass;
+        for (pass = 0; pass < 2 && st == HPJ_OK; ++pass) {
+            int64_t nslots = (int64_t)G * L;
+            if (pass == 1) {
+                for (s = 0; s < nslots; ++s) nodes_of[s + 1] += nodes_of[s];
+                t.nodes = (int32_t *)hpj__calloc((size_t)nodes_of[nslots] + 1, sizeof(int32_t), "tokens");
+                if (!t.nodes) { st = HPJ_ERR_NOMEM; break; }
+            }
+            HPJ__OMP(parallel for schedule(dynamic, 1))
+            for (s = 0; s < nslots; ++s) {
+                int tid = 0;
+                int32_t g = (int32_t)(s / L), l = (int32_t)(s % L), k = t.k[s], n, p, v, i;
+                hpj_graph gr;
+                hpj__tokws *w;
+                hpj_status ls;
+                int64_t pos;
+#ifdef _OPENMP
+                tid = omp_get_thread_num();
+#endif
+                w = &ws[tid];
+                if (k == 0 || st != HPJ_OK) continue;
+                gr = hpj_dataset_graph(ds, g);
+                n = gr.n;
+                ls = hpj__tokws_reserve(w, n, gr.nnz);
+                if (ls == HPJ_OK) ls = hpj__tok_partition(&gr, k, o->K[l], o, g, l, w);
+                if (ls != HPJ_OK) {
+                    HPJ__OMP(critical)
+                    st = ls;
+                    continue;
+                }
+                /* bucket nodes by part (counting sort keeps ascending ids) */
+                for (p = 0; p <= k; ++p) w->cnt[p] = 0;
+                for (v = 0; v < n; ++v) w->cnt[w->part[v] + 1]++;
+                for (p = 0; p < k; ++p) w->cnt[p + 1] += w->cnt[p];
+                for (v = 0; v < n; ++v) w->order[w->cnt[w->part[v]]++] = v;
+                for (p = k; p > 0; --p) w->cnt[p] = w->cnt[p - 1];
+                w->cnt[0] = 0;
+                for (v = 0; v < n; ++v) w->stamp[v] = -1;
+                pos = pass ? nodes_of[s] : 0;
+                for (p = 0; p < k; ++p) {
+                    /* expand core region p by one hop: mark core + neighbours */
+                    int32_t a = w->cnt[p], b = w->cnt[p + 1], m = 0, j;
+                    int64_t gp = t.patch0[s] + p;
+                    for (j = a; j < b; ++j) {
+                        int32_t u = w->order[j];
+                        if (w->stamp[u] != p) { w->stamp[u] = p; w->list[m++] = u; }
+                        for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) {
+                            int32_t x = gr.col[i];
+                            if (w->stamp[x] != p) { w->stamp[x] = p; w->list[m++] = x; }
+                        }
+                    }
+                    if (pass == 0) {
+                        nodes_of[s + 1] += m;
+                        t.ncore[gp] = b - a;
+                        continue;
+                    }
+                    /* ascending node order: insertion sort for short lists */
+                    for (j = 1; j < m; ++j) {
+                        int32_t x = w->list[j], q = j - 1;
+                        while (q >= 0 && w->list[q] > x) { w->list[q + 1] = w->list[q]; --q; }
+                        w->list[q + 1] = x;
+                    }
+                    t.ptr[gp] = pos;
+                    memcpy(t.nodes + pos, w->list, sizeof(int32_t) * (size_t)m);
+                    pos += m;
+                    {   /* reduce the node RWSE over the patch */
+                        float *dst = t.rw + (size_t)gp * o->rw_dim;
+                        const float *src = node_rw + (size_t)ds->node_ptr[g] * o->rw_dim;
+                        int c;
+                        for (c = 0; c < o->rw_dim; ++c) dst[c] = o->rw_reduce == HPJ_RW_MAX ? -FLT_MAX : 0.0f;
+                        for (j = 0; j < m; ++j) {
+                            const float *r = src + (size_t)w->list[j] * o->rw_dim;
+                            for (c = 0; c < o->rw_dim; ++c) {
+                                if (o->rw_reduce == HPJ_RW_MAX) dst[c] = r[c] > dst[c] ? r[c] : dst[c];
+                                else dst[c] += r[c];
+                            }
+                        }
+                        if (o->rw_reduce == HPJ_RW_MEAN)
+                            for (c = 0; c < o->rw_dim; ++c) dst[c] /= (float)m;
+                    }
+                }
+            }
+        }
+        if (st == HPJ_OK) t.ptr[total_patches] = nodes_of[(int64_t)G * L];
+    }
+done:
+    if (ws) {
+        int i;
+        for (i = 0; i < nthreads; ++i) hpj__tokws_free(&ws[i]);
+        hpj__free(ws);
+    }
+    hpj__free(nodes_of);
+    hpj__free(listed);
+    if (st != HPJ_OK) { hpj_tokens_free(&t); return st; }
+    *out = t;
+    return HPJ_OK;
+}
+
+
+
+/* ==== nn: GEMM ==== */
+
+/* Blocking. Every C element is computed as: acc = 0; for k in the block:
+   acc = fma(a, b, acc) in increasing k; the first K block then sets
+   C = alpha*acc (+ beta*C), later blocks add alpha*acc. The blocks are
+   HPJ__GEMM_KC long and depend on K only, so the result of an element
+   never depends on the thread count, on how C is split into tiles, or on
+   which micro-kernel computed it (the portable kernel uses fmaf when the
+   target has a fast fma, so every kernel gives the same bits there). */
+#define HPJ__GEMM_KC 256
+#define HPJ__GEMM_NC 512   /* columns of a packed B block                 */
+#define HPJ__GEMM_BFULL (512 * 512) /* B buffer (floats): a whole 512 x 512 B */
+#define HPJ__GEMM_SHARE_ROWS 32     /* min rows per tile to share a packed B */
+#define HPJ__GEMM_MC 128   /* rows of A packed at a time (multiple of 8)  */
+/* below this many multiply-adds a call runs on the calling thread */
+#define HPJ__GEMM_PAR_MIN (64 * 64 * 64)
+/* "small" products (one K block, packed B at most 4096 floats) skip the
+   tiling and thread machinery and pack into stack buffers */
+#define HPJ__GEMM_SMALL_MNK (64 * 32 * 32)
+#define HPJ__GEMM_SMALL_B 4096
+#define HPJ__GEMM_PACKB_M 16 /* B is packed when M is above this */
+
+#if defined(_MSC_VER) && !defined(__cplusplus)
+#define HPJ__INLINE __inline
+#else
+#define HPJ__INLINE inline
+#endif
+
+#if defined(FP_FAST_FMAF)
+#define HPJ__FMAF(a, b, c) fmaf((a), (b), (c))
+#else
+#define HPJ__FMAF(a, b, c) ((a) * (b) + (c))
+#endif
+
+/* A micro-kernel: C tile (mr x nr, mr <= MR, nr <= NR) from a packed A
+   sliver ap (kc, MR) and a B sliver bp (kc rows of NR floats, row stride
+   ldbk; entries past nr are never read when they are outside B). */
+typedef void (*hpj__gemm_kernel)(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
+                                 ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first);
+
+/* Stores one finished accumulator value (the rule in the banner above). */
+static HPJ__INLINE float hpj__gemm_out(float acc, float cold, float alpha, float beta, int first) {
+    float t = alpha * acc;
+    if (!first) return cold + t;
+    return beta == 0.0f ? t : HPJ__FMAF(beta, cold, t);
+}
+
+/* -- portable kernel: 4 x 16, four named accumulator rows so that GCC and
+   Clang keep them in vector registers and vectorize the 16-wide rows -- */
+#define HPJ__PMR 4
+#define HPJ__PNR 16
+static HPJ__INLINE void hpj__gemm_store_row(float *ci, const float *acc, int nr, float alpha, float beta, int first) {
+    int j;
+    if (first && beta == 0.0f)
+        for (j = 0; j < nr; ++j) ci[j] = alpha * acc[j];
+    else
+        for (j = 0; j < nr; ++j) ci[j] = hpj__gemm_out(acc[j], ci[j], alpha, beta, first);
+}
+static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c, ptrdiff_t ldc,
+                               int mr, int nr, float alpha, float beta, int first) {
+    /* B always comes packed here (zero-padded to 16 columns): a copy of
+       partial rows inside the k loop would keep the accumulators out of
+       registers */
+    float c0[HPJ__PNR], c1[HPJ__PNR], c2[HPJ__PNR], c3[HPJ__PNR];
+    int j, k;
+    for (j = 0; j < HPJ__PNR; ++j) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;
+    for (k = 0; k < kc; ++k, ap += HPJ__PMR) {
+        const float *b = bp + (ptrdiff_t)k * ldbk;
+        float a0 = ap[0], a1 = ap[1], a2 = ap[2], a3 = ap[3];
+        for (j = 0; j < HPJ__PNR; ++j) {
+            c0[j] = HPJ__FMAF(a0, b[j], c0[j]);
+            c1[j] = HPJ__FMAF(a1, b[j], c1[j]);
+            c2[j] = HPJ__FMAF(a2, b[j], c2[j]);
+            c3[j] = HPJ__FMAF(a3, b[j], c3[j]);
+        }
+    }
+    hpj__gemm_store_row(c, c0, nr, alpha, beta, first);
+    if (mr > 1) hpj__gemm_store_row(c + ldc, c1, nr, alpha, beta, first);
+    if (mr > 2) hpj__gemm_store_row(c + 2 * ldc, c2, nr, alpha, beta, first);
+    if (mr > 3) hpj__gemm_store_row(c + 3 * ldc, c3, nr, alpha, beta, first);
+}
+
+#if !defined(HPJ_NO_SIMD) && (defined(__AVX512F__) || defined(__AVX2__)) && \
+    (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
+#include <immintrin.h>
+#endif
+
+#define HPJ__R6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define HPJ__R8(X) HPJ__R6(X) X(6) X(7)
+#define HPJ__R12(X) HPJ__R8(X) X(8) X(9) X(10) X(11)
+
+#if !defined(HPJ_NO_SIMD) && defined(__AVX512F__)
+#define HPJ__GEMM_AVX512 1
+/* -- AVX-512 kernel: 8 x 32 (16 zmm accumulators); N edges use masks -- */
+#define HPJ__ZMR 8
+#define HPJ__ZNR 32
+#define HPJ__ZDECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
+#define HPJ__ZPREF(i)                                                            \
+    if (mr > i) {                                                                \
+        _mm_prefetch((const char *)(c + (ptrdiff_t)i * ldc), _MM_HINT_T0);       \
+        _mm_prefetch((const char *)(c + (ptrdiff_t)i * ldc + 16), _MM_HINT_T0);  \
+    }
+#define HPJ__ZFMA(i)                                       \
+    {                                                      \
+        __m512 a_ = _mm512_set1_ps(ap[i]);                 \
+        c##i##0 = _mm512_fmadd_ps(a_, b0, c##i##0);        \
+        c##i##1 = _mm512_fmadd_ps(a_, b1, c##i##1);        \
+    }
+#define HPJ__ZFMA1(i) c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(ap[i]), b0, c##i##0);
+#define HPJ__ZSTORE(i)                                                                     \
+    if (mr > i) {                                                                          \
+        float *ci_ = c + (ptrdiff_t)i * ldc;                                               \
+        __m512 t0_ = _mm512_mul_ps(va, c##i##0), t1_ = _mm512_mul_ps(va, c##i##1);         \
+        if (!first) {                                                                      \
+            t0_ = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, ci_), t0_);                      \
+            t1_ = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, ci_ + 16), t1_);                 \
+        } else if (beta != 0.0f) {                                                         \
+            t0_ = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci_), t0_);                \
+            t1_ = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci_ + 16), t1_);           \
+        }                                                                                  \
+        _mm512_mask_storeu_ps(ci_, m0, t0_);                                               \
+        _mm512_mask_storeu_ps(ci_ + 16, m1, t1_);                                          \
+    }
+static void hpj__gemm_kernel_avx512(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
+                                    ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first) {
+    __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
+    __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
+    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    int k;
+    HPJ__R8(HPJ__ZDECL)
+    HPJ__R8(HPJ__ZPREF)
+    if (nr == HPJ__ZNR) {
+        for (k = 0; k < kc; ++k) {
+            __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
+            HPJ__R8(HPJ__ZFMA)
+            ap += HPJ__ZMR;
+            bp += ldbk;
+        }
+    } else if (nr <= 16) { /* half a tile: one vector per row */
+        for (k = 0; k < kc; ++k) {
+            __m512 b0 = _mm512_maskz_loadu_ps(m0, bp);
+            HPJ__R8(HPJ__ZFMA1)
+            ap += HPJ__ZMR;
+            bp += ldbk;
+        }
+    } else {
+        for (k = 0; k < kc; ++k) {
+            __m512 b0 = _mm512_maskz_loadu_ps(m0, bp), b1 = _mm512_maskz_loadu_ps(m1, bp + 16);
+            HPJ__R8(HPJ__ZFMA)
+            ap += HPJ__ZMR;
+            bp += ldbk;
+        }
+    }
+    HPJ__R8(HPJ__ZSTORE)
+}
+#endif
+
+#if !defined(HPJ_NO_SIMD) && defined(__AVX2__) && defined(__FMA__)
+#define HPJ__GEMM_AVX2 1
+/* -- AVX2 kernel: 6 x 16 (12 ymm accumulators); N edges go through a
+   zero-padded copy of the B rows -- */
+#define HPJ__YMR 6
+#define HPJ__YNR 16
+#define HPJ__YDECL(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
+#define HPJ__YFMA(i)                                       \
+    {                                                      \
+        __m256 a_ = _mm256_broadcast_ss(ap + i);           \
+        c##i##0 = _mm256_fmadd_ps(a_, b0, c##i##0);        \
+        c##i##1 = _mm256_fmadd_ps(a_, b1, c##i##1);        \
+    }
+#define HPJ__YSAVE(i)                              \
+    _mm256_storeu_ps(acc + i * 16, c##i##0);       \
+    _mm256_storeu_ps(acc + i * 16 + 8, c##i##1);
+static void hpj__gemm_kernel_avx2(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
+                                  ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first) {
+    float acc[HPJ__YMR * HPJ__YNR];
+    int i, j, k;
+    HPJ__R6(HPJ__YDECL)
+    if (nr == HPJ__YNR) {
+        for (k = 0; k < kc; ++k) {
+            __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+            HPJ__R6(HPJ__YFMA)
+            ap += HPJ__YMR;
+            bp += ldbk;
+        }
+    } else {
+        float bl[HPJ__YNR];
+        for (k = 0; k < kc; ++k) {
+            __m256 b0, b1;
+            for (j = 0; j < HPJ__YNR; ++j) bl[j] = j < nr ? bp[j] : 0.0f;
+            b0 = _mm256_loadu_ps(bl);
+            b1 = _mm256_loadu_ps(bl + 8);
+            HPJ__R6(HPJ__YFMA)
+            ap += HPJ__YMR;
+            bp += ldbk;
+        }
+    }
+    HPJ__R6(HPJ__YSAVE)
+    for (i = 0; i < mr; ++i) {
+        float *ci = c + (ptrdiff_t)i * ldc;
+        for (j = 0; j < nr; ++j) ci[j] = hpj__gemm_out(acc[i * 16 + j], first && beta == 0.0f ? 0.0f : ci[j], alpha,
+                                                       beta, first);
+    }
+}
+#endif
+
+/* Which kernel hpj_gemm uses (see hpj_gemm_set_isa). */
+static int hpj__gemm_isa = -1;
+
+HPJDEF int hpj_gemm_isa(void) {
+    if (hpj__gemm_isa >= 0) return hpj__gemm_isa;
+#if defined(HPJ__GEMM_AVX512)
+    return HPJ_GEMM_AVX512;
+#elif defined(HPJ__GEMM_AVX2)
+    return HPJ_GEMM_AVX2;
+#else
+    return HPJ_GEMM_PORTABLE;
+#endif
+}
+
+HPJDEF int hpj_gemm_set_isa(int isa) {
+    switch (isa) {
+    case HPJ_GEMM_PORTABLE: hpj__gemm_isa = isa; return 0;
+#if defined(HPJ__GEMM_AVX2)
+    case HPJ_GEMM_AVX2: hpj__gemm_isa = isa; return 0;
+#endif
+#if defined(HPJ__GEMM_AVX512)
+    case HPJ_GEMM_AVX512: hpj__gemm_isa = isa; return 0;
+#endif
+    case -1: hpj__gemm_isa = -1; return 0;
+    default: return -1;
+    }
+}
+
+HPJDEF const char *hpj_gemm_isa_name(int isa) {
+    switch (isa) {
+    case HPJ_GEMM_PORTABLE: return "portable";
+    case HPJ_GEMM_AVX2: return "avx2";
+    case HPJ_GEMM_AVX512: return "avx512";
+    }
+    return "unknown";
+}
+
+/* One call's description, shared by the threads. */
+typedef struct hpj__gemm_job {
+    int transA, transB, M, N, K;
+    float alpha, beta;
+    const float *A, *B;
+    int lda, ldb, ldc;
+    float *C;
+    int mr, nr; /* MR, NR of the kernel */
+    hpj__gemm_kernel kern;
+    int packB;  /* 1: copy B blocks into the thread's buffer first */
+    float *bshared; /* B buffer the threads fill together (thread 0's) */
+} hpj__gemm_job;
+
+#if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
+/* dst[c*ldd + r] = src[r*lds + c] for an 8 x 8 block. */
+static void hpj__tr8x8(const float *src, ptrdiff_t lds, float *dst, ptrdiff_t ldd) {
+    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds);
+    __m256 r2 = _mm256_loadu_ps(src + 2 * lds), r3 = _mm256_loadu_ps(src + 3 * lds);
+    __m256 r4 = _mm256_loadu_ps(src + 4 * lds), r5 = _mm256_loadu_ps(src + 5 * lds);
+    __m256 r6 = _mm256_loadu_ps(src + 6 * lds), r7 = _mm256_loadu_ps(src + 7 * lds);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(s0, s4, 0x20));
+    _mm256_storeu_ps(dst + ldd, _mm256_permute2f128_ps(s1, s5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(s2, s6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(s3, s7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(s0, s4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(s1, s5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(s2, s6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+#endif
+
+/* Packs op(A)(i0..i0+mc-1, p0..p0+kc-1) into slivers of MR rows: sliver s
+   holds (kc, MR) at ap + s*kc*MR, zero rows past mc. */
+static void hpj__gemm_pack_a(float *ap, const hpj__gemm_job *g, int i0, int mc, int p0, int kc) {
+    int MR = g->mr, i, k, s;
+    ptrdiff_t l = g->lda;
+    if (g->transA) { /* A is (K, M): row k holds the block's values */
+        const float *a = g->A + (ptrdiff_t)p0 * l + i0;
+        if (MR == 8 && mc % 8 == 0) { /* the common case, with fixed-size copies */
+            for (k = 0; k < kc; ++k, a += l)
+                for (s = 0; s * 8 < mc; ++s) memcpy(ap + (ptrdiff_t)s * kc * 8 + k * 8, a + s * 8, 8 * sizeof(float));
+            return;
+        }
+        for (k = 0; k < kc; ++k, a += l)
+            for (s = 0; s * MR < mc; ++s) {
+                float *o = ap + (ptrdiff_t)s * kc * MR + k * MR;
+                int w = HPJ__MIN(MR, mc - s * MR);
+                for (i = 0; i < w; ++i) o[i] = a[s * MR + i];
+                for (; i < MR; ++i) o[i] = 0.0f;
+            }
+        return;
+    }
+    for (s = 0; s * MR < mc; ++s) {
+        const float *a = g->A + (ptrdiff_t)(i0 + s * MR) * l + p0;
+        float *o = ap + (ptrdiff_t)s * kc * MR;
+        int w = HPJ__MIN(MR, mc - s * MR);
+#if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
+        if (w == MR && MR % 8 == 0) { /* 8 x 8 register transposes */
+            int i8;
+            for (k = 0; k + 8 <= kc; k += 8)
+                for (i8 = 0; i8 < MR; i8 += 8) hpj__tr8x8(a + (ptrdiff_t)i8 * l + k, l, o + k * MR + i8, MR);
+            for (; k < kc; ++k)
+                for (i = 0; i < MR; ++i) o[k * MR + i] = a[(ptrdiff_t)i * l + k];
+            continue;
+        }
+#endif
+        for (i = 0; i < w; ++i) {
+            const float *ai = a + (ptrdiff_t)i * l;
+            for (k = 0; k < kc; ++k) o[k * MR + i] = ai[k];
+        }
+        for (; i < MR; ++i)
+            for (k = 0; k < kc; ++k) o[k * MR + i] = 0.0f;
+    }
+}
+
+/* Packs op(B)(p0..p0+kc-1, j0..j0+nc-1) into slivers of NR columns:
+   sliver s holds (kc, NR) at bp + s*kc*NR, zero columns past nc. */
+static void hpj__gemm_pack_b(float *bp, const hpj__gemm_job *g, int j0, int nc, int p0, int kc) {
+    int NR = g->nr, s, j, k;
+    for (s = 0; s * NR < nc; ++s) {
+        float *o = bp + (ptrdiff_t)s * kc * NR;
+        int w = HPJ__MIN(NR, nc - s * NR), jj = j0 + s * NR;
+        if (!g->transB) { /* B is (K, N): rows are contiguous */
+            const float *b = g->B + (ptrdiff_t)p0 * g->ldb + jj;
+            if (NR == 32 && w == 32) {
+                for (k = 0; k < kc; ++k, b += g->ldb, o += 32) memcpy(o, b, 32 * sizeof(float));
+                continue;
+            }
+            for (k = 0; k < kc; ++k, b += g->ldb, o += NR) {
+                for (j = 0; j < w; ++j) o[j] = b[j];
+                for (; j < NR; ++j) o[j] = 0.0f;
+            }
+        } else { /* B is (N, K): transpose 8 x 8 blocks, then the rest */
+            const float *b = g->B + (ptrdiff_t)jj * g->ldb + p0;
+            int j8 = 0, k0 = 0;
+#if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
+            for (k0 = 0; k0 + 8 <= kc; k0 += 8)
+                for (j8 = 0; j8 + 8 <= w; j8 += 8) hpj__tr8x8(b + (ptrdiff_t)j8 * g->ldb + k0, g->ldb, o + k0 * NR + j8, NR);
+            j8 = w & ~7; /* columns done for k < k0 */
+#endif
+            for (k = 0; k < kc; ++k) {
+                for (j = k < k0 ? j8 : 0; j < w; ++j) o[k * NR + j] = b[(ptrdiff_t)j * g->ldb + k];
+                for (; j < NR; ++j) o[k * NR + j] = 0.0f;
+            }
+        }
+    }
+}
+
+/* Thread-private buffers for packed B (blocks of KC x NC floats, or a
+   whole B up to 512 x 512: 1 MiB) and A blocks (MC x KC: 128 KiB). They
+   live in thread-local storage, so hpj_gemm allocates nothing and may run
+   in several threads at once (without TLS, HPJ__TLS is empty and calls
+   must not overlap). */
+static HPJ__TLS float hpj__gemm_bbuf[HPJ__GEMM_BFULL];
+static HPJ__TLS float hpj__gemm_abuf[HPJ__GEMM_KC * HPJ__GEMM_MC];
+
+/* One K block (p0, kc) of C rows [s0,s1) x column slivers [tc,tcn): A is
+   packed here MC rows at a time, B comes packed (ldbk = NR, slivers
+   bstride apart) or in place (ldbk = ldb). */
+static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int tcn, int p0, int kc, const float *bb,
+                            ptrdiff_t ldbk, ptrdiff_t bstride) {
+    int MR = g->mr, NR = g->nr, mc_sl = HPJ__GEMM_MC / MR, first = p0 == 0;
+    ptrdiff_t astride = (ptrdiff_t)kc * MR;
+    int sb, s, t;
+    for (sb = s0; sb < s1; sb += mc_sl) {
+        int se = HPJ__MIN(s1, sb + mc_sl);
+        int ib = sb * MR, mc = HPJ__MIN(g->M, se * MR) - ib;
+        hpj__gemm_pack_a(hpj__gemm_abuf, g, ib, mc, p0, kc);
+        for (s = sb; s < se; ++s) {
+            int i0 = s * MR, mr = HPJ__MIN(MR, g->M - i0);
+            const float *ap = hpj__gemm_abuf + (s - sb) * astride;
+            for (t = tc; t < tcn; ++t) {
+                int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
+                g->kern(kc, ap, bb + (t - tc) * bstride, ldbk, g->C + (ptrdiff_t)i0 * g->ldc + jj, g->ldc, mr, nr,
+                        g->alpha, g->beta, first);
+            }
+        }
+    }
+}
+
+/* The C rectangle of row slivers [s0,s1) x column slivers [t0,t1), every
+   K block, with B packed into this thread's buffer (or read in place). */
+static void hpj__gemm_rect(const hpj__gemm_job *g, int s0, int s1, int t0, int t1) {
+    int NR = g->nr, nc_sl = HPJ__GEMM_NC / NR, tc, p0;
+    for (tc = t0; tc < t1; tc += nc_sl) {
+        int tcn = HPJ__MIN(t1, tc + nc_sl);
+        int j0 = tc * NR, nc = HPJ__MIN(g->N, tcn * NR) - j0;
+        for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC) {
+            int kc = HPJ__MIN(HPJ__GEMM_KC, g->K - p0);
+            if (g->packB) {
+                hpj__gemm_pack_b(hpj__gemm_bbuf, g, j0, nc, p0, kc);
+                hpj__gemm_block(g, s0, s1, tc, tcn, p0, kc, hpj__gemm_bbuf, NR, (ptrdiff_t)kc * NR);
+            } else {
+                hpj__gemm_block(g, s0, s1, tc, tcn, p0, kc, g->B + (ptrdiff_t)p0 * g->ldb + j0, g->ldb, NR);
+            }
+        }
+    }
+}
+
+/* The work of one thread of a team of nth. Tiles are handed out
+   dynamically (a thread the OS preempts holds up only its current tile);
+   which thread computes a tile never changes its bits. With many row
+   blocks and a packed B, the team packs B together into thread 0's
+   buffer (all of it at once when it fits, else block by block) and then
+   shares out the row blocks; otherwise each tile is a rectangle that
+   packs its own B. */
+static void hpj__gemm_team(hpj__gemm_job *g, int nth) {
+    int MR = g->mr, NR = g->nr, mc_sl = HPJ__GEMM_MC / MR, nc_sl = HPJ__GEMM_NC / NR;
+    int ms = (g->M + MR - 1) / MR, ns = (g->N + NR - 1) / NR;
+    int rblk, nrb, ncg, cgw, nit, it, rows;
+    if (nth == 1) {
+        hpj__gemm_rect(g, 0, ms, 0, ns);
+        return;
+    }
+    /* row blocks of up to MC rows, about 4 per thread */
+    rblk = HPJ__MAX(1, HPJ__MIN(mc_sl, (ms + 4 * nth - 1) / (4 * nth)));
+    nrb = (ms + rblk - 1) / rblk;
+    /* a shared B is worth it when each row block reuses it enough (a
+       core reads the half another core packed through the shared cache) */
+    rows = g->packB && nrb >= 2 * nth && rblk * MR >= HPJ__GEMM_SHARE_ROWS;
+    if (rows && (size_t)ns * NR * (size_t)g->K <= HPJ__GEMM_BFULL) {
+        /* all of B fits the shared buffer: pack it once (sliver t holds
+           its K rows at t*K*NR, so K block p0 starts p0*NR further), then
+           one barrier, then the row blocks */
+        ptrdiff_t ss = (ptrdiff_t)g->K * NR;
+        int i;
+        HPJ__OMP(for schedule(dynamic, 1))
+        for (i = 0; i < ns; ++i) hpj__gemm_pack_b(g->bshared + i * ss, g, i * NR, HPJ__MIN(NR, g->N - i * NR), 0, g->K);
+        HPJ__OMP(for schedule(dynamic, 1) nowait)
+        for (i = 0; i < nrb; ++i) {
+            int tc, p0;
+            for (tc = 0; tc < ns; tc += nc_sl)
+                for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC)
+                    hpj__gemm_block(g, i * rblk, HPJ__MIN(ms, (i + 1) * rblk), tc, HPJ__MIN(ns, tc + nc_sl), p0,
+                                    HPJ__MIN(HPJ__GEMM_KC, g->K - p0), g->bshared + tc * ss + (ptrdiff_t)p0 * NR, NR,
+                                    ss);
+        }
+        return;
+    }
+    if (rows) { /* B block by B block */
+        int tc, p0, i;
+        for (tc = 0; tc < ns; tc += nc_sl) {
+            int tcn = HPJ__MIN(ns, tc + nc_sl);
+            for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC) {
+                int kc = HPJ__MIN(HPJ__GEMM_KC, g->K - p0);
+                /* (each worksharing loop ends with a barrier: the block is
+                   complete before use, and used up before it is replaced) */
+                HPJ__OMP(for schedule(dynamic, 1))
+                for (i = tc; i < tcn; ++i)
+                    hpj__gemm_pack_b(g->bshared + (ptrdiff_t)(i - tc) * kc * NR, g, i * NR, HPJ__MIN(NR, g->N - i * NR),
+                                     p0, kc);
+                HPJ__OMP(for schedule(dynamic, 1))
+                for (i = 0; i < nrb; ++i)
+                    hpj__gemm_block(g, i * rblk, HPJ__MIN(ms, (i + 1) * rblk), tc, tcn, p0, kc, g->bshared, NR,
+                                    (ptrdiff_t)kc * NR);
+            }
+        }
+        return;
+    }
+    if (g->packB) { /* few rows: split the columns, 2 tiles per thread */
+        rblk = ms;
+        nrb = 1;
+        ncg = HPJ__MIN(ns, 2 * nth);
+    } else { /* B in place: about 4 tiles per thread */
+        ncg = HPJ__MAX(1, HPJ__MIN(ns, (4 * nth + nrb - 1) / nrb));
+    }
+    cgw = (ns + ncg - 1) / ncg;
+    ncg = (ns + cgw - 1) / cgw;
+    nit = nrb * ncg;
+    HPJ__OMP(for schedule(dynamic, 1))
+    for (it = 0; it < nit; ++it) {
+        int rb = it / ncg, cg = it % ncg;
+        hpj__gemm_rect(g, rb * rblk, HPJ__MIN(ms, (rb + 1) * rblk), cg * cgw, HPJ__MIN(ns, (cg + 1) * cgw));
+    }
+}
+
+HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc) {
+    hpj__gemm_job g;
+    int isa;
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) { /* C = beta*C */
+        int i, j;
+        for (i = 0; i < M; ++i) {
+            float *ci = C + (ptrdiff_t)i * ldc;
+            if (beta == 0.0f)
+                for (j = 0; j < N; ++j) ci[j] = 0.0f;
+            else if (beta != 1.0f)
+                for (j = 0; j < N; ++j) ci[j] *= beta;
+        }
+        return;
+    }
+    g.transA = transA != 0;
+    g.transB = transB != 0;
+    g.M = M;
+    g.N = N;
+    g.K = K;
+    g.alpha = alpha;
+    g.beta = beta;
+    g.A = A;
+    g.B = B;
+    g.lda = lda;
+    g.ldb = ldb;
+    g.ldc = ldc;
+    g.C = C;
+    g.bshared = hpj__gemm_bbuf; /* the calling thread is thread 0 of the team */
+    isa = hpj_gemm_isa();
+    g.kern = hpj__gemm_kernel_c;
+    g.mr = HPJ__PMR;
+    g.nr = HPJ__PNR;
+    (void)isa;
+#if defined(HPJ__GEMM_AVX2)
+    if (isa == HPJ_GEMM_AVX2) {
+        g.kern = hpj__gemm_kernel_avx2;
+        g.mr = HPJ__YMR;
+        g.nr = HPJ__YNR;
+    }
+#endif
+#if defined(HPJ__GEMM_AVX512)
+    if (isa == HPJ_GEMM_AVX512) {
+        g.kern = hpj__gemm_kernel_avx512;
+        g.mr = HPJ__ZMR;
+        g.nr = HPJ__ZNR;
+    }
+#endif
+    /* small products (attention-sized): one K block, packed into stack
+       buffers, on this thread, with none of the tiling machinery */
+    if ((double)M * N * K <= HPJ__GEMM_SMALL_MNK && K <= HPJ__GEMM_KC &&
+        (size_t)K * (size_t)((N + g.nr - 1) / g.nr * g.nr) <= HPJ__GEMM_SMALL_B) {
+        float bbuf[HPJ__GEMM_SMALL_B], abuf[HPJ__GEMM_KC * 8]; /* every MR <= 8 */
+        const float *bb = bbuf;
+        ptrdiff_t ldbk = g.nr, bstride = (ptrdiff_t)K * g.nr;
+        int i0, t;
+        if (!g.transB && g.kern != hpj__gemm_kernel_c) { /* B in place */
+            bb = B;
+            ldbk = ldb;
+            bstride = g.nr;
+        } else {
+            g.packB = 1;
+            hpj__gemm_pack_b(bbuf, &g, 0, N, 0, K);
+        }
+        for (i0 = 0; i0 < M; i0 += g.mr) {
+            int mr = HPJ__MIN(g.mr, M - i0);
+            hpj__gemm_pack_a(abuf, &g, i0, mr, 0, K);
+            for (t = 0; t * g.nr < N; ++t)
+                g.kern(K, abuf, bb + t * bstride, ldbk, C + (ptrdiff_t)i0 * ldc + t * g.nr, ldc, mr,
+                       HPJ__MIN(g.nr, N - t * g.nr), alpha, beta, 1);
+        }
+        return;
+    }
+    /* B is read in place when its rows are contiguous and it is reused by
+       few row slivers; otherwise (B transposed, M large, or the portable
+       kernel, which wants zero-padded slivers) it is packed. */
+    g.packB = g.transB || M > HPJ__GEMM_PACKB_M || g.kern == hpj__gemm_kernel_c;
+    {
+        double work = (double)M * N * K;
+        (void)work;
+        HPJ__OMP(parallel if (work >= (double)HPJ__GEMM_PAR_MIN))
+        {
+            int nth = 1;
+#ifdef _OPENMP
+            nth = omp_get_num_threads();
+#endif
+            hpj__gemm_team(&g, nth);
+        }
+    }
+}
+
+/* ==== nn: shared helpers ==== */
+
+/* Loops over this many elements or more run in parallel. */
+#define HPJ__PAR_ELEMS 32768
+/* Fixed number of blocks of every scalar reduction (thread-independent). */
+#define HPJ__NBLK 64
+
+/* Dot product with 16 independent lanes combined in a fixed tree: the
+   compiler vectorizes it, and the bits do not depend on the ISA. */
+static HPJ__INLINE float hpj__dot(const float *a, const float *b, int n) {
+    float acc[16];
+    int i = 0, l;
+    for (l = 0; l < 16; ++l) acc[l] = 0.0f;
+    for (; i + 16 <= n; i += 16)
+        for (l = 0; l < 16; ++l) acc[l] = HPJ__FMAF(a[i + l], b[i + l], acc[l]);
+    for (l = 0; i + l < n; ++l) acc[l] = HPJ__FMAF(a[i + l], b[i + l], acc[l]);
+    for (l = 0; l < 8; ++l) acc[l] += acc[l + 8];
+    for (l = 0; l < 4; ++l) acc[l] += acc[l + 4];
+    return (acc[0] + acc[2]) + (acc[1] + acc[3]);
+}
+
+/* Sum of x (n) with 16 lanes, as hpj__dot. */
+static HPJ__INLINE float hpj__sum(const float *x, int n) {
+    float acc[16];
+    int i = 0, l;
+    for (l = 0; l < 16; ++l) acc[l] = 0.0f;
+    for (; i + 16 <= n; i += 16)
+        for (l = 0; l < 16; ++l) acc[l] += x[i + l];
+    for (l = 0; i + l < n; ++l) acc[l] += x[i + l];
+    for (l = 0; l < 8; ++l) acc[l] += acc[l + 8];
+    for (l = 0; l < 4; ++l) acc[l] += acc[l + 4];
+    return (acc[0] + acc[2]) + (acc[1] + acc[3]);
+}
+
+/* y (n) += a x */
+static HPJ__INLINE void hpj__axpy(float *y, float a, const float *x, int n) {
+    int i;
+    HPJ__OMP(simd)
+    for (i = 0; i < n; ++i) y[i] = HPJ__FMAF(a, x[i], y[i]);
+}
+
+/* dst (D) += column sums of src (N, D) (row stride lds), each column summed
+   in double in row order; parallel over column blocks of 16. */
+static void hpj__colsum_add(float *dst, const float *src, int N, int D, ptrdiff_t lds) {
+    int nb = (D + 15) / 16;
+    int jb;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    for (jb = 0; jb < nb; ++jb) {
+        double acc[16];
+        int j0 = jb * 16, w = HPJ__MIN(16, D - j0), i, j;
+        for (j = 0; j < 16; ++j) acc[j] = 0.0;
+        for (i = 0; i < N; ++i) {
+            const float *r = src + (ptrdiff_t)i * lds + j0;
+            HPJ__OMP(simd)
+            for (j = 0; j < w; ++j) acc[j] += r[j];
+        }
+        for (j = 0; j < w; ++j) dst[j0 + j] += (float)acc[j];
+    }
+}
+
+/* ==== nn: linear ==== */
+
+HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, const float *b, int N, int Din,
+                               int Dout) {
+    int i;
+    if (N <= 0 || Dout <= 0) return;
+    if (b) {
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)N * Dout >= HPJ__PAR_ELEMS))
+        for (i = 0; i < N; ++i) memcpy(out + (ptrdiff_t)i * Dout, b, (size_t)Dout * sizeof(float));
+    }
+    /* out = inp W^T (+ out, which holds the bias) */
+    hpj_gemm(0, 1, N, Dout, Din, 1.0f, inp, Din, W, Din, b ? 1.0f : 0.0f, out, Dout);
+}
+
+HPJDEF void hpj_linear_backward(float *dinp, float *dW, float *db, const float *dout, const float *inp,
+                                const float *W, int N, int Din, int Dout) {
+    if (N <= 0) return;
+    /* out = inp W^T: dinp += dout W, dW += dout^T inp */
+    if (dinp) hpj_gemm(0, 0, N, Din, Dout, 1.0f, dout, Dout, W, Din, 1.0f, dinp, Din);
+    if (dW) hpj_gemm(1, 0, Dout, Din, N, 1.0f, dout, Dout, inp, Din, 1.0f, dW, Din);
+    /* out += b: db += column sums of dout */
+    if (db) hpj__colsum_add(db, dout, N, Dout, Dout);
+}
+
+/* ==== nn: activations and dropout ==== */
+
+HPJDEF void hpj_relu_forward(float *out, const float *inp, size_t n) {
+    int64_t i, nn = (int64_t)n;
+    HPJ__OMP(parallel for simd schedule(static) if (nn >= HPJ__PAR_ELEMS))
+    for (i = 0; i < nn; ++i) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+}
+
+HPJDEF void hpj_relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
+    int64_t i, nn = (int64_t)n;
+    /* out = max(inp, 0): dinp += dout [out > 0] */
+    HPJ__OMP(parallel for simd schedule(static) if (nn >= HPJ__PAR_ELEMS))
+    for (i = 0; i < nn; ++i) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
+/* -- vectorizable exp and normal CDF (own minimax fits; GCC's -O2 only
+   vectorizes fixed-trip loops, so the elementwise kernels below work on
+   blocks of 16 copied to the stack) -- */
+
+/* e^y for y in [-87, 88] (clamped), relative error < 1.1e-7: 2^n times a
+   degree-6 polynomial on |r| <= ln2/2. */
+static HPJ__INLINE float hpj__expf(float y) {
+    float n, r, p, s;
+    int32_t bits;
+    y = y < -87.0f ? -87.0f : y;
+    y = y > 88.0f ? 88.0f : y;
+    n = (y * 1.442695041f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    r = y - n * 0.693145751953125f;                     /* ln 2, high part */
+    r = r - n * 1.428606765330187e-06f;                 /* ln 2, low part  */
+    p = 1.384413801e-03f;
+    p = p * r + 8.374155499e-03f;
+    p = p * r + 4.166799411e-02f;
+    p = p * r + 1.666643173e-01f;
+    p = p * r + 4.999999404e-01f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    bits = ((int32_t)n + 127) * 8388608; /* 2^n */
+    memcpy(&s, &bits, sizeof s);
+    return p * s;
+}
+
+/* Phi(x) = (1 + erf(x/sqrt 2))/2, absolute error < 1e-7: erf(z) = z P(z^2)
+   for |z| < 1, erfc(|z|) = exp(Q(|z|)) for 1 <= |z| < 3.93 (so the lower
+   tail keeps its relative accuracy), and 0 / 1 beyond, as float erf. */
+static HPJ__INLINE float hpj__ncdf(float x) {
+    float z = x * 0.70710678118654752f, a = fabsf(z), t = z * z, e, u, q;
+    e = -5.626979400e-04f;
+    e = e * t + 4.916354548e-03f;
+    e = e * t - 2.671015263e-02f;
+    e = e * t + 1.128013209e-01f;
+    e = e * t - 3.761231899e-01f;
+    e = e * t + 1.128379107e+00f;
+    e = e * z;
+    u = (a < 3.93f ? a : 3.93f) - 2.5f;
+    q = 2.339618987e-07f;
+    q = q * u - 2.039391438e-05f;
+    q = q * u + 6.450944056e-05f;
+    q = q * u - 4.285048926e-04f;
+    q = q * u + 2.166953404e-03f;
+    q = q * u - 1.085422747e-02f;
+    q = q * u - 9.438923001e-01f;
+    q = q * u - 5.352680683e+00f;
+    q = q * u - 7.806815147e+00f;
+    q = a < 3.93f ? 0.5f * hpj__expf(q) : 0.0f; /* erfc(|z|) / 2 */
+    q = z > 0.0f ? 1.0f - q : q;
+    return a < 1.0f ? 0.5f + 0.5f * e : q;
+}
+
+/* Copies w <= 16 floats to a 16-float block, zero-padded. */
+static HPJ__INLINE void hpj__ld16(float *t, const float *x, int w) {
+    int l;
+    if (w == 16)
+        for (l = 0; l < 16; ++l) t[l] = x[l];
+    else
+        for (l = 0; l < 16; ++l) t[l] = l < w ? x[l] : 0.0f;
+}
+static HPJ__INLINE void hpj__st16(float *y, const float *t, int w) {
+    int l;
+    if (w == 16)
+        for (l = 0; l < 16; ++l) y[l] = t[l];
+    else
+        for (l = 0; l < 16; ++l)
+            if (l < w) y[l] = t[l];
+}
+/* t[l] = sqrt(t[l]) for 16 floats (correctly rounded, so the same bits on
+   every path; the intrinsics only exist because sqrtf's errno keeps GCC
+   from vectorizing it). */
+static HPJ__INLINE void hpj__sqrt16(float *t) {
+#if defined(HPJ__GEMM_AVX512)
+    _mm512_storeu_ps(t, _mm512_maskz_sqrt_ps((__mmask16)0xFFFF, _mm512_loadu_ps(t)));
+#elif defined(HPJ__GEMM_AVX2)
+    _mm256_storeu_ps(t, _mm256_sqrt_ps(_mm256_loadu_ps(t)));
+    _mm256_storeu_ps(t + 8, _mm256_sqrt_ps(_mm256_loadu_ps(t + 8)));
+#else
+    int l;
+    for (l = 0; l < 16; ++l) t[l] = sqrtf(t[l]);
+#endif
+}
+
+HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n) {
+    int64_t b, nb = ((int64_t)n + 15) / 16;
+    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
+    for (b = 0; b < nb; ++b) {
+        float t[16];
+        int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b);
+        hpj__ld16(t, inp + 16 * b, w);
+        for (l = 0; l < 16; ++l) t[l] = t[l] * hpj__ncdf(t[l]);
+        hpj__st16(out + 16 * b, t, w);
+    }
+}
+
+HPJDEF void hpj_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n) {
+    int64_t b, nb = ((int64_t)n + 15) / 16;
+    /* out = x Phi(x): dout/dx = Phi(x) + x phi(x) */
+    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
+    for (b = 0; b < nb; ++b) {
+        float x[16], g[16], d[16];
+        int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b);
+        hpj__ld16(x, inp + 16 * b, w);
+        hpj__ld16(g, dout + 16 * b, w);
+        hpj__ld16(d, dinp + 16 * b, w);
+        for (l = 0; l < 16; ++l) {
+            float pdf = 0.3989422804014327f * hpj__expf(-0.5f * x[l] * x[l]);
+            d[l] += g[l] * (hpj__ncdf(x[l]) + x[l] * pdf);
+        }
+        hpj__st16(dinp + 16 * b, d, w);
+    }
+}
+
+/* The counter-based draw of dropout: 24 uniform bits of a splitmix64-style
+   hash of (key, i), key = first output of hpj_rng_stream(seed, step, salt). */
+static float hpj__hash_uniform(uint64_t key, uint64_t i) {
+    uint64_t z = key + (i + 1) * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f);
+}
+
+HPJDEF void hpj_dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t seed,
+                                uint64_t step, uint64_t salt) {
+    int64_t i, nn = (int64_t)n;
+    if (!(p > 0.0f)) {
+        if (out != inp) memmove(out, inp, n * sizeof(float));
+        if (mask) memset(mask, 1, n);
+        return;
+    }
+    if (p >= 1.0f) {
+        for (i = 0; i < nn; ++i) out[i] = 0.0f;
+        if (mask) memset(mask, 0, n);
+        return;
+    }
+    {
+        hpj_rng r = hpj_rng_stream(seed, step, salt);
+        uint64_t key = hpj_rng_u64(&r);
+        float scale = 1.0f / (1.0f - p);
+        HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS / 4))
+        for (i = 0; i < nn; ++i) {
+            int keep = hpj__hash_uniform(key, (uint64_t)i) >= p;
+            out[i] = keep ? inp[i] * scale : 0.0f;
+            if (mask) mask[i] = (uint8_t)keep;
+        }
+    }
+}
+
+HPJDEF void hpj_dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float p) {
+    int64_t i, nn = (int64_t)n;
+    float scale;
+    if (p >= 1.0f) return;
+    scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+    /* out = inp mask / (1-p): dinp += dout mask / (1-p) */
+    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
+    for (i = 0; i < nn; ++i)
+        if (p <= 0.0f || mask[i]) dinp[i] += dout[i] * scale;
+}
+
+/* ==== nn: normalisation ==== */
+
+HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
+                                  const float *beta, int N, int D, float eps) {
+    int i;
+    if (N <= 0 || D <= 0) return;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    for (i = 0; i < N; ++i) {
+        const float *x = inp + (ptrdiff_t)i * D;
+        float *y = out + (ptrdiff_t)i * D;
+        float mu = hpj__sum(x, D) / (float)D, var, rs, acc[16];
+        int j = 0, l;
+        for (l = 0; l < 16; ++l) acc[l] = 0.0f;
+        for (; j + 16 <= D; j += 16)
+            for (l = 0; l < 16; ++l) {
+                float d = x[j + l] - mu;
+                acc[l] = HPJ__FMAF(d, d, acc[l]);
+            }
+        for (l = 0; j + l < D; ++l) {
+            float d = x[j + l] - mu;
+            acc[l] = HPJ__FMAF(d, d, acc[l]);
+        }
+        var = hpj__sum(acc, 16) / (float)D;
+        rs = 1.0f / sqrtf(var + eps);
+        if (mean) mean[i] = mu;
+        if (rstd) rstd[i] = rs;
+        HPJ__OMP(simd)
+        for (j = 0; j < D; ++j) {
+            float v = (x[j] - mu) * rs;
+            if (gamma) v *= gamma[j];
+            if (beta) v += beta[j];
+            y[j] = v;
+        }
+    }
+}
+
+HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                                   const float *gamma, const float *mean, const float *rstd, int N, int D) {
+    int i;
+    if (N <= 0 || D <= 0) return;
+    /* out = xhat gamma + beta, xhat = (x - mean) rstd */
+    if (dinp) {
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+        for (i = 0; i < N; ++i) {
+            const float *x = inp + (ptrdiff_t)i * D, *dy = dout + (ptrdiff_t)i * D;
+            float *dx = dinp + (ptrdiff_t)i * D;
+            float mu = mean[i], rs = rstd[i], ag[16], agx[16], mg, mgx;
+            int j = 0, l;
+            for (l = 0; l < 16; ++l) ag[l] = agx[l] = 0.0f;
+            for (; j + 16 <= D; j += 16)
+                for (l = 0; l < 16; ++l) {
+                    float g = gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
+                    float xh = (x[j + l] - mu) * rs;
+                    ag[l] += g;
+                    agx[l] = HPJ__FMAF(g, xh, agx[l]);
+                }
+            for (l = 0; j + l < D; ++l) {
+                float g = gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
+                float xh = (x[j + l] - mu) * rs;
+                ag[l] += g;
+                agx[l] = HPJ__FMAF(g, xh, agx[l]);
+            }
+            mg = hpj__sum(ag, 16) / (float)D;
+            mgx = hpj__sum(agx, 16) / (float)D;
+            HPJ__OMP(simd)
+            for (j = 0; j < D; ++j) {
+                float g = gamma ? dy[j] * gamma[j] : dy[j];
+                float xh = (x[j] - mu) * rs;
+                dx[j] += rs * (g - mg - xh * mgx);
+            }
+        }
+    }
+    if (dgamma || dbeta) {
+        int nb = (D + 15) / 16, jb;
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+        for (jb = 0; jb < nb; ++jb) {
+            double sg[16], sb[16];
+            int j0 = jb * 16, w = HPJ__MIN(16, D - j0), r, j;
+            for (j = 0; j < 16; ++j) sg[j] = sb[j] = 0.0;
+            for (r = 0; r < N; ++r) {
+                const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
+                float mu = mean[r], rs = rstd[r];
+                HPJ__OMP(simd)
+                for (j = 0; j < w; ++j) {
+                    sg[j] += (double)dy[j] * ((x[j] - mu) * rs);
+                    sb[j] += dy[j];
+                }
+            }
+            for (j = 0; j < w; ++j) {
+                if (dgamma) dgamma[j0 + j] += (float)sg[j];
+                if (dbeta) dbeta[j0 + j] += (float)sb[j];
+            }
+        }
+    }
+}
+
+HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, float *running_mean,
+                                        float *running_var, const float *inp, const float *gamma,
+                                        const float *beta, int N, int D, float momentum, float eps) {
+    int i;
+    if (N <= 0 || D <= 0) return;
+    /* per-channel statistics in double, in row order */
+    {
+        int nb = (D + 15) / 16, jb;
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+        for (jb = 0; jb < nb; ++jb) {
+            double s[16], q[16];
+            int j0 = jb * 16, w = HPJ__MIN(16, D - j0), r, c;
+            for (c = 0; c < 16; ++c) s[c] = q[c] = 0.0;
+            for (r = 0; r < N; ++r) {
+                const float *x = inp + (ptrdiff_t)r * D + j0;
+                HPJ__OMP(simd)
+                for (c = 0; c < w; ++c) s[c] += x[c];
+            }
+            for (c = 0; c < w; ++c) s[c] /= N;
+            for (r = 0; r < N; ++r) {
+                const float *x = inp + (ptrdiff_t)r * D + j0;
+                HPJ__OMP(simd)
+                for (c = 0; c < w; ++c) {
+                    double d = x[c] - s[c];
+                    q[c] += d * d;
+                }
+            }
+            for (c = 0; c < w; ++c) {
+                double var = q[c] / N;
+                mean[j0 + c] = (float)s[c];
+                rstd[j0 + c] = (float)(1.0 / sqrt(var + eps));
+                if (running_mean) running_mean[j0 + c] = (1.0f - momentum) * running_mean[j0 + c] + momentum * (float)s[c];
+                if (running_var && N > 1)
+                    running_var[j0 + c] = (1.0f - momentum) * running_var[j0 + c] + momentum * (float)(q[c] / (N - 1));
+            }
+        }
+    }
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    for (i = 0; i < N; ++i) {
+        const float *x = inp + (ptrdiff_t)i * D;
+        float *y = out + (ptrdiff_t)i * D;
+        int c;
+        HPJ__OMP(simd)
+        for (c = 0; c < D; ++c) {
+            float v = (x[c] - mean[c]) * rstd[c];
+            if (gamma) v *= gamma[c];
+            if (beta) v += beta[c];
+            y[c] = v;
+        }
+    }
+}
+
+HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float *gamma, const float *beta,
+                                       const float *running_mean, const float *running_var, int N, int D,
+                                       float eps) {
+    int i;
+    if (N <= 0 || D <= 0) return;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    for (i = 0; i < N; ++i) {
+        const float *x = inp + (ptrdiff_t)i * D;
+        float *y = out + (ptrdiff_t)i * D;
+        int c;
+        for (c = 0; c < D; ++c) {
+            float v = (x[c] - running_mean[c]) / sqrtf(running_var[c] + eps);
+            if (gamma) v *= gamma[c];
+            if (beta) v += beta[c];
+            y[c] = v;
+        }
+    }
+}
+
+HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                                   const float *gamma, const float *mean, const float *rstd, int N, int D) {
+    int nb = (D + 15) / 16, jb;
+    if (N <= 0 || D <= 0) return;
+    /* out = xhat gamma + beta, xhat = (x - mean_c) rstd_c over the batch */
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    for (jb = 0; jb < nb; ++jb) {
+        double sd[16], sdx[16];
+        int j0 = jb * 16, w = HPJ__MIN(16, D - j0), r, c;
+        for (c = 0; c < 16; ++c) sd[c] = sdx[c] = 0.0;
+        for (r = 0; r < N; ++r) {
+            const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
+            HPJ__OMP(simd)
+            for (c = 0; c < w; ++c) {
+                sd[c] += dy[c];
+                sdx[c] += (double)dy[c] * ((x[c] - mean[j0 + c]) * rstd[j0 + c]);
+            }
+        }
+        for (c = 0; c < w; ++c) {
+            if (dgamma) dgamma[j0 + c] += (float)sdx[c];
+            if (dbeta) dbeta[j0 + c] += (float)sd[c];
+        }
+        if (dinp) {
+            float md[16], mdx[16], k[16];
+            for (c = 0; c < w; ++c) {
+                md[c] = (float)(sd[c] / N);
+                mdx[c] = (float)(sdx[c] / N);
+                k[c] = (gamma ? gamma[j0 + c] : 1.0f) * rstd[j0 + c];
+            }
+            for (r = 0; r < N; ++r) {
+                const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
+                float *dx = dinp + (ptrdiff_t)r * D + j0;
+                HPJ__OMP(simd)
+                for (c = 0; c < w; ++c) {
+                    float xh = (x[c] - mean[j0 + c]) * rstd[j0 + c];
+                    dx[c] += k[c] * (dy[c] - md[c] - xh * mdx[c]);
+                }
+            }
+        }
+    }
+}
+
+/* ==== nn: GINE message passing ==== */
+
+HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const int32_t *rowptr, const int32_t *col,
+                             int N, int D, float eps) {
+    int i;
+    if (N <= 0 || D <= 0) return;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS))
+    for (i = 0; i < N; ++i) {
+        float *o = out + (ptrdiff_t)i * D;
+        const float *hi = h + (ptrdiff_t)i * D;
+        float s = 1.0f + eps;
+        int j, k;
+        HPJ__OMP(simd)
+        for (j = 0; j < D; ++j) o[j] = s * hi[j];
+        for (k = rowptr[i]; k < rowptr[i + 1]; ++k) {
+            const float *hj = h + (ptrdiff_t)col[k] * D;
+            if (e) {
+                const float *ek = e + (ptrdiff_t)k * D;
+                HPJ__OMP(simd)
+                for (j = 0; j < D; ++j) {
+                    float m = hj[j] + ek[j];
+                    o[j] += m > 0.0f ? m : 0.0f;
+                }
+            } else {
+                HPJ__OMP(simd)
+                for (j = 0; j < D; ++j) o[j] += hj[j] > 0.0f ? hj[j] : 0.0f;
+            }
+        }
+    }
+}
+
+HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *dout, const float *h, const float *e,
+                              const int32_t *rowptr, const int32_t *col, const int32_t *rev, int N, int D,
+                              float eps) {
+    int i, par;
+    if (N <= 0 || D <= 0) return;
+    par = (int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS;
+    (void)par;
+    /* out[i] = (1+eps) h[i] + sum_k relu(h[col[k]] + e[k]) */
+    if (dh) {
+        HPJ__OMP(parallel for schedule(static) if (par))
+        for (i = 0; i < N; ++i) {
+            float *g = dh + (ptrdiff_t)i * D;
+            const float *hi = h + (ptrdiff_t)i * D, *di = dout + (ptrdiff_t)i * D;
+            float s = 1.0f + eps;
+            int j, k;
+            HPJ__OMP(simd)
+            for (j = 0; j < D; ++j) g[j] += s * di[j];
+            /* i is the source of the messages of the entries k of its own
+               row, seen from the other end through rev[k] */
+            for (k = rowptr[i]; k < rowptr[i + 1]; ++k) {
+                const float *dn = dout + (ptrdiff_t)col[k] * D;
+                if (e) {
+                    const float *ek = e + (ptrdiff_t)rev[k] * D;
+                    HPJ__OMP(simd)
+                    for (j = 0; j < D; ++j) g[j] += hi[j] + ek[j] > 0.0f ? dn[j] : 0.0f;
+                } else {
+                    HPJ__OMP(simd)
+                    for (j = 0; j < D; ++j) g[j] += hi[j] > 0.0f ? dn[j] : 0.0f;
+                }
+            }
+        }
+    }
+    if (de && e) {
+        HPJ__OMP(parallel for schedule(static) if (par))
+        for (i = 0; i < N; ++i) {
+            const float *di = dout + (ptrdiff_t)i * D;
+            int j, k;
+            for (k = rowptr[i]; k < rowptr[i + 1]; ++k) {
+                const float *hj = h + (ptrdiff_t)col[k] * D, *ek = e + (ptrdiff_t)k * D;
+                float *g = de + (ptrdiff_t)k * D;
+                HPJ__OMP(simd)
+                for (j = 0; j < D; ++j) g[j] += hj[j] + ek[j] > 0.0f ? di[j] : 0.0f;
+            }
+        }
+    }
+    if (deps) {
+        double part[HPJ__NBLK], tot = 0.0;
+        int b;
+        HPJ__OMP(parallel for schedule(static) if (par))
+        for (b = 0; b < HPJ__NBLK; ++b) {
+            int64_t r0 = (int64_t)N * b / HPJ__NBLK, r1 = (int64_t)N * (b + 1) / HPJ__NBLK, r;
+            double s = 0.0;
+            for (r = r0; r < r1; ++r) s += hpj__dot(dout + r * D, h + r * D, D);
+            part[b] = s;
+        }
+        for (b = 0; b < HPJ__NBLK; ++b) tot += part[b];
+        *deps += (float)tot;
+    }
+}
+
+HPJDEF hpj_status hpj_csr_reverse(int32_t *rev, const int32_t *rowptr, const int32_t *col, int N) {
+    int i;
+    for (i = 0; i < N; ++i) {
+        int32_t k;
+        for (k = rowptr[i]; k < rowptr[i + 1]; ++k) {
+            int32_t j = col[k], lo, hi;
+            if (j < 0 || j >= N) {
+                memset(rev, 0, sizeof(int32_t) * (size_t)rowptr[N]);
+                return hpj__fail(HPJ_ERR_INPUT, "csr_reverse: entry %d of row %d has column %d outside 0..%d", (int)k, i,
+                                 (int)j, N - 1);
+            }
+            lo = rowptr[j];
+            hi = rowptr[j + 1];
+            while (lo < hi) { /* binary search for i in row j */
+                int32_t mid = lo + (hi - lo) / 2;
+                if (col[mid] < i) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo >= rowptr[j + 1] || col[lo] != i) {
+                memset(rev, 0, sizeof(int32_t) * (size_t)rowptr[N]);
+                return hpj__fail(HPJ_ERR_INPUT, "csr_reverse: edge %d -> %d has no reverse %d -> %d (not symmetric)", i,
+                                 (int)j, (int)j, i);
+            }
+            rev[k] = lo;
+        }
+    }
+    return HPJ_OK;
+}
+
+HPJDEF hpj_status hpj_index_transpose(int32_t *tptr, int32_t *tidx, const int32_t *ptr, const int32_t *idx, int S,
+                                      int R) {
+    int s, r;
+    int32_t k;
+    for (k = 0; k < ptr[S]; ++k)
+        if (idx[k] < 0 || idx[k] >= R) {
+            memset(tptr, 0, sizeof(int32_t) * ((size_t)R + 1));
+            memset(tidx, 0, sizeof(int32_t) * (size_t)ptr[S]);
+            return hpj__fail(HPJ_ERR_INPUT, "index_transpose: index %d at position %d outside 0..%d", (int)idx[k], (int)k,
+                             R - 1);
+        }
+    for (r = 0; r <= R; ++r) tptr[r] = 0;
+    for (k = 0; k < ptr[S]; ++k) ++tptr[idx[k] + 1];
+    for (r = 0; r < R; ++r) tptr[r + 1] += tptr[r];
+    /* fill in increasing s; tptr[r] walks forward and is restored below */
+    for (s = 0; s < S; ++s)
+        for (k = ptr[s]; k < ptr[s + 1]; ++k) tidx[tptr[idx[k]]++] = s;
+    for (r = R; r > 0; --r) tptr[r] = tptr[r - 1];
+    tptr[0] = 0;
+    return HPJ_OK;
+}
+
+/* ==== nn: pooling ==== */
+
+HPJDEF void hpj_segment_mean_forward(float *out, const float *inp, const int32_t *segptr, int S, int D) {
+    int s;
+    if (S <= 0 || D <= 0) return;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)segptr[S] * D >= HPJ__PAR_ELEMS))
+    for (s = 0; s < S; ++s) {
+        float *o = out + (ptrdiff_t)s * D;
+        int32_t r0 = segptr[s], r1 = segptr[s + 1], r;
+        int j;
+        for (j = 0; j < D; ++j) o[j] = 0.0f;
+        for (r = r0; r < r1; ++r) {
+            const float *x = inp + (ptrdiff_t)r * D;
+            HPJ__OMP(simd)
+            for (j = 0; j < D; ++j) o[j] += x[j];
+        }
+        if (r1 > r0) {
+            float inv = 1.0f / (float)(r1 - r0);
+            for (j = 0; j < D; ++j) o[j] *= inv;
+        }
+    }
+}
+
+HPJDEF void hpj_segment_mean_backward(float *dinp, const float *dout, const int32_t *segptr, int S, int D) {
+    int s;
+    if (S <= 0 || D <= 0) return;
+    /* out[s] = sum_r inp[r] / |s|: dinp[r] += dout[s] / |s| */
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)segptr[S] * D >= HPJ__PAR_ELEMS))
+    for (s = 0; s < S; ++s) {
+        const float *g = dout + (ptrdiff_t)s * D;
+        int32_t r0 = segptr[s], r1 = segptr[s + 1], r;
+        float inv;
+        if (r1 <= r0) continue;
+        inv = 1.0f / (float)(r1 - r0);
+        for (r = r0; r < r1; ++r) hpj__axpy(dinp + (ptrdiff_t)r * D, inv, g, D);
+    }
+}
+
+HPJDEF void hpj_segment_max_forward(float *out, int32_t *argmax, const float *inp, const int32_t *segptr, int S,
+                                    int D) {
+    int s;
+    if (S <= 0 || D <= 0) return;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)segptr[S] * D >= HPJ__PAR_ELEMS))
+    for (s = 0; s < S; ++s) {
+        float *o = out + (ptrdiff_t)s * D;
+        int32_t *am = argmax + (ptrdiff_t)s * D;
+        int32_t r0 = segptr[s], r1 = segptr[s + 1], r;
+        int j;
+        if (r1 <= r0) {
+            for (j = 0; j < D; ++j) {
+                o[j] = 0.0f;
+                am[j] = -1;
+            }
+            continue;
+        }
+        for (j = 0; j < D; ++j) {
+            o[j] = inp[(ptrdiff_t)r0 * D + j];
+            am[j] = r0;
+        }
+        for (r = r0 + 1; r < r1; ++r) {
+            const float *x = inp + (ptrdiff_t)r * D;
+            HPJ__OMP(simd)
+            for (j = 0; j < D; ++j)
+                if (x[j] > o[j]) {
+                    o[j] = x[j];
+                    am[j] = r;
+                }
+        }
+    }
+}
+
+HPJDEF void hpj_segment_max_backward(float *dinp, const float *dout, const int32_t *argmax, int S, int D) {
+    int s;
+    if (S <= 0 || D <= 0) return;
+    /* out[s][j] = inp[argmax[s][j]][j]: a scatter, but segments own
+       disjoint rows, so segments can run in parallel */
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)S * D >= HPJ__PAR_ELEMS))
+    for (s = 0; s < S; ++s) {
+        int j;
+        for (j = 0; j < D; ++j) {
+            int32_t r = argmax[(ptrdiff_t)s * D + j];
+            if (r >= 0) dinp[(ptrdiff_t)r * D + j] += dout[(ptrdiff_t)s * D + j];
+        }
+    }
+}
+
+HPJDEF void hpj_gather_mean_forward(float *out, const float *inp, const int32_t *ptr, const int32_t *idx, int S,
+                                    int D) {
+    int s;
+    if (S <= 0 || D <= 0) return;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)ptr[S] * D >= HPJ__PAR_ELEMS))
+    for (s = 0; s < S; ++s) {
+        float *o = out + (ptrdiff_t)s * D;
+        int32_t k0 = ptr[s], k1 = ptr[s + 1], k;
+        int j;
+        for (j = 0; j < D; ++j) o[j] = 0.0f;
+        for (k = k0; k < k1; ++k) {
+            const float *x = inp + (ptrdiff_t)idx[k] * D;
+            HPJ__OMP(simd)
+            for (j = 0; j < D; ++j) o[j] += x[j];
+        }
+        if (k1 > k0) {
+            float inv = 1.0f / (float)(k1 - k0);
+            for (j = 0; j < D; ++j) o[j] *= inv;
+        }
+    }
+}
+
+HPJDEF void hpj_gather_mean_backward(float *dinp, const float *dout, const int32_t *ptr, const int32_t *tptr,
+                                     const int32_t *tidx, int R, int D) {
+    int r;
+    if (R <= 0 || D <= 0) return;
+    /* out[s] = sum_{k in s} inp[idx[k]] / |s|: gathered per input row */
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)tptr[R] * D >= HPJ__PAR_ELEMS))
+    for (r = 0; r < R; ++r) {
+        float *g = dinp + (ptrdiff_t)r * D;
+        int32_t k;
+        for (k = tptr[r]; k < tptr[r + 1]; ++k) {
+            int32_t s = tidx[k];
+            hpj__axpy(g, 1.0f / (float)(ptr[s + 1] - ptr[s]), dout + (ptrdiff_t)s * D, D);
+        }
+    }
+}
+
+/* ==== nn: attention ==== */
+
+/* Row buffer of the backward; longer rows recompute the dot products. */
+#define HPJ__ATT_ROWBUF 256
+
+HPJDEF void hpj_attention_forward(float *out, float *att, const float *qkv, const uint8_t *keymask,
+                                  const float *adj, int B, int T, int D, int H) {
+    int bh, hd = H > 0 ? D / H : 0;
+    float scale = 1.0f / sqrtf((float)hd);
+    ptrdiff_t ld = 3 * (ptrdiff_t)D;
+    if (B <= 0 || T <= 0 || hd <= 0) return;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)B * H * T * T * hd >= HPJ__PAR_ELEMS))
+    for (bh = 0; bh < B * H; ++bh) {
+        int b = bh / H, h = bh % H, i, j;
+        const float *base = qkv + (ptrdiff_t)b * T * ld;
+        const uint8_t *km = keymask ? keymask + (ptrdiff_t)b * T : NULL;
+        for (i = 0; i < T; ++i) {
+            const float *q = base + i * ld + h * hd;
+            float *p = att + ((ptrdiff_t)bh * T + i) * T;
+            float *o = out + ((ptrdiff_t)b * T + i) * D + h * hd;
+            float mx = 0.0f, sum = 0.0f, inv;
+            int any = 0;
+            for (j = 0; j < T; ++j) {
+                if (km && !km[j]) {
+                    p[j] = 0.0f;
+                    continue;
+                }
+                p[j] = hpj__dot(q, base + j * ld + D + h * hd, hd) * scale;
+                if (!any || p[j] > mx) mx = p[j];
+                any = 1;
+            }
+            for (j = 0; j < hd; ++j) o[j] = 0.0f;
+            if (!any) continue;
+            for (j = 0; j < T; ++j) {
+                if (km && !km[j]) continue;
+                p[j] = expf(p[j] - mx);
+                sum += p[j];
+            }
+            inv = 1.0f / sum;
+            for (j = 0; j < T; ++j) {
+                float w;
+                if (km && !km[j]) continue;
+                p[j] *= inv;
+                w = adj ? p[j] * adj[((ptrdiff_t)b * T + i) * T + j] : p[j];
+                hpj__axpy(o, w, base + j * ld + 2 * D + h * hd, hd);
+            }
+        }
+    }
+}
+
+HPJDEF void hpj_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                                   const uint8_t *keymask, const float *adj, int B, int T, int D, int H) {
+    int bh, hd = H > 0 ? D / H : 0;
+    float scale = 1.0f / sqrtf((float)hd);
+    ptrdiff_t ld = 3 * (ptrdiff_t)D;
+    if (B <= 0 || T <= 0 || hd <= 0) return;
+    /* out_i = sum_j P_ij a_ij v_j, P_i = softmax(s_i), s_ij = scale q_i.k_j:
+       dv_j += P_ij a_ij dout_i ; dP_ij = a_ij dout_i.v_j ;
+       ds_ij = P_ij (dP_ij - sum_l P_il dP_il) ; dq_i += scale ds_ij k_j ;
+       dk_j += scale ds_ij q_i. Each (b, h) is one thread's, in i order. */
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)B * H * T * T * hd >= HPJ__PAR_ELEMS))
+    for (bh = 0; bh < B * H; ++bh) {
+        int b = bh / H, h = bh % H, i, j;
+        const float *base = qkv + (ptrdiff_t)b * T * ld;
+        float *dbase = dqkv + (ptrdiff_t)b * T * ld;
+        const uint8_t *km = keymask ? keymask + (ptrdiff_t)b * T : NULL;
+        float dpbuf[HPJ__ATT_ROWBUF];
+        int buffered = T <= HPJ__ATT_ROWBUF;
+        for (i = 0; i < T; ++i) {
+            const float *p = att + ((ptrdiff_t)bh * T + i) * T;
+            const float *a = adj ? adj + ((ptrdiff_t)b * T + i) * T : NULL;
+            const float *go = dout + ((ptrdiff_t)b * T + i) * D + h * hd;
+            const float *q = base + i * ld + h * hd;
+            float *dq = dbase + i * ld + h * hd;
+            float dsum = 0.0f;
+            int any = 0;
+            for (j = 0; j < T; ++j) {
+                float dp;
+                if (km && !km[j]) continue;
+                any = 1;
+                dp = hpj__dot(go, base + j * ld + 2 * D + h * hd, hd);
+                if (a) dp *= a[j];
+                if (buffered) dpbuf[j] = dp;
+                dsum = HPJ__FMAF(p[j], dp, dsum);
+            }
+            if (!any) continue;
+            for (j = 0; j < T; ++j) {
+                float dp, ds;
+                if (km && !km[j]) continue;
+                if (buffered) dp = dpbuf[j];
+                else {
+                    dp = hpj__dot(go, base + j * ld + 2 * D + h * hd, hd);
+                    if (a) dp *= a[j];
+                }
+                ds = scale * (p[j] * (dp - dsum));
+                hpj__axpy(dq, ds, base + j * ld + D + h * hd, hd);
+                hpj__axpy(dbase + j * ld + D + h * hd, ds, q, hd);
+                hpj__axpy(dbase + j * ld + 2 * D + h * hd, a ? p[j] * a[j] : p[j], go, hd);
+            }
+        }
+    }
+}
+
+/* ==== nn: transformer block ==== */
+
+HPJDEF size_t hpj_block_param_count(int D, int F) {
+    size_t d = (size_t)D, f = (size_t)F;
+    return 2 * d + 3 * d * d + 3 * d + d * d + d + 2 * d + f * d + f + d * f + d;
+}
+
+HPJDEF void hpj_block_params_bind(hpj_block_params *p, float *flat, int D, int F) {
+    size_t d = (size_t)D, f = (size_t)F;
+    p->ln1_g = flat;
+    p->ln1_b = p->ln1_g + d;
+    p->Wqkv = p->ln1_b + d;
+    p->bqkv = p->Wqkv + 3 * d * d;
+    p->Wo = p->bqkv + 3 * d;
+    p->bo = p->Wo + d * d;
+    p->ln2_g = p->bo + d;
+    p->ln2_b = p->ln2_g + d;
+    p->W1 = p->ln2_b + d;
+    p->b1 = p->W1 + f * d;
+    p->W2 = p->b1 + f;
+    p->b2 = p->W2 + d * f;
+}
+
+HPJDEF void hpj_block_params_init(hpj_block_params *p, int D, int F, hpj_rng *r) {
+    int j;
+    for (j = 0; j < D; ++j) {
+        p->ln1_g[j] = p->ln2_g[j] = 1.0f;
+        p->ln1_b[j] = p->ln2_b[j] = p->bo[j] = 0.0f;
+    }
+    hpj_init_xavier_uniform(p->Wqkv, 3 * D, D, 0.70710678f, r);
+    for (j = 0; j < 3 * D; ++j) p->bqkv[j] = 0.0f;
+    hpj_init_xavier_uniform(p->Wo, D, D, 1.0f, r);
+    hpj_init_uniform(p->W1, (size_t)F * D, 1.0f / sqrtf((float)D), r);
+    hpj_init_uniform(p->b1, (size_t)F, 1.0f / sqrtf((float)D), r);
+    hpj_init_uniform(p->W2, (size_t)D * F, 1.0f / sqrtf((float)F), r);
+    hpj_init_uniform(p->b2, (size_t)D, 1.0f / sqrtf((float)F), r);
+}
+
+/* floats rounded up to 16 (64 bytes) */
+static size_t hpj__r16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+HPJDEF size_t hpj_block_cache_count(int B, int T, int D, int H, int F) {
+    size_t bt = (size_t)B * T, d = (size_t)D;
+    return 4 * hpj__r16(bt * d) + 4 * hpj__r16(bt) + hpj__r16(3 * bt * d) +
+           hpj__r16((size_t)B * H * T * T) + 2 * hpj__r16(bt * (size_t)F);
+}
+
+HPJDEF void hpj_block_cache_bind(hpj_block_cache *c, float *flat, int B, int T, int D, int H, int F) {
+    size_t bt = (size_t)B * T, d = (size_t)D;
+    c->ln1 = flat;
+    c->ln1_mean = c->ln1 + hpj__r16(bt * d);
+    c->ln1_rstd = c->ln1_mean + hpj__r16(bt);
+    c->qkv = c->ln1_rstd + hpj__r16(bt);
+    c->att = c->qkv + hpj__r16(3 * bt * d);
+    c->atty = c->att + hpj__r16((size_t)B * H * T * T);
+    c->x1 = c->atty + hpj__r16(bt * d);
+    c->ln2 = c->x1 + hpj__r16(bt * d);
+    c->ln2_mean = c->ln2 + hpj__r16(bt * d);
+    c->ln2_rstd = c->ln2_mean + hpj__r16(bt);
+    c->fch = c->ln2_rstd + hpj__r16(bt);
+    c->fch_act = c->fch + hpj__r16(bt * (size_t)F);
+}
+
+HPJDEF size_t hpj_block_scratch_count(int B, int T, int D, int H, int F) {
+    size_t bt = (size_t)B * T;
+    (void)H;
+    return 2 * hpj__r16(bt * (size_t)D) + 2 * hpj__r16(bt * (size_t)F) + hpj__r16(3 * bt * (size_t)D);
+}
+
+/* y (n) += x (n) */
+static void hpj__add_inplace(float *y, const float *x, size_t n) {
+    int64_t i, nn = (int64_t)n;
+    HPJ__OMP(parallel for simd schedule(static) if (nn >= HPJ__PAR_ELEMS))
+    for (i = 0; i < nn; ++i) y[i] += x[i];
+}
+
+HPJDEF void hpj_block_forward(float *out, hpj_block_cache *c, const float *inp, const hpj_block_params *p,
+                              const uint8_t *keymask, const float *adj, int B, int T, int D, int H, int F, int act) {
+    int N = B * T;
+    size_t nd = (size_t)N * D;
+    if (N <= 0) return;
+    hpj_layernorm_forward(c->ln1, c->ln1_mean, c->ln1_rstd, inp, p->ln1_g, p->ln1_b, N, D, 1e-5f);
+    hpj_linear_forward(c->qkv, c->ln1, p->Wqkv, p->bqkv, N, D, 3 * D);
+    hpj_attention_forward(c->atty, c->att, c->qkv, keymask, adj, B, T, D, H);
+    hpj_linear_forward(c->x1, c->atty, p->Wo, p->bo, N, D, D);
+    hpj__add_inplace(c->x1, inp, nd);
+    hpj_layernorm_forward(c->ln2, c->ln2_mean, c->ln2_rstd, c->x1, p->ln2_g, p->ln2_b, N, D, 1e-5f);
+    hpj_linear_forward(c->fch, c->ln2, p->W1, p->b1, N, D, F);
+    if (act == HPJ_ACT_GELU) hpj_gelu_forward(c->fch_act, c->fch, (size_t)N * F);
+    else hpj_relu_forward(c->fch_act, c->fch, (size_t)N * F);
+    hpj_linear_forward(out, c->fch_act, p->W2, p->b2, N, F, D);
+    hpj__add_inplace(out, c->x1, nd);
+}
+
+HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *dout, const float *inp,
+                               const hpj_block_params *p, const hpj_block_cache *c, float *scratch,
+                               const uint8_t *keymask, const float *adj, int B, int T, int D, int H, int F, int act) {
+    int N = B * T;
+    size_t nd = (size_t)N * D, nf = (size_t)N * F;
+    float *dx1 = scratch;                   /* (N, D) */
+    float *dD = dx1 + hpj__r16(nd);         /* (N, D): dln2, then datty, then dln1 */
+    float *dF1 = dD + hpj__r16(nd);         /* (N, F): d fch_act */
+    float *dF2 = dF1 + hpj__r16(nf);        /* (N, F): d fch */
+    float *dqkv = dF2 + hpj__r16(nf);       /* (N, 3D) */
+    if (N <= 0 || (!dinp && !dp)) return;
+    /* y = x1 + fch_act W2^T + b2 */
+    memcpy(dx1, dout, nd * sizeof(float));
+    hpj_gemm(0, 0, N, F, D, 1.0f, dout, D, p->W2, F, 0.0f, dF1, F);
+    if (dp) hpj_linear_backward(NULL, dp->W2, dp->b2, dout, c->fch_act, p->W2, N, F, D);
+    /* fch_act = act(fch) */
+    memset(dF2, 0, nf * sizeof(float));
+    if (act == HPJ_ACT_GELU) hpj_gelu_backward(dF2, dF1, c->fch, nf);
+    else hpj_relu_backward(dF2, dF1, c->fch_act, nf);
+    /* fch = ln2 W1^T + b1 */
+    hpj_gemm(0, 0, N, D, F, 1.0f, dF2, F, p->W1, D, 0.0f, dD, D);
+    if (dp) hpj_linear_backward(NULL, dp->W1, dp->b1, dF2, c->ln2, p->W1, N, D, F);
+    /* ln2 = LN(x1) */
+    hpj_layernorm_backward(dx1, dp ? dp->ln2_g : NULL, dp ? dp->ln2_b : NULL, dD, c->x1, p->ln2_g, c->ln2_mean,
+                           c->ln2_rstd, N, D);
+    /* x1 = x + atty Wo^T + bo */
+    hpj_gemm(0, 0, N, D, D, 1.0f, dx1, D, p->Wo, D, 0.0f, dD, D);
+    if (dp) hpj_linear_backward(NULL, dp->Wo, dp->bo, dx1, c->atty, p->Wo, N, D, D);
+    /* atty = attention(qkv) */
+    memset(dqkv, 0, 3 * nd * sizeof(float));
+    hpj_attention_backward(dqkv, dD, c->qkv, c->att, keymask, adj, B, T, D, H);
+    /* qkv = ln1 Wqkv^T + bqkv */
+    if (dp) hpj_linear_backward(NULL, dp->Wqkv, dp->bqkv, dqkv, c->ln1, p->Wqkv, N, D, 3 * D);
+    {
+        hpj_gemm(0, 0, N, D, 3 * D, 1.0f, dqkv, 3 * D, p->Wqkv, D, 0.0f, dD, D);
+        /* ln1 = LN(x) ; and the residual x1 = x + ... */
+        hpj_layernorm_backward(dinp, dp ? dp->ln1_g : NULL, dp ? dp->ln1_b : NULL, dD, inp, p->ln1_g, c->ln1_mean,
+                               c->ln1_rstd, N, D);
+        if (dinp) hpj__add_inplace(dinp, dx1, nd);
+    }
+}
+
+/* ==== nn: losses ==== */
+
+HPJDEF double hpj_smooth_l1(const float *pred, const float *target, float *dpred, size_t n, float beta,
+                            float scale) {
+    double part[HPJ__NBLK], tot = 0.0;
+    int64_t nn = (int64_t)n;
+    int b;
+    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
+    for (b = 0; b < HPJ__NBLK; ++b) {
+        int64_t i0 = nn * b / HPJ__NBLK, i1 = nn * (b + 1) / HPJ__NBLK, i;
+        double s = 0.0;
+        for (i = i0; i < i1; ++i) {
+            float d = pred[i] - target[i], ad = fabsf(d), g;
+            if (ad < beta) {
+                s += 0.5 * (double)d * d / beta;
+                g = d / beta;
+            } else {
+                s += (double)ad - 0.5 * (beta > 0.0f ? beta : 0.0f);
+                g = d > 0.0f ? 1.0f : d < 0.0f ? -1.0f : 0.0f;
+            }
+            if (dpred) dpred[i] += scale * g;
+        }
+        part[b] = s;
+    }
+    for (b = 0; b < HPJ__NBLK; ++b) tot += part[b];
+    return (double)scale * tot;
+}
+
+HPJDEF double hpj_softmax_xent(const float *logits, const int32_t *labels, float *dlogits, int N, int C,
+                               float scale) {
+    double part[HPJ__NBLK], tot = 0.0;
+    int b;
+    if (N <= 0 || C <= 0) return 0.0;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * C >= HPJ__PAR_ELEMS))
+    for (b = 0; b < HPJ__NBLK; ++b) {
+        int i0 = (int)((int64_t)N * b / HPJ__NBLK), i1 = (int)((int64_t)N * (b + 1) / HPJ__NBLK), i, c;
+        double s = 0.0;
+        for (i = i0; i < i1; ++i) {
+            const float *z = logits + (ptrdiff_t)i * C;
+            double mx, se = 0.0, lse;
+            if (labels[i] < 0 || labels[i] >= C) continue;
+            mx = z[0];
+            for (c = 1; c < C; ++c)
+                if (z[c] > mx) mx = z[c];
+            for (c = 0; c < C; ++c) se += exp(z[c] - mx);
+            lse = mx + log(se);
+            s += lse - z[labels[i]];
+            if (dlogits) {
+                float *g = dlogits + (ptrdiff_t)i * C;
+                for (c = 0; c < C; ++c) g[c] += scale * (float)exp(z[c] - lse);
+                g[labels[i]] -= scale;
+            }
+        }
+        part[b] = s;
+    }
+    for (b = 0; b < HPJ__NBLK; ++b) tot += part[b];
+    return (double)scale * tot;
+}
+
+/* ==== nn: optimiser, schedules, clipping ==== */
+
+HPJDEF void hpj_adam_step(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
+                          float beta2, float eps, float weight_decay, int decoupled, int64_t t) {
+    int64_t b, nb = ((int64_t)n + 15) / 16;
+    double bc1 = 1.0 - pow((double)beta1, (double)t), bc2 = 1.0 - pow((double)beta2, (double)t);
+    float step = (float)(lr / bc1), bc2s = (float)sqrt(bc2);
+    float gwd = decoupled ? 0.0f : weight_decay, decay = decoupled ? (float)(1.0 - (double)lr * weight_decay) : 1.0f;
+    float omb1 = (float)(1.0 - (double)beta1), omb2 = (float)(1.0 - (double)beta2);
+    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 16))
+    for (b = 0; b < nb; ++b) {
+        float tp[16], tg[16], tm[16], tv[16], ts[16];
+        int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b);
+        hpj__ld16(tp, p + 16 * b, w);
+        hpj__ld16(tg, g + 16 * b, w);
+        hpj__ld16(tm, m + 16 * b, w);
+        hpj__ld16(tv, v + 16 * b, w);
+        for (l = 0; l < 16; ++l) {
+            float gi = tg[l] + gwd * tp[l]; /* Adam: g += wd p */
+            tp[l] *= decay;                 /* AdamW: p *= 1 - lr wd */
+            tm[l] = beta1 * tm[l] + omb1 * gi;
+            tv[l] = beta2 * tv[l] + omb2 * (gi * gi);
+            ts[l] = tv[l];
+        }
+        hpj__sqrt16(ts);
+        for (l = 0; l < 16; ++l) tp[l] -= step * (tm[l] / (ts[l] / bc2s + eps));
+        hpj__st16(p + 16 * b, tp, w);
+        hpj__st16(m + 16 * b, tm, w);
+        hpj__st16(v + 16 * b, tv, w);
+    }
+}
+
+HPJDEF float hpj_lr_at(int schedule, float base_lr, float min_lr, int64_t step, int64_t total, int64_t warmup) {
+    double s, span;
+    if (step < 0) step = 0;
+    if (warmup > 0 && step < warmup) return (float)((double)base_lr * (double)(step + 1) / (double)warmup);
+    if (schedule != HPJ_SCHED_COSINE) return base_lr;
+    span = (double)(total - warmup);
+    s = (double)(step - warmup);
+    if (span <= 0.0 || s >= span) return min_lr;
+    return (float)(min_lr + ((double)base_lr - min_lr) * 0.5 * (1.0 + cos(3.14159265358979323846 * s / span)));
+}
+
+HPJDEF double hpj_grad_clip(float *g, size_t n, float max_norm) {
+    double part[HPJ__NBLK], tot = 0.0, norm;
+    int64_t nn = (int64_t)n;
+    int b;
+    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
+    for (b = 0; b < HPJ__NBLK; ++b) {
+        int64_t i0 = nn * b / HPJ__NBLK, i1 = nn * (b + 1) / HPJ__NBLK, i;
+        double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int l;
+        for (i = i0; i + 8 <= i1; i += 8)
+            for (l = 0; l < 8; ++l) acc[l] += (double)g[i + l] * g[i + l];
+        for (l = 0; i + l < i1; ++l) acc[l] += (double)g[i + l] * g[i + l];
+        part[b] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    }
+    for (b = 0; b < HPJ__NBLK; ++b) tot += part[b];
+    norm = sqrt(tot);
+    if (max_norm > 0.0f && norm > max_norm && isfinite(norm)) {
+        float f = (float)(max_norm / (norm + 1e-6));
+        int64_t i;
+        HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
+        for (i = 0; i < nn; ++i) g[i] *= f;
+    }
+    return norm;
+}
+
+/* ==== nn: EMA ==== */
+
+HPJDEF void hpj_ema_update(float *target, const float *online, size_t n, float momentum) {
+    int64_t b, nb = ((int64_t)n + 15) / 16;
+    float a = 1.0f - momentum;
+    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 16))
+    for (b = 0; b < nb; ++b) {
+        float t[16], o[16];
+        int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b);
+        hpj__ld16(t, target + 16 * b, w);
+        hpj__ld16(o, online + 16 * b, w);
+        for (l = 0; l < 16; ++l) t[l] = momentum * t[l] + a * o[l];
+        hpj__st16(target + 16 * b, t, w);
+    }
+}
+
+HPJDEF float hpj_ema_momentum(float start, float end, int64_t step, int64_t total) {
+    if (total <= 0 || step <= 0) return start;
+    if (step >= total) return end;
+    return (float)((double)start + ((double)end - start) * (double)step / (double)total);
+}
+
+/* ==== nn: initialisers ==== */
+
+HPJDEF void hpj_init_uniform(float *w, size_t n, float bound, hpj_rng *r) {
+    size_t i;
+    for (i = 0; i < n; ++i) w[i] = bound * (2.0f * hpj_rng_uniform(r) - 1.0f);
+}
+
+HPJDEF void hpj_init_xavier_uniform(float *w, int fan_out, int fan_in, float gain, hpj_rng *r) {
+    float a = gain * sqrtf(6.0f / (float)(fan_in + fan_out));
+    hpj_init_uniform(w, (size_t)fan_out * fan_in, a, r);
+}
+
+/* ==== config ============================================================== */
+
+HPJDEF void hpj_config_default(hpj_config *c) {
+    int l;
+    memset(c, 0, sizeof(*c));
+    c->mode = HPJ_MODE_HP;
+    c->L = 4;
+    for (l = 0; l < HPJ_MAX_RES; ++l) { c->K[l] = 2 << l; c->M[l] = l < 3 ? l + 1 : 4; }
+    c->dim = 512; c->blocks = 4; c->heads = 8; c->ffn = 0; c->ffn_act = HPJ_ACT_RELU;
+    c->gnn_layers = 2; c->rw_dim = 15; c->rw_reduce = HPJ_RW_MAX; c->pred_layers = 3;
+    c->target_adj = 0; c->ema_copy_init = 1; c->patch_mixing = 1;
+    c->lr = 2.5e-4f; c->min_lr = 0.0f; c->weight_decay = 0.0f; c->optimizer = HPJ_OPT_ADAM;
+    c->batch_size = 128; c->epochs = 20; c->schedule = HPJ_SCHED_COSINE; c->warmup = 0.0f;
+    c->dropout = 0.0f; c->token_dropout = 0.0f; c->clip = 0.0f; c->beta = 1.0f;
+    c->ema_start = 0.996f; c->ema_end = 1.0f; c->edge_drop = 0.3f; c->repartition = 1; c->target_clamp = 0.0f;
+    c->part_method = HPJ_PARTITION_RB; c->node_vocab = 0; c->edge_vocab = 0; c->node_attr = 0;
+    c->readout = HPJ_READOUT_CONCAT; c->lambda_unif = 1.0f; c->probe_alpha = 1.0f; c->seed = 42; c->threads = 0;
+}
+
+static int hpj__streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
+
+/* Parses a whole integer / real / comma list; 0 on success. */
+static int hpj__parse_long(const char *v, long lo, long hi, long *out) {
+    char *end;
+    long x;
+    if (!*v) return -1;
+    x = strtol(v, &end, 10);
+    while (*end == ' ' || *end == '\t') ++end;
+    if (*end || x < lo || x > hi) return -1;
+    *out = x;
+    return 0;
+}
+static int hpj__parse_float(const char *v, double lo, double hi, float *out) {
+    char *end;
+    double x;
+    if (!*v) return -1;
+    x = strtod(v, &end);
+    while (*end == ' ' || *end == '\t') ++end;
+    if (*end || !(x >= lo && x <= hi)) return -1;
+    *out = (float)x;
+    return 0;
+}
+static int hpj__parse_list(const char *v, int32_t *out, int *count, long lo, long hi) {
+    int n = 0;
+    const char *p = v;
+    while (*p) {
+        char *end;
+        long x;
+        while (*p == ' ' || *p == '\t') ++p;
+        x = strtol(p, &end, 10);
+        if (end == p || x < lo || x > hi || n >= HPJ_MAX_RES) return -1;
+        out[n++] = (int32_t)x;
+        p = end;
+        while (*p == ' ' || *p == '\t') ++p;
+        if (*p == ',') { ++p; if (!*p) return -1; } else if (*p) return -1;
+    }
+    if (n == 0) return -1;
+    *count = n;
+    return 0;
+}
+
+HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) {
+    long x;
+    int n, bad = 0;
+    int32_t list[HPJ_MAX_RES];
+#define HPJ__INT(name, field, lo, hi) \
+    else if (hpj__streq(key, name)) { if (hpj__parse_long(v, lo, hi, &x)) bad = 1; else c->field = (int)x; }
+#define HPJ__FLT(name, field, lo, hi) \
+    else if (hpj__streq(key, name)) { if (hpj__parse_float(v, lo, hi, &c->field)) bad = 1; }
+#define HPJ__ENUM2(name, field, s0, v0, s1, v1) \
+    else if (hpj__streq(key, name)) { if (hpj__streq(v, s0)) c->field = v0; else if (hpj__streq(v, s1)) c->field = v1; else bad = 1; }
+    if (!key || !v) return hpj__fail(HPJ_ERR_INPUT, "config: NULL key or value");
+    if (0) {}
+    else if (hpj__streq(key, "mode")) {
+        if (hpj__streq(v, "hp") || hpj__streq(v, "hp-jepa")) c->mode = HPJ_MODE_HP;
+        else if (hpj__streq(v, "graph-jepa") || hpj__streq(v, "gj")) c->mode = HPJ_MODE_GRAPH_JEPA;
+        else bad = 1;
+    } else if (hpj__streq(key, "resolutions")) {
+        if (hpj__parse_list(v, list, &n, 1, 1 << 20)) bad = 1;
+        else { c->L = n; memcpy(c->K, list, sizeof(int32_t) * (size_t)n); }
+    } else if (hpj__streq(key, "targets")) {
+        if (hpj__parse_list(v, list, &n, 1, 1 << 20)) bad = 1;
+        else {
+            int l;
+            for (l = 0; l < HPJ_MAX_RES; ++l) c->M[l] = list[l < n ? l : n - 1]; /* last value repeats */
+        }
+    }
+    HPJ__INT("dim", dim, 2, 8192)
+    HPJ__INT("blocks", blocks, 0, 64)
+    HPJ__INT("heads", heads, 1, 256)
+    HPJ__INT("ffn", ffn, 0, 65536)
+    HPJ__ENUM2("ffn_act", ffn_act, "relu", HPJ_ACT_RELU, "gelu", HPJ_ACT_GELU)
+    HPJ__INT("gnn_layers", gnn_layers, 1, 16)
+    HPJ__INT("rw_dim", rw_dim, 1, 256)
+    HPJ__ENUM2("rw_reduce", rw_reduce, "max", HPJ_RW_MAX, "mean", HPJ_RW_MEAN)
+    HPJ__INT("pred_layers", pred_layers, 1, 8)
+    HPJ__INT("target_adj", target_adj, 0, 1)
+    HPJ__ENUM2("ema_init", ema_copy_init, "copy", 1, "independent", 0)
+    HPJ__INT("patch_mixing", patch_mixing, 0, 1)
+    HPJ__FLT("lr", lr, 0.0, 10.0)
+    HPJ__FLT("min_lr", min_lr, 0.0, 10.0)
+    HPJ__FLT("weight_decay", weight_decay, 0.0, 10.0)
+    HPJ__ENUM2("optimizer", optimizer, "adam", HPJ_OPT_ADAM, "adamw", HPJ_OPT_ADAMW)
+    HPJ__INT("batch_size", batch_size, 1, 1 << 20)
+    HPJ__INT("epochs", epochs, 0, 1 << 20)
+    HPJ__ENUM2("schedule", schedule, "constant", HPJ_SCHED_CONSTANT, "cosine", HPJ_SCHED_COSINE)
+    HPJ__FLT("warmup", warmup, 0.0, 1e6)
+    HPJ__FLT("dropout", dropout, 0.0, 0.99)
+    HPJ__FLT("token_dropout", token_dropout, 0.0, 0.99)
+    HPJ__FLT("clip", clip, 0.0, 1e9)
+    HPJ__FLT("beta", beta, 1e-12, 1e9)
+    HPJ__FLT("ema_start", ema_start, 0.0, 1.0)
+    HPJ__FLT("ema_end", ema_end, 0.0, 1.0)
+    HPJ__FLT("edge_drop", edge_drop, 0.0, 0.99)
+    HPJ__INT("repartition", repartition, 0, 1)
+    HPJ__FLT("target_clamp", target_clamp, 0.0, 80.0)
+    HPJ__ENUM2("partition", part_method, "kway", HPJ_PARTITION_KWAY, "rb", HPJ_PARTITION_RB)
+    HPJ__INT("node_vocab", node_vocab, 0, 1 << 20)
+    HPJ__INT("edge_vocab", edge_vocab, 0, 1 << 20)
+    HPJ__INT("node_attr", node_attr, 0, 1)
+    else if (hpj__streq(key, "readout")) {
+        if (hpj__streq(v, "concat")) c->readout = HPJ_READOUT_CONCAT;
+        else if (hpj__streq(v, "uniform")) c->readout = HPJ_READOUT_UNIFORM;
+        else if (hpj__streq(v, "task")) c->readout = HPJ_READOUT_TASK;
+        else bad = 1;
+    }
+    HPJ__FLT("lambda_unif", lambda_unif, 0.0, 1.0)
+    HPJ__FLT("probe_alpha", probe_alpha, 0.0, 1e12)
+    else if (hpj__streq(key, "seed")) {
+        char *end;
+        unsigned long long sv = strtoull(v, &end, 10);
+        if (!*v || *end || *v == '-') bad = 1; else c->seed = (uint64_t)sv;
+    }
+    HPJ__INT("threads", threads, 0, 4096)
+    else return hpj__fail(HPJ_ERR_INPUT, "config: unknown key '%s'", key);
+#undef HPJ__INT
+#undef HPJ__FLT
+#undef HPJ__ENUM2
+    if (bad) return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s'", v, key);
+    return HPJ_OK;
+}
+
+HPJDEF hpj_status hpj_config_check(const hpj_config *c) {
+    int l;
+    if (c->L < 1 || c->L > HPJ_MAX_RES) return hpj__fail(HPJ_ERR_INPUT, "config: %d resolutions outside 1..%d", c->L, HPJ_MAX_RES);
+    for (l = 0; l < c->L; ++l) {
+        if (c->K[l] < 1) return hpj__fail(HPJ_ERR_INPUT, "config: resolution %d has capacity %d < 1", l + 1, c->K[l]);
+        if (c->M[l] < 1) return hpj__fail(HPJ_ERR_INPUT, "config: resolution %d has %d targets < 1", l + 1, c->M[l]);
+    }
+    if (c->dim % c->heads) return hpj__fail(HPJ_ERR_INPUT, "config: dim %d is not a multiple of heads %d", c->dim, c->heads);
+    if (c->ema_end < c->ema_start) return hpj__fail(HPJ_ERR_INPUT, "config: ema_end %g < ema_start %g", c->ema_end, c->ema_start);
+    return HPJ_OK;
+}
+
+HPJDEF hpj_status hpj_config_parse(hpj_config *c, const char *text, size_t len, const char *name) {
+    size_t i = 0;
+    int64_t line = 0;
+    char buf[512];
+    if (!name) name = "config";
+    while (i < len) {
+        size_t j = i, n;
+        char *key, *val, *eq, *e;
+        ++line;
+        while (j < len && text[j] != '\n') ++j;
+        n = j - i;
+        if (n >= sizeof buf) return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: line too long", name, (long long)line);
+        memcpy(buf, text + i, n);
+        buf[n] = 0;
+        i = j + 1;
+        if ((e = strchr(buf, '#')) != NULL) *e = 0;
+        key = buf;
+        while (*key == ' ' || *key == '\t' || *key == '\r') ++key;
+        e = key + strlen(key);
+        while (e > key && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) *--e = 0;
+        if (!*key) continue;
+        eq = strchr(key, '=');
+        if (!eq) return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: expected 'key = value'", name, (long long)line);
+        val = eq + 1;
+        e = eq;
+        while (e > key && (e[-1] == ' ' || e[-1] == '\t')) --e;
+        *e = 0;
+        while (*val == ' ' || *val == '\t') ++val;
+        if (hpj_config_set(c, key, val) != HPJ_OK) {
+            char msg[HPJ__ERRLEN];
+            memcpy(msg, hpj__errbuf, sizeof msg);
+            msg[sizeof msg - 1] = 0;
+            return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: %s", name, (long long)line, msg + (strncmp(msg, "config: ", 8) ? 0 : 8));
+        }
+    }
+    return HPJ_OK;
+}
+
+#ifndef HPJ_NO_STDIO
+HPJDEF hpj_status hpj_config_load(hpj_config *c, const char *path) {
+    char *text;
+    size_t len;
+    hpj_status st = hpj__read_file(path, &text, &len);
+    if (st) return st;
+    if ((st = hpj__check_text(text, len, path)) == HPJ_OK) st = hpj_config_parse(c, text, len, path);
+    hpj__free(text);
+    return st;
+}
+#endif
+
+#ifndef HPJ_NO_STDIO
+HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
+    size_t n = 0;
+    int l;
+    char tmp[256];
+#define HPJ__PUT(...)                                                  \
+    do {                                                               \
+        int w_ = snprintf(tmp, sizeof tmp, __VA_ARGS__);               \
+        if (w_ > 0) {                                                  \
+            if (n + (size_t)w_ < cap) memcpy(buf + n, tmp, (size_t)w_); \
+            n += (size_t)w_;                                           \
+        }                                                              \
+    } while (0)
+    HPJ__PUT("mode = %s\nresolutions = ", c->mode == HPJ_MODE_HP ? "hp" : "graph-jepa");
+    for (l = 0; l < c->L; ++l) HPJ__PUT("%s%d", l ? "," : "", c->K[l]);
+    HPJ__PUT("\ntargets = ");
+    for (l = 0; l < c->L; ++l) HPJ__PUT("%s%d", l ? "," : "", c->M[l]);
+    HPJ__PUT("\ndim = %d\nblocks = %d\nheads = %d\nffn = %d\nffn_act = %s\ngnn_layers = %d\nrw_dim = %d\n", c->dim, c->blocks,
+             c->heads, c->ffn, c->ffn_act == HPJ_ACT_GELU ? "gelu" : "relu", c->gnn_layers, c->rw_dim);
+    HPJ__PUT("rw_reduce = %s\npred_layers = %d\ntarget_adj = %d\nema_init = %s\npatch_mixing = %d\n",
+             c->rw_reduce == HPJ_RW_MEAN ? "mean" : "max", c->pred_layers, c->target_adj,
+             c->ema_copy_init ? "copy" : "independent", c->patch_mixing);
+    HPJ__PUT("lr = %.9g\nmin_lr = %.9g\nweight_decay = %.9g\noptimizer = %s\nbatch_size = %d\nepochs = %d\n", c->lr,
+             c->min_lr, c->weight_decay, c->optimizer == HPJ_OPT_ADAMW ? "adamw" : "adam", c->batch_size, c->epochs);
+    HPJ__PUT("schedule = %s\nwarmup = %.9g\ndropout = %.9g\ntoken_dropout = %.9g\nclip = %.9g\nbeta = %.9g\n",
+             c->schedule == HPJ_SCHED_COSINE ? "cosine" : "constant", c->warmup, c->dropout, c->token_dropout, c->clip,
+             c->beta);
+    HPJ__PUT("ema_start = %.9g\nema_end = %.9g\nedge_drop = %.9g\nrepartition = %d\ntarget_clamp = %.9g\n", c->ema_start,
+             c->ema_end, c->edge_drop, c->repartition, c->target_clamp);
+    HPJ__PUT("partition = %s\nnode_vocab = %d\nedge_vocab = %d\nnode_attr = %d\n",
+             c->part_method == HPJ_PARTITION_RB ? "rb" : "kway", c->node_vocab, c->edge_vocab, c->node_attr);
+    HPJ__PUT("readout = %s\nlambda_unif = %.9g\nprobe_alpha = %.9g\nseed = %llu\nthreads = %d\n",
+             c->readout == HPJ_READOUT_TASK ? "task" : c->readout == HPJ_READOUT_UNIFORM ? "uniform" : "concat",
+             c->lambda_unif, c->probe_alpha, (unsigned long long)c->seed, c->threads);
+#undef HPJ__PUT
+    if (cap) buf[n < cap ? n : cap - 1] = 0;
+    return n;
+}
+#endif
+
+/* ==== model: parameter layout and initialisation ========================== */
+
+/* Binds every tensor of the layout to consecutive ranges of base (or only
+   counts when base is NULL); returns the float count. Also reports where
+   the online encoder starts. */
+static size_t hpj__model_layout(const hpj_model *m, float *base, hpj_params *p, size_t *enc_offset) {
+    size_t off = 0;
+    int i, D = m->D;
+    const hpj_config *c = &m->cfg;
+#define HPJ__T(ptr, count) do { (ptr) = base ? base + off : NULL; off += (size_t)(count); } while (0)
+    memset(p, 0, sizeof(*p));
+    HPJ__T(p->node_W, (size_t)D * m->F);
+    HPJ__T(p->node_b, D);
+    HPJ__T(p->edge_W, (size_t)D * m->Fe);
+    HPJ__T(p->edge_b, D);
+    for (i = 0; i < c->gnn_layers; ++i) {
+        hpj_gnn_params *q = &p->gnn[i];
+        HPJ__T(q->eps, 1);
+        HPJ__T(q->W1, (size_t)D * D);
+        HPJ__T(q->bn1_g, D);
+        HPJ__T(q->bn1_b, D);
+        HPJ__T(q->W2, (size_t)D * D);
+        HPJ__T(q->bn2_g, D);
+        HPJ__T(q->bn2_b, D);
+        HPJ__T(q->Wout, (size_t)D * D);
+        HPJ__T(q->bout, D);
+        if (i > 0 && c->patch_mixing) {
+            HPJ__T(q->Wu, (size_t)D * D);
+            HPJ__T(q->bnu_g, D);
+            HPJ__T(q->bnu_b, D);
+        }
+    }
+    HPJ__T(p->pe_W, (size_t)D * m->R);
+    HPJ__T(p->pe_g, D);
+    HPJ__T(p->pe_b, D);
+    for (i = 0; i < c->pred_layers; ++i) {
+        int out = (i == c->pred_layers - 1) ? 2 : D;
+        HPJ__T(p->pred_W[i], (size_t)out * D);
+        HPJ__T(p->pred_b[i], out);
+    }
+    /* 64-float alignment of the encoder range keeps EMA loops aligned */
+    off = (off + 15) & ~(size_t)15;
+    if (enc_offset) *enc_offset = off;
+    for (i = 0; i < c->blocks; ++i) {
+        if (base) hpj_block_params_bind(&p->blk[i], base + off, D, m->Fh);
+        off += hpj_block_param_count(D, m->Fh);
+    }
+#undef HPJ__T
+    return off;
+}
+
+static size_t hpj__stats_layout(const hpj_model *m, float *base, hpj_bn_stats *b) {
+    size_t off = 0;
+    int i, D = m->D;
+#define HPJ__T(ptr) do { (ptr) = base ? base + off : NULL; off += (size_t)D; } while (0)
+    memset(b, 0, sizeof(*b));
+    for (i = 0; i < m->cfg.gnn_layers; ++i) {
+        HPJ__T(b->bn1_m[i]); HPJ__T(b->bn1_v[i]);
+        HPJ__T(b->bn2_m[i]); HPJ__T(b->bn2_v[i]);
+        if (i > 0 && m->cfg.patch_mixing) { HPJ__T(b->bnu_m[i]); HPJ__T(b->bnu_v[i]); }
+    }
+    HPJ__T(b->pe_m); HPJ__T(b->pe_v);
+#undef HPJ__T
+    return off;
+}
+
+HPJDEF void hpj_model_free(hpj_model *m) {
+    hpj__free(m->mem);
+    memset(m, 0, sizeof(*m));
+}
+
+/* torch.nn.Linear's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for W and b */
+static void hpj__init_linear(float *W, float *b, int out, int in, hpj_rng *r) {
+    float bound = 1.0f / sqrtf((float)(in > 0 ? in : 1));
+    if (W) hpj_init_uniform(W, (size_t)out * in, bound, r);
+    if (b) hpj_init_uniform(b, (size_t)out, bound, r);
+}
+static void hpj__fill(float *x, size_t n, float v) {
+    size_t i;
+    if (x) for (i = 0; i < n; ++i) x[i] = v;
+}
+
+static void hpj__init_blocks(hpj_block_params *blk, int nblocks, int D, int Fh, hpj_rng *r) {
+    int i;
+    for (i = 0; i < nblocks; ++i) {
+        hpj_block_params *b = &blk[i];
+        hpj__fill(b->ln1_g, (size_t)D, 1.0f); hpj__fill(b->ln1_b, (size_t)D, 0.0f);
+        hpj__fill(b->ln2_g, (size_t)D, 1.0f); hpj__fill(b->ln2_b, (size_t)D, 0.0f);
+        /* the reference's attention: q, k, v xavier_uniform with gain
+           1/sqrt(2), out projection xavier_uniform with zero bias */
+        hpj_init_xavier_uniform(b->Wqkv, D, D, 0.70710678f, r);
+        hpj_init_xavier_uniform(b->Wqkv + (size_t)D * D, D, D, 0.70710678f, r);
+        hpj_init_xavier_uniform(b->Wqkv + (size_t)2 * D * D, D, D, 0.70710678f, r);
+        hpj__fill(b->bqkv, (size_t)3 * D, 0.0f);
+        hpj_init_xavier_uniform(b->Wo, D, D, 1.0f, r);
+        hpj__fill(b->bo, (size_t)D, 0.0f);
+        hpj__init_linear(b->W1, b->b1, Fh, D, r);
+        hpj__init_linear(b->W2, b->b2, D, Fh, r);
+    }
+}
+
+/* Allocates a model whose input encoding fields (node_onehot ... edge_label_min,
+   F, Fe) are already set in m; parameters zeroed. */
+static hpj_status hpj__model_alloc(hpj_model *m, const hpj_config *cfg) {
+    hpj_status st;
+    size_t n, total;
+    int i;
+    hpj_params dummy;
+    if ((st = hpj_config_check(cfg))) return st;
+    if (cfg->gnn_layers > HPJ_MAX_GNN || cfg->blocks > HPJ_MAX_BLOCKS || cfg->pred_layers > HPJ_MAX_PRED)
+        return hpj__fail(HPJ_ERR_INPUT, "model: too many layers (gnn %d/%d, blocks %d/%d, predictor %d/%d)",
+                         cfg->gnn_layers, HPJ_MAX_GNN, cfg->blocks, HPJ_MAX_BLOCKS, cfg->pred_layers, HPJ_MAX_PRED);
+    if (m->F < 1 || m->Fe < 1 || m->F > (1 << 20) || m->Fe > (1 << 20))
+        return hpj__fail(HPJ_ERR_INPUT, "model: input widths out of range (node %d, edge %d)", m->F, m->Fe);
+    m->cfg = *cfg;
+    m->D = cfg->dim;
+    m->H = cfg->heads;
+    m->Fh = cfg->ffn > 0 ? cfg->ffn : 2 * cfg->dim;
+    m->R = cfg->rw_dim;
+    n = hpj__model_layout(m, NULL, &dummy, &m->enc_offset);
+    m->num_params = n;
+    m->enc_count = n - m->enc_offset;
+    m->num_stats = hpj__stats_layout(m, NULL, &m->bn);
+    total = 4 * n + m->enc_count + m->num_stats;
+    m->mem = (float *)hpj__calloc(total, sizeof(float), "model");
+    if (!m->mem) return HPJ_ERR_NOMEM;
+    m->params = m->mem;
+    m->grads = m->params + n;
+    m->adam_m = m->grads + n;
+    m->adam_v = m->adam_m + n;
+    m->ema = m->adam_v + n;
+    m->stats = m->ema + m->enc_count;
+    hpj__model_layout(m, m->params, &m->p, NULL);
+    hpj__model_layout(m, m->grads, &m->g, NULL);
+    for (i = 0; i < cfg->blocks; ++i)
+        hpj_block_params_bind(&m->tgt[i], m->ema + (size_t)i * hpj_block_param_count(m->D, m->Fh), m->D, m->Fh);
+    hpj__stats_layout(m, m->stats, &m->bn);
+    return HPJ_OK;
+}
+
+HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_dataset *ds) {
+    hpj_status st;
+    hpj_rng r;
+    int i;
+    memset(m, 0, sizeof(*m));
+    /* input encoding: one-hot of (label - min), as PyG's TUDataset does */
+    if (ds->node_label) {
+        m->node_onehot = HPJ__MAX(cfg->node_vocab, ds->node_label_max - ds->node_label_min + 1);
+        m->node_label_min = ds->node_label_min;
+    }
+    if (cfg->node_attr && ds->node_attr) m->node_attr_dim = ds->node_attr_dim;
+    m->F = m->node_onehot + m->node_attr_dim;
+    if (m->F == 0) m->F = 1; /* no node input: the constant 0 feature of the reference */
+    if (ds->edge_label) {
+        m->edge_onehot = HPJ__MAX(cfg->edge_vocab, ds->edge_label_max - ds->edge_label_min + 1);
+        m->edge_label_min = ds->edge_label_min;
+    }
+    m->Fe = m->edge_onehot ? m->edge_onehot : 1;
+    if ((st = hpj__model_alloc(m, cfg))) { memset(m, 0, sizeof(*m)); return st; }
+    /* initialisation, in layout order from one stream */
+    hpj_rng_seed(&r, cfg->seed ^ 0x1A17ULL);
+    hpj__init_linear(m->p.node_W, m->p.node_b, m->D, m->F, &r);
+    hpj__init_linear(m->p.edge_W, m->p.edge_b, m->D, m->Fe, &r);
+    for (i = 0; i < cfg->gnn_layers; ++i) {
+        hpj_gnn_params *q = &m->p.gnn[i];
+        q->eps[0] = 0.0f;
+        hpj__init_linear(q->W1, NULL, m->D, m->D, &r);
+        hpj__fill(q->bn1_g, (size_t)m->D, 1.0f);
+        hpj__init_linear(q->W2, NULL, m->D, m->D, &r);
+        hpj__fill(q->bn2_g, (size_t)m->D, 1.0f);
+        hpj__init_linear(q->Wout, q->bout, m->D, m->D, &r);
+        if (q->Wu) {
+            hpj__init_linear(q->Wu, NULL, m->D, m->D, &r);
+            hpj__fill(q->bnu_g, (size_t)m->D, 1.0f);
+        }
+        hpj__fill(m->bn.bn1_v[i], (size_t)m->D, 1.0f);
+        hpj__fill(m->bn.bn2_v[i], (size_t)m->D, 1.0f);
+        hpj__fill(m->bn.bnu_v[i], (size_t)m->D, 1.0f);
+    }
+    hpj__init_linear(m->p.pe_W, NULL, m->D, m->R, &r);
+    hpj__fill(m->p.pe_g, (size_t)m->D, 1.0f);
+    hpj__fill(m->bn.pe_v, (size_t)m->D, 1.0f);
+    for (i = 0; i < cfg->pred_layers; ++i)
+        hpj__init_linear(m->p.pred_W[i], m->p.pred_b[i], i == cfg->pred_layers - 1 ? 2 : m->D, m->D, &r);
+    hpj__init_blocks(m->p.blk, cfg->blocks, m->D, m->Fh, &r);
+    if (cfg->ema_copy_init) {
+        memcpy(m->ema, m->params + m->enc_offset, sizeof(float) * m->enc_count);
+    } else {
+        /* the reference initialises its target encoder independently */
+        hpj__init_blocks(m->tgt, cfg->blocks, m->D, m->Fh, &r);
+    }
+    return HPJ_OK;
+}
+
+/* ==== model: batch paths (the patch copies of a minibatch) ================ */
+
+/* One patch of one graph taking part in a forward pass. */
+typedef struct hpj__item {
+    int32_t g;     /* graph                                     */
+    int32_t slot;  /* index of the patch within its graph's slot */
+    int64_t patch; /* global patch index in the tokens          */
+} hpj__item;
+
+/* The node copies of a list of patches, as one big graph: item s owns
+   copies seg[s]..seg[s+1]-1 (its patch's nodes, ascending), and the CSR
+   holds the patch's induced edges. Items of one graph are contiguous;
+   copies of the same node among them form a group (copy averaging). */
+typedef struct hpj__path {
+    int32_t S, C, E, NG;
+    int32_t *seg;     /* (S+1)                                        */
+    int32_t *node;    /* (C) dataset node index                        */
+    int32_t *rowptr;  /* (C+1)                                         */
+    int32_t *col;     /* (E) copy ids                                  */
+    int32_t *rev;     /* (E) index of the reverse entry                */
+    int32_t *edge;    /* (E) dataset CSR entry (for edge features)     */
+    int32_t *grp;     /* (C) group of each copy                        */
+    int32_t *gptr;    /* (NG+1)                                        */
+    int32_t *gidx;    /* (C) copies of each group                      */
+} hpj__path;
+
+/* Counts copies, induced edges and groups of the items. stamp/loc are
+   scratch of the largest graph's size, stamp initialised to -1. */
+static void hpj__path_count(const hpj_dataset *ds, const hpj_tokens *tk, const hpj__item *it, int32_t S,
+                            int32_t *stamp, int64_t *C, int64_t *E, int64_t *NG) {
+    int32_t s;
+    int64_t c = 0, e = 0, ng = 0;
+    int32_t tag = 0, prev_g = -1, gtag = 0;
+    for (s = 0; s < S; ++s) {
+        const int32_t *nodes = tk->nodes + tk->ptr[it[s].patch];
+        int32_t m = (int32_t)(tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch]), j;
+        hpj_graph gr = hpj_dataset_graph(ds, it[s].g);
+        (void)gtag;
+        ++tag;
+        for (j = 0; j < m; ++j) stamp[nodes[j]] = tag;
+        for (j = 0; j < m; ++j) {
+            int32_t u = nodes[j], i;
+            for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) e += (stamp[gr.col[i]] == tag);
+        }
+        c += m;
+        if (it[s].g != prev_g) prev_g = it[s].g;
+    }
+    /* groups: distinct (graph, node) pairs, counted with a second stamp pass */
+    prev_g = -1;
+    for (s = 0; s < S; ++s) {
+        const int32_t *nodes = tk->nodes + tk->ptr[it[s].patch];
+        int32_t m = (int32_t)(tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch]), j;
+        if (it[s].g != prev_g) { ++tag; prev_g = it[s].g; }
+        for (j = 0; j < m; ++j)
+            if (stamp[nodes[j]] != tag) { stamp[nodes[j]] = tag; ++ng; }
+    }
+    for (s = 0; s < S; ++s) { /* restore the stamps */
+        const int32_t *nodes = tk->nodes + tk->ptr[it[s].patch];
+        int32_t m = (int32_t)(tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch]), j;
+        for (j = 0; j < m; ++j) stamp[nodes[j]] = -1;
+    }
+    *C = c;
+    *E = e;
+    *NG = ng;
+}
+
+static void hpj__path_bind(hpj_arena *a, hpj__path *p, int32_t S, int32_t C, int32_t E, int32_t NG) {
+    p->S = S; p->C = C; p->E = E; p->NG = NG;
+    p->seg = hpj_arena_ints(a, (size_t)S + 1);
+    p->node = hpj_arena_ints(a, (size_t)C + 1);
+    p->rowptr = hpj_arena_ints(a, (size_t)C + 1);
+    p->col = hpj_arena_ints(a, (size_t)E + 1);
+    p->rev = hpj_arena_ints(a, (size_t)E + 1);
+    p->edge = hpj_arena_ints(a, (size_t)E + 1);
+    p->grp = hpj_arena_ints(a, (size_t)C + 1);
+    p->gptr = hpj_arena_ints(a, (size_t)NG + 1);
+    p->gidx = hpj_arena_ints(a, (size_t)C + 1);
+}
+
+/* Fills a bound path. stamp (-1) and loc: scratch of the largest graph. */
+static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hpj__item *it, hpj__path *p,
+                           int32_t *stamp, int32_t *loc) {
+    int32_t s, c = 0, e = 0, ng = 0, tag = -1, prev_g = -1, i, k;
+    /* copies and edges, item by item; stamp holds the item index */
+    for (s = 0; s < p->S; ++s) {
+        const int32_t *nodes = tk->nodes + tk->ptr[it[s].patch];
+        int32_t m = (int32_t)(tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch]), j;
+        hpj_graph gr = hpj_dataset_graph(ds, it[s].g);
+        int64_t nb = ds->node_ptr[it[s].g], eb = ds->edge_ptr[it[s].g];
+        p->seg[s] = c;
+        for (j = 0; j < m; ++j) { stamp[nodes[j]] = s; loc[nodes[j]] = c + j; }
+        for (j = 0; j < m; ++j) {
+            int32_t u = nodes[j];
+            p->node[c] = (int32_t)(nb + u);
+            p->rowptr[c] = e;
+            for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) {
+                int32_t w = gr.col[i];
+                if (stamp[w] != s) continue;
+                p->col[e] = loc[w];
+                p->edge[e] = (int32_t)(eb + i);
+                ++e;
+            }
+            ++c;
+        }
+        for (j = 0; j < m; ++j) stamp[nodes[j]] = -1;
+    }
+    p->seg[p->S] = c;
+    p->rowptr[c] = e;
+    /* reverse entries: row col[k] holds the copy of row k's owner; columns
+       ascend within a row, so binary search */
+    HPJ__OMP(parallel for schedule(static))
+    for (c = 0; c < p->C; ++c) {
+        int32_t kk;
+        for (kk = p->rowptr[c]; kk < p->rowptr[c + 1]; ++kk) {
+            int32_t b = p->col[kk], lo = p->rowptr[b], hi = p->rowptr[b + 1] - 1, r = -1;
+            while (lo <= hi) {
+                int32_t mid = lo + (hi - lo) / 2;
+                if (p->col[mid] == c) { r = mid; break; }
+                if (p->col[mid] < c) lo = mid + 1; else hi = mid - 1;
+            }
+            p->rev[kk] = r;
+        }
+    }
+    /* groups: the first copy of a node (within its graph's items) opens one */
+    for (s = 0; s < p->S; ++s) {
+        int32_t j;
+        if (it[s].g != prev_g) { prev_g = it[s].g; tag = s; }
+        for (j = p->seg[s]; j < p->seg[s + 1]; ++j) {
+            int32_t u = (int32_t)(p->node[j] - ds->node_ptr[it[s].g]);
+            if (stamp[u] != tag) { stamp[u] = tag; loc[u] = ng++; }
+            p->grp[j] = loc[u];
+        }
+    }
+    for (s = 0; s < p->S; ++s) {
+        int32_t j;
+        for (j = p->seg[s]; j < p->seg[s + 1]; ++j) stamp[p->node[j] - ds->node_ptr[it[s].g]] = -1;
+    }
+    HPJ_ASSERT(ng == p->NG);
+    for (k = 0; k <= p->NG; ++k) p->gptr[k] = 0;
+    for (c = 0; c < p->C; ++c) p->gptr[p->grp[c] + 1]++;
+    for (k = 0; k < p->NG; ++k) p->gptr[k + 1] += p->gptr[k];
+    for (c = 0; c < p->C; ++c) p->gidx[p->gptr[p->grp[c]]++] = c;
+    for (k = p->NG; k > 0; --k) p->gptr[k] = p->gptr[k - 1];
+    p->gptr[0] = 0;
+}
+
+/* Input features of the copies (one-hot node labels, attributes) and of the
+   induced edges (one-hot edge labels); constant 0 where the data has none. */
+static void hpj__path_features(const hpj_model *m, const hpj_dataset *ds, const hpj__path *p, float *x, float *ex) {
+    int32_t c, k;
+    HPJ__OMP(parallel for schedule(static))
+    for (c = 0; c < p->C; ++c) {
+        float *row = x + (size_t)c * m->F;
+        int32_t j, u = p->node[c];
+        for (j = 0; j < m->F; ++j) row[j] = 0.0f;
+        if (m->node_onehot) {
+            int32_t v = ds->node_label[u] - m->node_label_min;
+            if (v >= 0 && v < m->node_onehot) row[v] = 1.0f;
+        }
+        for (j = 0; j < m->node_attr_dim; ++j) row[m->node_onehot + j] = ds->node_attr[(size_t)u * ds->node_attr_dim + j];
+    }
+    HPJ__OMP(parallel for schedule(static))
+    for (k = 0; k < p->E; ++k) {
+        float *row = ex + (size_t)k * m->Fe;
+        int32_t j;
+        for (j = 0; j < m->Fe; ++j) row[j] = 0.0f;
+        if (m->edge_onehot) {
+            int32_t v = ds->edge_label[p->edge[k]] - m->edge_label_min;
+            if (v >= 0 && v < m->edge_onehot) row[v] = 1.0f;
+        }
+    }
+}
+
+/* out[c] = mean of in over the copies of c's group (copies of one node).
+   The averaging matrix is symmetric, so this is its own backward. */
+static void hpj__copy_avg(float *out, const float *in, const hpj__path *p, int D) {
+    int32_t g;
+    HPJ__OMP(parallel for schedule(static))
+    for (g = 0; g < p->NG; ++g) {
+        int32_t a = p->gptr[g], b = p->gptr[g + 1], j, d;
+        float *acc = out + (size_t)p->gidx[a] * D;
+        if (b - a == 1) {
+            if (acc != in + (size_t)p->gidx[a] * D) memcpy(acc, in + (size_t)p->gidx[a] * D, sizeof(float) * (size_t)D);
+            continue;
+        }
+        for (d = 0; d < D; ++d) {
+            float sum = 0.0f;
+            for (j = a; j < b; ++j) sum += in[(size_t)p->gidx[j] * D + d];
+            acc[d] = sum / (float)(b - a);
+        }
+        for (j = a + 1; j < b; ++j) memcpy(out + (size_t)p->gidx[j] * D, acc, sizeof(float) * (size_t)D);
+    }
+}
+
+/* ==== model: patch encoder g_eta (GINE stack) ============================= */
+
+enum { HPJ__EVAL = 0, HPJ__TRAIN = 1, HPJ__TRAIN_FROZEN = 2 }; /* frozen: batch stats, no running update */
+
+typedef struct hpj__gnn_layer {
+    float *hin;                 /* (C, D) layer input (previous output)        */
+    float *pm, *ul, *ub, *ua;   /* (S, D) patch mean, Wu pm, BN, ReLU          */
+    float *um, *ur;             /* (D) BNu batch mean / rstd                    */
+    float *hm;                  /* (C, D) hin + ua broadcast                   */
+    float *h;                   /* (C, D) what GINE and the residual see       */
+    float *agg, *t1, *b1, *r1;  /* (C, D)                                       */
+    float *t2, *b2, *ra2, *r2;  /* (C, D) r2 = dropout(ra2)                     */
+    float *sum, *out;           /* (C, D)                                       */
+    float *b1m, *b1r, *b2m, *b2r; /* (D)                                        */
+    uint8_t *mask;              /* (C, D) dropout mask or NULL                  */
+} hpj__gnn_layer;
+
+typedef struct hpj__gnn_ws {
+    hpj__path path;
+    float *x;    /* (C, F)  */
+    float *ex;   /* (E, Fe) */
+    float *h0;   /* (C, D) node encoder output */
+    float *e;    /* (E, D) edge encoder output */
+    hpj__gnn_layer lay[HPJ_MAX_GNN];
+    float *z;    /* (S, D) patch tokens */
+    float *bntmp;/* (2D) running-stat copies for HPJ__TRAIN_FROZEN */
+} hpj__gnn_ws;
+
+static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int32_t S, int32_t C, int32_t E,
+                          int32_t NG, int mode) {
+    int i, D = m->D;
+    size_t CD = (size_t)C * D, SD = (size_t)S * D;
+    memset(w, 0, sizeof(*w));
+    hpj__path_bind(a, &w->path, S, C, E, NG);
+    w->x = hpj_arena_floats(a, (size_t)C * m->F + 1);
+    w->ex = hpj_arena_floats(a, (size_t)E * m->Fe + 1);
+    w->h0 = hpj_arena_floats(a, CD + 1);
+    w->e = hpj_arena_floats(a, (size_t)E * D + 1);
+    w->bntmp = hpj_arena_floats(a, 2 * (size_t)D);
+    for (i = 0; i < m->cfg.gnn_layers; ++i) {
+        hpj__gnn_layer *L = &w->lay[i];
+        L->hin = i == 0 ? w->h0 : w->lay[i - 1].out;
+        if (i > 0 && m->cfg.patch_mixing) {
+            L->pm = hpj_arena_floats(a, SD + 1); L->ul = hpj_arena_floats(a, SD + 1);
+            L->ub = hpj_arena_floats(a, SD + 1); L->ua = hpj_arena_floats(a, SD + 1);
+            L->um = hpj_arena_floats(a, (size_t)D); L->ur = hpj_arena_floats(a, (size_t)D);
+            L->hm = hpj_arena_floats(a, CD + 1); L->h = hpj_arena_floats(a, CD + 1);
+        } else {
+            L->h = L->hin;
+        }
+        L->agg = hpj_arena_floats(a, CD + 1); L->t1 = hpj_arena_floats(a, CD + 1);
+        L->b1 = hpj_arena_floats(a, CD + 1); L->r1 = hpj_arena_floats(a, CD + 1);
+        L->t2 = hpj_arena_floats(a, CD + 1); L->b2 = hpj_arena_floats(a, CD + 1);
+        L->ra2 = hpj_arena_floats(a, CD + 1);
+        if (mode != HPJ__EVAL && m->cfg.dropout > 0.0f) {
+            L->r2 = hpj_arena_floats(a, CD + 1);
+            L->mask = (uint8_t *)hpj_arena_alloc(a, CD + 1);
+        } else {
+            L->r2 = L->ra2;
+        }
+        L->sum = hpj_arena_floats(a, CD + 1); L->out = hpj_arena_floats(a, CD + 1);
+        L->b1m = hpj_arena_floats(a, (size_t)D); L->b1r = hpj_arena_floats(a, (size_t)D);
+        L->b2m = hpj_arena_floats(a, (size_t)D); L->b2r = hpj_arena_floats(a, (size_t)D);
+    }
+    w->z = hpj_arena_floats(a, SD + 1);
+}
+
+static double hpj__flops; /* GEMM flops of the current run (main thread only) */
+
+static void hpj__lin(float *out, const float *in, const float *W, const float *b, int N, int Din, int Dout) {
+    hpj_linear_forward(out, in, W, b, N, Din, Dout);
+    hpj__flops += 2.0 * N * Din * Dout;
+}
+static void hpj__lin_back(float *dinp, float *dW, float *db, const float *dout, const float *inp, const float *W, int N,
+                          int Din, int Dout) {
+    hpj_linear_backward(dinp, dW, db, dout, inp, W, N, Din, Dout);
+    hpj__flops += (dinp ? 2.0 : 0.0) * N * Din * Dout + (dW ? 2.0 : 0.0) * N * Din * Dout;
+}
+
+/* BatchNorm in one of the three modes. */
+static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, float *rm,
+                    float *rv, int N, int D, int mode, float *tmp) {
+    if (mode == HPJ__EVAL) {
+        hpj_batchnorm_forward_eval(out, in, g, b, rm, rv, N, D, 1e-5f);
+    } else if (mode == HPJ__TRAIN) {
+        hpj_batchnorm_forward_train(out, mean, rstd, rm, rv, in, g, b, N, D, 0.1f, 1e-5f);
+    } else {
+        memcpy(tmp, rm, sizeof(float) * (size_t)D);
+        memcpy(tmp + D, rv, sizeof(float) * (size_t)D);
+        hpj_batchnorm_forward_train(out, mean, rstd, tmp, tmp + D, in, g, b, N, D, 0.1f, 1e-5f);
+    }
+}
+
+/* Forward of the patch encoder over a filled path: w->z gets the tokens. */
+static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t drop_seed) {
+    const hpj__path *p = &w->path;
+    int i, D = m->D, C = p->C, S = p->S;
+    size_t CD = (size_t)C * D;
+    hpj_bn_stats *bn = &m->bn;
+    hpj__lin(w->h0, w->x, m->p.node_W, m->p.node_b, C, m->F, D);
+    hpj__lin(w->e, w->ex, m->p.edge_W, m->p.edge_b, p->E, m->Fe, D);
+    for (i = 0; i < m->cfg.gnn_layers; ++i) {
+        hpj__gnn_layer *L = &w->lay[i];
+        const hpj_gnn_params *q = &m->p.gnn[i];
+        if (L->hm) { /* patch mixing, then copy averaging (layers > 0) */
+            int32_t c;
+            hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
+            hpj__lin(L->ul, L->pm, q->Wu, NULL, S, D, D);
+            hpj__bn(L->ub, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode, w->bntmp);
+            hpj_relu_forward(L->ua, L->ub, (size_t)S * D);
+            HPJ__OMP(parallel for schedule(static))
+            for (c = 0; c < S; ++c) {
+                int32_t j, d;
+                const float *u = L->ua + (size_t)c * D;
+                for (j = p->seg[c]; j < p->seg[c + 1]; ++j) {
+                    const float *hi = L->hin + (size_t)j * D;
+                    float *ho = L->hm + (size_t)j * D;
+                    for (d = 0; d < D; ++d) ho[d] = hi[d] + u[d];
+                }
+            }
+            hpj__copy_avg(L->h, L->hm, p, D);
+        }
+        hpj_gine_forward(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
+        hpj__lin(L->t1, L->agg, q->W1, NULL, C, D, D);
+        hpj__bn(L->b1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], C, D, mode, w->bntmp);
+        hpj_relu_forward(L->r1, L->b1, CD);
+        hpj__lin(L->t2, L->r1, q->W2, NULL, C, D, D);
+        hpj__bn(L->b2, L->b2m, L->b2r, L->t2, q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], C, D, mode, w->bntmp);
+        hpj_relu_forward(L->ra2, L->b2, CD);
+        if (L->mask) hpj_dropout_forward(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i);
+        {
+            size_t t;
+            HPJ__OMP(parallel for schedule(static))
+            for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
+        }
+        hpj__lin(L->out, L->sum, q->Wout, q->bout, C, D, D);
+    }
+    hpj_segment_mean_forward(w->z, w->lay[m->cfg.gnn_layers - 1].out, p->seg, S, D);
+}
+
+/* Scratch for the patch encoder's backward. */
+typedef struct hpj__gnn_bws {
+    float *A, *B, *Cb, *dh, *dX, *dY; /* (C, D) */
+    float *sA, *sB;                   /* (S, D) */
+    float *de;                        /* (E, D) */
+} hpj__gnn_bws;
+
+static void hpj__gnn_bind_back(hpj_arena *a, const hpj_model *m, hpj__gnn_bws *b, int32_t S, int32_t C, int32_t E) {
+    size_t CD = (size_t)C * m->D + 1, SD = (size_t)S * m->D + 1;
+    b->A = hpj_arena_floats(a, CD); b->B = hpj_arena_floats(a, CD); b->Cb = hpj_arena_floats(a, CD);
+    b->dh = hpj_arena_floats(a, CD); b->dX = hpj_arena_floats(a, CD); b->dY = hpj_arena_floats(a, CD);
+    b->sA = hpj_arena_floats(a, SD); b->sB = hpj_arena_floats(a, SD);
+    b->de = hpj_arena_floats(a, (size_t)E * m->D + 1);
+}
+
+static void hpj__zero(float *x, size_t n) {
+    size_t i;
+    HPJ__OMP(parallel for schedule(static))
+    for (i = 0; i < n; ++i) x[i] = 0.0f;
+}
+
+/* Backward of hpj__gnn_forward (mode TRAIN / TRAIN_FROZEN) from dz (S, D);
+   accumulates into m->g. */
+static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *b, const float *dz) {
+    const hpj__path *p = &w->path;
+    int i, D = m->D, C = p->C, S = p->S;
+    size_t CD = (size_t)C * D, SD = (size_t)S * D, t;
+    float *dout = b->dX, *din = b->dY;
+    hpj__zero(b->de, (size_t)p->E * D);
+    hpj__zero(dout, CD);
+    /* z = segment_mean(out_last) */
+    hpj_segment_mean_backward(dout, dz, p->seg, S, D);
+    for (i = m->cfg.gnn_layers - 1; i >= 0; --i) {
+        const hpj__gnn_layer *L = &w->lay[i];
+        const hpj_gnn_params *q = &m->p.gnn[i];
+        hpj_gnn_params *gq = &m->g.gnn[i];
+        float *dra2;
+        /* out = sum Wout^T + bout */
+        hpj__zero(b->A, CD);
+        hpj__lin_back(b->A, gq->Wout, gq->bout, dout, L->sum, q->Wout, C, D, D);
+        /* sum = h + r2: dh = dsum, dr2 = dsum */
+        memcpy(b->dh, b->A, sizeof(float) * CD);
+        dra2 = b->A;
+        if (L->mask) { /* r2 = dropout(ra2) */
+            hpj__zero(b->B, CD);
+            hpj_dropout_backward(b->B, b->A, L->mask, CD, m->cfg.dropout);
+            dra2 = b->B;
+        }
+        hpj__zero(b->Cb, CD); /* ra2 = relu(b2) */
+        hpj_relu_backward(b->Cb, dra2, L->ra2, CD);
+        hpj__zero(b->A, CD); /* b2 = BN2(t2) */
+        hpj_batchnorm_backward(b->A, gq->bn2_g, gq->bn2_b, b->Cb, L->t2, q->bn2_g, L->b2m, L->b2r, C, D);
+        hpj__zero(b->B, CD); /* t2 = r1 W2^T */
+        hpj__lin_back(b->B, gq->W2, NULL, b->A, L->r1, q->W2, C, D, D);
+        hpj__zero(b->Cb, CD); /* r1 = relu(b1) */
+        hpj_relu_backward(b->Cb, b->B, L->r1, CD);
+        hpj__zero(b->A, CD); /* b1 = BN1(t1) */
+        hpj_batchnorm_backward(b->A, gq->bn1_g, gq->bn1_b, b->Cb, L->t1, q->bn1_g, L->b1m, L->b1r, C, D);
+        hpj__zero(b->B, CD); /* t1 = agg W1^T */
+        hpj__lin_back(b->B, gq->W1, NULL, b->A, L->agg, q->W1, C, D, D);
+        /* agg = GINE(h, e) */
+        hpj_gine_backward(b->dh, b->de, gq->eps, b->B, L->h, w->e, p->rowptr, p->col, p->rev, C, D, q->eps[0]);
+        if (L->hm) {
+            int32_t s;
+            /* h = A hm (copy averaging, symmetric) */
+            hpj__copy_avg(b->A, b->dh, p, D);
+            /* hm = hin + ua[seg]: dhin = dhm ; dua = segment sums of dhm */
+            memcpy(din, b->A, sizeof(float) * CD);
+            HPJ__OMP(parallel for schedule(static))
+            for (s = 0; s < S; ++s) {
+                int32_t j, d;
+                float *o = b->sA + (size_t)s * D;
+                for (d = 0; d < D; ++d) o[d] = 0.0f;
+                for (j = p->seg[s]; j < p->seg[s + 1]; ++j) {
+                    const float *r = b->A + (size_t)j * D;
+                    for (d = 0; d < D; ++d) o[d] += r[d];
+                }
+            }
+            hpj__zero(b->sB, SD); /* ua = relu(ub) */
+            hpj_relu_backward(b->sB, b->sA, L->ua, SD);
+            hpj__zero(b->sA, SD); /* ub = BNu(ul) */
+            hpj_batchnorm_backward(b->sA, gq->bnu_g, gq->bnu_b, b->sB, L->ul, q->bnu_g, L->um, L->ur, S, D);
+            hpj__zero(b->sB, SD); /* ul = pm Wu^T */
+            hpj__lin_back(b->sB, gq->Wu, NULL, b->sA, L->pm, q->Wu, S, D, D);
+            hpj_segment_mean_backward(din, b->sB, p->seg, S, D); /* pm = segment_mean(hin) */
+        } else {
+            memcpy(din, b->dh, sizeof(float) * CD);
+        }
+        { float *tmp = dout; dout = din; din = tmp; }
+    }
+    /* h0 = x node_W^T + node_b ; e = ex edge_W^T + edge_b */
+    hpj__lin_back(NULL, m->g.node_W, m->g.node_b, dout, w->x, m->p.node_W, C, m->F, D);
+    hpj__lin_back(NULL, m->g.edge_W, m->g.edge_b, b->de, w->ex, m->p.edge_W, p->E, m->Fe, D);
+    (void)t;
+}
+
+/* ==== model: structural-query encoder e_xi ================================ */
+
+typedef struct hpj__pe_ws {
+    float *rw;       /* (S, R) reduced RWSE of the patches */
+    float *lin, *bn; /* (S, D) */
+    float *mean, *rstd; /* (D) */
+    float *p;        /* (S, D) structural queries */
+    float *bntmp;    /* (2D) */
+} hpj__pe_ws;
+
+static void hpj__pe_bind(hpj_arena *a, const hpj_model *m, hpj__pe_ws *w, int32_t S) {
+    size_t SD = (size_t)S * m->D + 1;
+    w->rw = hpj_arena_floats(a, (size_t)S * m->R + 1);
+    w->lin = hpj_arena_floats(a, SD);
+    w->bn = hpj_arena_floats(a, SD);
+    w->mean = hpj_arena_floats(a, (size_t)m->D);
+    w->rstd = hpj_arena_floats(a, (size_t)m->D);
+    w->p = hpj_arena_floats(a, SD);
+    w->bntmp = hpj_arena_floats(a, 2 * (size_t)m->D);
+}
+
+/* p = ReLU(BN(rw W^T)) over the S patches of items (reference: Linear
+   without bias, BatchNorm, ReLU). */
+static void hpj__pe_forward(hpj_model *m, hpj__pe_ws *w, const hpj_tokens *tk, const hpj__item *it, int32_t S, int mode) {
+    int32_t s;
+    for (s = 0; s < S; ++s) memcpy(w->rw + (size_t)s * m->R, tk->rw + (size_t)it[s].patch * m->R, sizeof(float) * (size_t)m->R);
+    hpj__lin(w->lin, w->rw, m->p.pe_W, NULL, S, m->R, m->D);
+    hpj__bn(w->bn, w->mean, w->rstd, w->lin, m->p.pe_g, m->p.pe_b, m->bn.pe_m, m->bn.pe_v, S, m->D, mode, w->bntmp);
+    hpj_relu_forward(w->p, w->bn, (size_t)S * m->D);
+}
+
+static void hpj__pe_backward(hpj_model *m, const hpj__pe_ws *w, int32_t S, const float *dp, float *s1, float *s2) {
+    size_t SD = (size_t)S * m->D;
+    hpj__zero(s1, SD);
+    hpj_relu_backward(s1, dp, w->p, SD);
+    hpj__zero(s2, SD);
+    hpj_batchnorm_backward(s2, m->g.pe_g, m->g.pe_b, s1, w->lin, m->p.pe_g, w->mean, w->rstd, S, m->D);
+    hpj__lin_back(NULL, m->g.pe_W, NULL, s2, w->rw, m->p.pe_W, S, m->R, m->D);
+}
+
+/* ==== model: token encoders (online f_theta and EMA target) =============== */
+
+typedef struct hpj__enc_ws {
+    int B, T, nblocks, train;
+    float *x[HPJ_MAX_BLOCKS + 1];          /* (B*T, D) block inputs; x[nblocks] = output */
+    hpj_block_cache cache[HPJ_MAX_BLOCKS]; /* one per block when training, else shared */
+    float *scratch;                        /* backward scratch                         */
+    float *dA, *dB;                        /* (B*T, D)                                 */
+} hpj__enc_ws;
+
+static void hpj__enc_bind(hpj_arena *a, const hpj_model *m, hpj__enc_ws *w, int B, int T, int train) {
+    int i, D = m->D, F = m->Fh, H = m->H, nb = m->cfg.blocks;
+    size_t BTD = (size_t)B * T * D + 1, cc = hpj_block_cache_count(B, T, D, H, F);
+    memset(w, 0, sizeof(*w));
+    w->B = B; w->T = T; w->nblocks = nb; w->train = train;
+    for (i = 0; i <= nb; ++i) w->x[i] = (train || i == 0 || i == nb) ? hpj_arena_floats(a, BTD) : NULL;
+    if (!train && nb > 1) { /* no backward: ping-pong two buffers */
+        float *t1 = hpj_arena_floats(a, BTD), *t2 = hpj_arena_floats(a, BTD);
+        for (i = 1; i < nb; ++i) w->x[i] = (i & 1) ? t1 : t2;
+    }
+    for (i = 0; i < nb; ++i) {
+        if (train || i == 0) {
+            float *flat = hpj_arena_floats(a, cc + 1);
+            hpj_block_cache_bind(&w->cache[i], flat, B, T, D, H, F);
+        } else {
+            w->cache[i] = w->cache[0];
+        }
+    }
+    if (train) {
+        w->scratch = hpj_arena_floats(a, hpj_block_scratch_count(B, T, D, H, F) + 1);
+        w->dA = hpj_arena_floats(a, BTD);
+        w->dB = hpj_arena_floats(a, BTD);
+    }
+}
+
+static void hpj__enc_flops(const hpj_model *m, int B, int T, double mult) {
+    double BT = (double)B * T, D = m->D;
+    hpj__flops += mult * (2.0 * BT * D * 3 * D + 2.0 * BT * D * D + 4.0 * BT * D * m->Fh + 4.0 * B * (double)T * T * D) *
+                  m->cfg.blocks;
+}
+
+static void hpj__enc_forward(hpj_model *m, hpj__enc_ws *w, const hpj_block_params *blk, const uint8_t *mask,
+                             const float *adj) {
+    int i;
+    for (i = 0; i < w->nblocks; ++i)
+        hpj_block_forward(w->x[i + 1], &w->cache[i], w->x[i], &blk[i], mask, adj, w->B, w->T, m->D, m->H, m->Fh,
+                          m->cfg.ffn_act);
+    hpj__enc_flops(m, w->B, w->T, 1.0);
+}
+
+/* dx (B*T, D) = d(output)/d(input)^T dy, accumulating parameter grads. */
+static void hpj__enc_backward(hpj_model *m, hpj__enc_ws *w, const float *dy, float *dx, const uint8_t *mask) {
+    int i;
+    size_t n = (size_t)w->B * w->T * m->D;
+    const float *dcur = dy;
+    float *bufs[2];
+    bufs[0] = w->dA;
+    bufs[1] = w->dB;
+    if (w->nblocks == 0) { memcpy(dx, dy, sizeof(float) * n); return; }
+    for (i = w->nblocks - 1; i >= 0; --i) {
+        float *dnext = (i == 0) ? dx : bufs[i & 1];
+        hpj__zero(dnext, n);
+        hpj_block_backward(dnext, &m->g.blk[i], dcur, w->x[i], &m->p.blk[i], &w->cache[i], w->scratch, mask, NULL, w->B,
+                           w->T, m->D, m->H, m->Fh, m->cfg.ffn_act);
+        dcur = dnext;
+    }
+    hpj__enc_flops(m, w->B, w->T, 2.0);
+}
+
+/* ==== model: predictor q_psi =============================================== */
+
+typedef struct hpj__pred_ws {
+    int N;
+    float *a[HPJ_MAX_PRED + 1]; /* (N, D) input of each layer; a[P] = (N, 2) output */
+    float *r[HPJ_MAX_PRED];     /* (N, D) ReLU outputs (before dropout)              */
+    uint8_t *mask[HPJ_MAX_PRED];
+    float *dA, *dB, *dC;        /* (N, D)                                          */
+} hpj__pred_ws;
+
+static void hpj__pred_bind(hpj_arena *a, const hpj_model *m, hpj__pred_ws *w, int N, int train) {
+    int i, P = m->cfg.pred_layers;
+    size_t ND = (size_t)N * m->D + 1;
+    memset(w, 0, sizeof(*w));
+    w->N = N;
+    for (i = 0; i < P; ++i) {
+        w->a[i] = hpj_arena_floats(a, ND);
+        if (i > 0) {
+            if (train && m->cfg.dropout > 0.0f) {
+                w->r[i - 1] = hpj_arena_floats(a, ND);
+                w->mask[i - 1] = (uint8_t *)hpj_arena_alloc(a, ND);
+            } else {
+                w->r[i - 1] = w->a[i];
+            }
+        }
+    }
+    w->a[P] = hpj_arena_floats(a, (size_t)N * 2 + 1);
+    w->dA = hpj_arena_floats(a, ND);
+    w->dB = hpj_arena_floats(a, ND);
+    w->dC = hpj_arena_floats(a, ND);
+}
+
+/* a[0] must hold the input; hidden layers Linear-ReLU(-dropout), last Linear(D, 2). */
+static void hpj__pred_forward(hpj_model *m, hpj__pred_ws *w, uint64_t drop_seed) {
+    int i, P = m->cfg.pred_layers, D = m->D;
+    size_t ND = (size_t)w->N * D;
+    for (i = 0; i < P; ++i) {
+        int out = (i == P - 1) ? 2 : D;
+        hpj__lin(i == P - 1 ? w->a[P] : w->r[i], w->a[i], m->p.pred_W[i], m->p.pred_b[i], w->N, D, out);
+        if (i < P - 1) {
+            hpj_relu_forward(w->r[i], w->r[i], ND);
+            if (w->mask[i]) hpj_dropout_forward(w->a[i + 1], w->mask[i], w->r[i], ND, m->cfg.dropout, drop_seed, (uint64_t)m->step, 200 + i);
+        }
+    }
+}
+
+/* dq (N, D) = gradient of the input, from dy (N, 2). */
+static void hpj__pred_backward(hpj_model *m, hpj__pred_ws *w, const float *dy, float *dq) {
+    int i, P = m->cfg.pred_layers, D = m->D;
+    size_t ND = (size_t)w->N * D;
+    const float *dlin = dy; /* gradient of the current layer's linear output */
+    for (i = P - 1; i >= 0; --i) {
+        int out = (i == P - 1) ? 2 : D;
+        float *dinp = (i == 0) ? dq : w->dB; /* gradient of a[i] */
+        const float *dr;
+        hpj__zero(dinp, ND);
+        hpj__lin_back(dinp, m->g.pred_W[i], m->g.pred_b[i], dlin, w->a[i], m->p.pred_W[i], w->N, D, out);
+        if (i == 0) break;
+        /* a[i] = dropout(r[i-1]), r[i-1] = relu(linear output of layer i-1) */
+        dr = dinp;
+        if (w->mask[i - 1]) {
+            hpj__zero(w->dC, ND);
+            hpj_dropout_backward(w->dC, dinp, w->mask[i - 1], ND, m->cfg.dropout);
+            dr = w->dC;
+        }
+        hpj__zero(w->dA, ND);
+        hpj_relu_backward(w->dA, dr, w->r[i - 1], ND);
+        dlin = w->dA;
+    }
+}
+
+/* Overlap counts |P_i cap P_j| of the patches of items it[0..T-1] into
+   adj (Tm, Tm) (ascending node lists, merge-count). */
+static void hpj__overlap(const hpj_tokens *tk, const hpj__item *it, int T, int Tm, float *adj) {
+    int i, j;
+    for (i = 0; i < Tm * Tm; ++i) adj[i] = 0.0f;
+    for (i = 0; i < T; ++i)
+        for (j = i; j < T; ++j) {
+            const int32_t *a = tk->nodes + tk->ptr[it[i].patch], *b = tk->nodes + tk->ptr[it[j].patch];
+            int64_t na = tk->ptr[it[i].patch + 1] - tk->ptr[it[i].patch];
+            int64_t nb = tk->ptr[it[j].patch + 1] - tk->ptr[it[j].patch], x = 0, y = 0, c = 0;
+            while (x < na && y < nb) {
+                if (a[x] == b[y]) { ++c; ++x; ++y; }
+                else if (a[x] < b[y]) ++x;
+                else ++y;
+            }
+            adj[i * Tm + j] = adj[j * Tm + i] = (float)c;
+        }
+}
+
+/* ==== model: one per-resolution step ======================================= */
+
+/* State of a pretraining run shared by its steps. */
+typedef struct hpj__trainer {
+    hpj_model *m;
+    const hpj_dataset *ds;
+    hpj_tokens tk;
+    float *node_rw;          /* (N, R) */
+    hpj_arena arena;
+    int32_t *stamp, *loc;    /* (max n) scratch, stamp = -1 */
+    hpj__item *ctx, *tgt;    /* (batch), (batch * max M)    */
+    int32_t *tptr;           /* (batch + 1) targets of each context */
+    uint64_t sample_seed;
+    int64_t epoch;
+    int64_t total_steps, warmup_steps;
+    int mode;                /* HPJ__TRAIN or HPJ__TRAIN_FROZEN */
+    int apply;               /* 1: optimizer + EMA */
+    float *targets;          /* tests: targets out / in (reuse_targets) */
+    int reuse_targets;
+} hpj__trainer;
+
+/* Samples the context and targets of the eligible graphs (k_l >= 2) of a
+   batch: one context uniformly, min(M_l, k-1) targets without replacement
+   from the other regions; one stream per (seed, epoch, graph, resolution). */
+static int32_t hpj__sample(hpj__trainer *tr, const int32_t *batch, int32_t nb, int l, int32_t *ntgt) {
+    const hpj_tokens *tk = &tr->tk;
+    int32_t b, B = 0, T = 0;
+    int32_t perm[1024];
+    int32_t *big = NULL;
+    tr->tptr[0] = 0;
+    for (b = 0; b < nb; ++b) {
+        int32_t g = batch[b], k = tk->k[(size_t)g * tk->L + l], Mg, c, j;
+        int64_t p0 = tk->patch0[(size_t)g * tk->L + l];
+        hpj_rng r;
+        int32_t *pm;
+        if (k < 2) continue;
+        r = hpj_rng_stream(tr->sample_seed, (uint64_t)tr->epoch, (uint64_t)g * HPJ_MAX_RES + (uint64_t)l);
+        Mg = HPJ__MIN(tr->m->cfg.M[l], k - 1);
+        c = (int32_t)hpj_rng_below(&r, (uint32_t)k);
+        pm = k <= 1024 ? perm : (big = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)k, "sample"));
+        if (!pm) return -1;
+        for (j = 0; j < k - 1; ++j) pm[j] = j < c ? j : j + 1; /* the regions other than c */
+        for (j = 0; j < Mg; ++j) { /* partial Fisher-Yates */
+            int32_t q = j + (int32_t)hpj_rng_below(&r, (uint32_t)(k - 1 - j)), t = pm[j];
+            pm[j] = pm[q];
+            pm[q] = t;
+        }
+        tr->ctx[B].g = g; tr->ctx[B].slot = c; tr->ctx[B].patch = p0 + c;
+        for (j = 0; j < Mg; ++j) {
+            tr->tgt[T].g = g; tr->tgt[T].slot = pm[j]; tr->tgt[T].patch = p0 + pm[j];
+            ++T;
+        }
+        hpj__free(big);
+        big = NULL;
+        tr->tptr[++B] = T;
+    }
+    *ntgt = T;
+    return B;
+}
+
+/* Buffers of one step, bound from an arena (measured first). */
+typedef struct hpj__step_ws {
+    hpj__gnn_ws gc, gt;      /* context (with grad) and target patch encoders */
+    hpj__gnn_bws gb;
+    hpj__pe_ws pc, pt;
+    hpj__enc_ws ec, et;      /* online (B, 1) and target (B, Tm) encoders     */
+    hpj__pred_ws pr;
+    uint8_t *tmask;          /* (B, Tm) valid targets                         */
+    float *adj;              /* (B, Tm, Tm) or NULL                           */
+    uint8_t *tokmask;        /* (B, D) token dropout mask or NULL             */
+    float *yt, *dy;          /* (T, 2)                                        */
+    float *dq, *ds, *dx, *dtmp, *s1, *s2; /* (T, D), (B, D) x3, (max(B,T), D) x2 */
+} hpj__step_ws;
+
+static void hpj__step_bind(hpj_arena *a, const hpj_model *m, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm,
+                           const int64_t *cc, const int64_t *ct, int train_drop) {
+    int D = m->D;
+    size_t BD = (size_t)B * D + 1, TD = (size_t)T * D + 1, MD = (size_t)HPJ__MAX(B, T) * D + 1;
+    hpj__gnn_bind(a, m, &w->gc, B, (int32_t)cc[0], (int32_t)cc[1], (int32_t)cc[2], train_drop ? HPJ__TRAIN : HPJ__EVAL);
+    hpj__gnn_bind_back(a, m, &w->gb, B, (int32_t)cc[0], (int32_t)cc[1]);
+    hpj__gnn_bind(a, m, &w->gt, T, (int32_t)ct[0], (int32_t)ct[1], (int32_t)ct[2], HPJ__EVAL /* no dropout */);
+    hpj__pe_bind(a, m, &w->pc, B);
+    hpj__pe_bind(a, m, &w->pt, T);
+    hpj__enc_bind(a, m, &w->ec, B, 1, 1);
+    hpj__enc_bind(a, m, &w->et, B, Tm, 0);
+    hpj__pred_bind(a, m, &w->pr, T, 1);
+    w->tmask = (uint8_t *)hpj_arena_alloc(a, (size_t)B * Tm + 1);
+    w->adj = m->cfg.target_adj ? hpj_arena_floats(a, (size_t)B * Tm * Tm + 1) : NULL;
+    w->tokmask = (train_drop && m->cfg.token_dropout > 0.0f) ? (uint8_t *)hpj_arena_alloc(a, BD) : NULL;
+    w->yt = hpj_arena_floats(a, (size_t)T * 2 + 1);
+    w->dy = hpj_arena_floats(a, (size_t)T * 2 + 1);
+    w->dq = hpj_arena_floats(a, TD);
+    w->ds = hpj_arena_floats(a, BD);
+    w->dx = hpj_arena_floats(a, BD);
+    w->dtmp = hpj_arena_floats(a, BD);
+    w->s1 = hpj_arena_floats(a, MD);
+    w->s2 = hpj_arena_floats(a, MD);
+}
+
+/* Makes sure the arena holds `need` bytes (grows between steps only). */
+static hpj_status hpj__arena_ensure(hpj_arena *a, size_t need) {
+    if (a->cap >= need && a->base) return HPJ_OK;
+    {
+        size_t peak = a->peak;
+        hpj_arena_free(a);
+        if (hpj_arena_init(a, need + need / 4 + 4096) != HPJ_OK) return HPJ_ERR_NOMEM;
+        a->peak = peak;
+    }
+    return HPJ_OK;
+}
+
+static float hpj__step_lr(const hpj__trainer *tr) {
+    const hpj_config *c = &tr->m->cfg;
+    return hpj_lr_at(c->schedule, c->lr, c->min_lr, tr->m->step, tr->total_steps, tr->warmup_steps);
+}
+
+/* Runs resolution l on a batch: forward, loss, backward and (if tr->apply)
+   the optimizer step and EMA update. *loss gets L_l(B); *active = 0 when
+   B_l is empty (nothing done). */
+static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, int l, double *loss, int *active) {
+    hpj_model *m = tr->m;
+    const hpj_config *cfg = &m->cfg;
+    const hpj_dataset *ds = tr->ds;
+    hpj__step_ws w;
+    hpj_arena meas;
+    int32_t B, T, Tm = 0, b, D = m->D;
+    int64_t cc[3], ct[3];
+    size_t mark;
+    hpj_status st;
+    uint64_t drop_seed = cfg->seed ^ 0xD50FULL;
+    int train_drop = (tr->mode == HPJ__TRAIN);
+    double L_sum;
+    *loss = 0.0;
+    *active = 0;
+    B = hpj__sample(tr, batch, nb, l, &T);
+    if (B < 0) return HPJ_ERR_NOMEM;
+    if (B == 0) return HPJ_OK;
+    *active = 1;
+    for (b = 0; b < B; ++b) Tm = HPJ__MAX(Tm, tr->tptr[b + 1] - tr->tptr[b]);
+    hpj__path_count(ds, &tr->tk, tr->ctx, B, tr->stamp, &cc[0], &cc[1], &cc[2]);
+    hpj__path_count(ds, &tr->tk, tr->tgt, T, tr->stamp, &ct[0], &ct[1], &ct[2]);
+    if (cc[0] > INT32_MAX / 2 || cc[1] > INT32_MAX / 2 || ct[0] > INT32_MAX / 2 || ct[1] > INT32_MAX / 2)
+        return hpj__fail(HPJ_ERR_INPUT, "step: batch too large (%lld node copies)", (long long)(cc[0] + ct[0]));
+    hpj_arena_init_measure(&meas);
+    hpj__step_bind(&meas, m, &w, B, T, Tm, cc, ct, train_drop);
+    if ((st = hpj__arena_ensure(&tr->arena, meas.used))) return st;
+    mark = hpj_arena_mark(&tr->arena);
+    hpj__step_bind(&tr->arena, m, &w, B, T, Tm, cc, ct, train_drop);
+
+    /* -- inputs -- */
+    hpj__path_fill(ds, &tr->tk, tr->ctx, &w.gc.path, tr->stamp, tr->loc);
+    hpj__path_fill(ds, &tr->tk, tr->tgt, &w.gt.path, tr->stamp, tr->loc);
+    hpj__path_features(m, ds, &w.gc.path, w.gc.x, w.gc.ex);
+    hpj__path_features(m, ds, &w.gt.path, w.gt.x, w.gt.ex);
+    memset(m->grads, 0, sizeof(float) * m->num_params);
+
+    /* -- forward: patch tokens z and structural queries p of both paths -- */
+    hpj__gnn_forward(m, &w.gc, tr->mode, drop_seed);
+    hpj__gnn_forward(m, &w.gt, tr->mode == HPJ__TRAIN ? HPJ__TRAIN : HPJ__TRAIN_FROZEN, 0);
+    hpj__pe_forward(m, &w.pc, &tr->tk, tr->ctx, B, tr->mode);
+    hpj__pe_forward(m, &w.pt, &tr->tk, tr->tgt, T, tr->mode);
+    /* context input x = z + p (token dropout on it), online encoder: s */
+    {
+        size_t i, n = (size_t)B * D;
+        for (i = 0; i < n; ++i) w.ec.x[0][i] = w.gc.z[i] + w.pc.p[i];
+        if (w.tokmask) hpj_dropout_forward(w.ec.x[0], w.tokmask, w.ec.x[0], n, cfg->token_dropout, drop_seed, (uint64_t)m->step, 300);
+    }
+    hpj__enc_forward(m, &w.ec, m->p.blk, NULL, NULL);
+    /* target input: z of the targets only (stop-gradient), EMA encoder */
+    for (b = 0; b < B; ++b) {
+        int32_t t0 = tr->tptr[b], nt = tr->tptr[b + 1] - t0, j;
+        for (j = 0; j < Tm; ++j) {
+            float *dst = w.et.x[0] + ((size_t)b * Tm + j) * D;
+            w.tmask[(size_t)b * Tm + j] = (uint8_t)(j < nt);
+            if (j < nt) memcpy(dst, w.gt.z + (size_t)(t0 + j) * D, sizeof(float) * (size_t)D);
+            else memset(dst, 0, sizeof(float) * (size_t)D);
+        }
+        if (w.adj) hpj__overlap(&tr->tk, tr->tgt + t0, nt, Tm, w.adj + (size_t)b * Tm * Tm);
+    }
+    hpj__enc_forward(m, &w.et, m->tgt, w.tmask, w.adj);
+    /* targets Phi(u) = [cosh m(u), sinh m(u)] */
+    for (b = 0; b < B; ++b) {
+        int32_t t0 = tr->tptr[b], nt = tr->tptr[b + 1] - t0, j, d;
+        for (j = 0; j < nt; ++j) {
+            const float *u = w.et.x[cfg->blocks] + ((size_t)b * Tm + j) * D;
+            double mu = 0.0;
+            for (d = 0; d < D; ++d) mu += u[d];
+            mu /= D;
+            if (cfg->target_clamp > 0.0f) mu = mu > cfg->target_clamp ? cfg->target_clamp : mu < -cfg->target_clamp ? -cfg->target_clamp : mu;
+            if (!(fabs(mu) < 88.0)) {
+                hpj_arena_reset(&tr->arena, mark);
+                return hpj__fail(HPJ_ERR_NUMERIC,
+                                 "epoch %lld, step %lld, resolution %d (K=%d): target mean m(u) = %g makes cosh/sinh "
+                                 "overflow float; set target_clamp (e.g. 20) to guard",
+                                 (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], mu);
+            }
+            w.yt[(size_t)(t0 + j) * 2] = (float)cosh(mu);
+            w.yt[(size_t)(t0 + j) * 2 + 1] = (float)sinh(mu);
+        }
+    }
+    if (tr->targets) {
+        if (tr->reuse_targets) memcpy(w.yt, tr->targets, sizeof(float) * 2 * (size_t)T);
+        else memcpy(tr->targets, w.yt, sizeof(float) * 2 * (size_t)T);
+    }
+    /* predictor on s_c + p_t */
+    for (b = 0; b < B; ++b) {
+        int32_t t;
+        for (t = tr->tptr[b]; t < tr->tptr[b + 1]; ++t) {
+            int d;
+            const float *sc = w.ec.x[cfg->blocks] + (size_t)b * D, *pt = w.pt.p + (size_t)t * D;
+            float *q = w.pr.a[0] + (size_t)t * D;
+            for (d = 0; d < D; ++d) q[d] = sc[d] + pt[d];
+        }
+    }
+    hpj__pred_forward(m, &w.pr, drop_seed);
+    /* loss: SmoothL1 per coordinate, averaged over 2 coordinates and all T
+       selected targets of the minibatch (the paper's Z_l normaliser) */
+    memset(w.dy, 0, sizeof(float) * (size_t)T * 2);
+    L_sum = hpj_smooth_l1(w.pr.a[cfg->pred_layers], w.yt, w.dy, (size_t)T * 2, cfg->beta, 1.0f / (2.0f * (float)T));
+    *loss = L_sum;
+    if (!(L_sum == L_sum) || L_sum > 1e30) {
+        hpj_arena_reset(&tr->arena, mark);
+        return hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): loss is %g", (long long)tr->epoch + 1,
+                         (long long)m->step + 1, l + 1, cfg->K[l], L_sum);
+    }
+
+    /* -- backward -- */
+    hpj__pred_backward(m, &w.pr, w.dy, w.dq);
+    /* q_t = s_c + p_t: ds_c = sum of dq over c's targets, dp_t = dq_t */
+    for (b = 0; b < B; ++b) {
+        int32_t t, d;
+        float *o = w.ds + (size_t)b * D;
+        for (d = 0; d < D; ++d) o[d] = 0.0f;
+        for (t = tr->tptr[b]; t < tr->tptr[b + 1]; ++t)
+            for (d = 0; d < D; ++d) o[d] += w.dq[(size_t)t * D + d];
+    }
+    hpj__enc_backward(m, &w.ec, w.ds, w.dx, NULL);
+    if (w.tokmask) {
+        memcpy(w.dtmp, w.dx, sizeof(float) * (size_t)B * D);
+        hpj__zero(w.dx, (size_t)B * D);
+        hpj_dropout_backward(w.dx, w.dtmp, w.tokmask, (size_t)B * D, cfg->token_dropout);
+    }
+    /* x = z + p: dz = dp = dx */
+    hpj__pe_backward(m, &w.pc, B, w.dx, w.s1, w.s2);
+    hpj__pe_backward(m, &w.pt, T, w.dq, w.s1, w.s2);
+    hpj__gnn_backward(m, &w.gc, &w.gb, w.dx);
+
+    /* -- update -- */
+    if (tr->apply) {
+        double gn;
+        float lr = hpj__step_lr(tr), mom;
+        gn = hpj_grad_clip(m->grads, m->num_params, cfg->clip);
+        if (!(gn == gn) || gn > 1e30) {
+            hpj_arena_reset(&tr->arena, mark);
+            return hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): gradient norm is %g",
+                             (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], gn);
+        }
+        hpj_adam_step(m->params, m->grads, m->adam_m, m->adam_v, m->num_params, lr, 0.9f, 0.999f, 1e-8f,
+                      cfg->weight_decay, cfg->optimizer == HPJ_OPT_ADAMW, m->step + 1);
+        mom = hpj_ema_momentum(cfg->ema_start, cfg->ema_end, m->step, tr->total_steps);
+        hpj_ema_update(m->ema, m->params + m->enc_offset, m->enc_count, mom);
+        m->step++;
+    }
+    hpj_arena_reset(&tr->arena, mark);
+    return HPJ_OK;
+}
+
+/* ==== model: training loop ================================================= */
+
+static void hpj__trainer_free(hpj__trainer *tr) {
+    hpj_tokens_free(&tr->tk);
+    hpj__free(tr->node_rw);
+    hpj_arena_free(&tr->arena);
+    hpj__free(tr->stamp); hpj__free(tr->loc); hpj__free(tr->ctx); hpj__free(tr->tgt); hpj__free(tr->tptr);
+    memset(tr, 0, sizeof(*tr));
+}
+
+static void hpj__tok_opts(const hpj_model *m, hpj_tok_options *o, int train, int64_t epoch) {
+    const hpj_config *c = &m->cfg;
+    hpj_tok_options_default(o);
+    o->L = c->L;
+    memcpy(o->K, c->K, sizeof o->K);
+    o->rw_dim = c->rw_dim;
+    o->rw_reduce = c->rw_reduce;
+    o->always_active = (c->mode == HPJ_MODE_GRAPH_JEPA);
+    o->part.method = (hpj_partition_method)c->part_method;
+    o->seed = c->seed;
+    o->epoch = train && c->repartition ? (uint64_t)epoch + 1 : 0; /* epoch 0 = the fixed evaluation partition */
+    o->edge_drop = train && c->repartition ? c->edge_drop : 0.0f;
+}
+
+static hpj_status hpj__trainer_init(hpj__trainer *tr, hpj_model *m, const hpj_dataset *ds, int32_t batch_cap) {
+    int32_t g, maxn = 1, maxM = 1, l;
+    hpj_status st;
+    memset(tr, 0, sizeof(*tr));
+    tr->m = m;
+    tr->ds = ds;
+    tr->mode = HPJ__TRAIN;
+    tr->apply = 1;
+    tr->sample_seed = m->cfg.seed ^ 0x5A3DULL;
+    if (m->node_onehot && !ds->node_label)
+        return hpj__fail(HPJ_ERR_INPUT, "model expects node labels but dataset %s has none", ds->name);
+    if (m->edge_onehot && !ds->edge_label)
+        return hpj__fail(HPJ_ERR_INPUT, "model expects edge labels but dataset %s has none", ds->name);
+    if (m->node_attr_dim && (!ds->node_attr || ds->node_attr_dim != m->node_attr_dim))
+        return hpj__fail(HPJ_ERR_INPUT, "model expects %d node attributes, dataset %s has %d", m->node_attr_dim, ds->name,
+                         ds->node_attr ? ds->node_attr_dim : 0);
+    for (g = 0; g < ds->num_graphs; ++g) maxn = HPJ__MAX(maxn, (int32_t)(ds->node_ptr[g + 1] - ds->node_ptr[g]));
+    for (l = 0; l < m->cfg.L; ++l) maxM = HPJ__MAX(maxM, m->cfg.M[l]);
+    tr->node_rw = (float *)hpj__calloc((size_t)ds->num_nodes + 1, sizeof(float) * (size_t)m->R, "pretrain");
+    tr->stamp = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)maxn, "pretrain");
+    tr->loc = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)maxn, "pretrain");
+    tr->ctx = (hpj__item *)hpj__alloc(sizeof(hpj__item) * (size_t)batch_cap, "pretrain");
+    tr->tgt = (hpj__item *)hpj__alloc(sizeof(hpj__item) * (size_t)batch_cap * (size_t)maxM, "pretrain");
+    tr->tptr = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)batch_cap + 1), "pretrain");
+    if (!tr->node_rw || !tr->stamp || !tr->loc || !tr->ctx || !tr->tgt || !tr->tptr) {
+        hpj__trainer_free(tr);
+        return HPJ_ERR_NOMEM;
+    }
+    for (g = 0; g < maxn; ++g) tr->stamp[g] = -1;
+    if ((st = hpj_dataset_rwse(ds, m->R, tr->node_rw))) { hpj__trainer_free(tr); return st; }
+    return HPJ_OK;
+}
+
+static hpj_status hpj__trainer_tokens(hpj__trainer *tr, const int32_t *graphs, int32_t n, int train, int64_t epoch) {
+    hpj_tok_options o;
+    hpj__tok_opts(tr->m, &o, train, epoch);
+    hpj_tokens_free(&tr->tk);
+    return hpj_tokens_build(tr->ds, tr->node_rw, graphs, n, &o, &tr->tk);
+}
+
+static void hpj__set_threads(const hpj_config *c) {
+#ifdef _OPENMP
+    if (c->threads > 0) omp_set_num_threads(c->threads);
+#else
+    (void)c;
+#endif
+}
+
+HPJDEF double hpj_model_last_flops(void) { return hpj__flops; }
+
+HPJDEF hpj_status hpj_pretrain(hpj_model *m, const hpj_dataset *ds, const int32_t *train, int32_t n_train,
+                               int64_t max_steps, hpj_progress_fn progress, void *user) {
+    const hpj_config *c = &m->cfg;
+    hpj__trainer tr;
+    hpj_status st;
+    int32_t *order = NULL, nb, bs = c->batch_size, i;
+    int64_t e, steps_per_epoch = 0;
+    hpj_progress pg;
+    uint8_t *eligible = NULL; /* (G * L): k_l(g) >= 2 (depends only on n) */
+    if (n_train < 1) return hpj__fail(HPJ_ERR_INPUT, "pretrain: no training graphs");
+    for (i = 0; i < n_train; ++i)
+        if (train[i] < 0 || train[i] >= ds->num_graphs)
+            return hpj__fail(HPJ_ERR_INPUT, "pretrain: graph index %d outside 0..%d", train[i], ds->num_graphs - 1);
+    hpj__set_threads(c);
+    hpj__flops = 0.0;
+    if ((st = hpj__trainer_init(&tr, m, ds, bs))) return st;
+    order = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)n_train, "pretrain");
+    eligible = (uint8_t *)hpj__calloc((size_t)ds->num_graphs * c->L + 1, 1, "pretrain");
+    if (!order || !eligible) { st = HPJ_ERR_NOMEM; goto done; }
+    for (i = 0; i < n_train; ++i) {
+        int l;
+        int32_t n = (int32_t)(ds->node_ptr[train[i] + 1] - ds->node_ptr[train[i]]);
+        for (l = 0; l < c->L; ++l)
+            eligible[(size_t)train[i] * c->L + l] = hpj__tok_regions(n, c->K[l], c->mode == HPJ_MODE_GRAPH_JEPA) >= 2;
+    }
+    nb = (n_train + bs - 1) / bs;
+    /* plan: the exact number of optimizer steps, for the schedules */
+    tr.total_steps = 0;
+    for (e = 0; e < c->epochs; ++e) {
+        hpj_rng r = hpj_rng_stream(c->seed ^ 0x0DE5ULL, (uint64_t)e, 0);
+        int32_t bi;
+        memcpy(order, train, sizeof(int32_t) * (size_t)n_train);
+        hpj_rng_shuffle_i32(&r, order, n_train);
+        for (bi = 0; bi < nb; ++bi) {
+            int l;
+            for (l = 0; l < c->L; ++l) {
+                int32_t j, any = 0;
+                for (j = bi * bs; j < HPJ__MIN(n_train, (bi + 1) * bs) && !any; ++j) any = eligible[(size_t)order[j] * c->L + l];
+                tr.total_steps += any;
+            }
+        }
+        if (e == 0) steps_per_epoch = tr.total_steps;
+    }
+    if (max_steps > 0 && max_steps < tr.total_steps) tr.total_steps = max_steps;
+    tr.warmup_steps = (int64_t)(c->warmup * (double)steps_per_epoch);
+    memset(&pg, 0, sizeof pg);
+    pg.epochs = c->epochs;
+    pg.total_steps = tr.total_steps;
+    pg.batches = nb;
+    {
+        for (e = 0; e < c->epochs; ++e) {
+            hpj_rng r = hpj_rng_stream(c->seed ^ 0x0DE5ULL, (uint64_t)e, 0);
+            int32_t bi;
+            int64_t graphs_done = 0;
+            tr.epoch = m->epoch;
+            if (e == 0 || c->repartition)
+                if ((st = hpj__trainer_tokens(&tr, train, n_train, 1, m->epoch))) goto done;
+            memcpy(order, train, sizeof(int32_t) * (size_t)n_train);
+            hpj_rng_shuffle_i32(&r, order, n_train);
+            memset(pg.loss, 0, sizeof pg.loss);
+            memset(pg.loss_count, 0, sizeof pg.loss_count);
+            pg.epoch = (int)e;
+            for (bi = 0; bi < nb; ++bi) {
+                int l;
+                int32_t b0 = bi * bs, bn = HPJ__MIN(n_train, b0 + bs) - b0;
+                for (l = 0; l < c->L; ++l) {
+                    double loss;
+                    int active;
+                    if (max_steps > 0 && m->step >= max_steps) break;
+                    if ((st = hpj__step(&tr, order + b0, bn, l, &loss, &active))) goto done;
+                    if (active) { pg.loss[l] += loss; pg.loss_count[l]++; }
+                }
+                graphs_done += bn;
+                if (progress) {
+                    pg.batch = bi + 1;
+                    pg.step = m->step;
+                    pg.graphs_done = graphs_done;
+                    pg.epoch_done = (bi == nb - 1) || (max_steps > 0 && m->step >= max_steps);
+                    progress(user, &pg);
+                }
+                if (max_steps > 0 && m->step >= max_steps) break;
+            }
+            m->epoch++;
+            if (max_steps > 0 && m->step >= max_steps) break;
+        }
+    }
+done:
+    hpj__free(order);
+    hpj__free(eligible);
+    hpj__trainer_free(&tr);
+    return st;
+}
+
+HPJDEF hpj_status hpj_model_loss(hpj_model *m, const hpj_dataset *ds, const int32_t *graphs, int32_t n, int l,
+                                 uint64_t sample_seed, float *targets, int reuse_targets, double *loss) {
+    hpj__trainer tr;
+    hpj_status st;
+    int active;
+    *loss = 0.0;
+    if (l < 0 || l >= m->cfg.L) return hpj__fail(HPJ_ERR_INPUT, "model_loss: resolution %d outside 1..%d", l + 1, m->cfg.L);
+    if ((st = hpj__trainer_init(&tr, m, ds, n))) return st;
+    tr.mode = HPJ__TRAIN_FROZEN;
+    tr.apply = 0;
+    tr.sample_seed = sample_seed;
+    tr.targets = targets;
+    tr.reuse_targets = reuse_targets && targets;
+    if ((st = hpj__trainer_tokens(&tr, graphs, n, 0, 0)) == HPJ_OK) st = hpj__step(&tr, graphs, n, l, loss, &active);
+    if (st == HPJ_OK && !active) st = hpj__fail(HPJ_ERR_INPUT, "model_loss: no graph of the batch is eligible at resolution %d", l + 1);
+    hpj__trainer_free(&tr);
+    return st;
+}
+
+/* ==== readout & embeddings ================================================= */
+
+HPJDEF void hpj_readout(const float *H, int n, int L, int D, int readout, float *out) {
+    int i, l, d;
+    if (readout == HPJ_READOUT_CONCAT) {
+        memcpy(out, H, sizeof(float) * (size_t)n * L * D);
+        return;
+    }
+    for (i = 0; i < n; ++i)
+        for (d = 0; d < D; ++d) {
+            float s = 0.0f;
+            for (l = 0; l < L; ++l) s += H[((size_t)i * L + l) * D + d];
+            out[(size_t)i * D + d] = s / (float)L;
+        }
+}
+
+#define HPJ__EMBED_COPIES (1 << 16) /* node copies per embedding chunk */
+
+HPJDEF hpj_status hpj_embed(const hpj_model *cm, const hpj_dataset *ds, const int32_t *graphs, int32_t n, float *out) {
+    hpj_model *m = (hpj_model *)cm; /* eval mode writes nothing to the model */
+    const hpj_config *c = &m->cfg;
+    hpj__trainer tr;
+    hpj_status st;
+    hpj__item *items = NULL;
+    int32_t i, l, D = m->D, L = c->L, kmax = 1;
+    double saved_flops = hpj__flops;
+    for (i = 0; i < n; ++i)
+        if (graphs[i] < 0 || graphs[i] >= ds->num_graphs)
+            return hpj__fail(HPJ_ERR_INPUT, "embed: graph index %d outside 0..%d", graphs[i], ds->num_graphs - 1);
+    hpj__set_threads(c);
+    if ((st = hpj__trainer_init(&tr, m, ds, 1))) return st;
+    if ((st = hpj__trainer_tokens(&tr, graphs, n, 0, 0))) goto done;
+    for (i = 0; i < (int32_t)((size_t)ds->num_graphs * L); ++i) kmax = HPJ__MAX(kmax, tr.tk.k[i]);
+    memset(out, 0, sizeof(float) * (size_t)n * L * D);
+    for (l = 0; l < L; ++l) {
+        int32_t start = 0;
+        while (start < n) {
+            /* a chunk of graphs: up to ~2^16 node copies, at least one graph */
+            int32_t end = start, S = 0, B, Tm = 0, b, j;
+            int64_t copies = 0, cnt[3];
+            hpj__gnn_ws gw;
+            hpj__pe_ws pw;
+            hpj__enc_ws ew;
+            uint8_t *mask;
+            float *adj = NULL;
+            hpj_arena meas;
+            size_t mark;
+            while (end < n) {
+                int32_t g = graphs[end], k = tr.tk.k[(size_t)g * L + l];
+                int64_t p0 = tr.tk.patch0[(size_t)g * L + l];
+                int64_t cg = k ? tr.tk.ptr[p0 + k] - tr.tk.ptr[p0] : 0;
+                if (end > start && copies + cg > HPJ__EMBED_COPIES) break;
+                copies += cg;
+                ++end;
+            }
+            B = end - start;
+            /* items: every valid patch of every graph of the chunk */
+            hpj__free(items);
+            items = (hpj__item *)hpj__alloc(sizeof(hpj__item) * ((size_t)B * kmax + 1), "embed");
+            if (!items) { st = HPJ_ERR_NOMEM; goto done; }
+            for (b = 0; b < B; ++b) {
+                int32_t g = graphs[start + b], k = tr.tk.k[(size_t)g * L + l];
+                int64_t p0 = tr.tk.patch0[(size_t)g * L + l];
+                Tm = HPJ__MAX(Tm, k);
+                for (j = 0; j < k; ++j) { items[S].g = g; items[S].slot = j; items[S].patch = p0 + j; ++S; }
+            }
+            if (S == 0) { start = end; continue; }
+            hpj__path_count(ds, &tr.tk, items, S, tr.stamp, &cnt[0], &cnt[1], &cnt[2]);
+            hpj_arena_init_measure(&meas);
+            hpj__gnn_bind(&meas, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL);
+            hpj__pe_bind(&meas, m, &pw, S);
+            hpj__enc_bind(&meas, m, &ew, B, Tm, 0);
+            hpj_arena_alloc(&meas, (size_t)B * Tm + 1);
+            if (c->target_adj) hpj_arena_floats(&meas, (size_t)B * Tm * Tm + 1);
+            if ((st = hpj__arena_ensure(&tr.arena, meas.used))) goto done;
+            mark = hpj_arena_mark(&tr.arena);
+            hpj__gnn_bind(&tr.arena, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL);
+            hpj__pe_bind(&tr.arena, m, &pw, S);
+            hpj__enc_bind(&tr.arena, m, &ew, B, Tm, 0);
+            mask = (uint8_t *)hpj_arena_alloc(&tr.arena, (size_t)B * Tm + 1);
+            if (c->target_adj) adj = hpj_arena_floats(&tr.arena, (size_t)B * Tm * Tm + 1);
+            hpj__path_fill(ds, &tr.tk, items, &gw.path, tr.stamp, tr.loc);
+            hpj__path_features(m, ds, &gw.path, gw.x, gw.ex);
+            hpj__gnn_forward(m, &gw, HPJ__EVAL, 0);
+            hpj__pe_forward(m, &pw, &tr.tk, items, S, HPJ__EVAL);
+            /* full tokens x = z + p of each graph, padded to Tm */
+            S = 0;
+            for (b = 0; b < B; ++b) {
+                int32_t g = graphs[start + b], k = tr.tk.k[(size_t)g * L + l], d;
+                for (j = 0; j < Tm; ++j) {
+                    float *dst = ew.x[0] + ((size_t)b * Tm + j) * D;
+                    mask[(size_t)b * Tm + j] = (uint8_t)(j < k);
+                    if (j < k)
+                        for (d = 0; d < D; ++d) dst[d] = gw.z[(size_t)(S + j) * D + d] + pw.p[(size_t)(S + j) * D + d];
+                    else
+                        memset(dst, 0, sizeof(float) * (size_t)D);
+                }
+                if (adj) hpj__overlap(&tr.tk, items + S, k, Tm, adj + (size_t)b * Tm * Tm);
+                S += k;
+            }
+            hpj__enc_forward(m, &ew, m->tgt, mask, adj);
+            /* h^(l) = mean of the valid output tokens */
+            for (b = 0; b < B; ++b) {
+                int32_t g = graphs[start + b], k = tr.tk.k[(size_t)g * L + l], d;
+                float *h = out + ((size_t)(start + b) * L + l) * D;
+                if (k == 0) continue;
+                for (j = 0; j < k; ++j) {
+                    const float *r = ew.x[c->blocks] + ((size_t)b * Tm + j) * D;
+                    for (d = 0; d < D; ++d) h[d] += r[d];
+                }
+                for (d = 0; d < D; ++d) h[d] /= (float)k;
+            }
+            hpj_arena_reset(&tr.arena, mark);
+            start = end;
+        }
+    }
+    for (i = 0; i < (int32_t)((size_t)n * L * D); ++i)
+        if (!(out[i] == out[i]) || out[i] > FLT_MAX || out[i] < -FLT_MAX) {
+            st = hpj__fail(HPJ_ERR_NUMERIC, "embed: embedding of graph %d is not finite", graphs[i / (L * D)]);
+            break;
+        }
+done:
+    hpj__flops = saved_flops;
+    hpj__free(items);
+    hpj__trainer_free(&tr);
+    return st;
+}
+
+
+/* ==== probe: implementation ==== */
+/* Kernels: AVX-512 when the compiler targets it, else AVX2 + FMA, else
+   portable C (correct everywhere, several times slower). */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define HPJ__PB_AVX2 1
+#endif
+
+/* ==== probe: options, models, shared helpers ============================ */
+
+/* Reductions over samples run over a fixed number of row blocks that
+   depends on n only (never on the thread count), combined in block order. */
+#define HPJ__PB_MAXBLK 32  /* most row blocks                                */
+#define HPJ__PB_MINROWS 64 /* fewest rows per block (small n: fewer blocks)  */
+#define HPJ__PB_RG 8       /* rows per group in the row passes                */
+#define HPJ__PB_LBFGS_M 10 /* L-BFGS history pairs                            */
+#define HPJ__PB_PAR 1e5    /* parallel regions only for loops of more flops   */
+
+HPJDEF void hpj_probe_options_default(hpj_probe_options *o) {
+    if (!o) return;
+    o->alpha = 1.0;
+    o->standardize = 0;
+    o->tol = 1e-6;
+    o->max_iter = 1000;
+    o->precision = HPJ_PROBE_MIXED;
+}
+
+HPJDEF void hpj_linear_model_free(hpj_linear_model *m) {
+    if (!m) return;
+    hpj__free(m->W);
+    hpj__free(m->b);
+    memset(m, 0, sizeof(*m));
+}
+
+static hpj_status hpj__pb_check_options(const char *fn, const hpj_probe_options *o) {
+    if (!(o->alpha >= 0.0) || !isfinite(o->alpha))
+        return hpj__fail(HPJ_ERR_INPUT, "%s: alpha must be finite and >= 0 (got %g)", fn, o->alpha);
+    if (!(o->tol > 0.0) || !isfinite(o->tol))
+        return hpj__fail(HPJ_ERR_INPUT, "%s: tol must be finite and > 0 (got %g)", fn, o->tol);
+    if (o->max_iter < 1) return hpj__fail(HPJ_ERR_INPUT, "%s: max_iter must be >= 1 (got %d)", fn, o->max_iter);
+    if (o->standardize != 0 && o->standardize != 1)
+        return hpj__fail(HPJ_ERR_INPUT, "%s: standardize must be 0 or 1 (got %d)", fn, o->standardize);
+    if (o->precision != HPJ_PROBE_MIXED && o->precision != HPJ_PROBE_DOUBLE)
+        return hpj__fail(HPJ_ERR_INPUT, "%s: precision must be HPJ_PROBE_MIXED or HPJ_PROBE_DOUBLE (got %d)", fn,
+                         o->precision);
+    return HPJ_OK;
+}
+
+/* One allocation carved into `count` double buffers of sizes[i] doubles,
+   each 64-byte aligned; *ptrs[i] receives buffer i. Returns the block to
+   free, or NULL (reason recorded) on overflow or out of memory. */
+static void *hpj__pb_carve(const char *fn, int count, const size_t *sizes, double ***ptrs) {
+    size_t total = 64, b;
+    unsigned char *mem, *q;
+    int i;
+    for (i = 0; i < count; ++i) {
+        b = hpj_arena_need(sizes[i], sizeof(double));
+        if ((sizes[i] && !b) || hpj__add_size(total, b, &total)) {
+            hpj__fail(HPJ_ERR_NOMEM, "%s: workspace size overflows", fn);
+            return NULL;
+        }
+    }
+    mem = (unsigned char *)hpj__alloc(total, fn);
+    if (!mem) return NULL;
+    q = (unsigned char *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+    for (i = 0; i < count; ++i) {
+        *ptrs[i] = (double *)q;
+        q += hpj_arena_need(sizes[i], sizeof(double));
+    }
+    return mem;
+}
+
+static int hpj__pb_nblk(int n) {
+    int b = n / HPJ__PB_MINROWS;
+    return b < 1 ? 1 : (b > HPJ__PB_MAXBLK ? HPJ__PB_MAXBLK : b);
+}
+/* First row of block b of nb over n rows. */
+static int hpj__pb_lo(int n, int nb, int b) { return (int)(((int64_t)n * b) / nb); }
+
+/* Reports the first non-finite entry of A (n, d) as HPJ_ERR_NUMERIC. */
+static hpj_status hpj__pb_bad_value(const char *fn, const char *what, const float *A, int n, int d) {
+    size_t i, j;
+    for (i = 0; i < (size_t)n; ++i)
+        for (j = 0; j < (size_t)d; ++j) {
+            float v = A[i * (size_t)d + j];
+            if (!isfinite(v))
+                return hpj__fail(HPJ_ERR_NUMERIC, "%s: %s[%zu,%zu] is %s", fn, what, i, j, v != v ? "nan" : "inf");
+        }
+    return hpj__fail(HPJ_ERR_NUMERIC, "%s: the entries of %s overflow when summed", fn, what);
+}
+
+/* ---- vector kernels ----
+   Every sum over an index j runs in 8 interleaved lanes (lane q takes the
+   j = q mod 8 terms, a short tail goes to the first lanes) combined as
+   ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)): one fixed order for any thread
+   count. The AVX-512 versions keep exactly that lane structure (they use
+   fused multiply-adds, so their last bits may differ from the portable
+   ones, which compilers may or may not contract). */
+#if defined(__AVX512F__)
+static double hpj__pb_hsum(__m512d s) {
+    /* masked extracts: the unmasked ones trip GCC 12's -Wuninitialized */
+    __m256d a = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s, 0),
+                              _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s, 1));
+    __m128d b = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(b) + _mm_cvtsd_f64(_mm_unpackhi_pd(b, b));
+}
+static __mmask8 hpj__pb_tail(int r) { return (__mmask8)((1u << r) - 1u); }
+
+static double hpj__pb_dot(const double *a, const double *b, int len) {
+    __m512d s = _mm512_setzero_pd();
+    int j = 0;
+    for (; j + 8 <= len; j += 8) s = _mm512_fmadd_pd(_mm512_loadu_pd(a + j), _mm512_loadu_pd(b + j), s);
+    if (j < len) {
+        __mmask8 m = hpj__pb_tail(len - j);
+        s = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(m, a + j), _mm512_maskz_loadu_pd(m, b + j), s);
+    }
+    return hpj__pb_hsum(s);
+}
+static __m512d hpj__pb_ldf(const float *a) { return _mm512_maskz_cvtps_pd((__mmask8)0xFF, _mm256_loadu_ps(a)); }
+static __m512d hpj__pb_ldf_tail(const float *a, int r) { /* a[0..r-1], zeros after */
+    float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    memcpy(t, a, sizeof(float) * (size_t)r);
+    return hpj__pb_ldf(t);
+}
+
+static double hpj__pb_dotf(const float *a, const double *b, int len) {
+    __m512d s = _mm512_setzero_pd();
+    int j = 0;
+    for (; j + 8 <= len; j += 8) s = _mm512_fmadd_pd(hpj__pb_ldf(a + j), _mm512_loadu_pd(b + j), s);
+    if (j < len) {
+        __mmask8 m = hpj__pb_tail(len - j);
+        s = _mm512_fmadd_pd(hpj__pb_ldf_tail(a + j, len - j), _mm512_maskz_loadu_pd(m, b + j), s);
+    }
+    return hpj__pb_hsum(s);
+}
+static double hpj__pb_dotff(const float *a, const float *b, int len) {
+    __m512d s = _mm512_setzero_pd();
+    int j = 0;
+    for (; j + 8 <= len; j += 8) s = _mm512_fmadd_pd(hpj__pb_ldf(a + j), hpj__pb_ldf(b + j), s);
+    if (j < len) {
+        s = _mm512_fmadd_pd(hpj__pb_ldf_tail(a + j, len - j), hpj__pb_ldf_tail(b + j, len - j), s);
+    }
+    return hpj__pb_hsum(s);
+}
+/* z0[r] (and z1[r]) = x_r . v0 (v1) over the whole row length d, for the 8
+   float rows x_r, in hpj__pb_dot's lane order; v1 == NULL: one vector. */
+static void hpj__pb_dot8x2(const float *const *x, const double *v0, const double *v1, int d, double *z0, double *z1) {
+    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    __m512d b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+    int j = 0;
+#define HPJ__PB_D2(r)                                         \
+    {                                                         \
+        const __m512d xx = hpj__pb_ldf(x[r] + j);             \
+        a##r = _mm512_fmadd_pd(xx, w0, a##r);                 \
+        if (v1) b##r = _mm512_fmadd_pd(xx, w1, b##r);         \
+    }
+#define HPJ__PB_D2T(r)                                        \
+    {                                                         \
+        const __m512d xx = hpj__pb_ldf_tail(x[r] + j, d - j); \
+        a##r = _mm512_fmadd_pd(xx, w0, a##r);                 \
+        if (v1) b##r = _mm512_fmadd_pd(xx, w1, b##r);         \
+    }
+    for (; j + 8 <= d; j += 8) {
+        const __m512d w0 = _mm512_loadu_pd(v0 + j), w1 = v1 ? _mm512_loadu_pd(v1 + j) : w0;
+        HPJ__PB_D2(0) HPJ__PB_D2(1) HPJ__PB_D2(2) HPJ__PB_D2(3) HPJ__PB_D2(4) HPJ__PB_D2(5) HPJ__PB_D2(6) HPJ__PB_D2(7)
+    }
+    if (j < d) {
+        const __mmask8 m = hpj__pb_tail(d - j);
+        const __m512d w0 = _mm512_maskz_loadu_pd(m, v0 + j), w1 = v1 ? _mm512_maskz_loadu_pd(m, v1 + j) : w0;
+        HPJ__PB_D2T(0) HPJ__PB_D2T(1) HPJ__PB_D2T(2) HPJ__PB_D2T(3)
+        HPJ__PB_D2T(4) HPJ__PB_D2T(5) HPJ__PB_D2T(6) HPJ__PB_D2T(7)
+    }
+#undef HPJ__PB_D2
+#undef HPJ__PB_D2T
+    z0[0] = hpj__pb_hsum(a0), z0[1] = hpj__pb_hsum(a1), z0[2] = hpj__pb_hsum(a2), z0[3] = hpj__pb_hsum(a3);
+    z0[4] = hpj__pb_hsum(a4), z0[5] = hpj__pb_hsum(a5), z0[6] = hpj__pb_hsum(a6), z0[7] = hpj__pb_hsum(a7);
+    if (v1) {
+        z1[0] = hpj__pb_hsum(b0), z1[1] = hpj__pb_hsum(b1), z1[2] = hpj__pb_hsum(b2), z1[3] = hpj__pb_hsum(b3);
+        z1[4] = hpj__pb_hsum(b4), z1[5] = hpj__pb_hsum(b5), z1[6] = hpj__pb_hsum(b6), z1[7] = hpj__pb_hsum(b7);
+    }
+}
+/* g0[j] += ((r0[0] x_0[j] + r0[1] x_1[j]) + (r0[2] x_2[j] + r0[3] x_3[j]))
+          + ((r0[4] x_4[j] + r0[5] x_5[j]) + (r0[6] x_6[j] + r0[7] x_7[j])),
+   and the same for g1 with r1 unless g1 == NULL. */
+static void hpj__pb_axpy8x2(const float *const *x, const double *r0, const double *r1, double *g0, double *g1, int d) {
+    const __m512d p0 = _mm512_set1_pd(r0[0]), p1 = _mm512_set1_pd(r0[1]), p2 = _mm512_set1_pd(r0[2]),
+                  p3 = _mm512_set1_pd(r0[3]), p4 = _mm512_set1_pd(r0[4]), p5 = _mm512_set1_pd(r0[5]),
+                  p6 = _mm512_set1_pd(r0[6]), p7 = _mm512_set1_pd(r0[7]);
+    const double *rq = g1 ? r1 : r0;
+    const __m512d q0 = _mm512_set1_pd(rq[0]), q1 = _mm512_set1_pd(rq[1]), q2 = _mm512_set1_pd(rq[2]),
+                  q3 = _mm512_set1_pd(rq[3]), q4 = _mm512_set1_pd(rq[4]), q5 = _mm512_set1_pd(rq[5]),
+                  q6 = _mm512_set1_pd(rq[6]), q7 = _mm512_set1_pd(rq[7]);
+    int j = 0, r;
+    for (; j + 8 <= d; j += 8) {
+        const __m512d x0 = hpj__pb_ldf(x[0] + j), x1 = hpj__pb_ldf(x[1] + j), x2 = hpj__pb_ldf(x[2] + j),
+                      x3 = hpj__pb_ldf(x[3] + j), x4 = hpj__pb_ldf(x[4] + j), x5 = hpj__pb_ldf(x[5] + j),
+                      x6 = hpj__pb_ldf(x[6] + j), x7 = hpj__pb_ldf(x[7] + j);
+        __m512d u = _mm512_add_pd(_mm512_add_pd(_mm512_fmadd_pd(p1, x1, _mm512_mul_pd(p0, x0)),
+                                                _mm512_fmadd_pd(p3, x3, _mm512_mul_pd(p2, x2))),
+                                  _mm512_add_pd(_mm512_fmadd_pd(p5, x5, _mm512_mul_pd(p4, x4)),
+                                                _mm512_fmadd_pd(p7, x7, _mm512_mul_pd(p6, x6))));
+        _mm512_storeu_pd(g0 + j, _mm512_add_pd(_mm512_loadu_pd(g0 + j), u));
+        if (g1) {
+            u = _mm512_add_pd(_mm512_add_pd(_mm512_fmadd_pd(q1, x1, _mm512_mul_pd(q0, x0)),
+                                            _mm512_fmadd_pd(q3, x3, _mm512_mul_pd(q2, x2))),
+                              _mm512_add_pd(_mm512_fmadd_pd(q5, x5, _mm512_mul_pd(q4, x4)),
+                                            _mm512_fmadd_pd(q7, x7, _mm512_mul_pd(q6, x6))));
+            _mm512_storeu_pd(g1 + j, _mm512_add_pd(_mm512_loadu_pd(g1 + j), u));
+        }
+    }
+    for (; j < d; ++j) {
+        double v[8];
+        for (r = 0; r < 8; ++r) v[r] = (double)x[r][j];
+        g0[j] += ((r0[0] * v[0] + r0[1] * v[1]) + (r0[2] * v[2] + r0[3] * v[3])) +
+                 ((r0[4] * v[4] + r0[5] * v[5]) + (r0[6] * v[6] + r0[7] * v[7]));
+        if (g1)
+            g1[j] += ((r1[0] * v[0] + r1[1] * v[1]) + (r1[2] * v[2] + r1[3] * v[3])) +
+                     ((r1[4] * v[4] + r1[5] * v[5]) + (r1[6] * v[6] + r1[7] * v[7]));
+    }
+}
+/* y[j] += alpha a[j] */
+static void hpj__pb_axpyf(double *y, const float *a, double alpha, int len) {
+    const __m512d al = _mm512_set1_pd(alpha);
+    int j = 0;
+    for (; j + 8 <= len; j += 8)
+        _mm512_storeu_pd(y + j, _mm512_fmadd_pd(al, hpj__pb_ldf(a + j), _mm512_loadu_pd(y + j)));
+    for (; j < len; ++j) y[j] += alpha * (double)a[j];
+}
+/* p[j] += x[j] (mu == NULL) or p[j] += (x[j] - mu[j])^2 */
+static void hpj__pb_accf(double *p, const float *x, const double *mu, int len) {
+    int j = 0;
+    if (!mu) {
+        for (; j + 8 <= len; j += 8) _mm512_storeu_pd(p + j, _mm512_add_pd(_mm512_loadu_pd(p + j), hpj__pb_ldf(x + j)));
+        for (; j < len; ++j) p[j] += (double)x[j];
+    } else {
+        for (; j + 8 <= len; j += 8) {
+            __m512d e = _mm512_sub_pd(hpj__pb_ldf(x + j), _mm512_loadu_pd(mu + j));
+            _mm512_storeu_pd(p + j, _mm512_fmadd_pd(e, e, _mm512_loadu_pd(p + j)));
+        }
+        for (; j < len; ++j) {
+            double e = (double)x[j] - mu[j];
+            p[j] += e * e;
+        }
+    }
+}
+#elif defined(HPJ__PB_AVX2)
+/* AVX2 + FMA: the 8 lanes live in two 4-double registers (lo = lanes 0-3,
+   hi = lanes 4-7); same lane order and final combination as above. */
+static double hpj__pb_hsum2(__m256d lo, __m256d hi) {
+    __m256d a = _mm256_add_pd(lo, hi); /* (l0+l4, l1+l5, l2+l6, l3+l7) */
+    __m128d b = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(b) + _mm_cvtsd_f64(_mm_unpackhi_pd(b, b));
+}
+static __m256d hpj__pb_ldf4(const float *a) { return _mm256_cvtps_pd(_mm_loadu_ps(a)); }
+/* the tail a[0..r-1] of a row in 8 zero-padded doubles, or floats */
+static void hpj__pb_tail8(const double *a, int r, double *t) {
+    int q;
+    for (q = 0; q < 8; ++q) t[q] = q < r ? a[q] : 0.0;
+}
+static void hpj__pb_tail8f(const float *a, int r, float *t) {
+    int q;
+    for (q = 0; q < 8; ++q) t[q] = q < r ? a[q] : 0.0f;
+}
+
+static double hpj__pb_dot(const double *a, const double *b, int len) {
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    int j = 0;
+    for (; j + 8 <= len; j += 8) {
+        lo = _mm256_fmadd_pd(_mm256_loadu_pd(a + j), _mm256_loadu_pd(b + j), lo);
+        hi = _mm256_fmadd_pd(_mm256_loadu_pd(a + j + 4), _mm256_loadu_pd(b + j + 4), hi);
+    }
+    if (j < len) {
+        double ta[8], tb[8];
+        hpj__pb_tail8(a + j, len - j, ta);
+        hpj__pb_tail8(b + j, len - j, tb);
+        lo = _mm256_fmadd_pd(_mm256_loadu_pd(ta), _mm256_loadu_pd(tb), lo);
+        hi = _mm256_fmadd_pd(_mm256_loadu_pd(ta + 4), _mm256_loadu_pd(tb + 4), hi);
+    }
+    return hpj__pb_hsum2(lo, hi);
+}
+static double hpj__pb_dotf(const float *a, const double *b, int len) {
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    int j = 0;
+    for (; j + 8 <= len; j += 8) {
+        lo = _mm256_fmadd_pd(hpj__pb_ldf4(a + j), _mm256_loadu_pd(b + j), lo);
+        hi = _mm256_fmadd_pd(hpj__pb_ldf4(a + j + 4), _mm256_loadu_pd(b + j + 4), hi);
+    }
+    if (j < len) {
+        float ta[8];
+        double tb[8];
+        hpj__pb_tail8f(a + j, len - j, ta);
+        hpj__pb_tail8(b + j, len - j, tb);
+        lo = _mm256_fmadd_pd(hpj__pb_ldf4(ta), _mm256_loadu_pd(tb), lo);
+        hi = _mm256_fmadd_pd(hpj__pb_ldf4(ta + 4), _mm256_loadu_pd(tb + 4), hi);
+    }
+    return hpj__pb_hsum2(lo, hi);
+}
+static double hpj__pb_dotff(const float *a, const float *b, int len) {
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    int j = 0;
+    for (; j + 8 <= len; j += 8) {
+        lo = _mm256_fmadd_pd(hpj__pb_ldf4(a + j), hpj__pb_ldf4(b + j), lo);
+        hi = _mm256_fmadd_pd(hpj__pb_ldf4(a + j + 4), hpj__pb_ldf4(b + j + 4), hi);
+    }
+    if (j < len) {
+        float ta[8], tb[8];
+        hpj__pb_tail8f(a + j, len - j, ta);
+        hpj__pb_tail8f(b + j, len - j, tb);
+        lo = _mm256_fmadd_pd(hpj__pb_ldf4(ta), hpj__pb_ldf4(tb), lo);
+        hi = _mm256_fmadd_pd(hpj__pb_ldf4(ta + 4), hpj__pb_ldf4(tb + 4), hi);
+    }
+    return hpj__pb_hsum2(lo, hi);
+}
+/* As the AVX-512 version, four rows at a time (16 registers). */
+static void hpj__pb_dot8x2(const float *const *x, const double *v0, const double *v1, int d, double *z0, double *z1) {
+    int half, k;
+    for (k = 0; k < (v1 ? 2 : 1); ++k) {
+        const double *v = k ? v1 : v0;
+        double *z = k ? z1 : z0;
+        for (half = 0; half < 2; ++half) {
+            const float *const *xr = x + 4 * half;
+            __m256d l0 = _mm256_setzero_pd(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0, h3 = l0;
+            int j = 0;
+            for (; j + 8 <= d; j += 8) {
+                const __m256d wl = _mm256_loadu_pd(v + j), wh = _mm256_loadu_pd(v + j + 4);
+                l0 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[0] + j), wl, l0);
+                h0 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[0] + j + 4), wh, h0);
+                l1 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[1] + j), wl, l1);
+                h1 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[1] + j + 4), wh, h1);
+                l2 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[2] + j), wl, l2);
+                h2 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[2] + j + 4), wh, h2);
+                l3 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[3] + j), wl, l3);
+                h3 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[3] + j + 4), wh, h3);
+            }
+            if (j < d) { /* the tail goes to the first lanes, zero padded */
+                double tv[8];
+                float t0[8], t1[8], t2[8], t3[8];
+                __m256d wl, wh;
+                hpj__pb_tail8(v + j, d - j, tv);
+                hpj__pb_tail8f(xr[0] + j, d - j, t0);
+                hpj__pb_tail8f(xr[1] + j, d - j, t1);
+                hpj__pb_tail8f(xr[2] + j, d - j, t2);
+                hpj__pb_tail8f(xr[3] + j, d - j, t3);
+                wl = _mm256_loadu_pd(tv);
+                wh = _mm256_loadu_pd(tv + 4);
+                l0 = _mm256_fmadd_pd(hpj__pb_ldf4(t0), wl, l0);
+                h0 = _mm256_fmadd_pd(hpj__pb_ldf4(t0 + 4), wh, h0);
+                l1 = _mm256_fmadd_pd(hpj__pb_ldf4(t1), wl, l1);
+                h1 = _mm256_fmadd_pd(hpj__pb_ldf4(t1 + 4), wh, h1);
+                l2 = _mm256_fmadd_pd(hpj__pb_ldf4(t2), wl, l2);
+                h2 = _mm256_fmadd_pd(hpj__pb_ldf4(t2 + 4), wh, h2);
+                l3 = _mm256_fmadd_pd(hpj__pb_ldf4(t3), wl, l3);
+                h3 = _mm256_fmadd_pd(hpj__pb_ldf4(t3 + 4), wh, h3);
+            }
+            z[4 * half] = hpj__pb_hsum2(l0, h0);
+            z[4 * half + 1] = hpj__pb_hsum2(l1, h1);
+            z[4 * half + 2] = hpj__pb_hsum2(l2, h2);
+            z[4 * half + 3] = hpj__pb_hsum2(l3, h3);
+        }
+    }
+}
+static void hpj__pb_axpy8x2(const float *const *x, const double *r0, const double *r1, double *g0, double *g1, int d) {
+    int j = 0, r, k;
+    for (k = 0; k < (g1 ? 2 : 1); ++k) {
+        const double *rr = k ? r1 : r0;
+        double *g = k ? g1 : g0;
+        const __m256d p0 = _mm256_set1_pd(rr[0]), p1 = _mm256_set1_pd(rr[1]), p2 = _mm256_set1_pd(rr[2]),
+                      p3 = _mm256_set1_pd(rr[3]), p4 = _mm256_set1_pd(rr[4]), p5 = _mm256_set1_pd(rr[5]),
+                      p6 = _mm256_set1_pd(rr[6]), p7 = _mm256_set1_pd(rr[7]);
+        for (j = 0; j + 4 <= d; j += 4) {
+            __m256d u = _mm256_add_pd(
+                _mm256_add_pd(_mm256_fmadd_pd(p1, hpj__pb_ldf4(x[1] + j), _mm256_mul_pd(p0, hpj__pb_ldf4(x[0] + j))),
+                              _mm256_fmadd_pd(p3, hpj__pb_ldf4(x[3] + j), _mm256_mul_pd(p2, hpj__pb_ldf4(x[2] + j)))),
+                _mm256_add_pd(_mm256_fmadd_pd(p5, hpj__pb_ldf4(x[5] + j), _mm256_mul_pd(p4, hpj__pb_ldf4(x[4] + j))),
+                              _mm256_fmadd_pd(p7, hpj__pb_ldf4(x[7] + j), _mm256_mul_pd(p6, hpj__pb_ldf4(x[6] + j)))));
+            _mm256_storeu_pd(g + j, _mm256_add_pd(_mm256_loadu_pd(g + j), u));
+        }
+        for (; j < d; ++j) {
+            double v[8];
+            for (r = 0; r < 8; ++r) v[r] = (double)x[r][j];
+            g[j] += ((rr[0] * v[0] + rr[1] * v[1]) + (rr[2] * v[2] + rr[3] * v[3])) +
+                    ((rr[4] * v[4] + rr[5] * v[5]) + (rr[6] * v[6] + rr[7] * v[7]));
+        }
+    }
+}
+static void hpj__pb_axpyf(double *y, const float *a, double alpha, int len) {
+    const __m256d al = _mm256_set1_pd(alpha);
+    int j = 0;
+    for (; j + 4 <= len; j += 4)
+        _mm256_storeu_pd(y + j, _mm256_fmadd_pd(al, hpj__pb_ldf4(a + j), _mm256_loadu_pd(y + j)));
+    for (; j < len; ++j) y[j] += alpha * (double)a[j];
+}
+static void hpj__pb_accf(double *p, const float *x, const double *mu, int len) {
+    int j = 0;
+    if (!mu) {
+        for (; j + 4 <= len; j += 4) _mm256_storeu_pd(p + j, _mm256_add_pd(_mm256_loadu_pd(p + j), hpj__pb_ldf4(x + j)));
+        for (; j < len; ++j) p[j] += (double)x[j];
+    } else {
+        for (; j + 4 <= len; j += 4) {
+            __m256d e = _mm256_sub_pd(hpj__pb_ldf4(x + j), _mm256_loadu_pd(mu + j));
+            _mm256_storeu_pd(p + j, _mm256_fmadd_pd(e, e, _mm256_loadu_pd(p + j)));
+        }
+        for (; j < len; ++j) {
+            double e = (double)x[j] - mu[j];
+            p[j] += e * e;
+        }
+    }
+}
+#else
+static double hpj__pb_dot(const double *a, const double *b, int len) {
+    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int j = 0, q;
+    for (; j + 8 <= len; j += 8)
+        for (q = 0; q < 8; ++q) s[q] += a[j + q] * b[j + q];
+    for (q = 0; j < len; ++j, ++q) s[q] += a[j] * b[j];
+    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+static double hpj__pb_dotf(const float *a, const double *b, int len) {
+    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int j = 0, q;
+    for (; j + 8 <= len; j += 8)
+        for (q = 0; q < 8; ++q) s[q] += (double)a[j + q] * b[j + q];
+    for (q = 0; j < len; ++j, ++q) s[q] += (double)a[j] * b[j];
+    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+static double hpj__pb_dotff(const float *a, const float *b, int len) {
+    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int j = 0, q;
+    for (; j + 8 <= len; j += 8)
+        for (q = 0; q < 8; ++q) s[q] += (double)a[j + q] * (double)b[j + q];
+    for (q = 0; j < len; ++j, ++q) s[q] += (double)a[j] * (double)b[j];
+    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+static void hpj__pb_dot8x2(const float *const *x, const double *v0, const double *v1, int d, double *z0, double *z1) {
+    double a[8][8], b[8][8];
+    int j, q, r;
+    memset(a, 0, sizeof a);
+    memset(b, 0, sizeof b);
+    for (j = 0; j < d; j += 8)
+        for (r = 0; r < 8; ++r)
+            for (q = 0; q < 8 && j + q < d; ++q) {
+                const double xx = (double)x[r][j + q];
+                a[r][q] += xx * v0[j + q];
+                if (v1) b[r][q] += xx * v1[j + q];
+            }
+    for (r = 0; r < 8; ++r) {
+        z0[r] = ((a[r][0] + a[r][4]) + (a[r][2] + a[r][6])) + ((a[r][1] + a[r][5]) + (a[r][3] + a[r][7]));
+        if (v1) z1[r] = ((b[r][0] + b[r][4]) + (b[r][2] + b[r][6])) + ((b[r][1] + b[r][5]) + (b[r][3] + b[r][7]));
+    }
+}
+static void hpj__pb_axpy8x2(const float *const *x, const double *r0, const double *r1, double *g0, double *g1, int d) {
+    int j, r;
+    for (j = 0; j < d; ++j) {
+        double v[8];
+        for (r = 0; r < 8; ++r) v[r] = (double)x[r][j];
+        g0[j] += ((r0[0] * v[0] + r0[1] * v[1]) + (r0[2] * v[2] + r0[3] * v[3])) +
+                 ((r0[4] * v[4] + r0[5] * v[5]) + (r0[6] * v[6] + r0[7] * v[7]));
+        if (g1)
+            g1[j] += ((r1[0] * v[0] + r1[1] * v[1]) + (r1[2] * v[2] + r1[3] * v[3])) +
+                     ((r1[4] * v[4] + r1[5] * v[5]) + (r1[6] * v[6] + r1[7] * v[7]));
+    }
+}
+static void hpj__pb_axpyf(double *y, const float *a, double alpha, int len) {
+    int j;
+    for (j = 0; j < len; ++j) y[j] += alpha * (double)a[j];
+}
+static void hpj__pb_accf(double *p, const float *x, const double *mu, int len) {
+    int j;
+    if (!mu)
+        for (j = 0; j < len; ++j) p[j] += (double)x[j];
+    else
+        for (j = 0; j < len; ++j) {
+            double e = (double)x[j] - mu[j];
+            p[j] += e * e;
+        }
+}
+#endif
+
+/* ---- row passes over float features ----
+   One pass visits the rows of X in HPJ__PB_RG-row groups inside fixed row
+   blocks. Per row i it can (1) score: z_i = V x_i + c (K values, double);
+   (2) turn scores into residuals r_i (a callback, or r = z, or given R);
+   (3) accumulate G_blk += r_i x_i^T and gs_blk += r_i. Float elements are
+   widened to double in registers; classes go in pairs so that each loaded
+   element serves two weight rows. Every score is a full-length 8-lane dot
+   (hpj__pb_dot's order); each gradient entry sums its rows in a fixed
+   tree per group, groups in row order, blocks in block order. */
+typedef void (*hpj__pb_rowfn)(void *ctx, int blk, int i, int nr, const double *z /*(nr, K)*/,
+                              double *r /*(nr, K)*/);
+
+typedef struct hpj__pb_pass {
+    const float *X;   /* (n, d)                                                  */
+    int n, d, K, nb;  /* nb = hpj__pb_nblk(n)                                     */
+    const double *V;  /* (K, d) or NULL: no scoring                               */
+    const double *c;  /* (K) or NULL                                              */
+    double *Z;        /* (n, K) scores out, or NULL                               */
+    const double *R;  /* (n, K) residuals when V == NULL                          */
+    hpj__pb_rowfn fn; /* NULL: r = z                                              */
+    void *ctx;
+    double *G;        /* (nb, K, d) block sums of r_i x_i^T, or NULL              */
+    double *gs;       /* (nb, K) block sums of r_i (with G)                       */
+    double *work;     /* (nb, hpj__pb_pass_work(K))                               */
+} hpj__pb_pass;
+
+static size_t hpj__pb_pass_work(int K) { return (size_t)2 * HPJ__PB_RG * (size_t)K + 2 * HPJ__PB_RG; }
+
+static void hpj__pb_pass_block(const hpj__pb_pass *P, int blk) {
+    const int K = P->K, d = P->d;
+    const int i0 = hpj__pb_lo(P->n, P->nb, blk), i1 = hpj__pb_lo(P->n, P->nb, blk + 1);
+    double *z = P->work + (size_t)blk * hpj__pb_pass_work(K); /* (RG, K) */
+    double *r = z + (size_t)HPJ__PB_RG * K;                    /* (RG, K) */
+    double *t0 = r + (size_t)HPJ__PB_RG * K, *t1 = t0 + HPJ__PB_RG; /* (RG) each */
+    double *G = P->G ? P->G + (size_t)blk * K * d : NULL;
+    double *gs = P->G ? P->gs + (size_t)blk * K : NULL;
+    int i, k, rr;
+    if (G) {
+        memset(G, 0, sizeof(double) * (size_t)K * d);
+        memset(gs, 0, sizeof(double) * (size_t)K);
+    }
+    for (i = i0; i < i1; i += HPJ__PB_RG) {
+        const int nr = HPJ__MIN(HPJ__PB_RG, i1 - i);
+        const float *xr[HPJ__PB_RG]; /* short groups repeat their last row */
+        for (rr = 0; rr < HPJ__PB_RG; ++rr) xr[rr] = P->X + (size_t)(i + HPJ__MIN(rr, nr - 1)) * d;
+        if (P->V) {
+            for (k = 0; k < K; k += 2) { /* classes in pairs: each row chunk is converted once per pair */
+                const int two = k + 1 < K;
+                hpj__pb_dot8x2(xr, P->V + (size_t)k * d, two ? P->V + (size_t)(k + 1) * d : NULL, d, t0, t1);
+                for (rr = 0; rr < nr; ++rr) {
+                    z[rr * K + k] = t0[rr] + (P->c ? P->c[k] : 0.0);
+                    if (two) z[rr * K + k + 1] = t1[rr] + (P->c ? P->c[k + 1] : 0.0);
+                }
+            }
+            if (P->Z) memcpy(P->Z + (size_t)i * K, z, sizeof(double) * (size_t)nr * K);
+            if (P->fn) P->fn(P->ctx, blk, i, nr, z, r);
+            else memcpy(r, z, sizeof(double) * (size_t)nr * K);
+        } else {
+            memcpy(r, P->R + (size_t)i * K, sizeof(double) * (size_t)nr * K);
+        }
+        if (!G) continue;
+        for (rr = nr * K; rr < HPJ__PB_RG * K; ++rr) r[rr] = 0.0; /* repeated rows add exact zeros */
+        for (rr = 0; rr < nr; ++rr)
+            for (k = 0; k < K; ++k) gs[k] += r[rr * K + k];
+        for (k = 0; k < K; k += 2) {
+            const int two = k + 1 < K;
+            for (rr = 0; rr < HPJ__PB_RG; ++rr) {
+                t0[rr] = r[rr * K + k];
+                t1[rr] = two ? r[rr * K + k + 1] : 0.0;
+            }
+            hpj__pb_axpy8x2(xr, t0, t1, G + (size_t)k * d, two ? G + (size_t)(k + 1) * d : NULL, d);
+        }
+    }
+}
+
+static void hpj__pb_run(const hpj__pb_pass *P) {
+    int b;
+    HPJ__OMP(parallel for schedule(dynamic, 1) if (P->nb > 1 && (double)P->n * P->d * P->K > HPJ__PB_PAR))
+    for (b = 0; b < P->nb; ++b) hpj__pb_pass_block(P, b);
+}
+
+/* out[idx] = sum over blocks b (in order) of part[b * len + idx]. */
+static void hpj__pb_reduce(const double *part, int nb, size_t len, double *out) {
+    int64_t c, nch = (int64_t)((len + 1023) / 1024);
+    HPJ__OMP(parallel for schedule(static) if ((double)len * nb > HPJ__PB_PAR))
+    for (c = 0; c < nch; ++c) {
+        size_t i, lo = (size_t)c * 1024, hi = HPJ__MIN(len, lo + 1024);
+        int b;
+        for (i = lo; i < hi; ++i) {
+            double s = part[i];
+            for (b = 1; b < nb; ++b) s += part[(size_t)b * len + i];
+            out[i] = s;
+        }
+    }
+}
+
+/* Column means mu (d) and, when s != NULL, inverse population stds s (d)
+   (1 for constant columns). part: (nb, d). Returns 1 if a sum is not
+   finite (a NaN/inf entry or overflow). */
+static int hpj__pb_colstats(const float *X, int n, int d, double *mu, double *s, double *part) {
+    const int nb = hpj__pb_nblk(n);
+    int b, pass;
+    size_t j;
+    for (pass = 0; pass < (s ? 2 : 1); ++pass) {
+        HPJ__OMP(parallel for schedule(dynamic, 1) if (nb > 1 && (double)n * d > HPJ__PB_PAR))
+        for (b = 0; b < nb; ++b) {
+            double *p = part + (size_t)b * d;
+            int i, i1 = hpj__pb_lo(n, nb, b + 1);
+            memset(p, 0, sizeof(double) * (size_t)d);
+            for (i = hpj__pb_lo(n, nb, b); i < i1; ++i) {
+                const float *x = X + (size_t)i * d;
+                hpj__pb_accf(p, x, pass == 0 ? NULL : mu, d);
+            }
+        }
+        hpj__pb_reduce(part, nb, (size_t)d, pass == 0 ? mu : s);
+        for (j = 0; j < (size_t)d; ++j) {
+            if (pass == 0) {
+                if (!isfinite(mu[j])) return 1;
+                mu[j] /= (double)n;
+            } else {
+                double sd = sqrt(s[j] / (double)n);
+                if (!isfinite(sd)) return 1;
+                s[j] = (sd > 1e-12 * (1.0 + fabs(mu[j]))) ? 1.0 / sd : 1.0;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- L-BFGS two-loop recursion ---- */
+typedef struct hpj__pb_lbfgs {
+    int P, m, cnt, head; /* dimension, capacity, stored pairs, next slot */
+    double *S, *Y;       /* (m, P) */
+    double rho[HPJ__PB_LBFGS_M], al[HPJ__PB_LBFGS_M];
+} hpj__pb_lbfgs;
+
+static double hpj__pb_dotn(const double *a, const double *b, size_t n) {
+    /* long serial dot in the fixed 8-lane order, chunked to stay in int */
+    double s = 0.0;
+    size_t off = 0;
+    while (off < n) {
+        int len = (int)HPJ__MIN(n - off, (size_t)1 << 20);
+        s += hpj__pb_dot(a + off, b + off, len);
+        off += (size_t)len;
+    }
+    return s;
+}
+
+/* p = -H g; with no pairs stored p = -g. */
+static void hpj__pb_lbfgs_dir(hpj__pb_lbfgs *h, const double *g, double *p) {
+    size_t P = (size_t)h->P, j;
+    int q, idx;
+    for (j = 0; j < P; ++j) p[j] = -g[j];
+    if (h->cnt == 0) return;
+    for (q = 0; q < h->cnt; ++q) { /* newest to oldest */
+        idx = (h->head - 1 - q + 2 * h->m) % h->m;
+        h->al[idx] = h->rho[idx] * hpj__pb_dotn(h->S + idx * P, p, P);
+        for (j = 0; j < P; ++j) p[j] -= h->al[idx] * h->Y[idx * P + j];
+    }
+    idx = (h->head - 1 + h->m) % h->m;
+    {
+        double yy = hpj__pb_dotn(h->Y + idx * P, h->Y + idx * P, P);
+        double gamma = yy > 0 ? 1.0 / (h->rho[idx] * yy) : 1.0;
+        for (j = 0; j < P; ++j) p[j] *= gamma;
+    }
+    for (q = h->cnt - 1; q >= 0; --q) { /* oldest to newest */
+        double beta;
+        idx = (h->head - 1 - q + 2 * h->m) % h->m;
+        beta = h->rho[idx] * hpj__pb_dotn(h->Y + idx * P, p, P);
+        for (j = 0; j < P; ++j) p[j] += (h->al[idx] - beta) * h->S[idx * P + j];
+    }
+}
+
+/* Stores the pair (s, y) = (x_new - x_old, g_new - g_old) when the
+   curvature s.y is safely positive; returns 0 if the pair was skipped. */
+static int hpj__pb_lbfgs_push(hpj__pb_lbfgs *h, const double *xn, const double *xo, const double *gn,
+                              const double *go) {
+    size_t P = (size_t)h->P, j;
+    double *s = h->S + (size_t)h->head * P, *y = h->Y + (size_t)h->head * P, sy, ss, yy;
+    for (j = 0; j < P; ++j) {
+        s[j] = xn[j] - xo[j];
+        y[j] = gn[j] - go[j];
+    }
+    sy = hpj__pb_dotn(s, y, P);
+    ss = hpj__pb_dotn(s, s, P);
+    yy = hpj__pb_dotn(y, y, P);
+    if (!(sy > 1e-12 * sqrt(ss * yy)) || !isfinite(sy)) return 0;
+    h->rho[h->head] = 1.0 / sy;
+    h->head = (h->head + 1) % h->m;
+    if (h->cnt < h->m) ++h->cnt;
+    return 1;
+}
+
+static double hpj__pb_maxabs(const double *a, size_t n) {
+    double m = 0.0;
+    size_t j;
+    for (j = 0; j < n; ++j) m = HPJ__MAX(m, fabs(a[j]));
+    return m;
+}
+
+/* ---- losses of one row: value, and residual r = dloss/dz ----
+   binary: z (1), y in {0,1}: log(1 + e^z) - y z; r = sigmoid(z) - y
+   softmax: z (K), y in 0..K-1: logsumexp(z) - z_y; r = softmax(z) - e_y
+   squared: z (K), targets t (K): sum (z - t)^2; r = 2 (z - t) */
+enum { HPJ__PB_BINARY = 0, HPJ__PB_SOFTMAX = 1, HPJ__PB_SQUARED = 2 };
+
+static double hpj__pb_loss_row(int kind, int K, const double *z, int32_t y, const double *t, double *r) {
+    int k;
+    if (kind == HPJ__PB_BINARY) {
+        double zz = z[0], e, sp, p;
+        if (zz > 0) {
+            e = exp(-zz);
+            sp = zz + log1p(e);
+            p = 1.0 / (1.0 + e);
+        } else {
+            e = exp(zz);
+            sp = log1p(e);
+            p = e / (1.0 + e);
+        }
+        if (r) r[0] = p - (double)y;
+        return sp - (double)y * zz;
+    }
+    if (kind == HPJ__PB_SOFTMAX) {
+        double m = z[0], se = 0.0;
+        for (k = 1; k < K; ++k) m = HPJ__MAX(m, z[k]);
+        for (k = 0; k < K; ++k) {
+            double e = exp(z[k] - m);
+            se += e;
+            if (r) r[k] = e;
+        }
+        if (r) {
+            for (k = 0; k < K; ++k) r[k] /= se;
+            r[y] -= 1.0;
+        }
+        return m + log(se) - z[y];
+    }
+    {
+        double l = 0.0;
+        for (k = 0; k < K; ++k) {
+            double e = z[k] - t[k];
+            l += e * e;
+            if (r) r[k] = 2.0 * e;
+        }
+        return l;
+    }
+}
+
+/* ==== probe: logistic regression (L-BFGS) =============================== */
+
+/* The problem in its internal parametrisation: z_i = W a_i + c with
+   a_i = (x_i - mu) .* s (mu = column means; s = inverse stds or 1), so
+   theta = [W (K, d), c (K)], F = sum_i loss(z_i, y_i) + alpha/2 ||W||^2. */
+typedef struct hpj__pb_logi {
+    const float *X;
+    const int32_t *y;
+    int n, d, K, kind, nb;
+    double alpha;
+    const double *mu, *s; /* (d), (d)                                   */
+    double *Veff, *ceff;  /* (K, d), (K): W .* s and c - (W .* s) mu     */
+    double *G, *gs;       /* (nb, K, d), (nb, K) block partials          */
+    double *Graw, *gsum;  /* (K, d), (K)                                 */
+    double *work;         /* pass work                                   */
+    double loss[HPJ__PB_MAXBLK];
+} hpj__pb_logi;
+
+static void hpj__pb_logi_row(void *ctx, int blk, int i, int nr, const double *z, double *r) {
+    hpj__pb_logi *L = (hpj__pb_logi *)ctx;
+    int rr;
+    double l = 0.0;
+    for (rr = 0; rr < nr; ++rr)
+        l += hpj__pb_loss_row(L->kind, L->K, z + (size_t)rr * L->K, L->y[i + rr], NULL, r + (size_t)rr * L->K);
+    L->loss[blk] += l;
+}
+
+/* F and g at theta; Z (n, K) receives the scores. One pass over X. */
+static double hpj__pb_logi_eval(hpj__pb_logi *L, const double *theta, double *g, double *Z) {
+    const int K = L->K, d = L->d;
+    const double *W = theta, *c = theta + (size_t)K * d;
+    hpj__pb_pass P;
+    double F = 0.0, ww = 0.0;
+    int k, b;
+    size_t j;
+    for (k = 0; k < K; ++k) {
+        double *v = L->Veff + (size_t)k * d;
+        const double *w = W + (size_t)k * d;
+        for (j = 0; j < (size_t)d; ++j) v[j] = w[j] * L->s[j];
+        L->ceff[k] = c[k] - hpj__pb_dot(v, L->mu, d);
+    }
+    memset(&P, 0, sizeof(P));
+    P.X = L->X;
+    P.n = L->n;
+    P.d = d;
+    P.K = K;
+    P.nb = L->nb;
+    P.V = L->Veff;
+    P.c = L->ceff;
+    P.Z = Z;
+    P.fn = hpj__pb_logi_row;
+    P.ctx = L;
+    P.G = L->G;
+    P.gs = L->gs;
+    P.work = L->work;
+    for (b = 0; b < L->nb; ++b) L->loss[b] = 0.0;
+    hpj__pb_run(&P);
+    hpj__pb_reduce(L->G, L->nb, (size_t)K * d, L->Graw);
+    hpj__pb_reduce(L->gs, L->nb, (size_t)K, L->gsum);
+    for (b = 0; b < L->nb; ++b) F += L->loss[b];
+    for (k = 0; k < K; ++k) {
+        const double *gr = L->Graw + (size_t)k * d, *w = W + (size_t)k * d;
+        double *gw = g + (size_t)k * d, gk = L->gsum[k];
+        for (j = 0; j < (size_t)d; ++j) gw[j] = (gr[j] - gk * L->mu[j]) * L->s[j] + L->alpha * w[j];
+        g[(size_t)K * d + k] = gk;
+    }
+    ww = hpj__pb_dotn(W, W, (size_t)K * d);
+    return F + 0.5 * L->alpha * ww;
+}
+
+/* phi(t) = F(theta + t p) from the scores Z0 at theta and Z1 at theta + p
+   (scores are affine in t) and the penalty's quadratic in t:
+   ww = W.W, wp = W.P, pp = P.P. Also phi'(t). O(n K). */
+static double hpj__pb_logi_phi(const hpj__pb_logi *L, const double *Z0, const double *Z1, double t, double ww,
+                               double wp, double pp, double *dphi, double *zt /*(2K)*/) {
+    const int K = L->K;
+    double f = 0.0, df = 0.0;
+    int i, k;
+    for (i = 0; i < L->n; ++i) {
+        const double *a = Z0 + (size_t)i * K, *b = Z1 + (size_t)i * K;
+        double *r = zt + K;
+        for (k = 0; k < K; ++k) zt[k] = a[k] + t * (b[k] - a[k]);
+        f += hpj__pb_loss_row(L->kind, K, zt, L->y[i], NULL, r);
+        for (k = 0; k < K; ++k) df += r[k] * (b[k] - a[k]);
+    }
+    *dphi = df + L->alpha * (wp + t * pp);
+    return f + 0.5 * L->alpha * (ww + 2.0 * t * wp + t * t * pp);
+}
+
+/* Strong-Wolfe step along p for the convex phi, by bracketing and
+   safeguarded secant steps on phi' (each trial costs O(n K), no pass over
+   X). Returns the step, or 0 when no acceptable decrease exists (the
+   iterate sits at the floor of the arithmetic). */
+static double hpj__pb_logi_search(const hpj__pb_logi *L, const double *Z0, const double *Z1, double f0, double d0,
+                                  double ww, double wp, double pp, double *zt) {
+    const double c1 = 1e-4, c2 = 0.9, slack = 8.0 * DBL_EPSILON * fabs(f0);
+    double lo = 0.0, dlo = d0, hi = -1.0, dhi = 0.0, t = 1.0, best_t = 0.0, best_f = f0;
+    int it;
+    for (it = 0; it < 60; ++it) {
+        double dt, ft = hpj__pb_logi_phi(L, Z0, Z1, t, ww, wp, pp, &dt, zt);
+        if (!isfinite(ft)) { /* overflow far out: shrink */
+            hi = t;
+            dhi = HUGE_VAL;
+            t = lo + 0.1 * (hi - lo);
+            continue;
+        }
+        if (ft < best_f) {
+            best_f = ft;
+            best_t = t;
+        }
+        if (ft <= f0 + c1 * t * d0 + slack && fabs(dt) <= c2 * fabs(d0)) return t;
+        if (dt < 0 && ft <= f0 + c1 * t * d0 + slack) {
+            lo = t;
+            dlo = dt;
+        } else {
+            hi = t;
+            dhi = dt;
+        }
+        if (hi < 0) {
+            t = 4.0 * lo; /* still descending: expand */
+        } else {
+            double w = hi - lo, tn;
+            if (isfinite(dhi) && dhi > dlo) tn = lo - dlo * w / (dhi - dlo);
+            else tn = lo + 0.5 * w;
+            if (!(tn > lo + 0.05 * w)) tn = lo + 0.05 * w;
+            if (!(tn < hi - 0.05 * w)) tn = hi - 0.05 * w;
+            t = tn;
+            if (w <= 1e-14 * HPJ__MAX(1.0, hi)) break;
+        }
+    }
+    return best_t;
+}
+
+HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d, int C, const hpj_probe_options *o,
+                                 hpj_linear_model *out) {
+    static const char *fn = "logreg_fit";
+    hpj_probe_options def;
+    hpj__pb_logi L;
+    hpj__pb_lbfgs H;
+    hpj_status st;
+    size_t P, KD, j;
+    int K, nb, i, k, it, iters = 0;
+    void *mem = NULL;
+    double *theta, *theta1, *g, *g1, *p, *Z0, *Z1, *mu, *s, *part, *zt;
+    double F, F1, g0max, thresh, gmax;
+    if (out) memset(out, 0, sizeof(*out));
+    if (!o) {
+        hpj_probe_options_default(&def);
+        o = &def;
+    }
+    if (!X || !y || !out) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL %s", fn, !X ? "X" : !y ? "y" : "out");
+    if (n < 1 || d < 1) return hpj__fail(HPJ_ERR_INPUT, "%s: need n >= 1 and d >= 1 (got n=%d d=%d)", fn, n, d);
+    if (C < 2) return hpj__fail(HPJ_ERR_INPUT, "%s: need C >= 2 classes (got %d)", fn, C);
+    if ((st = hpj__pb_check_options(fn, o)) != HPJ_OK) return st;
+    for (i = 0; i < n; ++i)
+        if (y[i] < 0 || y[i] >= C)
+            return hpj__fail(HPJ_ERR_INPUT, "%s: y[%d] = %d is outside 0..%d (C = %d)", fn, i, (int)y[i], C - 1, C);
+    K = C == 2 ? 1 : C;
+    nb = hpj__pb_nblk(n);
+    KD = (size_t)K * d;
+    P = KD + (size_t)K;
+    {
+        size_t sz[19];
+        double **pv[19];
+        sz[0] = sz[1] = sz[2] = sz[3] = sz[4] = sz[5] = sz[6] = sz[7] = P;
+        sz[8] = sz[9] = (size_t)HPJ__PB_LBFGS_M * P;
+        sz[10] = sz[11] = (size_t)n * K;
+        sz[12] = (size_t)nb * KD;
+        sz[13] = (size_t)nb * K;
+        sz[14] = (size_t)nb * hpj__pb_pass_work(K);
+        sz[15] = sz[16] = (size_t)d;
+        sz[17] = (size_t)nb * d;
+        sz[18] = (size_t)4 * K + 4;
+        pv[0] = &theta;
+        pv[1] = &theta1;
+        pv[2] = &g;
+        pv[3] = &g1;
+        pv[4] = &p;
+        pv[5] = &L.Veff;
+        pv[6] = &L.Graw;
+        pv[7] = &L.ceff;
+        pv[8] = &H.S;
+        pv[9] = &H.Y;
+        pv[10] = &Z0;
+        pv[11] = &Z1;
+        pv[12] = &L.G;
+        pv[13] = &L.gs;
+        pv[14] = &L.work;
+        pv[15] = &mu;
+        pv[16] = &s;
+        pv[17] = &part;
+        pv[18] = &zt;
+        mem = hpj__pb_carve(fn, 19, sz, pv);
+        if (!mem) return HPJ_ERR_NOMEM;
+    }
+    L.gsum = L.ceff + K; /* ceff (K) and gsum (K) share the P-sized slot */
+    if (hpj__pb_colstats(X, n, d, mu, o->standardize ? s : NULL, part)) {
+        hpj__free(mem);
+        return hpj__pb_bad_value(fn, "X", X, n, d);
+    }
+    if (!o->standardize)
+        for (j = 0; j < (size_t)d; ++j) s[j] = 1.0;
+    L.X = X;
+    L.y = y;
+    L.n = n;
+    L.d = d;
+    L.K = K;
+    L.kind = K == 1 ? HPJ__PB_BINARY : HPJ__PB_SOFTMAX;
+    L.nb = nb;
+    L.alpha = o->alpha;
+    L.mu = mu;
+    L.s = s;
+    H.P = (int)P;
+    H.m = HPJ__PB_LBFGS_M;
+    H.cnt = 0;
+    H.head = 0;
+    if (P > (size_t)INT_MAX) {
+        hpj__free(mem);
+        return hpj__fail(HPJ_ERR_INPUT, "%s: %zu parameters are too many", fn, P);
+    }
+    memset(theta, 0, sizeof(double) * P);
+    F = hpj__pb_logi_eval(&L, theta, g, Z0);
+    if (!isfinite(F)) {
+        hpj__free(mem);
+        return hpj__fail(HPJ_ERR_NUMERIC, "%s: the loss at W = 0 is not finite", fn);
+    }
+    g0max = hpj__pb_maxabs(g, P);
+    thresh = o->tol * HPJ__MAX(1.0, g0max);
+    gmax = g0max;
+    for (it = 0; it < o->max_iter && gmax > thresh; ++it) {
+        double d0, d1, t, ww, wp, pp;
+        hpj__pb_lbfgs_dir(&H, g, p);
+        d0 = hpj__pb_dotn(g, p, P);
+        if (!(d0 < 0)) { /* not a descent direction: restart from steepest descent */
+            H.cnt = 0;
+            hpj__pb_lbfgs_dir(&H, g, p);
+            d0 = hpj__pb_dotn(g, p, P);
+        }
+        if (H.cnt == 0) { /* first step: unit length, the search scales it */
+            double nrm = sqrt(hpj__pb_dotn(p, p, P));
+            for (j = 0; j < P; ++j) p[j] /= nrm;
+            d0 /= nrm;
+        }
+        for (j = 0; j < P; ++j) theta1[j] = theta[j] + p[j];
+        F1 = hpj__pb_logi_eval(&L, theta1, g1, Z1);
+        d1 = hpj__pb_dotn(g1, p, P);
+        ww = hpj__pb_dotn(theta, theta, KD);
+        wp = hpj__pb_dotn(theta, p, KD);
+        pp = hpj__pb_dotn(p, p, KD);
+        iters = it + 1;
+        if (isfinite(F1) && F1 <= F + 1e-4 * d0 + 8.0 * DBL_EPSILON * fabs(F) && fabs(d1) <= 0.9 * fabs(d0)) {
+            t = 1.0;
+        } else {
+            t = hpj__pb_logi_search(&L, Z0, Z1, F, d0, ww, wp, pp, zt);
+            if (t == 0.0) break; /* no decrease representable: done */
+            for (j = 0; j < P; ++j) theta1[j] = theta[j] + t * p[j];
+            F1 = hpj__pb_logi_eval(&L, theta1, g1, Z1);
+        }
+        if (!isfinite(F1)) {
+            hpj__free(mem);
+            return hpj__fail(HPJ_ERR_NUMERIC, "%s: the loss became %g at iteration %d", fn, F1, it + 1);
+        }
+        hpj__pb_lbfgs_push(&H, theta1, theta, g1, g);
+        {
+            double *tmp = theta;
+            theta = theta1;
+            theta1 = tmp;
+            tmp = g;
+            g = g1;
+            g1 = tmp;
+            tmp = Z0;
+            Z0 = Z1;
+            Z1 = tmp;
+        }
+        F = F1;
+        gmax = hpj__pb_maxabs(g, P);
+    }
+    /* back to the original features: W_orig = W .* s, b = c - W_orig mu */
+    out->W = (float *)hpj__alloc(sizeof(float) * (size_t)C * d, fn);
+    out->b = (float *)hpj__alloc(sizeof(float) * (size_t)C, fn);
+    if (!out->W || !out->b) {
+        hpj__free(mem);
+        hpj_linear_model_free(out);
+        return HPJ_ERR_NOMEM;
+    }
+    for (k = 0; k < K; ++k) {
+        double *w = theta + (size_t)k * d, bb;
+        for (j = 0; j < (size_t)d; ++j) w[j] *= s[j];
+        bb = theta[KD + k] - hpj__pb_dot(w, mu, d);
+        if (K == 1) {
+            for (j = 0; j < (size_t)d; ++j) {
+                out->W[j] = (float)(-0.5 * w[j]);
+                out->W[(size_t)d + j] = (float)(0.5 * w[j]);
+            }
+            out->b[0] = (float)(-0.5 * bb);
+            out->b[1] = (float)(0.5 * bb);
+        } else {
+            for (j = 0; j < (size_t)d; ++j) out->W[(size_t)k * d + j] = (float)w[j];
+            out->b[k] = (float)bb;
+        }
+    }
+    out->d = d;
+    out->c = C;
+    out->iters = iters;
+    out->grad_norm = gmax;
+    hpj__free(mem);
+    return HPJ_OK;
+}
+
+/* ==== probe: dense kernels for ridge (float GEMM/SYRK, Cholesky) ========= */
+
+/* A GotoBLAS-style kernel: operands are packed into panels of MR (A) and
+   NR (B) rows by KC deep, a micro-kernel forms the MR x NR tile
+   T = A_panel B_panel^T in registers, and the tile is stored into, added to
+   or subtracted from C. Each tile of C is owned by one task and summed over
+   the KC slabs in order, so results are thread-count independent. */
+#if defined(HPJ__PB_AVX2)
+#define HPJ__PB_MR 4   /* micro-tile rows (divides NR)                     */
+#define HPJ__PB_NR 24  /* micro-tile columns (three 8-float vectors)        */
+#else
+#define HPJ__PB_MR 8   /* micro-tile rows (divides NR)                     */
+#define HPJ__PB_NR 32  /* micro-tile columns (two 16-float vectors)         */
+#endif
+#define HPJ__PB_KC 512 /* depth of a packed slab                            */
+#define HPJ__PB_MC 64  /* rows per parallel task (8 micro-panels)           */
+#define HPJ__PB_NB 64  /* block size of the float Cholesky                  */
+#define HPJ__PB_TB 256 /* block size of the triangular solves               */
+
+/* Element (i, k) of an operand A: trans ? p[k ld + i] : p[i ld + k], mapped
+   through (v - mu[c]) * s[c] with c the X column (k, or i when trans). */
+typedef struct hpj__pb_src {
+    const float *p;
+    size_t ld;
+    int trans;
+    const double *mu, *s; /* (X columns) or both NULL */
+} hpj__pb_src;
+
+/* out[q] = (src[q] - mu[q]) * s[q] (or src[q]), q < 8, rounded to float. */
+#if defined(__AVX512F__)
+static __m256 hpj__pb_xf8(const float *src, const double *mu, const double *sc) {
+    __m256 x = _mm256_loadu_ps(src);
+    __m512d v;
+    if (!mu) return x;
+    v = _mm512_maskz_cvtps_pd((__mmask8)0xFF, x);
+    v = _mm512_mul_pd(_mm512_sub_pd(v, _mm512_loadu_pd(mu)), _mm512_loadu_pd(sc));
+    return _mm512_maskz_cvtpd_ps((__mmask8)0xFF, v);
+}
+#elif defined(HPJ__PB_AVX2)
+static __m256 hpj__pb_xf8(const float *src, const double *mu, const double *sc) {
+    __m256d lo, hi;
+    if (!mu) return _mm256_loadu_ps(src);
+    lo = _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(src)), _mm256_loadu_pd(mu)), _mm256_loadu_pd(sc));
+    hi = _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(src + 4)), _mm256_loadu_pd(mu + 4)),
+                       _mm256_loadu_pd(sc + 4));
+    return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+}
+#endif
+
+/* dst (kc, w): dst[kk w + r] = A(i0 + r, k0 + kk); rows past m are zero. */
+static void hpj__pb_pack(const hpj__pb_src *S, int m, int i0, int w, int k0, int kc, float *dst) {
+    const int nr = HPJ__MIN(w, m - i0);
+    int r = 0, kk;
+    if (!S->trans) {
+#if defined(__AVX512F__) || defined(HPJ__PB_AVX2)
+        /* 8 x 8 blocks: 8 transformed rows, transposed in registers */
+        for (; r + 8 <= nr; r += 8) {
+            const float *src = S->p + (size_t)(i0 + r) * S->ld + k0;
+            const double *mu = S->mu ? S->mu + k0 : NULL, *sc = S->mu ? S->s + k0 : NULL;
+            const size_t ld = S->ld;
+            for (kk = 0; kk + 8 <= kc; kk += 8) {
+                __m256 r0 = hpj__pb_xf8(src + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
+                __m256 r1 = hpj__pb_xf8(src + ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
+                __m256 r2 = hpj__pb_xf8(src + 2 * ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
+                __m256 r3 = hpj__pb_xf8(src + 3 * ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
+                __m256 r4 = hpj__pb_xf8(src + 4 * ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
+                __m256 r5 = hpj__pb_xf8(src + 5 * ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
+                __m256 r6 = hpj__pb_xf8(src + 6 * ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
+                __m256 r7 = hpj__pb_xf8(src + 7 * ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
+                __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+                __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+                __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+                __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+                __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+                __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+                __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+                __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+                float *o = dst + (size_t)kk * w + r;
+                _mm256_storeu_ps(o, _mm256_permute2f128_ps(u0, u4, 0x20));
+                _mm256_storeu_ps(o + w, _mm256_permute2f128_ps(u1, u5, 0x20));
+                _mm256_storeu_ps(o + 2 * w, _mm256_permute2f128_ps(u2, u6, 0x20));
+                _mm256_storeu_ps(o + 3 * w, _mm256_permute2f128_ps(u3, u7, 0x20));
+                _mm256_storeu_ps(o + 4 * w, _mm256_permute2f128_ps(u0, u4, 0x31));
+                _mm256_storeu_ps(o + 5 * w, _mm256_permute2f128_ps(u1, u5, 0x31));
+                _mm256_storeu_ps(o + 6 * w, _mm256_permute2f128_ps(u2, u6, 0x31));
+                _mm256_storeu_ps(o + 7 * w, _mm256_permute2f128_ps(u3, u7, 0x31));
+            }
+            for (; kk < kc; ++kk) {
+                int q;
+                for (q = 0; q < 8; ++q) {
+                    double v = (double)src[(size_t)q * ld + kk];
+                    dst[(size_t)kk * w + r + q] = mu ? (float)((v - mu[kk]) * sc[kk]) : (float)v;
+                }
+            }
+        }
+#endif
+        for (; r < nr; ++r) {
+            const float *src = S->p + (size_t)(i0 + r) * S->ld + k0;
+            if (S->mu) {
+                const double *mu = S->mu + k0, *sc = S->s + k0;
+                for (kk = 0; kk < kc; ++kk) dst[kk * w + r] = (float)(((double)src[kk] - mu[kk]) * sc[kk]);
+            } else {
+                for (kk = 0; kk < kc; ++kk) dst[kk * w + r] = src[kk];
+            }
+        }
+    } else {
+        for (kk = 0; kk < kc; ++kk) {
+            const float *src = S->p + (size_t)(k0 + kk) * S->ld + i0;
+            float *o = dst + (size_t)kk * w;
+            r = 0;
+            if (S->mu) {
+                const double *mu = S->mu + i0, *sc = S->s + i0;
+#if defined(__AVX512F__) || defined(HPJ__PB_AVX2)
+                for (; r + 8 <= nr; r += 8) _mm256_storeu_ps(o + r, hpj__pb_xf8(src + r, mu + r, sc + r));
+#endif
+                for (; r < nr; ++r) o[r] = (float)(((double)src[r] - mu[r]) * sc[r]);
+            } else {
+                memcpy(o, src, sizeof(float) * (size_t)nr);
+            }
+        }
+    }
+    for (r = nr; r < w; ++r)
+        for (kk = 0; kk < kc; ++kk) dst[kk * w + r] = 0.0f;
+}
+
+/* T (MR, NR, row stride ldt) op= sum_k A[k as][r] B[k][q] with op 0 store,
+   1 add, -1 subtract: A advances by `as` floats per k (MR for its own
+   packing, NR for a sub-panel of a B packing). */
+#if defined(__AVX512F__)
+static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *T, size_t ldt, int op) {
+#define HPJ__PB_KROW(r) __m512 c##r##a = _mm512_setzero_ps(), c##r##b = _mm512_setzero_ps();
+#define HPJ__PB_KFMA(r)                                      \
+    {                                                        \
+        __m512 a = _mm512_set1_ps(A[r]);                     \
+        c##r##a = _mm512_fmadd_ps(a, b0, c##r##a);           \
+        c##r##b = _mm512_fmadd_ps(a, b1, c##r##b);           \
+    }
+#define HPJ__PB_KST(r)                                                                     \
+    if (op == 0) {                                                                         \
+        _mm512_storeu_ps(T + r * ldt, c##r##a);                                            \
+        _mm512_storeu_ps(T + r * ldt + 16, c##r##b);                                       \
+    } else if (op > 0) {                                                                   \
+        _mm512_storeu_ps(T + r * ldt, _mm512_add_ps(_mm512_loadu_ps(T + r * ldt), c##r##a)); \
+        _mm512_storeu_ps(T + r * ldt + 16, _mm512_add_ps(_mm512_loadu_ps(T + r * ldt + 16), c##r##b)); \
+    } else {                                                                               \
+        _mm512_storeu_ps(T + r * ldt, _mm512_sub_ps(_mm512_loadu_ps(T + r * ldt), c##r##a)); \
+        _mm512_storeu_ps(T + r * ldt + 16, _mm512_sub_ps(_mm512_loadu_ps(T + r * ldt + 16), c##r##b)); \
+    }
+    int k;
+    HPJ__PB_KROW(0) HPJ__PB_KROW(1) HPJ__PB_KROW(2) HPJ__PB_KROW(3)
+    HPJ__PB_KROW(4) HPJ__PB_KROW(5) HPJ__PB_KROW(6) HPJ__PB_KROW(7)
+    for (k = 0; k < kc; ++k, A += as, B += HPJ__PB_NR) {
+        __m512 b0 = _mm512_loadu_ps(B), b1 = _mm512_loadu_ps(B + 16);
+        HPJ__PB_KFMA(0) HPJ__PB_KFMA(1) HPJ__PB_KFMA(2) HPJ__PB_KFMA(3)
+        HPJ__PB_KFMA(4) HPJ__PB_KFMA(5) HPJ__PB_KFMA(6) HPJ__PB_KFMA(7)
+    }
+    HPJ__PB_KST(0) HPJ__PB_KST(1) HPJ__PB_KST(2) HPJ__PB_KST(3)
+    HPJ__PB_KST(4) HPJ__PB_KST(5) HPJ__PB_KST(6) HPJ__PB_KST(7)
+#undef HPJ__PB_KROW
+#undef HPJ__PB_KFMA
+#undef HPJ__PB_KST
+}
+#elif defined(HPJ__PB_AVX2)
+static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *T, size_t ldt, int op) {
+#define HPJ__PB_KROW(r) __m256 c##r##a = _mm256_setzero_ps(), c##r##b = c##r##a, c##r##c = c##r##a;
+#define HPJ__PB_KFMA(r)                                      \
+    {                                                        \
+        __m256 a = _mm256_broadcast_ss(A + r);               \
+        c##r##a = _mm256_fmadd_ps(a, b0, c##r##a);           \
+        c##r##b = _mm256_fmadd_ps(a, b1, c##r##b);           \
+        c##r##c = _mm256_fmadd_ps(a, b2, c##r##c);           \
+    }
+#define HPJ__PB_KST1(r, x, off)                                                                \
+    if (op == 0) _mm256_storeu_ps(T + r * ldt + off, c##r##x);                                 \
+    else if (op > 0) _mm256_storeu_ps(T + r * ldt + off, _mm256_add_ps(_mm256_loadu_ps(T + r * ldt + off), c##r##x)); \
+    else _mm256_storeu_ps(T + r * ldt + off, _mm256_sub_ps(_mm256_loadu_ps(T + r * ldt + off), c##r##x));
+#define HPJ__PB_KST(r) HPJ__PB_KST1(r, a, 0) HPJ__PB_KST1(r, b, 8) HPJ__PB_KST1(r, c, 16)
+    int k;
+    HPJ__PB_KROW(0) HPJ__PB_KROW(1) HPJ__PB_KROW(2) HPJ__PB_KROW(3)
+    for (k = 0; k < kc; ++k, A += as, B += HPJ__PB_NR) {
+        __m256 b0 = _mm256_loadu_ps(B), b1 = _mm256_loadu_ps(B + 8), b2 = _mm256_loadu_ps(B + 16);
+        HPJ__PB_KFMA(0) HPJ__PB_KFMA(1) HPJ__PB_KFMA(2) HPJ__PB_KFMA(3)
+    }
+    HPJ__PB_KST(0) HPJ__PB_KST(1) HPJ__PB_KST(2) HPJ__PB_KST(3)
+#undef HPJ__PB_KROW
+#undef HPJ__PB_KFMA
+#undef HPJ__PB_KST1
+#undef HPJ__PB_KST
+}
+#else
+/* Portable: a row of the tile at a time, NR-wide inner loops that
+   compilers vectorise. */
+static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *T, size_t ldt, int op) {
+    int k, r, q;
+    for (r = 0; r < HPJ__PB_MR; ++r) {
+        float acc[HPJ__PB_NR], *t = T + r * ldt;
+        for (q = 0; q < HPJ__PB_NR; ++q) acc[q] = 0.0f;
+        for (k = 0; k < kc; ++k) {
+            const float a = A[(size_t)k * as + r], *b = B + (size_t)k * HPJ__PB_NR;
+            for (q = 0; q < HPJ__PB_NR; ++q) acc[q] += a * b[q];
+        }
+        if (op == 0)
+            for (q = 0; q < HPJ__PB_NR; ++q) t[q] = acc[q];
+        else if (op > 0)
+            for (q = 0; q < HPJ__PB_NR; ++q) t[q] += acc[q];
+        else
+            for (q = 0; q < HPJ__PB_NR; ++q) t[q] -= acc[q];
+    }
+}
+#endif
+
+/* Floats of packing buffer needed for an operand with m rows. */
+static size_t hpj__pb_packsize(int m, int w) { return ((size_t)m + (size_t)w) * HPJ__PB_KC; }
+
+/* C (m, nn) op= A B^T with A (m, k), B (nn, k); op: mode 0 store, 1
+   subtract. lower = 1 means A == B (a SYRK): only entries j <= i are
+   touched and A's panels are read out of B's packing (pa unused).
+   pa, pb: packing buffers of hpj__pb_packsize(m, MR), (nn, NR) floats. */
+static void hpj__pb_gemm(const hpj__pb_src *A, int m, const hpj__pb_src *B, int nn, int k, float *C, size_t ldc,
+                         int mode, int lower, float *pa, float *pb) {
+    const int npa = (m + HPJ__PB_MR - 1) / HPJ__PB_MR, npb = (nn + HPJ__PB_NR - 1) / HPJ__PB_NR;
+    const int per = HPJ__PB_MC / HPJ__PB_MR, ntask = (npa + per - 1) / per;
+    const int npack = npb + (lower ? 0 : npa);
+    int k0;
+    for (k0 = 0; k0 < k; k0 += HPJ__PB_KC) {
+        const int kc = HPJ__MIN(HPJ__PB_KC, k - k0);
+        const int op = mode == 1 ? -1 : (k0 > 0 ? 1 : 0); /* -1 subtract, 0 store, 1 add */
+        int x;
+        HPJ__OMP(parallel for schedule(static) if ((double)(m + nn) * kc > HPJ__PB_PAR))
+        for (x = 0; x < npack; ++x) {
+            if (x < npb)
+                hpj__pb_pack(B, nn, x * HPJ__PB_NR, HPJ__PB_NR, k0, kc, pb + (size_t)x * HPJ__PB_NR * kc);
+            else
+                hpj__pb_pack(A, m, (x - npb) * HPJ__PB_MR, HPJ__PB_MR, k0, kc,
+                             pa + (size_t)(x - npb) * HPJ__PB_MR * kc);
+        }
+        HPJ__OMP(parallel for schedule(dynamic, 1) if ((double)m * nn * kc > 2 * HPJ__PB_PAR))
+        for (x = 0; x < ntask; ++x) {
+            const int task = lower ? ntask - 1 - x : x; /* the triangle's long rows first */
+            const int a0 = task * per, a1 = HPJ__MIN(npa, a0 + per);
+            const int rowmax = HPJ__MIN(m, a1 * HPJ__PB_MR) - 1;
+            float T[HPJ__PB_MR * HPJ__PB_NR];
+            int jb, ia, r, q;
+            for (jb = 0; jb < npb && (!lower || jb * HPJ__PB_NR <= rowmax); ++jb)
+                for (ia = a0; ia < a1; ++ia) {
+                    const int r0 = ia * HPJ__PB_MR, c0 = jb * HPJ__PB_NR;
+                    if (lower && c0 > r0 + HPJ__PB_MR - 1) continue;
+                    const int full = r0 + HPJ__PB_MR <= m && c0 + HPJ__PB_NR <= nn &&
+                                     (!lower || c0 + HPJ__PB_NR <= r0 + 1);
+                    /* full tiles go straight into C, edge tiles through T */
+                    float *dst = full ? C + (size_t)r0 * ldc + c0 : T;
+                    const size_t ldd = full ? ldc : (size_t)HPJ__PB_NR;
+                    const int opd = full ? op : 0;
+                    if (lower)
+                        hpj__pb_kern(kc, pb + (size_t)(r0 / HPJ__PB_NR) * HPJ__PB_NR * kc + r0 % HPJ__PB_NR,
+                                     HPJ__PB_NR, pb + (size_t)jb * HPJ__PB_NR * kc, dst, ldd, opd);
+                    else
+                        hpj__pb_kern(kc, pa + (size_t)ia * HPJ__PB_MR * kc, HPJ__PB_MR,
+                                     pb + (size_t)jb * HPJ__PB_NR * kc, dst, ldd, opd);
+                    if (full) continue;
+                    for (r = 0; r < HPJ__PB_MR && r0 + r < m; ++r) {
+                        float *cr = C + (size_t)(r0 + r) * ldc + c0;
+                        const float *tr = T + r * HPJ__PB_NR;
+                        int qn = HPJ__MIN(HPJ__PB_NR, nn - c0);
+                        if (lower) qn = HPJ__MIN(qn, r0 + r - c0 + 1);
+                        if (op == 0)
+                            for (q = 0; q < qn; ++q) cr[q] = tr[q];
+                        else if (op > 0)
+                            for (q = 0; q < qn; ++q) cr[q] += tr[q];
+                        else
+                            for (q = 0; q < qn; ++q) cr[q] -= tr[q];
+                    }
+                }
+        }
+    }
+}
+
+/* In-place lower Cholesky L L^T of the float matrix C (m, m) (lower part
+   read and written). Per block of NB columns: the diagonal block is factored
+   in double, its inverse formed in double, the panel below is multiplied by
+   that inverse (a GEMM) and the trailing matrix is updated by a SYRK.
+   D: 2 NB^2 doubles; Li: NB^2 floats; pa, pb: packing buffers for m rows.
+   Returns -1, or the index of a non-positive pivot. */
+static int hpj__pb_potrf(float *C, size_t ldc, int m, double *D, float *Li, float *pa, float *pb) {
+    const int NB = HPJ__PB_NB;
+    double *E = D + (size_t)NB * NB; /* inverse of the diagonal block */
+    int k0;
+    for (k0 = 0; k0 < m; k0 += NB) {
+        const int nb = HPJ__MIN(NB, m - k0), rest = m - k0 - nb;
+        int i, j;
+        for (i = 0; i < nb; ++i)
+            for (j = 0; j <= i; ++j) D[(size_t)i * NB + j] = (double)C[(size_t)(k0 + i) * ldc + k0 + j];
+        for (j = 0; j < nb; ++j) {
+            double dj = D[(size_t)j * NB + j] - hpj__pb_dot(D + (size_t)j * NB, D + (size_t)j * NB, j);
+            if (!(dj > 0.0) || !isfinite(dj)) return k0 + j;
+            dj = sqrt(dj);
+            D[(size_t)j * NB + j] = dj;
+            for (i = j + 1; i < nb; ++i)
+                D[(size_t)i * NB + j] =
+                    (D[(size_t)i * NB + j] - hpj__pb_dot(D + (size_t)i * NB, D + (size_t)j * NB, j)) / dj;
+        }
+        for (i = 0; i < nb; ++i)
+            for (j = 0; j <= i; ++j) C[(size_t)(k0 + i) * ldc + k0 + j] = (float)D[(size_t)i * NB + j];
+        if (!rest) break;
+        /* E = inverse of the diagonal block, column by column (kept as E^T
+           rows so each column is contiguous): e_j solves L x = unit_j */
+        for (j = 0; j < nb; ++j) {
+            double *x = E + (size_t)j * NB; /* x[i] = (L^-1)[i][j] */
+            for (i = 0; i < j; ++i) x[i] = 0.0;
+            x[j] = 1.0 / D[(size_t)j * NB + j];
+            for (i = j + 1; i < nb; ++i)
+                x[i] = -hpj__pb_dot(D + (size_t)i * NB + j, x + j, i - j) / D[(size_t)i * NB + i];
+        }
+        for (i = 0; i < nb; ++i) /* Li[i][q] = (L^-1)[i][q] */
+            for (j = 0; j < nb; ++j) Li[(size_t)i * nb + j] = (float)E[(size_t)j * NB + i];
+        {
+            /* panel: L21 = A21 L11^-T = A21 (L11^-1)^T, in place: k = nb <= KC
+               is one slab, packed whole before any tile is written */
+            hpj__pb_src sa, sb;
+            sa.p = C + (size_t)(k0 + nb) * ldc + k0;
+            sa.ld = ldc;
+            sa.trans = 0;
+            sa.mu = sa.s = NULL;
+            sb.p = Li;
+            sb.ld = (size_t)nb;
+            sb.trans = 0;
+            sb.mu = sb.s = NULL;
+            hpj__pb_gemm(&sa, rest, &sb, nb, nb, C + (size_t)(k0 + nb) * ldc + k0, ldc, 0, 0, pa, pb);
+            /* trailing: A22 -= L21 L21^T (lower part) */
+            hpj__pb_gemm(&sa, rest, &sa, rest, nb, C + (size_t)(k0 + nb) * ldc + k0 + nb, ldc, 1, 1, pa, pb);
+        }
+    }
+    return -1;
+}
+
+/* Solves L y = b in place for t right-hand sides y (t, m) (float L). */
+static void hpj__pb_trsv_lower(const float *Lm, size_t ldl, int m, int t, double *y) {
+    int i0;
+    for (i0 = 0; i0 < m; i0 += HPJ__PB_TB) {
+        const int i1 = HPJ__MIN(m, i0 + HPJ__PB_TB);
+        int i, c;
+        if (i0 > 0) {
+            HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PB_TB > HPJ__PB_PAR))
+            for (i = i0; i < i1; ++i) {
+                int cc;
+                for (cc = 0; cc < t; ++cc)
+                    y[(size_t)cc * m + i] -= hpj__pb_dotf(Lm + (size_t)i * ldl, y + (size_t)cc * m, i0);
+            }
+        }
+        for (i = i0; i < i1; ++i)
+            for (c = 0; c < t; ++c) {
+                double *yc = y + (size_t)c * m;
+                yc[i] = (yc[i] - hpj__pb_dotf(Lm + (size_t)i * ldl + i0, yc + i0, i - i0)) /
+                        (double)Lm[(size_t)i * ldl + i];
+            }
+    }
+}
+
+/* Solves L^T x = y in place for t right-hand sides (t, m) (float L). */
+static void hpj__pb_trsv_upper(const float *Lm, size_t ldl, int m, int t, double *y) {
+    int i1;
+    for (i1 = m; i1 > 0; i1 -= HPJ__PB_TB) {
+        const int i0 = HPJ__MAX(0, i1 - HPJ__PB_TB);
+        int i, j, c, nch;
+        for (i = i1 - 1; i >= i0; --i)
+            for (c = 0; c < t; ++c) {
+                double *yc = y + (size_t)c * m, xi = yc[i] / (double)Lm[(size_t)i * ldl + i];
+                const float *li = Lm + (size_t)i * ldl;
+                yc[i] = xi;
+                hpj__pb_axpyf(yc + i0, li + i0, -xi, i - i0);
+            }
+        nch = (i0 + 255) / 256;
+        HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PB_TB > HPJ__PB_PAR))
+        for (j = 0; j < nch; ++j) {
+            const int j0 = j * 256, j1 = HPJ__MIN(i0, j0 + 256);
+            int ii, cc;
+            for (ii = i0; ii < i1; ++ii) {
+                const float *li = Lm + (size_t)ii * ldl;
+                for (cc = 0; cc < t; ++cc) {
+                    double *yc = y + (size_t)cc * m;
+                    hpj__pb_axpyf(yc + j0, li + j0, -yc[ii], j1 - j0);
+                }
+            }
+        }
+    }
+}
+
+/* ---- the double-precision path ---- */
+
+/* Cd (m, m) lower part = A A^T in double. slab: (m, KC) doubles. */
+static void hpj__pb_gram_d(const hpj__pb_src *S, int m, int k, double *Cd, double *slab) {
+    int k0;
+    for (k0 = 0; k0 < k; k0 += HPJ__PB_KC) {
+        const int kc = HPJ__MIN(HPJ__PB_KC, k - k0);
+        int i;
+        HPJ__OMP(parallel for schedule(static) if ((double)m * kc > HPJ__PB_PAR))
+        for (i = 0; i < m; ++i) {
+            double *o = slab + (size_t)i * HPJ__PB_KC;
+            int kk;
+            for (kk = 0; kk < kc; ++kk) {
+                const int kx = k0 + kk;
+                double v = S->trans ? (double)S->p[(size_t)kx * S->ld + i] : (double)S->p[(size_t)i * S->ld + kx];
+                const int col = S->trans ? i : kx;
+                o[kk] = S->mu ? (v - S->mu[col]) * S->s[col] : v;
+            }
+        }
+        HPJ__OMP(parallel for schedule(dynamic, 16) if ((double)m * m * kc > 2 * HPJ__PB_PAR))
+        for (i = 0; i < m; ++i) {
+            const double *si = slab + (size_t)i * HPJ__PB_KC;
+            double *ci = Cd + (size_t)i * m;
+            int j;
+            for (j = 0; j <= i; ++j) {
+                double v = hpj__pb_dot(si, slab + (size_t)j * HPJ__PB_KC, kc);
+                ci[j] = k0 ? ci[j] + v : v;
+            }
+        }
+    }
+}
+
+/* In-place lower Cholesky of Cd (m, m), left-looking by rows. Returns -1
+   or the index of a pivot below 1e-14 of its diagonal entry (the matrix is
+   singular to double precision). */
+static int hpj__pb_potrf_d(double *A, int m) {
+    int j;
+    for (j = 0; j < m; ++j) {
+        const double ajj = A[(size_t)j * m + j];
+        double dj = ajj - hpj__pb_dot(A + (size_t)j * m, A + (size_t)j * m, j);
+        int i;
+        if (!(dj > 1e-14 * ajj) || !isfinite(dj)) return j; /* (numerically) singular */
+        dj = sqrt(dj);
+        A[(size_t)j * m + j] = dj;
+        HPJ__OMP(parallel for schedule(static) if ((double)(m - j) * j > HPJ__PB_PAR))
+        for (i = j + 1; i < m; ++i)
+            A[(size_t)i * m + j] = (A[(size_t)i * m + j] - hpj__pb_dot(A + (size_t)i * m, A + (size_t)j * m, j)) / dj;
+    }
+    return -1;
+}
+
+/* x (t, m) = (L L^T)^-1 x in place with the double factor L (m, m). */
+static void hpj__pb_cholsolve_d(const double *Lm, int m, int t, double *x) {
+    int c, i, j;
+    for (c = 0; c < t; ++c) {
+        double *y = x + (size_t)c * m;
+        for (i = 0; i < m; ++i) y[i] = (y[i] - hpj__pb_dot(Lm + (size_t)i * m, y, i)) / Lm[(size_t)i * m + i];
+        for (i = m - 1; i >= 0; --i) {
+            const double *li = Lm + (size_t)i * m;
+            y[i] /= li[i];
+            for (j = 0; j < i; ++j) y[j] -= li[j] * y[i];
+        }
+    }
+}
+
+/* ==== probe: ridge regression ============================================ */
+
+/* A = (X - 1 mu^T) diag(s) (the centred, maybe scaled features). The
+   system is (A^T A + alpha I) w = A^T y_c in the primal (m = d) and
+   (A A^T + alpha I) a = y_c in the dual (m = n); vectors are (t, m). */
+typedef struct hpj__pb_ridge {
+    const float *X;
+    int n, d, t, nb, dual, m;
+    const double *mu, *s;
+    double alpha;
+    double *Veff, *ceff, *G, *gs, *Graw, *gsum, *work, *Zb, *Rb, *u;
+    /* (t,d) (t) (nb,t,d) (nb,t) (t,d) (t) pass (n,t) (n,t) (t,d) */
+} hpj__pb_ridge;
+
+/* out (t, d) = A^T R for R (n, t) given row-major (a pass over X). */
+static void hpj__pb_ridge_atr(hpj__pb_ridge *R, const double *Rn, double *out) {
+    hpj__pb_pass P;
+    int c;
+    size_t j;
+    memset(&P, 0, sizeof(P));
+    P.X = R->X;
+    P.n = R->n;
+    P.d = R->d;
+    P.K = R->t;
+    P.nb = R->nb;
+    P.R = Rn;
+    P.G = R->G;
+    P.gs = R->gs;
+    P.work = R->work;
+    hpj__pb_run(&P);
+    hpj__pb_reduce(R->G, R->nb, (size_t)R->t * R->d, R->Graw);
+    hpj__pb_reduce(R->gs, R->nb, (size_t)R->t, R->gsum);
+    for (c = 0; c < R->t; ++c)
+        for (j = 0; j < (size_t)R->d; ++j)
+            out[(size_t)c * R->d + j] = (R->Graw[(size_t)c * R->d + j] - R->gsum[c] * R->mu[j]) * R->s[j];
+}
+
+/* out = (system matrix) v for v, out (t, m). */
+static void hpj__pb_ridge_op(hpj__pb_ridge *R, const double *v, double *out) {
+    const int t = R->t, d = R->d, n = R->n;
+    hpj__pb_pass P;
+    const double *w = v; /* weights in the feature space (t, d) */
+    int c, i;
+    size_t j;
+    if (R->dual) { /* u = A^T v */
+        for (i = 0; i < n; ++i)
+            for (c = 0; c < t; ++c) R->Rb[(size_t)i * t + c] = v[(size_t)c * n + i];
+        hpj__pb_ridge_atr(R, R->Rb, R->u);
+        w = R->u;
+    }
+    for (c = 0; c < t; ++c) { /* scores A w = X (w .* s) - mu . (w .* s) */
+        double *ve = R->Veff + (size_t)c * d;
+        for (j = 0; j < (size_t)d; ++j) ve[j] = w[(size_t)c * d + j] * R->s[j];
+        R->ceff[c] = -hpj__pb_dot(ve, R->mu, d);
+    }
+    memset(&P, 0, sizeof(P));
+    P.X = R->X;
+    P.n = n;
+    P.d = d;
+    P.K = t;
+    P.nb = R->nb;
+    P.V = R->Veff;
+    P.c = R->ceff;
+    P.work = R->work;
+    if (R->dual) {
+        P.Z = R->Zb;
+        hpj__pb_run(&P);
+        for (c = 0; c < t; ++c)
+            for (i = 0; i < n; ++i) out[(size_t)c * n + i] = R->Zb[(size_t)i * t + c] + R->alpha * v[(size_t)c * n + i];
+    } else { /* fused: r = A w, then A^T r */
+        P.G = R->G;
+        P.gs = R->gs;
+        hpj__pb_run(&P);
+        hpj__pb_reduce(R->G, R->nb, (size_t)t * d, R->Graw);
+        hpj__pb_reduce(R->gs, R->nb, (size_t)t, R->gsum);
+        for (c = 0; c < t; ++c)
+            for (j = 0; j < (size_t)d; ++j)
+                out[(size_t)c * d + j] = (R->Graw[(size_t)c * d + j] - R->gsum[c] * R->mu[j]) * R->s[j] +
+                                         R->alpha * v[(size_t)c * d + j];
+    }
+}
+
+/* Preconditioned conjugate gradients on the exact system, t columns at
+   once, from x = M^-1 b with M = Lf Lf^T (float factor) or Ld Ld^T
+   (double). Column c stops when ||r_c|| <= eps ((||A||_F^2 + alpha)
+   ||x_c|| + ||b_c||) with eps = 1e-15 sqrt(n + d): a backward error at the
+   level of a double Cholesky solve. Returns the iterations, or -1 if some
+   column did not get there in maxit; *relres = max_c ||r_c|| / ||b_c||. */
+static int hpj__pb_pcg(hpj__pb_ridge *R, const float *Lf, const double *Ld, const double *b, double *x, double *r,
+                       double *z, double *p, double *q, double normA, int maxit, double *relres) {
+    const int t = R->t, m = R->m;
+    double rho[64], rho_old[64];
+    int done[64], it, c, all = 0;
+    size_t i, tm = (size_t)t * m;
+    /* the rounding floor of the operator applied in double grows like the
+       square root of the summation lengths */
+    const double eps = 1e-15 * sqrt((double)R->n + (double)R->d);
+    memcpy(x, b, sizeof(double) * tm);
+    if (Lf) {
+        hpj__pb_trsv_lower(Lf, (size_t)m, m, t, x);
+        hpj__pb_trsv_upper(Lf, (size_t)m, m, t, x);
+    } else {
+        hpj__pb_cholsolve_d(Ld, m, t, x);
+    }
+    hpj__pb_ridge_op(R, x, r);
+    for (i = 0; i < tm; ++i) r[i] = b[i] - r[i];
+    for (it = 0;; ++it) {
+        all = 1;
+        *relres = 0.0;
+        for (c = 0; c < t; ++c) {
+            const double *rc = r + (size_t)c * m, *xc = x + (size_t)c * m, *bc = b + (size_t)c * m;
+            double rn = sqrt(hpj__pb_dot(rc, rc, m)), xn = sqrt(hpj__pb_dot(xc, xc, m)),
+                   bn = sqrt(hpj__pb_dot(bc, bc, m));
+            done[c] = rn <= eps * ((normA + R->alpha) * xn + bn);
+            all &= done[c];
+            if (bn > 0) *relres = HPJ__MAX(*relres, rn / bn);
+        }
+        if (all || it >= maxit) break;
+        memcpy(z, r, sizeof(double) * tm);
+        if (Lf) {
+            hpj__pb_trsv_lower(Lf, (size_t)m, m, t, z);
+            hpj__pb_trsv_upper(Lf, (size_t)m, m, t, z);
+        } else {
+            hpj__pb_cholsolve_d(Ld, m, t, z);
+        }
+        for (c = 0; c < t; ++c) {
+            double *pc = p + (size_t)c * m;
+            const double *zc = z + (size_t)c * m;
+            rho[c] = hpj__pb_dot(r + (size_t)c * m, zc, m);
+            if (it == 0 || done[c] || !(rho_old[c] != 0.0)) {
+                memcpy(pc, zc, sizeof(double) * (size_t)m);
+            } else {
+                double beta = rho[c] / rho_old[c];
+                int j;
+                for (j = 0; j < m; ++j) pc[j] = zc[j] + beta * pc[j];
+            }
+            rho_old[c] = rho[c];
+        }
+        hpj__pb_ridge_op(R, p, q);
+        for (c = 0; c < t; ++c) {
+            double *xc = x + (size_t)c * m, *rc = r + (size_t)c * m;
+            const double *pc = p + (size_t)c * m, *qc = q + (size_t)c * m;
+            double pq = hpj__pb_dot(pc, qc, m), a;
+            int j;
+            if (done[c] || !(pq > 0.0)) continue;
+            a = rho[c] / pq;
+            for (j = 0; j < m; ++j) {
+                xc[j] += a * pc[j];
+                rc[j] -= a * qc[j];
+            }
+        }
+    }
+    return all ? it : -1;
+}
+
+#define HPJ__PB_PCG_MAXIT 30 /* refinement steps before the double fallback */
+
+HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, int t, const hpj_probe_options *o,
+                                hpj_linear_model *out) {
+    static const char *fn = "ridge_fit";
+    hpj_probe_options def;
+    hpj__pb_ridge R;
+    hpj__pb_src S;
+    hpj_status st;
+    void *mem = NULL, *fmem = NULL;
+    double *mu, *s, *part, *ybar, *Yc, *B, *x, *r, *z, *p, *q, *Dw;
+    float *Cf = NULL, *pa = NULL, *pb = NULL, *Li = NULL;
+    double normA = 0.0, relres = 0.0;
+    int nb, m, k, i, c, its = -1;
+    size_t j;
+    if (out) memset(out, 0, sizeof(*out));
+    if (!o) {
+        hpj_probe_options_default(&def);
+        o = &def;
+    }
+    if (!X || !Y || !out) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL %s", fn, !X ? "X" : !Y ? "Y" : "out");
+    if (n < 1 || d < 1 || t < 1)
+        return hpj__fail(HPJ_ERR_INPUT, "%s: need n, d, t >= 1 (got n=%d d=%d t=%d)", fn, n, d, t);
+    if (t > 64) return hpj__fail(HPJ_ERR_INPUT, "%s: at most 64 targets per call (got %d)", fn, t);
+    if ((st = hpj__pb_check_options(fn, o)) != HPJ_OK) return st;
+    nb = hpj__pb_nblk(n);
+    R.dual = d > n;
+    m = R.dual ? n : d;
+    k = R.dual ? d : n;
+    {
+        size_t sz[22];
+        double **pv[22];
+        sz[0] = sz[1] = (size_t)d;                     /* mu s */
+        sz[2] = (size_t)nb * HPJ__MAX(d, t);           /* part */
+        sz[3] = (size_t)t;                             /* ybar */
+        sz[4] = (size_t)n * t;                         /* Yc */
+        sz[5] = sz[6] = sz[7] = sz[8] = sz[9] = sz[10] = (size_t)t * m; /* B x r z p q */
+        sz[11] = (size_t)t * d;                        /* Veff */
+        sz[12] = (size_t)t;                            /* ceff */
+        sz[13] = (size_t)nb * t * d;                   /* G */
+        sz[14] = (size_t)nb * t;                       /* gs */
+        sz[15] = (size_t)t * d;                        /* Graw */
+        sz[16] = (size_t)t;                            /* gsum */
+        sz[17] = (size_t)nb * hpj__pb_pass_work(t);    /* work */
+        sz[18] = sz[19] = (size_t)n * t;               /* Zb Rb */
+        sz[20] = (size_t)t * d;                        /* u */
+        sz[21] = (size_t)2 * HPJ__PB_NB * HPJ__PB_NB;  /* D (Cholesky blocks) */
+        pv[0] = &mu;
+        pv[1] = &s;
+        pv[2] = &part;
+        pv[3] = &ybar;
+        pv[4] = &Yc;
+        pv[5] = &B;
+        pv[6] = &x;
+        pv[7] = &r;
+        pv[8] = &z;
+        pv[9] = &p;
+        pv[10] = &q;
+        pv[11] = &R.Veff;
+        pv[12] = &R.ceff;
+        pv[13] = &R.G;
+        pv[14] = &R.gs;
+        pv[15] = &R.Graw;
+        pv[16] = &R.gsum;
+        pv[17] = &R.work;
+        pv[18] = &R.Zb;
+        pv[19] = &R.Rb;
+        pv[20] = &R.u;
+        pv[21] = &Dw;
+        mem = hpj__pb_carve(fn, 22, sz, pv);
+        if (!mem) return HPJ_ERR_NOMEM;
+    }
+    if (hpj__pb_colstats(X, n, d, mu, o->standardize ? s : NULL, part)) {
+        hpj__free(mem);
+        return hpj__pb_bad_value(fn, "X", X, n, d);
+    }
+    if (!o->standardize)
+        for (j = 0; j < (size_t)d; ++j) s[j] = 1.0;
+    for (c = 0; c < t; ++c) ybar[c] = 0.0;
+    for (i = 0; i < n; ++i)
+        for (c = 0; c < t; ++c) ybar[c] += (double)Y[(size_t)i * t + c];
+    for (c = 0; c < t; ++c) {
+        if (!isfinite(ybar[c])) {
+            hpj__free(mem);
+            return hpj__pb_bad_value(fn, "Y", Y, n, t);
+        }
+        ybar[c] /= (double)n;
+    }
+    for (i = 0; i < n; ++i)
+        for (c = 0; c < t; ++c) Yc[(size_t)i * t + c] = (double)Y[(size_t)i * t + c] - ybar[c];
+    R.X = X;
+    R.n = n;
+    R.d = d;
+    R.t = t;
+    R.nb = nb;
+    R.m = m;
+    R.mu = mu;
+    R.s = s;
+    R.alpha = o->alpha;
+    if (R.dual) {
+        for (c = 0; c < t; ++c)
+            for (i = 0; i < n; ++i) B[(size_t)c * n + i] = Yc[(size_t)i * t + c];
+    } else {
+        hpj__pb_ridge_atr(&R, Yc, B);
+    }
+    S.p = X;
+    S.ld = (size_t)d;
+    S.trans = !R.dual; /* primal Gram A^T A: rows of the operand are X's columns */
+    S.mu = mu;
+    S.s = s;
+    if (o->precision == HPJ_PROBE_MIXED && o->alpha > 0) { /* alpha = 0: straight to double */
+        size_t fsz, szA, szB, szL, mm;
+        int attempt;
+        if (hpj__mul_size((size_t)m, (size_t)m, &mm)) mm = SIZE_MAX;
+        szA = hpj__pb_packsize(m, HPJ__PB_MR);
+        szB = hpj__pb_packsize(HPJ__MAX(m, HPJ__PB_NB), HPJ__PB_NR);
+        szL = (size_t)HPJ__PB_NB * HPJ__PB_NB;
+        fsz = mm;
+        if (mm == SIZE_MAX || hpj__add_size(fsz, szA + szB + szL + 64, &fsz) ||
+            hpj__mul_size(fsz, sizeof(float), &fsz)) {
+            hpj__free(mem);
+            return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
+        }
+        fmem = hpj__alloc(fsz, fn);
+        if (!fmem) {
+            hpj__free(mem);
+            return HPJ_ERR_NOMEM;
+        }
+        Cf = (float *)(((uintptr_t)fmem + 63) & ~(uintptr_t)63);
+        pa = Cf + mm;
+        pb = pa + szA;
+        Li = pb + szB;
+        for (attempt = 0; attempt < 2; ++attempt) {
+            double maxdiag = 0.0, shift;
+            hpj__pb_gemm(&S, m, &S, m, k, Cf, (size_t)m, 0, 1, pa, pb);
+            normA = 0.0;
+            for (i = 0; i < m; ++i) {
+                normA += (double)Cf[(size_t)i * m + i];
+                maxdiag = HPJ__MAX(maxdiag, (double)Cf[(size_t)i * m + i]);
+            }
+            /* a float factor of a nearly singular matrix may break down:
+               the second attempt shifts the diagonal (PCG corrects it) */
+            shift = attempt ? 1e-5 * maxdiag + 1e-30 : 0.0;
+            for (i = 0; i < m; ++i) Cf[(size_t)i * m + i] += (float)(o->alpha + shift);
+            if (hpj__pb_potrf(Cf, (size_t)m, m, Dw, Li, pa, pb) >= 0) continue;
+            its = hpj__pb_pcg(&R, Cf, NULL, B, x, r, z, p, q, normA, HPJ__PB_PCG_MAXIT, &relres);
+            break; /* factored: PCG converged or the double path takes over */
+        }
+        hpj__free(fmem);
+    }
+    if (its < 0) { /* HPJ_PROBE_DOUBLE, or the mixed path could not converge */
+        size_t dsz, mm;
+        double *Cd, *slab;
+        int bad;
+        if (hpj__mul_size((size_t)m, (size_t)m, &mm) || hpj__add_size(mm, (size_t)m * HPJ__PB_KC + 8, &dsz) ||
+            hpj__mul_size(dsz, sizeof(double), &dsz)) {
+            hpj__free(mem);
+            return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
+        }
+        fmem = hpj__alloc(dsz, fn);
+        if (!fmem) {
+            hpj__free(mem);
+            return HPJ_ERR_NOMEM;
+        }
+        Cd = (double *)fmem;
+        slab = Cd + mm;
+        hpj__pb_gram_d(&S, m, k, Cd, slab);
+        normA = 0.0;
+        for (i = 0; i < m; ++i) {
+            normA += Cd[(size_t)i * m + i];
+            Cd[(size_t)i * m + i] += o->alpha;
+        }
+        bad = hpj__pb_potrf_d(Cd, m);
+        if (bad >= 0) {
+            hpj__free(fmem);
+            hpj__free(mem);
+            return hpj__fail(HPJ_ERR_NUMERIC,
+                             "%s: the %s system (%d x %d) is singular at pivot %d (alpha = %g); use alpha > 0", fn,
+                             R.dual ? "dual" : "primal", m, m, bad, o->alpha);
+        }
+        its = hpj__pb_pcg(&R, NULL, Cd, B, x, r, z, p, q, normA, 3, &relres);
+        if (its < 0) its = 3;
+        hpj__free(fmem);
+    }
+    /* weights in the original feature space */
+    out->W = (float *)hpj__alloc(sizeof(float) * (size_t)t * d, fn);
+    out->b = (float *)hpj__alloc(sizeof(float) * (size_t)t, fn);
+    if (!out->W || !out->b) {
+        hpj__free(mem);
+        hpj_linear_model_free(out);
+        return HPJ_ERR_NOMEM;
+    }
+    {
+        double *w = R.u; /* (t, d) */
+        if (R.dual) {
+            for (i = 0; i < n; ++i)
+                for (c = 0; c < t; ++c) R.Rb[(size_t)i * t + c] = x[(size_t)c * n + i];
+            hpj__pb_ridge_atr(&R, R.Rb, w);
+        } else {
+            memcpy(w, x, sizeof(double) * (size_t)t * d);
+        }
+        for (c = 0; c < t; ++c) {
+            double *wc = w + (size_t)c * d;
+            for (j = 0; j < (size_t)d; ++j) {
+                wc[j] *= s[j];
+                out->W[(size_t)c * d + j] = (float)wc[j];
+            }
+            out->b[c] = (float)(ybar[c] - hpj__pb_dot(wc, mu, d));
+        }
+    }
+    out->d = d;
+    out->c = t;
+    out->iters = its;
+    out->grad_norm = relres;
+    hpj__free(mem);
+    return HPJ_OK;
+}
+
+/* ==== probe: prediction and folds ======================================== */
+
+HPJDEF void hpj_linear_model_predict(const hpj_linear_model *m, const float *X, int n, float *scores) {
+    int i;
+    if (!m || !m->W || !m->b || !X || !scores || n < 1) return;
+    HPJ__OMP(parallel for schedule(static) if ((double)n * m->d * m->c > HPJ__PB_PAR))
+    for (i = 0; i < n; ++i) {
+        const float *x = X + (size_t)i * m->d;
+        int c;
+        for (c = 0; c < m->c; ++c)
+            scores[(size_t)i * m->c + c] = (float)((double)m->b[c] + hpj__pb_dotff(x, m->W + (size_t)c * m->d, m->d));
+    }
+}
+
+HPJDEF int32_t hpj_argmax_row(const float *s, int c) {
+    int32_t best = 0;
+    int k, found = 0;
+    if (!s) return 0;
+    for (k = 0; k < c; ++k) {
+        if (s[k] != s[k]) continue;
+        if (!found || s[k] > s[best]) {
+            best = (int32_t)k;
+            found = 1;
+        }
+    }
+    return best;
+}
+
+HPJDEF double hpj_linear_model_accuracy(const hpj_linear_model *m, const float *X, const int32_t *y, int n) {
+    long hits = 0;
+    int i;
+    if (!m || !m->W || !m->b || !X || !y || n < 1) return 0.0;
+    HPJ__OMP(parallel for schedule(static) reduction(+ : hits) if ((double)n * m->d * m->c > HPJ__PB_PAR))
+    for (i = 0; i < n; ++i) {
+        const float *x = X + (size_t)i * m->d;
+        float best = 0.0f;
+        int c, arg = 0, found = 0;
+        for (c = 0; c < m->c; ++c) {
+            float v = (float)((double)m->b[c] + hpj__pb_dotff(x, m->W + (size_t)c * m->d, m->d));
+            if (v != v) continue;
+            if (!found || v > best) {
+                best = v;
+                arg = c;
+                found = 1;
+            }
+        }
+        hits += (arg == y[i]);
+    }
+    return (double)hits / (double)n;
+}
+
+HPJDEF hpj_status hpj_stratified_folds(const int32_t *y, int n, int C, int k, uint64_t seed, int32_t *fold) {
+    static const char *fn = "stratified_folds";
+    int32_t *cnt, *start, *idx;
+    int i, c, pos = 0;
+    if (!y || !fold) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL %s", fn, !y ? "y" : "fold");
+    if (C < 1) return hpj__fail(HPJ_ERR_INPUT, "%s: need C >= 1 (got %d)", fn, C);
+    if (k < 2 || k > n) return hpj__fail(HPJ_ERR_INPUT, "%s: need 2 <= k <= n (got k=%d n=%d)", fn, k, n);
+    for (i = 0; i < n; ++i)
+        if (y[i] < 0 || y[i] >= C)
+            return hpj__fail(HPJ_ERR_INPUT, "%s: y[%d] = %d is outside 0..%d (C = %d)", fn, i, (int)y[i], C - 1, C);
+    cnt = (int32_t *)hpj__calloc((size_t)2 * C + (size_t)n, sizeof(int32_t), fn);
+    if (!cnt) return HPJ_ERR_NOMEM;
+    start = cnt + C;
+    idx = start + C;
+    for (i = 0; i < n; ++i) ++cnt[y[i]];
+    for (c = 1; c < C; ++c) start[c] = start[c - 1] + cnt[c - 1];
+    for (i = 0; i < n; ++i) idx[start[y[i]]++] = (int32_t)i; /* stable by index */
+    for (c = 0; c < C; ++c) start[c] -= cnt[c];
+    for (c = 0; c < C; ++c) {
+        hpj_rng r = hpj_rng_stream(seed, 0, (uint64_t)c);
+        int q;
+        hpj_rng_shuffle_i32(&r, idx + start[c], cnt[c]);
+        for (q = 0; q < cnt[c]; ++q) fold[idx[start[c] + q]] = (int32_t)((pos + q) % k);
+        pos = (pos + cnt[c]) % k;
+    }
+    hpj__free(cnt);
+    return HPJ_OK;
+}
+
+/* ==== probe: task-specific resolution weighting ========================== */
+
+/* theta = [b (L), W (K, D), c (K)]; a row's mixture
+   h_i = sum_l softmax(b)_l (H_il - m_l), features a_i = h_i .* s,
+   scores z_i = W a_i + c. */
+typedef struct hpj__pb_rw {
+    const float *H;
+    int L, D, K, kind, nb;
+    const int32_t *y;       /* (n) labels, classification              */
+    const double *yc;       /* (n) centred targets, regression         */
+    const int32_t *rows;    /* rows evaluated                          */
+    int nr;
+    const double *m, *s;    /* (L, D) per-resolution means, (D) scales */
+    double alpha, pen;      /* penalty: pen/2 ||W||^2 (pen = alpha or 2 alpha) */
+    double *om, *mo, *Weff; /* (L) softmax(b), (D) sum_l om_l m_l, (K, D) */
+    double *part;           /* (nb, K D + K + L + D) block partials    */
+    double *scratch;        /* (nb, 3 D + 2 K)                         */
+    double loss[HPJ__PB_MAXBLK];
+} hpj__pb_rw;
+
+static size_t hpj__pb_rw_plen(const hpj__pb_rw *R) { return (size_t)R->K * R->D + (size_t)R->K + R->L + R->D; }
+
+static void hpj__pb_rw_block(hpj__pb_rw *R, const double *theta, int blk, int grad) {
+    const int L = R->L, D = R->D, K = R->K;
+    const double *cc = theta + L + (size_t)K * D;
+    double *pt = R->part + (size_t)blk * hpj__pb_rw_plen(R);
+    double *dW = pt, *dc = pt + (size_t)K * D, *dw = dc + K, *gsum = dw + L;
+    double *h = R->scratch + (size_t)blk * (3 * (size_t)D + 2 * (size_t)K), *a = h + D, *gv = a + D;
+    double *z = gv + D, *r = z + K, lsum = 0.0;
+    const int i0 = hpj__pb_lo(R->nr, R->nb, blk), i1 = hpj__pb_lo(R->nr, R->nb, blk + 1);
+    int ii, l, k, j;
+    if (grad) memset(pt, 0, sizeof(double) * hpj__pb_rw_plen(R));
+    for (ii = i0; ii < i1; ++ii) {
+        const int i = R->rows[ii];
+        const float *Hi = R->H + (size_t)i * L * D;
+        for (j = 0; j < D; ++j) h[j] = -R->mo[j];
+        for (l = 0; l < L; ++l) {
+            const float *hl = Hi + (size_t)l * D;
+            const double w = R->om[l];
+            for (j = 0; j < D; ++j) h[j] += w * (double)hl[j];
+        }
+        for (j = 0; j < D; ++j) a[j] = h[j] * R->s[j];
+        for (k = 0; k < K; ++k) z[k] = cc[k] + hpj__pb_dot(R->Weff + (size_t)k * D, h, D);
+        if (R->kind == HPJ__PB_SQUARED) lsum += hpj__pb_loss_row(R->kind, K, z, 0, R->yc + i, grad ? r : NULL);
+        else lsum += hpj__pb_loss_row(R->kind, K, z, R->y[i], NULL, grad ? r : NULL);
+        if (!grad) continue;
+        for (k = 0; k < K; ++k) {
+            double *dWk = dW + (size_t)k * D;
+            const double rk = r[k];
+            dc[k] += rk;
+            for (j = 0; j < D; ++j) dWk[j] += rk * a[j];
+        }
+        for (j = 0; j < D; ++j) gv[j] = 0.0;
+        for (k = 0; k < K; ++k) {
+            const double rk = r[k], *we = R->Weff + (size_t)k * D;
+            for (j = 0; j < D; ++j) gv[j] += rk * we[j];
+        }
+        for (l = 0; l < L; ++l) dw[l] += hpj__pb_dotf(Hi + (size_t)l * D, gv, D);
+        for (j = 0; j < D; ++j) gsum[j] += gv[j];
+    }
+    R->loss[blk] = lsum;
+}
+
+/* Sum of losses over R->rows; with g, the gradient of that sum plus the
+   penalty (the penalty's value is added by the caller). */
+static double hpj__pb_rw_eval(hpj__pb_rw *R, const double *theta, double *g) {
+    const int L = R->L, D = R->D, K = R->K;
+    const double *b = theta, *W = theta + L;
+    double mx = b[0], se = 0.0, F = 0.0;
+    int l, j, k, blk;
+    for (l = 1; l < L; ++l) mx = HPJ__MAX(mx, b[l]);
+    for (l = 0; l < L; ++l) se += (R->om[l] = exp(b[l] - mx));
+    for (l = 0; l < L; ++l) R->om[l] /= se;
+    for (j = 0; j < D; ++j) {
+        double v = 0.0;
+        for (l = 0; l < L; ++l) v += R->om[l] * R->m[(size_t)l * D + j];
+        R->mo[j] = v;
+    }
+    for (k = 0; k < K; ++k)
+        for (j = 0; j < D; ++j) R->Weff[(size_t)k * D + j] = W[(size_t)k * D + j] * R->s[j];
+    R->nb = hpj__pb_nblk(R->nr);
+    HPJ__OMP(parallel for schedule(dynamic, 1) if (R->nb > 1 && (double)R->nr * R->L * R->D > HPJ__PB_PAR))
+    for (blk = 0; blk < R->nb; ++blk) hpj__pb_rw_block(R, theta, blk, g != NULL);
+    for (blk = 0; blk < R->nb; ++blk) F += R->loss[blk];
+    if (g) {
+        const size_t plen = hpj__pb_rw_plen(R);
+        double *tot = R->part + (size_t)R->nb * plen; /* one spare slot after the blocks */
+        double *dW, *dc, *dw, *gsum, avg = 0.0;
+        hpj__pb_reduce(R->part, R->nb, plen, tot);
+        dW = tot;
+        dc = dW + (size_t)K * D;
+        dw = dc + K;
+        gsum = dw + L;
+        for (l = 0; l < L; ++l) {
+            dw[l] -= hpj__pb_dot(R->m + (size_t)l * D, gsum, D);
+            avg += R->om[l] * dw[l];
+        }
+        for (l = 0; l < L; ++l) g[l] = R->om[l] * (dw[l] - avg);
+        for (k = 0; k < K * D; ++k) g[L + k] = dW[k] + R->pen * W[k];
+        for (k = 0; k < K; ++k) g[L + (size_t)K * D + k] = dc[k];
+    }
+    return F;
+}
+
+HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, const int32_t *y, const float *yreg, int C,
+                                       float lambda, uint64_t seed, const hpj_probe_options *o, float *omega,
+                                       float *logits, hpj_resweight_info *info) {
+    static const char *fn = "resweight_fit";
+    hpj_probe_options def;
+    hpj__pb_rw R;
+    hpj__pb_lbfgs Hs;
+    hpj_status st;
+    void *mem = NULL;
+    int32_t *rows = NULL, *fold = NULL;
+    double *theta, *theta1, *g, *g1, *p, *mean, *scale, *bbest, *ycd;
+    size_t P, KD, j;
+    int i, l, it, phase, ntr = 0, nval = 0, iters = 0, best_it = 0, K;
+    uint64_t st2;
+    double F, F1, val = 0.0, best_val = 0.0, thresh = 0.0, gmax;
+    if (!o) {
+        hpj_probe_options_default(&def);
+        o = &def;
+    }
+    if (!H || !omega) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL %s", fn, !H ? "H" : "omega");
+    if (n < 2 || L < 1 || D < 1)
+        return hpj__fail(HPJ_ERR_INPUT, "%s: need n >= 2, L >= 1, D >= 1 (got n=%d L=%d D=%d)", fn, n, L, D);
+    if (!(lambda >= 0.0f && lambda <= 1.0f))
+        return hpj__fail(HPJ_ERR_INPUT, "%s: lambda must be in [0, 1] (got %g)", fn, (double)lambda);
+    if (C == 1 || C < 0)
+        return hpj__fail(HPJ_ERR_INPUT, "%s: C must be 0 (regression) or >= 2 (got %d)", fn, C);
+    if (C >= 2 && !y) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL y for classification (C = %d)", fn, C);
+    if (C == 0 && !yreg) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL yreg for regression (C = 0)", fn);
+    if ((st = hpj__pb_check_options(fn, o)) != HPJ_OK) return st;
+    for (i = 0; i < n; ++i) {
+        if (C >= 2 && (y[i] < 0 || y[i] >= C))
+            return hpj__fail(HPJ_ERR_INPUT, "%s: y[%d] = %d is outside 0..%d (C = %d)", fn, i, (int)y[i], C - 1, C);
+        if (C == 0 && !isfinite(yreg[i]))
+            return hpj__fail(HPJ_ERR_NUMERIC, "%s: yreg[%d] is %s", fn, i, yreg[i] != yreg[i] ? "nan" : "inf");
+    }
+    {
+        size_t idx, tot = (size_t)n * L * D;
+        for (idx = 0; idx < tot; ++idx)
+            if (!isfinite(H[idx]))
+                return hpj__fail(HPJ_ERR_NUMERIC, "%s: H[%zu,%zu,%zu] is %s", fn, idx / ((size_t)L * D),
+                                 (idx / (size_t)D) % (size_t)L, idx % (size_t)D, H[idx] != H[idx] ? "nan" : "inf");
+    }
+    if (info) memset(info, 0, sizeof(*info));
+    if (lambda == 1.0f || L == 1) { /* uniform: nothing to learn */
+        for (l = 0; l < L; ++l) {
+            omega[l] = (float)(1.0 / L);
+            if (logits) logits[l] = 0.0f;
+        }
+        return HPJ_OK;
+    }
+    /* inner split */
+    rows = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)n * 2, fn);
+    if (!rows) return HPJ_ERR_NOMEM;
+    fold = rows + n;
+    st2 = seed ^ 0x7265737765696768ULL; /* "resweigh" */
+    st2 = hpj_splitmix64(&st2);
+    if (C >= 2) {
+        st = hpj_stratified_folds(y, n, C, HPJ__MIN(5, n), st2, fold);
+        if (st != HPJ_OK) {
+            hpj__free(rows);
+            return st;
+        }
+    } else {
+        hpj_rng r = hpj_rng_stream(st2, 0, 0);
+        int nv = HPJ__MAX(1, (int)floor(0.2 * n + 0.5));
+        for (i = 0; i < n; ++i) rows[i] = (int32_t)i;
+        hpj_rng_shuffle_i32(&r, rows, (int32_t)n);
+        for (i = 0; i < n; ++i) fold[rows[i]] = i < nv ? 0 : 1;
+    }
+    for (i = 0; i < n; ++i) /* rows: inner-train first, then validation, each by index */
+        if (fold[i] != 0) rows[ntr++] = (int32_t)i;
+    for (i = 0; i < n; ++i)
+        if (fold[i] == 0) rows[ntr + nval++] = (int32_t)i;
+    K = (C == 2 || C == 0) ? 1 : C;
+    KD = (size_t)K * D;
+    P = (size_t)L + KD + (size_t)K;
+    memset(&R, 0, sizeof(R));
+    R.H = H;
+    R.L = L;
+    R.D = D;
+    R.K = K;
+    R.kind = C == 0 ? HPJ__PB_SQUARED : (C == 2 ? HPJ__PB_BINARY : HPJ__PB_SOFTMAX);
+    R.y = y;
+    R.alpha = o->alpha;
+    R.pen = C == 0 ? 2.0 * o->alpha : o->alpha;
+    {
+        size_t sz[16];
+        double **pv[16];
+        const int nbmax = hpj__pb_nblk(n);
+        sz[0] = sz[1] = sz[2] = sz[3] = sz[4] = P;
+        sz[5] = sz[6] = (size_t)HPJ__PB_LBFGS_M * P;
+        sz[7] = (size_t)L * D;  /* mean */
+        sz[8] = (size_t)D;      /* scale */
+        sz[9] = (size_t)L;      /* bbest */
+        sz[10] = (size_t)n;     /* ycd */
+        sz[11] = (size_t)L;     /* om */
+        sz[12] = (size_t)D;     /* mo */
+        sz[13] = KD;            /* Weff */
+        sz[14] = ((size_t)nbmax + 1) * ((size_t)K * D + K + L + D); /* part (+ total) */
+        sz[15] = (size_t)nbmax * (3 * (size_t)D + 2 * (size_t)K);  /* scratch */
+        pv[0] = &theta;
+        pv[1] = &theta1;
+        pv[2] = &g;
+        pv[3] = &g1;
+        pv[4] = &p;
+        pv[5] = &Hs.S;
+        pv[6] = &Hs.Y;
+        pv[7] = &mean;
+        pv[8] = &scale;
+        pv[9] = &bbest;
+        pv[10] = &ycd;
+        pv[11] = &R.om;
+        pv[12] = &R.mo;
+        pv[13] = &R.Weff;
+        pv[14] = &R.part;
+        pv[15] = &R.scratch;
+        mem = hpj__pb_carve(fn, 16, sz, pv);
+        if (!mem) {
+            hpj__free(rows);
+            return HPJ_ERR_NOMEM;
+        }
+    }
+    /* inner-train statistics: per-resolution means; scale of the uniform mixture */
+    for (j = 0; j < (size_t)L * D; ++j) mean[j] = 0.0;
+    for (i = 0; i < ntr; ++i) {
+        const float *Hi = H + (size_t)rows[i] * L * D;
+        for (j = 0; j < (size_t)L * D; ++j) mean[j] += (double)Hi[j];
+    }
+    for (j = 0; j < (size_t)L * D; ++j) mean[j] /= (double)ntr;
+    for (j = 0; j < (size_t)D; ++j) scale[j] = 1.0;
+    if (o->standardize) {
+        for (j = 0; j < (size_t)D; ++j) scale[j] = 0.0;
+        for (i = 0; i < ntr; ++i) {
+            const float *Hi = H + (size_t)rows[i] * L * D;
+            for (j = 0; j < (size_t)D; ++j) {
+                double u = 0.0;
+                for (l = 0; l < L; ++l) u += (double)Hi[(size_t)l * D + j] - mean[(size_t)l * D + j];
+                u /= (double)L;
+                scale[j] += u * u;
+            }
+        }
+        for (j = 0; j < (size_t)D; ++j) {
+            double sd = sqrt(scale[j] / (double)ntr);
+            scale[j] = sd > 1e-12 ? 1.0 / sd : 1.0;
+        }
+    }
+    if (C == 0) {
+        double yb = 0.0;
+        for (i = 0; i < ntr; ++i) yb += (double)yreg[rows[i]];
+        yb /= (double)ntr;
+        for (i = 0; i < n; ++i) ycd[i] = (double)yreg[i] - yb;
+        R.yc = ycd;
+    }
+    R.m = mean;
+    R.s = scale;
+    Hs.P = (int)P;
+    Hs.m = HPJ__PB_LBFGS_M;
+    Hs.cnt = 0;
+    Hs.head = 0;
+    memset(theta, 0, sizeof(double) * P);
+#define HPJ__PB_RW_PEN(th) (0.5 * R.pen * hpj__pb_dotn((th) + L, (th) + L, KD))
+    /* phase 0: the head alone on the uniform mixture (b frozen at 0), to
+       the gradient test; phase 1: b and the head jointly, the validation
+       loss checked after every iteration. */
+    for (phase = 0; phase < 2; ++phase) {
+        R.rows = rows;
+        R.nr = ntr;
+        F = hpj__pb_rw_eval(&R, theta, g) + HPJ__PB_RW_PEN(theta);
+        if (phase == 0) memset(g, 0, sizeof(double) * (size_t)L);
+        gmax = hpj__pb_maxabs(g, P);
+        if (phase == 0) thresh = o->tol * HPJ__MAX(1.0, gmax);
+        Hs.cnt = 0;
+        Hs.head = 0;
+        if (phase == 1) {
+            R.rows = rows + ntr;
+            R.nr = nval;
+            best_val = val = hpj__pb_rw_eval(&R, theta, NULL) / (double)nval;
+            memcpy(bbest, theta, sizeof(double) * (size_t)L);
+        }
+        for (it = 1; it <= HPJ_RESWEIGHT_ITERS && gmax > thresh && isfinite(F); ++it) {
+            double d0, t = 1.0;
+            int ls, ok = 0;
+            hpj__pb_lbfgs_dir(&Hs, g, p);
+            d0 = hpj__pb_dotn(g, p, P);
+            if (!(d0 < 0)) {
+                Hs.cnt = 0;
+                hpj__pb_lbfgs_dir(&Hs, g, p);
+                d0 = hpj__pb_dotn(g, p, P);
+            }
+            if (Hs.cnt == 0) t = 1.0 / sqrt(hpj__pb_dotn(p, p, P));
+            R.rows = rows;
+            R.nr = ntr;
+            for (ls = 0; ls < 40; ++ls, t *= 0.5) { /* backtracking Armijo */
+                for (j = 0; j < P; ++j) theta1[j] = theta[j] + t * p[j];
+                F1 = hpj__pb_rw_eval(&R, theta1, g1) + HPJ__PB_RW_PEN(theta1);
+                if (isfinite(F1) && F1 <= F + 1e-4 * t * d0 + 8.0 * DBL_EPSILON * fabs(F)) {
+                    ok = 1;
+                    break;
+                }
+            }
+            if (!ok) break; /* no decrease representable: done */
+            if (phase == 0) memset(g1, 0, sizeof(double) * (size_t)L);
+            hpj__pb_lbfgs_push(&Hs, theta1, theta, g1, g);
+            {
+                double *tmp = theta;
+                theta = theta1;
+                theta1 = tmp;
+                tmp = g;
+                g = g1;
+                g1 = tmp;
+            }
+            F = F1;
+            gmax = hpj__pb_maxabs(g, P);
+            if (phase == 0) continue;
+            iters = it;
+            R.rows = rows + ntr;
+            R.nr = nval;
+            val = hpj__pb_rw_eval(&R, theta, NULL) / (double)nval;
+            if (val < best_val) {
+                best_val = val;
+                best_it = it;
+                memcpy(bbest, theta, sizeof(double) * (size_t)L);
+            }
+            if (it - best_it >= HPJ_RESWEIGHT_PATIENCE) break; /* early stopping */
+        }
+    }
+#undef HPJ__PB_RW_PEN
+    {
+        double mx = bbest[0], se = 0.0;
+        for (l = 1; l < L; ++l) mx = HPJ__MAX(mx, bbest[l]);
+        for (l = 0; l < L; ++l) se += exp(bbest[l] - mx);
+        for (l = 0; l < L; ++l) {
+            omega[l] = (float)((1.0 - (double)lambda) * exp(bbest[l] - mx) / se + (double)lambda / L);
+            if (logits) logits[l] = (float)bbest[l];
+        }
+    }
+    if (info) {
+        info->n_train = ntr;
+        info->n_val = nval;
+        info->iters = iters;
+        info->best_iter = best_it;
+        info->val_loss_best = best_val;
+        info->val_loss_last = val;
+    }
+    hpj__free(mem);
+    hpj__free(rows);
+    return HPJ_OK;
+}
+
+HPJDEF hpj_status hpj_resweight_fit(const float *H, int n, int L, int D, const int32_t *y, const float *yreg, int C,
+                                    float lambda, uint64_t seed, const hpj_probe_options *o, float *omega) {
+    return hpj_resweight_fit_ex(H, n, L, D, y, yreg, C, lambda, seed, o, omega, NULL, NULL);
+}
+
+HPJDEF void hpj_resweight_apply(float *out, const float *H, const float *omega, int n, int L, int D) {
+    int i;
+    if (!out || !H || !omega || n < 1 || L < 1 || D < 1) return;
+    HPJ__OMP(parallel for schedule(static) if ((double)n * L * D > HPJ__PB_PAR))
+    for (i = 0; i < n; ++i) {
+        const float *Hi = H + (size_t)i * L * D;
+        float *o = out + (size_t)i * D;
+        int j, l;
+        for (j = 0; j < D; ++j) {
+            double v = 0.0;
+            for (l = 0; l < L; ++l) v += (double)omega[l] * (double)Hi[(size_t)l * D + j];
+            o[j] = (float)v;
+        }
+    }
+}
+
+/* ==== checkpoints ========================================================== */
+
+HPJDEF uint32_t hpj_crc32(const void *data, size_t len) {
+    /* CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), bytewise */
+    static uint32_t table[256];
+    static int ready = 0;
+    const unsigned char *p = (const unsigned char *)data;
+    uint32_t c = 0xFFFFFFFFu;
+    size_t i;
+    if (!ready) {
+        uint32_t k, j;
+        for (k = 0; k < 256; ++k) {
+            uint32_t v = k;
+            for (j = 0; j < 8; ++j) v = (v & 1) ? 0xEDB88320u ^ (v >> 1) : v >> 1;
+            table[k] = v;
+        }
+        ready = 1;
+    }
+    for (i = 0; i < len; ++i) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+HPJDEF void hpj_free_buffer(void *p) { hpj__free(p); }
+
+static const unsigned char hpj__ckpt_magic[8] = {'H', 'P', 'J', 'E', 'P', 'A', '\r', '\n'};
+
+static void hpj__put_u32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+}
+static uint32_t hpj__get_u32(const unsigned char *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static void hpj__put_u64(unsigned char *p, uint64_t v) { hpj__put_u32(p, (uint32_t)v); hpj__put_u32(p + 4, (uint32_t)(v >> 32)); }
+static uint64_t hpj__get_u64(const unsigned char *p) { return (uint64_t)hpj__get_u32(p) | ((uint64_t)hpj__get_u32(p + 4) << 32); }
+static void hpj__put_f32s(unsigned char *p, const float *x, size_t n) {
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        hpj__put_u32(p + 4 * i, u);
+    }
+}
+static void hpj__get_f32s(float *x, const unsigned char *p, size_t n) {
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        uint32_t u = hpj__get_u32(p + 4 * i);
+        memcpy(&x[i], &u, 4);
+    }
+}
+
+#ifndef HPJ_NO_STDIO
+HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, unsigned char **buf, size_t *len) {
+    char cfgtext[4096];
+    size_t clen = hpj_config_format(&m->cfg, cfgtext, sizeof cfgtext), floats, total, off = 0;
+    unsigned char *b;
+    int32_t enc[8];
+    int i;
+    *buf = NULL;
+    *len = 0;
+    if (clen >= sizeof cfgtext) return hpj__fail(HPJ_ERR_INPUT, "checkpoint: config text too long");
+    floats = m->num_params + m->enc_count + m->num_stats + (with_optimizer ? 2 * m->num_params : 0);
+    total = 8 + 4 + 4 + 4 + clen + 8 * 4 + 5 * 8 + 4 * floats + 4;
+    b = (unsigned char *)hpj__alloc(total, "checkpoint");
+    if (!b) return HPJ_ERR_NOMEM;
+    memcpy(b, hpj__ckpt_magic, 8); off = 8;
+    hpj__put_u32(b + off, HPJ_CKPT_VERSION); off += 4;
+    hpj__put_u32(b + off, with_optimizer ? 1u : 0u); off += 4;
+    hpj__put_u32(b + off, (uint32_t)clen); off += 4;
+    memcpy(b + off, cfgtext, clen); off += clen;
+    enc[0] = m->F; enc[1] = m->Fe; enc[2] = m->node_onehot; enc[3] = m->node_label_min; enc[4] = m->node_attr_dim;
+    enc[5] = m->edge_onehot; enc[6] = m->edge_label_min; enc[7] = 0;
+    for (i = 0; i < 8; ++i) { hpj__put_u32(b + off, (uint32_t)enc[i]); off += 4; }
+    hpj__put_u64(b + off, m->num_params); off += 8;
+    hpj__put_u64(b + off, m->enc_count); off += 8;
+    hpj__put_u64(b + off, m->num_stats); off += 8;
+    hpj__put_u64(b + off, (uint64_t)m->step); off += 8;
+    hpj__put_u64(b + off, (uint64_t)m->epoch); off += 8;
+    hpj__put_f32s(b + off, m->params, m->num_params); off += 4 * m->num_params;
+    hpj__put_f32s(b + off, m->ema, m->enc_count); off += 4 * m->enc_count;
+    hpj__put_f32s(b + off, m->stats, m->num_stats); off += 4 * m->num_stats;
+    if (with_optimizer) {
+        hpj__put_f32s(b + off, m->adam_m, m->num_params); off += 4 * m->num_params;
+        hpj__put_f32s(b + off, m->adam_v, m->num_params); off += 4 * m->num_params;
+    }
+    hpj__put_u32(b + off, hpj_crc32(b, off)); off += 4;
+    HPJ_ASSERT(off == total);
+    *buf = b;
+    *len = total;
+    return HPJ_OK;
+}
+#endif
+
+HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, size_t len, const char *name) {
+    size_t off = 0, clen, floats, i;
+    uint32_t version, flags;
+    hpj_config cfg;
+    hpj_status st;
+    uint64_t np, ne, ns, step, epoch;
+    memset(m, 0, sizeof(*m));
+    if (!name) name = "checkpoint";
+    if (len < 8 + 12 || memcmp(b, hpj__ckpt_magic, 8) != 0)
+        return hpj__fail(HPJ_ERR_FORMAT, "%s: not an hpjepa checkpoint (bad magic)", name);
+    if (hpj__get_u32(b + len - 4) != hpj_crc32(b, len - 4))
+        return hpj__fail(HPJ_ERR_FORMAT, "%s: CRC mismatch (file truncated or corrupted)", name);
+    off = 8;
+    version = hpj__get_u32(b + off); off += 4;
+    flags = hpj__get_u32(b + off); off += 4;
+    if (version != HPJ_CKPT_VERSION)
+        return hpj__fail(HPJ_ERR_FORMAT, "%s: format version %u, this build reads version %d", name, version, HPJ_CKPT_VERSION);
+    if (flags > 1) return hpj__fail(HPJ_ERR_FORMAT, "%s: unknown flags 0x%x", name, flags);
+    clen = hpj__get_u32(b + off); off += 4;
+    if (clen > len - off) return hpj__fail(HPJ_ERR_FORMAT, "%s: config length %zu exceeds the file", name, clen);
+    hpj_config_default(&cfg);
+    if ((st = hpj_config_parse(&cfg, (const char *)b + off, clen, name))) return st;
+    off += clen;
+    if (len - off < 8 * 4 + 5 * 8 + 4) return hpj__fail(HPJ_ERR_FORMAT, "%s: truncated header", name);
+    m->F = (int)hpj__get_u32(b + off); m->Fe = (int)hpj__get_u32(b + off + 4);
+    m->node_onehot = (int)hpj__get_u32(b + off + 8); m->node_label_min = (int32_t)hpj__get_u32(b + off + 12);
+    m->node_attr_dim = (int)hpj__get_u32(b + off + 16); m->edge_onehot = (int)hpj__get_u32(b + off + 20);
+    m->edge_label_min = (int32_t)hpj__get_u32(b + off + 24);
+    off += 32;
+    np = hpj__get_u64(b + off); ne = hpj__get_u64(b + off + 8); ns = hpj__get_u64(b + off + 16);
+    step = hpj__get_u64(b + off + 24); epoch = hpj__get_u64(b + off + 32);
+    off += 40;
+    if (m->node_onehot < 0 || m->node_attr_dim < 0 || m->edge_onehot < 0 || m->F != HPJ__MAX(1, m->node_onehot + m->node_attr_dim) ||
+        m->Fe != HPJ__MAX(1, m->edge_onehot))
+        return hpj__fail(HPJ_ERR_FORMAT, "%s: inconsistent input encoding", name);
+    if ((st = hpj__model_alloc(m, &cfg))) { hpj_model_free(m); return st; }
+    if (np != m->num_params || ne != m->enc_count || ns != m->num_stats) {
+        hpj_model_free(m);
+        return hpj__fail(HPJ_ERR_FORMAT, "%s: tensor sizes (%llu, %llu, %llu) do not match the config (%zu, %zu, %zu)", name,
+                         (unsigned long long)np, (unsigned long long)ne, (unsigned long long)ns, m->num_params, m->enc_count,
+                         m->num_stats);
+    }
+    floats = m->num_params + m->enc_count + m->num_stats + (flags ? 2 * m->num_params : 0);
+    if (len - off != 4 * floats + 4) {
+        size_t have = len - off;
+        hpj_model_free(m);
+        return hpj__fail(HPJ_ERR_FORMAT, "%s: %zu bytes of tensors, expected %zu", name, have, 4 * floats + 4);
+    }
+    hpj__get_f32s(m->params, b + off, m->num_params); off += 4 * m->num_params;
+    hpj__get_f32s(m->ema, b + off, m->enc_count); off += 4 * m->enc_count;
+    hpj__get_f32s(m->stats, b + off, m->num_stats); off += 4 * m->num_stats;
+    if (flags) {
+        hpj__get_f32s(m->adam_m, b + off, m->num_params); off += 4 * m->num_params;
+        hpj__get_f32s(m->adam_v, b + off, m->num_params); off += 4 * m->num_params;
+    }
+    for (i = 0; i < m->num_params; ++i)
+        if (!(m->params[i] == m->params[i]) || fabsf(m->params[i]) > FLT_MAX) {
+            hpj_model_free(m);
+            return hpj__fail(HPJ_ERR_FORMAT, "%s: parameter %zu is not finite", name, i);
+        }
+    m->step = (int64_t)step;
+    m->epoch = (int64_t)epoch;
+    return HPJ_OK;
+}
+
+#ifndef HPJ_NO_STDIO
+HPJDEF hpj_status hpj_model_save(const hpj_model *m, const char *path, int with_optimizer) {
+    unsigned char *buf;
+    size_t len;
+    hpj_status st = hpj_model_serialize(m, with_optimizer, &buf, &len);
+    if (st) return st;
+    st = hpj__write_atomic(path, buf, len);
+    hpj__free(buf);
+    return st;
+}
+
+HPJDEF hpj_status hpj_model_load(hpj_model *m, const char *path) {
+    char *text;
+    size_t len;
+    hpj_status st;
+    memset(m, 0, sizeof(*m));
+    if ((st = hpj__read_file(path, &text, &len))) return st;
+    st = hpj_model_deserialize(m, (const unsigned char *)text, len, path);
+    hpj__free(text);
     return st;
 }
 #endif

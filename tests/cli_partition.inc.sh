@@ -72,6 +72,9 @@ expect_fail "partition: missing K" "expected GRAPH_FILE and K" ./hpjepa partitio
 expect_fail "partition: bad method" "method: 'metis' is not kway or rb" ./hpjepa partition "$TMP/grid10.graph" 2 --method metis
 expect_fail "partition: bad seed" "seed: '-1'|seed: -1" ./hpjepa partition "$TMP/grid10.graph" 2 --seed -1
 expect_fail "partition: bad imbalance" "imbalance: 0.5 is out of range" ./hpjepa partition "$TMP/grid10.graph" 2 --imbalance 0.5
+expect_fail "partition: bad ufactor" "ufactor: .nan. is not a finite number" ./hpjepa partition "$TMP/grid10.graph" 2 --ufactor nan
+out=$(./hpjepa partition "$TMP/grid10.graph" 4 --ufactor 1.2 --ncuts 3)
+echo "$out" | grep -Eq "^edgecut=[0-9]+ imbalance=1\.(0|1)[0-9]* parts=4 " && ok "partition --ufactor 1.2 --ncuts 3 ($out)" || bad "partition --ufactor" "got '$out'"
 expect_fail "partition: unknown option" "unknown option '--frob'" ./hpjepa partition "$TMP/grid10.graph" 2 --frob 1
 expect_fail "partition: missing file" "cannot open" ./hpjepa partition "$TMP/nope.graph" 2
 

@@ -1,6 +1,3 @@
 /* The one translation unit of the test suite that holds the library. */
 #define HPJEPA_IMPLEMENTATION
 #include "../hpjepa.h"
-#include "../wip/partition.h"
-#include "../wip/nn.h"
-#include "../wip/probe.h"

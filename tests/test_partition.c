@@ -2,7 +2,6 @@
    answers, edge cases, weights, determinism, bad input, the dataset path. */
 #include "test.h"
 #include "../hpjepa.h"
-#include "../wip/partition.h"
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -41,6 +40,32 @@ static int build(int32_t n, edges *e, int weighted, hpj_graph_owned *g) {
     return hpj_graph_from_edges(n, e->m, e->u, e->v, weighted ? e->w : NULL, g);
 }
 
+/* One workspace shared by every test: results must not depend on it. */
+static hpj_part_work *shared_work(void) {
+    static hpj_part_work *w;
+    if (!w) w = hpj_part_work_new();
+    return w;
+}
+
+/* hpj_partition through the shared workspace, then the stats of the
+   result (stats may be NULL); also checks that the reported cut equals
+   hpj_partition_cut and hpj_partition_evaluate's. */
+static hpj_status run_part(const hpj_graph *g, int32_t k, const hpj_part_options *o, int32_t *part,
+                           hpj_partition_stats *stats) {
+    hpj_partition_stats st;
+    int64_t cut = -5;
+    hpj_status s = hpj_partition(g, k, o, shared_work(), part, &cut);
+    if (s != HPJ_OK) return s;
+    if ((s = hpj_partition_evaluate(g, k, part, &st)) != HPJ_OK) return s;
+    if (cut != st.edgecut || cut != hpj_partition_cut(g, part)) {
+        test_report(__FILE__, __LINE__, "n=%d k=%d: edgecut %lld, evaluate %lld, partition_cut %lld", g->n, k,
+                    (long long)cut, (long long)st.edgecut, (long long)hpj_partition_cut(g, part));
+        return HPJ_ERR_NUMERIC;
+    }
+    if (stats) *stats = st;
+    return HPJ_OK;
+}
+
 /* Independent recount: cut, max part weight, non-empty parts; -1 cut if an
    id is out of range. */
 static long long recount(const hpj_graph *g, int32_t k, const int32_t *part, long long *maxw, int *nonempty) {
@@ -68,17 +93,17 @@ static long long recount(const hpj_graph *g, int32_t k, const int32_t *part, lon
 
 /* Partitions g, checks every invariant; returns the cut (or -1 after a
    failed CHECK, which the caller turns into a return via test_failed). */
-static long long check_partition(const hpj_graph *g, int32_t k, hpj_partition_method method, uint64_t seed,
+static long long check_partition(const hpj_graph *g, int32_t k, int method, uint64_t seed,
                                  int check_balance, int32_t *part) {
-    hpj_partition_options o;
+    hpj_part_options o;
     hpj_partition_stats st;
     long long cut, maxw, W = 0, bound;
     int nonempty;
     int32_t v, kk = k < g->n ? k : g->n;
-    hpj_partition_options_default(&o);
+    hpj_part_options_default(&o);
     o.method = method;
     o.seed = seed;
-    if (hpj_partition_run(g, k, &o, part, &st) != HPJ_OK) {
+    if (run_part(g, k, &o, part, &st) != HPJ_OK) {
         test_report(__FILE__, __LINE__, "partition_run(n=%d, k=%d) failed: %s", g->n, k, hpj_last_error());
         return -1;
     }
@@ -156,8 +181,8 @@ static void test_invariants_random(void) {
         ks[5] = n + (int32_t)hpj_rng_below(&r, 4);
         part = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
         for (ki = 0; ki < 6; ++ki) {
-            long long c1 = check_partition(&g.g, ks[ki], HPJ_PARTITION_KWAY, (uint64_t)t, 1, part);
-            long long c2 = c1 < 0 ? -1 : check_partition(&g.g, ks[ki], HPJ_PARTITION_RB, (uint64_t)t, 1, part);
+            long long c1 = check_partition(&g.g, ks[ki], HPJ_PART_KWAY, (uint64_t)t, 1, part);
+            long long c2 = c1 < 0 ? -1 : check_partition(&g.g, ks[ki], HPJ_PART_RB, (uint64_t)t, 1, part);
             if (c1 < 0 || c2 < 0) break;
         }
         free(part);
@@ -178,8 +203,8 @@ static void test_known_answers(void) {
     e_add(&e, 2, 9, 1);
     CHECK_OK(build(12, &e, 0, &g));
     for (seed = 1; seed <= 5; ++seed) {
-        CHECK_EQ_INT(check_partition(&g.g, 2, HPJ_PARTITION_KWAY, (uint64_t)seed, 1, part), 1);
-        CHECK_EQ_INT(check_partition(&g.g, 2, HPJ_PARTITION_RB, (uint64_t)seed, 1, part), 1);
+        CHECK_EQ_INT(check_partition(&g.g, 2, HPJ_PART_KWAY, (uint64_t)seed, 1, part), 1);
+        CHECK_EQ_INT(check_partition(&g.g, 2, HPJ_PART_RB, (uint64_t)seed, 1, part), 1);
     }
     hpj_graph_owned_free(&g);
     /* a path of 31 vertices: cut 1 */
@@ -187,15 +212,15 @@ static void test_known_answers(void) {
     for (i = 0; i + 1 < 31; ++i) e_add(&e, i, i + 1, 1);
     CHECK_OK(build(31, &e, 0, &g));
     for (seed = 1; seed <= 5; ++seed) {
-        CHECK_EQ_INT(check_partition(&g.g, 2, HPJ_PARTITION_KWAY, (uint64_t)seed, 1, part), 1);
-        CHECK_EQ_INT(check_partition(&g.g, 2, HPJ_PARTITION_RB, (uint64_t)seed, 1, part), 1);
+        CHECK_EQ_INT(check_partition(&g.g, 2, HPJ_PART_KWAY, (uint64_t)seed, 1, part), 1);
+        CHECK_EQ_INT(check_partition(&g.g, 2, HPJ_PART_RB, (uint64_t)seed, 1, part), 1);
     }
     hpj_graph_owned_free(&g);
     /* m x m grids at K = 2: cut m. Up to 10 x 10 every single run finds
        the straight cut; beyond, one run may return a staircase (METIS's
        too: 16-23 on 16 x 16), so the larger grids use ncuts = 8. */
     for (m = 2; m <= 20; m += 2) {
-        hpj_partition_options o;
+        hpj_part_options o;
         hpj_partition_stats st;
         int meth;
         if (m > 10 && m != 16 && m != 20) continue;
@@ -208,11 +233,11 @@ static void test_known_answers(void) {
         CHECK_OK(build(m * m, &e, 0, &g));
         for (seed = 1; seed <= 4; ++seed)
             for (meth = 0; meth < 2; ++meth) {
-                hpj_partition_options_default(&o);
-                o.method = meth ? HPJ_PARTITION_RB : HPJ_PARTITION_KWAY;
+                hpj_part_options_default(&o);
+                o.method = meth ? HPJ_PART_RB : HPJ_PART_KWAY;
                 o.seed = (uint64_t)seed;
                 o.ncuts = m > 10 ? 8 : 1;
-                CHECK_OK(hpj_partition_run(&g.g, 2, &o, part, &st));
+                CHECK_OK(run_part(&g.g, 2, &o, part, &st));
                 CHECK_MSG(st.edgecut == m, "%d x %d grid, method %d, seed %d: cut %lld, expected %d", m, m, meth,
                           seed, (long long)st.edgecut, m);
                 CHECK_EQ_INT(st.max_part_weight, m * m / 2);
@@ -224,8 +249,8 @@ static void test_known_answers(void) {
     for (i = 0; i < 12; ++i)
         for (j = i + 1; j < 12; ++j) e_add(&e, i, j, 1);
     CHECK_OK(build(12, &e, 0, &g));
-    CHECK_EQ_INT(check_partition(&g.g, 3, HPJ_PARTITION_KWAY, 1, 1, part), 48);
-    CHECK_EQ_INT(check_partition(&g.g, 3, HPJ_PARTITION_RB, 1, 1, part), 48);
+    CHECK_EQ_INT(check_partition(&g.g, 3, HPJ_PART_KWAY, 1, 1, part), 48);
+    CHECK_EQ_INT(check_partition(&g.g, 3, HPJ_PART_RB, 1, 1, part), 48);
     hpj_graph_owned_free(&g);
     e_free(&e);
 }
@@ -240,19 +265,19 @@ static void test_edge_cases(void) {
     memset(&e, 0, sizeof e);
     memset(&empty, 0, sizeof empty);
     /* n = 0 */
-    CHECK_OK(hpj_partition_run(&empty, 4, NULL, NULL, &st));
+    CHECK_OK(run_part(&empty, 4, NULL, NULL, &st));
     CHECK_EQ_INT(st.nonempty, 0);
     /* n = 1 */
     CHECK_OK(build(1, &e, 0, &g));
     for (k = 1; k <= 3; ++k) {
         part[0] = 77;
-        CHECK_OK(hpj_partition_run(&g.g, k, NULL, part, &st));
+        CHECK_OK(run_part(&g.g, k, NULL, part, &st));
         CHECK_EQ_INT(part[0], 0);
         CHECK_EQ_INT(st.nonempty, 1);
     }
     hpj_graph_owned_free(&g);
     for (meth = 0; meth < 2; ++meth) {
-        hpj_partition_method M = meth ? HPJ_PARTITION_RB : HPJ_PARTITION_KWAY;
+        int M = meth ? HPJ_PART_RB : HPJ_PART_KWAY;
         /* no edges: balanced, cut 0 */
         e.m = 0;
         CHECK_OK(build(10, &e, 0, &g));
@@ -281,10 +306,10 @@ static void test_edge_cases(void) {
         CHECK_EQ_INT(check_partition(&g.g, 3, M, 1, 1, part), 0);
         for (k = 4; k <= 12; ++k) CHECK(check_partition(&g.g, k, M, 1, 1, part) >= 0);
         /* k >= n: vertex v is part v */
-        CHECK_OK(hpj_partition_run(&g.g, 12, NULL, part, NULL));
+        CHECK_OK(run_part(&g.g, 12, NULL, part, NULL));
         for (i = 0; i < 9; ++i) CHECK_EQ_INT(part[i], i);
         /* k = 1: everything in part 0 */
-        CHECK_OK(hpj_partition_run(&g.g, 1, NULL, part, &st));
+        CHECK_OK(run_part(&g.g, 1, NULL, part, &st));
         for (i = 0; i < 9; ++i) CHECK_EQ_INT(part[i], 0);
         CHECK_EQ_INT(st.edgecut, 0);
         hpj_graph_owned_free(&g);
@@ -305,8 +330,8 @@ static void test_self_loops_ignored(void) {
     g.n = 4; g.nnz = 8; g.rowptr = rowptr; g.col = col;
     g0 = g;
     g0.nnz = 6; g0.rowptr = rowptr0; g0.col = col0;
-    CHECK_OK(hpj_partition_run(&g, 2, NULL, part, &st));
-    CHECK_OK(hpj_partition_run(&g0, 2, NULL, part0, &st0));
+    CHECK_OK(run_part(&g, 2, NULL, part, &st));
+    CHECK_OK(run_part(&g0, 2, NULL, part0, &st0));
     CHECK_EQ_INT(st.edgecut, 1);
     for (i = 0; i < 4; ++i) CHECK_EQ_INT(part[i], part0[i]);
 }
@@ -322,8 +347,8 @@ static void test_weights(void) {
     /* path a-b-c-d with edge weights 5, 1, 5: the light edge is cut */
     e_add(&e, 0, 1, 5); e_add(&e, 1, 2, 1); e_add(&e, 2, 3, 5);
     CHECK_OK(build(4, &e, 1, &g));
-    CHECK_EQ_INT(check_partition(&g.g, 2, HPJ_PARTITION_KWAY, 1, 1, part), 1);
-    CHECK_EQ_INT(check_partition(&g.g, 2, HPJ_PARTITION_RB, 1, 1, part), 1);
+    CHECK_EQ_INT(check_partition(&g.g, 2, HPJ_PART_KWAY, 1, 1, part), 1);
+    CHECK_EQ_INT(check_partition(&g.g, 2, HPJ_PART_RB, 1, 1, part), 1);
     hpj_graph_owned_free(&g);
     /* a ring of 8 with vertex weights 7,1,1,1,1,1,1,1 (W = 14) at K = 2:
        the heavy vertex's part holds nothing else */
@@ -333,12 +358,12 @@ static void test_weights(void) {
     gw = g.g;
     for (i = 0; i < 8; ++i) vw[i] = i == 0 ? 7 : 1;
     gw.vwgt = vw;
-    CHECK_EQ_INT(check_partition(&gw, 2, HPJ_PARTITION_KWAY, 1, 1, part), 2);
-    CHECK_EQ_INT(check_partition(&gw, 2, HPJ_PARTITION_RB, 1, 1, part), 2);
+    CHECK_EQ_INT(check_partition(&gw, 2, HPJ_PART_KWAY, 1, 1, part), 2);
+    CHECK_EQ_INT(check_partition(&gw, 2, HPJ_PART_RB, 1, 1, part), 2);
     CHECK(recount(&gw, 2, part, &maxw, &ne) == 2 && maxw == 7);
     /* zero vertex weights are allowed; parts still non-empty */
     for (i = 0; i < 8; ++i) vw[i] = i % 2;
-    CHECK(check_partition(&gw, 4, HPJ_PARTITION_KWAY, 1, 0, part) >= 0);
+    CHECK(check_partition(&gw, 4, HPJ_PART_KWAY, 1, 0, part) >= 0);
     hpj_graph_owned_free(&g);
     e_free(&e);
 }
@@ -357,15 +382,15 @@ static void test_deterministic(void) {
     b = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
     for (meth = 0; meth < 2; ++meth)
         for (k = 2; k <= 32; k *= 4) {
-            hpj_partition_options o;
-            hpj_partition_options_default(&o);
-            o.method = meth ? HPJ_PARTITION_RB : HPJ_PARTITION_KWAY;
+            hpj_part_options o;
+            hpj_part_options_default(&o);
+            o.method = meth ? HPJ_PART_RB : HPJ_PART_KWAY;
             o.seed = 99;
-            CHECK_OK(hpj_partition_run(&g.g, k, &o, a, NULL));
-            CHECK_OK(hpj_partition_run(&g.g, k, &o, b, NULL));
+            CHECK_OK(run_part(&g.g, k, &o, a, NULL));
+            CHECK_OK(run_part(&g.g, k, &o, b, NULL));
             CHECK(memcmp(a, b, sizeof(int32_t) * (size_t)n) == 0);
             o.seed = 100;
-            CHECK_OK(hpj_partition_run(&g.g, k, &o, b, NULL));
+            CHECK_OK(run_part(&g.g, k, &o, b, NULL));
             for (i = 0; i < n; ++i) differ += a[i] != b[i];
         }
     CHECK_MSG(differ > 0, "seeds 99 and 100 gave identical partitions everywhere");
@@ -379,7 +404,7 @@ static void test_ncuts_and_options(void) {
     edges e;
     hpj_graph_owned g;
     hpj_rng r;
-    hpj_partition_options o;
+    hpj_part_options o;
     hpj_partition_stats s1, s4;
     int32_t n = 2000, *p;
     memset(&e, 0, sizeof e);
@@ -387,15 +412,15 @@ static void test_ncuts_and_options(void) {
     make_random(&r, n, 0, &e);
     CHECK_OK(build(n, &e, 0, &g));
     p = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
-    hpj_partition_options_default(&o);
-    CHECK_OK(hpj_partition_run(&g.g, 8, &o, p, &s1));
+    hpj_part_options_default(&o);
+    CHECK_OK(run_part(&g.g, 8, &o, p, &s1));
     o.ncuts = 4; /* the first run is one of the four: never worse */
-    CHECK_OK(hpj_partition_run(&g.g, 8, &o, p, &s4));
+    CHECK_OK(run_part(&g.g, 8, &o, p, &s4));
     CHECK(s4.edgecut <= s1.edgecut);
     /* a looser bound is honoured too */
     o.ncuts = 1;
-    o.imbalance = 1.2;
-    CHECK_OK(hpj_partition_run(&g.g, 8, &o, p, &s1));
+    o.ufactor = 1.2f;
+    CHECK_OK(run_part(&g.g, 8, &o, p, &s1));
     CHECK(s1.max_part_weight <= (int64_t)(1.2 * n / 8));
     free(p);
     hpj_graph_owned_free(&g);
@@ -408,30 +433,30 @@ static void test_bad_input(void) {
     static const int32_t col[2] = {1, 0};
     static const int32_t ew_bad[2] = {1, 0};
     hpj_graph g;
-    hpj_partition_options o;
+    hpj_part_options o;
     hpj_partition_stats st;
     int32_t part[2] = {-7, -7};
     memset(&g, 0, sizeof g);
     g.n = 2; g.nnz = 2; g.rowptr = rowptr; g.col = col;
-    CHECK(hpj_partition_run(&g, 0, NULL, part, NULL) == HPJ_ERR_INPUT);
+    CHECK(run_part(&g, 0, NULL, part, NULL) == HPJ_ERR_INPUT);
     CHECK(strstr(hpj_last_error(), "k=0") != NULL);
-    CHECK(hpj_partition_run(&g, -3, NULL, part, NULL) == HPJ_ERR_INPUT);
-    hpj_partition_options_default(&o);
-    o.imbalance = 0.9;
-    CHECK(hpj_partition_run(&g, 2, &o, part, NULL) == HPJ_ERR_INPUT);
-    CHECK(strstr(hpj_last_error(), "imbalance") != NULL);
-    hpj_partition_options_default(&o);
-    o.method = (hpj_partition_method)7;
-    CHECK(hpj_partition_run(&g, 2, &o, part, NULL) == HPJ_ERR_INPUT);
-    hpj_partition_options_default(&o);
+    CHECK(run_part(&g, -3, NULL, part, NULL) == HPJ_ERR_INPUT);
+    hpj_part_options_default(&o);
+    o.ufactor = 0.9f;
+    CHECK(run_part(&g, 2, &o, part, NULL) == HPJ_ERR_INPUT);
+    CHECK(strstr(hpj_last_error(), "ufactor") != NULL);
+    hpj_part_options_default(&o);
+    o.method = 7;
+    CHECK(run_part(&g, 2, &o, part, NULL) == HPJ_ERR_INPUT);
+    hpj_part_options_default(&o);
     o.ncuts = 0;
-    CHECK(hpj_partition_run(&g, 2, &o, part, NULL) == HPJ_ERR_INPUT);
+    CHECK(run_part(&g, 2, &o, part, NULL) == HPJ_ERR_INPUT);
     g.col = col_bad;
-    CHECK(hpj_partition_run(&g, 2, NULL, part, NULL) == HPJ_ERR_INPUT);
+    CHECK(run_part(&g, 2, NULL, part, NULL) == HPJ_ERR_INPUT);
     CHECK(strstr(hpj_last_error(), "out of range") != NULL);
     g.col = col;
     g.ewgt = ew_bad;
-    CHECK(hpj_partition_run(&g, 2, NULL, part, NULL) == HPJ_ERR_INPUT);
+    CHECK(run_part(&g, 2, NULL, part, NULL) == HPJ_ERR_INPUT);
     CHECK_EQ_INT(part[0], -7); /* untouched on failure */
     CHECK_EQ_INT(part[1], -7);
     g.ewgt = NULL;
@@ -481,7 +506,7 @@ static void test_dataset_fast_path(void) {
     part = (int32_t *)malloc(sizeof(int32_t) * (size_t)(L * N));
     part1 = (int32_t *)malloc(sizeof(int32_t) * (size_t)(L * N));
     np = (int32_t *)malloc(sizeof(int32_t) * (size_t)(L * ds.num_graphs));
-    CHECK_OK(hpj_partition_run_dataset(&ds, K, L, NULL, part, np));
+    CHECK_OK(hpj_partition_dataset(&ds, K, L, NULL, part, np));
     for (gi = 0; gi < ds.num_graphs; ++gi) {
         hpj_graph g = hpj_dataset_graph(&ds, gi);
         for (l = 0; l < L; ++l) {
@@ -498,7 +523,7 @@ static void test_dataset_fast_path(void) {
         /* one thread: bit-identical */
         int nt = omp_get_max_threads();
         omp_set_num_threads(1);
-        CHECK_OK(hpj_partition_run_dataset(&ds, K, L, NULL, part1, NULL));
+        CHECK_OK(hpj_partition_dataset(&ds, K, L, NULL, part1, NULL));
         omp_set_num_threads(nt);
         CHECK(memcmp(part, part1, sizeof(int32_t) * (size_t)(L * N)) == 0);
     }
@@ -507,22 +532,93 @@ static void test_dataset_fast_path(void) {
     for (gi = 0; gi < ds.num_graphs; gi += 97) {
         hpj_graph g = hpj_dataset_graph(&ds, gi);
         for (l = 0; l < L; ++l) {
-            hpj_partition_options o;
+            hpj_part_options o;
             hpj_rng r = hpj_rng_stream(1, (uint64_t)l, (uint64_t)gi);
-            hpj_partition_options_default(&o);
+            hpj_part_options_default(&o);
             o.seed = hpj_rng_u64(&r);
-            CHECK_OK(hpj_partition_run(&g, K[l], &o, part1, NULL));
+            CHECK_OK(run_part(&g, K[l], &o, part1, NULL));
             CHECK(memcmp(part1, part + l * N + ds.node_ptr[gi], sizeof(int32_t) * (size_t)g.n) == 0);
             ++n1;
         }
     }
     CHECK(n1 > 0);
     K[1] = 0;
-    CHECK(hpj_partition_run_dataset(&ds, K, L, NULL, part, NULL) == HPJ_ERR_INPUT);
+    CHECK(hpj_partition_dataset(&ds, K, L, NULL, part, NULL) == HPJ_ERR_INPUT);
     free(part);
     free(part1);
     free(np);
     hpj_dataset_free(&ds);
+}
+
+
+static void test_workspace(void) {
+    /* the same partition with no workspace, a fresh one and one that has
+       served graphs of other sizes; the compatibility call agrees too */
+    edges e;
+    hpj_graph_owned g, h;
+    hpj_rng r;
+    hpj_part_work *w = hpj_part_work_new();
+    int32_t *a, *b, *c, n = 700, k;
+    int64_t ca, cb, cc;
+    int meth;
+    CHECK(w != NULL);
+    memset(&e, 0, sizeof e);
+    hpj_rng_seed(&r, 11);
+    make_random(&r, n, 1, &e);
+    CHECK_OK(build(n, &e, 0, &g));
+    make_random(&r, 90, 2, &e);
+    CHECK_OK(build(90, &e, 0, &h));
+    a = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+    b = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+    c = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+    for (meth = 0; meth < 2; ++meth)
+        for (k = 2; k <= 64; k *= 4) {
+            hpj_part_options o;
+            hpj_part_options_default(&o);
+            o.method = meth;
+            o.seed = 5;
+            CHECK_OK(hpj_partition(&g.g, k, &o, NULL, a, &ca));
+            CHECK_OK(hpj_partition(&g.g, k, &o, w, b, &cb));
+            CHECK_OK(hpj_partition(&h.g, k, &o, w, c, &cc)); /* another size in between */
+            CHECK_OK(hpj_partition(&g.g, k, &o, w, c, &cc));
+            CHECK(ca == cb && cb == cc);
+            CHECK(memcmp(a, b, sizeof(int32_t) * (size_t)n) == 0);
+            CHECK(memcmp(a, c, sizeof(int32_t) * (size_t)n) == 0);
+            CHECK_OK(hpj_partition_run(&g.g, k, &o, c, NULL));
+            CHECK(memcmp(a, c, sizeof(int32_t) * (size_t)n) == 0);
+        }
+    hpj_part_work_free(w);
+    hpj_part_work_free(NULL);
+    free(a);
+    free(b);
+    free(c);
+    hpj_graph_owned_free(&g);
+    hpj_graph_owned_free(&h);
+    e_free(&e);
+}
+
+static void test_cut_and_imbalance(void) {
+    edges e;
+    hpj_graph_owned g;
+    hpj_graph gw;
+    int32_t part[6] = {0, 0, 1, 1, 2, 2}, vw[6] = {1, 2, 3, 0, 0, 6}, bad[6] = {0, 0, 1, 1, 2, 3};
+    memset(&e, 0, sizeof e);
+    /* a 6-ring with edge weights 1..6 */
+    e_add(&e, 0, 1, 1); e_add(&e, 1, 2, 2); e_add(&e, 2, 3, 3);
+    e_add(&e, 3, 4, 4); e_add(&e, 4, 5, 5); e_add(&e, 5, 0, 6);
+    CHECK_OK(build(6, &e, 1, &g));
+    CHECK_EQ_INT(hpj_partition_cut(&g.g, part), 2 + 4 + 6);
+    CHECK_NEAR(hpj_partition_imbalance(&g.g, 3, part), 1.0, 0, 1e-12);
+    CHECK_NEAR(hpj_partition_imbalance(&g.g, 4, part), 2.0 * 4 / 6, 0, 1e-12);
+    gw = g.g;
+    gw.vwgt = vw; /* part weights 3, 3, 6 of 12 */
+    CHECK_NEAR(hpj_partition_imbalance(&gw, 3, part), 6.0 * 3 / 12, 0, 1e-12);
+    CHECK_EQ_INT(hpj_partition_cut(NULL, part), -1);
+    CHECK_EQ_INT(hpj_partition_cut(&g.g, NULL), -1);
+    CHECK(hpj_partition_imbalance(&g.g, 3, bad) < 0);  /* id 3 outside 0..2 */
+    CHECK(hpj_partition_imbalance(&g.g, 0, part) < 0);
+    hpj_graph_owned_free(&g);
+    e_free(&e);
 }
 
 const test_case partition_tests[] = {
@@ -536,5 +632,7 @@ const test_case partition_tests[] = {
     {"partition.bad_input", test_bad_input},
     {"partition.evaluate_and_write", test_evaluate_and_write},
     {"partition.dataset_fast_path", test_dataset_fast_path},
+    {"partition.workspace", test_workspace},
+    {"partition.cut_and_imbalance", test_cut_and_imbalance},
 };
 const int partition_tests_count = (int)(sizeof partition_tests / sizeof partition_tests[0]);

@@ -3,7 +3,6 @@
    double from first principles (normal equations, Newton's method). */
 #include "test.h"
 #include "../hpjepa.h"
-#include "../wip/probe.h"
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP

@@ -52,6 +52,8 @@ echo "Both sides single-threaded. Time = partitioning only (no file reading), wa
 echo
 
 field() { sed -nE "s/.*$1=([0-9.]+).*/\\1/p"; }
+SUMMARY_LARGE=""
+SUMMARY_DS=""
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }'; }
 
 # ---- large graphs ----
@@ -73,7 +75,7 @@ if [ "${BENCH_LARGE:-1}" != 0 ]; then
         echo
         echo "| K | ours cut | METIS cut | cut ratio | gpmetis cut | ours imb | METIS imb | ours ms | METIS ms | time ratio |"
         echo "|---|---|---|---|---|---|---|---|---|---|"
-        lc=0; lt=0; nk=0
+        lc=0; lt=0; nk=0; maximb=0
         for k in $KS; do
             o=$(./hpjepa partition "$f" "$k" --reps "$R")
             oc=$(echo "$o" | field edgecut); oi=$(echo "$o" | field imbalance); os=$(echo "$o" | field seconds)
@@ -83,9 +85,12 @@ if [ "${BENCH_LARGE:-1}" != 0 ]; then
             om=$(awk -v s="$os" 'BEGIN { printf "%.1f", s * 1000 }')
             cr=$(ratio "$oc" "$mc"); tr=$(ratio "$om" "$mm")
             lc=$(awk -v a="$lc" -v r="$cr" 'BEGIN { print a + log(r) }'); lt=$(awk -v a="$lt" -v r="$tr" 'BEGIN { print a + log(r) }'); nk=$((nk + 1))
+            maximb=$(awk -v a="$maximb" -v b="$oi" 'BEGIN { print (b > a) ? b : a }')
             echo "| $k | $oc | ${mc%.*} | $cr | $gc | $oi | $mi | $om | $mm | $tr |"
         done
-        echo "| geo. mean | | | **$(awk -v a="$lc" -v n="$nk" 'BEGIN { printf "%.3f", exp(a / n) }')** | | | | | | **$(awk -v a="$lt" -v n="$nk" 'BEGIN { printf "%.3f", exp(a / n) }')** |"
+        gcut=$(awk -v a="$lc" -v n="$nk" 'BEGIN { printf "%.3f", exp(a / n) }'); gtime=$(awk -v a="$lt" -v n="$nk" 'BEGIN { printf "%.3f", exp(a / n) }')
+        echo "| geo. mean | | | **$gcut** | | | | | | **$gtime** |"
+        SUMMARY_LARGE+="| $g | $gcut | $gtime | $maximb |"$'\n'
         echo
     done
 fi
@@ -134,6 +139,7 @@ PYEOF
         echo
         echo "| K | G | ours kway cut | ours rb cut | METIS rb cut | METIS kway cut | ours imb (kway/rb) | METIS imb (kway/rb) | ours kway us | METIS kway us | speedup kway | ours rb us | METIS rb us | speedup rb | parts |"
         echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        s_kr=0; s_kk=0; s_rr=0; c_kr=0; c_rr=0; c_kk=0; nd=0; allparts=yes
         for k in $KS; do
             f=$B/$ds.K$k.graphs
             [ -s "$f" ] || { echo "| $k | 0 | | | | | | | | | | | | | |"; continue; }
@@ -146,8 +152,44 @@ PYEOF
             orus=$(awk -v s="$(echo "$orb" | field seconds)" -v g="$ng" 'BEGIN { printf "%.1f", s * 1e6 / g }')
             mkus=$(echo "$mk" | awk -v g="$ng" '{ printf "%.1f", $6 * 1000 / g }')
             mrus=$(echo "$mr" | awk -v g="$ng" '{ printf "%.1f", $6 * 1000 / g }')
+            okc=$(echo "$ok_" | field edgecut); orc=$(echo "$orb" | field edgecut)
+            mrc=$(echo "$mr" | awk '{print $3}'); mkc=$(echo "$mk" | awk '{print $3}')
+            read -r s_kr s_kk s_rr c_kr c_rr c_kk < <(awk -v a="$s_kr" -v b="$s_kk" -v c="$s_rr" -v d="$c_kr" -v e="$c_rr" -v f="$c_kk" \
+                -v ok="$okus" -v orr="$orus" -v mk="$mkus" -v mr="$mrus" -v okc="$okc" -v orc="$orc" -v mrc="$mrc" -v mkc="$mkc" \
+                'BEGIN { printf "%g %g %g %g %g %g\n", a + log(mr / ok), b + log(mk / ok), c + log(mr / orr), d + log((okc + 1e-9) / (mrc + 1e-9)), e + log((orc + 1e-9) / (mrc + 1e-9)), f + log((okc + 1e-9) / (mkc + 1e-9)) }')
+            nd=$((nd + 1))
+            awk -v p="$(echo "$ok_" | field parts)" -v k="$k" 'BEGIN { exit !(p == k) }' || allparts=no
             echo "| $k | $ng | $(echo "$ok_" | field edgecut) | $(echo "$orb" | field edgecut) | $(echo "$mr" | awk '{print $3}') | $(echo "$mk" | awk '{print $3}') | $(echo "$ok_" | field imbalance)/$(echo "$orb" | field imbalance) | $(echo "$mk" | awk '{print $5}')/$(echo "$mr" | awk '{print $5}') | $okus | $mkus | $(ratio "$mkus" "$okus") | $orus | $mrus | $(ratio "$mrus" "$orus") | $(echo "$ok_" | field parts) |"
         done
+        if [ "$nd" -gt 0 ]; then
+            gm() { awk -v a="$1" -v n="$nd" 'BEGIN { printf "%.2f", exp(a / n) }'; }
+            echo
+            echo "geo. mean over K: speedup ours kway vs METIS rb **$(gm "$s_kr")x**, vs METIS kway $(gm "$s_kk")x;"
+            echo "ours rb vs METIS rb $(gm "$s_rr")x. Cut ratio ours kway / METIS rb **$(gm "$c_kr")**, ours rb / METIS rb $(gm "$c_rr"),"
+            echo "ours kway / METIS kway $(gm "$c_kk"). Every part non-empty (parts = K at every K): $allparts."
+            SUMMARY_DS+="| $ds | $(gm "$s_kr")x | $(gm "$s_kk")x | $(gm "$s_rr")x | $(gm "$c_kr") | $(gm "$c_rr") | $allparts |"$'\n'
+        fi
         echo
     done
+fi
+
+if [ -n "$SUMMARY_LARGE$SUMMARY_DS" ]; then
+    echo "## Summary against the targets of issue 3"
+    echo
+    if [ -n "$SUMMARY_LARGE" ]; then
+        echo "Large graphs (target: cut <= 1.03x METIS kway, time <= 1.2x, imbalance <= 1.03):"
+        echo
+        echo "| graph | cut ratio (geo. mean) | time ratio (geo. mean) | max imbalance |"
+        echo "|---|---|---|---|"
+        printf '%s' "$SUMMARY_LARGE"
+        echo
+    fi
+    if [ -n "$SUMMARY_DS" ]; then
+        echo "Dataset graphs (target: >= 3x faster than METIS per graph, cut no worse than METIS rb, no empty part):"
+        echo
+        echo "| dataset | speedup kway vs METIS rb | kway vs METIS kway | rb vs METIS rb | cut kway / METIS rb | cut rb / METIS rb | all parts non-empty |"
+        echo "|---|---|---|---|---|---|---|"
+        printf '%s' "$SUMMARY_DS"
+        echo
+    fi
 fi

@@ -2,9 +2,6 @@
 #ifndef HPJ_CLI_H
 #define HPJ_CLI_H
 #include "../hpjepa.h"
-#include "../wip/partition.h"
-#include "../wip/nn.h"
-#include "../wip/probe.h"
 
 /* Each subcommand: argv[0] is the subcommand name. Returns the exit code:
    0 ok, 1 failure (reason already printed), 2 usage error. */

@@ -1,6 +1,372 @@
-/* placeholder until the model module is folded in (wip/cmd_model.c holds the real commands) */
+/* cmd_model.c - the model subcommands of hpjepa: pretrain, embed, bench train
+   (and the shared option parsing that eval uses too). */
 #include "cli.h"
-int cmd_pretrain(int argc, char **argv) { (void)argc; cli_error(argv[0], "not implemented yet"); return 1; }
-int cmd_embed(int argc, char **argv) { (void)argc; cli_error(argv[0], "not implemented yet"); return 1; }
-int cmd_eval(int argc, char **argv) { (void)argc; cli_error(argv[0], "not implemented yet"); return 1; }
-int cmd_bench_train(int argc, char **argv) { (void)argc; cli_error(argv[0], "not implemented yet"); return 1; }
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+
+/* ---- shared: dataset + config options ------------------------------------ */
+
+int cli_model_options(const char *cmd, int argc, char **argv, int i, hpj_config *cfg, int *consumed) {
+    const char *a = argv[i];
+    *consumed = 0;
+    if (!strcmp(a, "--config")) {
+        if (i + 1 >= argc) { cli_error(cmd, "--config needs a FILE"); return -1; }
+        if (hpj_config_load(cfg, argv[i + 1]) != HPJ_OK) { cli_error(cmd, "%s", hpj_last_error()); return -1; }
+        *consumed = 2;
+    } else if (!strcmp(a, "--set")) {
+        char key[128], *eq;
+        if (i + 1 >= argc) { cli_error(cmd, "--set needs key=value"); return -1; }
+        eq = strchr(argv[i + 1], '=');
+        if (!eq || eq == argv[i + 1] || (size_t)(eq - argv[i + 1]) >= sizeof key) {
+            cli_error(cmd, "--set expects key=value, got '%s'", argv[i + 1]);
+            return -1;
+        }
+        memcpy(key, argv[i + 1], (size_t)(eq - argv[i + 1]));
+        key[eq - argv[i + 1]] = 0;
+        if (hpj_config_set(cfg, key, eq + 1) != HPJ_OK) { cli_error(cmd, "--set %s", hpj_last_error()); return -1; }
+        *consumed = 2;
+    } else if (!strcmp(a, "--threads")) {
+        long long t;
+        if (i + 1 >= argc || cli_parse_int(cmd, "--threads", argv[i + 1], 1, 4096, &t)) return -1;
+        cfg->threads = (int)t;
+        *consumed = 2;
+    } else if (!strcmp(a, "--seed")) {
+        long long t;
+        if (i + 1 >= argc || cli_parse_int(cmd, "--seed", argv[i + 1], 0, (long long)1 << 62, &t)) return -1;
+        cfg->seed = (uint64_t)t;
+        *consumed = 2;
+    }
+    return 0;
+}
+
+/* ---- progress ------------------------------------------------------------- */
+
+typedef struct cli_progress {
+    int tty, quiet, L;
+    double t_start, t_epoch, last_draw;
+    const hpj_config *cfg;
+    /* benchmark timing: time of each completed batch */
+    double *batch_t;
+    int nbatch, cap;
+} cli_progress;
+
+static void fmt_time(double s, char *buf, size_t n) {
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+    else if (t >= 60) snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, n, "%lds", t);
+}
+
+static void on_progress(void *user, const hpj_progress *p) {
+    cli_progress *cp = (cli_progress *)user;
+    double now = cli_now();
+    char line[512], eta[32], el[32];
+    int n = 0, l, width = 24, filled;
+    double frac = p->total_steps ? (double)p->step / (double)p->total_steps : 0.0;
+    double eps_s = now - cp->t_epoch;
+    if (cp->batch_t && cp->nbatch < cp->cap) cp->batch_t[cp->nbatch++] = now;
+    if (p->batch == 1 && cp->t_epoch < cp->t_start + 1e-9 && p->epoch > 0) cp->t_epoch = now;
+    if (cp->quiet) return;
+    if (!cp->tty && !p->epoch_done) return;
+    if (cp->tty && !p->epoch_done && now - cp->last_draw < 0.2) return;
+    cp->last_draw = now;
+    fmt_time(now - cp->t_start, el, sizeof el);
+    fmt_time(p->step > 0 ? (now - cp->t_start) * (double)(p->total_steps - p->step) / (double)p->step : 0.0, eta, sizeof eta);
+    filled = (int)(frac * width + 0.5);
+    if (cp->tty) {
+        n += snprintf(line + n, sizeof line - (size_t)n, "\r[");
+        for (l = 0; l < width; ++l) line[n++] = l < filled ? '#' : '.';
+        n += snprintf(line + n, sizeof line - (size_t)n, "] ");
+    }
+    n += snprintf(line + n, sizeof line - (size_t)n, "epoch %d/%d batch %d/%d loss", p->epoch + 1, p->epochs, p->batch,
+                  p->batches);
+    for (l = 0; l < cp->L && n < (int)sizeof line - 40; ++l)
+        n += snprintf(line + n, sizeof line - (size_t)n, " %.4g", p->loss_count[l] ? p->loss[l] / (double)p->loss_count[l] : 0.0);
+    n += snprintf(line + n, sizeof line - (size_t)n, " | %.1f graphs/s | %s elapsed, ETA %s",
+                  eps_s > 0 ? (double)p->graphs_done / eps_s : 0.0, el, eta);
+    if (cp->tty) {
+        fputs(line, stderr);
+        fputs("\033[K", stderr);
+        if (p->epoch_done) fputc('\n', stderr);
+    } else {
+        fputs(line, stderr);
+        fputc('\n', stderr);
+    }
+    fflush(stderr);
+    if (p->epoch_done) cp->t_epoch = now;
+}
+
+static void progress_init(cli_progress *cp, const hpj_config *cfg, int quiet) {
+    memset(cp, 0, sizeof(*cp));
+    cp->tty = isatty(2);
+    cp->quiet = quiet;
+    cp->L = cfg->L;
+    cp->cfg = cfg;
+    cp->t_start = cp->t_epoch = cli_now();
+}
+
+int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds) {
+    if (hpj_dataset_load_tu(dir, ds) != HPJ_OK) {
+        cli_error(cmd, "%s", hpj_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- pretrain ------------------------------------------------------------- */
+
+static const char *pretrain_usage =
+    "usage: hpjepa pretrain DATASET_DIR --config FILE [--set key=value ...] --out MODEL\n"
+    "                       [--threads T] [--seed S] [--split train|all] [--save-optimizer] [--quiet]\n"
+    "  Self-supervised HP-JEPA pretraining on every graph of the dataset (or only\n"
+    "  the 'train' graphs of a split file with --split train, the default when\n"
+    "  the dataset has one). Writes a checkpoint (atomically) and prints\n"
+    "  model=<path> params=<int> steps=<int> seconds=<float> loss=<last epoch mean per resolution>.\n"
+    "  Progress goes to stderr (a bar on a terminal, one line per epoch otherwise).\n"
+    "  Config keys: see data/configs/*.cfg and the README.\n";
+
+int cmd_pretrain(int argc, char **argv) {
+    hpj_config cfg;
+    hpj_dataset ds;
+    hpj_model m;
+    const char *dir = NULL, *out = NULL, *split = NULL;
+    int i, save_opt = 0, quiet = 0, rc = 1;
+    int32_t *train = NULL, n = 0, g;
+    cli_progress cp;
+    double t0;
+    hpj_config_default(&cfg);
+    for (i = 1; i < argc; ++i) {
+        int used;
+        if (cli_is_help(argv[i])) { fputs(pretrain_usage, stdout); return 0; }
+        if (cli_model_options("pretrain", argc, argv, i, &cfg, &used)) return 2;
+        if (used) { i += used - 1; continue; }
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "--split") && i + 1 < argc) split = argv[++i];
+        else if (!strcmp(argv[i], "--save-optimizer")) save_opt = 1;
+        else if (!strcmp(argv[i], "--quiet")) quiet = 1;
+        else if (argv[i][0] == '-') { cli_error("pretrain", "unknown option '%s' (see --help)", argv[i]); return 2; }
+        else if (!dir) dir = argv[i];
+        else { cli_error("pretrain", "unexpected argument '%s'", argv[i]); return 2; }
+    }
+    if (!dir) { cli_error("pretrain", "missing DATASET_DIR (see --help)"); return 2; }
+    if (!out) { cli_error("pretrain", "missing --out MODEL"); return 2; }
+    if (split && strcmp(split, "train") && strcmp(split, "all")) {
+        cli_error("pretrain", "--split must be train or all, got '%s'", split);
+        return 2;
+    }
+    if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); return 2; }
+    if (cli_load_dataset("pretrain", dir, &ds)) return 1;
+    train = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds.num_graphs);
+    if (!train) { cli_error("pretrain", "out of memory"); goto done_ds; }
+    for (g = 0; g < ds.num_graphs; ++g)
+        if (!ds.split || (split && !strcmp(split, "all")) || ds.split[g] == HPJ_SPLIT_TRAIN) train[n++] = g;
+    if (hpj_model_init(&m, &cfg, &ds) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done_ds; }
+    fprintf(stderr, "hpjepa pretrain: %s, %d graphs, %s mode, %zu parameters (+%zu EMA), %d resolutions\n", ds.name, n,
+            cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", m.num_params, m.enc_count, cfg.L);
+    progress_init(&cp, &cfg, quiet);
+    t0 = cli_now();
+    if (hpj_pretrain(&m, &ds, train, n, 0, on_progress, &cp) != HPJ_OK) {
+        if (cp.tty && !quiet) fputc('\n', stderr);
+        cli_error("pretrain", "%s", hpj_last_error());
+        goto done_m;
+    }
+    if (hpj_model_save(&m, out, save_opt) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done_m; }
+    printf("model=%s params=%zu steps=%lld seconds=%.2f\n", out, m.num_params, (long long)m.step, cli_now() - t0);
+    rc = 0;
+done_m:
+    hpj_model_free(&m);
+done_ds:
+    free(train);
+    hpj_dataset_free(&ds);
+    return rc;
+}
+
+/* ---- embed ---------------------------------------------------------------- */
+
+/* Writes a float32 C-order .npy file (format 1.0) atomically. */
+int cli_write_npy(const char *cmd, const char *path, const float *x, int64_t rows, int64_t cols) {
+    char hdr[128], tmp[4200];
+    int hl, pad, total;
+    FILE *f;
+    size_t n = (size_t)rows * (size_t)cols;
+    hl = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld), }", (long long)rows,
+                  (long long)cols);
+    total = 10 + hl + 1;
+    pad = (64 - total % 64) % 64;
+    if (snprintf(tmp, sizeof tmp, "%s.tmp~", path) >= (int)sizeof tmp) { cli_error(cmd, "%s: path too long", path); return -1; }
+    f = fopen(tmp, "wb");
+    if (!f) { cli_error(cmd, "%s: cannot create", tmp); return -1; }
+    {
+        unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
+        int hlen = hl + pad + 1, k, bad;
+        pre[8] = (unsigned char)(hlen & 0xFF);
+        pre[9] = (unsigned char)(hlen >> 8);
+        bad = fwrite(pre, 1, 10, f) != 10 || fwrite(hdr, 1, (size_t)hl, f) != (size_t)hl;
+        for (k = 0; k < pad; ++k) bad |= fputc(' ', f) == EOF;
+        bad |= fputc('\n', f) == EOF;
+        bad |= n && fwrite(x, sizeof(float), n, f) != n; /* little-endian hosts */
+        bad |= fclose(f) != 0;
+        if (bad) { remove(tmp); cli_error(cmd, "%s: write failed", path); return -1; }
+    }
+    if (rename(tmp, path) != 0) { remove(tmp); cli_error(cmd, "%s: cannot rename into place", path); return -1; }
+    return 0;
+}
+
+static const char *embed_usage =
+    "usage: hpjepa embed MODEL DATASET_DIR --out FILE.npy [--readout concat|uniform] [--threads T]\n"
+    "  Graph embeddings from the frozen EMA encoder: per active resolution the\n"
+    "  mean of the output tokens, zeros for inactive ones; concat gives (graphs,\n"
+    "  L*d), uniform the mean over the L slots (graphs, d). Writes float32 .npy\n"
+    "  and prints graphs=<int> width=<int>.\n";
+
+int cmd_embed(int argc, char **argv) {
+    const char *mpath = NULL, *dir = NULL, *out = NULL;
+    int readout = -1, i, rc = 1, threads = 0;
+    hpj_model m;
+    hpj_dataset ds;
+    float *H = NULL, *E = NULL;
+    int32_t *idx = NULL, g;
+    int width;
+    for (i = 1; i < argc; ++i) {
+        if (cli_is_help(argv[i])) { fputs(embed_usage, stdout); return 0; }
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "--readout") && i + 1 < argc) {
+            const char *r = argv[++i];
+            if (!strcmp(r, "concat")) readout = HPJ_READOUT_CONCAT;
+            else if (!strcmp(r, "uniform")) readout = HPJ_READOUT_UNIFORM;
+            else { cli_error("embed", "--readout must be concat or uniform, got '%s'", r); return 2; }
+        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            long long t;
+            if (cli_parse_int("embed", "--threads", argv[++i], 1, 4096, &t)) return 2;
+            threads = (int)t;
+        } else if (argv[i][0] == '-') { cli_error("embed", "unknown option '%s' (see --help)", argv[i]); return 2; }
+        else if (!mpath) mpath = argv[i];
+        else if (!dir) dir = argv[i];
+        else { cli_error("embed", "unexpected argument '%s'", argv[i]); return 2; }
+    }
+    if (!mpath || !dir) { cli_error("embed", "expected MODEL and DATASET_DIR (see --help)"); return 2; }
+    if (!out) { cli_error("embed", "missing --out FILE.npy"); return 2; }
+    if (hpj_model_load(&m, mpath) != HPJ_OK) { cli_error("embed", "%s", hpj_last_error()); return 1; }
+    if (threads) m.cfg.threads = threads;
+    if (readout < 0) readout = m.cfg.readout == HPJ_READOUT_UNIFORM ? HPJ_READOUT_UNIFORM : HPJ_READOUT_CONCAT;
+    if (cli_load_dataset("embed", dir, &ds)) { hpj_model_free(&m); return 1; }
+    H = (float *)malloc(sizeof(float) * (size_t)ds.num_graphs * m.cfg.L * m.D + 1);
+    E = (float *)malloc(sizeof(float) * (size_t)ds.num_graphs * m.cfg.L * m.D + 1);
+    idx = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds.num_graphs + 1);
+    if (!H || !E || !idx) { cli_error("embed", "out of memory"); goto done; }
+    for (g = 0; g < ds.num_graphs; ++g) idx[g] = g;
+    if (hpj_embed(&m, &ds, idx, ds.num_graphs, H) != HPJ_OK) { cli_error("embed", "%s", hpj_last_error()); goto done; }
+    hpj_readout(H, ds.num_graphs, m.cfg.L, m.D, readout, E);
+    width = readout == HPJ_READOUT_CONCAT ? m.cfg.L * m.D : m.D;
+    if (cli_write_npy("embed", out, E, ds.num_graphs, width)) goto done;
+    printf("graphs=%d width=%d\n", ds.num_graphs, width);
+    rc = 0;
+done:
+    free(H);
+    free(E);
+    free(idx);
+    hpj_dataset_free(&ds);
+    hpj_model_free(&m);
+    return rc;
+}
+
+/* ---- bench train ---------------------------------------------------------- */
+
+static const char *bench_train_usage =
+    "usage: hpjepa bench train DATASET_DIR --config FILE [--steps N] [--warmup N] [--set key=value ...]\n"
+    "                          [--threads T]\n"
+    "  Times pretraining minibatches (all resolutions: forward, backward, Adam,\n"
+    "  EMA) after --warmup batches (default 2); N timed batches (default 8).\n"
+    "  Prints graphs_per_s=<float> (batch size / median batch time) gflops=<float>\n"
+    "  (GEMM flops / time) peak_mb=<float> (peak resident memory).\n";
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int cmd_bench_train(int argc, char **argv) {
+    hpj_config cfg;
+    hpj_dataset ds;
+    hpj_model m;
+    const char *dir = NULL;
+    long long steps = 8, warm = 2;
+    int i, rc = 1;
+    int32_t *train = NULL, g;
+    cli_progress cp;
+    double *dts = NULL, t0;
+    struct rusage ru;
+    hpj_config_default(&cfg);
+    for (i = 1; i < argc; ++i) {
+        int used;
+        if (cli_is_help(argv[i])) { fputs(bench_train_usage, stdout); return 0; }
+        if (cli_model_options("bench train", argc, argv, i, &cfg, &used)) return 2;
+        if (used) { i += used - 1; continue; }
+        if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
+            if (cli_parse_int("bench train", "--steps", argv[++i], 1, 1000000, &steps)) return 2;
+        } else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) {
+            if (cli_parse_int("bench train", "--warmup", argv[++i], 0, 1000000, &warm)) return 2;
+        } else if (argv[i][0] == '-') { cli_error("bench train", "unknown option '%s' (see --help)", argv[i]); return 2; }
+        else if (!dir) dir = argv[i];
+        else { cli_error("bench train", "unexpected argument '%s'", argv[i]); return 2; }
+    }
+    if (!dir) { cli_error("bench train", "missing DATASET_DIR (see --help)"); return 2; }
+    if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("bench train", "%s", hpj_last_error()); return 2; }
+    if (cli_load_dataset("bench train", dir, &ds)) return 1;
+    train = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds.num_graphs);
+    dts = (double *)malloc(sizeof(double) * (size_t)(steps + warm + 1));
+    if (!train || !dts) { cli_error("bench train", "out of memory"); goto done_ds; }
+    for (g = 0; g < ds.num_graphs; ++g) train[g] = g;
+    /* enough epochs for the requested batches */
+    {
+        int64_t nb = (ds.num_graphs + cfg.batch_size - 1) / cfg.batch_size;
+        cfg.epochs = (int)((steps + warm + nb - 1) / nb);
+    }
+    if (hpj_model_init(&m, &cfg, &ds) != HPJ_OK) { cli_error("bench train", "%s", hpj_last_error()); goto done_ds; }
+    progress_init(&cp, &cfg, 1);
+    cp.cap = (int)(steps + warm);
+    cp.batch_t = (double *)malloc(sizeof(double) * (size_t)(steps + warm + 1));
+    if (!cp.batch_t) { cli_error("bench train", "out of memory"); goto done_m; }
+    fprintf(stderr, "hpjepa bench train: %s, d=%d, batch %d, %lld warm-up + %lld timed batches\n", ds.name, cfg.dim,
+            cfg.batch_size, warm, steps);
+    t0 = cli_now();
+    cp.t_start = t0;
+    /* stop after the batches: the callback records times; max_steps bounds
+       the optimizer steps at (batches x resolutions) */
+    if (hpj_pretrain(&m, &ds, train, ds.num_graphs, (steps + warm) * cfg.L, on_progress, &cp) != HPJ_OK) {
+        cli_error("bench train", "%s", hpj_last_error());
+        goto done_m;
+    }
+    if (cp.nbatch < steps + warm) {
+        cli_error("bench train", "only %d batches ran", cp.nbatch);
+        goto done_m;
+    }
+    {
+        int k, nt = 0;
+        double total = 0.0, med;
+        for (k = (int)warm; k < (int)(steps + warm); ++k) {
+            double prev = k == 0 ? t0 : cp.batch_t[k - 1];
+            dts[nt++] = cp.batch_t[k] - prev;
+            total += cp.batch_t[k] - prev;
+        }
+        qsort(dts, (size_t)nt, sizeof(double), cmp_double);
+        med = nt % 2 ? dts[nt / 2] : 0.5 * (dts[nt / 2 - 1] + dts[nt / 2]);
+        getrusage(RUSAGE_SELF, &ru);
+        /* flops: all batches ran the same kind of work; scale by the timed share */
+        /* every batch does the same kind of work: flops per batch / median time */
+        printf("graphs_per_s=%.1f gflops=%.1f peak_mb=%.0f\n", (cfg.batch_size < ds.num_graphs ? cfg.batch_size : ds.num_graphs) / med,
+               hpj_model_last_flops() / (double)cp.nbatch / med / 1e9, ru.ru_maxrss / 1024.0);
+    }
+    rc = 0;
+done_m:
+    free(cp.batch_t);
+    hpj_model_free(&m);
+done_ds:
+    free(train);
+    free(dts);
+    hpj_dataset_free(&ds);
+    return rc;
+}

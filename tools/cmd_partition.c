@@ -7,7 +7,7 @@
 
 static const char *partition_usage =
     "usage: hpjepa partition GRAPH_FILE K [--seed S] [--method kway|rb] [--out FILE]\n"
-    "                        [--imbalance X] [--ncuts N] [--niter N] [--ntrials N]\n"
+    "                        [--ufactor F] [--ncuts N] [--niter N] [--ntrials N]\n"
     "                        [--many] [--reps R]\n"
     "  Partitions the graph in GRAPH_FILE (METIS format, as gpmetis reads it) into\n"
     "  K parts (K >= 1; min(K, n) non-empty parts) and prints\n"
@@ -16,7 +16,8 @@ static const char *partition_usage =
     "  only (best of R runs with --reps), not file reading.\n"
     "  --method kway|rb   multilevel k-way (default) or recursive bisection\n"
     "  --seed S           random seed (default 1); same seed, same partition\n"
-    "  --imbalance X      allowed max part weight / (W / K) (default 1.03)\n"
+    "  --ufactor F        allowed max part weight / (W / K) (default 1.03;\n"
+    "                     --imbalance is a synonym)\n"
     "  --ncuts N          N independent runs, keep the best cut (default 1)\n"
     "  --niter N          refinement passes per level (default 10)\n"
     "  --ntrials N        initial partitioning trials (default 0 = automatic)\n"
@@ -68,7 +69,7 @@ static long long next_graph(const char *text, size_t len) {
     return (long long)p;
 }
 
-static int run_many(const char *cmd, const char *path, int32_t K, const hpj_partition_options *opt, int reps,
+static int run_many(const char *cmd, const char *path, int32_t K, const hpj_part_options *opt, int reps,
                     const char *out) {
     FILE *f;
     char *text = NULL;
@@ -78,14 +79,16 @@ static int run_many(const char *cmd, const char *path, int32_t K, const hpj_part
     long long ngraphs = 0, capg = 0, i, total_n = 0;
     double best = -1, sum_cut = 0, sum_imb = 0, sum_parts = 0;
     int rc = 1, r;
+    hpj_part_work *work = hpj_part_work_new(); /* one workspace for every graph */
+    if (!work) { cli_error(cmd, "out of memory"); return 1; }
     f = fopen(path, "rb");
-    if (!f) { cli_error(cmd, "%s: cannot open", path); return 1; }
+    if (!f) { cli_error(cmd, "%s: cannot open", path); hpj_part_work_free(work); return 1; }
     for (;;) {
         size_t got;
         if (len + 1 >= cap) {
             size_t nc = cap ? cap * 2 : (1u << 20);
             char *nt = (char *)realloc(text, nc);
-            if (!nt) { cli_error(cmd, "%s: out of memory", path); fclose(f); free(text); return 1; }
+            if (!nt) { cli_error(cmd, "%s: out of memory", path); fclose(f); free(text); hpj_part_work_free(work); return 1; }
             text = nt;
             cap = nc;
         }
@@ -125,7 +128,7 @@ static int run_many(const char *cmd, const char *path, int32_t K, const hpj_part
     for (r = 0; r < reps; ++r) {
         double t0 = cli_now(), t;
         for (i = 0; i < ngraphs; ++i) {
-            if (hpj_partition_run(&gs[i].g, K, opt, parts[i], NULL) != HPJ_OK) {
+            if (hpj_partition(&gs[i].g, K, opt, work, parts[i], NULL) != HPJ_OK) {
                 cli_error(cmd, "%s: graph %lld: %s", path, i + 1, hpj_last_error());
                 goto done;
             }
@@ -166,19 +169,21 @@ done:
     for (i = 0; i < ngraphs; ++i) hpj_graph_owned_free(&gs[i]);
     free(gs);
     free(text);
+    hpj_part_work_free(work);
     return rc;
 }
 
 int cmd_partition(int argc, char **argv) {
     const char *cmd = "partition", *path = NULL, *kstr = NULL, *out = NULL;
-    hpj_partition_options opt;
+    hpj_part_options opt;
     hpj_graph_owned g;
     hpj_partition_stats s;
+    hpj_part_work *work;
     int32_t *part;
     long long v;
     int i, reps = 1, many = 0;
     double best = -1;
-    hpj_partition_options_default(&opt);
+    hpj_part_options_default(&opt);
     if (argc >= 2 && cli_is_help(argv[1])) { fputs(partition_usage, stdout); return 0; }
     for (i = 1; i < argc; ++i) {
         const char *a = argv[i];
@@ -192,14 +197,16 @@ int cmd_partition(int argc, char **argv) {
                 if (cli_parse_int(cmd, "--seed", val, 0, LLONG_MAX, &v)) return 2;
                 opt.seed = (uint64_t)v;
             } else if (!strcmp(a, "--method")) {
-                if (!strcmp(val, "kway")) opt.method = HPJ_PARTITION_KWAY;
-                else if (!strcmp(val, "rb")) opt.method = HPJ_PARTITION_RB;
+                if (!strcmp(val, "kway")) opt.method = HPJ_PART_KWAY;
+                else if (!strcmp(val, "rb")) opt.method = HPJ_PART_RB;
                 else { cli_error(cmd, "--method: '%s' is not kway or rb", val); return 2; }
             } else if (!strcmp(a, "--out")) {
                 out = val;
-            } else if (!strcmp(a, "--imbalance")) {
-                if (cli_parse_double(cmd, "--imbalance", val, &opt.imbalance)) return 2;
-                if (opt.imbalance < 1.0 || opt.imbalance > 1000.0) { cli_error(cmd, "--imbalance: %s is out of range 1..1000", val); return 2; }
+            } else if (!strcmp(a, "--ufactor") || !strcmp(a, "--imbalance")) {
+                double u;
+                if (cli_parse_double(cmd, a, val, &u)) return 2;
+                if (!(u >= 1.0 && u <= 1000.0)) { cli_error(cmd, "%s: %s is out of range 1..1000", a, val); return 2; }
+                opt.ufactor = (float)u;
             } else if (!strcmp(a, "--ncuts")) {
                 if (cli_parse_int(cmd, "--ncuts", val, 1, 1000, &v)) return 2;
                 opt.ncuts = (int32_t)v;
@@ -233,18 +240,27 @@ int cmd_partition(int argc, char **argv) {
         return 1;
     }
     part = (int32_t *)malloc(sizeof(int32_t) * (size_t)(g.g.n > 0 ? g.g.n : 1));
-    if (!part) { cli_error(cmd, "out of memory"); hpj_graph_owned_free(&g); return 1; }
+    work = hpj_part_work_new();
+    if (!part || !work) {
+        cli_error(cmd, "out of memory");
+        free(part);
+        hpj_part_work_free(work);
+        hpj_graph_owned_free(&g);
+        return 1;
+    }
     for (i = 0; i < reps; ++i) {
         double t0 = cli_now(), t;
-        if (hpj_partition_run(&g.g, (int32_t)v, &opt, part, NULL) != HPJ_OK) {
+        if (hpj_partition(&g.g, (int32_t)v, &opt, work, part, NULL) != HPJ_OK) {
             cli_error(cmd, "%s", hpj_last_error());
             free(part);
+            hpj_part_work_free(work);
             hpj_graph_owned_free(&g);
             return 1;
         }
         t = cli_now() - t0;
         if (best < 0 || t < best) best = t;
     }
+    hpj_part_work_free(work);
     if (hpj_partition_evaluate(&g.g, (int32_t)v, part, &s) != HPJ_OK ||
         (out && hpj_partition_write(out, part, g.g.n) != HPJ_OK)) {
         cli_error(cmd, "%s", hpj_last_error());

@@ -107,7 +107,8 @@ static const char *main_usage =
     "  pretrain DATASET_DIR --config FILE [--set key=value ...] --out MODEL\n"
     "  embed MODEL DATASET_DIR --out FILE.npy [--readout concat|uniform]\n"
     "  eval DATASET_DIR --config FILE [--folds N] [--seeds N] [--set key=value ...]\n"
-    "  bench gemm M N K [--threads T]           GEMM throughput\n"
+    "  bench gemm M N K [--threads T] [--layout nn|nt|tn|tt|all] [--secs S] [--isa I]\n"
+    "                                            GEMM throughput\n"
     "  bench train DATASET_DIR --config FILE [--steps N]\n"
     "  bench probe ...                           probe fitting speed\n";
 
