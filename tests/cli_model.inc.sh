@@ -1,0 +1,31 @@
+# Command-line checks of pretrain / embed / eval / bench train (sourced by
+# tests/cli_test.sh: helpers ok, bad, expect_fail, $TMP, $DATA).
+MCFG=$TMP/tiny.cfg
+printf 'dim = 8\nheads = 2\nblocks = 1\nffn = 16\nrw_dim = 4\nresolutions = 2,4\ntargets = 1,2\nepochs = 1\nbatch_size = 64\n' > "$MCFG"
+printf 'dim = 8\nfrobnicate = 1\n' > "$TMP/badkey.cfg"
+expect_fail "pretrain: missing --out" "missing --out" ./hpjepa pretrain data/DEMO --config "$MCFG"
+expect_fail "pretrain: unknown config key (file:line)" "badkey.cfg:2: unknown key 'frobnicate'" ./hpjepa pretrain data/DEMO --config "$TMP/badkey.cfg" --out "$TMP/m"
+expect_fail "pretrain: bad --set value" "bad value 'many' for key 'epochs'" ./hpjepa pretrain data/DEMO --set epochs=many --out "$TMP/m"
+expect_fail "pretrain: heads do not divide dim" "not a multiple of heads" ./hpjepa pretrain data/DEMO --config "$MCFG" --set heads=3 --out "$TMP/m"
+expect_fail "pretrain: missing dataset" "cannot open" ./hpjepa pretrain "$TMP/NOPE" --config "$MCFG" --out "$TMP/m"
+[ ! -e "$TMP/m" ] && ok "pretrain: no model file after failures" || bad "pretrain: no model file after failures"
+if ./hpjepa pretrain data/DEMO --config "$MCFG" --out "$TMP/m" >"$TMP/pt.out" 2>/dev/null && grep -q "^model=.* steps=" "$TMP/pt.out"; then
+    ok "pretrain: tiny model on DEMO"
+else bad "pretrain: tiny model on DEMO" "$(cat "$TMP/pt.out")"; fi
+if ./hpjepa embed "$TMP/m" data/DEMO --out "$TMP/e.npy" >"$TMP/em.out" 2>/dev/null && grep -q "^graphs=400 width=16" "$TMP/em.out" &&
+   [ "$(head -c 6 "$TMP/e.npy" | tail -c 5)" = "NUMPY" ] && [ "$(stat -c %s "$TMP/e.npy")" -eq $((128 + 400 * 16 * 4)) ]; then
+    ok "embed: .npy of 400 x 16 float32"
+else bad "embed: .npy of 400 x 16 float32" "$(cat "$TMP/em.out")"; fi
+./hpjepa embed "$TMP/m" data/DEMO --out "$TMP/e2.npy" --readout uniform >/dev/null 2>&1 && [ "$(stat -c %s "$TMP/e2.npy")" -eq $((128 + 400 * 8 * 4)) ] &&
+    ok "embed: uniform readout width" || bad "embed: uniform readout width"
+head -c 1000 "$TMP/m" > "$TMP/trunc"
+expect_fail "embed: truncated checkpoint" "CRC mismatch|truncated" ./hpjepa embed "$TMP/trunc" data/DEMO --out "$TMP/x.npy"
+cp "$TMP/m" "$TMP/flip"; printf '\x55' | dd of="$TMP/flip" bs=1 seek=3000 conv=notrunc 2>/dev/null
+expect_fail "embed: corrupted checkpoint" "CRC mismatch" ./hpjepa embed "$TMP/flip" data/DEMO --out "$TMP/x.npy"
+[ ! -e "$TMP/x.npy" ] && ok "embed: no .npy after failures" || bad "embed: no .npy after failures"
+expect_fail "eval: --folds 1" "folds: 1 is out of range" ./hpjepa eval data/DEMO --config "$MCFG" --folds 1
+out=$(./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet 2>/dev/null | tail -1)
+echo "$out" | grep -qE '^accuracy=[01]\.[0-9]{4} std=[0-9.]+$' && ok "eval: accuracy line ($out)" || bad "eval: accuracy line" "$out"
+out=$(./hpjepa bench train data/DEMO --config "$MCFG" --steps 2 --warmup 1 2>/dev/null | tail -1)
+echo "$out" | grep -qE '^graphs_per_s=[0-9.]+ gflops=[0-9.]+' && ok "bench train: result line" || bad "bench train: result line" "$out"
+for c in pretrain embed eval; do ./hpjepa $c --help | grep -q "usage: hpjepa $c" && ok "$c --help" || bad "$c --help"; done
