@@ -441,21 +441,6 @@ HPJDEF hpj_status hpj_partition_write(const char *path, const int32_t *part, /* 
                                       int32_t n);
 #endif
 
-/* -- compatibility names (wip/model.h was written against an early draft
-   of this module): the same types, and hpj_partition_run = hpj_partition
-   with a temporary workspace plus an evaluation. To be removed once the
-   callers use the names above. */
-typedef hpj_part_options hpj_partition_options;
-typedef hpj_part_method hpj_partition_method;
-#define HPJ_PARTITION_KWAY HPJ_PART_KWAY
-#define HPJ_PARTITION_RB HPJ_PART_RB
-HPJDEF void hpj_partition_options_default(hpj_partition_options *opt);
-/* hpj_partition(g, k, opt, NULL, part, NULL), then *stats (may be NULL)
-   from hpj_partition_evaluate. */
-HPJDEF hpj_status hpj_partition_run(const hpj_graph *g, int32_t k, const hpj_partition_options *opt,
-                                    int32_t *part, /* (N) */
-                                    hpj_partition_stats *stats);
-
 /* ==== tokenizer: API ===================================================== */
 
 #define HPJ_MAX_RES 16 /* most resolutions a model can have */
@@ -494,7 +479,7 @@ typedef struct hpj_tok_options {
     int always_active;      /* 1: ignore the K_l <= 2n rule (graph-jepa mode) */
     float edge_drop;        /* probability of dropping each directed entry
                                before partitioning (training re-partitions)  */
-    hpj_partition_options part; /* partitioner settings                     */
+    hpj_part_options part;  /* partitioner settings                          */
     uint64_t seed;          /* partition / edge-drop seed                     */
     uint64_t epoch;         /* mixed into the seed (re-partitioning)          */
 } hpj_tok_options;
@@ -4175,8 +4160,6 @@ HPJDEF void hpj_part_options_default(hpj_part_options *o) {
     o->ntrials = 0;
 }
 
-HPJDEF void hpj_partition_options_default(hpj_partition_options *opt) { hpj_part_options_default(opt); }
-
 HPJDEF int64_t hpj_partition_cut(const hpj_graph *g, const int32_t *part) {
     int32_t v, i;
     int64_t cut = 0;
@@ -4368,14 +4351,6 @@ HPJDEF hpj_status hpj_partition(const hpj_graph *g, int32_t k, const hpj_part_op
     return st;
 }
 
-HPJDEF hpj_status hpj_partition_run(const hpj_graph *g, int32_t k, const hpj_partition_options *opt, int32_t *part,
-                                    hpj_partition_stats *stats) {
-    hpj_status st;
-    if (stats) memset(stats, 0, sizeof(*stats));
-    st = hpj_partition(g, k, opt, NULL, part, NULL);
-    if (st == HPJ_OK && stats) st = hpj_partition_evaluate(g, k, part, stats);
-    return st;
-}
 
 HPJDEF hpj_status hpj_partition_dataset(const hpj_dataset *ds, const int32_t *K, int32_t L, const hpj_part_options *opt,
                                         int32_t *part, int32_t *nparts) {
@@ -4545,8 +4520,8 @@ HPJDEF void hpj_tok_options_default(hpj_tok_options *o) {
     for (l = 0; l < HPJ_MAX_RES; ++l) o->K[l] = 2 << l;
     o->rw_dim = 15;
     o->rw_reduce = HPJ_RW_MAX;
-    hpj_partition_options_default(&o->part);
-    o->part.method = HPJ_PARTITION_RB; /* the Graph-JEPA reference used METIS recursive bisection */
+    hpj_part_options_default(&o->part);
+    o->part.method = HPJ_PART_RB; /* the Graph-JEPA reference used METIS recursive bisection */
     o->seed = 1;
 }
 
@@ -4567,11 +4542,13 @@ typedef struct hpj__tokws {
     int32_t cap;
     int32_t *part, *stamp, *list, *order, *cnt;
     int32_t *drow, *dcol; /* edge-dropped copy of the graph */
+    hpj_part_work *pwork; /* partitioner workspace, reused across graphs */
 } hpj__tokws;
 
 static void hpj__tokws_free(hpj__tokws *w) {
     hpj__free(w->part); hpj__free(w->stamp); hpj__free(w->list); hpj__free(w->order); hpj__free(w->cnt);
     hpj__free(w->drow); hpj__free(w->dcol);
+    hpj_part_work_free(w->pwork);
     memset(w, 0, sizeof(*w));
 }
 
@@ -4602,7 +4579,7 @@ static hpj_status hpj__tokws_reserve(hpj__tokws *w, int32_t n, int32_t nnz) {
 static hpj_status hpj__tok_partition(const hpj_graph *gr, int32_t k, int32_t K, const hpj_tok_options *o, int32_t g,
                                      int l, hpj__tokws *w) {
     int32_t n = gr->n, v;
-    hpj_partition_options po = o->part;
+    hpj_part_options po = o->part;
     hpj_graph use = *gr;
     if (K >= n) {
         for (v = 0; v < n; ++v) w->part[v] = v;
@@ -4644,7 +4621,9 @@ static hpj_status hpj__tok_partition(const hpj_graph *gr, int32_t k, int32_t K, 
         hpj_rng r = hpj_rng_stream(o->seed, o->epoch, (uint64_t)g * HPJ_MAX_RES + (uint64_t)l);
         po.seed = hpj_rng_u64(&r);
     }
-    return hpj_partition_run(&use, k, &po, w->part, NULL);
+    if (!w->pwork && !(w->pwork = hpj_part_work_new()))
+        return hpj__fail(HPJ_ERR_NOMEM, "tokens: out of memory for a partitioner workspace");
+    return hpj_partition(&use, k, &po, w->pwork, w->part, NULL);
 }
 
 HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, const int32_t *graphs, int32_t count,
@@ -6530,7 +6509,7 @@ HPJDEF void hpj_config_default(hpj_config *c) {
     c->batch_size = 128; c->epochs = 20; c->schedule = HPJ_SCHED_COSINE; c->warmup = 0.0f;
     c->dropout = 0.0f; c->token_dropout = 0.0f; c->clip = 0.0f; c->beta = 1.0f;
     c->ema_start = 0.996f; c->ema_end = 1.0f; c->edge_drop = 0.3f; c->repartition = 1; c->target_clamp = 0.0f;
-    c->part_method = HPJ_PARTITION_RB; c->node_vocab = 0; c->edge_vocab = 0; c->node_attr = 0;
+    c->part_method = HPJ_PART_RB; c->node_vocab = 0; c->edge_vocab = 0; c->node_attr = 0;
     c->readout = HPJ_READOUT_CONCAT; c->lambda_unif = 1.0f; c->probe_alpha = 1.0f; c->seed = 42; c->threads = 0;
 }
 
@@ -6631,7 +6610,7 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
     HPJ__FLT("edge_drop", edge_drop, 0.0, 0.99)
     HPJ__INT("repartition", repartition, 0, 1)
     HPJ__FLT("target_clamp", target_clamp, 0.0, 80.0)
-    HPJ__ENUM2("partition", part_method, "kway", HPJ_PARTITION_KWAY, "rb", HPJ_PARTITION_RB)
+    HPJ__ENUM2("partition", part_method, "kway", HPJ_PART_KWAY, "rb", HPJ_PART_RB)
     HPJ__INT("node_vocab", node_vocab, 0, 1 << 20)
     HPJ__INT("edge_vocab", edge_vocab, 0, 1 << 20)
     HPJ__INT("node_attr", node_attr, 0, 1)
@@ -6749,7 +6728,7 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
     HPJ__PUT("ema_start = %.9g\nema_end = %.9g\nedge_drop = %.9g\nrepartition = %d\ntarget_clamp = %.9g\n", c->ema_start,
              c->ema_end, c->edge_drop, c->repartition, c->target_clamp);
     HPJ__PUT("partition = %s\nnode_vocab = %d\nedge_vocab = %d\nnode_attr = %d\n",
-             c->part_method == HPJ_PARTITION_RB ? "rb" : "kway", c->node_vocab, c->edge_vocab, c->node_attr);
+             c->part_method == HPJ_PART_RB ? "rb" : "kway", c->node_vocab, c->edge_vocab, c->node_attr);
     HPJ__PUT("readout = %s\nlambda_unif = %.9g\nprobe_alpha = %.9g\nseed = %llu\nthreads = %d\n",
              c->readout == HPJ_READOUT_TASK ? "task" : c->readout == HPJ_READOUT_UNIFORM ? "uniform" : "concat",
              c->lambda_unif, c->probe_alpha, (unsigned long long)c->seed, c->threads);
@@ -7867,7 +7846,7 @@ static void hpj__tok_opts(const hpj_model *m, hpj_tok_options *o, int train, int
     o->rw_dim = c->rw_dim;
     o->rw_reduce = c->rw_reduce;
     o->always_active = (c->mode == HPJ_MODE_GRAPH_JEPA);
-    o->part.method = (hpj_partition_method)c->part_method;
+    o->part.method = c->part_method;
     o->seed = c->seed;
     o->epoch = train && c->repartition ? (uint64_t)epoch + 1 : 0; /* epoch 0 = the fixed evaluation partition */
     o->edge_drop = train && c->repartition ? c->edge_drop : 0.0f;
