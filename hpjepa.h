@@ -1580,30 +1580,31 @@ HPJDEF hpj_status hpj_graph_check(const hpj_graph *g) {
     return HPJ_OK;
 }
 
-/* Sorts directed entries (src[i], dst[i]) by (src, dst) keeping input order
-   among equal pairs: two stable counting sorts (dst, then src). perm gets
-   the sorted order; tmp is scratch of the same length; cnt has n+1 slots. */
-static void hpj__sort_pairs(int64_t m, int32_t n, const int32_t *src, const int32_t *dst, int64_t *perm,
-                            int64_t *tmp, int64_t *cnt) {
+/* Sorts directed entries (src[i], dst[i]), i < m < 2^31, by (src, dst)
+   keeping input order among equal pairs: two stable counting sorts (dst,
+   then src). perm gets the sorted order; tmp is scratch of the same length;
+   cnt has n+1 slots. Used by hpj_graph_from_edges and the TU reader. */
+static void hpj__sort_pairs(int64_t m, int32_t n, const int32_t *src, const int32_t *dst, int32_t *perm,
+                            int32_t *tmp, int64_t *cnt) {
     int64_t i;
     int32_t v;
     memset(cnt, 0, sizeof(int64_t) * ((size_t)n + 1));
     for (i = 0; i < m; ++i) cnt[dst[i] + 1]++;
     for (v = 0; v < n; ++v) cnt[v + 1] += cnt[v];
-    for (i = 0; i < m; ++i) tmp[cnt[dst[i]]++] = i;
+    for (i = 0; i < m; ++i) tmp[cnt[dst[i]]++] = (int32_t)i;
     memset(cnt, 0, sizeof(int64_t) * ((size_t)n + 1));
     for (i = 0; i < m; ++i) cnt[src[i] + 1]++;
     for (v = 0; v < n; ++v) cnt[v + 1] += cnt[v];
     for (i = 0; i < m; ++i) {
-        int64_t e = tmp[i];
+        int32_t e = tmp[i];
         perm[cnt[src[e]]++] = e;
     }
 }
 
 HPJDEF hpj_status hpj_graph_from_edges(int32_t n, int64_t m, const int32_t *u, const int32_t *v, const int32_t *w,
                                        hpj_graph_owned *out) {
-    int32_t *src = NULL, *dst = NULL, *rowptr, *col, *ewgt = NULL;
-    int64_t *perm = NULL, *tmp = NULL, *cnt = NULL, i, d = 0, k;
+    int32_t *src = NULL, *dst = NULL, *rowptr, *col, *ewgt = NULL, *perm = NULL, *tmp = NULL;
+    int64_t *cnt = NULL, i, d = 0, k;
     size_t bytes;
     unsigned char *mem;
     memset(out, 0, sizeof(*out));
@@ -1615,13 +1616,13 @@ HPJDEF hpj_status hpj_graph_from_edges(int32_t n, int64_t m, const int32_t *u, c
                              v[i], n - 1);
     src = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), "graph_from_edges");
     dst = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), "graph_from_edges");
-    perm = (int64_t *)hpj__calloc((size_t)(2 * m), sizeof(int64_t), "graph_from_edges");
-    tmp = (int64_t *)hpj__calloc((size_t)(2 * m), sizeof(int64_t), "graph_from_edges");
+    perm = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), "graph_from_edges");
+    tmp = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), "graph_from_edges");
     cnt = (int64_t *)hpj__calloc((size_t)n + 1, sizeof(int64_t), "graph_from_edges");
     if (!src || !dst || !perm || !tmp || !cnt) goto nomem;
     for (i = 0; i < m; ++i) {
         if (u[i] == v[i]) continue;
-        src[d] = u[i]; dst[d] = v[i]; tmp[d] = i; ++d;
+        src[d] = u[i]; dst[d] = v[i]; tmp[d] = (int32_t)i; ++d;
     }
     k = d;
     for (i = 0; i < k; ++i) { /* reverse directions after all forward ones */
@@ -1629,17 +1630,17 @@ HPJDEF hpj_status hpj_graph_from_edges(int32_t n, int64_t m, const int32_t *u, c
     }
     /* keep the original edge index of each entry in cnt-sized scratch: reuse
        `tmp` contents by copying into perm first */
-    memcpy(perm, tmp, sizeof(int64_t) * (size_t)d);
+    memcpy(perm, tmp, sizeof(int32_t) * (size_t)d);
     {
-        int64_t *orig = perm; /* orig[e] = input edge of directed entry e */
-        int64_t *order = (int64_t *)hpj__calloc((size_t)d + 1, sizeof(int64_t), "graph_from_edges");
+        int32_t *orig = perm; /* orig[e] = input edge of directed entry e */
+        int32_t *order = (int32_t *)hpj__calloc((size_t)d + 1, sizeof(int32_t), "graph_from_edges");
         int32_t nnz = 0;
-        int64_t first = 0; /* earliest input edge of the current pair */
+        int32_t first = 0; /* earliest input edge of the current pair */
         if (!order) goto nomem;
         hpj__sort_pairs(d, n, src, dst, order, tmp, cnt);
         /* count unique entries */
         for (i = 0; i < d; ++i) {
-            int64_t e = order[i];
+            int32_t e = order[i];
             if (i > 0 && src[order[i - 1]] == src[e] && dst[order[i - 1]] == dst[e]) continue;
             ++nnz;
         }
@@ -1652,7 +1653,7 @@ HPJDEF hpj_status hpj_graph_from_edges(int32_t n, int64_t m, const int32_t *u, c
         memset(rowptr, 0, sizeof(int32_t) * ((size_t)n + 1));
         nnz = 0;
         for (i = 0; i < d; ++i) {
-            int64_t e = order[i];
+            int32_t e = order[i];
             if (i > 0 && src[order[i - 1]] == src[e] && dst[order[i - 1]] == dst[e]) {
                 /* both directions of a pair hold the same input edges, so
                    the earliest of them gives one weight to both */
@@ -2446,17 +2447,7 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
         int64_t k = d;
         for (i = 0; i < k; ++i) { esrc[d] = edst[i]; edst[d] = esrc[i]; eline[d] = eline[i]; ++d; }
     }
-    {   /* stable counting sorts: by dst, then by src */
-        int64_t v;
-        memset(cnt, 0, sizeof(int64_t) * ((size_t)N + 1));
-        for (i = 0; i < d; ++i) cnt[edst[i] + 1]++;
-        for (v = 0; v < N; ++v) cnt[v + 1] += cnt[v];
-        for (i = 0; i < d; ++i) tmp[cnt[edst[i]]++] = (int32_t)i;
-        memset(cnt, 0, sizeof(int64_t) * ((size_t)N + 1));
-        for (i = 0; i < d; ++i) cnt[esrc[i] + 1]++;
-        for (v = 0; v < N; ++v) cnt[v + 1] += cnt[v];
-        for (i = 0; i < d; ++i) { int32_t e = tmp[i]; order[cnt[esrc[e]]++] = e; }
-    }
+    hpj__sort_pairs(d, (int32_t)N, esrc, edst, order, tmp, cnt);
     {   /* drop repeats; count duplicate explicit lines */
         int64_t k = 0, explicit_n = d / 2;
         for (i = 0; i < d; ++i) {
