@@ -9,9 +9,17 @@ expect_fail "pretrain: bad --set value" "bad value 'many' for key 'epochs'" ./hp
 expect_fail "pretrain: heads do not divide dim" "not a multiple of heads" ./hpjepa pretrain data/DEMO --config "$MCFG" --set heads=3 --out "$TMP/m"
 expect_fail "pretrain: missing dataset" "cannot open" ./hpjepa pretrain "$TMP/NOPE" --config "$MCFG" --out "$TMP/m"
 [ ! -e "$TMP/m" ] && ok "pretrain: no model file after failures" || bad "pretrain: no model file after failures"
-if ./hpjepa pretrain data/DEMO --config "$MCFG" --out "$TMP/m" >"$TMP/pt.out" 2>/dev/null && grep -q "^model=.* steps=" "$TMP/pt.out"; then
+if ./hpjepa pretrain data/DEMO --config "$MCFG" --set epochs=2 --out "$TMP/m" --loss-log "$TMP/loss.csv" >"$TMP/pt.out" 2>/dev/null &&
+   grep -q "^model=.* steps=" "$TMP/pt.out"; then
     ok "pretrain: tiny model on DEMO"
 else bad "pretrain: tiny model on DEMO" "$(cat "$TMP/pt.out")"; fi
+# the loss log: header, then one row per epoch and resolution (K = 2, 4), finite losses
+if [ "$(head -1 "$TMP/loss.csv")" = "epoch,step,resolution,K,loss" ] &&
+   [ "$(tail -n +2 "$TMP/loss.csv" | cut -d, -f1,3,4 | tr '\n' ' ')" = "1,1,2 1,2,4 2,1,2 2,2,4 " ] &&
+   ! grep -qiE "nan|inf" "$TMP/loss.csv"; then ok "pretrain: --loss-log rows"
+else bad "pretrain: --loss-log rows" "$(head -c 300 "$TMP/loss.csv")"; fi
+expect_fail "pretrain: failing save leaves no loss log" "cannot" ./hpjepa pretrain data/DEMO --config "$MCFG" --out "$TMP/nodir/m3" --quiet --loss-log "$TMP/loss3.csv"
+[ ! -e "$TMP/loss3.csv" ] && [ ! -e "$TMP/loss3.csv.tmp~" ] && ok "pretrain: no partial loss log" || bad "pretrain: no partial loss log"
 if ./hpjepa embed "$TMP/m" data/DEMO --out "$TMP/e.npy" >"$TMP/em.out" 2>/dev/null && grep -q "^graphs=400 width=16" "$TMP/em.out" &&
    [ "$(head -c 6 "$TMP/e.npy" | tail -c 5)" = "NUMPY" ] && [ "$(stat -c %s "$TMP/e.npy")" -eq $((128 + 400 * 16 * 4)) ]; then
     ok "embed: .npy of 400 x 16 float32"
@@ -24,8 +32,27 @@ cp "$TMP/m" "$TMP/flip"; printf '\x55' | dd of="$TMP/flip" bs=1 seek=3000 conv=n
 expect_fail "embed: corrupted checkpoint" "CRC mismatch" ./hpjepa embed "$TMP/flip" data/DEMO --out "$TMP/x.npy"
 [ ! -e "$TMP/x.npy" ] && ok "embed: no .npy after failures" || bad "embed: no .npy after failures"
 expect_fail "eval: --folds 1" "folds: 1 is out of range" ./hpjepa eval data/DEMO --config "$MCFG" --folds 1
-out=$(./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet 2>/dev/null | tail -1)
+out=$(./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --quiet --report "$TMP/rep" 2>/dev/null | tail -1)
 echo "$out" | grep -qE '^accuracy=[01]\.[0-9]{4} std=[0-9.]+$' && ok "eval: accuracy line ($out)" || bad "eval: accuracy line" "$out"
+# the per-graph predictions: every graph once per seed, and their mean
+# correctness per seed and fold gives back the reported accuracy
+if [ -f "$TMP/rep.graphs.csv" ] && command -v python3 >/dev/null; then
+    chk=$(python3 - "$TMP/rep.graphs.csv" "$TMP/rep.json" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+rep = json.load(open(sys.argv[2]))
+seen = {}
+for r in rows: seen.setdefault(int(r["seed"]), []).append(int(r["graph"]))
+ok = sorted(seen) == [1, 2] and all(sorted(v) == list(range(400)) for v in seen.values())
+for fr in rep["rows"]:
+    sel = [r for r in rows if int(r["seed"]) == fr["seed"] and int(r["fold"]) == fr["fold"]]
+    acc = sum(int(r["correct"]) for r in sel) / len(sel)
+    ok = ok and abs(acc - fr["score"]) < 1e-6 and all(int(r["correct"]) == (r["label"] == r["pred"]) for r in sel)
+print("ok" if ok else "mismatch")
+PY
+)
+    [ "$chk" = ok ] && ok "eval: graphs.csv agrees with the fold scores" || bad "eval: graphs.csv agrees with the fold scores" "$chk"
+else bad "eval: graphs.csv written" "missing $TMP/rep.graphs.csv or python3"; fi
 out=$(./hpjepa bench train data/DEMO --config "$MCFG" --steps 2 --warmup 1 2>/dev/null | tail -1)
 echo "$out" | grep -qE '^graphs_per_s=[0-9.]+ gflops=[0-9.]+' && ok "bench train: result line" || bad "bench train: result line" "$out"
 for c in pretrain embed eval; do ./hpjepa $c --help | grep -q "usage: hpjepa $c" && ok "$c --help" || bad "$c --help"; done

@@ -48,6 +48,7 @@ typedef struct cli_progress {
     int tty, quiet, L;
     double t_start, t_epoch, last_draw;
     const hpj_config *cfg;
+    FILE *loss_log; /* --loss-log: epoch,step,resolution,K,loss rows */
     /* benchmark timing: time of each completed batch */
     double *batch_t;
     int nbatch, cap;
@@ -68,6 +69,11 @@ static void on_progress(void *user, const hpj_progress *p) {
     double frac = p->total_steps ? (double)p->step / (double)p->total_steps : 0.0;
     double eps_s = now - cp->t_epoch;
     if (cp->batch_t && cp->nbatch < cp->cap) cp->batch_t[cp->nbatch++] = now;
+    if (cp->loss_log && p->epoch_done)
+        for (l = 0; l < cp->L; ++l)
+            if (p->loss_count[l])
+                fprintf(cp->loss_log, "%d,%lld,%d,%d,%.6g\n", p->epoch + 1, (long long)p->step, l + 1, (int)cp->cfg->K[l],
+                        p->loss[l] / (double)p->loss_count[l]);
     if (p->batch == 1 && cp->t_epoch < cp->t_start + 1e-9 && p->epoch > 0) cp->t_epoch = now;
     if (cp->quiet) return;
     if (!cp->tty && !p->epoch_done) return;
@@ -121,18 +127,22 @@ int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds) {
 static const char *pretrain_usage =
     "usage: hpjepa pretrain DATASET_DIR --config FILE [--set key=value ...] --out MODEL\n"
     "                       [--threads T] [--seed S] [--split train|all] [--save-optimizer] [--quiet]\n"
+    "                       [--loss-log FILE.csv]\n"
     "  Self-supervised HP-JEPA pretraining on every graph of the dataset (or only\n"
     "  the 'train' graphs of a split file with --split train, the default when\n"
     "  the dataset has one). Writes a checkpoint (atomically) and prints\n"
     "  model=<path> params=<int> steps=<int> seconds=<float> loss=<last epoch mean per resolution>.\n"
     "  Progress goes to stderr (a bar on a terminal, one line per epoch otherwise).\n"
+    "  --loss-log writes epoch,step,resolution,K,loss (the epoch's mean loss per\n"
+    "  resolution) for `hpjepa plot loss`.\n"
     "  Config keys: see data/configs/*.cfg and the README.\n";
 
 int cmd_pretrain(int argc, char **argv) {
     hpj_config cfg;
     hpj_dataset ds;
     hpj_model m;
-    const char *dir = NULL, *out = NULL, *split = NULL;
+    const char *dir = NULL, *out = NULL, *split = NULL, *loss_log = NULL;
+    char log_tmp[4200];
     int i, save_opt = 0, quiet = 0, rc = 1;
     int32_t *train = NULL, n = 0, g;
     cli_progress cp;
@@ -145,6 +155,7 @@ int cmd_pretrain(int argc, char **argv) {
         if (used) { i += used - 1; continue; }
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--split") && i + 1 < argc) split = argv[++i];
+        else if (!strcmp(argv[i], "--loss-log") && i + 1 < argc) loss_log = argv[++i];
         else if (!strcmp(argv[i], "--save-optimizer")) save_opt = 1;
         else if (!strcmp(argv[i], "--quiet")) quiet = 1;
         else if (argv[i][0] == '-') { cli_error("pretrain", "unknown option '%s' (see --help)", argv[i]); return 2; }
@@ -164,9 +175,16 @@ int cmd_pretrain(int argc, char **argv) {
     for (g = 0; g < ds.num_graphs; ++g)
         if (!ds.split || (split && !strcmp(split, "all")) || ds.split[g] == HPJ_SPLIT_TRAIN) train[n++] = g;
     if (hpj_model_init(&m, &cfg, &ds) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done_ds; }
-    fprintf(stderr, "hpjepa pretrain: %s, %d graphs, %s mode, %zu parameters (+%zu EMA), %d resolutions\n", ds.name, n,
-            cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", m.num_params, m.enc_count, cfg.L);
+    if (!quiet)
+        fprintf(stderr, "hpjepa pretrain: %s, %d graphs, %s mode, %zu parameters (+%zu EMA), %d resolutions\n", ds.name, n,
+                cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", m.num_params, m.enc_count, cfg.L);
     progress_init(&cp, &cfg, quiet);
+    if (loss_log) { /* written next to its final name, renamed when training succeeded */
+        snprintf(log_tmp, sizeof log_tmp, "%s.tmp~", loss_log);
+        cp.loss_log = fopen(log_tmp, "w");
+        if (!cp.loss_log) { cli_error("pretrain", "%s: cannot write the loss log", loss_log); goto done_m; }
+        fputs("epoch,step,resolution,K,loss\n", cp.loss_log);
+    }
     t0 = cli_now();
     if (hpj_pretrain(&m, &ds, train, n, 0, on_progress, &cp) != HPJ_OK) {
         if (cp.tty && !quiet) fputc('\n', stderr);
@@ -174,9 +192,23 @@ int cmd_pretrain(int argc, char **argv) {
         goto done_m;
     }
     if (hpj_model_save(&m, out, save_opt) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done_m; }
+    if (cp.loss_log) {
+        int bad = ferror(cp.loss_log) != 0;
+        bad |= fclose(cp.loss_log) != 0;
+        cp.loss_log = NULL;
+        if (bad || rename(log_tmp, loss_log) != 0) {
+            remove(log_tmp);
+            cli_error("pretrain", "%s: cannot write the loss log", loss_log);
+            goto done_m;
+        }
+    }
     printf("model=%s params=%zu steps=%lld seconds=%.2f\n", out, m.num_params, (long long)m.step, cli_now() - t0);
     rc = 0;
 done_m:
+    if (cp.loss_log) { /* a failed run leaves no partial log */
+        fclose(cp.loss_log);
+        remove(log_tmp);
+    }
     hpj_model_free(&m);
 done_ds:
     free(train);
