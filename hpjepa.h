@@ -847,6 +847,8 @@ typedef struct hpj_config {
     int ema_copy_init;             /* ema_init: copy (1) | independent (0)            */
     int patch_mixing;              /* 1: patch-mean mixing + copy averaging between
                                       GNN layers (the reference)                      */
+    int gnn_out_linear;            /* 1: GINE block ends in Linear_out (the reference);
+                                      0: out = h + branch (one d x d GEMM less)       */
     float lr, min_lr, weight_decay;
     int optimizer;                 /* optimizer: adam | adamw                         */
     int batch_size, epochs;
@@ -894,7 +896,8 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap);
 #define HPJ_MAX_PRED 8
 
 /* Parameters of one GINE layer of the patch encoder (reference block):
-   h' = Wout (h + ReLU(BN2(W2 ReLU(BN1(W1 agg))))) + bout,
+   h' = Wout (h + ReLU(BN2(W2 ReLU(BN1(W1 agg))))) + bout (without Wout,
+   bout when gnn_out_linear = 0: h' = h + ReLU(...)),
    agg = (1+eps) h_i + sum_j ReLU(h_j + e_ji); layers > 0 first mix in the
    patch mean through ReLU(BNu(Wu mean)) and average node copies. */
 typedef struct hpj_gnn_params {
@@ -903,7 +906,7 @@ typedef struct hpj_gnn_params {
     float *bn1_g, *bn1_b;   /* (D)                                          */
     float *W2;              /* (D, D) no bias                               */
     float *bn2_g, *bn2_b;   /* (D)                                          */
-    float *Wout, *bout;     /* (D, D), (D)                                  */
+    float *Wout, *bout;     /* (D, D), (D); NULL when gnn_out_linear = 0    */
     float *Wu;              /* (D, D) no bias; NULL for layer 0 / no mixing */
     float *bnu_g, *bnu_b;   /* (D)                                          */
 } hpj_gnn_params;
@@ -5706,9 +5709,11 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
     }
 }
 
-HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, float *running_mean,
-                                        float *running_var, const float *inp, const float *gamma,
-                                        const float *beta, int N, int D, float momentum, float eps) {
+/* BatchNorm forward (training mode), optionally fused with a ReLU on the
+   output (relu = 1: out = max(BN(inp), 0), one pass less over the data). */
+static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
+                          const float *inp, const float *gamma, const float *beta, int N, int D, float momentum,
+                          float eps, int relu) {
     int i;
     if (N <= 0 || D <= 0) return;
     /* per-channel statistics in double, in row order */
@@ -5753,14 +5758,19 @@ HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, fl
             float v = (x[c] - mean[c]) * rstd[c];
             if (gamma) v *= gamma[c];
             if (beta) v += beta[c];
-            y[c] = v;
+            y[c] = relu && !(v > 0.0f) ? 0.0f : v;
         }
     }
 }
 
-HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float *gamma, const float *beta,
-                                       const float *running_mean, const float *running_var, int N, int D,
-                                       float eps) {
+HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, float *running_mean,
+                                        float *running_var, const float *inp, const float *gamma,
+                                        const float *beta, int N, int D, float momentum, float eps) {
+    hpj__bn_train(out, mean, rstd, running_mean, running_var, inp, gamma, beta, N, D, momentum, eps, 0);
+}
+
+static void hpj__bn_eval(float *out, const float *inp, const float *gamma, const float *beta,
+                         const float *running_mean, const float *running_var, int N, int D, float eps, int relu) {
     int i;
     if (N <= 0 || D <= 0) return;
     HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
@@ -5772,13 +5782,24 @@ HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float
             float v = (x[c] - running_mean[c]) / sqrtf(running_var[c] + eps);
             if (gamma) v *= gamma[c];
             if (beta) v += beta[c];
-            y[c] = v;
+            y[c] = relu && !(v > 0.0f) ? 0.0f : v;
         }
     }
 }
 
-HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
-                                   const float *gamma, const float *mean, const float *rstd, int N, int D) {
+HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float *gamma, const float *beta,
+                                       const float *running_mean, const float *running_var, int N, int D,
+                                       float eps) {
+    hpj__bn_eval(out, inp, gamma, beta, running_mean, running_var, N, D, eps, 0);
+}
+
+/* BatchNorm backward, optionally fused with the ReLU that followed it
+   (relu_out: the saved max(BN(inp), 0); the incoming gradient is then
+   dout [relu_out > 0]) and with overwrite = 1 writing dinp instead of
+   adding to it (no zeroing pass). */
+static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                             const float *gamma, const float *mean, const float *rstd, int N, int D,
+                             const float *relu_out, int overwrite) {
     int nb = (D + 15) / 16, jb;
     if (N <= 0 || D <= 0) return;
     /* out = xhat gamma + beta, xhat = (x - mean_c) rstd_c over the batch */
@@ -5789,6 +5810,16 @@ HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, con
         for (c = 0; c < 16; ++c) sd[c] = sdx[c] = 0.0;
         for (r = 0; r < N; ++r) {
             const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
+            if (relu_out) {
+                const float *ro = relu_out + (ptrdiff_t)r * D + j0;
+                HPJ__OMP(simd)
+                for (c = 0; c < w; ++c) {
+                    float g = ro[c] > 0.0f ? dy[c] : 0.0f;
+                    sd[c] += g;
+                    sdx[c] += (double)g * ((x[c] - mean[j0 + c]) * rstd[j0 + c]);
+                }
+                continue;
+            }
             HPJ__OMP(simd)
             for (c = 0; c < w; ++c) {
                 sd[c] += dy[c];
@@ -5808,15 +5839,23 @@ HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, con
             }
             for (r = 0; r < N; ++r) {
                 const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
+                const float *ro = relu_out ? relu_out + (ptrdiff_t)r * D + j0 : NULL;
                 float *dx = dinp + (ptrdiff_t)r * D + j0;
                 HPJ__OMP(simd)
                 for (c = 0; c < w; ++c) {
                     float xh = (x[c] - mean[j0 + c]) * rstd[j0 + c];
-                    dx[c] += k[c] * (dy[c] - md[c] - xh * mdx[c]);
+                    float g = ro && !(ro[c] > 0.0f) ? 0.0f : dy[c];
+                    float v = k[c] * (g - md[c] - xh * mdx[c]);
+                    dx[c] = overwrite ? v : dx[c] + v;
                 }
             }
         }
     }
+}
+
+HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                                   const float *gamma, const float *mean, const float *rstd, int N, int D) {
+    hpj__bn_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D, NULL, 0);
 }
 
 /* ==== nn: GINE message passing ==== */
@@ -6385,9 +6424,17 @@ HPJDEF double hpj_softmax_xent(const float *logits, const int32_t *labels, float
 
 /* ==== nn: optimiser, schedules, clipping ==== */
 
-HPJDEF void hpj_adam_step(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
-                          float beta2, float eps, float weight_decay, int decoupled, int64_t t) {
-    int64_t b, nb = ((int64_t)n + 15) / 16;
+/* The Adam step of hpj_adam_step, fused for the training loop with the EMA
+   update of the target encoder (ema: the EMA copy of p[ema_off..n-1],
+   ema_off a multiple of 16; NULL for none), ema[i] = momentum ema[i] +
+   (1 - momentum) p_new[i], and with zeroing of g for the next step: one
+   pass over the parameters instead of three (Adam, EMA, memset), with the
+   same arithmetic as the separate functions. */
+static void hpj__adam_fused(float *p, float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                            float eps, float weight_decay, int decoupled, int64_t t, float *ema, size_t ema_off,
+                            float momentum, int zero_grad) {
+    int64_t b, nb = ((int64_t)n + 15) / 16, eb = (int64_t)(ema_off / 16);
+    float ea = 1.0f - momentum;
     double bc1 = 1.0 - pow((double)beta1, (double)t), bc2 = 1.0 - pow((double)beta2, (double)t);
     float step = (float)(lr / bc1), bc2s = (float)sqrt(bc2);
     float gwd = decoupled ? 0.0f : weight_decay, decay = decoupled ? (float)(1.0 - (double)lr * weight_decay) : 1.0f;
@@ -6412,7 +6459,23 @@ HPJDEF void hpj_adam_step(float *p, const float *g, float *m, float *v, size_t n
         hpj__st16(p + 16 * b, tp, w);
         hpj__st16(m + 16 * b, tm, w);
         hpj__st16(v + 16 * b, tv, w);
+        if (ema && b >= eb) {
+            float *e = ema + 16 * (b - eb);
+            hpj__ld16(ts, e, w);
+            for (l = 0; l < 16; ++l) ts[l] = momentum * ts[l] + ea * tp[l];
+            hpj__st16(e, ts, w);
+        }
+        if (zero_grad) {
+            for (l = 0; l < 16; ++l) tg[l] = 0.0f;
+            hpj__st16(g + 16 * b, tg, w);
+        }
     }
+}
+
+HPJDEF void hpj_adam_step(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
+                          float beta2, float eps, float weight_decay, int decoupled, int64_t t) {
+    /* g is only written when zero_grad = 1 */
+    hpj__adam_fused(p, (float *)g, m, v, n, lr, beta1, beta2, eps, weight_decay, decoupled, t, NULL, 0, 1.0f, 0);
 }
 
 HPJDEF float hpj_lr_at(int schedule, float base_lr, float min_lr, int64_t step, int64_t total, int64_t warmup) {
@@ -6495,7 +6558,7 @@ HPJDEF void hpj_config_default(hpj_config *c) {
     for (l = 0; l < HPJ_MAX_RES; ++l) { c->K[l] = 2 << l; c->M[l] = l < 3 ? l + 1 : 4; }
     c->dim = 512; c->blocks = 4; c->heads = 8; c->ffn = 0; c->ffn_act = HPJ_ACT_RELU;
     c->gnn_layers = 2; c->rw_dim = 15; c->rw_reduce = HPJ_RW_MAX; c->pred_layers = 3;
-    c->target_adj = 0; c->ema_copy_init = 1; c->patch_mixing = 1;
+    c->target_adj = 0; c->ema_copy_init = 1; c->patch_mixing = 1; c->gnn_out_linear = 1;
     c->lr = 2.5e-4f; c->min_lr = 0.0f; c->weight_decay = 0.0f; c->optimizer = HPJ_OPT_ADAM;
     c->batch_size = 128; c->epochs = 20; c->schedule = HPJ_SCHED_COSINE; c->warmup = 0.0f;
     c->dropout = 0.0f; c->token_dropout = 0.0f; c->clip = 0.0f; c->beta = 1.0f;
@@ -6584,6 +6647,7 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
     HPJ__INT("target_adj", target_adj, 0, 1)
     HPJ__ENUM2("ema_init", ema_copy_init, "copy", 1, "independent", 0)
     HPJ__INT("patch_mixing", patch_mixing, 0, 1)
+    HPJ__INT("gnn_out_linear", gnn_out_linear, 0, 1)
     HPJ__FLT("lr", lr, 0.0, 10.0)
     HPJ__FLT("min_lr", min_lr, 0.0, 10.0)
     HPJ__FLT("weight_decay", weight_decay, 0.0, 10.0)
@@ -6708,9 +6772,9 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
     for (l = 0; l < c->L; ++l) HPJ__PUT("%s%d", l ? "," : "", c->M[l]);
     HPJ__PUT("\ndim = %d\nblocks = %d\nheads = %d\nffn = %d\nffn_act = %s\ngnn_layers = %d\nrw_dim = %d\n", c->dim, c->blocks,
              c->heads, c->ffn, c->ffn_act == HPJ_ACT_GELU ? "gelu" : "relu", c->gnn_layers, c->rw_dim);
-    HPJ__PUT("rw_reduce = %s\npred_layers = %d\ntarget_adj = %d\nema_init = %s\npatch_mixing = %d\n",
+    HPJ__PUT("rw_reduce = %s\npred_layers = %d\ntarget_adj = %d\nema_init = %s\npatch_mixing = %d\ngnn_out_linear = %d\n",
              c->rw_reduce == HPJ_RW_MEAN ? "mean" : "max", c->pred_layers, c->target_adj,
-             c->ema_copy_init ? "copy" : "independent", c->patch_mixing);
+             c->ema_copy_init ? "copy" : "independent", c->patch_mixing, c->gnn_out_linear);
     HPJ__PUT("lr = %.9g\nmin_lr = %.9g\nweight_decay = %.9g\noptimizer = %s\nbatch_size = %d\nepochs = %d\n", c->lr,
              c->min_lr, c->weight_decay, c->optimizer == HPJ_OPT_ADAMW ? "adamw" : "adam", c->batch_size, c->epochs);
     HPJ__PUT("schedule = %s\nwarmup = %.9g\ndropout = %.9g\ntoken_dropout = %.9g\nclip = %.9g\nbeta = %.9g\n",
@@ -6753,8 +6817,10 @@ static size_t hpj__model_layout(const hpj_model *m, float *base, hpj_params *p, 
         HPJ__T(q->W2, (size_t)D * D);
         HPJ__T(q->bn2_g, D);
         HPJ__T(q->bn2_b, D);
-        HPJ__T(q->Wout, (size_t)D * D);
-        HPJ__T(q->bout, D);
+        if (c->gnn_out_linear) {
+            HPJ__T(q->Wout, (size_t)D * D);
+            HPJ__T(q->bout, D);
+        }
         if (i > 0 && c->patch_mixing) {
             HPJ__T(q->Wu, (size_t)D * D);
             HPJ__T(q->bnu_g, D);
@@ -6899,7 +6965,7 @@ HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_
         hpj__fill(q->bn1_g, (size_t)m->D, 1.0f);
         hpj__init_linear(q->W2, NULL, m->D, m->D, &r);
         hpj__fill(q->bn2_g, (size_t)m->D, 1.0f);
-        hpj__init_linear(q->Wout, q->bout, m->D, m->D, &r);
+        if (q->Wout) hpj__init_linear(q->Wout, q->bout, m->D, m->D, &r);
         if (q->Wu) {
             hpj__init_linear(q->Wu, NULL, m->D, m->D, &r);
             hpj__fill(q->bnu_g, (size_t)m->D, 1.0f);
@@ -7123,12 +7189,12 @@ enum { HPJ__EVAL = 0, HPJ__TRAIN = 1, HPJ__TRAIN_FROZEN = 2 }; /* frozen: batch 
 
 typedef struct hpj__gnn_layer {
     float *hin;                 /* (C, D) layer input (previous output)        */
-    float *pm, *ul, *ub, *ua;   /* (S, D) patch mean, Wu pm, BN, ReLU          */
+    float *pm, *ul, *ua;        /* (S, D) patch mean, Wu pm, ReLU(BN(Wu pm))   */
     float *um, *ur;             /* (D) BNu batch mean / rstd                    */
     float *hm;                  /* (C, D) hin + ua broadcast                   */
     float *h;                   /* (C, D) what GINE and the residual see       */
-    float *agg, *t1, *b1, *r1;  /* (C, D)                                       */
-    float *t2, *b2, *ra2, *r2;  /* (C, D) r2 = dropout(ra2)                     */
+    float *agg, *t1, *r1;       /* (C, D) r1 = ReLU(BN1(t1))                    */
+    float *t2, *ra2, *r2;       /* (C, D) ra2 = ReLU(BN2(t2)), r2 = dropout(ra2) */
     float *sum, *out;           /* (C, D)                                       */
     float *b1m, *b1r, *b2m, *b2r; /* (D)                                        */
     uint8_t *mask;              /* (C, D) dropout mask or NULL                  */
@@ -7161,15 +7227,15 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
         L->hin = i == 0 ? w->h0 : w->lay[i - 1].out;
         if (i > 0 && m->cfg.patch_mixing) {
             L->pm = hpj_arena_floats(a, SD + 1); L->ul = hpj_arena_floats(a, SD + 1);
-            L->ub = hpj_arena_floats(a, SD + 1); L->ua = hpj_arena_floats(a, SD + 1);
+            L->ua = hpj_arena_floats(a, SD + 1);
             L->um = hpj_arena_floats(a, (size_t)D); L->ur = hpj_arena_floats(a, (size_t)D);
             L->hm = hpj_arena_floats(a, CD + 1); L->h = hpj_arena_floats(a, CD + 1);
         } else {
             L->h = L->hin;
         }
         L->agg = hpj_arena_floats(a, CD + 1); L->t1 = hpj_arena_floats(a, CD + 1);
-        L->b1 = hpj_arena_floats(a, CD + 1); L->r1 = hpj_arena_floats(a, CD + 1);
-        L->t2 = hpj_arena_floats(a, CD + 1); L->b2 = hpj_arena_floats(a, CD + 1);
+        L->r1 = hpj_arena_floats(a, CD + 1);
+        L->t2 = hpj_arena_floats(a, CD + 1);
         L->ra2 = hpj_arena_floats(a, CD + 1);
         if (mode != HPJ__EVAL && m->cfg.dropout > 0.0f) {
             L->r2 = hpj_arena_floats(a, CD + 1);
@@ -7177,7 +7243,8 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
         } else {
             L->r2 = L->ra2;
         }
-        L->sum = hpj_arena_floats(a, CD + 1); L->out = hpj_arena_floats(a, CD + 1);
+        L->sum = hpj_arena_floats(a, CD + 1);
+        L->out = m->cfg.gnn_out_linear ? hpj_arena_floats(a, CD + 1) : L->sum;
         L->b1m = hpj_arena_floats(a, (size_t)D); L->b1r = hpj_arena_floats(a, (size_t)D);
         L->b2m = hpj_arena_floats(a, (size_t)D); L->b2r = hpj_arena_floats(a, (size_t)D);
     }
@@ -7195,18 +7262,26 @@ static void hpj__lin_back(float *dinp, float *dW, float *db, const float *dout, 
     hpj_linear_backward(dinp, dW, db, dout, inp, W, N, Din, Dout);
     hpj__flops += (dinp ? 2.0 : 0.0) * N * Din * Dout + (dW ? 2.0 : 0.0) * N * Din * Dout;
 }
+/* As hpj__lin_back, but dinp (N, Din) is overwritten, not accumulated:
+   GEMM with beta = 0 instead of a zeroing pass and beta = 1. */
+static void hpj__lin_back_set(float *dinp, float *dW, float *db, const float *dout, const float *inp, const float *W,
+                              int N, int Din, int Dout) {
+    if (N > 0) hpj_gemm(0, 0, N, Din, Dout, 1.0f, dout, Dout, W, Din, 0.0f, dinp, Din);
+    hpj__lin_back(NULL, dW, db, dout, inp, W, N, Din, Dout);
+    hpj__flops += 2.0 * N * Din * Dout;
+}
 
-/* BatchNorm in one of the three modes. */
+/* BatchNorm in one of the three modes, then ReLU when relu = 1 (fused). */
 static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, float *rm,
-                    float *rv, int N, int D, int mode, float *tmp) {
+                    float *rv, int N, int D, int mode, float *tmp, int relu) {
     if (mode == HPJ__EVAL) {
-        hpj_batchnorm_forward_eval(out, in, g, b, rm, rv, N, D, 1e-5f);
+        hpj__bn_eval(out, in, g, b, rm, rv, N, D, 1e-5f, relu);
     } else if (mode == HPJ__TRAIN) {
-        hpj_batchnorm_forward_train(out, mean, rstd, rm, rv, in, g, b, N, D, 0.1f, 1e-5f);
+        hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, 0.1f, 1e-5f, relu);
     } else {
         memcpy(tmp, rm, sizeof(float) * (size_t)D);
         memcpy(tmp + D, rv, sizeof(float) * (size_t)D);
-        hpj_batchnorm_forward_train(out, mean, rstd, tmp, tmp + D, in, g, b, N, D, 0.1f, 1e-5f);
+        hpj__bn_train(out, mean, rstd, tmp, tmp + D, in, g, b, N, D, 0.1f, 1e-5f, relu);
     }
 }
 
@@ -7225,8 +7300,7 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
             int32_t c;
             hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
             hpj__lin(L->ul, L->pm, q->Wu, NULL, S, D, D);
-            hpj__bn(L->ub, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode, w->bntmp);
-            hpj_relu_forward(L->ua, L->ub, (size_t)S * D);
+            hpj__bn(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode, w->bntmp, 1);
             HPJ__OMP(parallel for schedule(static))
             for (c = 0; c < S; ++c) {
                 int32_t j, d;
@@ -7241,18 +7315,16 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
         }
         hpj_gine_forward(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
         hpj__lin(L->t1, L->agg, q->W1, NULL, C, D, D);
-        hpj__bn(L->b1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], C, D, mode, w->bntmp);
-        hpj_relu_forward(L->r1, L->b1, CD);
+        hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], C, D, mode, w->bntmp, 1);
         hpj__lin(L->t2, L->r1, q->W2, NULL, C, D, D);
-        hpj__bn(L->b2, L->b2m, L->b2r, L->t2, q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], C, D, mode, w->bntmp);
-        hpj_relu_forward(L->ra2, L->b2, CD);
+        hpj__bn(L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], C, D, mode, w->bntmp, 1);
         if (L->mask) hpj_dropout_forward(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i);
         {
             size_t t;
             HPJ__OMP(parallel for schedule(static))
             for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
         }
-        hpj__lin(L->out, L->sum, q->Wout, q->bout, C, D, D);
+        if (q->Wout) hpj__lin(L->out, L->sum, q->Wout, q->bout, C, D, D);
     }
     hpj_segment_mean_forward(w->z, w->lay[m->cfg.gnn_layers - 1].out, p->seg, S, D);
 }
@@ -7283,7 +7355,7 @@ static void hpj__zero(float *x, size_t n) {
 static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *b, const float *dz) {
     const hpj__path *p = &w->path;
     int i, D = m->D, C = p->C, S = p->S;
-    size_t CD = (size_t)C * D, SD = (size_t)S * D, t;
+    size_t CD = (size_t)C * D;
     float *dout = b->dX, *din = b->dY;
     hpj__zero(b->de, (size_t)p->E * D);
     hpj__zero(dout, CD);
@@ -7293,30 +7365,30 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
         const hpj__gnn_layer *L = &w->lay[i];
         const hpj_gnn_params *q = &m->p.gnn[i];
         hpj_gnn_params *gq = &m->g.gnn[i];
-        float *dra2;
-        /* out = sum Wout^T + bout */
-        hpj__zero(b->A, CD);
-        hpj__lin_back(b->A, gq->Wout, gq->bout, dout, L->sum, q->Wout, C, D, D);
+        const float *dsum, *dra2;
+        /* out = sum Wout^T + bout (or out = sum) */
+        if (q->Wout) {
+            hpj__lin_back_set(b->A, gq->Wout, gq->bout, dout, L->sum, q->Wout, C, D, D);
+            dsum = b->A;
+        } else {
+            dsum = dout;
+        }
         /* sum = h + r2: dh = dsum, dr2 = dsum */
-        memcpy(b->dh, b->A, sizeof(float) * CD);
-        dra2 = b->A;
+        memcpy(b->dh, dsum, sizeof(float) * CD);
+        dra2 = dsum;
         if (L->mask) { /* r2 = dropout(ra2) */
             hpj__zero(b->B, CD);
-            hpj_dropout_backward(b->B, b->A, L->mask, CD, m->cfg.dropout);
+            hpj_dropout_backward(b->B, dsum, L->mask, CD, m->cfg.dropout);
             dra2 = b->B;
         }
-        hpj__zero(b->Cb, CD); /* ra2 = relu(b2) */
-        hpj_relu_backward(b->Cb, dra2, L->ra2, CD);
-        hpj__zero(b->A, CD); /* b2 = BN2(t2) */
-        hpj_batchnorm_backward(b->A, gq->bn2_g, gq->bn2_b, b->Cb, L->t2, q->bn2_g, L->b2m, L->b2r, C, D);
-        hpj__zero(b->B, CD); /* t2 = r1 W2^T */
-        hpj__lin_back(b->B, gq->W2, NULL, b->A, L->r1, q->W2, C, D, D);
-        hpj__zero(b->Cb, CD); /* r1 = relu(b1) */
-        hpj_relu_backward(b->Cb, b->B, L->r1, CD);
-        hpj__zero(b->A, CD); /* b1 = BN1(t1) */
-        hpj_batchnorm_backward(b->A, gq->bn1_g, gq->bn1_b, b->Cb, L->t1, q->bn1_g, L->b1m, L->b1r, C, D);
-        hpj__zero(b->B, CD); /* t1 = agg W1^T */
-        hpj__lin_back(b->B, gq->W1, NULL, b->A, L->agg, q->W1, C, D, D);
+        /* ra2 = relu(BN2(t2)), fused */
+        hpj__bn_backward(b->Cb, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, C, D, L->ra2, 1);
+        /* t2 = r1 W2^T */
+        hpj__lin_back_set(b->B, gq->W2, NULL, b->Cb, L->r1, q->W2, C, D, D);
+        /* r1 = relu(BN1(t1)), fused */
+        hpj__bn_backward(b->Cb, gq->bn1_g, gq->bn1_b, b->B, L->t1, q->bn1_g, L->b1m, L->b1r, C, D, L->r1, 1);
+        /* t1 = agg W1^T */
+        hpj__lin_back_set(b->B, gq->W1, NULL, b->Cb, L->agg, q->W1, C, D, D);
         /* agg = GINE(h, e) */
         hpj_gine_backward(b->dh, b->de, gq->eps, b->B, L->h, w->e, p->rowptr, p->col, p->rev, C, D, q->eps[0]);
         if (L->hm) {
@@ -7335,13 +7407,11 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
                     for (d = 0; d < D; ++d) o[d] += r[d];
                 }
             }
-            hpj__zero(b->sB, SD); /* ua = relu(ub) */
-            hpj_relu_backward(b->sB, b->sA, L->ua, SD);
-            hpj__zero(b->sA, SD); /* ub = BNu(ul) */
-            hpj_batchnorm_backward(b->sA, gq->bnu_g, gq->bnu_b, b->sB, L->ul, q->bnu_g, L->um, L->ur, S, D);
-            hpj__zero(b->sB, SD); /* ul = pm Wu^T */
-            hpj__lin_back(b->sB, gq->Wu, NULL, b->sA, L->pm, q->Wu, S, D, D);
-            hpj_segment_mean_backward(din, b->sB, p->seg, S, D); /* pm = segment_mean(hin) */
+            /* ua = relu(BNu(ul)), fused */
+            hpj__bn_backward(b->sB, gq->bnu_g, gq->bnu_b, b->sA, L->ul, q->bnu_g, L->um, L->ur, S, D, L->ua, 1);
+            /* ul = pm Wu^T */
+            hpj__lin_back_set(b->sA, gq->Wu, NULL, b->sB, L->pm, q->Wu, S, D, D);
+            hpj_segment_mean_backward(din, b->sA, p->seg, S, D); /* pm = segment_mean(hin) */
         } else {
             memcpy(din, b->dh, sizeof(float) * CD);
         }
@@ -7350,14 +7420,13 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
     /* h0 = x node_W^T + node_b ; e = ex edge_W^T + edge_b */
     hpj__lin_back(NULL, m->g.node_W, m->g.node_b, dout, w->x, m->p.node_W, C, m->F, D);
     hpj__lin_back(NULL, m->g.edge_W, m->g.edge_b, b->de, w->ex, m->p.edge_W, p->E, m->Fe, D);
-    (void)t;
 }
 
 /* ==== model: structural-query encoder e_xi ================================ */
 
 typedef struct hpj__pe_ws {
     float *rw;       /* (S, R) reduced RWSE of the patches */
-    float *lin, *bn; /* (S, D) */
+    float *lin;      /* (S, D) */
     float *mean, *rstd; /* (D) */
     float *p;        /* (S, D) structural queries */
     float *bntmp;    /* (2D) */
@@ -7367,7 +7436,6 @@ static void hpj__pe_bind(hpj_arena *a, const hpj_model *m, hpj__pe_ws *w, int32_
     size_t SD = (size_t)S * m->D + 1;
     w->rw = hpj_arena_floats(a, (size_t)S * m->R + 1);
     w->lin = hpj_arena_floats(a, SD);
-    w->bn = hpj_arena_floats(a, SD);
     w->mean = hpj_arena_floats(a, (size_t)m->D);
     w->rstd = hpj_arena_floats(a, (size_t)m->D);
     w->p = hpj_arena_floats(a, SD);
@@ -7380,17 +7448,12 @@ static void hpj__pe_forward(hpj_model *m, hpj__pe_ws *w, const hpj_tokens *tk, c
     int32_t s;
     for (s = 0; s < S; ++s) memcpy(w->rw + (size_t)s * m->R, tk->rw + (size_t)it[s].patch * m->R, sizeof(float) * (size_t)m->R);
     hpj__lin(w->lin, w->rw, m->p.pe_W, NULL, S, m->R, m->D);
-    hpj__bn(w->bn, w->mean, w->rstd, w->lin, m->p.pe_g, m->p.pe_b, m->bn.pe_m, m->bn.pe_v, S, m->D, mode, w->bntmp);
-    hpj_relu_forward(w->p, w->bn, (size_t)S * m->D);
+    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.pe_g, m->p.pe_b, m->bn.pe_m, m->bn.pe_v, S, m->D, mode, w->bntmp, 1);
 }
 
-static void hpj__pe_backward(hpj_model *m, const hpj__pe_ws *w, int32_t S, const float *dp, float *s1, float *s2) {
-    size_t SD = (size_t)S * m->D;
-    hpj__zero(s1, SD);
-    hpj_relu_backward(s1, dp, w->p, SD);
-    hpj__zero(s2, SD);
-    hpj_batchnorm_backward(s2, m->g.pe_g, m->g.pe_b, s1, w->lin, m->p.pe_g, w->mean, w->rstd, S, m->D);
-    hpj__lin_back(NULL, m->g.pe_W, NULL, s2, w->rw, m->p.pe_W, S, m->R, m->D);
+static void hpj__pe_backward(hpj_model *m, const hpj__pe_ws *w, int32_t S, const float *dp, float *s1) {
+    hpj__bn_backward(s1, m->g.pe_g, m->g.pe_b, dp, w->lin, m->p.pe_g, w->mean, w->rstd, S, m->D, w->p, 1);
+    hpj__lin_back(NULL, m->g.pe_W, NULL, s1, w->rw, m->p.pe_W, S, m->R, m->D);
 }
 
 /* ==== model: token encoders (online f_theta and EMA target) =============== */
@@ -7569,6 +7632,7 @@ typedef struct hpj__trainer {
     int64_t total_steps, warmup_steps;
     int mode;                /* HPJ__TRAIN or HPJ__TRAIN_FROZEN */
     int apply;               /* 1: optimizer + EMA */
+    int grads_zero;          /* 1: m->grads is known to be all zeros */
     float *targets;          /* tests: targets out / in (reuse_targets) */
     int reuse_targets;
 } hpj__trainer;
@@ -7623,7 +7687,7 @@ typedef struct hpj__step_ws {
     float *adj;              /* (B, Tm, Tm) or NULL                           */
     uint8_t *tokmask;        /* (B, D) token dropout mask or NULL             */
     float *yt, *dy;          /* (T, 2)                                        */
-    float *dq, *ds, *dx, *dtmp, *s1, *s2; /* (T, D), (B, D) x3, (max(B,T), D) x2 */
+    float *dq, *ds, *dx, *dtmp, *s1;      /* (T, D), (B, D) x3, (max(B,T), D)    */
 } hpj__step_ws;
 
 static void hpj__step_bind(hpj_arena *a, const hpj_model *m, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm,
@@ -7648,7 +7712,6 @@ static void hpj__step_bind(hpj_arena *a, const hpj_model *m, hpj__step_ws *w, in
     w->dx = hpj_arena_floats(a, BD);
     w->dtmp = hpj_arena_floats(a, BD);
     w->s1 = hpj_arena_floats(a, MD);
-    w->s2 = hpj_arena_floats(a, MD);
 }
 
 /* Makes sure the arena holds `need` bytes (grows between steps only). */
@@ -7706,7 +7769,8 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     hpj__path_fill(ds, &tr->tk, tr->tgt, &w.gt.path, tr->stamp, tr->loc);
     hpj__path_features(m, ds, &w.gc.path, w.gc.x, w.gc.ex);
     hpj__path_features(m, ds, &w.gt.path, w.gt.x, w.gt.ex);
-    memset(m->grads, 0, sizeof(float) * m->num_params);
+    if (!tr->grads_zero) memset(m->grads, 0, sizeof(float) * m->num_params);
+    tr->grads_zero = 0;
 
     /* -- forward: patch tokens z and structural queries p of both paths -- */
     hpj__gnn_forward(m, &w.gc, tr->mode, drop_seed);
@@ -7795,8 +7859,8 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
         hpj_dropout_backward(w.dx, w.dtmp, w.tokmask, (size_t)B * D, cfg->token_dropout);
     }
     /* x = z + p: dz = dp = dx */
-    hpj__pe_backward(m, &w.pc, B, w.dx, w.s1, w.s2);
-    hpj__pe_backward(m, &w.pt, T, w.dq, w.s1, w.s2);
+    hpj__pe_backward(m, &w.pc, B, w.dx, w.s1);
+    hpj__pe_backward(m, &w.pt, T, w.dq, w.s1);
     hpj__gnn_backward(m, &w.gc, &w.gb, w.dx);
 
     /* -- update -- */
@@ -7809,10 +7873,13 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
             return hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): gradient norm is %g",
                              (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], gn);
         }
-        hpj_adam_step(m->params, m->grads, m->adam_m, m->adam_v, m->num_params, lr, 0.9f, 0.999f, 1e-8f,
-                      cfg->weight_decay, cfg->optimizer == HPJ_OPT_ADAMW, m->step + 1);
         mom = hpj_ema_momentum(cfg->ema_start, cfg->ema_end, m->step, tr->total_steps);
-        hpj_ema_update(m->ema, m->params + m->enc_offset, m->enc_count, mom);
+        /* Adam, the EMA update (the encoder is the last parameter range)
+           and zeroing of the gradients in one pass */
+        HPJ_ASSERT(m->enc_offset % 16 == 0 && m->enc_offset + m->enc_count == m->num_params);
+        hpj__adam_fused(m->params, m->grads, m->adam_m, m->adam_v, m->num_params, lr, 0.9f, 0.999f, 1e-8f,
+                        cfg->weight_decay, cfg->optimizer == HPJ_OPT_ADAMW, m->step + 1, m->ema, m->enc_offset, mom, 1);
+        tr->grads_zero = 1;
         m->step++;
     }
     hpj_arena_reset(&tr->arena, mark);

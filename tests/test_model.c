@@ -126,8 +126,9 @@ static void test_tokens_invariants(void) {
 }
 
 /* Finite-difference check of the whole loss in a random direction, with
-   the stop-gradient targets held fixed (the EMA branch gets no gradient). */
-static void test_model_gradient(void) {
+   the stop-gradient targets held fixed (the EMA branch gets no gradient).
+   sets: NULL-terminated key, value pairs applied to the tiny config. */
+static void model_gradient_case(const char *const *sets) {
     const char *dir = test_dataset("MUTAG");
     hpj_dataset ds;
     hpj_config c;
@@ -137,8 +138,7 @@ static void test_model_gradient(void) {
     if (!dir) return;
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
     tiny_config(&c);
-    hpj_config_set(&c, "target_adj", "1");
-    hpj_config_set(&c, "ema_init", "independent");
+    for (i = 0; sets[i]; i += 2) CHECK_OK(hpj_config_set(&c, sets[i], sets[i + 1]));
     CHECK_OK(hpj_model_init(&m, &c, &ds));
     for (i = 0; i < 12; ++i) gs[i] = i * 7;
     for (l = 1; l < 3; ++l) {
@@ -169,6 +169,20 @@ static void test_model_gradient(void) {
     }
     hpj_model_free(&m);
     hpj_dataset_free(&ds);
+}
+
+/* the reference model: GINE block with Linear_out, patch mixing, Hadamard
+   target encoder */
+static void test_model_gradient(void) {
+    static const char *const sets[] = {"target_adj", "1", "ema_init", "independent", NULL};
+    model_gradient_case(sets);
+}
+
+/* the benchmark variant matched to the PyTorch peer: no Linear_out, no patch
+   mixing, GELU FFN, 2-layer predictor */
+static void test_model_gradient_peer_variant(void) {
+    static const char *const sets[] = {"gnn_out_linear", "0", "patch_mixing", "0", "ffn_act", "gelu", "pred_layers", "2", NULL};
+    model_gradient_case(sets);
 }
 
 typedef struct loss_log { double first[HPJ_MAX_RES], last[HPJ_MAX_RES]; int epochs; } loss_log;
@@ -424,6 +438,7 @@ const test_case model_tests[] = {
     {"model.tokens_invariants", test_tokens_invariants},
     {"model.config_errors", test_config_errors},
     {"model.gradient_fd", test_model_gradient},
+    {"model.gradient_fd_peer_variant", test_model_gradient_peer_variant},
     {"model.ema_update_rule", test_ema_update_rule},
     {"model.loss_decreases", test_loss_decreases},
     {"model.deterministic_and_threads", test_deterministic_and_threads},

@@ -313,7 +313,7 @@ static const char *bench_train_usage =
     "  Times pretraining minibatches (all resolutions: forward, backward, Adam,\n"
     "  EMA) after --warmup batches (default 2); N timed batches (default 8).\n"
     "  Prints graphs_per_s=<float> (batch size / median batch time) gflops=<float>\n"
-    "  (GEMM flops / time) peak_mb=<float> (peak resident memory).\n";
+    "  (GEMM flops / time) gflop_per_batch=<float> peak_mb=<float> (peak resident memory).\n";
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -378,7 +378,7 @@ int cmd_bench_train(int argc, char **argv) {
     }
     {
         int k, nt = 0;
-        double total = 0.0, med;
+        double total = 0.0, med, gf;
         for (k = (int)warm; k < (int)(steps + warm); ++k) {
             double prev = k == 0 ? t0 : cp.batch_t[k - 1];
             dts[nt++] = cp.batch_t[k] - prev;
@@ -387,10 +387,11 @@ int cmd_bench_train(int argc, char **argv) {
         qsort(dts, (size_t)nt, sizeof(double), cmp_double);
         med = nt % 2 ? dts[nt / 2] : 0.5 * (dts[nt / 2 - 1] + dts[nt / 2]);
         getrusage(RUSAGE_SELF, &ru);
-        /* flops: all batches ran the same kind of work; scale by the timed share */
-        /* every batch does the same kind of work: flops per batch / median time */
-        printf("graphs_per_s=%.1f gflops=%.1f peak_mb=%.0f\n", (cfg.batch_size < ds.num_graphs ? cfg.batch_size : ds.num_graphs) / med,
-               hpj_model_last_flops() / (double)cp.nbatch / med / 1e9, ru.ru_maxrss / 1024.0);
+        /* GEMM flops: the mean over all batches run (warm-up included), per
+           median batch time */
+        gf = hpj_model_last_flops() / (double)cp.nbatch / 1e9;
+        printf("graphs_per_s=%.1f gflops=%.1f gflop_per_batch=%.1f peak_mb=%.0f\n",
+               (cfg.batch_size < ds.num_graphs ? cfg.batch_size : ds.num_graphs) / med, gf / med, gf, ru.ru_maxrss / 1024.0);
     }
     rc = 0;
 done_m:

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The reproduction and analysis runs behind the README's tables and the
+# figures in reports/figures/. Each job writes reports/<name>.{md,json,
+# graphs.csv} (eval --report) plus .out (result lines) and .err (per-fold
+# lines); a job whose .json already exists is skipped, so the script can be
+# stopped and started again. Usage:
+#   bash tools/reproduce.sh [JOB ...]      (no JOB: every job, in order)
+#   bash tools/reproduce.sh --list
+# Environment: HPJ_DATA (default ../shared/data), THREADS (default 2),
+# SEEDS (default 1; the paper's table uses 5).
+set -u
+cd "$(dirname "$0")/.."
+DATA=${HPJ_DATA:-../shared/data}
+THREADS=${THREADS:-2}
+SEEDS=${SEEDS:-1}
+R=reports
+mkdir -p "$R" build/analysis
+[ -x ./hpjepa ] || make -s hpjepa
+
+# name | dataset | config | extra arguments
+JOBS=(
+  "PROTEINS_hp_1seed|PROTEINS|data/configs/PROTEINS.cfg|"
+  "PROTEINS_gj_1seed|PROTEINS|data/configs/graph-jepa/PROTEINS.cfg|"
+  "PROTEINS_hp_bank248_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set resolutions=2,4,8 --set targets=1,2,3"
+  "IMDB-MULTI_hp_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|"
+  "IMDB-MULTI_gj_clamp20_1seed|IMDB-MULTI|data/configs/graph-jepa/IMDB-MULTI.cfg|--set target_clamp=20"
+  "IMDB-MULTI_hp_bank248_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set resolutions=2,4,8 --set targets=1,2,3"
+  "IMDB-MULTI_hp_bank24816_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set resolutions=2,4,8,16 --set targets=1,2,3,4"
+  "IMDB-BINARY_hp_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|"
+  "IMDB-BINARY_gj_clamp20_1seed|IMDB-BINARY|data/configs/graph-jepa/IMDB-BINARY.cfg|--set target_clamp=20"
+  "IMDB-BINARY_hp_bank24816_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set resolutions=2,4,8,16 --set targets=1,2,3,4"
+  "MUTAG_hp_1seed|MUTAG|data/configs/MUTAG.cfg|"
+  "MUTAG_gj_1seed|MUTAG|data/configs/graph-jepa/MUTAG.cfg|"
+)
+
+run_job() {
+    local name=$1 ds=$2 cfg=$3 extra=$4
+    [ $SEEDS -ne 1 ] && name=${name/_1seed/_${SEEDS}seed}
+    if [ -f "$R/$name.json" ] && [ -f "$R/$name.graphs.csv" ]; then echo "skip $name (done)"; return 0; fi
+    echo "$(date +%H:%M:%S) start $name"
+    # shellcheck disable=SC2086
+    if ./hpjepa eval "$DATA/$ds" --config "$cfg" $extra --seeds "$SEEDS" --threads "$THREADS" --quiet \
+        --report "$R/$name" >"$R/$name.out" 2>"$R/$name.err"; then
+        echo "$(date +%H:%M:%S) done  $name: $(tail -1 "$R/$name.out")"
+    else
+        echo "$(date +%H:%M:%S) FAILED $name: $(tail -1 "$R/$name.err")"
+    fi
+}
+
+# t-SNE case study (paper figure 3): one pretraining on all PROTEINS graphs
+# per method, embeddings of every graph, loss log
+case_study() {
+    local m
+    for m in hp gj; do
+        local cfg=data/configs/PROTEINS.cfg
+        [ $m = gj ] && cfg=data/configs/graph-jepa/PROTEINS.cfg
+        if [ ! -f "build/analysis/PROTEINS_$m.npy" ]; then
+            echo "$(date +%H:%M:%S) start case study PROTEINS $m"
+            ./hpjepa pretrain "$DATA/PROTEINS" --config "$cfg" --threads "$THREADS" --quiet \
+                --out "build/analysis/PROTEINS_$m.hpj" --loss-log "$R/PROTEINS_${m}_loss.csv" >/dev/null &&
+            ./hpjepa embed "build/analysis/PROTEINS_$m.hpj" "$DATA/PROTEINS" --out "build/analysis/PROTEINS_$m.npy" >/dev/null ||
+                echo "FAILED case study $m"
+        fi
+    done
+}
+
+if [ "${1:-}" = "--list" ]; then
+    for j in "${JOBS[@]}"; do echo "${j%%|*}"; done
+    echo case_study
+    exit 0
+fi
+for j in "${JOBS[@]}"; do
+    IFS='|' read -r name ds cfg extra <<<"$j"
+    if [ $# -gt 0 ]; then
+        want=0
+        for a in "$@"; do [ "$a" = "$name" ] && want=1; done
+        [ $want = 1 ] || continue
+    fi
+    run_job "$name" "$ds" "$cfg" "$extra"
+    [ $# -eq 0 ] && [ "$name" = PROTEINS_hp_bank248_1seed ] && case_study
+done
+for a in "$@"; do [ "$a" = case_study ] && case_study; done
+exit 0
