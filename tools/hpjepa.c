@@ -1,5 +1,5 @@
 /* hpjepa - the command-line program of hpjepa.h.
-   Subcommands: stats, partition, pretrain, embed, eval, bench. Each prints
+   Subcommands: stats, partition, pretrain, embed, eval, bench, plot. Each prints
    its result lines on stdout, progress on stderr, and on bad input a
    one-line reason on stderr with a non-zero exit. */
 #include "cli.h"
@@ -110,12 +110,14 @@ static const char *main_usage =
     "  bench gemm M N K [--threads T] [--layout nn|nt|tn|tt|all] [--secs S] [--isa I]\n"
     "                                            GEMM throughput\n"
     "  bench train DATASET_DIR --config FILE [--steps N]\n"
-    "  bench probe ...                           probe fitting speed\n";
+    "  bench probe ...                           probe fitting speed\n"
+    "  plot quartiles|sweep|tsne|loss ... --out F.svg\n"
+    "                                            SVG figures of the analyses\n";
 
 int main(int argc, char **argv) {
     const char *c;
     if (argc < 2) {
-        fprintf(stderr, "hpjepa: missing command (stats, partition, pretrain, embed, eval, bench; try hpjepa --help)\n");
+        fprintf(stderr, "hpjepa: missing command (stats, partition, pretrain, embed, eval, bench, plot; try hpjepa --help)\n");
         return 2;
     }
     c = argv[1];
@@ -129,6 +131,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "pretrain")) return cmd_pretrain(argc - 1, argv + 1);
     if (!strcmp(c, "embed")) return cmd_embed(argc - 1, argv + 1);
     if (!strcmp(c, "eval")) return cmd_eval(argc - 1, argv + 1);
+    if (!strcmp(c, "plot")) return cmd_plot(argc - 1, argv + 1);
     if (!strcmp(c, "bench")) {
         if (argc < 3 || cli_is_help(argv[2])) {
             fputs("usage: hpjepa bench gemm|train|probe ... (e.g. hpjepa bench gemm --help)\n", argc < 3 ? stderr : stdout);
