@@ -5709,6 +5709,21 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
     }
 }
 
+/* BatchNorm statistics walk the rows once per channel panel: one panel per
+   thread (a multiple of 16 channels, at most HPJ__BN_PANEL), so every row
+   is read as a contiguous run of the panel's channels (a 16-channel column
+   stride defeats the prefetchers on 2 KB rows). Each channel still sums its
+   rows in row order, so the bits do not depend on the thread count. */
+#define HPJ__BN_PANEL 256
+static int hpj__bn_panel(int D) {
+    int t = 1, w;
+#ifdef _OPENMP
+    t = omp_get_max_threads();
+#endif
+    w = ((D + t - 1) / t + 15) & ~15;
+    return HPJ__MAX(16, HPJ__MIN(HPJ__BN_PANEL, w));
+}
+
 /* BatchNorm forward (training mode), optionally fused with a ReLU on the
    output (relu = 1: out = max(BN(inp), 0), one pass less over the data). */
 static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
@@ -5718,12 +5733,12 @@ static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_m
     if (N <= 0 || D <= 0) return;
     /* per-channel statistics in double, in row order */
     {
-        int nb = (D + 15) / 16, jb;
+        int pw = hpj__bn_panel(D), nb = (D + pw - 1) / pw, jb;
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
         for (jb = 0; jb < nb; ++jb) {
-            double s[16], q[16];
-            int j0 = jb * 16, w = HPJ__MIN(16, D - j0), r, c;
-            for (c = 0; c < 16; ++c) s[c] = q[c] = 0.0;
+            double s[HPJ__BN_PANEL], q[HPJ__BN_PANEL];
+            int j0 = jb * pw, w = HPJ__MIN(pw, D - j0), r, c;
+            for (c = 0; c < w; ++c) s[c] = q[c] = 0.0;
             for (r = 0; r < N; ++r) {
                 const float *x = inp + (ptrdiff_t)r * D + j0;
                 HPJ__OMP(simd)
@@ -5800,14 +5815,14 @@ HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float
 static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                              const float *gamma, const float *mean, const float *rstd, int N, int D,
                              const float *relu_out, int overwrite) {
-    int nb = (D + 15) / 16, jb;
+    int pw = hpj__bn_panel(D), nb = (D + pw - 1) / pw, jb;
     if (N <= 0 || D <= 0) return;
     /* out = xhat gamma + beta, xhat = (x - mean_c) rstd_c over the batch */
     HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
     for (jb = 0; jb < nb; ++jb) {
-        double sd[16], sdx[16];
-        int j0 = jb * 16, w = HPJ__MIN(16, D - j0), r, c;
-        for (c = 0; c < 16; ++c) sd[c] = sdx[c] = 0.0;
+        double sd[HPJ__BN_PANEL], sdx[HPJ__BN_PANEL];
+        int j0 = jb * pw, w = HPJ__MIN(pw, D - j0), r, c;
+        for (c = 0; c < w; ++c) sd[c] = sdx[c] = 0.0;
         for (r = 0; r < N; ++r) {
             const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
             if (relu_out) {
@@ -5831,7 +5846,7 @@ static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const flo
             if (dbeta) dbeta[j0 + c] += (float)sd[c];
         }
         if (dinp) {
-            float md[16], mdx[16], k[16];
+            float md[HPJ__BN_PANEL], mdx[HPJ__BN_PANEL], k[HPJ__BN_PANEL];
             for (c = 0; c < w; ++c) {
                 md[c] = (float)(sd[c] / N);
                 mdx[c] = (float)(sdx[c] / N);
