@@ -19,34 +19,44 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 mkdir -p build/bench
 [ -x ./hpjepa ] || make -s hpjepa >&2
+R=${R:-3}
 echo "## Training throughput (forward + backward + Adam + EMA, all resolutions, $THREADS threads)"
 echo
-echo "| dataset | d | batch | hpjepa graphs/s | torch graphs/s | ratio | hpjepa GFLOP/s | hpjepa peak MB | torch peak MB |"
+echo "| dataset | d | batch | hpjepa graphs/s | torch graphs/s | ratio | GFLOP/batch (ours / torch) | hpjepa GFLOP/s | peak MB (ours / torch) |"
 echo "|---|---|---|---|---|---|---|---|---|"
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 for spec in "PROTEINS proteins 512 proteins_d512" "PROTEINS proteins 128 proteins_d128" "DD dd 512 dd_d512"; do
     set -- $spec
     ds=$1; peer=$2; d=$3; cfg=data/configs/bench/$4.cfg
-    ours=$(/usr/bin/time -f "%M" -o build/bench/time_ours.txt ./hpjepa bench train "$DATA/$ds" --config "$cfg" --steps "$STEPS" --threads "$THREADS" 2>/dev/null | tail -1)
-    g_ours=$(echo "$ours" | sed -n 's/.*graphs_per_s=\([0-9.]*\).*/\1/p')
-    f_ours=$(echo "$ours" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
-    m_ours=$(echo "$ours" | sed -n 's/.*peak_mb=\([0-9.]*\).*/\1/p')
     bs=$(sed -n 's/^batch_size = //p' "$cfg")
-    rm -f build/bench/torch.json
-    # Debian's OpenBLAS 0.3.21 does not recognise this CPU model and would
-    # fall back to SSE kernels (~4x slower); force its AVX-512 kernels so
-    # the peer runs as in ../shared/peers/RESULTS.md
-    if OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} /usr/bin/time -f "%M" -o build/bench/time_torch.txt /usr/bin/python3 "$PEERS/torch_hpjepa.py" --dataset "$peer" --d "$d" \
-        --threads "$THREADS" --steps "$STEPS" --json build/bench/torch.json >/dev/null 2>build/bench/torch.err; then
-        g_t=$(/usr/bin/python3 -c "import json;print('%.1f'%json.loads(open('build/bench/torch.json').read().splitlines()[-1])['graphs_per_s'])" 2>/dev/null)
-        m_t=$(( $(cat build/bench/time_torch.txt | tail -1) / 1024 ))
-    else
-        g_t=""; m_t=""
-    fi
+    : >build/bench/ours.txt; : >build/bench/peer.txt
+    # R alternating runs of each side; each run reports the median batch
+    for r in $(seq 1 "$R"); do
+        ours=$(/usr/bin/time -f "%M" -o build/bench/time_ours.txt ./hpjepa bench train "$DATA/$ds" --config "$cfg" --steps "$STEPS" --threads "$THREADS" 2>/dev/null | tail -1)
+        echo "$ours" >>build/bench/ours.txt
+        rm -f build/bench/torch.json
+        # Debian's OpenBLAS 0.3.21 does not recognise this CPU model and would
+        # fall back to SSE kernels (~4x slower); force its AVX-512 kernels so
+        # the peer runs as in ../shared/peers/RESULTS.md
+        if OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} /usr/bin/time -f "%M" -o build/bench/time_torch.txt /usr/bin/python3 "$PEERS/torch_hpjepa.py" --dataset "$peer" --d "$d" \
+            --threads "$THREADS" --steps "$STEPS" --json build/bench/torch.json >/dev/null 2>build/bench/torch.err; then
+            /usr/bin/python3 -c "import json;j=json.loads(open('build/bench/torch.json').read().splitlines()[-1]);print('%.1f %.1f' % (j['graphs_per_s'], j['gflop_per_step']))" >>build/bench/peer.txt 2>/dev/null
+            echo "peak $(( $(tail -1 build/bench/time_torch.txt) / 1024 ))" >>build/bench/peer.txt
+        fi
+    done
+    g_ours=$(sed -n 's/.*graphs_per_s=\([0-9.]*\).*/\1/p' build/bench/ours.txt | median)
+    f_ours=$(sed -n 's/.*gflops=\([0-9.]*\).*/\1/p' build/bench/ours.txt | median)
+    gb_ours=$(sed -n 's/.*gflop_per_batch=\([0-9.]*\).*/\1/p' build/bench/ours.txt | median)
+    m_ours=$(sed -n 's/.*peak_mb=\([0-9.]*\).*/\1/p' build/bench/ours.txt | median)
+    g_t=$(grep -v '^peak' build/bench/peer.txt | cut -d' ' -f1 | median)
+    gb_t=$(grep -v '^peak' build/bench/peer.txt | cut -d' ' -f2 | median)
+    m_t=$(sed -n 's/^peak //p' build/bench/peer.txt | median)
     ratio=$(awk -v a="$g_ours" -v b="$g_t" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else print "-" }')
-    echo "| $ds | $d | $bs | ${g_ours:-fail} | ${g_t:-n/a} | $ratio | ${f_ours:--} | ${m_ours:--} | ${m_t:--} |"
+    echo "| $ds | $d | $bs | ${g_ours:-fail} | ${g_t:-n/a} | $ratio | ${gb_ours:--} / ${gb_t:--} | ${f_ours:--} | ${m_ours:--} / ${m_t:--} |"
 done
 echo
 echo "Targets: PROTEINS d=512 >= 1.5x torch, PROTEINS d=128 >= 3x, DD d=512 >= 1.5x."
 echo "The peer runs with OPENBLAS_CORETYPE=SkylakeX (Debian's OpenBLAS misdetects this CPU otherwise)."
 echo "Our PROTEINS/DD are the real datasets; the peer's are synthetic look-alikes of the same sizes."
-echo "Command: \`bash tools/bench_train.sh\` (THREADS, STEPS env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps $STEPS\`."
+echo "Each side ran $R times, alternating; the table shows the medians of the per-run median batch."
+echo "Command: \`bash tools/bench_train.sh\` (THREADS, STEPS, R env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps $STEPS\`."
