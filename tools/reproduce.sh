@@ -21,13 +21,14 @@ mkdir -p "$R" build/analysis
 JOBS=(
   "PROTEINS_hp_1seed|PROTEINS|data/configs/PROTEINS.cfg|"
   "PROTEINS_gj_1seed|PROTEINS|data/configs/graph-jepa/PROTEINS.cfg|"
-  "PROTEINS_hp_bank248_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set resolutions=2,4,8 --set targets=1,2,3"
+  "case_study|||"
   "IMDB-MULTI_hp_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|"
   "IMDB-MULTI_gj_clamp20_1seed|IMDB-MULTI|data/configs/graph-jepa/IMDB-MULTI.cfg|--set target_clamp=20"
-  "IMDB-MULTI_hp_bank248_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set resolutions=2,4,8 --set targets=1,2,3"
-  "IMDB-MULTI_hp_bank24816_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set resolutions=2,4,8,16 --set targets=1,2,3,4"
+  "PROTEINS_hp_bank248_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set resolutions=2,4,8 --set targets=1,2,3"
   "IMDB-BINARY_hp_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|"
   "IMDB-BINARY_gj_clamp20_1seed|IMDB-BINARY|data/configs/graph-jepa/IMDB-BINARY.cfg|--set target_clamp=20"
+  "IMDB-MULTI_hp_bank248_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set resolutions=2,4,8 --set targets=1,2,3"
+  "IMDB-MULTI_hp_bank24816_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set resolutions=2,4,8,16 --set targets=1,2,3,4"
   "IMDB-BINARY_hp_bank24816_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set resolutions=2,4,8,16 --set targets=1,2,3,4"
   "MUTAG_hp_1seed|MUTAG|data/configs/MUTAG.cfg|"
   "MUTAG_gj_1seed|MUTAG|data/configs/graph-jepa/MUTAG.cfg|"
@@ -66,7 +67,6 @@ case_study() {
 
 if [ "${1:-}" = "--list" ]; then
     for j in "${JOBS[@]}"; do echo "${j%%|*}"; done
-    echo case_study
     exit 0
 fi
 for j in "${JOBS[@]}"; do
@@ -76,8 +76,6 @@ for j in "${JOBS[@]}"; do
         for a in "$@"; do [ "$a" = "$name" ] && want=1; done
         [ $want = 1 ] || continue
     fi
-    run_job "$name" "$ds" "$cfg" "$extra"
-    [ $# -eq 0 ] && [ "$name" = PROTEINS_hp_bank248_1seed ] && case_study
+    if [ "$name" = case_study ]; then case_study; else run_job "$name" "$ds" "$cfg" "$extra"; fi
 done
-for a in "$@"; do [ "$a" = case_study ] && case_study; done
 exit 0
