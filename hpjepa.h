@@ -869,6 +869,9 @@ typedef struct hpj_config {
     int readout;                   /* readout: concat | uniform | task                */
     float lambda_unif;             /* uniform share of the task weighting             */
     float probe_alpha;             /* probe penalty (DESIGN.md definition)            */
+    int probe_select;              /* probe_select: fixed (0) | cv (1): `hpjepa eval`
+                                      picks the penalty from probe_alpha x 10^-3..10^3
+                                      by 5-fold CV on the training folds only         */
     uint64_t seed;
     int threads;                   /* 0 = OpenMP default                              */
 } hpj_config;
@@ -6579,7 +6582,7 @@ HPJDEF void hpj_config_default(hpj_config *c) {
     c->dropout = 0.0f; c->token_dropout = 0.0f; c->clip = 0.0f; c->beta = 1.0f;
     c->ema_start = 0.996f; c->ema_end = 1.0f; c->edge_drop = 0.3f; c->repartition = 1; c->target_clamp = 0.0f;
     c->part_method = HPJ_PART_RB; c->node_vocab = 0; c->edge_vocab = 0; c->node_attr = 0;
-    c->readout = HPJ_READOUT_CONCAT; c->lambda_unif = 1.0f; c->probe_alpha = 1.0f; c->seed = 42; c->threads = 0;
+    c->readout = HPJ_READOUT_CONCAT; c->lambda_unif = 1.0f; c->probe_alpha = 1.0f; c->probe_select = 0; c->seed = 42; c->threads = 0;
 }
 
 static int hpj__streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
@@ -6692,6 +6695,7 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
     }
     HPJ__FLT("lambda_unif", lambda_unif, 0.0, 1.0)
     HPJ__FLT("probe_alpha", probe_alpha, 0.0, 1e12)
+    HPJ__ENUM2("probe_select", probe_select, "fixed", 0, "cv", 1)
     else if (hpj__streq(key, "seed")) {
         char *end;
         unsigned long long sv = strtoull(v, &end, 10);
@@ -6799,9 +6803,9 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
              c->ema_end, c->edge_drop, c->repartition, c->target_clamp);
     HPJ__PUT("partition = %s\nnode_vocab = %d\nedge_vocab = %d\nnode_attr = %d\n",
              c->part_method == HPJ_PART_RB ? "rb" : "kway", c->node_vocab, c->edge_vocab, c->node_attr);
-    HPJ__PUT("readout = %s\nlambda_unif = %.9g\nprobe_alpha = %.9g\nseed = %llu\nthreads = %d\n",
+    HPJ__PUT("readout = %s\nlambda_unif = %.9g\nprobe_alpha = %.9g\nprobe_select = %s\nseed = %llu\nthreads = %d\n",
              c->readout == HPJ_READOUT_TASK ? "task" : c->readout == HPJ_READOUT_UNIFORM ? "uniform" : "concat",
-             c->lambda_unif, c->probe_alpha, (unsigned long long)c->seed, c->threads);
+             c->lambda_unif, c->probe_alpha, c->probe_select ? "cv" : "fixed", (unsigned long long)c->seed, c->threads);
 #undef HPJ__PUT
     if (cap) buf[n < cap ? n : cap - 1] = 0;
     return n;

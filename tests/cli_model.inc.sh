@@ -53,6 +53,15 @@ PY
 )
     [ "$chk" = ok ] && ok "eval: graphs.csv agrees with the fold scores" || bad "eval: graphs.csv agrees with the fold scores" "$chk"
 else bad "eval: graphs.csv written" "missing $TMP/rep.graphs.csv or python3"; fi
+# probe_select = cv: the penalty comes from probe_alpha x 10^-3..10^3 (here
+# probe_alpha = 0.5), chosen per fold on the training folds, and is reported
+expect_fail "eval: bad probe_select" "bad value 'maybe' for key 'probe_select'" ./hpjepa eval data/DEMO --config "$MCFG" --set probe_select=maybe
+if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --threads 1 --quiet --set probe_select=cv \
+       --set probe_alpha=0.5 --report "$TMP/cv" >/dev/null 2>"$TMP/cv.err" &&
+   [ "$(grep -c 'probe alpha chosen by 5-fold CV' "$TMP/cv.err")" -eq 3 ] &&
+   [ "$(grep -oE '"alpha": (0\.0005|0\.005|0\.05|0\.5|5|50|500)[,}]' "$TMP/cv.json" | wc -l)" -eq 3 ]; then
+    ok "eval: probe_select=cv picks a grid penalty per fold"
+else bad "eval: probe_select=cv picks a grid penalty per fold" "$(head -c 300 "$TMP/cv.err") $(grep -o '"alpha": [^,]*' "$TMP/cv.json" 2>/dev/null)"; fi
 out=$(./hpjepa bench train data/DEMO --config "$MCFG" --steps 2 --warmup 1 2>/dev/null | tail -1)
 echo "$out" | grep -qE '^graphs_per_s=[0-9.]+ gflops=[0-9.]+' && ok "bench train: result line" || bad "bench train: result line" "$out"
 for c in pretrain embed eval; do ./hpjepa $c --help | grep -q "usage: hpjepa $c" && ok "$c --help" || bad "$c --help"; done

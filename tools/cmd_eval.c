@@ -29,7 +29,7 @@ static const char *eval_usage =
     "  `hpjepa plot quartiles` turns into accuracy per node-count quartile.\n"
     "  Defaults: 10 folds, 5 seeds (1 seed for regression splits: use --seeds).\n";
 
-typedef struct eval_row { int seed, fold; double score, train_score, seconds; float omega[HPJ_MAX_RES]; } eval_row;
+typedef struct eval_row { int seed, fold; double score, train_score, seconds, alpha; float omega[HPJ_MAX_RES]; } eval_row;
 /* one test prediction: graph g of seed s (each graph is tested once per seed) */
 typedef struct eval_pred { int fold; float pred; } eval_pred;
 
@@ -91,6 +91,60 @@ static int write_predictions(const char *prefix, const hpj_dataset *ds, const ev
         return -1;
     }
     return 0;
+}
+
+/* probe_select = cv: the logistic probe's penalty from probe_alpha x
+   10^-3..10^3 by stratified 5-fold CV over the training graphs tr only
+   (features: the concat readout, or the uniform one for uniform / task);
+   ties go to the larger penalty. Sets po->alpha; -1 on failure. */
+static int select_alpha(const float *H, const int32_t *tr, int ntr, const hpj_dataset *ds, const hpj_config *cfg,
+                        uint64_t seed, hpj_probe_options *po, double *best_acc) {
+    int rd = cfg->readout == HPJ_READOUT_CONCAT ? HPJ_READOUT_CONCAT : HPJ_READOUT_UNIFORM;
+    int w = rd == HPJ_READOUT_CONCAT ? cfg->L * cfg->dim : cfg->dim, C = ds->num_classes, k, f, g, rc = -1;
+    float *F = (float *)malloc(sizeof(float) * (size_t)ntr * w), *A = (float *)malloc(sizeof(float) * (size_t)ntr * w);
+    float *B = (float *)malloc(sizeof(float) * (size_t)ntr * w), *S = (float *)malloc(sizeof(float) * (size_t)ntr * C);
+    int32_t *y = (int32_t *)malloc(sizeof(int32_t) * (size_t)ntr), *fold = (int32_t *)malloc(sizeof(int32_t) * (size_t)ntr);
+    int32_t *ya = (int32_t *)malloc(sizeof(int32_t) * (size_t)ntr);
+    double base = cfg->probe_alpha > 0.0f ? cfg->probe_alpha : 1.0, best = -1.0, chosen = base;
+    *best_acc = 0.0;
+    if (!F || !A || !B || !S || !y || !fold || !ya) { cli_error("eval", "out of memory"); goto done; }
+    readout_rows(H, tr, ntr, cfg->L, cfg->dim, rd, NULL, F);
+    for (g = 0; g < ntr; ++g) y[g] = ds->graph_label[tr[g]];
+    if (hpj_stratified_folds(y, ntr, C, 5, seed ^ 0x5E1EC7ULL, fold)) { cli_error("eval", "%s", hpj_last_error()); goto done; }
+    for (k = 3; k >= -3; --k) {
+        double alpha = base * pow(10.0, k), acc = 0.0;
+        hpj_probe_options o = *po;
+        o.alpha = alpha;
+        /* selection only needs the accuracy: a looser optimum is enough
+           (weak penalties on near-separable data converge slowly) */
+        o.tol = 1e-4;
+        o.max_iter = 200;
+        for (f = 0; f < 5; ++f) {
+            int na = 0, nb = 0, correct = 0;
+            hpj_linear_model lm;
+            for (g = 0; g < ntr; ++g) {
+                if (fold[g] == f) {
+                    memcpy(B + (size_t)nb++ * w, F + (size_t)g * w, sizeof(float) * (size_t)w);
+                } else {
+                    ya[na] = y[g];
+                    memcpy(A + (size_t)na++ * w, F + (size_t)g * w, sizeof(float) * (size_t)w);
+                }
+            }
+            if (hpj_logreg_fit(A, ya, na, w, C, &o, &lm) != HPJ_OK) { cli_error("eval", "probe CV: %s", hpj_last_error()); goto done; }
+            hpj_linear_model_predict(&lm, B, nb, S);
+            hpj_linear_model_free(&lm);
+            for (g = 0, nb = 0; g < ntr; ++g)
+                if (fold[g] == f) { correct += hpj_argmax_row(S + (size_t)nb * C, C) == y[g]; ++nb; }
+            acc += nb ? (double)correct / nb / 5.0 : 0.0;
+        }
+        if (acc > best + 1e-12) { best = acc; chosen = alpha; }
+    }
+    po->alpha = chosen;
+    *best_acc = best;
+    rc = 0;
+done:
+    free(F); free(A); free(B); free(S); free(y); free(fold); free(ya);
+    return rc;
 }
 
 static void on_fold_progress(void *user, const hpj_progress *p) {
@@ -203,6 +257,12 @@ int cmd_eval(int argc, char **argv) {
             hpj_model_free(&m);
             hpj_probe_options_default(&po);
             po.alpha = cfg.probe_alpha;
+            if (!regression && cfg.probe_select) {
+                double inner;
+                if (select_alpha(H, tr, ntr, &ds, &cfg, cs.seed + (uint64_t)f, &po, &inner)) goto done;
+                fprintf(stderr, "    probe alpha chosen by 5-fold CV on the training folds: %g (inner accuracy %.4f)\n", po.alpha,
+                        inner);
+            }
             for (l = 0; l < HPJ_MAX_RES; ++l) omega[l] = 1.0f / (float)cfg.L;
             if (cfg.readout == HPJ_READOUT_TASK) { /* weights from the training graphs only */
                 float *Htr = Xte; /* scratch: (ntr, L, D) */
@@ -293,6 +353,7 @@ int cmd_eval(int argc, char **argv) {
             row->fold = f + 1;
             row->score = score;
             row->train_score = tscore;
+            row->alpha = po.alpha;
             row->seconds = cli_now() - t0;
             memcpy(row->omega, omega, sizeof omega);
             fold_scores[f] = score;
@@ -332,8 +393,8 @@ int cmd_eval(int argc, char **argv) {
             for (i = 0; i < nrows; ++i) {
                 int l;
                 fprintf(fm, "| %d | %d | %.4f | %.4f |\n", rows[i].seed, rows[i].fold, rows[i].score, rows[i].train_score);
-                fprintf(fj, "%s{\"seed\": %d, \"fold\": %d, \"score\": %.6f, \"train\": %.6f, \"seconds\": %.2f, \"omega\": [",
-                        i ? ", " : "", rows[i].seed, rows[i].fold, rows[i].score, rows[i].train_score, rows[i].seconds);
+                fprintf(fj, "%s{\"seed\": %d, \"fold\": %d, \"score\": %.6f, \"train\": %.6f, \"seconds\": %.2f, \"alpha\": %.6g, \"omega\": [",
+                        i ? ", " : "", rows[i].seed, rows[i].fold, rows[i].score, rows[i].train_score, rows[i].seconds, rows[i].alpha);
                 for (l = 0; l < cfg.L; ++l) fprintf(fj, "%s%.5f", l ? ", " : "", rows[i].omega[l]);
                 fprintf(fj, "]}");
             }
