@@ -24,7 +24,11 @@ have() { local f; for f in "$@"; do [ -f "$f" ] || return 1; done; }
 section() { printf '\n## %s\n\n' "$1" >>"$OUT"; }
 
 for ds in PROTEINS IMDB-BINARY IMDB-MULTI; do
-    hp=$R/${ds}_hp_1seed gj=$R/${ds}_gj_1seed
+    # HP-JEPA runs with the probe penalty chosen by CV (probe_select = cv)
+    # are preferred when they exist; sweep banks are taken from the same kind
+    cv=_cv
+    hp=$R/${ds}_hp_cv_1seed gj=$R/${ds}_gj_1seed
+    [ -f "$hp.json" ] || { hp=$R/${ds}_hp_1seed; cv=; }
     [ -f "$gj.json" ] || gj=$R/${ds}_gj_clamp20_1seed
     section "$ds: accuracy per node-count quartile"
     if have "$hp.graphs.csv" "$gj.graphs.csv"; then
@@ -37,8 +41,8 @@ for ds in PROTEINS IMDB-BINARY IMDB-MULTI; do
     fi
     section "$ds: resolution-bank sweep"
     args=()
-    [ -f "$R/${ds}_hp_bank248_1seed.json" ] && args+=("{2,4,8}=$R/${ds}_hp_bank248_1seed.json")
-    [ -f "$R/${ds}_hp_bank24816_1seed.json" ] && args+=("{2,4,8,16}=$R/${ds}_hp_bank24816_1seed.json")
+    [ -f "$R/${ds}_hp${cv}_bank248_1seed.json" ] && args+=("{2,4,8}=$R/${ds}_hp${cv}_bank248_1seed.json")
+    [ -f "$R/${ds}_hp${cv}_bank24816_1seed.json" ] && args+=("{2,4,8,16}=$R/${ds}_hp${cv}_bank24816_1seed.json")
     [ -f "$hp.json" ] && args+=("full {$(grep -o 'resolutions = [0-9,]*' "$hp.json" | head -1 | cut -d' ' -f3)}=$hp.json")
     [ -f "$gj.json" ] && args+=("Graph-JEPA mode=$gj.json")
     if [ ${#args[@]} -ge 3 ]; then
@@ -54,7 +58,7 @@ section "PROTEINS case study: t-SNE of graph embeddings"
 for m in hp gj; do
     name=HP-JEPA; [ $m = gj ] && name="Graph-JEPA mode"
     if have "build/analysis/PROTEINS_$m.npy"; then
-        echo "$name: \`$(./hpjepa plot tsne "$DATA/PROTEINS" "build/analysis/PROTEINS_$m.npy" --out "$F/PROTEINS_tsne_$m.svg" \
+        echo "$name: \`$(OMP_WAIT_POLICY=passive ./hpjepa plot tsne "$DATA/PROTEINS" "build/analysis/PROTEINS_$m.npy" --threads 1 --out "$F/PROTEINS_tsne_$m.svg" \
             --title "PROTEINS, $name: t-SNE of graph embeddings" 2>>"$OUT.err" | tr '\n' ' ')\`" >>"$OUT"
         echo >>"$OUT"
         echo "![tsne $m](figures/PROTEINS_tsne_$m.svg)" >>"$OUT"

@@ -23,6 +23,7 @@ JOBS=(
   "PROTEINS_gj_1seed|PROTEINS|data/configs/graph-jepa/PROTEINS.cfg|"
   "case_study|||"
   "PROTEINS_hp_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set probe_select=cv"
+  "PROTEINS_hp_cv_bank248_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set probe_select=cv --set resolutions=2,4,8 --set targets=1,2,3"
   "IMDB-MULTI_gj_clamp20_1seed|IMDB-MULTI|data/configs/graph-jepa/IMDB-MULTI.cfg|--set target_clamp=20"
   "IMDB-MULTI_hp_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|"
   "PROTEINS_hp_bank248_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set resolutions=2,4,8 --set targets=1,2,3"
