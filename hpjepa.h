@@ -870,8 +870,10 @@ typedef struct hpj_config {
     float lambda_unif;             /* uniform share of the task weighting             */
     float probe_alpha;             /* probe penalty (DESIGN.md definition)            */
     int probe_select;              /* probe_select: fixed (0) | cv (1): `hpjepa eval`
-                                      picks the penalty from probe_alpha x 10^-3..10^3
-                                      by 5-fold CV on the training folds only         */
+                                      picks the classification probe's penalty from
+                                      probe_alpha x 10^-3..10^3 by 5-fold CV on the
+                                      training folds only (regression always picks
+                                      it on the validation split)                    */
     uint64_t seed;
     int threads;                   /* 0 = OpenMP default                              */
 } hpj_config;
