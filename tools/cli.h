@@ -25,6 +25,16 @@ void cli_error(const char *cmd, const char *fmt, ...)
    reason otherwise. `what` names the argument in the message. */
 int cli_parse_int(const char *cmd, const char *what, const char *s, long long lo, long long hi, long long *out);
 int cli_parse_double(const char *cmd, const char *what, const char *s, double *out);
+/* Atomic output files: cli_create opens PATH.tmp~ for writing (its name
+   goes to tmp, cap bytes); cli_commit closes it and renames it onto path,
+   or removes it when `bad` is set or the writes failed; cli_discard closes
+   and removes it without a message. cli_create / cli_commit print the
+   reason and return NULL / -1 on failure, so a failed command never leaves
+   a partial file behind. */
+#include <stdio.h>
+FILE *cli_create(const char *cmd, const char *path, char *tmp, size_t cap);
+int cli_commit(const char *cmd, FILE *f, int bad, const char *tmp, const char *path);
+void cli_discard(FILE *f, const char *tmp);
 /* Wall-clock seconds (monotonic). */
 double cli_now(void);
 /* 1 if s is "-h" or "--help". */

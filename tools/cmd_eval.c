@@ -64,11 +64,9 @@ static void readout_rows(const float *H, const int32_t *idx, int n, int L, int D
 static int write_predictions(const char *prefix, const hpj_dataset *ds, const eval_pred *preds, int seeds) {
     char path[1024], tmp[1040];
     FILE *f;
-    int s, g, regression = ds->num_classes == 0, ok;
+    int s, g, regression = ds->num_classes == 0;
     snprintf(path, sizeof path, "%s.graphs.csv", prefix);
-    snprintf(tmp, sizeof tmp, "%s.tmp~", path);
-    f = fopen(tmp, "w");
-    if (!f) { cli_error("eval", "%s: cannot write the report", tmp); return -1; }
+    if (!(f = cli_create("eval", path, tmp, sizeof tmp))) return -1;
     fprintf(f, regression ? "seed,fold,graph,nodes,edges,target,pred,abs_err\n" : "seed,fold,graph,nodes,edges,label,pred,correct\n");
     for (s = 0; s < seeds; ++s)
         for (g = 0; g < ds->num_graphs; ++g) {
@@ -83,14 +81,7 @@ static int write_predictions(const char *prefix, const hpj_dataset *ds, const ev
                 fprintf(f, "%d,%d,%d,%lld,%lld,%d,%d,%d\n", s + 1, p->fold, g, nodes, edges, ds->graph_label[g], (int)p->pred,
                         (int)p->pred == ds->graph_label[g]);
         }
-    ok = !ferror(f);
-    ok &= fclose(f) == 0;
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        cli_error("eval", "%s: cannot write the report", path);
-        return -1;
-    }
-    return 0;
+    return cli_commit("eval", f, 0, tmp, path);
 }
 
 /* probe_select = cv: the logistic probe's penalty from probe_alpha x
@@ -370,20 +361,15 @@ int cmd_eval(int argc, char **argv) {
         double wall = cli_now() - t_all;
         if (report && write_predictions(report, &ds, preds, (int)seeds)) goto done;
         if (report) {
-            char path[1024];
+            char pm[1024], pj[1024], tm[1040], tj[1040];
             FILE *fm, *fj;
             char cfgtext[4096];
+            int bad;
             hpj_config_format(&cfg, cfgtext, sizeof cfgtext);
-            snprintf(path, sizeof path, "%s.md", report);
-            fm = fopen(path, "w");
-            snprintf(path, sizeof path, "%s.json", report);
-            fj = fopen(path, "w");
-            if (!fm || !fj) {
-                if (fm) fclose(fm);
-                if (fj) fclose(fj);
-                cli_error("eval", "%s: cannot write the report", report);
-                goto done;
-            }
+            snprintf(pm, sizeof pm, "%s.md", report);
+            snprintf(pj, sizeof pj, "%s.json", report);
+            if (!(fm = cli_create("eval", pm, tm, sizeof tm))) goto done;
+            if (!(fj = cli_create("eval", pj, tj, sizeof tj))) { cli_discard(fm, tm); goto done; }
             fprintf(fm, "# hpjepa eval: %s\n\n%s = %.4f +- %.4f (mean over folds per seed, then mean/std over %lld seeds); "
                         "mean fold std %.4f; wall time %.1f s\n\n| seed | fold | %s | train |\n|---|---|---|---|\n",
                     ds.name, regression ? "mae" : "accuracy", mean, sd, seeds, fstd, wall, regression ? "test mae" : "test accuracy");
@@ -405,8 +391,10 @@ int cmd_eval(int argc, char **argv) {
                 else fputc(cfgtext[i], fj);
             }
             fprintf(fj, "\"}\n");
-            fclose(fm);
-            fclose(fj);
+            bad = cli_commit("eval", fm, 0, tm, pm);
+            if (bad) cli_discard(fj, tj);
+            else bad = cli_commit("eval", fj, 0, tj, pj);
+            if (bad) goto done;
         }
         printf("fold_std=%.4f seconds=%.1f\n", fstd, wall);
         printf("%s=%.4f std=%.4f\n", regression ? "mae" : "accuracy", mean, sd);

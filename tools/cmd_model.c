@@ -180,9 +180,7 @@ int cmd_pretrain(int argc, char **argv) {
                 cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", m.num_params, m.enc_count, cfg.L);
     progress_init(&cp, &cfg, quiet);
     if (loss_log) { /* written next to its final name, renamed when training succeeded */
-        snprintf(log_tmp, sizeof log_tmp, "%s.tmp~", loss_log);
-        cp.loss_log = fopen(log_tmp, "w");
-        if (!cp.loss_log) { cli_error("pretrain", "%s: cannot write the loss log", loss_log); goto done_m; }
+        if (!(cp.loss_log = cli_create("pretrain", loss_log, log_tmp, sizeof log_tmp))) goto done_m;
         fputs("epoch,step,resolution,K,loss\n", cp.loss_log);
     }
     t0 = cli_now();
@@ -193,22 +191,14 @@ int cmd_pretrain(int argc, char **argv) {
     }
     if (hpj_model_save(&m, out, save_opt) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done_m; }
     if (cp.loss_log) {
-        int bad = ferror(cp.loss_log) != 0;
-        bad |= fclose(cp.loss_log) != 0;
+        FILE *f = cp.loss_log;
         cp.loss_log = NULL;
-        if (bad || rename(log_tmp, loss_log) != 0) {
-            remove(log_tmp);
-            cli_error("pretrain", "%s: cannot write the loss log", loss_log);
-            goto done_m;
-        }
+        if (cli_commit("pretrain", f, 0, log_tmp, loss_log)) goto done_m;
     }
     printf("model=%s params=%zu steps=%lld seconds=%.2f\n", out, m.num_params, (long long)m.step, cli_now() - t0);
     rc = 0;
 done_m:
-    if (cp.loss_log) { /* a failed run leaves no partial log */
-        fclose(cp.loss_log);
-        remove(log_tmp);
-    }
+    if (cp.loss_log) cli_discard(cp.loss_log, log_tmp); /* a failed run leaves no partial log */
     hpj_model_free(&m);
 done_ds:
     free(train);
@@ -228,9 +218,7 @@ int cli_write_npy(const char *cmd, const char *path, const float *x, int64_t row
                   (long long)cols);
     total = 10 + hl + 1;
     pad = (64 - total % 64) % 64;
-    if (snprintf(tmp, sizeof tmp, "%s.tmp~", path) >= (int)sizeof tmp) { cli_error(cmd, "%s: path too long", path); return -1; }
-    f = fopen(tmp, "wb");
-    if (!f) { cli_error(cmd, "%s: cannot create", tmp); return -1; }
+    if (!(f = cli_create(cmd, path, tmp, sizeof tmp))) return -1;
     {
         unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
         int hlen = hl + pad + 1, k, bad;
@@ -240,11 +228,8 @@ int cli_write_npy(const char *cmd, const char *path, const float *x, int64_t row
         for (k = 0; k < pad; ++k) bad |= fputc(' ', f) == EOF;
         bad |= fputc('\n', f) == EOF;
         bad |= n && fwrite(x, sizeof(float), n, f) != n; /* little-endian hosts */
-        bad |= fclose(f) != 0;
-        if (bad) { remove(tmp); cli_error(cmd, "%s: write failed", path); return -1; }
+        return cli_commit(cmd, f, bad, tmp, path);
     }
-    if (rename(tmp, path) != 0) { remove(tmp); cli_error(cmd, "%s: cannot rename into place", path); return -1; }
-    return 0;
 }
 
 static const char *embed_usage =

@@ -300,17 +300,10 @@ static void svg_begin(sbuf *b, double w, double h, const char *title) {
 static int svg_finish(sbuf *b, const char *path) {
     char tmp[4200];
     FILE *f;
-    int bad;
     sb_printf(b, "</svg>\n");
     if (b->oom) { cli_error(CMD, "out of memory"); return -1; }
-    if (snprintf(tmp, sizeof tmp, "%s.tmp~", path) >= (int)sizeof tmp) { cli_error(CMD, "%s: path too long", path); return -1; }
-    f = fopen(tmp, "wb");
-    if (!f) { cli_error(CMD, "%s: cannot create (%s)", tmp, strerror(errno)); return -1; }
-    bad = fwrite(b->p, 1, b->len, f) != b->len;
-    bad |= fclose(f) != 0;
-    if (bad) { remove(tmp); cli_error(CMD, "%s: write failed", path); return -1; }
-    if (rename(tmp, path) != 0) { remove(tmp); cli_error(CMD, "%s: cannot rename into place", path); return -1; }
-    return 0;
+    if (!(f = cli_create(CMD, path, tmp, sizeof tmp))) return -1;
+    return cli_commit(CMD, f, fwrite(b->p, 1, b->len, f) != b->len, tmp, path);
 }
 
 /* ---- axes ------------------------------------------------------------------ */

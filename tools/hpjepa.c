@@ -48,6 +48,31 @@ int cli_parse_double(const char *cmd, const char *what, const char *s, double *o
     return 0;
 }
 
+FILE *cli_create(const char *cmd, const char *path, char *tmp, size_t cap) {
+    FILE *f;
+    if (snprintf(tmp, cap, "%s.tmp~", path) >= (int)cap) { cli_error(cmd, "%s: path too long", path); return NULL; }
+    f = fopen(tmp, "wb");
+    if (!f) cli_error(cmd, "%s: cannot create (%s)", tmp, strerror(errno));
+    return f;
+}
+
+int cli_commit(const char *cmd, FILE *f, int bad, const char *tmp, const char *path) {
+    bad |= ferror(f) != 0;
+    bad |= fclose(f) != 0;
+    if (bad) { remove(tmp); cli_error(cmd, "%s: write failed", path); return -1; }
+    if (rename(tmp, path) != 0) {
+        cli_error(cmd, "%s: cannot rename into place (%s)", path, strerror(errno));
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+void cli_discard(FILE *f, const char *tmp) {
+    fclose(f);
+    remove(tmp);
+}
+
 double cli_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
