@@ -4818,6 +4818,9 @@ done:
    ldbk; entries past nr are never read when they are outside B). */
 typedef void (*hpj__gemm_kernel)(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
                                  ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first);
+/* A kernel for MR full rows of a row-major A read in place (row stride lda). */
+typedef void (*hpj__gemm_rows_kernel)(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
+                                      float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first);
 
 /* Stores one finished accumulator value (the rule in the banner above). */
 static HPJ__INLINE float hpj__gemm_out(float acc, float cold, float alpha, float beta, int first) {
@@ -4881,13 +4884,16 @@ static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff
         _mm_prefetch((const char *)(c + (ptrdiff_t)i * ldc), _MM_HINT_T0);       \
         _mm_prefetch((const char *)(c + (ptrdiff_t)i * ldc + 16), _MM_HINT_T0);  \
     }
+/* A values: row i of the sliver at ap[i * ais], successive k aks apart
+   (packed: ais = 1, aks = MR; rows of a row-major A read in place:
+   ais = lda, aks = 1) */
 #define HPJ__ZFMA(i)                                       \
     {                                                      \
-        __m512 a_ = _mm512_set1_ps(ap[i]);                 \
+        __m512 a_ = _mm512_set1_ps(ap[i * ais]);           \
         c##i##0 = _mm512_fmadd_ps(a_, b0, c##i##0);        \
         c##i##1 = _mm512_fmadd_ps(a_, b1, c##i##1);        \
     }
-#define HPJ__ZFMA1(i) c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(ap[i]), b0, c##i##0);
+#define HPJ__ZFMA1(i) c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(ap[i * ais]), b0, c##i##0);
 #define HPJ__ZSTORE(i)                                                                     \
     if (mr > i) {                                                                          \
         float *ci_ = c + (ptrdiff_t)i * ldc;                                               \
@@ -4902,8 +4908,17 @@ static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff
         _mm512_mask_storeu_ps(ci_, m0, t0_);                                               \
         _mm512_mask_storeu_ps(ci_ + 16, m1, t1_);                                          \
     }
-static void hpj__gemm_kernel_avx512(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
-                                    ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first) {
+#if defined(__GNUC__) || defined(__clang__)
+#define HPJ__ALWAYS_INLINE __attribute__((always_inline)) inline
+#else
+#define HPJ__ALWAYS_INLINE HPJ__INLINE
+#endif
+/* The kernel body, inlined into the two kernels below with their strides
+   as constants (packed) or as the row stride (in place); the arithmetic,
+   and so every result bit, is the same for both. */
+static HPJ__ALWAYS_INLINE void hpj__zkern(int kc, const float *ap, ptrdiff_t ais, ptrdiff_t aks, const float *bp,
+                                          ptrdiff_t ldbk, float *c, ptrdiff_t ldc, int mr, int nr, float alpha,
+                                          float beta, int first) {
     __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
     __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
@@ -4914,25 +4929,36 @@ static void hpj__gemm_kernel_avx512(int kc, const float *ap, const float *bp, pt
         for (k = 0; k < kc; ++k) {
             __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
             HPJ__R8(HPJ__ZFMA)
-            ap += HPJ__ZMR;
+            ap += aks;
             bp += ldbk;
         }
     } else if (nr <= 16) { /* half a tile: one vector per row */
         for (k = 0; k < kc; ++k) {
             __m512 b0 = _mm512_maskz_loadu_ps(m0, bp);
             HPJ__R8(HPJ__ZFMA1)
-            ap += HPJ__ZMR;
+            ap += aks;
             bp += ldbk;
         }
     } else {
         for (k = 0; k < kc; ++k) {
             __m512 b0 = _mm512_maskz_loadu_ps(m0, bp), b1 = _mm512_maskz_loadu_ps(m1, bp + 16);
             HPJ__R8(HPJ__ZFMA)
-            ap += HPJ__ZMR;
+            ap += aks;
             bp += ldbk;
         }
     }
     HPJ__R8(HPJ__ZSTORE)
+}
+static void hpj__gemm_kernel_avx512(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
+                                    ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first) {
+    hpj__zkern(kc, ap, 1, HPJ__ZMR, bp, ldbk, c, ldc, mr, nr, alpha, beta, first);
+}
+/* 8 full rows of a row-major A (row stride lda) read in place: no packing,
+   which for the narrow products of this model (N = d) costs a quarter of
+   the kernel's own time (every packed value is used only N / 16 times). */
+static void hpj__gemm_kernel_avx512_rows(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
+                                         float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first) {
+    hpj__zkern(kc, a, lda, 1, bp, ldbk, c, ldc, HPJ__ZMR, nr, alpha, beta, first);
 }
 #endif
 
@@ -5031,6 +5057,7 @@ typedef struct hpj__gemm_job {
     float *C;
     int mr, nr; /* MR, NR of the kernel */
     hpj__gemm_kernel kern;
+    hpj__gemm_rows_kernel krows; /* non-NULL: full slivers of a non-transposed A are read in place */
     int packB;  /* 1: copy B blocks into the thread's buffer first */
     float *bshared; /* B buffer the threads fill together (thread 0's) */
 } hpj__gemm_job;
@@ -5154,6 +5181,23 @@ static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int 
     int MR = g->mr, NR = g->nr, mc_sl = HPJ__GEMM_MC / MR, first = p0 == 0;
     ptrdiff_t astride = (ptrdiff_t)kc * MR;
     int sb, s, t;
+    if (g->krows) { /* A read in place; only a partial last sliver is packed */
+        for (s = s0; s < s1; ++s) {
+            int i0 = s * MR, mr = HPJ__MIN(MR, g->M - i0);
+            const float *a = g->A + (ptrdiff_t)i0 * g->lda + p0;
+            if (mr < MR) hpj__gemm_pack_a(hpj__gemm_abuf, g, i0, mr, p0, kc);
+            for (t = tc; t < tcn; ++t) {
+                int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
+                float *c = g->C + (ptrdiff_t)i0 * g->ldc + jj;
+                if (mr == MR)
+                    g->krows(kc, a, g->lda, bb + (t - tc) * bstride, ldbk, c, g->ldc, nr, g->alpha, g->beta, first);
+                else
+                    g->kern(kc, hpj__gemm_abuf, bb + (t - tc) * bstride, ldbk, c, g->ldc, mr, nr, g->alpha, g->beta,
+                            first);
+            }
+        }
+        return;
+    }
     for (sb = s0; sb < s1; sb += mc_sl) {
         int se = HPJ__MIN(s1, sb + mc_sl);
         int ib = sb * MR, mc = HPJ__MIN(g->M, se * MR) - ib;
@@ -5298,6 +5342,7 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
     g.bshared = hpj__gemm_bbuf; /* the calling thread is thread 0 of the team */
     isa = hpj_gemm_isa();
     g.kern = hpj__gemm_kernel_c;
+    g.krows = NULL;
     g.mr = HPJ__PMR;
     g.nr = HPJ__PNR;
     (void)isa;
@@ -5311,6 +5356,7 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
 #if defined(HPJ__GEMM_AVX512)
     if (isa == HPJ_GEMM_AVX512) {
         g.kern = hpj__gemm_kernel_avx512;
+        if (!g.transA) g.krows = hpj__gemm_kernel_avx512_rows;
         g.mr = HPJ__ZMR;
         g.nr = HPJ__ZNR;
     }
@@ -5332,11 +5378,16 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
             hpj__gemm_pack_b(bbuf, &g, 0, N, 0, K);
         }
         for (i0 = 0; i0 < M; i0 += g.mr) {
-            int mr = HPJ__MIN(g.mr, M - i0);
-            hpj__gemm_pack_a(abuf, &g, i0, mr, 0, K);
-            for (t = 0; t * g.nr < N; ++t)
-                g.kern(K, abuf, bb + t * bstride, ldbk, C + (ptrdiff_t)i0 * ldc + t * g.nr, ldc, mr,
-                       HPJ__MIN(g.nr, N - t * g.nr), alpha, beta, 1);
+            int mr = HPJ__MIN(g.mr, M - i0), inplace = g.krows && mr == g.mr;
+            if (!inplace) hpj__gemm_pack_a(abuf, &g, i0, mr, 0, K);
+            for (t = 0; t * g.nr < N; ++t) {
+                float *c = C + (ptrdiff_t)i0 * ldc + t * g.nr;
+                int nr = HPJ__MIN(g.nr, N - t * g.nr);
+                if (inplace)
+                    g.krows(K, A + (ptrdiff_t)i0 * lda, lda, bb + t * bstride, ldbk, c, ldc, nr, alpha, beta, 1);
+                else
+                    g.kern(K, abuf, bb + t * bstride, ldbk, c, ldc, mr, nr, alpha, beta, 1);
+            }
         }
         return;
     }

@@ -34,6 +34,8 @@ JOBS=(
   "IMDB-BINARY_hp_bank24816_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set resolutions=2,4,8,16 --set targets=1,2,3,4"
   "MUTAG_hp_1seed|MUTAG|data/configs/MUTAG.cfg|"
   "MUTAG_gj_1seed|MUTAG|data/configs/graph-jepa/MUTAG.cfg|"
+  "ZINC-12K_gj_1seed|ZINC-12K|data/configs/graph-jepa/ZINC-12K.cfg|"
+  "ZINC-12K_hp_1seed|ZINC-12K|data/configs/ZINC-12K.cfg|"
 )
 
 run_job() {
