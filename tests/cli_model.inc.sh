@@ -62,6 +62,26 @@ if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --
    [ "$(grep -oE '"alpha": (0\.0005|0\.005|0\.05|0\.5|5|50|500)[,}]' "$TMP/cv.json" | wc -l)" -eq 3 ]; then
     ok "eval: probe_select=cv picks a grid penalty per fold"
 else bad "eval: probe_select=cv picks a grid penalty per fold" "$(head -c 300 "$TMP/cv.err") $(grep -o '"alpha": [^,]*' "$TMP/cv.json" 2>/dev/null)"; fi
+# --save-embeddings: one (graphs, L*d) .npy per fold, each from its own
+# fold's model; unwritable prefixes fail before any pretraining
+if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/emb" >/dev/null 2>&1 &&
+   [ "$(ls "$TMP"/emb.s1f*.npy | wc -l)" -eq 3 ] && command -v python3 >/dev/null &&
+   [ "$(python3 - "$TMP"/emb.s1f1.npy "$TMP"/emb.s1f2.npy "$TMP"/emb.s1f3.npy <<'PY'
+import math, struct, sys
+data = []
+for p in sys.argv[1:]:
+    b = open(p, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    assert b"'shape': (400, 16)" in b[10:10 + hl] and len(b) == 10 + hl + 400 * 16 * 4
+    x = struct.unpack("<%df" % (400 * 16), b[10 + hl:])
+    assert all(math.isfinite(v) for v in x) and any(v != 0 for v in x)
+    data.append(x)
+print("ok" if data[0] != data[1] and data[1] != data[2] else "same")
+PY
+)" = ok ]; then ok "eval: --save-embeddings writes one finite (400, 16) .npy per fold"
+else bad "eval: --save-embeddings writes one finite (400, 16) .npy per fold" "$(ls "$TMP" | head -c 300)"; fi
+expect_fail "eval: unwritable --save-embeddings fails first" "nodir/e.s1f1.npy.tmp~: cannot create" ./hpjepa eval data/DEMO --config "$MCFG" --save-embeddings "$TMP/nodir/e"
+expect_fail "eval: unwritable --report fails first" "nodir/r.json.tmp~: cannot create" ./hpjepa eval data/DEMO --config "$MCFG" --report "$TMP/nodir/r"
 out=$(./hpjepa bench train data/DEMO --config "$MCFG" --steps 2 --warmup 1 2>/dev/null | tail -1)
 echo "$out" | grep -qE '^graphs_per_s=[0-9.]+ gflops=[0-9.]+' && ok "bench train: result line" || bad "bench train: result line" "$out"
 for c in pretrain embed eval; do ./hpjepa $c --help | grep -q "usage: hpjepa $c" && ok "$c --help" || bad "$c --help"; done

@@ -35,6 +35,12 @@ int cli_parse_double(const char *cmd, const char *what, const char *s, double *o
 FILE *cli_create(const char *cmd, const char *path, char *tmp, size_t cap);
 int cli_commit(const char *cmd, FILE *f, int bad, const char *tmp, const char *path);
 void cli_discard(FILE *f, const char *tmp);
+/* Writes rows x cols float32 values as a C-order .npy file (format 1.0),
+   atomically as above; 0 or -1 with a printed reason. */
+int cli_write_npy(const char *cmd, const char *path, const float *x, int64_t rows, int64_t cols);
+/* 0 if PATH can be created (checked by creating and removing PATH.tmp~),
+   else -1 with a printed reason: lets a long command fail before its work. */
+int cli_check_writable(const char *cmd, const char *path);
 /* Wall-clock seconds (monotonic). */
 double cli_now(void);
 /* 1 if s is "-h" or "--help". */

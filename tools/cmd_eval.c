@@ -17,7 +17,7 @@ int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds);
 
 static const char *eval_usage =
     "usage: hpjepa eval DATASET_DIR --config FILE [--folds N] [--seeds N] [--set key=value ...]\n"
-    "                   [--threads T] [--report PREFIX] [--quiet]\n"
+    "                   [--threads T] [--report PREFIX] [--save-embeddings PREFIX] [--quiet]\n"
     "  Runs the whole protocol and ends with accuracy=<mean> std=<std> (classification,\n"
     "  fractions) or mae=<mean> std=<std> (regression): the mean over folds per seed,\n"
     "  then mean and std across seeds (the paper's aggregation). Also prints\n"
@@ -27,6 +27,11 @@ static const char *eval_usage =
     "  and PREFIX.graphs.csv with every test prediction (seed,fold,graph,nodes,\n"
     "  edges,label,pred,correct; regression: ...,target,pred,abs_err), which\n"
     "  `hpjepa plot quartiles` turns into accuracy per node-count quartile.\n"
+    "  --save-embeddings PREFIX writes PREFIX.s<seed>f<fold>.npy for every fold:\n"
+    "  the per-resolution embeddings of every graph from that fold's model,\n"
+    "  float32 (graphs, L*d) as `hpjepa embed --readout concat` (the fold's test\n"
+    "  graphs are in PREFIX.graphs.csv of --report), so probe studies need no new\n"
+    "  pretraining (tools/probe_study.py).\n"
     "  Defaults: 10 folds, 5 seeds (1 seed for regression splits: use --seeds).\n";
 
 typedef struct eval_row { int seed, fold; double score, train_score, seconds, alpha; float omega[HPJ_MAX_RES]; } eval_row;
@@ -149,7 +154,8 @@ static void on_fold_progress(void *user, const hpj_progress *p) {
 int cmd_eval(int argc, char **argv) {
     hpj_config cfg;
     hpj_dataset ds;
-    const char *dir = NULL, *report = NULL;
+    const char *dir = NULL, *report = NULL, *save_emb = NULL;
+    char emb_path[1100];
     long long folds = 10, seeds = -1;
     int i, quiet = 0, rc = 1, regression, nrows = 0, s, f;
     int32_t *fold = NULL, *tr = NULL, *te = NULL, *all = NULL, *ytr = NULL, g;
@@ -168,6 +174,7 @@ int cmd_eval(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
             if (cli_parse_int("eval", "--seeds", argv[++i], 1, 1000, &seeds)) return 2;
         } else if (!strcmp(argv[i], "--report") && i + 1 < argc) report = argv[++i];
+        else if (!strcmp(argv[i], "--save-embeddings") && i + 1 < argc) save_emb = argv[++i];
         else if (!strcmp(argv[i], "--quiet")) quiet = 1;
         else if (argv[i][0] == '-') { cli_error("eval", "unknown option '%s' (see --help)", argv[i]); return 2; }
         else if (!dir) dir = argv[i];
@@ -175,6 +182,17 @@ int cmd_eval(int argc, char **argv) {
     }
     if (!dir) { cli_error("eval", "missing DATASET_DIR (see --help)"); return 2; }
     if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); return 2; }
+    /* output paths are checked before hours of pretraining */
+    if (report) {
+        if (strlen(report) > 1000) { cli_error("eval", "--report: prefix too long"); return 2; }
+        snprintf(emb_path, sizeof emb_path, "%s.json", report);
+        if (cli_check_writable("eval", emb_path)) return 2;
+    }
+    if (save_emb) {
+        if (strlen(save_emb) > 1000) { cli_error("eval", "--save-embeddings: prefix too long"); return 2; }
+        snprintf(emb_path, sizeof emb_path, "%s.s1f1.npy", save_emb);
+        if (cli_check_writable("eval", emb_path)) return 2;
+    }
     if (cli_load_dataset("eval", dir, &ds)) return 1;
     regression = ds.num_classes == 0;
     if (regression && (!ds.target || !ds.split)) {
@@ -246,6 +264,10 @@ int cmd_eval(int argc, char **argv) {
                 goto done;
             }
             hpj_model_free(&m);
+            if (save_emb) {
+                snprintf(emb_path, sizeof emb_path, "%s.s%df%d.npy", save_emb, s + 1, f + 1);
+                if (cli_write_npy("eval", emb_path, H, ds.num_graphs, (int64_t)cfg.L * cfg.dim)) goto done;
+            }
             hpj_probe_options_default(&po);
             po.alpha = cfg.probe_alpha;
             if (!regression && cfg.probe_select) {

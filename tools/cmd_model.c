@@ -208,30 +208,6 @@ done_ds:
 
 /* ---- embed ---------------------------------------------------------------- */
 
-/* Writes a float32 C-order .npy file (format 1.0) atomically. */
-int cli_write_npy(const char *cmd, const char *path, const float *x, int64_t rows, int64_t cols) {
-    char hdr[128], tmp[4200];
-    int hl, pad, total;
-    FILE *f;
-    size_t n = (size_t)rows * (size_t)cols;
-    hl = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld), }", (long long)rows,
-                  (long long)cols);
-    total = 10 + hl + 1;
-    pad = (64 - total % 64) % 64;
-    if (!(f = cli_create(cmd, path, tmp, sizeof tmp))) return -1;
-    {
-        unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
-        int hlen = hl + pad + 1, k, bad;
-        pre[8] = (unsigned char)(hlen & 0xFF);
-        pre[9] = (unsigned char)(hlen >> 8);
-        bad = fwrite(pre, 1, 10, f) != 10 || fwrite(hdr, 1, (size_t)hl, f) != (size_t)hl;
-        for (k = 0; k < pad; ++k) bad |= fputc(' ', f) == EOF;
-        bad |= fputc('\n', f) == EOF;
-        bad |= n && fwrite(x, sizeof(float), n, f) != n; /* little-endian hosts */
-        return cli_commit(cmd, f, bad, tmp, path);
-    }
-}
-
 static const char *embed_usage =
     "usage: hpjepa embed MODEL DATASET_DIR --out FILE.npy [--readout concat|uniform] [--threads T]\n"
     "  Graph embeddings from the frozen EMA encoder: per active resolution the\n"

@@ -73,6 +73,37 @@ void cli_discard(FILE *f, const char *tmp) {
     remove(tmp);
 }
 
+int cli_write_npy(const char *cmd, const char *path, const float *x, int64_t rows, int64_t cols) {
+    char hdr[128], tmp[4200];
+    int hl, pad, total;
+    FILE *f;
+    size_t n = (size_t)rows * (size_t)cols;
+    hl = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld), }", (long long)rows,
+                  (long long)cols);
+    total = 10 + hl + 1;
+    pad = (64 - total % 64) % 64;
+    if (!(f = cli_create(cmd, path, tmp, sizeof tmp))) return -1;
+    {
+        unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
+        int hlen = hl + pad + 1, k, bad;
+        pre[8] = (unsigned char)(hlen & 0xFF);
+        pre[9] = (unsigned char)(hlen >> 8);
+        bad = fwrite(pre, 1, 10, f) != 10 || fwrite(hdr, 1, (size_t)hl, f) != (size_t)hl;
+        for (k = 0; k < pad; ++k) bad |= fputc(' ', f) == EOF;
+        bad |= fputc('\n', f) == EOF;
+        bad |= n && fwrite(x, sizeof(float), n, f) != n; /* little-endian hosts */
+        return cli_commit(cmd, f, bad, tmp, path);
+    }
+}
+
+int cli_check_writable(const char *cmd, const char *path) {
+    char tmp[4200];
+    FILE *f = cli_create(cmd, path, tmp, sizeof tmp);
+    if (!f) return -1;
+    cli_discard(f, tmp);
+    return 0;
+}
+
 double cli_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

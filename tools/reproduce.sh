@@ -35,6 +35,7 @@ JOBS=(
   "MUTAG_hp_1seed|MUTAG|data/configs/MUTAG.cfg|"
   "MUTAG_gj_1seed|MUTAG|data/configs/graph-jepa/MUTAG.cfg|"
   "ZINC-12K_gj_1seed|ZINC-12K|data/configs/graph-jepa/ZINC-12K.cfg|"
+  "PROTEINS_hp_emb_1seed|PROTEINS|data/configs/PROTEINS.cfg|--save-embeddings build/analysis/PROTEINS_hp_1seed"
   "ZINC-12K_hp_1seed|ZINC-12K|data/configs/ZINC-12K.cfg|"
 )
 
