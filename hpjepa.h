@@ -4818,7 +4818,8 @@ done:
    ldbk; entries past nr are never read when they are outside B). */
 typedef void (*hpj__gemm_kernel)(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
                                  ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first);
-/* A kernel for MR full rows of a row-major A read in place (row stride lda). */
+/* A kernel for MR full rows of op(A) read in place (A's leading dimension
+   lda; the kernel knows whether A is transposed). */
 typedef void (*hpj__gemm_rows_kernel)(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
                                       float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first);
 
@@ -4953,12 +4954,19 @@ static void hpj__gemm_kernel_avx512(int kc, const float *ap, const float *bp, pt
                                     ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first) {
     hpj__zkern(kc, ap, 1, HPJ__ZMR, bp, ldbk, c, ldc, mr, nr, alpha, beta, first);
 }
-/* 8 full rows of a row-major A (row stride lda) read in place: no packing,
-   which for the narrow products of this model (N = d) costs a quarter of
-   the kernel's own time (every packed value is used only N / 16 times). */
+/* 8 full rows of op(A) read in place, without packing, which for the
+   narrow products of this model (N = d) costs a quarter of the kernel's
+   own time (every packed value is used only N / 16 times), and which a
+   team splitting the columns would repeat per tile. rows: A row-major
+   (M, K), row i at a + i lda; cols: A stored (K, M) (a weight gradient),
+   the 8 values of step k contiguous at a + k lda. */
 static void hpj__gemm_kernel_avx512_rows(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
                                          float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first) {
     hpj__zkern(kc, a, lda, 1, bp, ldbk, c, ldc, HPJ__ZMR, nr, alpha, beta, first);
+}
+static void hpj__gemm_kernel_avx512_cols(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
+                                         float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first) {
+    hpj__zkern(kc, a, 1, lda, bp, ldbk, c, ldc, HPJ__ZMR, nr, alpha, beta, first);
 }
 #endif
 
@@ -5057,7 +5065,7 @@ typedef struct hpj__gemm_job {
     float *C;
     int mr, nr; /* MR, NR of the kernel */
     hpj__gemm_kernel kern;
-    hpj__gemm_rows_kernel krows; /* non-NULL: full slivers of a non-transposed A are read in place */
+    hpj__gemm_rows_kernel krows; /* non-NULL: full slivers of op(A) are read in place */
     int packB;  /* 1: copy B blocks into the thread's buffer first */
     float *bshared; /* B buffer the threads fill together (thread 0's) */
 } hpj__gemm_job;
@@ -5184,7 +5192,7 @@ static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int 
     if (g->krows) { /* A read in place; only a partial last sliver is packed */
         for (s = s0; s < s1; ++s) {
             int i0 = s * MR, mr = HPJ__MIN(MR, g->M - i0);
-            const float *a = g->A + (ptrdiff_t)i0 * g->lda + p0;
+            const float *a = g->transA ? g->A + (ptrdiff_t)p0 * g->lda + i0 : g->A + (ptrdiff_t)i0 * g->lda + p0;
             if (mr < MR) hpj__gemm_pack_a(hpj__gemm_abuf, g, i0, mr, p0, kc);
             for (t = tc; t < tcn; ++t) {
                 int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
@@ -5356,7 +5364,9 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
 #if defined(HPJ__GEMM_AVX512)
     if (isa == HPJ_GEMM_AVX512) {
         g.kern = hpj__gemm_kernel_avx512;
-        if (!g.transA) g.krows = hpj__gemm_kernel_avx512_rows;
+        /* a transposed A in place only for narrow products: its strided
+           sliver falls out of L1 when many B slivers stream past it */
+        g.krows = !g.transA ? hpj__gemm_kernel_avx512_rows : N <= 4 * HPJ__ZNR ? hpj__gemm_kernel_avx512_cols : NULL;
         g.mr = HPJ__ZMR;
         g.nr = HPJ__ZNR;
     }
@@ -5384,7 +5394,8 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
                 float *c = C + (ptrdiff_t)i0 * ldc + t * g.nr;
                 int nr = HPJ__MIN(g.nr, N - t * g.nr);
                 if (inplace)
-                    g.krows(K, A + (ptrdiff_t)i0 * lda, lda, bb + t * bstride, ldbk, c, ldc, nr, alpha, beta, 1);
+                    g.krows(K, transA ? A + i0 : A + (ptrdiff_t)i0 * lda, lda, bb + t * bstride, ldbk, c, ldc, nr, alpha,
+                            beta, 1);
                 else
                     g.kern(K, abuf, bb + t * bstride, ldbk, c, ldc, mr, nr, alpha, beta, 1);
             }
