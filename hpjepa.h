@@ -4787,7 +4787,11 @@ done:
    HPJ__GEMM_KC long and depend on K only, so the result of an element
    never depends on the thread count, on how C is split into tiles, or on
    which micro-kernel computed it (the portable kernel uses fmaf when the
-   target has a fast fma, so every kernel gives the same bits there). */
+   target has a fast fma, so every kernel gives the same bits there).
+   Packing: B is packed into slivers of NR columns (or read in place when
+   few rows reuse it); A is packed into slivers of MR rows, except that
+   the AVX-512 kernel reads full slivers of A in place (any non-transposed
+   A; a transposed A when N <= 128), which changes memory traffic only. */
 #define HPJ__GEMM_KC 256
 #define HPJ__GEMM_NC 512   /* columns of a packed B block                 */
 #define HPJ__GEMM_BFULL (512 * 512) /* B buffer (floats): a whole 512 x 512 B */
@@ -4886,8 +4890,8 @@ static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff
         _mm_prefetch((const char *)(c + (ptrdiff_t)i * ldc + 16), _MM_HINT_T0);  \
     }
 /* A values: row i of the sliver at ap[i * ais], successive k aks apart
-   (packed: ais = 1, aks = MR; rows of a row-major A read in place:
-   ais = lda, aks = 1) */
+   (packed: ais = 1, aks = MR; a row-major A in place: ais = lda, aks = 1;
+   a transposed A in place: ais = 1, aks = lda) */
 #define HPJ__ZFMA(i)                                       \
     {                                                      \
         __m512 a_ = _mm512_set1_ps(ap[i * ais]);           \
@@ -4914,9 +4918,9 @@ static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff
 #else
 #define HPJ__ALWAYS_INLINE HPJ__INLINE
 #endif
-/* The kernel body, inlined into the two kernels below with their strides
-   as constants (packed) or as the row stride (in place); the arithmetic,
-   and so every result bit, is the same for both. */
+/* The kernel body, inlined into the three kernels below with their
+   strides (constants when packed); the arithmetic, and so every result
+   bit, is the same for all three. */
 static HPJ__ALWAYS_INLINE void hpj__zkern(int kc, const float *ap, ptrdiff_t ais, ptrdiff_t aks, const float *bp,
                                           ptrdiff_t ldbk, float *c, ptrdiff_t ldc, int mr, int nr, float alpha,
                                           float beta, int first) {
