@@ -2,7 +2,9 @@
 """Probe study on the per-fold embeddings of a real protocol run: for each
 (seed, fold) model, fits scikit-learn's LogisticRegression(C = 1/alpha) on
 that fold's training graphs and scores its test graphs, for a grid of
-penalties and for the uniform and concat readouts. No pretraining, so a
+penalties and for the uniform, concat and task readouts (task: the fold's
+resolution weights omega from REPORT.json, i.e. the weights eval learned
+on that fold's training graphs). No pretraining, so a
 probe question (which alpha, which readout) costs seconds, not hours.
 
 usage: /usr/bin/python3 tools/probe_study.py REPORT EMB L [ALPHA ...]
@@ -13,7 +15,7 @@ usage: /usr/bin/python3 tools/probe_study.py REPORT EMB L [ALPHA ...]
   1e-3 ... 1e3. Prints a Markdown table: mean over folds per seed, then
   mean over seeds, as `hpjepa eval` aggregates.
 Needs numpy and scikit-learn (Debian: python3-sklearn); analysis only."""
-import csv, glob, re, sys
+import csv, glob, json, re, sys
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
@@ -22,6 +24,7 @@ if len(sys.argv) < 4:
 prefix, emb, L = sys.argv[1], sys.argv[2], int(sys.argv[3])
 alphas = [float(a) for a in sys.argv[4:]] or [1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0]
 rows = list(csv.DictReader(open(prefix + ".graphs.csv")))
+omega = {(r["seed"], r["fold"]): r.get("omega") for r in json.load(open(prefix + ".json"))["rows"]}
 if not rows or "label" not in rows[0]:
     sys.exit(f"{prefix}.graphs.csv: no classification predictions (a regression run?)")
 labels = {}
@@ -48,8 +51,12 @@ for (s, f), te in sorted(test.items()):
     mask = np.ones(G, bool)
     mask[te] = False
     tr = np.nonzero(mask)[0]
-    U = X.reshape(G, L, -1).mean(1)
-    for name, F in (("uniform", U), ("concat", X)):
+    H = X.reshape(G, L, -1)
+    feats = [("uniform", H.mean(1)), ("concat", X)]
+    w = omega.get((s, f))
+    if w and len(w) == L:
+        feats.append(("task", np.einsum("l,gld->gd", np.array(w, dtype=np.float64), H)))
+    for name, F in feats:
         for a in alphas:
             m = LogisticRegression(C=1.0 / a, max_iter=20000).fit(F[tr], y[tr])
             res.setdefault((name, a), {}).setdefault(s, []).append(m.score(F[te], y[te]))
