@@ -54,6 +54,20 @@ for ds in PROTEINS IMDB-BINARY IMDB-MULTI; do
     fi
 done
 
+# beyond the paper's figure: the 5-seed runs (quartiles over every seed)
+for ds in MUTAG; do
+    hp=$R/${ds}_hp_5seed gj=$R/${ds}_gj_5seed
+    section "$ds (5 seeds x 10 folds): accuracy per node-count quartile"
+    if have "$hp.graphs.csv" "$gj.graphs.csv"; then
+        ./hpjepa plot quartiles --out "$F/${ds}_quartiles.svg" --title "$ds: accuracy per node-count quartile (5 seeds x 10 folds)" \
+            "HP-JEPA=$hp.graphs.csv" "Graph-JEPA mode=$gj.graphs.csv" >>"$OUT" 2>>"$OUT.err"
+        echo >>"$OUT"
+        echo "![quartiles](figures/${ds}_quartiles.svg)" >>"$OUT"
+    else
+        echo "(not run yet: needs $hp.graphs.csv and $gj.graphs.csv)" >>"$OUT"
+    fi
+done
+
 section "PROTEINS case study: t-SNE of graph embeddings"
 for m in hp gj; do
     name=HP-JEPA; [ $m = gj ] && name="Graph-JEPA mode"
