@@ -36,6 +36,7 @@ JOBS=(
   "MUTAG_gj_1seed|MUTAG|data/configs/graph-jepa/MUTAG.cfg|"
   "ZINC-12K_gj_1seed|ZINC-12K|data/configs/graph-jepa/ZINC-12K.cfg|"
   "PROTEINS_hp_emb_1seed|PROTEINS|data/configs/PROTEINS.cfg|--save-embeddings build/analysis/PROTEINS_hp_1seed"
+  "MUTAG_hp_cv_emb_1seed|MUTAG|data/configs/MUTAG.cfg|--set probe_select=cv --save-embeddings build/analysis/MUTAG_hp_1seed"
   "ZINC-12K_hp_1seed|ZINC-12K|data/configs/ZINC-12K.cfg|"
 )
 
