@@ -22,6 +22,20 @@ OUT=$R/analysis.md
 
 have() { local f; for f in "$@"; do [ -f "$f" ] || return 1; done; }
 section() { printf '\n## %s\n\n' "$1" >>"$OUT"; }
+# quartiles DS HP GJ TITLE: accuracy per node-count quartile of two runs
+# (their graphs.csv), table into $OUT, figure $F/DS_quartiles.svg
+quartiles() {
+    local ds=$1 hp=$2 gj=$3 title=$4
+    section "$title"
+    if have "$hp.graphs.csv" "$gj.graphs.csv"; then
+        ./hpjepa plot quartiles --out "$F/${ds}_quartiles.svg" --title "$title" \
+            "HP-JEPA=$hp.graphs.csv" "Graph-JEPA mode=$gj.graphs.csv" >>"$OUT" 2>>"$OUT.err"
+        echo >>"$OUT"
+        echo "![quartiles](figures/${ds}_quartiles.svg)" >>"$OUT"
+    else
+        echo "(not run yet: needs $hp.graphs.csv and $gj.graphs.csv)" >>"$OUT"
+    fi
+}
 
 for ds in PROTEINS IMDB-BINARY IMDB-MULTI; do
     # HP-JEPA runs with the probe penalty chosen by CV (probe_select = cv)
@@ -30,15 +44,7 @@ for ds in PROTEINS IMDB-BINARY IMDB-MULTI; do
     hp=$R/${ds}_hp_cv_1seed gj=$R/${ds}_gj_1seed
     [ -f "$hp.json" ] || { hp=$R/${ds}_hp_1seed; cv=; }
     [ -f "$gj.json" ] || gj=$R/${ds}_gj_clamp20_1seed
-    section "$ds: accuracy per node-count quartile"
-    if have "$hp.graphs.csv" "$gj.graphs.csv"; then
-        ./hpjepa plot quartiles --out "$F/${ds}_quartiles.svg" --title "$ds: accuracy per node-count quartile" \
-            "HP-JEPA=$hp.graphs.csv" "Graph-JEPA mode=$gj.graphs.csv" >>"$OUT" 2>>"$OUT.err"
-        echo >>"$OUT"
-        echo "![quartiles](figures/${ds}_quartiles.svg)" >>"$OUT"
-    else
-        echo "(not run yet: needs $hp.graphs.csv and $gj.graphs.csv)" >>"$OUT"
-    fi
+    quartiles "$ds" "$hp" "$gj" "$ds: accuracy per node-count quartile"
     section "$ds: resolution-bank sweep"
     args=()
     [ -f "$R/${ds}_hp${cv}_bank248_1seed.json" ] && args+=("{2,4,8}=$R/${ds}_hp${cv}_bank248_1seed.json")
@@ -56,16 +62,7 @@ done
 
 # beyond the paper's figure: the 5-seed runs (quartiles over every seed)
 for ds in MUTAG; do
-    hp=$R/${ds}_hp_5seed gj=$R/${ds}_gj_5seed
-    section "$ds (5 seeds x 10 folds): accuracy per node-count quartile"
-    if have "$hp.graphs.csv" "$gj.graphs.csv"; then
-        ./hpjepa plot quartiles --out "$F/${ds}_quartiles.svg" --title "$ds: accuracy per node-count quartile (5 seeds x 10 folds)" \
-            "HP-JEPA=$hp.graphs.csv" "Graph-JEPA mode=$gj.graphs.csv" >>"$OUT" 2>>"$OUT.err"
-        echo >>"$OUT"
-        echo "![quartiles](figures/${ds}_quartiles.svg)" >>"$OUT"
-    else
-        echo "(not run yet: needs $hp.graphs.csv and $gj.graphs.csv)" >>"$OUT"
-    fi
+    quartiles "$ds" "$R/${ds}_hp_5seed" "$R/${ds}_gj_5seed" "$ds: accuracy per node-count quartile (5 seeds x 10 folds)"
 done
 
 section "PROTEINS case study: t-SNE of graph embeddings"
