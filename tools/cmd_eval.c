@@ -155,7 +155,7 @@ int cmd_eval(int argc, char **argv) {
     hpj_config cfg;
     hpj_dataset ds;
     const char *dir = NULL, *report = NULL, *save_emb = NULL;
-    char emb_path[1100];
+    char out_path[1100]; /* an output file name: the checks below, then each fold's .npy */
     long long folds = 10, seeds = -1;
     int i, quiet = 0, rc = 1, regression, nrows = 0, s, f;
     int32_t *fold = NULL, *tr = NULL, *te = NULL, *all = NULL, *ytr = NULL, g;
@@ -185,13 +185,13 @@ int cmd_eval(int argc, char **argv) {
     /* output paths are checked before hours of pretraining */
     if (report) {
         if (strlen(report) > 1000) { cli_error("eval", "--report: prefix too long"); return 2; }
-        snprintf(emb_path, sizeof emb_path, "%s.json", report);
-        if (cli_check_writable("eval", emb_path)) return 2;
+        snprintf(out_path, sizeof out_path, "%s.json", report);
+        if (cli_check_writable("eval", out_path)) return 2;
     }
     if (save_emb) {
         if (strlen(save_emb) > 1000) { cli_error("eval", "--save-embeddings: prefix too long"); return 2; }
-        snprintf(emb_path, sizeof emb_path, "%s.s1f1.npy", save_emb);
-        if (cli_check_writable("eval", emb_path)) return 2;
+        snprintf(out_path, sizeof out_path, "%s.s1f1.npy", save_emb);
+        if (cli_check_writable("eval", out_path)) return 2;
     }
     if (cli_load_dataset("eval", dir, &ds)) return 1;
     regression = ds.num_classes == 0;
@@ -265,8 +265,8 @@ int cmd_eval(int argc, char **argv) {
             }
             hpj_model_free(&m);
             if (save_emb) {
-                snprintf(emb_path, sizeof emb_path, "%s.s%df%d.npy", save_emb, s + 1, f + 1);
-                if (cli_write_npy("eval", emb_path, H, ds.num_graphs, (int64_t)cfg.L * cfg.dim)) goto done;
+                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", save_emb, s + 1, f + 1);
+                if (cli_write_npy("eval", out_path, H, ds.num_graphs, (int64_t)cfg.L * cfg.dim)) goto done;
             }
             hpj_probe_options_default(&po);
             po.alpha = cfg.probe_alpha;
