@@ -9338,7 +9338,11 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
 #define HPJ__PB_MR 8   /* micro-tile rows (divides NR)                     */
 #define HPJ__PB_NR 32  /* micro-tile columns (two 16-float vectors)         */
 #endif
-#define HPJ__PB_KC 512 /* depth of a packed slab                            */
+/* depth of a packed slab: a B micro-panel (NR x KC floats, 16 KB) stays in
+   L1 while the MC / MR row panels of a task pass over it. 512 (64 KB, past
+   the 48 KB L1 of the machine this was tuned on) made the Gram 10-13 %
+   slower, 1 and 2 threads (large5 and proteins_like of bench probe). */
+#define HPJ__PB_KC 128
 #define HPJ__PB_MC 64  /* rows per parallel task (8 micro-panels)           */
 #define HPJ__PB_NB 64  /* block size of the float Cholesky                  */
 #define HPJ__PB_TB 256 /* block size of the triangular solves               */
@@ -9475,6 +9479,10 @@ static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *
     int k;
     HPJ__PB_KROW(0) HPJ__PB_KROW(1) HPJ__PB_KROW(2) HPJ__PB_KROW(3)
     HPJ__PB_KROW(4) HPJ__PB_KROW(5) HPJ__PB_KROW(6) HPJ__PB_KROW(7)
+    for (k = 0; k < HPJ__PB_MR; ++k) { /* the tile of C, usually far away */
+        _mm_prefetch((const char *)(T + k * ldt), _MM_HINT_T0);
+        _mm_prefetch((const char *)(T + k * ldt + 16), _MM_HINT_T0);
+    }
     for (k = 0; k < kc; ++k, A += as, B += HPJ__PB_NR) {
         __m512 b0 = _mm512_loadu_ps(B), b1 = _mm512_loadu_ps(B + 16);
         HPJ__PB_KFMA(0) HPJ__PB_KFMA(1) HPJ__PB_KFMA(2) HPJ__PB_KFMA(3)
@@ -9503,6 +9511,10 @@ static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *
 #define HPJ__PB_KST(r) HPJ__PB_KST1(r, a, 0) HPJ__PB_KST1(r, b, 8) HPJ__PB_KST1(r, c, 16)
     int k;
     HPJ__PB_KROW(0) HPJ__PB_KROW(1) HPJ__PB_KROW(2) HPJ__PB_KROW(3)
+    for (k = 0; k < HPJ__PB_MR; ++k) { /* the tile of C, usually far away */
+        _mm_prefetch((const char *)(T + k * ldt), _MM_HINT_T0);
+        _mm_prefetch((const char *)(T + k * ldt + 16), _MM_HINT_T0);
+    }
     for (k = 0; k < kc; ++k, A += as, B += HPJ__PB_NR) {
         __m256 b0 = _mm256_loadu_ps(B), b1 = _mm256_loadu_ps(B + 8), b2 = _mm256_loadu_ps(B + 16);
         HPJ__PB_KFMA(0) HPJ__PB_KFMA(1) HPJ__PB_KFMA(2) HPJ__PB_KFMA(3)

@@ -38,6 +38,7 @@ JOBS=(
   "PROTEINS_hp_emb_1seed|PROTEINS|data/configs/PROTEINS.cfg|--save-embeddings build/analysis/PROTEINS_hp_1seed"
   "MUTAG_hp_cv_emb_1seed|MUTAG|data/configs/MUTAG.cfg|--set probe_select=cv --save-embeddings build/analysis/MUTAG_hp_1seed"
   "ZINC-12K_hp_1seed|ZINC-12K|data/configs/ZINC-12K.cfg|"
+  "DD_gj_1seed|DD|data/configs/graph-jepa/DD.cfg|"
 )
 
 run_job() {
