@@ -5879,6 +5879,33 @@ HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float
     hpj__bn_eval(out, inp, gamma, beta, running_mean, running_var, N, D, eps, 0);
 }
 
+/* One row of BatchNorm backward's sums over w channels: sd += g and
+   sdx += g xhat in double, g = dy (or dy [ro > 0]), xhat = (x - mean) rstd
+   in float. The AVX-512 path does exactly the scalar arithmetic, 8 channels
+   at a time (a multiply and an add, never fused: the same bits); compilers
+   left the mixed float/double loop scalar. */
+static void hpj__bn_bw_sums(double *sd, double *sdx, const float *x, const float *dy, const float *ro,
+                            const float *mean, const float *rstd, int w) {
+    int c = 0;
+#if defined(HPJ__GEMM_AVX512)
+    for (; c + 8 <= w; c += 8) {
+        __m256 g = _mm256_loadu_ps(dy + c);
+        __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + c), _mm256_loadu_ps(mean + c)),
+                                  _mm256_loadu_ps(rstd + c));
+        __m512d gd;
+        if (ro) g = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(ro + c), _mm256_setzero_ps(), _CMP_GT_OQ), g);
+        gd = _mm512_cvtps_pd(g);
+        _mm512_storeu_pd(sd + c, _mm512_add_pd(_mm512_loadu_pd(sd + c), gd));
+        _mm512_storeu_pd(sdx + c, _mm512_add_pd(_mm512_loadu_pd(sdx + c), _mm512_mul_pd(gd, _mm512_cvtps_pd(xh))));
+    }
+#endif
+    for (; c < w; ++c) {
+        float g = ro && !(ro[c] > 0.0f) ? 0.0f : dy[c];
+        sd[c] += g;
+        sdx[c] += (double)g * ((x[c] - mean[c]) * rstd[c]);
+    }
+}
+
 /* BatchNorm backward, optionally fused with the ReLU that followed it
    (relu_out: the saved max(BN(inp), 0); the incoming gradient is then
    dout [relu_out > 0]) and with overwrite = 1 writing dinp instead of
@@ -5894,24 +5921,9 @@ static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const flo
         double sd[HPJ__BN_PANEL], sdx[HPJ__BN_PANEL];
         int j0 = jb * pw, w = HPJ__MIN(pw, D - j0), r, c;
         for (c = 0; c < w; ++c) sd[c] = sdx[c] = 0.0;
-        for (r = 0; r < N; ++r) {
-            const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
-            if (relu_out) {
-                const float *ro = relu_out + (ptrdiff_t)r * D + j0;
-                HPJ__OMP(simd)
-                for (c = 0; c < w; ++c) {
-                    float g = ro[c] > 0.0f ? dy[c] : 0.0f;
-                    sd[c] += g;
-                    sdx[c] += (double)g * ((x[c] - mean[j0 + c]) * rstd[j0 + c]);
-                }
-                continue;
-            }
-            HPJ__OMP(simd)
-            for (c = 0; c < w; ++c) {
-                sd[c] += dy[c];
-                sdx[c] += (double)dy[c] * ((x[c] - mean[j0 + c]) * rstd[j0 + c]);
-            }
-        }
+        for (r = 0; r < N; ++r)
+            hpj__bn_bw_sums(sd, sdx, inp + (ptrdiff_t)r * D + j0, dout + (ptrdiff_t)r * D + j0,
+                            relu_out ? relu_out + (ptrdiff_t)r * D + j0 : NULL, mean + j0, rstd + j0, w);
         for (c = 0; c < w; ++c) {
             if (dgamma) dgamma[j0 + c] += (float)sdx[c];
             if (dbeta) dbeta[j0 + c] += (float)sd[c];
@@ -7395,6 +7407,7 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
                 for (j = p->seg[c]; j < p->seg[c + 1]; ++j) {
                     const float *hi = L->hin + (size_t)j * D;
                     float *ho = L->hm + (size_t)j * D;
+                    HPJ__OMP(simd)
                     for (d = 0; d < D; ++d) ho[d] = hi[d] + u[d];
                 }
             }
@@ -7408,7 +7421,7 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
         if (L->mask) hpj_dropout_forward(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i);
         {
             size_t t;
-            HPJ__OMP(parallel for schedule(static))
+            HPJ__OMP(parallel for simd schedule(static))
             for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
         }
         if (q->Wout) hpj__lin(L->out, L->sum, q->Wout, q->bout, C, D, D);
