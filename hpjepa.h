@@ -6525,12 +6525,13 @@ HPJDEF double hpj_softmax_xent(const float *logits, const int32_t *labels, float
 /* The Adam step of hpj_adam_step, fused for the training loop with the EMA
    update of the target encoder (ema: the EMA copy of p[ema_off..n-1],
    ema_off a multiple of 16; NULL for none), ema[i] = momentum ema[i] +
-   (1 - momentum) p_new[i], and with zeroing of g for the next step: one
-   pass over the parameters instead of three (Adam, EMA, memset), with the
-   same arithmetic as the separate functions. */
-static void hpj__adam_fused(float *p, float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2,
-                            float eps, float weight_decay, int decoupled, int64_t t, float *ema, size_t ema_off,
-                            float momentum, int zero_grad) {
+   (1 - momentum) p_new[i], with gradient clipping (g read as gscale g, the
+   factor of hpj__grad_norm) and with zeroing of g for the next step: one
+   pass over the parameters instead of four (clip, Adam, EMA, memset), with
+   the same arithmetic as the separate functions. */
+static void hpj__adam_fused(float *p, float *g, float gscale, float *m, float *v, size_t n, float lr, float beta1,
+                            float beta2, float eps, float weight_decay, int decoupled, int64_t t, float *ema,
+                            size_t ema_off, float momentum, int zero_grad) {
     int64_t b, nb = ((int64_t)n + 15) / 16, eb = (int64_t)(ema_off / 16);
     float ea = 1.0f - momentum;
     double bc1 = 1.0 - pow((double)beta1, (double)t), bc2 = 1.0 - pow((double)beta2, (double)t);
@@ -6546,7 +6547,7 @@ static void hpj__adam_fused(float *p, float *g, float *m, float *v, size_t n, fl
         hpj__ld16(tm, m + 16 * b, w);
         hpj__ld16(tv, v + 16 * b, w);
         for (l = 0; l < 16; ++l) {
-            float gi = tg[l] + gwd * tp[l]; /* Adam: g += wd p */
+            float gi = tg[l] * gscale + gwd * tp[l]; /* clip; Adam: g += wd p */
             tp[l] *= decay;                 /* AdamW: p *= 1 - lr wd */
             tm[l] = beta1 * tm[l] + omb1 * gi;
             tv[l] = beta2 * tv[l] + omb2 * (gi * gi);
@@ -6573,7 +6574,7 @@ static void hpj__adam_fused(float *p, float *g, float *m, float *v, size_t n, fl
 HPJDEF void hpj_adam_step(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
                           float beta2, float eps, float weight_decay, int decoupled, int64_t t) {
     /* g is only written when zero_grad = 1 */
-    hpj__adam_fused(p, (float *)g, m, v, n, lr, beta1, beta2, eps, weight_decay, decoupled, t, NULL, 0, 1.0f, 0);
+    hpj__adam_fused(p, (float *)g, 1.0f, m, v, n, lr, beta1, beta2, eps, weight_decay, decoupled, t, NULL, 0, 1.0f, 0);
 }
 
 HPJDEF float hpj_lr_at(int schedule, float base_lr, float min_lr, int64_t step, int64_t total, int64_t warmup) {
@@ -6587,7 +6588,10 @@ HPJDEF float hpj_lr_at(int schedule, float base_lr, float min_lr, int64_t step, 
     return (float)(min_lr + ((double)base_lr - min_lr) * 0.5 * (1.0 + cos(3.14159265358979323846 * s / span)));
 }
 
-HPJDEF double hpj_grad_clip(float *g, size_t n, float max_norm) {
+/* The global L2 norm of hpj_grad_clip and the factor it scales g by (1 when
+   no clipping applies), without touching g: the training loop hands the
+   factor to the fused Adam pass instead of scaling g in a pass of its own. */
+static double hpj__grad_norm(const float *g, size_t n, float max_norm, float *scale) {
     double part[HPJ__NBLK], tot = 0.0, norm;
     int64_t nn = (int64_t)n;
     int b;
@@ -6603,9 +6607,15 @@ HPJDEF double hpj_grad_clip(float *g, size_t n, float max_norm) {
     }
     for (b = 0; b < HPJ__NBLK; ++b) tot += part[b];
     norm = sqrt(tot);
-    if (max_norm > 0.0f && norm > max_norm && isfinite(norm)) {
-        float f = (float)(max_norm / (norm + 1e-6));
-        int64_t i;
+    *scale = max_norm > 0.0f && norm > max_norm && isfinite(norm) ? (float)(max_norm / (norm + 1e-6)) : 1.0f;
+    return norm;
+}
+
+HPJDEF double hpj_grad_clip(float *g, size_t n, float max_norm) {
+    float f;
+    double norm = hpj__grad_norm(g, n, max_norm, &f);
+    if (f != 1.0f) {
+        int64_t i, nn = (int64_t)n;
         HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
         for (i = 0; i < nn; ++i) g[i] *= f;
     }
@@ -7966,18 +7976,18 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     /* -- update -- */
     if (tr->apply) {
         double gn;
-        float lr = hpj__step_lr(tr), mom;
-        gn = hpj_grad_clip(m->grads, m->num_params, cfg->clip);
+        float lr = hpj__step_lr(tr), mom, gscale;
+        gn = hpj__grad_norm(m->grads, m->num_params, cfg->clip, &gscale);
         if (!(gn == gn) || gn > 1e30) {
             hpj_arena_reset(&tr->arena, mark);
             return hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): gradient norm is %g",
                              (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], gn);
         }
         mom = hpj_ema_momentum(cfg->ema_start, cfg->ema_end, m->step, tr->total_steps);
-        /* Adam, the EMA update (the encoder is the last parameter range)
-           and zeroing of the gradients in one pass */
+        /* clipping, Adam, the EMA update (the encoder is the last parameter
+           range) and zeroing of the gradients in one pass */
         HPJ_ASSERT(m->enc_offset % 16 == 0 && m->enc_offset + m->enc_count == m->num_params);
-        hpj__adam_fused(m->params, m->grads, m->adam_m, m->adam_v, m->num_params, lr, 0.9f, 0.999f, 1e-8f,
+        hpj__adam_fused(m->params, m->grads, gscale, m->adam_m, m->adam_v, m->num_params, lr, 0.9f, 0.999f, 1e-8f,
                         cfg->weight_decay, cfg->optimizer == HPJ_OPT_ADAMW, m->step + 1, m->ema, m->enc_offset, mom, 1);
         tr->grads_zero = 1;
         m->step++;
