@@ -4,7 +4,9 @@
 that fold's training graphs and scores its test graphs, for a grid of
 penalties and for the uniform, concat and task readouts (task: the fold's
 resolution weights omega from REPORT.json, i.e. the weights eval learned
-on that fold's training graphs). No pretraining, so a
+on that fold's training graphs), plus one row per resolution l = 1..L
+read out alone ("res<l>": h^(l), which of the bank's partitions carry the
+signal). No pretraining, so a
 probe question (which alpha, which readout) costs seconds, not hours.
 
 usage: /usr/bin/python3 tools/probe_study.py REPORT EMB L [ALPHA ...]
@@ -52,7 +54,7 @@ for (s, f), te in sorted(test.items()):
     mask[te] = False
     tr = np.nonzero(mask)[0]
     H = X.reshape(G, L, -1)
-    feats = [("uniform", H.mean(1)), ("concat", X)]
+    feats = [("uniform", H.mean(1)), ("concat", X)] + [(f"res{l + 1}", H[:, l]) for l in range(L)]
     w = omega.get((s, f))
     if w and len(w) == L:
         feats.append(("task", np.einsum("l,gld->gd", np.array(w, dtype=np.float64), H)))
