@@ -64,7 +64,7 @@ if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --
 else bad "eval: probe_select=cv picks a grid penalty per fold" "$(head -c 300 "$TMP/cv.err") $(grep -o '"alpha": [^,]*' "$TMP/cv.json" 2>/dev/null)"; fi
 # --save-embeddings: one (graphs, L*d) .npy per fold, each from its own
 # fold's model; unwritable prefixes fail before any pretraining
-if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/emb" >/dev/null 2>&1 &&
+if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/emb" >"$TMP/emb.out" 2>&1 &&
    [ "$(ls "$TMP"/emb.s1f*.npy | wc -l)" -eq 3 ] && command -v python3 >/dev/null &&
    [ "$(python3 - "$TMP"/emb.s1f1.npy "$TMP"/emb.s1f2.npy "$TMP"/emb.s1f3.npy <<'PY'
 import math, struct, sys
@@ -80,6 +80,16 @@ print("ok" if data[0] != data[1] and data[1] != data[2] else "same")
 PY
 )" = ok ]; then ok "eval: --save-embeddings writes one finite (400, 16) .npy per fold"
 else bad "eval: --save-embeddings writes one finite (400, 16) .npy per fold" "$(ls "$TMP" | head -c 300)"; fi
+# --from-embeddings: the same folds and probe on the saved embeddings give
+# the same result line, without pretraining; wrong shapes and missing files
+# are refused with the file named
+fe=$(OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --from-embeddings "$TMP/emb" 2>&1 | tail -1)
+want=$(tail -1 "$TMP/emb.out")
+[ -n "$want" ] && [ "$fe" = "$want" ] && ok "eval: --from-embeddings reproduces the run that saved them ($fe)" ||
+    bad "eval: --from-embeddings reproduces the run that saved them" "got '$fe', want '$want'"
+expect_fail "eval: --from-embeddings with another dim" "emb.s1f1.npy: shape \(400, 16\), expected \(400, 32\)" ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --set dim=16 --from-embeddings "$TMP/emb"
+expect_fail "eval: --from-embeddings, missing files" "nope.s1f1.npy: cannot open" ./hpjepa eval data/DEMO --config "$MCFG" --from-embeddings "$TMP/nope"
+expect_fail "eval: --save- and --from-embeddings together" "exclude each other" ./hpjepa eval data/DEMO --config "$MCFG" --from-embeddings "$TMP/emb" --save-embeddings "$TMP/x"
 expect_fail "eval: unwritable --save-embeddings fails first" "nodir/e.s1f1.npy.tmp~: cannot create" ./hpjepa eval data/DEMO --config "$MCFG" --save-embeddings "$TMP/nodir/e"
 expect_fail "eval: unwritable --report fails first" "nodir/r.json.tmp~: cannot create" ./hpjepa eval data/DEMO --config "$MCFG" --report "$TMP/nodir/r"
 out=$(./hpjepa bench train data/DEMO --config "$MCFG" --steps 2 --warmup 1 2>/dev/null | tail -1)

@@ -38,6 +38,10 @@ void cli_discard(FILE *f, const char *tmp);
 /* Writes rows x cols float32 values as a C-order .npy file (format 1.0),
    atomically as above; 0 or -1 with a printed reason. */
 int cli_write_npy(const char *cmd, const char *path, const float *x, int64_t rows, int64_t cols);
+/* Reads a float32 C-order 2-D .npy (format 1.0-3.0): magic, descr '<f4',
+   fortran_order False, the shape against the file size, finite values.
+   Returns malloc'd (rows, cols) data, or NULL with a printed reason. */
+float *cli_read_npy(const char *cmd, const char *path, long long *rows, long long *cols);
 /* 0 if PATH can be created (checked by creating and removing PATH.tmp~),
    else -1 with a printed reason: lets a long command fail before its work. */
 int cli_check_writable(const char *cmd, const char *path);

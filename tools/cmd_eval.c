@@ -17,7 +17,8 @@ int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds);
 
 static const char *eval_usage =
     "usage: hpjepa eval DATASET_DIR --config FILE [--folds N] [--seeds N] [--set key=value ...]\n"
-    "                   [--threads T] [--report PREFIX] [--save-embeddings PREFIX] [--quiet]\n"
+    "                   [--threads T] [--report PREFIX] [--save-embeddings PREFIX]\n"
+    "                   [--from-embeddings PREFIX] [--quiet]\n"
     "  Runs the whole protocol and ends with accuracy=<mean> std=<std> (classification,\n"
     "  fractions) or mae=<mean> std=<std> (regression): the mean over folds per seed,\n"
     "  then mean and std across seeds (the paper's aggregation). Also prints\n"
@@ -32,6 +33,13 @@ static const char *eval_usage =
     "  float32 (graphs, L*d) as `hpjepa embed --readout concat` (the fold's test\n"
     "  graphs are in PREFIX.graphs.csv of --report), so probe studies need no new\n"
     "  pretraining (tools/probe_study.py).\n"
+    "  --from-embeddings PREFIX skips pretraining and reads each fold's embeddings\n"
+    "  from PREFIX.s<seed>f<fold>.npy (as --save-embeddings wrote them), then runs\n"
+    "  the rest of the protocol (resolution weighting, probe) as usual: a readout\n"
+    "  or probe setting (--set readout=..., lambda_unif=..., probe_alpha=...,\n"
+    "  probe_select=...) costs seconds. Give the same config, --folds and seed as\n"
+    "  the run that saved them: the folds are recomputed from them, and each\n"
+    "  file must hold (graphs, L*dim) values.\n"
     "  Defaults: 10 folds, 5 seeds (1 seed for regression splits: use --seeds).\n";
 
 typedef struct eval_row { int seed, fold; double score, train_score, seconds, alpha; float omega[HPJ_MAX_RES]; } eval_row;
@@ -154,7 +162,7 @@ static void on_fold_progress(void *user, const hpj_progress *p) {
 int cmd_eval(int argc, char **argv) {
     hpj_config cfg;
     hpj_dataset ds;
-    const char *dir = NULL, *report = NULL, *save_emb = NULL;
+    const char *dir = NULL, *report = NULL, *save_emb = NULL, *from_emb = NULL;
     char out_path[1100]; /* an output file name: the checks below, then each fold's .npy */
     long long folds = 10, seeds = -1;
     int i, quiet = 0, rc = 1, regression, nrows = 0, s, f;
@@ -175,12 +183,15 @@ int cmd_eval(int argc, char **argv) {
             if (cli_parse_int("eval", "--seeds", argv[++i], 1, 1000, &seeds)) return 2;
         } else if (!strcmp(argv[i], "--report") && i + 1 < argc) report = argv[++i];
         else if (!strcmp(argv[i], "--save-embeddings") && i + 1 < argc) save_emb = argv[++i];
+        else if (!strcmp(argv[i], "--from-embeddings") && i + 1 < argc) from_emb = argv[++i];
         else if (!strcmp(argv[i], "--quiet")) quiet = 1;
         else if (argv[i][0] == '-') { cli_error("eval", "unknown option '%s' (see --help)", argv[i]); return 2; }
         else if (!dir) dir = argv[i];
         else { cli_error("eval", "unexpected argument '%s'", argv[i]); return 2; }
     }
     if (!dir) { cli_error("eval", "missing DATASET_DIR (see --help)"); return 2; }
+    if (save_emb && from_emb) { cli_error("eval", "--save-embeddings and --from-embeddings exclude each other"); return 2; }
+    if (from_emb && strlen(from_emb) > 1000) { cli_error("eval", "--from-embeddings: prefix too long"); return 2; }
     if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); return 2; }
     /* output paths are checked before hours of pretraining */
     if (report) {
@@ -227,6 +238,22 @@ int cmd_eval(int argc, char **argv) {
         }
     }
     for (g = 0; g < ds.num_graphs; ++g) all[g] = g;
+    if (from_emb) { /* every fold's file, before any work: present, of the right shape */
+        int nf = regression ? 1 : (int)folds;
+        for (s = 0; s < seeds; ++s)
+            for (f = 0; f < nf; ++f) {
+                long long er, ec;
+                float *E;
+                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", from_emb, s + 1, f + 1);
+                if (!(E = cli_read_npy("eval", out_path, &er, &ec))) goto done;
+                free(E);
+                if (er != ds.num_graphs || ec != (long long)cfg.L * cfg.dim) {
+                    cli_error("eval", "%s: shape (%lld, %lld), expected (%d, %lld) for %s with L = %d, dim = %d", out_path, er,
+                              ec, ds.num_graphs, (long long)cfg.L * cfg.dim, ds.name, cfg.L, cfg.dim);
+                    goto done;
+                }
+            }
+    }
     fprintf(stderr, "hpjepa eval: %s, %s, %s mode, %lld seeds x %s\n", ds.name, regression ? "regression" : "classification",
             cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, regression ? "train/val/test split" : "folds");
     for (s = 0; s < seeds; ++s) {
@@ -255,15 +282,29 @@ int cmd_eval(int argc, char **argv) {
                 } else if (fold[g] == f) te[nte++] = g;
                 else tr[ntr++] = g;
             }
-            if (hpj_model_init(&m, &cs, &ds) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); goto done; }
-            /* the test graphs never touch pretraining */
-            if (hpj_pretrain(&m, &ds, tr, ntr, 0, on_fold_progress, &quiet) != HPJ_OK ||
-                hpj_embed(&m, &ds, all, ds.num_graphs, H) != HPJ_OK) {
-                cli_error("eval", "seed %d fold %d: %s", s + 1, f + 1, hpj_last_error());
+            if (from_emb) { /* this fold's embeddings from an earlier run */
+                long long er, ec;
+                float *E;
+                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", from_emb, s + 1, f + 1);
+                if (!(E = cli_read_npy("eval", out_path, &er, &ec))) goto done;
+                if (er != ds.num_graphs || ec != (long long)cfg.L * cfg.dim) { /* replaced since the check */
+                    cli_error("eval", "%s: shape (%lld, %lld) changed during the run", out_path, er, ec);
+                    free(E);
+                    goto done;
+                }
+                memcpy(H, E, sizeof(float) * (size_t)er * (size_t)ec);
+                free(E);
+            } else {
+                if (hpj_model_init(&m, &cs, &ds) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); goto done; }
+                /* the test graphs never touch pretraining */
+                if (hpj_pretrain(&m, &ds, tr, ntr, 0, on_fold_progress, &quiet) != HPJ_OK ||
+                    hpj_embed(&m, &ds, all, ds.num_graphs, H) != HPJ_OK) {
+                    cli_error("eval", "seed %d fold %d: %s", s + 1, f + 1, hpj_last_error());
+                    hpj_model_free(&m);
+                    goto done;
+                }
                 hpj_model_free(&m);
-                goto done;
             }
-            hpj_model_free(&m);
             if (save_emb) {
                 snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", save_emb, s + 1, f + 1);
                 if (cli_write_npy("eval", out_path, H, ds.num_graphs, (int64_t)cfg.L * cfg.dim)) goto done;
@@ -393,11 +434,22 @@ int cmd_eval(int argc, char **argv) {
             if (!(fm = cli_create("eval", pm, tm, sizeof tm))) goto done;
             if (!(fj = cli_create("eval", pj, tj, sizeof tj))) { cli_discard(fm, tm); goto done; }
             fprintf(fm, "# hpjepa eval: %s\n\n%s = %.4f +- %.4f (mean over folds per seed, then mean/std over %lld seeds); "
-                        "mean fold std %.4f; wall time %.1f s\n\n| seed | fold | %s | train |\n|---|---|---|---|\n",
-                    ds.name, regression ? "mae" : "accuracy", mean, sd, seeds, fstd, wall, regression ? "test mae" : "test accuracy");
+                        "mean fold std %.4f; wall time %.1f s\n\n",
+                    ds.name, regression ? "mae" : "accuracy", mean, sd, seeds, fstd, wall);
+            if (from_emb) fprintf(fm, "No pretraining: embeddings read from %s.s<seed>f<fold>.npy.\n\n", from_emb);
+            fprintf(fm, "| seed | fold | %s | train |\n|---|---|---|---|\n", regression ? "test mae" : "test accuracy");
             fprintf(fj, "{\"dataset\": \"%s\", \"metric\": \"%s\", \"mean\": %.6f, \"std\": %.6f, \"fold_std\": %.6f, "
-                        "\"seeds\": %lld, \"folds\": %lld, \"wall_seconds\": %.1f, \"rows\": [",
+                        "\"seeds\": %lld, \"folds\": %lld, \"wall_seconds\": %.1f, ",
                     ds.name, regression ? "mae" : "accuracy", mean, sd, fstd, seeds, regression ? 1 : folds, wall);
+            if (from_emb) {
+                fputs("\"embeddings_from\": \"", fj);
+                for (i = 0; from_emb[i]; ++i) {
+                    if (from_emb[i] == '"' || from_emb[i] == '\\') fputc('\\', fj);
+                    fputc(from_emb[i], fj);
+                }
+                fputs("\", ", fj);
+            }
+            fputs("\"rows\": [", fj);
             for (i = 0; i < nrows; ++i) {
                 int l;
                 fprintf(fm, "| %d | %d | %.4f | %.4f |\n", rows[i].seed, rows[i].fold, rows[i].score, rows[i].train_score);

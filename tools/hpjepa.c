@@ -3,6 +3,7 @@
    its result lines on stdout, progress on stderr, and on bad input a
    one-line reason on stderr with a non-zero exit. */
 #include "cli.h"
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,112 @@ int cli_write_npy(const char *cmd, const char *path, const float *x, int64_t row
         bad |= n && fwrite(x, sizeof(float), n, f) != n; /* little-endian hosts */
         return cli_commit(cmd, f, bad, tmp, path);
     }
+}
+
+/* float32 C-order 2-D .npy (format 1.0; 2.0/3.0 differ only in the header
+   length field). Checks magic, descr '<f4', fortran_order False, the shape
+   and the file size. Returns the data (rows, cols) or NULL with a reason. */
+float *cli_read_npy(const char *cmd, const char *path, long long *rows, long long *cols) {
+    FILE *f = fopen(path, "rb");
+    unsigned char pre[12];
+    char *hdr = NULL, *p, *q;
+    float *x = NULL;
+    long size;
+    size_t hlen, start, n;
+    long long shape[2];
+    int dims = 0;
+    if (!f) { cli_error(cmd, "%s: cannot open (%s)", path, strerror(errno)); return NULL; }
+    if (fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) { cli_error(cmd, "%s: cannot read", path); goto fail; }
+    if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) { cli_error(cmd, "%s: not a .npy file (bad magic)", path); goto fail; }
+    if (pre[6] == 1) {
+        hlen = pre[8] | (size_t)pre[9] << 8;
+        start = 10;
+    } else if (pre[6] == 2 || pre[6] == 3) {
+        if (fread(pre + 10, 1, 2, f) != 2) { cli_error(cmd, "%s: truncated .npy header", path); goto fail; }
+        hlen = pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
+        start = 12;
+    } else {
+        cli_error(cmd, "%s: unsupported .npy format version %d.%d", path, pre[6], pre[7]);
+        goto fail;
+    }
+    if (hlen > 65536 || (long)(start + hlen) > size) { cli_error(cmd, "%s: truncated .npy header", path); goto fail; }
+    hdr = (char *)malloc(hlen + 1);
+    if (!hdr || fread(hdr, 1, hlen, f) != hlen) { cli_error(cmd, "%s: cannot read the .npy header", path); goto fail; }
+    hdr[hlen] = 0;
+    if (strlen(hdr) != hlen) { cli_error(cmd, "%s: NUL byte in the .npy header", path); goto fail; }
+    /* descr */
+    p = strstr(hdr, "descr");
+    if (p) p += 6; /* past the key and its closing quote */
+    while (p && (*p == ' ' || *p == ':')) ++p;
+    if (!p || (*p != '\'' && *p != '"') || !(q = strchr(p + 1, *p))) { cli_error(cmd, "%s: .npy header has no descr", path); goto fail; }
+    if (q - p - 1 != 3 || strncmp(p + 1, "<f4", 3)) {
+        cli_error(cmd, "%s: descr is '%.*s', expected '<f4' (little-endian float32)", path, (int)(q - p - 1 < 16 ? q - p - 1 : 16),
+                  p + 1);
+        goto fail;
+    }
+    /* fortran_order */
+    p = strstr(hdr, "fortran_order");
+    if (p) p += 14;
+    while (p && (*p == ' ' || *p == ':')) ++p;
+    if (!p || strncmp(p, "False", 5)) { cli_error(cmd, "%s: fortran_order must be False (C order)", path); goto fail; }
+    /* shape */
+    p = strstr(hdr, "shape");
+    if (p) p += 6;
+    while (p && (*p == ' ' || *p == ':')) ++p;
+    if (!p || *p != '(') { cli_error(cmd, "%s: .npy header has no shape", path); goto fail; }
+    for (++p;;) {
+        char *end;
+        long long v;
+        while (*p == ' ') ++p;
+        if (*p == ')') break;
+        errno = 0;
+        v = strtoll(p, &end, 10);
+        if (end == p || errno || v < 0 || v > 1000000000LL || dims == 2) {
+            dims = 3; /* not a 2-D shape of sane sizes */
+            break;
+        }
+        shape[dims++] = v;
+        p = end;
+        while (*p == ' ') ++p;
+        if (*p == ',') ++p;
+        else if (*p != ')') { dims = 3; break; }
+    }
+    if (dims != 2) { cli_error(cmd, "%s: shape must be 2-D (graphs, width)", path); goto fail; }
+    n = (size_t)shape[0] * (size_t)shape[1];
+    if (shape[1] && n / (size_t)shape[1] != (size_t)shape[0]) { cli_error(cmd, "%s: shape too large", path); goto fail; }
+    if ((unsigned long long)size != start + hlen + n * 4ULL) {
+        cli_error(cmd, "%s: file has %ld bytes but shape (%lld, %lld) needs %llu", path, size, shape[0], shape[1],
+                  (unsigned long long)(start + hlen + n * 4));
+        goto fail;
+    }
+    x = (float *)malloc(sizeof(float) * (n ? n : 1));
+    if (!x) { cli_error(cmd, "out of memory"); goto fail; }
+    if (n && fread(x, sizeof(float), n, f) != n) { cli_error(cmd, "%s: read failed", path); goto fail; }
+    {
+        const unsigned one = 1;
+        size_t i;
+        if (!*(const unsigned char *)&one) /* big-endian host: the file is little-endian */
+            for (i = 0; i < n; ++i) {
+                unsigned char *c = (unsigned char *)&x[i], t;
+                t = c[0]; c[0] = c[3]; c[3] = t;
+                t = c[1]; c[1] = c[2]; c[2] = t;
+            }
+        for (i = 0; i < n; ++i)
+            if (!isfinite(x[i])) {
+                cli_error(cmd, "%s: value at row %zu, column %zu is not finite", path, i / (size_t)shape[1], i % (size_t)shape[1]);
+                goto fail;
+            }
+    }
+    fclose(f);
+    free(hdr);
+    *rows = shape[0];
+    *cols = shape[1];
+    return x;
+fail:
+    fclose(f);
+    free(hdr);
+    free(x);
+    return NULL;
 }
 
 int cli_check_writable(const char *cmd, const char *path) {

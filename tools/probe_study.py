@@ -6,7 +6,10 @@ penalties and for the uniform, concat and task readouts (task: the fold's
 resolution weights omega from REPORT.json, i.e. the weights eval learned
 on that fold's training graphs), plus one row per resolution l = 1..L
 read out alone ("res<l>": h^(l), which of the bank's partitions carry the
-signal). No pretraining, so a
+signal), and "rescv": the single resolution with the best 5-fold CV
+accuracy on the fold's training graphs (at that row's alpha; chosen
+without the test graphs, unlike picking the best res<l> row afterwards).
+No pretraining, so a
 probe question (which alpha, which readout) costs seconds, not hours.
 
 usage: /usr/bin/python3 tools/probe_study.py REPORT EMB L [ALPHA ...]
@@ -20,6 +23,7 @@ Needs numpy and scikit-learn (Debian: python3-sklearn); analysis only."""
 import csv, glob, json, re, sys
 import numpy as np
 from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold, cross_val_score
 
 if len(sys.argv) < 4:
     sys.exit(__doc__)
@@ -62,6 +66,13 @@ for (s, f), te in sorted(test.items()):
         for a in alphas:
             m = LogisticRegression(C=1.0 / a, max_iter=20000).fit(F[tr], y[tr])
             res.setdefault((name, a), {}).setdefault(s, []).append(m.score(F[te], y[te]))
+    inner = StratifiedKFold(5, shuffle=True, random_state=s * 1000 + f)
+    for a in alphas:
+        cv = [cross_val_score(LogisticRegression(C=1.0 / a, max_iter=20000), H[tr, l], y[tr], cv=inner).mean() for l in range(L)]
+        l = int(np.argmax(cv))
+        m = LogisticRegression(C=1.0 / a, max_iter=20000).fit(H[tr, l], y[tr])
+        res.setdefault(("rescv", a), {}).setdefault(s, []).append(m.score(H[te, l], y[te]))
+        print(f"  seed {s} fold {f} alpha {a:g}: inner CV per resolution {np.round(cv, 3).tolist()} -> res{l + 1}", file=sys.stderr)
     print(f"seed {s} fold {f} done", file=sys.stderr, flush=True)
 print("| readout | alpha (C = 1/alpha) | accuracy | std over seeds | mean fold std |")
 print("|---|---|---|---|---|")
