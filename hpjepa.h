@@ -9361,10 +9361,11 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
 #define HPJ__PB_MR 8   /* micro-tile rows (divides NR)                     */
 #define HPJ__PB_NR 32  /* micro-tile columns (two 16-float vectors)         */
 #endif
-/* depth of a packed slab: a B micro-panel (NR x KC floats, 16 KB) stays in
-   L1 while the MC / MR row panels of a task pass over it. 512 (64 KB, past
-   the 48 KB L1 of the machine this was tuned on) made the Gram 10-13 %
-   slower, 1 and 2 threads (large5 and proteins_like of bench probe). */
+/* depth of a packed slab: a B micro-panel (NR x KC floats, 16 KB with the
+   AVX-512 kernel) stays in L1 while the MC / MR row panels of a task pass
+   over it. 512 (64 KB, past the 48 KB L1 of the machine this was tuned on)
+   made the Gram 10-13 % slower, 1 and 2 threads (large5 and proteins_like
+   of bench probe). */
 #define HPJ__PB_KC 128
 #define HPJ__PB_MC 64  /* rows per parallel task (8 micro-panels)           */
 #define HPJ__PB_NB 64  /* block size of the float Cholesky                  */
