@@ -27,8 +27,8 @@ JOBS=(
   "IMDB-MULTI_gj_clamp20_1seed|IMDB-MULTI|data/configs/graph-jepa/IMDB-MULTI.cfg|--set target_clamp=20"
   "IMDB-MULTI_hp_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|"
   "PROTEINS_hp_bank248_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set resolutions=2,4,8 --set targets=1,2,3"
-  "IMDB-BINARY_hp_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|"
-  "IMDB-BINARY_gj_clamp20_1seed|IMDB-BINARY|data/configs/graph-jepa/IMDB-BINARY.cfg|--set target_clamp=20"
+  "IMDB-BINARY_hp_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--save-embeddings build/analysis/IMDB-BINARY_hp_1seed"
+  "IMDB-BINARY_gj_clamp20_1seed|IMDB-BINARY|data/configs/graph-jepa/IMDB-BINARY.cfg|--set target_clamp=20 --save-embeddings build/analysis/IMDB-BINARY_gj_1seed"
   "IMDB-MULTI_hp_bank248_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set resolutions=2,4,8 --set targets=1,2,3"
   "IMDB-MULTI_hp_bank24816_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set resolutions=2,4,8,16 --set targets=1,2,3,4"
   "IMDB-BINARY_hp_bank24816_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set resolutions=2,4,8,16 --set targets=1,2,3,4"
@@ -38,7 +38,7 @@ JOBS=(
   "PROTEINS_hp_emb_1seed|PROTEINS|data/configs/PROTEINS.cfg|--save-embeddings build/analysis/PROTEINS_hp_1seed"
   "MUTAG_hp_cv_emb_1seed|MUTAG|data/configs/MUTAG.cfg|--set probe_select=cv --save-embeddings build/analysis/MUTAG_hp_1seed"
   "ZINC-12K_hp_1seed|ZINC-12K|data/configs/ZINC-12K.cfg|"
-  "DD_gj_1seed|DD|data/configs/graph-jepa/DD.cfg|"
+  "DD_gj_1seed|DD|data/configs/graph-jepa/DD.cfg|--save-embeddings build/analysis/DD_gj_1seed"
 )
 
 run_job() {
