@@ -757,7 +757,8 @@ HPJDEF void hpj_block_cache_bind(hpj_block_cache *c, float *flat, int B, int T, 
 HPJDEF size_t hpj_block_scratch_count(int B, int T, int D, int H, int F);
 /* out (B*T, D) = block(inp (B*T, D)); fills the cache c. keymask (B,T) and
    adj (B,T,T) are passed to the attention (either may be NULL). out must
-   not alias inp. */
+   not alias inp. With T = 1 and neither keymask nor adj the attention is
+   the identity on v: c->qkv is left unset and only v is computed. */
 HPJDEF void hpj_block_forward(float *out, hpj_block_cache *c, const float *inp, const hpj_block_params *p,
                               const uint8_t *keymask, const float *adj, int B, int T, int D, int H, int F, int act);
 /* Differentiates the block: dinp (B*T, D) += d(out)/d(inp)^T dout, and the
@@ -6401,14 +6402,31 @@ static void hpj__add_inplace(float *y, const float *x, size_t n) {
     for (i = 0; i < nn; ++i) y[i] += x[i];
 }
 
+/* Sequences of one unmasked token without adjacency weights (the
+   context path of the JEPA step) skip q and k: the softmax over a single
+   key is exactly 1, so the attention output is v and the gradients of q
+   and k are exactly 0. The reference has the same identity ("without
+   self-attention for the context"). */
+static int hpj__block_single(int T, const uint8_t *keymask, const float *adj) {
+    return T == 1 && !keymask && !adj;
+}
+
 HPJDEF void hpj_block_forward(float *out, hpj_block_cache *c, const float *inp, const hpj_block_params *p,
                               const uint8_t *keymask, const float *adj, int B, int T, int D, int H, int F, int act) {
     int N = B * T;
     size_t nd = (size_t)N * D;
     if (N <= 0) return;
     hpj_layernorm_forward(c->ln1, c->ln1_mean, c->ln1_rstd, inp, p->ln1_g, p->ln1_b, N, D, 1e-5f);
-    hpj_linear_forward(c->qkv, c->ln1, p->Wqkv, p->bqkv, N, D, 3 * D);
-    hpj_attention_forward(c->atty, c->att, c->qkv, keymask, adj, B, T, D, H);
+    if (hpj__block_single(T, keymask, adj)) {
+        /* one token: the softmax over one key is 1, the attention output
+           is v itself; q and k are never formed (the same bits) */
+        hpj_linear_forward(c->atty, c->ln1, p->Wqkv + 2 * (size_t)D * D, p->bqkv + 2 * D, N, D, D);
+        size_t i;
+        for (i = 0; i < (size_t)B * H; ++i) c->att[i] = 1.0f;
+    } else {
+        hpj_linear_forward(c->qkv, c->ln1, p->Wqkv, p->bqkv, N, D, 3 * D);
+        hpj_attention_forward(c->atty, c->att, c->qkv, keymask, adj, B, T, D, H);
+    }
     hpj_linear_forward(c->x1, c->atty, p->Wo, p->bo, N, D, D);
     hpj__add_inplace(c->x1, inp, nd);
     hpj_layernorm_forward(c->ln2, c->ln2_mean, c->ln2_rstd, c->x1, p->ln2_g, p->ln2_b, N, D, 1e-5f);
@@ -6447,6 +6465,15 @@ HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *d
     /* x1 = x + atty Wo^T + bo */
     hpj_gemm(0, 0, N, D, D, 1.0f, dx1, D, p->Wo, D, 0.0f, dD, D);
     if (dp) hpj_linear_backward(NULL, dp->Wo, dp->bo, dx1, c->atty, p->Wo, N, D, D);
+    if (hpj__block_single(T, keymask, adj)) { /* atty = v: q and k get no gradient */
+        const float *Wv = p->Wqkv + 2 * (size_t)D * D;
+        if (dp) hpj_linear_backward(NULL, dp->Wqkv + 2 * (size_t)D * D, dp->bqkv + 2 * D, dD, c->ln1, Wv, N, D, D);
+        hpj_gemm(0, 0, N, D, D, 1.0f, dD, D, Wv, D, 0.0f, dqkv, D);
+        hpj_layernorm_backward(dinp, dp ? dp->ln1_g : NULL, dp ? dp->ln1_b : NULL, dqkv, inp, p->ln1_g, c->ln1_mean,
+                               c->ln1_rstd, N, D);
+        if (dinp) hpj__add_inplace(dinp, dx1, nd);
+        return;
+    }
     /* atty = attention(qkv) */
     memset(dqkv, 0, 3 * nd * sizeof(float));
     hpj_attention_backward(dqkv, dD, c->qkv, c->att, keymask, adj, B, T, D, H);
@@ -7601,10 +7628,10 @@ static void hpj__enc_bind(hpj_arena *a, const hpj_model *m, hpj__enc_ws *w, int 
     }
 }
 
-static void hpj__enc_flops(const hpj_model *m, int B, int T, double mult) {
-    double BT = (double)B * T, D = m->D;
-    hpj__flops += mult * (2.0 * BT * D * 3 * D + 2.0 * BT * D * D + 4.0 * BT * D * m->Fh + 4.0 * B * (double)T * T * D) *
-                  m->cfg.blocks;
+/* single: one-token sequences (v only, no attention products) */
+static void hpj__enc_flops(const hpj_model *m, int B, int T, int single, double mult) {
+    double BT = (double)B * T, D = m->D, qkv = single ? 1.0 : 3.0, att = single ? 0.0 : 4.0 * B * (double)T * T * D;
+    hpj__flops += mult * (2.0 * BT * D * qkv * D + 2.0 * BT * D * D + 4.0 * BT * D * m->Fh + att) * m->cfg.blocks;
 }
 
 static void hpj__enc_forward(hpj_model *m, hpj__enc_ws *w, const hpj_block_params *blk, const uint8_t *mask,
@@ -7613,7 +7640,7 @@ static void hpj__enc_forward(hpj_model *m, hpj__enc_ws *w, const hpj_block_param
     for (i = 0; i < w->nblocks; ++i)
         hpj_block_forward(w->x[i + 1], &w->cache[i], w->x[i], &blk[i], mask, adj, w->B, w->T, m->D, m->H, m->Fh,
                           m->cfg.ffn_act);
-    hpj__enc_flops(m, w->B, w->T, 1.0);
+    hpj__enc_flops(m, w->B, w->T, hpj__block_single(w->T, mask, adj), 1.0);
 }
 
 /* dx (B*T, D) = d(output)/d(input)^T dy, accumulating parameter grads. */
@@ -7632,7 +7659,7 @@ static void hpj__enc_backward(hpj_model *m, hpj__enc_ws *w, const float *dy, flo
                            w->T, m->D, m->H, m->Fh, m->cfg.ffn_act);
         dcur = dnext;
     }
-    hpj__enc_flops(m, w->B, w->T, 2.0);
+    hpj__enc_flops(m, w->B, w->T, hpj__block_single(w->T, mask, NULL), 2.0);
 }
 
 /* ==== model: predictor q_psi =============================================== */

@@ -1027,6 +1027,80 @@ static void test_block(void) {
     free(adj);
 }
 
+/* One-token sequences without mask or adjacency take the v-only path of
+   the block: it must agree with the full attention path (forced by an
+   all-ones key mask) in value, leave q and k without gradient, and pass
+   the finite-difference check itself. */
+static void test_block_single(void) {
+    hpj_rng r;
+    blk_ctx c;
+    uint8_t km[3] = {1, 1, 1};
+    size_t np, nx, i;
+    float *flat, *g1, *g2, *cflat, *scratch, *dx1, *dx2, *out1;
+    hpj_block_params dp1, dp2;
+    int same = 1;
+    hpj_rng_seed(&r, 93);
+    c.B = 3;
+    c.T = 1;
+    c.D = 16;
+    c.H = 4;
+    c.F = 24;
+    c.act = HPJ_ACT_GELU;
+    c.adj = NULL;
+    np = hpj_block_param_count(c.D, c.F);
+    nx = (size_t)c.B * c.D;
+    flat = fbuf(np);
+    g1 = fbuf(np);
+    g2 = fbuf(np);
+    cflat = fbuf(hpj_block_cache_count(c.B, c.T, c.D, c.H, c.F));
+    scratch = fbuf(hpj_block_scratch_count(c.B, c.T, c.D, c.H, c.F));
+    dx1 = fbuf(nx);
+    dx2 = fbuf(nx);
+    out1 = fbuf(nx);
+    c.x = fbuf(nx);
+    c.out = fbuf(nx);
+    c.w = fbuf(nx);
+    hpj_block_params_bind(&c.p, flat, c.D, c.F);
+    hpj_block_params_bind(&dp1, g1, c.D, c.F);
+    hpj_block_params_bind(&dp2, g2, c.D, c.F);
+    hpj_block_cache_bind(&c.cache, cflat, c.B, c.T, c.D, c.H, c.F);
+    hpj_block_params_init(&c.p, c.D, c.F, &r);
+    fill_uniform(c.p.bqkv, 3 * c.D, -0.3f, 0.3f, &r);
+    fill_uniform(c.x, nx, -1, 1, &r);
+    fill_uniform(c.w, nx, -1, 1, &r);
+    /* v-only path */
+    c.km = NULL;
+    blk_loss(&c);
+    memcpy(out1, c.out, nx * sizeof(float));
+    for (i = 0; i < (size_t)c.B * c.H; ++i) CHECK(c.cache.att[i] == 1.0f);
+    hpj_block_backward(dx1, &dp1, c.w, c.x, &c.p, &c.cache, scratch, NULL, NULL, c.B, c.T, c.D, c.H, c.F, c.act);
+    for (i = 0; i < 2 * (size_t)c.D * c.D; ++i) same &= dp1.Wqkv[i] == 0.0f;
+    for (i = 0; i < 2 * (size_t)c.D; ++i) same &= dp1.bqkv[i] == 0.0f;
+    CHECK_MSG(same, "q and k rows of the one-token block got a gradient");
+    CHECK(!gradcheck("single-token block dx", blk_loss, &c, c.x, dx1, nx, 1e-2f, 3e-2, 48, &r));
+    CHECK(!gradcheck("single-token block Wqkv", blk_loss, &c, c.p.Wqkv, dp1.Wqkv, 3 * (size_t)c.D * c.D, 1e-2f, 3e-2,
+                     60, &r));
+    /* full attention path (a key mask of ones): the same values */
+    c.km = km;
+    blk_loss(&c);
+    hpj_block_backward(dx2, &dp2, c.w, c.x, &c.p, &c.cache, scratch, c.km, NULL, c.B, c.T, c.D, c.H, c.F, c.act);
+    same = 1;
+    for (i = 0; i < nx; ++i) same &= out1[i] == c.out[i] && dx1[i] == dx2[i];
+    for (i = 0; i < np; ++i) same &= g1[i] == g2[i];
+    CHECK_MSG(same, "one-token block: v-only path differs from the attention path");
+    free(flat);
+    free(g1);
+    free(g2);
+    free(cflat);
+    free(scratch);
+    free(dx1);
+    free(dx2);
+    free(out1);
+    free(c.x);
+    free(c.out);
+    free(c.w);
+}
+
 /* ---- losses ------------------------------------------------------------- */
 
 typedef struct {
@@ -1387,6 +1461,7 @@ const test_case nn_tests[] = {
     {"nn.pooling", test_pooling},
     {"nn.attention", test_attention},
     {"nn.block", test_block},
+    {"nn.block_single", test_block_single},
     {"nn.losses", test_losses},
     {"nn.adam", test_adam},
     {"nn.schedules", test_schedules},
