@@ -448,10 +448,11 @@ HPJDEF hpj_status hpj_partition_write(const char *path, const int32_t *part, /* 
 enum { HPJ_RW_MAX = 0, HPJ_RW_MEAN = 1 };
 
 /* Node random-walk structural encoding of one graph: rw[v][k-1] = the
-   diagonal entry ((D^-1 A)^k)_vv for k = 1..rw_dim (degree clamped to 1,
-   so an isolated vertex gets zeros). */
-HPJDEF void hpj_rwse(const hpj_graph *g, int rw_dim, float *rw /* (n, rw_dim) */, float *scratch /* (2n) */,
-                     int32_t *iscratch /* (3n) */);
+   diagonal entry ((D^-1 A)^k)_vv for k = 1..rw_dim (an isolated vertex
+   gets zeros). scratch: hpj_rwse_scratch_bytes(g->n) bytes, any alignment.
+   The result does not depend on the thread count (one thread per call). */
+HPJDEF size_t hpj_rwse_scratch_bytes(int32_t n);
+HPJDEF void hpj_rwse(const hpj_graph *g, int rw_dim, float *rw /* (n, rw_dim) */, void *scratch);
 
 /* The patches of every graph of a dataset at every resolution.
    For graph g and resolution l (slot s = g*L + l):
@@ -4432,52 +4433,87 @@ HPJDEF hpj_status hpj_partition_write(const char *path, const int32_t *part, int
 
 /* ==== tokenizer: random-walk structural encoding ========================== */
 
-HPJDEF void hpj_rwse(const hpj_graph *g, int rw_dim, float *rw, float *scratch, int32_t *iscratch) {
+/* Sources walked together: one 16-float row per node holds the walk
+   vectors of 16 source nodes (one AVX-512 register, two AVX2 ones). */
+#define HPJ__RW_W 16
+
+HPJDEF size_t hpj_rwse_scratch_bytes(int32_t n) {
+    size_t nn = (size_t)(n > 0 ? n : 0) + 1;
+    return (2 * HPJ__RW_W + 1) * nn * sizeof(float) + 3 * nn * sizeof(int32_t) + 64;
+}
+
+HPJDEF void hpj_rwse(const hpj_graph *g, int rw_dim, float *rw, void *scratch) {
     /* diag((D^-1 A)^k) equals diag(S^k) for the symmetric S = D^-1/2 A D^-1/2
        (similar matrices). With x_j = S^j e_v: (S^2j)_vv = <x_j, x_j> and
-       (S^(2j+1))_vv = <x_j, x_(j+1)>, so ceil(rw_dim/2) propagations per node
-       suffice. Each propagation scatters from the support of x_j only (kept
-       in a list), so sparse neighbourhoods stay cheap. x and y are zero
-       outside their supports at all times. */
-    int32_t n = g->n, v, i, tick = 0;
-    float *x = scratch, *y = scratch + n;
-    int32_t *sx = iscratch, *sy = iscratch + n, *stamp = iscratch + 2 * (size_t)n;
-    int steps = (rw_dim + 1) / 2, j;
-    for (v = 0; v < n; ++v) { x[v] = y[v] = 0.0f; stamp[v] = -1; }
+       (S^(2j+1))_vv = <x_j, x_(j+1)>, so ceil(rw_dim/2) propagations per
+       source suffice. 16 sources (consecutive node ids) walk at once: row w
+       of X holds x_j(w) of each of them, so one edge moves 16 numbers, and
+       the propagation scatters only from the rows in the union of their
+       supports (kept in a list), so sparse neighbourhoods stay cheap. X and
+       Y are zero outside their supports at all times. */
+    const int W = HPJ__RW_W;
+    int32_t n = g->n, v0, v, i, tick = 0;
+    float *X = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    float *Y = X + (size_t)W * (n + 1), *sq = Y + (size_t)W * (n + 1);
+    int32_t *sx = (int32_t *)(sq + n + 1), *sy = sx + n + 1, *stamp = sy + n + 1;
+    int steps = (rw_dim + 1) / 2, j, s;
     for (v = 0; v < n; ++v) {
-        float *rv = rw + (size_t)v * rw_dim;
-        int32_t nx = 1, ny, a;
-        x[v] = 1.0f;
-        sx[0] = v;
+        int32_t d = g->rowptr[v + 1] - g->rowptr[v];
+        sq[v] = sqrtf((float)(d > 0 ? d : 1));
+        stamp[v] = -1;
+        for (s = 0; s < W; ++s) X[(size_t)v * W + s] = Y[(size_t)v * W + s] = 0.0f;
+    }
+    for (v0 = 0; v0 < n; v0 += W) {
+        int nb = n - v0 < W ? n - v0 : W; /* sources v0 .. v0+nb-1 */
+        int32_t nx = nb, ny, a;
+        for (s = 0; s < nb; ++s) {
+            X[(size_t)(v0 + s) * W + s] = 1.0f;
+            sx[s] = v0 + s;
+        }
         for (j = 0; j <= steps; ++j) {
-            double self = 0.0, cross = 0.0;
+            double self[HPJ__RW_W], cross[HPJ__RW_W];
             float *tf;
             int32_t *ti;
-            for (a = 0; a < nx; ++a) self += (double)x[sx[a]] * x[sx[a]];
-            if (j > 0 && 2 * j - 1 < rw_dim) rv[2 * j - 1] = (float)self; /* k = 2j */
+            for (s = 0; s < W; ++s) self[s] = cross[s] = 0.0;
+            for (a = 0; a < nx; ++a) {
+                const float *xw = X + (size_t)sx[a] * W;
+                for (s = 0; s < W; ++s) self[s] += (double)xw[s] * xw[s];
+            }
+            if (j > 0 && 2 * j - 1 < rw_dim) /* k = 2j */
+                for (s = 0; s < nb; ++s) rw[(size_t)(v0 + s) * rw_dim + 2 * j - 1] = (float)self[s];
             if (2 * j >= rw_dim) break;
-            ny = 0; /* y = S x */
+            ny = 0; /* Y = S X */
             ++tick;
             for (a = 0; a < nx; ++a) {
-                int32_t w = sx[a], dw = g->rowptr[w + 1] - g->rowptr[w];
-                float c;
-                if (dw == 0) continue;
-                c = x[w] / sqrtf((float)dw);
+                int32_t w = sx[a];
+                float c[HPJ__RW_W], q = sq[w];
+                const float *xw = X + (size_t)w * W;
+                if (g->rowptr[w + 1] == g->rowptr[w]) continue;
+                for (s = 0; s < W; ++s) c[s] = xw[s] / q;
                 for (i = g->rowptr[w]; i < g->rowptr[w + 1]; ++i) {
                     int32_t u = g->col[i];
+                    float *yu = Y + (size_t)u * W;
                     if (stamp[u] != tick) { stamp[u] = tick; sy[ny++] = u; }
-                    y[u] += c;
+                    for (s = 0; s < W; ++s) yu[s] += c[s];
                 }
             }
-            for (a = 0; a < ny; ++a) y[sy[a]] /= sqrtf((float)(g->rowptr[sy[a] + 1] - g->rowptr[sy[a]]));
-            for (a = 0; a < nx; ++a) cross += (double)x[sx[a]] * y[sx[a]];
-            rv[2 * j] = (float)cross; /* k = 2j+1 */
-            for (a = 0; a < nx; ++a) x[sx[a]] = 0.0f;
-            tf = x; x = y; y = tf;
+            for (a = 0; a < ny; ++a) {
+                float *yu = Y + (size_t)sy[a] * W, q = sq[sy[a]];
+                for (s = 0; s < W; ++s) yu[s] /= q;
+            }
+            for (a = 0; a < nx; ++a) {
+                const float *xw = X + (size_t)sx[a] * W, *yw = Y + (size_t)sx[a] * W;
+                for (s = 0; s < W; ++s) cross[s] += (double)xw[s] * yw[s];
+            }
+            for (s = 0; s < nb; ++s) rw[(size_t)(v0 + s) * rw_dim + 2 * j] = (float)cross[s]; /* k = 2j+1 */
+            for (a = 0; a < nx; ++a)
+                for (s = 0; s < W; ++s) X[(size_t)sx[a] * W + s] = 0.0f;
+            tf = X; X = Y; Y = tf;
             ti = sx; sx = sy; sy = ti;
             nx = ny;
         }
-        for (a = 0; a < nx; ++a) x[sx[a]] = 0.0f;
+        for (a = 0; a < nx; ++a)
+            for (s = 0; s < W; ++s) X[(size_t)sx[a] * W + s] = 0.0f;
     }
 }
 
@@ -4492,20 +4528,18 @@ HPJDEF hpj_status hpj_dataset_rwse(const hpj_dataset *ds, int rw_dim, float *out
     }
     HPJ__OMP(parallel)
     {
-        float *scratch = (float *)hpj__alloc(sizeof(float) * 2 * ((size_t)maxn + 1), "rwse");
-        int32_t *iscratch = (int32_t *)hpj__alloc(sizeof(int32_t) * 3 * ((size_t)maxn + 1), "rwse");
-        if (!scratch || !iscratch) {
+        void *scratch = hpj__alloc(hpj_rwse_scratch_bytes(maxn), "rwse");
+        if (!scratch) {
             HPJ__OMP(atomic write)
             failed = 1;
         }
         HPJ__OMP(for schedule(dynamic, 4))
         for (g = 0; g < ds->num_graphs; ++g) {
             hpj_graph gr = hpj_dataset_graph(ds, g);
-            if (!scratch || !iscratch) continue;
-            hpj_rwse(&gr, rw_dim, out + (size_t)ds->node_ptr[g] * rw_dim, scratch, iscratch);
+            if (!scratch) continue;
+            hpj_rwse(&gr, rw_dim, out + (size_t)ds->node_ptr[g] * rw_dim, scratch);
         }
         hpj__free(scratch);
-        hpj__free(iscratch);
     }
     if (failed) return hpj__fail(HPJ_ERR_NOMEM, "rwse: out of memory for the scratch of a %d-node graph", maxn);
     return HPJ_OK;

@@ -52,10 +52,11 @@ static void test_rwse_known(void) {
        k=2: 2/4, k=4: 6/16, k=6: (20+2)/64; odd k: 0 */
     int32_t u[6] = {0, 1, 2, 3, 4, 5}, v[6] = {1, 2, 3, 4, 5, 0};
     hpj_graph_owned g;
-    float rw[6 * 6], sc[12];
-    int32_t isc[18];
+    float rw[6 * 6];
+    void *sc = malloc(hpj_rwse_scratch_bytes(6));
     CHECK_OK(hpj_graph_from_edges(6, 6, u, v, NULL, &g));
-    hpj_rwse(&g.g, 6, rw, sc, isc);
+    hpj_rwse(&g.g, 6, rw, sc);
+    free(sc);
     CHECK_NEAR(rw[0], 0.0, 0, 1e-7);
     CHECK_NEAR(rw[1], 0.5, 0, 1e-6);
     CHECK_NEAR(rw[2], 0.0, 0, 1e-7);
@@ -69,19 +70,19 @@ static void test_rwse_random_graphs(void) {
     int trial;
     for (trial = 0; trial < 20; ++trial) {
         hpj_rng r = hpj_rng_stream(11, (uint64_t)trial, 0);
-        int n = 1 + (int)hpj_rng_below(&r, 30), m = (int)hpj_rng_below(&r, (uint32_t)(2 * n + 1)), i, K = 7;
+        int n = 1 + (int)hpj_rng_below(&r, trial < 10 ? 30 : 70), m = (int)hpj_rng_below(&r, (uint32_t)(2 * n + 1)), i, K = 7;
         int32_t *u = (int32_t *)malloc(sizeof(int32_t) * (size_t)(m + 1)), *v = (int32_t *)malloc(sizeof(int32_t) * (size_t)(m + 1));
         hpj_graph_owned g;
-        float *rw = (float *)malloc(sizeof(float) * (size_t)n * K), *sc = (float *)malloc(sizeof(float) * 2 * (size_t)n);
-        int32_t *isc = (int32_t *)malloc(sizeof(int32_t) * 3 * (size_t)n);
+        float *rw = (float *)malloc(sizeof(float) * (size_t)n * K);
+        void *sc = malloc(hpj_rwse_scratch_bytes(n));
         double *ref = (double *)malloc(sizeof(double) * (size_t)n * K);
         for (i = 0; i < m; ++i) { u[i] = (int32_t)hpj_rng_below(&r, (uint32_t)n); v[i] = (int32_t)hpj_rng_below(&r, (uint32_t)n); }
         CHECK_OK(hpj_graph_from_edges(n, m, u, v, NULL, &g));
-        hpj_rwse(&g.g, K, rw, sc, isc);
+        hpj_rwse(&g.g, K, rw, sc);
         rwse_dense(&g.g, K, ref);
         for (i = 0; i < n * K; ++i) CHECK_NEAR(rw[i], ref[i], 1e-4, 1e-6);
         hpj_graph_owned_free(&g);
-        free(u); free(v); free(rw); free(sc); free(isc); free(ref);
+        free(u); free(v); free(rw); free(sc); free(ref);
     }
 }
 
