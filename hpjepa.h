@@ -6454,8 +6454,8 @@ HPJDEF void hpj_block_forward(float *out, hpj_block_cache *c, const float *inp, 
     if (hpj__block_single(T, keymask, adj)) {
         /* one token: the softmax over one key is 1, the attention output
            is v itself; q and k are never formed (the same bits) */
-        hpj_linear_forward(c->atty, c->ln1, p->Wqkv + 2 * (size_t)D * D, p->bqkv + 2 * D, N, D, D);
         size_t i;
+        hpj_linear_forward(c->atty, c->ln1, p->Wqkv + 2 * (size_t)D * D, p->bqkv + 2 * D, N, D, D);
         for (i = 0; i < (size_t)B * H; ++i) c->att[i] = 1.0f;
     } else {
         hpj_linear_forward(c->qkv, c->ln1, p->Wqkv, p->bqkv, N, D, 3 * D);
