@@ -4455,7 +4455,7 @@ HPJDEF void hpj_rwse(const hpj_graph *g, int rw_dim, float *rw, void *scratch) {
     int32_t n = g->n, v0, v, i, tick = 0;
     float *X = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float *Y = X + (size_t)W * (n + 1), *sq = Y + (size_t)W * (n + 1);
-    int32_t *sx = (int32_t *)(sq + n + 1), *sy = sx + n + 1, *stamp = sy + n + 1;
+    int32_t *sx = (int32_t *)(void *)(sq + n + 1), *sy = sx + n + 1, *stamp = sy + n + 1;
     int steps = (rw_dim + 1) / 2, j, s;
     for (v = 0; v < n; ++v) {
         int32_t d = g->rowptr[v + 1] - g->rowptr[v];
