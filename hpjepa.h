@@ -650,6 +650,21 @@ HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const i
 HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *dout, const float *h, const float *e,
                               const int32_t *rowptr, const int32_t *col, const int32_t *rev, int N, int D,
                               float eps);
+/* GINE whose edges all carry the same feature e (D), as when the data has
+   no edge labels (the edge encoder then maps every edge to its bias):
+   out (N,D)[i] = (1+eps) h[i] + sum over k in row i of relu(h[col[k]] + e).
+   The same numbers as hpj_gine_forward with e repeated on every edge,
+   without an (E, D) array. */
+HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, const int32_t *rowptr,
+                                    const int32_t *col, int N, int D, float eps);
+/* Differentiates hpj_gine_forward_shared (the CSR must be symmetric):
+   dh (N,D)[j] += (1+eps) dout[j] + [h[j] + e > 0] sum over k in row j of dout[col[k]];
+   de (D) += the sum over j of the masked message sums above, reduced over
+   64 fixed row blocks in double (the same bits for any thread count);
+   deps as in hpj_gine_backward. Any gradient may be NULL. */
+HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
+                                     const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
+                                     float eps);
 /* The reverse entries of a symmetric CSR over N rows with sorted columns
    (as hpj_graph holds): rev (E)[k] = the entry k' of row col[k] whose
    column is i, for k in row i (binary search, O(E log degree)).
@@ -6022,6 +6037,22 @@ HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const i
     }
 }
 
+/* deps += sum_i dout[i].h[i] over 64 fixed row blocks, in double. */
+static void hpj__gine_deps(float *deps, const float *dout, const float *h, int N, int D, int par) {
+    double part[HPJ__NBLK], tot = 0.0;
+    int b;
+    (void)par;
+    HPJ__OMP(parallel for schedule(static) if (par))
+    for (b = 0; b < HPJ__NBLK; ++b) {
+        int64_t r0 = (int64_t)N * b / HPJ__NBLK, r1 = (int64_t)N * (b + 1) / HPJ__NBLK, r;
+        double s = 0.0;
+        for (r = r0; r < r1; ++r) s += hpj__dot(dout + r * D, h + r * D, D);
+        part[b] = s;
+    }
+    for (b = 0; b < HPJ__NBLK; ++b) tot += part[b];
+    *deps += (float)tot;
+}
+
 HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *dout, const float *h, const float *e,
                               const int32_t *rowptr, const int32_t *col, const int32_t *rev, int N, int D,
                               float eps) {
@@ -6067,19 +6098,84 @@ HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *do
             }
         }
     }
-    if (deps) {
-        double part[HPJ__NBLK], tot = 0.0;
-        int b;
-        HPJ__OMP(parallel for schedule(static) if (par))
-        for (b = 0; b < HPJ__NBLK; ++b) {
-            int64_t r0 = (int64_t)N * b / HPJ__NBLK, r1 = (int64_t)N * (b + 1) / HPJ__NBLK, r;
-            double s = 0.0;
-            for (r = r0; r < r1; ++r) s += hpj__dot(dout + r * D, h + r * D, D);
-            part[b] = s;
+    if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
+}
+
+/* Columns of de reduced per pass of hpj_gine_backward_shared (the 64 block
+   partials of a pass: 64 x 64 doubles on the stack). */
+#define HPJ__GINE_DC 64
+
+HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, const int32_t *rowptr,
+                                    const int32_t *col, int N, int D, float eps) {
+    int i;
+    if (N <= 0 || D <= 0) return;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS))
+    for (i = 0; i < N; ++i) {
+        float *o = out + (ptrdiff_t)i * D;
+        const float *hi = h + (ptrdiff_t)i * D;
+        float s = 1.0f + eps;
+        int j, k;
+        HPJ__OMP(simd)
+        for (j = 0; j < D; ++j) o[j] = s * hi[j];
+        for (k = rowptr[i]; k < rowptr[i + 1]; ++k) {
+            const float *hj = h + (ptrdiff_t)col[k] * D;
+            HPJ__OMP(simd)
+            for (j = 0; j < D; ++j) {
+                float m = hj[j] + e[j];
+                o[j] += m > 0.0f ? m : 0.0f;
+            }
         }
-        for (b = 0; b < HPJ__NBLK; ++b) tot += part[b];
-        *deps += (float)tot;
     }
+}
+
+HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
+                                     const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
+                                     float eps) {
+    int par, c0;
+    if (N <= 0 || D <= 0) return;
+    par = (int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS;
+    (void)par;
+    /* The message of the entry k in row i is relu(h[j] + e), j = col[k]; by
+       symmetry the messages node j sends are the entries of its own row, so
+       d h[j] and de both get [h[j] + e > 0] dout[col[k]] for k in row j. */
+    for (c0 = 0; (dh || de) && c0 < D; c0 += HPJ__GINE_DC) {
+        double part[HPJ__NBLK][HPJ__GINE_DC];
+        int w = HPJ__MIN(HPJ__GINE_DC, D - c0), b;
+        HPJ__OMP(parallel for schedule(dynamic, 1) if (par))
+        for (b = 0; b < HPJ__NBLK; ++b) {
+            int32_t r0 = (int32_t)((int64_t)N * b / HPJ__NBLK), r1 = (int32_t)((int64_t)N * (b + 1) / HPJ__NBLK), r;
+            double acc[HPJ__GINE_DC];
+            int j, k;
+            for (j = 0; j < w; ++j) acc[j] = 0.0;
+            for (r = r0; r < r1; ++r) {
+                const float *hr = h + (ptrdiff_t)r * D + c0, *ec = e + c0;
+                float *g = dh ? dh + (ptrdiff_t)r * D + c0 : NULL, s = 1.0f + eps;
+                if (g) {
+                    const float *dr = dout + (ptrdiff_t)r * D + c0;
+                    HPJ__OMP(simd)
+                    for (j = 0; j < w; ++j) g[j] += s * dr[j];
+                }
+                for (k = rowptr[r]; k < rowptr[r + 1]; ++k) {
+                    const float *dn = dout + (ptrdiff_t)col[k] * D + c0;
+                    for (j = 0; j < w; ++j) {
+                        float v = hr[j] + ec[j] > 0.0f ? dn[j] : 0.0f;
+                        if (g) g[j] += v;
+                        acc[j] += v;
+                    }
+                }
+            }
+            for (j = 0; j < w; ++j) part[b][j] = acc[j];
+        }
+        if (de) {
+            int j;
+            for (j = 0; j < w; ++j) {
+                double t = 0.0;
+                for (b = 0; b < HPJ__NBLK; ++b) t += part[b][j];
+                de[c0 + j] += (float)t;
+            }
+        }
+    }
+    if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
 }
 
 HPJDEF hpj_status hpj_csr_reverse(int32_t *rev, const int32_t *rowptr, const int32_t *col, int N) {
@@ -7320,15 +7416,13 @@ static void hpj__path_features(const hpj_model *m, const hpj_dataset *ds, const 
         }
         for (j = 0; j < m->node_attr_dim; ++j) row[m->node_onehot + j] = ds->node_attr[(size_t)u * ds->node_attr_dim + j];
     }
+    if (!m->edge_onehot) return; /* unlabelled edges: no per-edge input */
     HPJ__OMP(parallel for schedule(static))
     for (k = 0; k < p->E; ++k) {
         float *row = ex + (size_t)k * m->Fe;
-        int32_t j;
+        int32_t j, v = ds->edge_label[p->edge[k]] - m->edge_label_min;
         for (j = 0; j < m->Fe; ++j) row[j] = 0.0f;
-        if (m->edge_onehot) {
-            int32_t v = ds->edge_label[p->edge[k]] - m->edge_label_min;
-            if (v >= 0 && v < m->edge_onehot) row[v] = 1.0f;
-        }
+        if (v >= 0 && v < m->edge_onehot) row[v] = 1.0f;
     }
 }
 
@@ -7373,9 +7467,9 @@ typedef struct hpj__gnn_layer {
 typedef struct hpj__gnn_ws {
     hpj__path path;
     float *x;    /* (C, F)  */
-    float *ex;   /* (E, Fe) */
+    float *ex;   /* (E, Fe); unused with unlabelled edges */
     float *h0;   /* (C, D) node encoder output */
-    float *e;    /* (E, D) edge encoder output */
+    float *e;    /* (E, D) edge encoder output; (D) with unlabelled edges */
     hpj__gnn_layer lay[HPJ_MAX_GNN];
     float *z;    /* (S, D) patch tokens */
     float *bntmp;/* (2D) running-stat copies for HPJ__TRAIN_FROZEN */
@@ -7388,9 +7482,9 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
     memset(w, 0, sizeof(*w));
     hpj__path_bind(a, &w->path, S, C, E, NG);
     w->x = hpj_arena_floats(a, (size_t)C * m->F + 1);
-    w->ex = hpj_arena_floats(a, (size_t)E * m->Fe + 1);
+    w->ex = m->edge_onehot ? hpj_arena_floats(a, (size_t)E * m->Fe + 1) : NULL;
     w->h0 = hpj_arena_floats(a, CD + 1);
-    w->e = hpj_arena_floats(a, (size_t)E * D + 1);
+    w->e = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * D + 1 : (size_t)D);
     w->bntmp = hpj_arena_floats(a, 2 * (size_t)D);
     for (i = 0; i < m->cfg.gnn_layers; ++i) {
         hpj__gnn_layer *L = &w->lay[i];
@@ -7462,7 +7556,8 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
     size_t CD = (size_t)C * D;
     hpj_bn_stats *bn = &m->bn;
     hpj__lin(w->h0, w->x, m->p.node_W, m->p.node_b, C, m->F, D);
-    hpj__lin(w->e, w->ex, m->p.edge_W, m->p.edge_b, p->E, m->Fe, D);
+    if (m->edge_onehot) hpj__lin(w->e, w->ex, m->p.edge_W, m->p.edge_b, p->E, m->Fe, D);
+    else memcpy(w->e, m->p.edge_b, sizeof(float) * (size_t)D); /* every edge: 0 W + b */
     for (i = 0; i < m->cfg.gnn_layers; ++i) {
         hpj__gnn_layer *L = &w->lay[i];
         const hpj_gnn_params *q = &m->p.gnn[i];
@@ -7484,7 +7579,8 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
             }
             hpj__copy_avg(L->h, L->hm, p, D);
         }
-        hpj_gine_forward(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
+        if (m->edge_onehot) hpj_gine_forward(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
+        else hpj_gine_forward_shared(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
         hpj__lin(L->t1, L->agg, q->W1, NULL, C, D, D);
         hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], C, D, mode, w->bntmp, 1);
         hpj__lin(L->t2, L->r1, q->W2, NULL, C, D, D);
@@ -7504,7 +7600,7 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
 typedef struct hpj__gnn_bws {
     float *A, *B, *Cb, *dh, *dX, *dY; /* (C, D) */
     float *sA, *sB;                   /* (S, D) */
-    float *de;                        /* (E, D) */
+    float *de;                        /* (E, D); (D) with unlabelled edges */
 } hpj__gnn_bws;
 
 static void hpj__gnn_bind_back(hpj_arena *a, const hpj_model *m, hpj__gnn_bws *b, int32_t S, int32_t C, int32_t E) {
@@ -7512,7 +7608,7 @@ static void hpj__gnn_bind_back(hpj_arena *a, const hpj_model *m, hpj__gnn_bws *b
     b->A = hpj_arena_floats(a, CD); b->B = hpj_arena_floats(a, CD); b->Cb = hpj_arena_floats(a, CD);
     b->dh = hpj_arena_floats(a, CD); b->dX = hpj_arena_floats(a, CD); b->dY = hpj_arena_floats(a, CD);
     b->sA = hpj_arena_floats(a, SD); b->sB = hpj_arena_floats(a, SD);
-    b->de = hpj_arena_floats(a, (size_t)E * m->D + 1);
+    b->de = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * m->D + 1 : (size_t)m->D);
 }
 
 static void hpj__zero(float *x, size_t n) {
@@ -7528,7 +7624,7 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
     int i, D = m->D, C = p->C, S = p->S;
     size_t CD = (size_t)C * D;
     float *dout = b->dX, *din = b->dY;
-    hpj__zero(b->de, (size_t)p->E * D);
+    hpj__zero(b->de, m->edge_onehot ? (size_t)p->E * D : (size_t)D);
     hpj__zero(dout, CD);
     /* z = segment_mean(out_last) */
     hpj_segment_mean_backward(dout, dz, p->seg, S, D);
@@ -7561,7 +7657,10 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
         /* t1 = agg W1^T */
         hpj__lin_back_set(b->B, gq->W1, NULL, b->Cb, L->agg, q->W1, C, D, D);
         /* agg = GINE(h, e) */
-        hpj_gine_backward(b->dh, b->de, gq->eps, b->B, L->h, w->e, p->rowptr, p->col, p->rev, C, D, q->eps[0]);
+        if (m->edge_onehot)
+            hpj_gine_backward(b->dh, b->de, gq->eps, b->B, L->h, w->e, p->rowptr, p->col, p->rev, C, D, q->eps[0]);
+        else
+            hpj_gine_backward_shared(b->dh, b->de, gq->eps, b->B, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
         if (L->hm) {
             int32_t s;
             /* h = A hm (copy averaging, symmetric) */
@@ -7590,7 +7689,12 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
     }
     /* h0 = x node_W^T + node_b ; e = ex edge_W^T + edge_b */
     hpj__lin_back(NULL, m->g.node_W, m->g.node_b, dout, w->x, m->p.node_W, C, m->F, D);
-    hpj__lin_back(NULL, m->g.edge_W, m->g.edge_b, b->de, w->ex, m->p.edge_W, p->E, m->Fe, D);
+    if (m->edge_onehot) {
+        hpj__lin_back(NULL, m->g.edge_W, m->g.edge_b, b->de, w->ex, m->p.edge_W, p->E, m->Fe, D);
+    } else { /* the input is 0: edge_W gets nothing, edge_b the summed messages */
+        int j;
+        for (j = 0; j < D; ++j) m->g.edge_b[j] += b->de[j];
+    }
 }
 
 /* ==== model: structural-query encoder e_xi ================================ */

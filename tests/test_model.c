@@ -129,7 +129,7 @@ static void test_tokens_invariants(void) {
 /* Finite-difference check of the whole loss in a random direction, with
    the stop-gradient targets held fixed (the EMA branch gets no gradient).
    sets: NULL-terminated key, value pairs applied to the tiny config. */
-static void model_gradient_case(const char *const *sets) {
+static void model_gradient_case(const char *const *sets, int unlabelled_edges) {
     const char *dir = test_dataset("MUTAG");
     hpj_dataset ds;
     hpj_config c;
@@ -138,6 +138,10 @@ static void model_gradient_case(const char *const *sets) {
     int i, l;
     if (!dir) return;
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    if (unlabelled_edges) { /* as PROTEINS or DD: one shared edge feature */
+        free(ds.edge_label);
+        ds.edge_label = NULL;
+    }
     tiny_config(&c);
     for (i = 0; sets[i]; i += 2) CHECK_OK(hpj_config_set(&c, sets[i], sets[i + 1]));
     CHECK_OK(hpj_model_init(&m, &c, &ds));
@@ -155,6 +159,15 @@ static void model_gradient_case(const char *const *sets) {
         memcpy(p0, m.params, sizeof(float) * n);
         hpj_rng_seed(&r, 3 + (uint64_t)l);
         for (k = 0; k < n; ++k) { v[k] = hpj_rng_normal(&r); dot += (double)v[k] * g[k]; gnorm += (double)g[k] * g[k]; }
+        if (unlabelled_edges) { /* along the edge encoder's bias only: the shared-edge de */
+            size_t e0 = (size_t)(m.p.edge_b - m.params);
+            dot = gnorm = 0.0;
+            for (k = 0; k < n; ++k) {
+                if (k < e0 || k >= e0 + (size_t)m.D) v[k] = 0.0f;
+                dot += (double)v[k] * g[k];
+                gnorm += (double)v[k] * g[k] * v[k] * g[k];
+            }
+        }
         CHECK(gnorm > 1e-12); /* guard against an all-zero gradient */
         for (k = 0; k < n; ++k) m.params[k] = p0[k] + (float)h * v[k];
         CHECK_OK(hpj_model_loss(&m, &ds, gs, 12, l, 7, yt, 1, &Lp));
@@ -176,14 +189,20 @@ static void model_gradient_case(const char *const *sets) {
    target encoder */
 static void test_model_gradient(void) {
     static const char *const sets[] = {"target_adj", "1", "ema_init", "independent", NULL};
-    model_gradient_case(sets);
+    model_gradient_case(sets, 0);
+}
+
+/* the same model on graphs without edge labels (the shared-edge GINE) */
+static void test_model_gradient_unlabelled_edges(void) {
+    static const char *const sets[] = {"target_adj", "1", "ema_init", "independent", NULL};
+    model_gradient_case(sets, 1);
 }
 
 /* the benchmark variant matched to the PyTorch peer: no Linear_out, no patch
    mixing, GELU FFN, 2-layer predictor */
 static void test_model_gradient_peer_variant(void) {
     static const char *const sets[] = {"gnn_out_linear", "0", "patch_mixing", "0", "ffn_act", "gelu", "pred_layers", "2", NULL};
-    model_gradient_case(sets);
+    model_gradient_case(sets, 0);
 }
 
 typedef struct loss_log { double first[HPJ_MAX_RES], last[HPJ_MAX_RES]; int epochs; } loss_log;
@@ -440,6 +459,7 @@ const test_case model_tests[] = {
     {"model.config_errors", test_config_errors},
     {"model.gradient_fd", test_model_gradient},
     {"model.gradient_fd_peer_variant", test_model_gradient_peer_variant},
+    {"model.gradient_fd_unlabelled_edges", test_model_gradient_unlabelled_edges},
     {"model.ema_update_rule", test_ema_update_rule},
     {"model.loss_decreases", test_loss_decreases},
     {"model.deterministic_and_threads", test_deterministic_and_threads},

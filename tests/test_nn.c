@@ -729,6 +729,69 @@ static void test_gine(void) {
     free(de2);
 }
 
+/* One edge feature shared by every edge (unlabelled edges): the same
+   forward and dh bits as hpj_gine_forward with e repeated on each edge, de
+   = the column sums of that version's per-edge de, finite differences. */
+static double gine_shared_loss(void *p) {
+    gine_ctx *c = (gine_ctx *)p;
+    hpj_gine_forward_shared(c->out, c->h, c->e, g_rowptr, g_col, c->N, c->D, c->eps);
+    return wsum(c->out, c->w, (size_t)c->N * c->D);
+}
+
+static void test_gine_shared(void) {
+    hpj_rng r;
+    gine_ctx c;
+    int32_t rev[14];
+    int E = 14, k, j, ok = 1;
+    float *erep, *out2, *dh, *dh2, *de, *de2, deps = 0.0f, deps2 = 0.0f;
+    hpj_rng_seed(&r, 62);
+    c.N = 8;
+    c.D = 70; /* two column passes of the backward */
+    c.eps = -0.2f;
+    c.h = fbuf((size_t)c.N * c.D);
+    c.e = fbuf((size_t)c.D);
+    c.out = fbuf((size_t)c.N * c.D);
+    c.w = fbuf((size_t)c.N * c.D);
+    erep = fbuf((size_t)E * c.D);
+    out2 = fbuf((size_t)c.N * c.D);
+    dh = fbuf((size_t)c.N * c.D);
+    dh2 = fbuf((size_t)c.N * c.D);
+    de = fbuf((size_t)c.D);
+    de2 = fbuf((size_t)E * c.D);
+    fill_uniform(c.h, (size_t)c.N * c.D, -1, 1, &r);
+    fill_uniform(c.e, (size_t)c.D, -1, 1, &r);
+    fill_uniform(c.w, (size_t)c.N * c.D, -1, 1, &r);
+    for (k = 0; k < c.N * c.D; ++k) /* messages away from the ReLU kink */
+        if (fabsf(c.h[k] + c.e[k % c.D]) < 0.05f) c.h[k] += 0.2f;
+    for (k = 0; k < E; ++k) memcpy(erep + (size_t)k * c.D, c.e, sizeof(float) * (size_t)c.D);
+    CHECK_OK(hpj_csr_reverse(rev, g_rowptr, g_col, c.N));
+    gine_shared_loss(&c);
+    hpj_gine_forward(out2, c.h, erep, g_rowptr, g_col, c.N, c.D, c.eps);
+    CHECK(bits_equal(c.out, out2, (size_t)c.N * c.D));
+    hpj_gine_backward_shared(dh, de, &deps, c.w, c.h, c.e, g_rowptr, g_col, c.N, c.D, c.eps);
+    hpj_gine_backward(dh2, de2, &deps2, c.w, c.h, erep, g_rowptr, g_col, rev, c.N, c.D, c.eps);
+    CHECK(bits_equal(dh, dh2, (size_t)c.N * c.D) && deps == deps2);
+    for (j = 0; j < c.D; ++j) {
+        double t = 0.0;
+        for (k = 0; k < E; ++k) t += de2[(size_t)k * c.D + j];
+        ok &= fabs(t - de[j]) <= 1e-5 * (1.0 + fabs(t));
+    }
+    CHECK_MSG(ok, "shared de differs from the summed per-edge de");
+    CHECK(!gradcheck("gine shared dh", gine_shared_loss, &c, c.h, dh, (size_t)c.N * c.D, 1e-2f, 1e-2, 100, &r));
+    CHECK(!gradcheck("gine shared de", gine_shared_loss, &c, c.e, de, (size_t)c.D, 1e-2f, 1e-2, 70, &r));
+    CHECK(!gradcheck("gine shared deps", gine_shared_loss, &c, &c.eps, &deps, 1, 1e-2f, 1e-2, 1, &r));
+    free(c.h);
+    free(c.e);
+    free(c.out);
+    free(c.w);
+    free(erep);
+    free(out2);
+    free(dh);
+    free(dh2);
+    free(de);
+    free(de2);
+}
+
 /* ---- pooling ------------------------------------------------------------ */
 
 typedef struct {
@@ -1458,6 +1521,7 @@ const test_case nn_tests[] = {
     {"nn.layernorm_values", test_layernorm_values},
     {"nn.batchnorm_modes", test_batchnorm_modes},
     {"nn.gine", test_gine},
+    {"nn.gine_shared", test_gine_shared},
     {"nn.pooling", test_pooling},
     {"nn.attention", test_attention},
     {"nn.block", test_block},
