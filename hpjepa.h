@@ -659,8 +659,8 @@ HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, 
                                     const int32_t *col, int N, int D, float eps);
 /* Differentiates hpj_gine_forward_shared (the CSR must be symmetric):
    dh (N,D)[j] += (1+eps) dout[j] + [h[j] + e > 0] sum over k in row j of dout[col[k]];
-   de (D) += the sum over j of the masked message sums above, reduced over
-   64 fixed row blocks in double (the same bits for any thread count);
+   de (D) += the sum over j of the masked message sums above, in double
+   and in row order (the same bits for any thread count);
    deps as in hpj_gine_backward. Any gradient may be NULL. */
 HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
                                      const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
@@ -6101,8 +6101,7 @@ HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *do
     if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
 }
 
-/* Columns of de reduced per pass of hpj_gine_backward_shared (the 64 block
-   partials of a pass: 64 x 64 doubles on the stack). */
+/* Columns per task of hpj_gine_backward_shared (256-byte row slices). */
 #define HPJ__GINE_DC 64
 
 HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, const int32_t *rowptr,
@@ -6131,49 +6130,45 @@ HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, 
 HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
                                      const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
                                      float eps) {
-    int par, c0;
+    int par, nc = (D + HPJ__GINE_DC - 1) / HPJ__GINE_DC, cb;
     if (N <= 0 || D <= 0) return;
     par = (int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS;
     (void)par;
+    if (!dh && !de) nc = 0;
     /* The message of the entry k in row i is relu(h[j] + e), j = col[k]; by
        symmetry the messages node j sends are the entries of its own row, so
-       d h[j] and de both get [h[j] + e > 0] dout[col[k]] for k in row j. */
-    for (c0 = 0; (dh || de) && c0 < D; c0 += HPJ__GINE_DC) {
-        double part[HPJ__NBLK][HPJ__GINE_DC];
-        int w = HPJ__MIN(HPJ__GINE_DC, D - c0), b;
-        HPJ__OMP(parallel for schedule(dynamic, 1) if (par))
-        for (b = 0; b < HPJ__NBLK; ++b) {
-            int32_t r0 = (int32_t)((int64_t)N * b / HPJ__NBLK), r1 = (int32_t)((int64_t)N * (b + 1) / HPJ__NBLK), r;
-            double acc[HPJ__GINE_DC];
-            int j, k;
-            for (j = 0; j < w; ++j) acc[j] = 0.0;
-            for (r = r0; r < r1; ++r) {
-                const float *hr = h + (ptrdiff_t)r * D + c0, *ec = e + c0;
-                float *g = dh ? dh + (ptrdiff_t)r * D + c0 : NULL, s = 1.0f + eps;
-                if (g) {
-                    const float *dr = dout + (ptrdiff_t)r * D + c0;
-                    HPJ__OMP(simd)
-                    for (j = 0; j < w; ++j) g[j] += s * dr[j];
-                }
-                for (k = rowptr[r]; k < rowptr[r + 1]; ++k) {
-                    const float *dn = dout + (ptrdiff_t)col[k] * D + c0;
-                    for (j = 0; j < w; ++j) {
-                        float v = hr[j] + ec[j] > 0.0f ? dn[j] : 0.0f;
-                        if (g) g[j] += v;
-                        acc[j] += v;
-                    }
-                }
+       d h[j] and de both get [h[j] + e > 0] times the sum of dout[col[k]]
+       over k in row j. Each task owns a slice of columns over all rows, so
+       de's sums run in row order whatever the thread count. */
+    HPJ__OMP(parallel for schedule(static) if (par))
+    for (cb = 0; cb < nc; ++cb) {
+        int c0 = cb * HPJ__GINE_DC, w = HPJ__MIN(HPJ__GINE_DC, D - c0), j, r, k;
+        double acc[HPJ__GINE_DC];
+        float t[HPJ__GINE_DC];
+        const float *ec = e + c0;
+        float s = 1.0f + eps;
+        for (j = 0; j < w; ++j) acc[j] = 0.0;
+        for (r = 0; r < N; ++r) {
+            const float *hr = h + (ptrdiff_t)r * D + c0, *dr = dout + (ptrdiff_t)r * D + c0;
+            for (j = 0; j < w; ++j) t[j] = 0.0f;
+            for (k = rowptr[r]; k < rowptr[r + 1]; ++k) {
+                const float *dn = dout + (ptrdiff_t)col[k] * D + c0;
+                HPJ__OMP(simd)
+                for (j = 0; j < w; ++j) t[j] += dn[j];
             }
-            for (j = 0; j < w; ++j) part[b][j] = acc[j];
-        }
-        if (de) {
-            int j;
+            HPJ__OMP(simd)
             for (j = 0; j < w; ++j) {
-                double t = 0.0;
-                for (b = 0; b < HPJ__NBLK; ++b) t += part[b][j];
-                de[c0 + j] += (float)t;
+                t[j] = hr[j] + ec[j] > 0.0f ? t[j] : 0.0f;
+                acc[j] += t[j];
+            }
+            if (dh) {
+                float *g = dh + (ptrdiff_t)r * D + c0;
+                HPJ__OMP(simd)
+                for (j = 0; j < w; ++j) g[j] += s * dr[j] + t[j];
             }
         }
+        if (de)
+            for (j = 0; j < w; ++j) de[c0 + j] += (float)acc[j];
     }
     if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
 }

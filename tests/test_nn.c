@@ -730,8 +730,8 @@ static void test_gine(void) {
 }
 
 /* One edge feature shared by every edge (unlabelled edges): the same
-   forward and dh bits as hpj_gine_forward with e repeated on each edge, de
-   = the column sums of that version's per-edge de, finite differences. */
+   forward bits as hpj_gine_forward with e repeated on each edge, its dh up
+   to rounding, de = the column sums of its per-edge de, finite differences. */
 static double gine_shared_loss(void *p) {
     gine_ctx *c = (gine_ctx *)p;
     hpj_gine_forward_shared(c->out, c->h, c->e, g_rowptr, g_col, c->N, c->D, c->eps);
@@ -770,7 +770,9 @@ static void test_gine_shared(void) {
     CHECK(bits_equal(c.out, out2, (size_t)c.N * c.D));
     hpj_gine_backward_shared(dh, de, &deps, c.w, c.h, c.e, g_rowptr, g_col, c.N, c.D, c.eps);
     hpj_gine_backward(dh2, de2, &deps2, c.w, c.h, erep, g_rowptr, g_col, rev, c.N, c.D, c.eps);
-    CHECK(bits_equal(dh, dh2, (size_t)c.N * c.D) && deps == deps2);
+    CHECK(deps == deps2);
+    for (k = 0; k < c.N * c.D; ++k) ok &= fabs((double)dh[k] - dh2[k]) <= 1e-5 * (1.0 + fabs((double)dh2[k]));
+    CHECK_MSG(ok, "shared dh differs from the per-edge dh");
     for (j = 0; j < c.D; ++j) {
         double t = 0.0;
         for (k = 0; k < E; ++k) t += de2[(size_t)k * c.D + j];
