@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.2.0 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.3.0 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -89,6 +89,11 @@
        spin-waiting loses badly when a core is taken by another process.
 
    RECENT CHANGES
+       0.3.0  hpj_rwse walks 16 sources at once and takes one scratch
+              (hpj_rwse_scratch_bytes; the old 5-argument call is gone);
+              hpj_gine_forward_shared / hpj_gine_backward_shared for
+              unlabelled edges (one shared edge vector); one-token
+              Transformer blocks compute v only (same bits)
        0.2.0  partitioner, tokenizer, nn layers, HP-JEPA model and training,
               embeddings, probes, resolution weighting, checkpoints
        0.1.0  status, rng, arena, CSR graphs, TU and METIS readers
@@ -101,7 +106,7 @@
 #include <stdint.h>
 
 #define HPJEPA_VERSION_MAJOR 0
-#define HPJEPA_VERSION_MINOR 2
+#define HPJEPA_VERSION_MINOR 3
 #define HPJEPA_VERSION_PATCH 0
 
 #ifndef HPJDEF
