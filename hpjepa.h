@@ -5541,10 +5541,48 @@ static void hpj__colsum_add(float *dst, const float *src, int N, int D, ptrdiff_
 
 /* ==== nn: linear ==== */
 
+/* Transposed-output buffer of hpj_linear_forward's few-row path (floats;
+   thread-local, 1 MiB). */
+#define HPJ__LIN_TBUF (512 * 512)
+static HPJ__TLS float hpj__lin_tbuf[HPJ__LIN_TBUF];
+
+/* Whether out = inp W^T with few rows (N) is cheaper as out^T = W inp^T:
+   the GEMM then packs (transposes) inp, N x Din floats, instead of W,
+   Dout x Din, at the price of transposing the N x Dout result; N near a
+   multiple of the 32-column kernel tile. */
+#ifndef HPJ__LIN_SWAP_MARGIN
+#define HPJ__LIN_SWAP_MARGIN 4.0
+#endif
+static int hpj__lin_swap(int N, int Din, int Dout) {
+    int np = (N + 31) / 32 * 32;
+    return N >= 32 && N < Dout && 4 * np <= 5 * N && (size_t)N * Dout <= HPJ__LIN_TBUF &&
+           HPJ__LIN_SWAP_MARGIN * ((double)N * Din + (double)N * Dout) <= (double)Dout * Din;
+}
+
 HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, const float *b, int N, int Din,
                                int Dout) {
     int i;
     if (N <= 0 || Dout <= 0) return;
+    if (hpj__lin_swap(N, Din, Dout)) {
+        /* T (Dout, N) = W inp^T + b: each element sees the same fma steps
+           as in the direct product (the bias first, K blocks in order), so
+           out gets the same bits */
+        float *T = hpj__lin_tbuf;
+        int o;
+        if (b)
+            for (o = 0; o < Dout; ++o) {
+                float bo = b[o], *t = T + (ptrdiff_t)o * N;
+                for (i = 0; i < N; ++i) t[i] = bo;
+            }
+        hpj_gemm(0, 1, Dout, N, Din, 1.0f, W, Din, inp, Din, b ? 1.0f : 0.0f, T, N);
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)N * Dout >= HPJ__PAR_ELEMS))
+        for (i = 0; i < N; ++i) {
+            float *y = out + (ptrdiff_t)i * Dout;
+            int c;
+            for (c = 0; c < Dout; ++c) y[c] = T[(ptrdiff_t)c * N + i];
+        }
+        return;
+    }
     if (b) {
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * Dout >= HPJ__PAR_ELEMS))
         for (i = 0; i < N; ++i) memcpy(out + (ptrdiff_t)i * Dout, b, (size_t)Dout * sizeof(float));

@@ -322,6 +322,29 @@ static double lin_loss(void *p) {
     return wsum(c->out, c->w, (size_t)c->N * c->Dout);
 }
 
+/* Few-row products go through out^T = W inp^T inside hpj_linear_forward:
+   the same bits as the bias-then-GEMM definition, with and without bias. */
+static void test_linear_few_rows(void) {
+    static const int shapes[3][3] = {{32, 300, 520}, {64, 1030, 700}, {40, 300, 520}};
+    hpj_rng r;
+    int s, withb;
+    hpj_rng_seed(&r, 29);
+    for (s = 0; s < 3; ++s)
+        for (withb = 0; withb < 2; ++withb) {
+            int N = shapes[s][0], Din = shapes[s][1], Dout = shapes[s][2], i;
+            float *x = fbuf((size_t)N * Din), *W = fbuf((size_t)Din * Dout), *b = fbuf((size_t)Dout);
+            float *y = fbuf((size_t)N * Dout), *ref = fbuf((size_t)N * Dout);
+            fill_uniform(x, (size_t)N * Din, -1, 1, &r);
+            fill_uniform(W, (size_t)Din * Dout, -1, 1, &r);
+            fill_uniform(b, (size_t)Dout, -1, 1, &r);
+            for (i = 0; i < N; ++i) memcpy(ref + (size_t)i * Dout, b, sizeof(float) * (size_t)Dout);
+            hpj_gemm(0, 1, N, Dout, Din, 1.0f, x, Din, W, Din, withb ? 1.0f : 0.0f, ref, Dout);
+            hpj_linear_forward(y, x, W, withb ? b : NULL, N, Din, Dout);
+            CHECK_MSG(bits_equal(y, ref, (size_t)N * Dout), "%d x %d -> %d, bias %d", N, Din, Dout, withb);
+            free(x); free(W); free(b); free(y); free(ref);
+        }
+}
+
 static void test_linear(void) {
     hpj_rng r;
     lin_ctx c;
@@ -1517,6 +1540,7 @@ const test_case nn_tests[] = {
     {"nn.gemm_small_path", test_gemm_small_path},
     {"nn.gemm_threads", test_gemm_threads},
     {"nn.linear", test_linear},
+    {"nn.linear_few_rows", test_linear_few_rows},
     {"nn.activations", test_activations},
     {"nn.dropout", test_dropout},
     {"nn.norms_grad", test_norms_grad},
