@@ -557,7 +557,9 @@ HPJDEF const char *hpj_gemm_isa_name(int isa);
 
 /* ==== nn: linear ==== */
 
-/* out (N,Dout) = inp (N,Din) W^T + b, with W (Dout,Din) and b (Dout) or NULL. */
+/* out (N,Dout) = inp (N,Din) W^T + b, with W (Dout,Din) and b (Dout) or NULL.
+   Few rows against a large W are computed as out^T = W inp^T through a
+   1 MiB thread-local buffer (the same bits either way). */
 HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, const float *b, int N, int Din,
                                int Dout);
 /* Differentiates out = inp W^T + b:
@@ -7662,7 +7664,8 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
     int i, D = m->D, C = p->C, S = p->S;
     size_t CD = (size_t)C * D;
     float *dout = b->dX, *din = b->dY;
-    hpj__zero(b->de, m->edge_onehot ? (size_t)p->E * D : (size_t)D);
+    if (m->edge_onehot) hpj__zero(b->de, (size_t)p->E * D);
+    else memset(b->de, 0, sizeof(float) * (size_t)D);
     hpj__zero(dout, CD);
     /* z = segment_mean(out_last) */
     hpj_segment_mean_backward(dout, dz, p->seg, S, D);
