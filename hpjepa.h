@@ -6053,8 +6053,11 @@ HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, con
 
 /* ==== nn: GINE message passing ==== */
 
-HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const int32_t *rowptr, const int32_t *col,
-                             int N, int D, float eps) {
+/* The GINE forward for both edge layouts: e[k] at e + k * estride, so
+   estride = D gives one feature per edge and estride = 0 one shared
+   feature; e = NULL means no edge feature. */
+static void hpj__gine_fwd(float *out, const float *h, const float *e, ptrdiff_t estride, const int32_t *rowptr,
+                          const int32_t *col, int N, int D, float eps) {
     int i;
     if (N <= 0 || D <= 0) return;
     HPJ__OMP(parallel for schedule(static) if ((int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS))
@@ -6068,7 +6071,7 @@ HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const i
         for (k = rowptr[i]; k < rowptr[i + 1]; ++k) {
             const float *hj = h + (ptrdiff_t)col[k] * D;
             if (e) {
-                const float *ek = e + (ptrdiff_t)k * D;
+                const float *ek = e + (ptrdiff_t)k * estride;
                 HPJ__OMP(simd)
                 for (j = 0; j < D; ++j) {
                     float m = hj[j] + ek[j];
@@ -6080,6 +6083,11 @@ HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const i
             }
         }
     }
+}
+
+HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const int32_t *rowptr, const int32_t *col,
+                             int N, int D, float eps) {
+    hpj__gine_fwd(out, h, e, D, rowptr, col, N, D, eps);
 }
 
 /* deps += sum_i dout[i].h[i] over 64 fixed row blocks, in double. */
@@ -6151,25 +6159,7 @@ HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *do
 
 HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, const int32_t *rowptr,
                                     const int32_t *col, int N, int D, float eps) {
-    int i;
-    if (N <= 0 || D <= 0) return;
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS))
-    for (i = 0; i < N; ++i) {
-        float *o = out + (ptrdiff_t)i * D;
-        const float *hi = h + (ptrdiff_t)i * D;
-        float s = 1.0f + eps;
-        int j, k;
-        HPJ__OMP(simd)
-        for (j = 0; j < D; ++j) o[j] = s * hi[j];
-        for (k = rowptr[i]; k < rowptr[i + 1]; ++k) {
-            const float *hj = h + (ptrdiff_t)col[k] * D;
-            HPJ__OMP(simd)
-            for (j = 0; j < D; ++j) {
-                float m = hj[j] + e[j];
-                o[j] += m > 0.0f ? m : 0.0f;
-            }
-        }
-    }
+    hpj__gine_fwd(out, h, e, 0, rowptr, col, N, D, eps);
 }
 
 HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
