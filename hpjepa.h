@@ -5891,10 +5891,12 @@ static int hpj__bn_panel(int D) {
 }
 
 /* BatchNorm forward (training mode), optionally fused with a ReLU on the
-   output (relu = 1: out = max(BN(inp), 0), one pass less over the data). */
+   output (relu = 1: out = max(BN(inp), 0), one pass less over the data)
+   and with a residual add (sum != NULL: also sum = res + out, the same
+   float addition as a separate pass). */
 static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
                           const float *inp, const float *gamma, const float *beta, int N, int D, float momentum,
-                          float eps, int relu) {
+                          float eps, int relu, const float *res, float *sum) {
     int i;
     if (N <= 0 || D <= 0) return;
     /* per-channel statistics in double, in row order */
@@ -5941,17 +5943,24 @@ static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_m
             if (beta) v += beta[c];
             y[c] = relu && !(v > 0.0f) ? 0.0f : v;
         }
+        if (sum) {
+            const float *r = res + (ptrdiff_t)i * D;
+            float *o = sum + (ptrdiff_t)i * D;
+            HPJ__OMP(simd)
+            for (c = 0; c < D; ++c) o[c] = r[c] + y[c];
+        }
     }
 }
 
 HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, float *running_mean,
                                         float *running_var, const float *inp, const float *gamma,
                                         const float *beta, int N, int D, float momentum, float eps) {
-    hpj__bn_train(out, mean, rstd, running_mean, running_var, inp, gamma, beta, N, D, momentum, eps, 0);
+    hpj__bn_train(out, mean, rstd, running_mean, running_var, inp, gamma, beta, N, D, momentum, eps, 0, NULL, NULL);
 }
 
 static void hpj__bn_eval(float *out, const float *inp, const float *gamma, const float *beta,
-                         const float *running_mean, const float *running_var, int N, int D, float eps, int relu) {
+                         const float *running_mean, const float *running_var, int N, int D, float eps, int relu,
+                         const float *res, float *sum) {
     int i;
     if (N <= 0 || D <= 0) return;
     HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
@@ -5965,13 +5974,15 @@ static void hpj__bn_eval(float *out, const float *inp, const float *gamma, const
             if (beta) v += beta[c];
             y[c] = relu && !(v > 0.0f) ? 0.0f : v;
         }
+        if (sum)
+            for (c = 0; c < D; ++c) sum[(ptrdiff_t)i * D + c] = res[(ptrdiff_t)i * D + c] + y[c];
     }
 }
 
 HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float *gamma, const float *beta,
                                        const float *running_mean, const float *running_var, int N, int D,
                                        float eps) {
-    hpj__bn_eval(out, inp, gamma, beta, running_mean, running_var, N, D, eps, 0);
+    hpj__bn_eval(out, inp, gamma, beta, running_mean, running_var, N, D, eps, 0, NULL, NULL);
 }
 
 /* One row of BatchNorm backward's sums over w channels: sd += g and
@@ -7566,17 +7577,24 @@ static void hpj__lin_back_set(float *dinp, float *dW, float *db, const float *do
 }
 
 /* BatchNorm in one of the three modes, then ReLU when relu = 1 (fused). */
-static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, float *rm,
-                    float *rv, int N, int D, int mode, float *tmp, int relu) {
+/* BatchNorm in the model's mode, then ReLU; with sum != NULL also
+   sum = res + out (the residual). */
+static void hpj__bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
+                        float *rm, float *rv, int N, int D, int mode, float *tmp, int relu, const float *res,
+                        float *sum) {
     if (mode == HPJ__EVAL) {
-        hpj__bn_eval(out, in, g, b, rm, rv, N, D, 1e-5f, relu);
+        hpj__bn_eval(out, in, g, b, rm, rv, N, D, 1e-5f, relu, res, sum);
     } else if (mode == HPJ__TRAIN) {
-        hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, 0.1f, 1e-5f, relu);
+        hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, 0.1f, 1e-5f, relu, res, sum);
     } else {
         memcpy(tmp, rm, sizeof(float) * (size_t)D);
         memcpy(tmp + D, rv, sizeof(float) * (size_t)D);
-        hpj__bn_train(out, mean, rstd, tmp, tmp + D, in, g, b, N, D, 0.1f, 1e-5f, relu);
+        hpj__bn_train(out, mean, rstd, tmp, tmp + D, in, g, b, N, D, 0.1f, 1e-5f, relu, res, sum);
     }
+}
+static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, float *rm,
+                    float *rv, int N, int D, int mode, float *tmp, int relu) {
+    hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, tmp, relu, NULL, NULL);
 }
 
 /* Forward of the patch encoder over a filled path: w->z gets the tokens. */
@@ -7614,10 +7632,13 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
         hpj__lin(L->t1, L->agg, q->W1, NULL, C, D, D);
         hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], C, D, mode, w->bntmp, 1);
         hpj__lin(L->t2, L->r1, q->W2, NULL, C, D, D);
-        hpj__bn(L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], C, D, mode, w->bntmp, 1);
-        if (L->mask) hpj_dropout_forward(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i);
-        {
+        /* ra2 = ReLU(BN2(t2)); sum = h + r2 with r2 = dropout(ra2) (= ra2
+           without dropout: then the BatchNorm pass also forms the sum) */
+        hpj__bn_res(L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], C, D, mode, w->bntmp,
+                    1, L->h, L->mask ? NULL : L->sum);
+        if (L->mask) {
             size_t t;
+            hpj_dropout_forward(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i);
             HPJ__OMP(parallel for simd schedule(static))
             for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
         }
@@ -7626,17 +7647,19 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
     hpj_segment_mean_forward(w->z, w->lay[m->cfg.gnn_layers - 1].out, p->seg, S, D);
 }
 
-/* Scratch for the patch encoder's backward. */
+/* Scratch for the patch encoder's backward: four (C, D) buffers whose
+   roles rotate from layer to layer (see hpj__gnn_backward), so no gradient
+   is ever copied. */
 typedef struct hpj__gnn_bws {
-    float *A, *B, *Cb, *dh, *dX, *dY; /* (C, D) */
+    float *buf[4];                    /* (C, D) */
     float *sA, *sB;                   /* (S, D) */
     float *de;                        /* (E, D); (D) with unlabelled edges */
 } hpj__gnn_bws;
 
 static void hpj__gnn_bind_back(hpj_arena *a, const hpj_model *m, hpj__gnn_bws *b, int32_t S, int32_t C, int32_t E) {
     size_t CD = (size_t)C * m->D + 1, SD = (size_t)S * m->D + 1;
-    b->A = hpj_arena_floats(a, CD); b->B = hpj_arena_floats(a, CD); b->Cb = hpj_arena_floats(a, CD);
-    b->dh = hpj_arena_floats(a, CD); b->dX = hpj_arena_floats(a, CD); b->dY = hpj_arena_floats(a, CD);
+    int i;
+    for (i = 0; i < 4; ++i) b->buf[i] = hpj_arena_floats(a, CD);
     b->sA = hpj_arena_floats(a, SD); b->sB = hpj_arena_floats(a, SD);
     b->de = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * m->D + 1 : (size_t)m->D);
 }
@@ -7647,13 +7670,25 @@ static void hpj__zero(float *x, size_t n) {
     for (i = 0; i < n; ++i) x[i] = 0.0f;
 }
 
+/* A buffer of the pool that is neither x nor y. */
+static float *hpj__gnn_spare(const hpj__gnn_bws *b, const float *x, const float *y) {
+    int i;
+    for (i = 0; i < 4; ++i)
+        if (b->buf[i] != x && b->buf[i] != y) return b->buf[i];
+    return NULL; /* unreachable: four buffers, two excluded */
+}
+
 /* Backward of hpj__gnn_forward (mode TRAIN / TRAIN_FROZEN) from dz (S, D);
-   accumulates into m->g. */
+   accumulates into m->g. Per layer, from the pool: dout (the gradient at
+   the layer's output), dh (the gradient at sum = h + r2, then also at h:
+   the GINE backward adds into it), t1 and t2 (ping-pong through the
+   BatchNorm, linear and GINE backward); the next layer's dout is dh (or,
+   with patch mixing, t2). */
 static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *b, const float *dz) {
     const hpj__path *p = &w->path;
     int i, D = m->D, C = p->C, S = p->S;
     size_t CD = (size_t)C * D;
-    float *dout = b->dX, *din = b->dY;
+    float *dout = b->buf[0];
     if (m->edge_onehot) hpj__zero(b->de, (size_t)p->E * D);
     else memset(b->de, 0, sizeof(float) * (size_t)D);
     hpj__zero(dout, CD);
@@ -7663,48 +7698,49 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
         const hpj__gnn_layer *L = &w->lay[i];
         const hpj_gnn_params *q = &m->p.gnn[i];
         hpj_gnn_params *gq = &m->g.gnn[i];
-        const float *dsum, *dra2;
+        float *dh, *t1, *t2;
+        const float *dra2;
         /* out = sum Wout^T + bout (or out = sum) */
         if (q->Wout) {
-            hpj__lin_back_set(b->A, gq->Wout, gq->bout, dout, L->sum, q->Wout, C, D, D);
-            dsum = b->A;
+            dh = hpj__gnn_spare(b, dout, NULL);
+            hpj__lin_back_set(dh, gq->Wout, gq->bout, dout, L->sum, q->Wout, C, D, D);
         } else {
-            dsum = dout;
+            dh = dout;
         }
-        /* sum = h + r2: dh = dsum, dr2 = dsum */
-        memcpy(b->dh, dsum, sizeof(float) * CD);
-        dra2 = dsum;
+        t1 = hpj__gnn_spare(b, dh, NULL);
+        t2 = hpj__gnn_spare(b, dh, t1);
+        /* sum = h + r2: dh = dsum (kept: the GINE backward adds dh += ...), dr2 = dsum */
+        dra2 = dh;
         if (L->mask) { /* r2 = dropout(ra2) */
-            hpj__zero(b->B, CD);
-            hpj_dropout_backward(b->B, dsum, L->mask, CD, m->cfg.dropout);
-            dra2 = b->B;
+            hpj__zero(t1, CD);
+            hpj_dropout_backward(t1, dh, L->mask, CD, m->cfg.dropout);
+            dra2 = t1;
         }
         /* ra2 = relu(BN2(t2)), fused */
-        hpj__bn_backward(b->Cb, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, C, D, L->ra2, 1);
+        hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, C, D, L->ra2, 1);
         /* t2 = r1 W2^T */
-        hpj__lin_back_set(b->B, gq->W2, NULL, b->Cb, L->r1, q->W2, C, D, D);
+        hpj__lin_back_set(t1, gq->W2, NULL, t2, L->r1, q->W2, C, D, D);
         /* r1 = relu(BN1(t1)), fused */
-        hpj__bn_backward(b->Cb, gq->bn1_g, gq->bn1_b, b->B, L->t1, q->bn1_g, L->b1m, L->b1r, C, D, L->r1, 1);
+        hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, C, D, L->r1, 1);
         /* t1 = agg W1^T */
-        hpj__lin_back_set(b->B, gq->W1, NULL, b->Cb, L->agg, q->W1, C, D, D);
+        hpj__lin_back_set(t1, gq->W1, NULL, t2, L->agg, q->W1, C, D, D);
         /* agg = GINE(h, e) */
         if (m->edge_onehot)
-            hpj_gine_backward(b->dh, b->de, gq->eps, b->B, L->h, w->e, p->rowptr, p->col, p->rev, C, D, q->eps[0]);
+            hpj_gine_backward(dh, b->de, gq->eps, t1, L->h, w->e, p->rowptr, p->col, p->rev, C, D, q->eps[0]);
         else
-            hpj_gine_backward_shared(b->dh, b->de, gq->eps, b->B, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
+            hpj_gine_backward_shared(dh, b->de, gq->eps, t1, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
         if (L->hm) {
             int32_t s;
-            /* h = A hm (copy averaging, symmetric) */
-            hpj__copy_avg(b->A, b->dh, p, D);
+            /* h = A hm (copy averaging, symmetric): dhm into t2 */
+            hpj__copy_avg(t2, dh, p, D);
             /* hm = hin + ua[seg]: dhin = dhm ; dua = segment sums of dhm */
-            memcpy(din, b->A, sizeof(float) * CD);
             HPJ__OMP(parallel for schedule(static))
             for (s = 0; s < S; ++s) {
                 int32_t j, d;
                 float *o = b->sA + (size_t)s * D;
                 for (d = 0; d < D; ++d) o[d] = 0.0f;
                 for (j = p->seg[s]; j < p->seg[s + 1]; ++j) {
-                    const float *r = b->A + (size_t)j * D;
+                    const float *r = t2 + (size_t)j * D;
                     for (d = 0; d < D; ++d) o[d] += r[d];
                 }
             }
@@ -7712,11 +7748,11 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
             hpj__bn_backward(b->sB, gq->bnu_g, gq->bnu_b, b->sA, L->ul, q->bnu_g, L->um, L->ur, S, D, L->ua, 1);
             /* ul = pm Wu^T */
             hpj__lin_back_set(b->sA, gq->Wu, NULL, b->sB, L->pm, q->Wu, S, D, D);
-            hpj_segment_mean_backward(din, b->sA, p->seg, S, D); /* pm = segment_mean(hin) */
+            hpj_segment_mean_backward(t2, b->sA, p->seg, S, D); /* pm = segment_mean(hin) */
+            dout = t2;
         } else {
-            memcpy(din, b->dh, sizeof(float) * CD);
+            dout = dh;
         }
-        { float *tmp = dout; dout = din; din = tmp; }
     }
     /* h0 = x node_W^T + node_b ; e = ex edge_W^T + edge_b */
     hpj__lin_back(NULL, m->g.node_W, m->g.node_b, dout, w->x, m->p.node_W, C, m->F, D);
