@@ -7516,10 +7516,19 @@ typedef struct hpj__gnn_ws {
     float *bntmp;/* (2D) running-stat copies for HPJ__TRAIN_FROZEN */
 } hpj__gnn_ws;
 
+/* Binds the patch encoder's buffers for a path of S patches, C node copies,
+   E edges and NG copy groups. mode: HPJ__TRAIN allocates the dropout
+   masks. fwd_only: no backward will run (the target path, embeddings), so
+   the layers share five rotating (C, D) buffers instead of keeping every
+   intermediate: per layer, from the ones that are not its input hin,
+   X = agg -> r1 -> ra2 (and hm before agg), Y = t1 -> t2 (-> r2 with
+   dropout) -> out, Z = sum, H = h (patch mixing); the next layer's input
+   is out (Y, or Z without the output linear). */
 static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int32_t S, int32_t C, int32_t E,
-                          int32_t NG, int mode) {
-    int i, D = m->D;
+                          int32_t NG, int mode, int fwd_only) {
+    int i, k, D = m->D;
     size_t CD = (size_t)C * D, SD = (size_t)S * D;
+    float *pool[5] = {NULL, NULL, NULL, NULL, NULL};
     memset(w, 0, sizeof(*w));
     hpj__path_bind(a, &w->path, S, C, E, NG);
     w->x = hpj_arena_floats(a, (size_t)C * m->F + 1);
@@ -7527,29 +7536,44 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
     w->h0 = hpj_arena_floats(a, CD + 1);
     w->e = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * D + 1 : (size_t)D);
     w->bntmp = hpj_arena_floats(a, 2 * (size_t)D);
+    if (fwd_only)
+        for (k = 0; k < 5; ++k) pool[k] = hpj_arena_floats(a, CD + 1);
     for (i = 0; i < m->cfg.gnn_layers; ++i) {
         hpj__gnn_layer *L = &w->lay[i];
+        int mixing = i > 0 && m->cfg.patch_mixing;
+        float *f[4] = {NULL, NULL, NULL, NULL}; /* X, Y, Z, H */
+        int nf = 0;
         L->hin = i == 0 ? w->h0 : w->lay[i - 1].out;
-        if (i > 0 && m->cfg.patch_mixing) {
+        if (fwd_only)
+            for (k = 0; k < 5 && nf < 4; ++k)
+                if (pool[k] != L->hin) f[nf++] = pool[k];
+        if (mixing) {
             L->pm = hpj_arena_floats(a, SD + 1); L->ul = hpj_arena_floats(a, SD + 1);
             L->ua = hpj_arena_floats(a, SD + 1);
             L->um = hpj_arena_floats(a, (size_t)D); L->ur = hpj_arena_floats(a, (size_t)D);
-            L->hm = hpj_arena_floats(a, CD + 1); L->h = hpj_arena_floats(a, CD + 1);
+            L->hm = fwd_only ? f[0] : hpj_arena_floats(a, CD + 1);
+            L->h = fwd_only ? f[3] : hpj_arena_floats(a, CD + 1);
         } else {
             L->h = L->hin;
         }
-        L->agg = hpj_arena_floats(a, CD + 1); L->t1 = hpj_arena_floats(a, CD + 1);
-        L->r1 = hpj_arena_floats(a, CD + 1);
-        L->t2 = hpj_arena_floats(a, CD + 1);
-        L->ra2 = hpj_arena_floats(a, CD + 1);
+        if (fwd_only) {
+            L->agg = L->r1 = L->ra2 = f[0];
+            L->t1 = L->t2 = f[1];
+            L->sum = f[2];
+        } else {
+            L->agg = hpj_arena_floats(a, CD + 1); L->t1 = hpj_arena_floats(a, CD + 1);
+            L->r1 = hpj_arena_floats(a, CD + 1);
+            L->t2 = hpj_arena_floats(a, CD + 1);
+            L->ra2 = hpj_arena_floats(a, CD + 1);
+            L->sum = hpj_arena_floats(a, CD + 1);
+        }
         if (mode != HPJ__EVAL && m->cfg.dropout > 0.0f) {
-            L->r2 = hpj_arena_floats(a, CD + 1);
+            L->r2 = fwd_only ? f[1] : hpj_arena_floats(a, CD + 1);
             L->mask = (uint8_t *)hpj_arena_alloc(a, CD + 1);
         } else {
             L->r2 = L->ra2;
         }
-        L->sum = hpj_arena_floats(a, CD + 1);
-        L->out = m->cfg.gnn_out_linear ? hpj_arena_floats(a, CD + 1) : L->sum;
+        L->out = !m->cfg.gnn_out_linear ? L->sum : fwd_only ? f[1] : hpj_arena_floats(a, CD + 1);
         L->b1m = hpj_arena_floats(a, (size_t)D); L->b1r = hpj_arena_floats(a, (size_t)D);
         L->b2m = hpj_arena_floats(a, (size_t)D); L->b2r = hpj_arena_floats(a, (size_t)D);
     }
@@ -8036,9 +8060,9 @@ static void hpj__step_bind(hpj_arena *a, const hpj_model *m, hpj__step_ws *w, in
                            const int64_t *cc, const int64_t *ct, int train_drop) {
     int D = m->D;
     size_t BD = (size_t)B * D + 1, TD = (size_t)T * D + 1, MD = (size_t)HPJ__MAX(B, T) * D + 1;
-    hpj__gnn_bind(a, m, &w->gc, B, (int32_t)cc[0], (int32_t)cc[1], (int32_t)cc[2], train_drop ? HPJ__TRAIN : HPJ__EVAL);
+    hpj__gnn_bind(a, m, &w->gc, B, (int32_t)cc[0], (int32_t)cc[1], (int32_t)cc[2], train_drop ? HPJ__TRAIN : HPJ__EVAL, 0);
     hpj__gnn_bind_back(a, m, &w->gb, B, (int32_t)cc[0], (int32_t)cc[1]);
-    hpj__gnn_bind(a, m, &w->gt, T, (int32_t)ct[0], (int32_t)ct[1], (int32_t)ct[2], HPJ__EVAL /* no dropout */);
+    hpj__gnn_bind(a, m, &w->gt, T, (int32_t)ct[0], (int32_t)ct[1], (int32_t)ct[2], HPJ__EVAL /* no dropout */, 1);
     hpj__pe_bind(a, m, &w->pc, B);
     hpj__pe_bind(a, m, &w->pt, T);
     hpj__enc_bind(a, m, &w->ec, B, 1, 1);
@@ -8483,14 +8507,14 @@ HPJDEF hpj_status hpj_embed(const hpj_model *cm, const hpj_dataset *ds, const in
             if (S == 0) { start = end; continue; }
             hpj__path_count(ds, &tr.tk, items, S, tr.stamp, &cnt[0], &cnt[1], &cnt[2]);
             hpj_arena_init_measure(&meas);
-            hpj__gnn_bind(&meas, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL);
+            hpj__gnn_bind(&meas, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL, 1);
             hpj__pe_bind(&meas, m, &pw, S);
             hpj__enc_bind(&meas, m, &ew, B, Tm, 0);
             hpj_arena_alloc(&meas, (size_t)B * Tm + 1);
             if (c->target_adj) hpj_arena_floats(&meas, (size_t)B * Tm * Tm + 1);
             if ((st = hpj__arena_ensure(&tr.arena, meas.used))) goto done;
             mark = hpj_arena_mark(&tr.arena);
-            hpj__gnn_bind(&tr.arena, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL);
+            hpj__gnn_bind(&tr.arena, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL, 1);
             hpj__pe_bind(&tr.arena, m, &pw, S);
             hpj__enc_bind(&tr.arena, m, &ew, B, Tm, 0);
             mask = (uint8_t *)hpj_arena_alloc(&tr.arena, (size_t)B * Tm + 1);
