@@ -7521,9 +7521,9 @@ typedef struct hpj__gnn_ws {
    masks. fwd_only: no backward will run (the target path, embeddings), so
    the layers share five rotating (C, D) buffers instead of keeping every
    intermediate: per layer, from the ones that are not its input hin,
-   X = agg -> r1 -> ra2 (and hm before agg), Y = t1 -> t2 (-> r2 with
-   dropout) -> out, Z = sum, H = h (patch mixing); the next layer's input
-   is out (Y, or Z without the output linear). */
+   X = hm -> agg -> r1 -> ra2, Y = t1 -> t2 (-> r2 with dropout) -> out,
+   Z = sum, H = h (patch mixing); the next layer's input is out (Y, or Z
+   without the output linear). */
 static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int32_t S, int32_t C, int32_t E,
                           int32_t NG, int mode, int fwd_only) {
     int i, k, D = m->D;
@@ -7551,7 +7551,6 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
             L->pm = hpj_arena_floats(a, SD + 1); L->ul = hpj_arena_floats(a, SD + 1);
             L->ua = hpj_arena_floats(a, SD + 1);
             L->um = hpj_arena_floats(a, (size_t)D); L->ur = hpj_arena_floats(a, (size_t)D);
-            L->hm = fwd_only ? f[0] : hpj_arena_floats(a, CD + 1);
             L->h = fwd_only ? f[3] : hpj_arena_floats(a, CD + 1);
         } else {
             L->h = L->hin;
@@ -7567,6 +7566,7 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
             L->ra2 = hpj_arena_floats(a, CD + 1);
             L->sum = hpj_arena_floats(a, CD + 1);
         }
+        if (mixing) L->hm = L->agg; /* hm is dead once h = copy_avg(hm) exists, before agg is written */
         if (mode != HPJ__EVAL && m->cfg.dropout > 0.0f) {
             L->r2 = fwd_only ? f[1] : hpj_arena_floats(a, CD + 1);
             L->mask = (uint8_t *)hpj_arena_alloc(a, CD + 1);
