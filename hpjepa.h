@@ -898,6 +898,12 @@ typedef struct hpj_config {
                                       probe_alpha x 10^-3..10^3 by 5-fold CV on the
                                       training folds only (regression always picks
                                       it on the validation split)                    */
+    int train_embed;               /* train_embed: fixed (0) | repartition (1):
+                                      `hpjepa eval` embeds the training graphs with
+                                      their fixed evaluation partition, or with a
+                                      fresh training-style one (edge drop; the
+                                      Graph-JEPA reference's train loader); the
+                                      held-out graphs always use the fixed one      */
     uint64_t seed;
     int threads;                   /* 0 = OpenMP default                              */
 } hpj_config;
@@ -1009,8 +1015,16 @@ HPJDEF hpj_status hpj_pretrain(hpj_model *m, const hpj_dataset *ds, const int32_
                                int64_t max_steps, hpj_progress_fn progress, void *user);
 
 /* Per-resolution embeddings h^(l) from the frozen EMA encoder: out is
-   (n, L, D) (zeros where a resolution is inactive). */
+   (n, L, D) (zeros where a resolution is inactive). Graphs are tokenised
+   with their fixed evaluation partition (no edge drop). */
 HPJDEF hpj_status hpj_embed(const hpj_model *m, const hpj_dataset *ds, const int32_t *graphs, int32_t n, float *out);
+/* The same with the partition training epoch `epoch` (0-based) would draw:
+   re-partitioned after the config's edge drop when repartition = 1 (the
+   fixed partition otherwise). The Graph-JEPA reference embeds its training
+   graphs this way (its train loader applies the training transform);
+   epoch = cfg.epochs gives a partition that pretraining never saw. */
+HPJDEF hpj_status hpj_embed_epoch(const hpj_model *m, const hpj_dataset *ds, const int32_t *graphs, int32_t n,
+                                  int64_t epoch, float *out);
 /* Combines per-resolution embeddings H (n, L, D) into out: concat (n, L*D)
    or uniform mean (n, D) (inactive slots count as zeros). */
 HPJDEF void hpj_readout(const float *H, int n, int L, int D, int readout, float *out);
@@ -6870,7 +6884,7 @@ HPJDEF void hpj_config_default(hpj_config *c) {
     c->dropout = 0.0f; c->token_dropout = 0.0f; c->clip = 0.0f; c->beta = 1.0f;
     c->ema_start = 0.996f; c->ema_end = 1.0f; c->edge_drop = 0.3f; c->repartition = 1; c->target_clamp = 0.0f;
     c->part_method = HPJ_PART_RB; c->node_vocab = 0; c->edge_vocab = 0; c->node_attr = 0;
-    c->readout = HPJ_READOUT_CONCAT; c->lambda_unif = 1.0f; c->probe_alpha = 1.0f; c->probe_select = 0; c->seed = 42; c->threads = 0;
+    c->readout = HPJ_READOUT_CONCAT; c->lambda_unif = 1.0f; c->probe_alpha = 1.0f; c->probe_select = 0; c->train_embed = 0; c->seed = 42; c->threads = 0;
 }
 
 static int hpj__streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
@@ -6984,6 +6998,7 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
     HPJ__FLT("lambda_unif", lambda_unif, 0.0, 1.0)
     HPJ__FLT("probe_alpha", probe_alpha, 0.0, 1e12)
     HPJ__ENUM2("probe_select", probe_select, "fixed", 0, "cv", 1)
+    HPJ__ENUM2("train_embed", train_embed, "fixed", 0, "repartition", 1)
     else if (hpj__streq(key, "seed")) {
         char *end;
         unsigned long long sv = strtoull(v, &end, 10);
@@ -7091,9 +7106,10 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
              c->ema_end, c->edge_drop, c->repartition, c->target_clamp);
     HPJ__PUT("partition = %s\nnode_vocab = %d\nedge_vocab = %d\nnode_attr = %d\n",
              c->part_method == HPJ_PART_RB ? "rb" : "kway", c->node_vocab, c->edge_vocab, c->node_attr);
-    HPJ__PUT("readout = %s\nlambda_unif = %.9g\nprobe_alpha = %.9g\nprobe_select = %s\nseed = %llu\nthreads = %d\n",
+    HPJ__PUT("readout = %s\nlambda_unif = %.9g\nprobe_alpha = %.9g\nprobe_select = %s\ntrain_embed = %s\n",
              c->readout == HPJ_READOUT_TASK ? "task" : c->readout == HPJ_READOUT_UNIFORM ? "uniform" : "concat",
-             c->lambda_unif, c->probe_alpha, c->probe_select ? "cv" : "fixed", (unsigned long long)c->seed, c->threads);
+             c->lambda_unif, c->probe_alpha, c->probe_select ? "cv" : "fixed", c->train_embed ? "repartition" : "fixed");
+    HPJ__PUT("seed = %llu\nthreads = %d\n", (unsigned long long)c->seed, c->threads);
 #undef HPJ__PUT
     if (cap) buf[n < cap ? n : cap - 1] = 0;
     return n;
@@ -8456,7 +8472,9 @@ HPJDEF void hpj_readout(const float *H, int n, int L, int D, int readout, float 
 
 #define HPJ__EMBED_COPIES (1 << 16) /* node copies per embedding chunk */
 
-HPJDEF hpj_status hpj_embed(const hpj_model *cm, const hpj_dataset *ds, const int32_t *graphs, int32_t n, float *out) {
+/* train = 0: the fixed evaluation partition; 1: training epoch `epoch`'s. */
+static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const int32_t *graphs, int32_t n, int train,
+                             int64_t epoch, float *out) {
     hpj_model *m = (hpj_model *)cm; /* eval mode writes nothing to the model */
     const hpj_config *c = &m->cfg;
     hpj__trainer tr;
@@ -8469,7 +8487,7 @@ HPJDEF hpj_status hpj_embed(const hpj_model *cm, const hpj_dataset *ds, const in
             return hpj__fail(HPJ_ERR_INPUT, "embed: graph index %d outside 0..%d", graphs[i], ds->num_graphs - 1);
     hpj__set_threads(c);
     if ((st = hpj__trainer_init(&tr, m, ds, 1))) return st;
-    if ((st = hpj__trainer_tokens(&tr, graphs, n, 0, 0))) goto done;
+    if ((st = hpj__trainer_tokens(&tr, graphs, n, train, epoch))) goto done;
     for (i = 0; i < (int32_t)((size_t)ds->num_graphs * L); ++i) kmax = HPJ__MAX(kmax, tr.tk.k[i]);
     memset(out, 0, sizeof(float) * (size_t)n * L * D);
     for (l = 0; l < L; ++l) {
@@ -8564,6 +8582,16 @@ done:
     hpj__free(items);
     hpj__trainer_free(&tr);
     return st;
+}
+
+HPJDEF hpj_status hpj_embed(const hpj_model *m, const hpj_dataset *ds, const int32_t *graphs, int32_t n, float *out) {
+    return hpj__embed(m, ds, graphs, n, 0, 0, out);
+}
+
+HPJDEF hpj_status hpj_embed_epoch(const hpj_model *m, const hpj_dataset *ds, const int32_t *graphs, int32_t n,
+                                  int64_t epoch, float *out) {
+    if (epoch < 0) return hpj__fail(HPJ_ERR_INPUT, "embed: epoch %lld < 0", (long long)epoch);
+    return hpj__embed(m, ds, graphs, n, 1, epoch, out);
 }
 
 

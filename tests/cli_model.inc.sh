@@ -80,6 +80,26 @@ print("ok" if data[0] != data[1] and data[1] != data[2] else "same")
 PY
 )" = ok ]; then ok "eval: --save-embeddings writes one finite (400, 16) .npy per fold"
 else bad "eval: --save-embeddings writes one finite (400, 16) .npy per fold" "$(ls "$TMP" | head -c 300)"; fi
+# train_embed = repartition: fold 1's test graphs keep the fixed-partition
+# embeddings of the run above (same model), its training graphs get others
+if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set train_embed=repartition \
+       --save-embeddings "$TMP/embr" --report "$TMP/embr" >/dev/null 2>&1 && command -v python3 >/dev/null &&
+   [ "$(python3 - "$TMP"/emb.s1f1.npy "$TMP"/embr.s1f1.npy "$TMP"/embr.graphs.csv <<'PY'
+import csv, struct, sys
+def rows(p):
+    b = open(p, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    x = struct.unpack("<%df" % (400 * 16), b[10 + hl:])
+    return [x[16 * i:16 * i + 16] for i in range(400)]
+a, r = rows(sys.argv[1]), rows(sys.argv[2])
+test = {int(row["graph"]) for row in csv.DictReader(open(sys.argv[3])) if row["fold"] == "1"}
+same_test = all(a[g] == r[g] for g in test)
+diff_train = sum(a[g] != r[g] for g in range(400) if g not in test)
+print("ok" if test and same_test and diff_train > 200 else "bad %d %s %d" % (len(test), same_test, diff_train))
+PY
+)" = ok ]; then ok "eval: train_embed=repartition re-embeds only the training graphs"
+else bad "eval: train_embed=repartition re-embeds only the training graphs" "$(ls "$TMP" | head -c 300)"; fi
+expect_fail "eval: bad train_embed" "bad value 'x' for key 'train_embed'" ./hpjepa eval data/DEMO --config "$MCFG" --set train_embed=x
 # --from-embeddings: the same folds and probe on the saved embeddings give
 # the same result line, without pretraining; wrong shapes and missing files
 # are refused with the file named

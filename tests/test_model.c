@@ -341,6 +341,38 @@ static void test_checkpoint(void) {
 }
 
 /* A dataset of tiny graphs: n = 1, 2, 3 nodes (paths), in memory. */
+/* hpj_embed_epoch: training-style partitions (edge drop), deterministic,
+   the fixed partition without re-partitioning, errors on epoch < 0. */
+static void test_embed_epoch(void) {
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    hpj_model m;
+    float *a, *b, *c;
+    int32_t *gs;
+    size_t n;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    gs = all_graphs(&ds);
+    n = (size_t)ds.num_graphs * 3 * 8;
+    a = train_and_embed(&ds, 2, &m);
+    CHECK(a != NULL);
+    b = (float *)malloc(sizeof(float) * n);
+    c = (float *)malloc(sizeof(float) * n);
+    CHECK_OK(hpj_embed_epoch(&m, &ds, gs, ds.num_graphs, m.cfg.epochs, b));
+    CHECK_OK(hpj_embed_epoch(&m, &ds, gs, ds.num_graphs, m.cfg.epochs, c));
+    CHECK_MSG(memcmp(b, c, n * sizeof(float)) == 0, "the same epoch gave different embeddings");
+    CHECK_MSG(memcmp(a, b, n * sizeof(float)) != 0, "an edge-dropped partition gave the fixed partition's embeddings");
+    CHECK_OK(hpj_embed_epoch(&m, &ds, gs, ds.num_graphs, m.cfg.epochs + 1, c));
+    CHECK_MSG(memcmp(b, c, n * sizeof(float)) != 0, "two epochs gave the same partition");
+    m.cfg.repartition = 0; /* training would use the fixed partition */
+    CHECK_OK(hpj_embed_epoch(&m, &ds, gs, ds.num_graphs, 3, c));
+    CHECK_MSG(memcmp(a, c, n * sizeof(float)) == 0, "without re-partitioning the epoch must not matter");
+    CHECK(hpj_embed_epoch(&m, &ds, gs, ds.num_graphs, -1, c) == HPJ_ERR_INPUT);
+    free(a); free(b); free(c); free(gs);
+    hpj_model_free(&m);
+    hpj_dataset_free(&ds);
+}
+
 static void test_tiny_graphs(void) {
     const char *A = "2, 3\n3, 2\n4, 5\n5, 6\n5, 4\n6, 5\n8, 9\n9, 8\n";
     const char *gi = "1\n2\n2\n3\n3\n3\n4\n5\n5\n";
@@ -464,6 +496,7 @@ const test_case model_tests[] = {
     {"model.loss_decreases", test_loss_decreases},
     {"model.deterministic_and_threads", test_deterministic_and_threads},
     {"model.checkpoint", test_checkpoint},
+    {"model.embed_epoch", test_embed_epoch},
     {"model.tiny_graphs", test_tiny_graphs},
 };
 const int model_tests_count = (int)(sizeof model_tests / sizeof model_tests[0]);

@@ -40,6 +40,10 @@ static const char *eval_usage =
     "  probe_select=...) costs seconds. Give the same config, --folds and seed as\n"
     "  the run that saved them: the folds are recomputed from them, and each\n"
     "  file must hold (graphs, L*dim) values.\n"
+    "  train_embed (config key): fixed (default) embeds every graph with its fixed\n"
+    "  evaluation partition; repartition embeds the training graphs with a fresh\n"
+    "  training-style partition (edge drop), as the Graph-JEPA reference's train\n"
+    "  loader does; the held-out graphs keep the fixed one.\n"
     "  Defaults: 10 folds, 5 seeds (1 seed for regression splits: use --seeds).\n";
 
 typedef struct eval_row { int seed, fold; double score, train_score, seconds, alpha; float omega[HPJ_MAX_RES]; } eval_row;
@@ -298,11 +302,18 @@ int cmd_eval(int argc, char **argv) {
                 if (hpj_model_init(&m, &cs, &ds) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); goto done; }
                 /* the test graphs never touch pretraining */
                 if (hpj_pretrain(&m, &ds, tr, ntr, 0, on_fold_progress, &quiet) != HPJ_OK ||
-                    hpj_embed(&m, &ds, all, ds.num_graphs, H) != HPJ_OK) {
+                    hpj_embed(&m, &ds, all, ds.num_graphs, H) != HPJ_OK ||
+                    /* train_embed = repartition: the training graphs again, with a
+                       partition pretraining never drew (Xte is free scratch here) */
+                    (cs.train_embed && hpj_embed_epoch(&m, &ds, tr, ntr, cs.epochs, Xte) != HPJ_OK)) {
                     cli_error("eval", "seed %d fold %d: %s", s + 1, f + 1, hpj_last_error());
                     hpj_model_free(&m);
                     goto done;
                 }
+                if (cs.train_embed)
+                    for (g = 0; g < ntr; ++g)
+                        memcpy(H + (size_t)tr[g] * cfg.L * cfg.dim, Xte + (size_t)g * cfg.L * cfg.dim,
+                               sizeof(float) * (size_t)cfg.L * cfg.dim);
                 hpj_model_free(&m);
             }
             if (save_emb) {
