@@ -109,6 +109,20 @@ want=$(tail -1 "$TMP/emb.out")
     bad "eval: --from-embeddings reproduces the run that saved them" "got '$fe', want '$want'"
 expect_fail "eval: --from-embeddings with another dim" "emb.s1f1.npy: shape \(400, 16\), expected \(400, 32\)" ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --set dim=16 --from-embeddings "$TMP/emb"
 expect_fail "eval: --from-embeddings, missing files" "nope.s1f1.npy: cannot open" ./hpjepa eval data/DEMO --config "$MCFG" --from-embeddings "$TMP/nope"
+# --save-models / --from-models: the saved fold models give the same
+# embeddings and result line without pretraining; mismatches are refused
+if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-models "$TMP/mod" \
+       >"$TMP/mod.out" 2>/dev/null &&
+   [ "$(ls "$TMP"/mod.s1f*.hpj | wc -l)" -eq 3 ] &&
+   OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --from-models "$TMP/mod" \
+       --save-embeddings "$TMP/embm" >"$TMP/modf.out" 2>/dev/null &&
+   [ "$(tail -1 "$TMP/mod.out")" = "$(tail -1 "$TMP/modf.out")" ] && cmp -s "$TMP/emb.s1f2.npy" "$TMP/embm.s1f2.npy"; then
+    ok "eval: --from-models reproduces the run that saved them ($(tail -1 "$TMP/modf.out"))"
+else bad "eval: --from-models reproduces the run that saved them" "$(tail -1 "$TMP/mod.out") vs $(tail -1 "$TMP/modf.out" 2>/dev/null)"; fi
+expect_fail "eval: --from-models with another dim" "mod.s1f1.hpj: the model's mode, dim or resolutions differ" ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --set dim=16 --from-models "$TMP/mod"
+expect_fail "eval: --from-models, missing files" "mod.s2f1.hpj: cannot open" ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --from-models "$TMP/mod"
+expect_fail "eval: --from-models with --save-models" "excludes" ./hpjepa eval data/DEMO --config "$MCFG" --from-models "$TMP/mod" --save-models "$TMP/x"
+expect_fail "eval: unwritable --save-models fails first" "nodir/m.s1f1.hpj.tmp~: cannot create" ./hpjepa eval data/DEMO --config "$MCFG" --save-models "$TMP/nodir/m"
 expect_fail "eval: --save- and --from-embeddings together" "exclude each other" ./hpjepa eval data/DEMO --config "$MCFG" --from-embeddings "$TMP/emb" --save-embeddings "$TMP/x"
 expect_fail "eval: unwritable --save-embeddings fails first" "nodir/e.s1f1.npy.tmp~: cannot create" ./hpjepa eval data/DEMO --config "$MCFG" --save-embeddings "$TMP/nodir/e"
 expect_fail "eval: unwritable --report fails first" "nodir/r.json.tmp~: cannot create" ./hpjepa eval data/DEMO --config "$MCFG" --report "$TMP/nodir/r"

@@ -18,7 +18,8 @@ int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds);
 static const char *eval_usage =
     "usage: hpjepa eval DATASET_DIR --config FILE [--folds N] [--seeds N] [--set key=value ...]\n"
     "                   [--threads T] [--report PREFIX] [--save-embeddings PREFIX]\n"
-    "                   [--from-embeddings PREFIX] [--quiet]\n"
+    "                   [--from-embeddings PREFIX] [--save-models PREFIX]\n"
+    "                   [--from-models PREFIX] [--quiet]\n"
     "  Runs the whole protocol and ends with accuracy=<mean> std=<std> (classification,\n"
     "  fractions) or mae=<mean> std=<std> (regression): the mean over folds per seed,\n"
     "  then mean and std across seeds (the paper's aggregation). Also prints\n"
@@ -40,6 +41,12 @@ static const char *eval_usage =
     "  probe_select=...) costs seconds. Give the same config, --folds and seed as\n"
     "  the run that saved them: the folds are recomputed from them, and each\n"
     "  file must hold (graphs, L*dim) values.\n"
+    "  --save-models PREFIX writes each fold's pretrained model (no optimizer\n"
+    "  state) to PREFIX.s<seed>f<fold>.hpj; --from-models PREFIX loads them instead\n"
+    "  of pretraining and runs embedding, weighting and probe as usual, so a\n"
+    "  readout-time setting (readout, lambda_unif, probe_*, train_embed, and\n"
+    "  rw_reduce, which then applies to the embedding pass only) costs minutes.\n"
+    "  The models must match the config's mode, dim and resolutions.\n"
     "  train_embed (config key): fixed (default) embeds every graph with its fixed\n"
     "  evaluation partition; repartition embeds the training graphs with a fresh\n"
     "  training-style partition (edge drop), as the Graph-JEPA reference's train\n"
@@ -163,10 +170,36 @@ static void on_fold_progress(void *user, const hpj_progress *p) {
     fflush(stderr);
 }
 
+/* Loads PREFIX.s<s+1>f<f+1>.hpj (--from-models) and checks it has the
+   config's mode, dim and resolutions; the config's rw_reduce and threads
+   then apply to it (readout-time choices). keep = NULL: check only. */
+static int load_fold_model(const char *prefix, int s, int f, const hpj_config *cfg, char *path, size_t cap,
+                           hpj_model *keep) {
+    hpj_model m;
+    int l, same;
+    snprintf(path, cap, "%s.s%df%d.hpj", prefix, s + 1, f + 1);
+    if (hpj_model_load(&m, path) != HPJ_OK) {
+        cli_error("eval", "%s", hpj_last_error());
+        return -1;
+    }
+    same = m.cfg.L == cfg->L && m.cfg.dim == cfg->dim && m.cfg.mode == cfg->mode;
+    for (l = 0; same && l < cfg->L; ++l) same = m.cfg.K[l] == cfg->K[l];
+    if (!same) {
+        cli_error("eval", "%s: the model's mode, dim or resolutions differ from the config's", path);
+        hpj_model_free(&m);
+        return -1;
+    }
+    m.cfg.rw_reduce = cfg->rw_reduce;
+    m.cfg.threads = cfg->threads;
+    if (keep) *keep = m;
+    else hpj_model_free(&m);
+    return 0;
+}
+
 int cmd_eval(int argc, char **argv) {
     hpj_config cfg;
     hpj_dataset ds;
-    const char *dir = NULL, *report = NULL, *save_emb = NULL, *from_emb = NULL;
+    const char *dir = NULL, *report = NULL, *save_emb = NULL, *from_emb = NULL, *save_mod = NULL, *from_mod = NULL;
     char out_path[1100]; /* an output file name: the checks below, then each fold's .npy */
     long long folds = 10, seeds = -1;
     int i, quiet = 0, rc = 1, regression, nrows = 0, s, f;
@@ -188,6 +221,8 @@ int cmd_eval(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--report") && i + 1 < argc) report = argv[++i];
         else if (!strcmp(argv[i], "--save-embeddings") && i + 1 < argc) save_emb = argv[++i];
         else if (!strcmp(argv[i], "--from-embeddings") && i + 1 < argc) from_emb = argv[++i];
+        else if (!strcmp(argv[i], "--save-models") && i + 1 < argc) save_mod = argv[++i];
+        else if (!strcmp(argv[i], "--from-models") && i + 1 < argc) from_mod = argv[++i];
         else if (!strcmp(argv[i], "--quiet")) quiet = 1;
         else if (argv[i][0] == '-') { cli_error("eval", "unknown option '%s' (see --help)", argv[i]); return 2; }
         else if (!dir) dir = argv[i];
@@ -196,6 +231,15 @@ int cmd_eval(int argc, char **argv) {
     if (!dir) { cli_error("eval", "missing DATASET_DIR (see --help)"); return 2; }
     if (save_emb && from_emb) { cli_error("eval", "--save-embeddings and --from-embeddings exclude each other"); return 2; }
     if (from_emb && strlen(from_emb) > 1000) { cli_error("eval", "--from-embeddings: prefix too long"); return 2; }
+    if (from_mod && (from_emb || save_mod)) {
+        cli_error("eval", "--from-models excludes --from-embeddings and --save-models");
+        return 2;
+    }
+    if (save_mod && from_emb) { cli_error("eval", "--save-models and --from-embeddings exclude each other"); return 2; }
+    if ((from_mod && strlen(from_mod) > 1000) || (save_mod && strlen(save_mod) > 1000)) {
+        cli_error("eval", "model prefix too long");
+        return 2;
+    }
     if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); return 2; }
     /* output paths are checked before hours of pretraining */
     if (report) {
@@ -206,6 +250,10 @@ int cmd_eval(int argc, char **argv) {
     if (save_emb) {
         if (strlen(save_emb) > 1000) { cli_error("eval", "--save-embeddings: prefix too long"); return 2; }
         snprintf(out_path, sizeof out_path, "%s.s1f1.npy", save_emb);
+        if (cli_check_writable("eval", out_path)) return 2;
+    }
+    if (save_mod) {
+        snprintf(out_path, sizeof out_path, "%s.s1f1.hpj", save_mod);
         if (cli_check_writable("eval", out_path)) return 2;
     }
     if (cli_load_dataset("eval", dir, &ds)) return 1;
@@ -258,6 +306,12 @@ int cmd_eval(int argc, char **argv) {
                 }
             }
     }
+    if (from_mod) { /* every fold's model, before any work: a valid checkpoint of this config's shape */
+        int nf = regression ? 1 : (int)folds;
+        for (s = 0; s < seeds; ++s)
+            for (f = 0; f < nf; ++f)
+                if (load_fold_model(from_mod, s, f, &cfg, out_path, sizeof out_path, NULL)) goto done;
+    }
     fprintf(stderr, "hpjepa eval: %s, %s, %s mode, %lld seeds x %s\n", ds.name, regression ? "regression" : "classification",
             cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, regression ? "train/val/test split" : "folds");
     for (s = 0; s < seeds; ++s) {
@@ -299,13 +353,29 @@ int cmd_eval(int argc, char **argv) {
                 memcpy(H, E, sizeof(float) * (size_t)er * (size_t)ec);
                 free(E);
             } else {
-                if (hpj_model_init(&m, &cs, &ds) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); goto done; }
-                /* the test graphs never touch pretraining */
-                if (hpj_pretrain(&m, &ds, tr, ntr, 0, on_fold_progress, &quiet) != HPJ_OK ||
-                    hpj_embed(&m, &ds, all, ds.num_graphs, H) != HPJ_OK ||
+                if (from_mod) { /* this fold's model from an earlier run (--save-models) */
+                    if (load_fold_model(from_mod, s, f, &cfg, out_path, sizeof out_path, &m)) goto done;
+                } else {
+                    if (hpj_model_init(&m, &cs, &ds) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); goto done; }
+                    /* the test graphs never touch pretraining */
+                    if (hpj_pretrain(&m, &ds, tr, ntr, 0, on_fold_progress, &quiet) != HPJ_OK) {
+                        cli_error("eval", "seed %d fold %d: %s", s + 1, f + 1, hpj_last_error());
+                        hpj_model_free(&m);
+                        goto done;
+                    }
+                    if (save_mod) {
+                        snprintf(out_path, sizeof out_path, "%s.s%df%d.hpj", save_mod, s + 1, f + 1);
+                        if (hpj_model_save(&m, out_path, 0) != HPJ_OK) {
+                            cli_error("eval", "%s", hpj_last_error());
+                            hpj_model_free(&m);
+                            goto done;
+                        }
+                    }
+                }
+                if (hpj_embed(&m, &ds, all, ds.num_graphs, H) != HPJ_OK ||
                     /* train_embed = repartition: the training graphs again, with a
                        partition pretraining never drew (Xte is free scratch here) */
-                    (cs.train_embed && hpj_embed_epoch(&m, &ds, tr, ntr, cs.epochs, Xte) != HPJ_OK)) {
+                    (cs.train_embed && hpj_embed_epoch(&m, &ds, tr, ntr, m.cfg.epochs, Xte) != HPJ_OK)) {
                     cli_error("eval", "seed %d fold %d: %s", s + 1, f + 1, hpj_last_error());
                     hpj_model_free(&m);
                     goto done;
@@ -448,6 +518,7 @@ int cmd_eval(int argc, char **argv) {
                         "mean fold std %.4f; wall time %.1f s\n\n",
                     ds.name, regression ? "mae" : "accuracy", mean, sd, seeds, fstd, wall);
             if (from_emb) fprintf(fm, "No pretraining: embeddings read from %s.s<seed>f<fold>.npy.\n\n", from_emb);
+            if (from_mod) fprintf(fm, "No pretraining: models read from %s.s<seed>f<fold>.hpj.\n\n", from_mod);
             fprintf(fm, "| seed | fold | %s | train |\n|---|---|---|---|\n", regression ? "test mae" : "test accuracy");
             fprintf(fj, "{\"dataset\": \"%s\", \"metric\": \"%s\", \"mean\": %.6f, \"std\": %.6f, \"fold_std\": %.6f, "
                         "\"seeds\": %lld, \"folds\": %lld, \"wall_seconds\": %.1f, ",
