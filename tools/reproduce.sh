@@ -46,8 +46,8 @@ JOBS=(
   "ZINC-12K_hp_1seed|ZINC-12K|data/configs/ZINC-12K.cfg|"
   "DD_gj_1seed|DD|data/configs/graph-jepa/DD.cfg|--save-embeddings build/analysis/DD_gj_1seed"
   "REDDIT-BINARY_gj_clamp20_1seed|REDDIT-BINARY|data/configs/graph-jepa/REDDIT-BINARY.cfg|--set target_clamp=20"
-  "PROTEINS_hp_trainembed_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set train_embed=repartition --save-embeddings build/analysis/PROTEINS_hp_trainembed_1seed"
-  "PROTEINS_hp_gjtarget_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set target_adj=1 --set ema_init=independent --set probe_select=cv --save-embeddings build/analysis/PROTEINS_hp_gjtarget_1seed"
+  "PROTEINS_hp_models_1seed|PROTEINS|data/configs/PROTEINS.cfg|--save-models build/analysis/PROTEINS_hp_models --save-embeddings build/analysis/PROTEINS_hp_models"
+  "PROTEINS_hp_gjtarget_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set target_adj=1 --set ema_init=independent --set probe_select=cv --save-models build/analysis/PROTEINS_hp_gjtarget_models"
   "PROTEINS_hp_adamw_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set optimizer=adamw --set probe_select=cv --save-embeddings build/analysis/PROTEINS_hp_adamw_1seed"
 )
 
