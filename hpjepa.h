@@ -89,6 +89,11 @@
        spin-waiting loses badly when a core is taken by another process.
 
    RECENT CHANGES
+       0.4.0  hpj_embed_epoch (training-style partitions for embeddings);
+              config key train_embed (written into checkpoints, so 0.3
+              programs reject 0.4 checkpoints: unknown key); the patch
+              encoder's forward-only paths share rotating buffers (less
+              memory, same bits)
        0.3.0  hpj_rwse walks 16 sources at once and takes one scratch
               (hpj_rwse_scratch_bytes; the old 5-argument call is gone);
               hpj_gine_forward_shared / hpj_gine_backward_shared for
@@ -106,7 +111,7 @@
 #include <stdint.h>
 
 #define HPJEPA_VERSION_MAJOR 0
-#define HPJEPA_VERSION_MINOR 3
+#define HPJEPA_VERSION_MINOR 4
 #define HPJEPA_VERSION_PATCH 0
 
 #ifndef HPJDEF
