@@ -294,6 +294,26 @@ static void test_deterministic_and_threads(void) {
     hpj_dataset_free(&ds);
 }
 
+/* MUTAG loaded, all its graph ids, and a tiny model trained on them (kept
+   in *m) with its embeddings (returned; n floats). NULL after a failed
+   check (the dataset is then freed). */
+static float *trained_mutag(const char *dir, hpj_dataset *ds, int32_t **gs, size_t *n, hpj_model *m) {
+    float *a;
+    if (hpj_dataset_load_tu(dir, ds)) {
+        test_report(__FILE__, __LINE__, "%s", hpj_last_error());
+        return NULL;
+    }
+    *gs = all_graphs(ds);
+    *n = (size_t)ds->num_graphs * 3 * 8;
+    a = train_and_embed(ds, 2, m);
+    if (!a) {
+        test_report(__FILE__, __LINE__, "training failed: %s", hpj_last_error());
+        free(*gs);
+        hpj_dataset_free(ds);
+    }
+    return a;
+}
+
 static void test_checkpoint(void) {
     const char *dir = test_dataset("MUTAG");
     const char *path = test_tmpfile("model.ckpt");
@@ -304,12 +324,7 @@ static void test_checkpoint(void) {
     unsigned char *buf, *bad;
     size_t len, n;
     hpj_model m3;
-    if (!dir) return;
-    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
-    gs = all_graphs(&ds);
-    n = (size_t)ds.num_graphs * 3 * 8;
-    a = train_and_embed(&ds, 2, &m);
-    CHECK(a != NULL);
+    if (!dir || !(a = trained_mutag(dir, &ds, &gs, &n, &m))) return;
     CHECK_OK(hpj_model_save(&m, path, 1));
     CHECK_OK(hpj_model_load(&m2, path));
     remove(path);
@@ -350,12 +365,7 @@ static void test_embed_epoch(void) {
     float *a, *b, *c;
     int32_t *gs;
     size_t n;
-    if (!dir) return;
-    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
-    gs = all_graphs(&ds);
-    n = (size_t)ds.num_graphs * 3 * 8;
-    a = train_and_embed(&ds, 2, &m);
-    CHECK(a != NULL);
+    if (!dir || !(a = trained_mutag(dir, &ds, &gs, &n, &m))) return;
     b = (float *)malloc(sizeof(float) * n);
     c = (float *)malloc(sizeof(float) * n);
     CHECK_OK(hpj_embed_epoch(&m, &ds, gs, ds.num_graphs, m.cfg.epochs, b));
