@@ -7621,9 +7621,8 @@ static void hpj__lin_back_set(float *dinp, float *dW, float *db, const float *do
     hpj__flops += 2.0 * N * Din * Dout;
 }
 
-/* BatchNorm in one of the three modes, then ReLU when relu = 1 (fused). */
-/* BatchNorm in the model's mode, then ReLU; with sum != NULL also
-   sum = res + out (the residual). */
+/* BatchNorm in one of the three modes, then ReLU when relu = 1 (fused);
+   with sum != NULL also sum = res + out (the residual, fused). */
 static void hpj__bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
                         float *rm, float *rv, int N, int D, int mode, float *tmp, int relu, const float *res,
                         float *sum) {

@@ -523,11 +523,12 @@ int cmd_eval(int argc, char **argv) {
             fprintf(fj, "{\"dataset\": \"%s\", \"metric\": \"%s\", \"mean\": %.6f, \"std\": %.6f, \"fold_std\": %.6f, "
                         "\"seeds\": %lld, \"folds\": %lld, \"wall_seconds\": %.1f, ",
                     ds.name, regression ? "mae" : "accuracy", mean, sd, fstd, seeds, regression ? 1 : folds, wall);
-            if (from_emb) {
-                fputs("\"embeddings_from\": \"", fj);
-                for (i = 0; from_emb[i]; ++i) {
-                    if (from_emb[i] == '"' || from_emb[i] == '\\') fputc('\\', fj);
-                    fputc(from_emb[i], fj);
+            if (from_emb || from_mod) {
+                const char *src = from_emb ? from_emb : from_mod;
+                fputs(from_emb ? "\"embeddings_from\": \"" : "\"models_from\": \"", fj);
+                for (i = 0; src[i]; ++i) {
+                    if (src[i] == '"' || src[i] == '\\') fputc('\\', fj);
+                    fputc(src[i], fj);
                 }
                 fputs("\", ", fj);
             }
