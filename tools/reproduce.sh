@@ -8,10 +8,11 @@
 #   bash tools/reproduce.sh --list
 # Environment: HPJ_DATA (default ../shared/data), SEEDS (default 1; the
 # paper's table uses 5), LANES (jobs run side by side, default 1), THREADS
-# (OpenMP threads per job, default 2 / LANES). Two 1-thread lanes finish
-# 15-24 % more work per hour than one 2-thread lane on this 2-core machine
-# (PROTEINS, Graph-JEPA config, `bench train`: 1001 vs 868 and 931 vs 753
-# graphs/s summed over the lanes); results are the same bits either way.
+# (OpenMP threads per job, default 2 / LANES); results are the same bits
+# either way. Measured on this 2-core machine: two 1-thread copies of the
+# PROTEINS Graph-JEPA `bench train` did 15-24 % more work than one 2-thread
+# run, but PROTEINS HP-JEPA next to DD Graph-JEPA ran a fold in 380-385 s
+# against 162 s alone on 2 threads (memory bandwidth): not a reliable win.
 set -u
 cd "$(dirname "$0")/.."
 DATA=${HPJ_DATA:-../shared/data}
