@@ -87,17 +87,21 @@ if [ "${1:-}" = "--list" ]; then
     for j in "${JOBS[@]}"; do echo "${j%%|*}"; done
     exit 0
 fi
-for j in "${JOBS[@]}"; do
-    IFS='|' read -r name ds cfg extra <<<"$j"
-    if [ $# -gt 0 ]; then
-        want=0
-        for a in "$@"; do [ "$a" = "$name" ] && want=1; done
-        [ $want = 1 ] || continue
-    fi
-    if [ "$LANES" -gt 1 ]; then
-        while [ "$(jobs -rp | wc -l)" -ge "$LANES" ]; do wait -n; done
-        if [ "$name" = case_study ]; then case_study & else run_job "$name" "$ds" "$cfg" "$extra" & fi
-    elif [ "$name" = case_study ]; then case_study; else run_job "$name" "$ds" "$cfg" "$extra"; fi
-done
-wait
-exit 0
+# One brace group to the end: bash reads it whole before running it, so
+# editing this file while a queue runs cannot derail the running copy.
+{
+    for j in "${JOBS[@]}"; do
+        IFS='|' read -r name ds cfg extra <<<"$j"
+        if [ $# -gt 0 ]; then
+            want=0
+            for a in "$@"; do [ "$a" = "$name" ] && want=1; done
+            [ $want = 1 ] || continue
+        fi
+        if [ "$LANES" -gt 1 ]; then
+            while [ "$(jobs -rp | wc -l)" -ge "$LANES" ]; do wait -n; done
+            if [ "$name" = case_study ]; then case_study & else run_job "$name" "$ds" "$cfg" "$extra" & fi
+        elif [ "$name" = case_study ]; then case_study; else run_job "$name" "$ds" "$cfg" "$extra"; fi
+    done
+    wait
+    exit 0
+}
