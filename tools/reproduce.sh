@@ -43,7 +43,7 @@ JOBS=(
   "MUTAG_gj_1seed|MUTAG|data/configs/graph-jepa/MUTAG.cfg|"
   "ZINC-12K_gj_1seed|ZINC-12K|data/configs/graph-jepa/ZINC-12K.cfg|"
   "PROTEINS_hp_emb_1seed|PROTEINS|data/configs/PROTEINS.cfg|--save-embeddings build/analysis/PROTEINS_hp_1seed"
-  "MUTAG_hp_cv_emb_1seed|MUTAG|data/configs/MUTAG.cfg|--set probe_select=cv --save-embeddings build/analysis/MUTAG_hp_1seed"
+  "MUTAG_hp_cv_emb_1seed|MUTAG|data/configs/MUTAG.cfg|--set probe_select=cv --save-embeddings build/analysis/MUTAG_hp_1seed --save-models build/analysis/MUTAG_hp_models"
   "ZINC-12K_hp_1seed|ZINC-12K|data/configs/ZINC-12K.cfg|"
   "DD_gj_1seed|DD|data/configs/graph-jepa/DD.cfg|--save-embeddings build/analysis/DD_gj_1seed"
   "REDDIT-BINARY_gj_clamp20_1seed|REDDIT-BINARY|data/configs/graph-jepa/REDDIT-BINARY.cfg|--set target_clamp=20"
