@@ -7540,14 +7540,15 @@ typedef struct hpj__gnn_ws {
 /* Binds the patch encoder's buffers for a path of S patches, C node copies,
    E edges and NG copy groups. mode: HPJ__TRAIN allocates the dropout
    masks. fwd_only: no backward will run (the target path, embeddings), so
-   the layers share five rotating (C, D) buffers instead of keeping every
-   intermediate: per layer, from the ones that are not its input hin,
+   the layers share up to five rotating (C, D) buffers instead of keeping
+   every intermediate: per layer, from the ones that are not its input hin,
    X = hm -> agg -> r1 -> ra2, Y = t1 -> t2 (-> r2 with dropout) -> out,
    Z = sum, H = h (patch mixing); the next layer's input is out (Y, or Z
-   without the output linear). */
+   without the output linear). The first layer's input is h0, outside the
+   pool, so one layer needs 3 buffers (4 with mixing), more layers 4 (5). */
 static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int32_t S, int32_t C, int32_t E,
                           int32_t NG, int mode, int fwd_only) {
-    int i, k, D = m->D;
+    int i, k, D = m->D, npool = 3 + (m->cfg.patch_mixing && m->cfg.gnn_layers > 1) + (m->cfg.gnn_layers > 1);
     size_t CD = (size_t)C * D, SD = (size_t)S * D;
     float *pool[5] = {NULL, NULL, NULL, NULL, NULL};
     memset(w, 0, sizeof(*w));
@@ -7558,7 +7559,7 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
     w->e = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * D + 1 : (size_t)D);
     w->bntmp = hpj_arena_floats(a, 2 * (size_t)D);
     if (fwd_only)
-        for (k = 0; k < 5; ++k) pool[k] = hpj_arena_floats(a, CD + 1);
+        for (k = 0; k < npool; ++k) pool[k] = hpj_arena_floats(a, CD + 1);
     for (i = 0; i < m->cfg.gnn_layers; ++i) {
         hpj__gnn_layer *L = &w->lay[i];
         int mixing = i > 0 && m->cfg.patch_mixing;
@@ -7566,7 +7567,7 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
         int nf = 0;
         L->hin = i == 0 ? w->h0 : w->lay[i - 1].out;
         if (fwd_only)
-            for (k = 0; k < 5 && nf < 4; ++k)
+            for (k = 0; k < npool && nf < 4; ++k)
                 if (pool[k] != L->hin) f[nf++] = pool[k];
         if (mixing) {
             L->pm = hpj_arena_floats(a, SD + 1); L->ul = hpj_arena_floats(a, SD + 1);
