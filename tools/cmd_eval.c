@@ -196,6 +196,37 @@ static int load_fold_model(const char *prefix, int s, int f, const hpj_config *c
     return 0;
 }
 
+/* rows ids[0..n) of scratch go to their graphs' rows of H (row width LD) */
+static void scatter_rows(float *H, const float *scratch, const int32_t *ids, int32_t n, size_t LD) {
+    int32_t i;
+    for (i = 0; i < n; ++i) memcpy(H + (size_t)ids[i] * LD, scratch + (size_t)i * LD, sizeof(float) * LD);
+}
+
+/* Every graph's per-resolution embeddings into H (graphs, L*dim), each
+   graph embedded once: with its fixed evaluation partition, except the
+   training graphs tr with train_embed = repartition (a partition
+   pretraining never drew, as the reference's train loader). ids (graphs)
+   and scratch (graphs x L*dim) are work space. */
+static hpj_status embed_fold(const hpj_model *m, const hpj_dataset *ds, const int32_t *tr, int32_t ntr, int train_embed,
+                             int32_t *ids, float *scratch, float *H) {
+    size_t LD = (size_t)m->cfg.L * m->cfg.dim;
+    int32_t g, n = 0;
+    hpj_status st;
+    if (!train_embed) {
+        for (g = 0; g < ds->num_graphs; ++g) ids[g] = g;
+        return hpj_embed(m, ds, ids, ds->num_graphs, H);
+    }
+    for (g = 0; g < ds->num_graphs; ++g) ids[g] = 1;
+    for (g = 0; g < ntr; ++g) ids[tr[g]] = 0;
+    for (g = 0; g < ds->num_graphs; ++g) /* compact the flags into the held-out ids (n <= g) */
+        if (ids[g]) ids[n++] = g;
+    if ((st = hpj_embed(m, ds, ids, n, scratch))) return st;
+    scatter_rows(H, scratch, ids, n, LD);
+    if ((st = hpj_embed_epoch(m, ds, tr, ntr, m->cfg.epochs, scratch))) return st;
+    scatter_rows(H, scratch, tr, ntr, LD);
+    return HPJ_OK;
+}
+
 int cmd_eval(int argc, char **argv) {
     hpj_config cfg;
     hpj_dataset ds;
@@ -203,7 +234,7 @@ int cmd_eval(int argc, char **argv) {
     char out_path[1100]; /* an output file name: the checks below, then each fold's .npy */
     long long folds = 10, seeds = -1;
     int i, quiet = 0, rc = 1, regression, nrows = 0, s, f;
-    int32_t *fold = NULL, *tr = NULL, *te = NULL, *all = NULL, *ytr = NULL, g;
+    int32_t *fold = NULL, *tr = NULL, *te = NULL, *ids = NULL, *ytr = NULL, g;
     float *H = NULL, *Xtr = NULL, *Xte = NULL, *S = NULL, *Ytr = NULL;
     eval_row *rows = NULL;
     eval_pred *preds = NULL; /* (seeds, G) */
@@ -273,7 +304,7 @@ int cmd_eval(int argc, char **argv) {
         fold = (int32_t *)malloc(sizeof(int32_t) * G);
         tr = (int32_t *)malloc(sizeof(int32_t) * G);
         te = (int32_t *)malloc(sizeof(int32_t) * G);
-        all = (int32_t *)malloc(sizeof(int32_t) * G);
+        ids = (int32_t *)malloc(sizeof(int32_t) * G);
         ytr = (int32_t *)malloc(sizeof(int32_t) * G);
         H = (float *)malloc(sizeof(float) * G * LD);
         Xtr = (float *)malloc(sizeof(float) * G * LD);
@@ -284,12 +315,11 @@ int cmd_eval(int argc, char **argv) {
         seed_mean = (double *)calloc((size_t)seeds, sizeof(double));
         seed_std = (double *)calloc((size_t)seeds, sizeof(double));
         preds = (eval_pred *)calloc((size_t)seeds * G, sizeof(eval_pred));
-        if (!preds || !fold || !tr || !te || !all || !ytr || !H || !Xtr || !Xte || !S || !Ytr || !rows || !seed_mean || !seed_std) {
+        if (!preds || !fold || !tr || !te || !ids || !ytr || !H || !Xtr || !Xte || !S || !Ytr || !rows || !seed_mean || !seed_std) {
             cli_error("eval", "out of memory");
             goto done;
         }
     }
-    for (g = 0; g < ds.num_graphs; ++g) all[g] = g;
     if (from_emb) { /* every fold's file, before any work: present, of the right shape */
         int nf = regression ? 1 : (int)folds;
         for (s = 0; s < seeds; ++s)
@@ -372,18 +402,11 @@ int cmd_eval(int argc, char **argv) {
                         }
                     }
                 }
-                if (hpj_embed(&m, &ds, all, ds.num_graphs, H) != HPJ_OK ||
-                    /* train_embed = repartition: the training graphs again, with a
-                       partition pretraining never drew (Xte is free scratch here) */
-                    (cs.train_embed && hpj_embed_epoch(&m, &ds, tr, ntr, m.cfg.epochs, Xte) != HPJ_OK)) {
+                if (embed_fold(&m, &ds, tr, ntr, cs.train_embed, ids, Xte, H) != HPJ_OK) { /* Xte: free scratch here */
                     cli_error("eval", "seed %d fold %d: %s", s + 1, f + 1, hpj_last_error());
                     hpj_model_free(&m);
                     goto done;
                 }
-                if (cs.train_embed)
-                    for (g = 0; g < ntr; ++g)
-                        memcpy(H + (size_t)tr[g] * cfg.L * cfg.dim, Xte + (size_t)g * cfg.L * cfg.dim,
-                               sizeof(float) * (size_t)cfg.L * cfg.dim);
                 hpj_model_free(&m);
             }
             if (save_emb) {
@@ -558,7 +581,7 @@ int cmd_eval(int argc, char **argv) {
     }
     rc = 0;
 done:
-    free(fold); free(tr); free(te); free(all); free(ytr); free(H); free(Xtr); free(Xte); free(S); free(Ytr);
+    free(fold); free(tr); free(te); free(ids); free(ytr); free(H); free(Xtr); free(Xte); free(S); free(Ytr);
     free(rows); free(preds); free(seed_mean); free(seed_std);
     hpj_dataset_free(&ds);
     return rc;
