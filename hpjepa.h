@@ -4614,50 +4614,54 @@ static int32_t hpj__tok_regions(int32_t n, int32_t K, int always_active) {
 
 /* Per-thread scratch of the tokenizer. */
 typedef struct hpj__tokws {
-    int32_t cap;
-    int32_t *part, *stamp, *list, *order, *cnt;
+    int32_t cap, dcap; /* capacity of the node arrays (+1), of dcol */
+    int32_t *stamp, *list, *order, *cnt;
     int32_t *drow, *dcol; /* edge-dropped copy of the graph */
     hpj_part_work *pwork; /* partitioner workspace, reused across graphs */
 } hpj__tokws;
 
 static void hpj__tokws_free(hpj__tokws *w) {
-    hpj__free(w->part); hpj__free(w->stamp); hpj__free(w->list); hpj__free(w->order); hpj__free(w->cnt);
+    hpj__free(w->stamp); hpj__free(w->list); hpj__free(w->order); hpj__free(w->cnt);
     hpj__free(w->drow); hpj__free(w->dcol);
     hpj_part_work_free(w->pwork);
     memset(w, 0, sizeof(*w));
 }
 
 static hpj_status hpj__tokws_reserve(hpj__tokws *w, int32_t n, int32_t nnz) {
-    if (n + 1 > w->cap || !w->dcol) {
+    if (n + 1 > w->cap) {
         int32_t c = HPJ__MAX(n + 1, 64);
-        hpj__free(w->part); hpj__free(w->stamp); hpj__free(w->list); hpj__free(w->order); hpj__free(w->cnt);
+        hpj__free(w->stamp); hpj__free(w->list); hpj__free(w->order); hpj__free(w->cnt);
         hpj__free(w->drow);
-        w->part = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
         w->stamp = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
         w->list = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
         w->order = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
         w->cnt = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)c + 1), "tokens");
         w->drow = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)c + 1), "tokens");
         w->cap = c;
-        if (!w->part || !w->stamp || !w->list || !w->order || !w->cnt || !w->drow) return HPJ_ERR_NOMEM;
-        hpj__free(w->dcol);
-        w->dcol = NULL;
+        if (!w->stamp || !w->list || !w->order || !w->cnt || !w->drow) {
+            w->cap = 0;
+            return HPJ_ERR_NOMEM;
+        }
     }
-    hpj__free(w->dcol);
-    w->dcol = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)nnz + 1), "tokens");
-    if (!w->dcol) return HPJ_ERR_NOMEM;
+    if (nnz + 1 > w->dcap) {
+        int32_t c = HPJ__MAX(nnz + 1, 256);
+        hpj__free(w->dcol);
+        w->dcol = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
+        w->dcap = w->dcol ? c : 0;
+        if (!w->dcol) return HPJ_ERR_NOMEM;
+    }
     return HPJ_OK;
 }
 
-/* Core regions of graph g at capacity K into w->part (n): one node per region
+/* Core regions of graph g at capacity K into part (n): one node per region
    when K >= n, otherwise the partitioner on the (edge-dropped) graph. */
 static hpj_status hpj__tok_partition(const hpj_graph *gr, int32_t k, int32_t K, const hpj_tok_options *o, int32_t g,
-                                     int l, hpj__tokws *w) {
+                                     int l, hpj__tokws *w, int32_t *part) {
     int32_t n = gr->n, v;
     hpj_part_options po = o->part;
     hpj_graph use = *gr;
     if (K >= n) {
-        for (v = 0; v < n; ++v) w->part[v] = v;
+        for (v = 0; v < n; ++v) part[v] = v;
         return HPJ_OK;
     }
     if (o->edge_drop > 0.0f) {
@@ -4698,7 +4702,7 @@ static hpj_status hpj__tok_partition(const hpj_graph *gr, int32_t k, int32_t K, 
     }
     if (!w->pwork && !(w->pwork = hpj_part_work_new()))
         return hpj__fail(HPJ_ERR_NOMEM, "tokens: out of memory for a partitioner workspace");
-    return hpj_partition(&use, k, &po, w->pwork, w->part, NULL);
+    return hpj_partition(&use, k, &po, w->pwork, part, NULL);
 }
 
 HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, const int32_t *graphs, int32_t count,
@@ -4706,6 +4710,8 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
     int32_t G = ds->num_graphs, L = o->L, gi, maxn = 0;
     int64_t s, total_patches = 0;
     int64_t *nodes_of = NULL; /* (G*L) expanded node count of each slot */
+    int64_t *part_of = NULL;  /* (G*L+1) offset of each slot's partition in parts */
+    int32_t *parts = NULL;    /* core region of every node, per active slot */
     uint8_t *listed = NULL;
     hpj_tokens t;
     hpj_status st = HPJ_OK;
@@ -4742,18 +4748,23 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
     for (s = 0; s < (int64_t)G * L; ++s) t.patch0[s + 1] = t.patch0[s] + t.k[s];
     total_patches = t.patch0[(int64_t)G * L];
     t.num_patches = total_patches;
+    /* the partitions of pass 1, kept for pass 2 */
+    part_of = (int64_t *)hpj__calloc((size_t)G * L + 1, sizeof(int64_t), "tokens");
+    if (!part_of) { st = HPJ_ERR_NOMEM; goto done; }
+    for (s = 0; s < (int64_t)G * L; ++s)
+        part_of[s + 1] = part_of[s] + (t.k[s] ? ds->node_ptr[s / L + 1] - ds->node_ptr[s / L] : 0);
+    parts = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)part_of[(int64_t)G * L] + 1), "tokens");
     t.ptr = (int64_t *)hpj__calloc((size_t)total_patches + 1, sizeof(int64_t), "tokens");
     t.ncore = (int32_t *)hpj__calloc((size_t)total_patches + 1, sizeof(int32_t), "tokens");
     t.rw = (float *)hpj__calloc((size_t)total_patches + 1, sizeof(float) * (size_t)o->rw_dim, "tokens");
-    if (!t.ptr || !t.ncore || !t.rw) { st = HPJ_ERR_NOMEM; goto done; }
+    if (!parts || !t.ptr || !t.ncore || !t.rw) { st = HPJ_ERR_NOMEM; goto done; }
 #ifdef _OPENMP
     nthreads = omp_get_max_threads();
 #endif
     ws = (hpj__tokws *)hpj__calloc((size_t)nthreads, sizeof(hpj__tokws), "tokens");
     if (!ws) { st = HPJ_ERR_NOMEM; goto done; }
-    /* Two passes over (graph, resolution) slots: partition + count expanded
-       sizes, then (after a prefix sum) fill node lists. The partition is
-       recomputed in pass 2 (it is deterministic), which avoids storing it. */
+    /* Two passes over (graph, resolution) slots: partition (kept in parts)
+       + count expanded sizes, then (after a prefix sum) fill node lists. */
     {
         int pass;
         for (pass = 0; pass < 2 && st == HPJ_OK; ++pass) {
@@ -4769,8 +4780,9 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
                 int32_t g = (int32_t)(s / L), l = (int32_t)(s % L), k = t.k[s], n, p, v, i;
                 hpj_graph gr;
                 hpj__tokws *w;
-                hpj_status ls;
+                hpj_status ls = HPJ_OK;
                 int64_t pos;
+                int32_t *part = parts + part_of[s];
 #ifdef _OPENMP
                 tid = omp_get_thread_num();
 #endif
@@ -4779,7 +4791,7 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
                 gr = hpj_dataset_graph(ds, g);
                 n = gr.n;
                 ls = hpj__tokws_reserve(w, n, gr.nnz);
-                if (ls == HPJ_OK) ls = hpj__tok_partition(&gr, k, o->K[l], o, g, l, w);
+                if (ls == HPJ_OK && pass == 0) ls = hpj__tok_partition(&gr, k, o->K[l], o, g, l, w, part);
                 if (ls != HPJ_OK) {
                     HPJ__OMP(critical)
                     st = ls;
@@ -4787,9 +4799,9 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
                 }
                 /* bucket nodes by part (counting sort keeps ascending ids) */
                 for (p = 0; p <= k; ++p) w->cnt[p] = 0;
-                for (v = 0; v < n; ++v) w->cnt[w->part[v] + 1]++;
+                for (v = 0; v < n; ++v) w->cnt[part[v] + 1]++;
                 for (p = 0; p < k; ++p) w->cnt[p + 1] += w->cnt[p];
-                for (v = 0; v < n; ++v) w->order[w->cnt[w->part[v]]++] = v;
+                for (v = 0; v < n; ++v) w->order[w->cnt[part[v]]++] = v;
                 for (p = k; p > 0; --p) w->cnt[p] = w->cnt[p - 1];
                 w->cnt[0] = 0;
                 for (v = 0; v < n; ++v) w->stamp[v] = -1;
@@ -4847,6 +4859,8 @@ done:
         hpj__free(ws);
     }
     hpj__free(nodes_of);
+    hpj__free(part_of);
+    hpj__free(parts);
     hpj__free(listed);
     if (st != HPJ_OK) { hpj_tokens_free(&t); return st; }
     *out = t;
