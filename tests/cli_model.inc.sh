@@ -53,6 +53,29 @@ PY
 )
     [ "$chk" = ok ] && ok "eval: graphs.csv agrees with the fold scores" || bad "eval: graphs.csv agrees with the fold scores" "$chk"
 else bad "eval: graphs.csv written" "missing $TMP/rep.graphs.csv or python3"; fi
+# a protocol in parts: seeds 1 and 2 run separately (--first-seed) and joined
+# by tools/merge_reports.py give the 2-seed report: the same fold scores,
+# aggregates and predictions
+./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --report "$TMP/part1" >/dev/null 2>&1
+./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --first-seed 2 --quiet --report "$TMP/part2" >/dev/null 2>&1
+if command -v python3 >/dev/null && python3 tools/merge_reports.py "$TMP/joined" "$TMP/part2" "$TMP/part1" >"$TMP/join.out" 2>&1; then
+    chk=$(python3 - "$TMP/rep.json" "$TMP/joined.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+key = lambda r: [(x["seed"], x["fold"], x["score"], x["train"]) for x in r["rows"]]
+ok = key(a) == key(b) and all(abs(a[k] - b[k]) < 2e-6 for k in ("mean", "std", "fold_std")) and b["seeds"] == 2
+print("ok" if ok else "mismatch: %s vs %s" % (key(a)[:3], key(b)[:3]))
+PY
+)
+    if [ "$chk" = ok ] && cmp -s "$TMP/rep.graphs.csv" "$TMP/joined.graphs.csv" &&
+       [ "$(tail -1 "$TMP/joined.out")" = "$(tail -1 "$TMP/join.out" | cut -d' ' -f1,2)" ] &&
+       [ "$(tail -1 "$TMP/joined.out")" = "$out" ]; then ok "eval: --first-seed parts joined = one run"
+    else bad "eval: --first-seed parts joined = one run" "$chk $(cat "$TMP/join.out") / $out"; fi
+    expect_fail "merge_reports: overlapping seeds" "seed number 1 is in both" python3 tools/merge_reports.py "$TMP/j2" "$TMP/part1" "$TMP/rep"
+    sed 's/dim = 8/dim = 9/' "$TMP/part2.json" > "$TMP/part3.json"; cp "$TMP/part2.graphs.csv" "$TMP/part3.graphs.csv"
+    expect_fail "merge_reports: another config" "config differs.*dim = 9" python3 tools/merge_reports.py "$TMP/j2" "$TMP/part1" "$TMP/part3"
+    [ ! -e "$TMP/j2.json" ] && ok "merge_reports: no output after failures" || bad "merge_reports: no output after failures"
+else bad "eval: --first-seed parts joined" "$(cat "$TMP/join.out" 2>/dev/null)"; fi
 # probe_select = cv: the penalty comes from probe_alpha x 10^-3..10^3 (here
 # probe_alpha = 0.5), chosen per fold on the training folds, and is reported
 expect_fail "eval: bad probe_select" "bad value 'maybe' for key 'probe_select'" ./hpjepa eval data/DEMO --config "$MCFG" --set probe_select=maybe

@@ -16,15 +16,17 @@ int cli_model_options(const char *cmd, int argc, char **argv, int i, hpj_config 
 int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds);
 
 static const char *eval_usage =
-    "usage: hpjepa eval DATASET_DIR --config FILE [--folds N] [--seeds N] [--set key=value ...]\n"
-    "                   [--threads T] [--report PREFIX] [--save-embeddings PREFIX]\n"
-    "                   [--from-embeddings PREFIX] [--save-models PREFIX]\n"
-    "                   [--from-models PREFIX] [--quiet]\n"
+    "usage: hpjepa eval DATASET_DIR --config FILE [--folds N] [--seeds N] [--first-seed N]\n"
+    "                   [--set key=value ...] [--threads T] [--report PREFIX]\n"
+    "                   [--save-embeddings PREFIX] [--from-embeddings PREFIX]\n"
+    "                   [--save-models PREFIX] [--from-models PREFIX] [--quiet]\n"
     "  Runs the whole protocol and ends with accuracy=<mean> std=<std> (classification,\n"
     "  fractions) or mae=<mean> std=<std> (regression): the mean over folds per seed,\n"
     "  then mean and std across seeds (the paper's aggregation). Also prints\n"
     "  fold_std=<mean over seeds of the std across folds> (Graph-JEPA's figure).\n"
-    "  Seeds are seed, seed+1, ... (config key seed). Per-fold lines go to stderr;\n"
+    "  Seeds are seed, seed+1, ... (config key seed), numbered 1, 2, ...;\n"
+    "  --first-seed N starts at number N (seed + N - 1), so a long protocol can\n"
+    "  run in parts that tools/merge_reports.py joins. Per-fold lines go to stderr;\n"
     "  --report PREFIX writes PREFIX.md and PREFIX.json with every fold's numbers\n"
     "  and PREFIX.graphs.csv with every test prediction (seed,fold,graph,nodes,\n"
     "  edges,label,pred,correct; regression: ...,target,pred,abs_err), which\n"
@@ -85,7 +87,7 @@ static void readout_rows(const float *H, const int32_t *idx, int n, int L, int D
 }
 
 /* PREFIX.graphs.csv: every test prediction, written atomically. */
-static int write_predictions(const char *prefix, const hpj_dataset *ds, const eval_pred *preds, int seeds) {
+static int write_predictions(const char *prefix, const hpj_dataset *ds, const eval_pred *preds, int s0, int seeds) {
     char path[1024], tmp[1040];
     FILE *f;
     int s, g, regression = ds->num_classes == 0;
@@ -100,9 +102,9 @@ static int write_predictions(const char *prefix, const hpj_dataset *ds, const ev
             if (!p->fold) continue; /* not a test graph (regression: train/val) */
             if (regression) {
                 double t = ds->target[(size_t)g * ds->target_dim];
-                fprintf(f, "%d,%d,%d,%lld,%lld,%.6g,%.6g,%.6g\n", s + 1, p->fold, g, nodes, edges, t, p->pred, fabs(p->pred - t));
+                fprintf(f, "%d,%d,%d,%lld,%lld,%.6g,%.6g,%.6g\n", s0 + s + 1, p->fold, g, nodes, edges, t, p->pred, fabs(p->pred - t));
             } else
-                fprintf(f, "%d,%d,%d,%lld,%lld,%d,%d,%d\n", s + 1, p->fold, g, nodes, edges, ds->graph_label[g], (int)p->pred,
+                fprintf(f, "%d,%d,%d,%lld,%lld,%d,%d,%d\n", s0 + s + 1, p->fold, g, nodes, edges, ds->graph_label[g], (int)p->pred,
                         (int)p->pred == ds->graph_label[g]);
         }
     return cli_commit("eval", f, 0, tmp, path);
@@ -232,8 +234,8 @@ int cmd_eval(int argc, char **argv) {
     hpj_dataset ds;
     const char *dir = NULL, *report = NULL, *save_emb = NULL, *from_emb = NULL, *save_mod = NULL, *from_mod = NULL;
     char out_path[1100]; /* an output file name: the checks below, then each fold's .npy */
-    long long folds = 10, seeds = -1;
-    int i, quiet = 0, rc = 1, regression, nrows = 0, s, f;
+    long long folds = 10, seeds = -1, first_seed = 1;
+    int i, s0 = 0, quiet = 0, rc = 1, regression, nrows = 0, s, f;
     int32_t *fold = NULL, *tr = NULL, *te = NULL, *ids = NULL, *ytr = NULL, g;
     float *H = NULL, *Xtr = NULL, *Xte = NULL, *S = NULL, *Ytr = NULL;
     eval_row *rows = NULL;
@@ -249,6 +251,8 @@ int cmd_eval(int argc, char **argv) {
             if (cli_parse_int("eval", "--folds", argv[++i], 2, 1000, &folds)) return 2;
         } else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
             if (cli_parse_int("eval", "--seeds", argv[++i], 1, 1000, &seeds)) return 2;
+        } else if (!strcmp(argv[i], "--first-seed") && i + 1 < argc) {
+            if (cli_parse_int("eval", "--first-seed", argv[++i], 1, 1000, &first_seed)) return 2;
         } else if (!strcmp(argv[i], "--report") && i + 1 < argc) report = argv[++i];
         else if (!strcmp(argv[i], "--save-embeddings") && i + 1 < argc) save_emb = argv[++i];
         else if (!strcmp(argv[i], "--from-embeddings") && i + 1 < argc) from_emb = argv[++i];
@@ -260,6 +264,7 @@ int cmd_eval(int argc, char **argv) {
         else { cli_error("eval", "unexpected argument '%s'", argv[i]); return 2; }
     }
     if (!dir) { cli_error("eval", "missing DATASET_DIR (see --help)"); return 2; }
+    s0 = (int)first_seed - 1;
     if (save_emb && from_emb) { cli_error("eval", "--save-embeddings and --from-embeddings exclude each other"); return 2; }
     if (from_emb && strlen(from_emb) > 1000) { cli_error("eval", "--from-embeddings: prefix too long"); return 2; }
     if (from_mod && (from_emb || save_mod)) {
@@ -280,11 +285,11 @@ int cmd_eval(int argc, char **argv) {
     }
     if (save_emb) {
         if (strlen(save_emb) > 1000) { cli_error("eval", "--save-embeddings: prefix too long"); return 2; }
-        snprintf(out_path, sizeof out_path, "%s.s1f1.npy", save_emb);
+        snprintf(out_path, sizeof out_path, "%s.s%df1.npy", save_emb, s0 + 1);
         if (cli_check_writable("eval", out_path)) return 2;
     }
     if (save_mod) {
-        snprintf(out_path, sizeof out_path, "%s.s1f1.hpj", save_mod);
+        snprintf(out_path, sizeof out_path, "%s.s%df1.hpj", save_mod, s0 + 1);
         if (cli_check_writable("eval", out_path)) return 2;
     }
     if (cli_load_dataset("eval", dir, &ds)) return 1;
@@ -326,7 +331,7 @@ int cmd_eval(int argc, char **argv) {
             for (f = 0; f < nf; ++f) {
                 long long er, ec;
                 float *E;
-                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", from_emb, s + 1, f + 1);
+                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", from_emb, s0 + s + 1, f + 1);
                 if (!(E = cli_read_npy("eval", out_path, &er, &ec))) goto done;
                 free(E);
                 if (er != ds.num_graphs || ec != (long long)cfg.L * cfg.dim) {
@@ -340,7 +345,7 @@ int cmd_eval(int argc, char **argv) {
         int nf = regression ? 1 : (int)folds;
         for (s = 0; s < seeds; ++s)
             for (f = 0; f < nf; ++f)
-                if (load_fold_model(from_mod, s, f, &cfg, out_path, sizeof out_path, NULL)) goto done;
+                if (load_fold_model(from_mod, s0 + s, f, &cfg, out_path, sizeof out_path, NULL)) goto done;
     }
     fprintf(stderr, "hpjepa eval: %s, %s, %s mode, %lld seeds x %s\n", ds.name, regression ? "regression" : "classification",
             cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, regression ? "train/val/test split" : "folds");
@@ -348,7 +353,7 @@ int cmd_eval(int argc, char **argv) {
         hpj_config cs = cfg;
         double fold_scores[1000];
         int nf = regression ? 1 : (int)folds;
-        cs.seed = cfg.seed + (uint64_t)s;
+        cs.seed = cfg.seed + (uint64_t)(s0 + s);
         if (!regression && hpj_stratified_folds(ds.graph_label, ds.num_graphs, ds.num_classes, (int)folds, cs.seed, fold)) {
             cli_error("eval", "%s", hpj_last_error());
             goto done;
@@ -373,7 +378,7 @@ int cmd_eval(int argc, char **argv) {
             if (from_emb) { /* this fold's embeddings from an earlier run */
                 long long er, ec;
                 float *E;
-                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", from_emb, s + 1, f + 1);
+                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", from_emb, s0 + s + 1, f + 1);
                 if (!(E = cli_read_npy("eval", out_path, &er, &ec))) goto done;
                 if (er != ds.num_graphs || ec != (long long)cfg.L * cfg.dim) { /* replaced since the check */
                     cli_error("eval", "%s: shape (%lld, %lld) changed during the run", out_path, er, ec);
@@ -384,17 +389,17 @@ int cmd_eval(int argc, char **argv) {
                 free(E);
             } else {
                 if (from_mod) { /* this fold's model from an earlier run (--save-models) */
-                    if (load_fold_model(from_mod, s, f, &cfg, out_path, sizeof out_path, &m)) goto done;
+                    if (load_fold_model(from_mod, s0 + s, f, &cfg, out_path, sizeof out_path, &m)) goto done;
                 } else {
                     if (hpj_model_init(&m, &cs, &ds) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); goto done; }
                     /* the test graphs never touch pretraining */
                     if (hpj_pretrain(&m, &ds, tr, ntr, 0, on_fold_progress, &quiet) != HPJ_OK) {
-                        cli_error("eval", "seed %d fold %d: %s", s + 1, f + 1, hpj_last_error());
+                        cli_error("eval", "seed %d fold %d: %s", s0 + s + 1, f + 1, hpj_last_error());
                         hpj_model_free(&m);
                         goto done;
                     }
                     if (save_mod) {
-                        snprintf(out_path, sizeof out_path, "%s.s%df%d.hpj", save_mod, s + 1, f + 1);
+                        snprintf(out_path, sizeof out_path, "%s.s%df%d.hpj", save_mod, s0 + s + 1, f + 1);
                         if (hpj_model_save(&m, out_path, 0) != HPJ_OK) {
                             cli_error("eval", "%s", hpj_last_error());
                             hpj_model_free(&m);
@@ -403,14 +408,14 @@ int cmd_eval(int argc, char **argv) {
                     }
                 }
                 if (embed_fold(&m, &ds, tr, ntr, cs.train_embed, ids, Xte, H) != HPJ_OK) { /* Xte: free scratch here */
-                    cli_error("eval", "seed %d fold %d: %s", s + 1, f + 1, hpj_last_error());
+                    cli_error("eval", "seed %d fold %d: %s", s0 + s + 1, f + 1, hpj_last_error());
                     hpj_model_free(&m);
                     goto done;
                 }
                 hpj_model_free(&m);
             }
             if (save_emb) {
-                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", save_emb, s + 1, f + 1);
+                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", save_emb, s0 + s + 1, f + 1);
                 if (cli_write_npy("eval", out_path, H, ds.num_graphs, (int64_t)cfg.L * cfg.dim)) goto done;
             }
             hpj_probe_options_default(&po);
@@ -433,7 +438,7 @@ int cmd_eval(int argc, char **argv) {
                     for (g = 0; g < ntr; ++g) Ytr[g] = ds.target[(size_t)tr[g] * ds.target_dim];
                 if (hpj_resweight_fit(Htr, ntr, cfg.L, cfg.dim, regression ? NULL : ytr, regression ? Ytr : NULL,
                                       regression ? 0 : ds.num_classes, cfg.lambda_unif, cs.seed, &po, omega) != HPJ_OK) {
-                    cli_error("eval", "seed %d fold %d: %s", s + 1, f + 1, hpj_last_error());
+                    cli_error("eval", "seed %d fold %d: %s", s0 + s + 1, f + 1, hpj_last_error());
                     goto done;
                 }
             }
@@ -443,7 +448,7 @@ int cmd_eval(int argc, char **argv) {
             if (!regression) {
                 for (g = 0; g < ntr; ++g) ytr[g] = ds.graph_label[tr[g]];
                 if (hpj_logreg_fit(Xtr, ytr, ntr, w, ds.num_classes, &po, &lm) != HPJ_OK) {
-                    cli_error("eval", "seed %d fold %d: probe: %s", s + 1, f + 1, hpj_last_error());
+                    cli_error("eval", "seed %d fold %d: probe: %s", s0 + s + 1, f + 1, hpj_last_error());
                     goto done;
                 }
                 hpj_linear_model_predict(&lm, Xte, nte, S);
@@ -476,7 +481,7 @@ int cmd_eval(int argc, char **argv) {
                     po.alpha = cfg.probe_alpha * grid[k];
                     if (hpj_ridge_fit(Xtr, Ytr, ntr, w, 1, &po, &lm) != HPJ_OK) {
                         free(Xva);
-                        cli_error("eval", "seed %d: ridge: %s", s + 1, hpj_last_error());
+                        cli_error("eval", "seed %d: ridge: %s", s0 + s + 1, hpj_last_error());
                         goto done;
                     }
                     hpj_linear_model_predict(&lm, Xva, nv, S);
@@ -488,7 +493,7 @@ int cmd_eval(int argc, char **argv) {
                 free(Xva);
                 po.alpha = best_alpha;
                 if (hpj_ridge_fit(Xtr, Ytr, ntr, w, 1, &po, &lm) != HPJ_OK) {
-                    cli_error("eval", "seed %d: ridge: %s", s + 1, hpj_last_error());
+                    cli_error("eval", "seed %d: ridge: %s", s0 + s + 1, hpj_last_error());
                     goto done;
                 }
                 hpj_linear_model_predict(&lm, Xte, nte, S);
@@ -507,7 +512,7 @@ int cmd_eval(int argc, char **argv) {
                 hpj_linear_model_free(&lm);
                 fprintf(stderr, "    ridge alpha chosen on val: %g (val mae %.4f)\n", best_alpha, best);
             }
-            row->seed = s + 1;
+            row->seed = s0 + s + 1;
             row->fold = f + 1;
             row->score = score;
             row->train_score = tscore;
@@ -516,17 +521,17 @@ int cmd_eval(int argc, char **argv) {
             memcpy(row->omega, omega, sizeof omega);
             fold_scores[f] = score;
             ++nrows;
-            fprintf(stderr, "  seed %d fold %2d: %s %.4f (train %.4f)  %.1f s\n", s + 1, f + 1, regression ? "mae" : "accuracy",
+            fprintf(stderr, "  seed %d fold %2d: %s %.4f (train %.4f)  %.1f s\n", s0 + s + 1, f + 1, regression ? "mae" : "accuracy",
                     score, tscore, row->seconds);
         }
         seed_mean[s] = mean_of(fold_scores, nf);
         seed_std[s] = std_of(fold_scores, nf);
-        fprintf(stderr, "  seed %d: mean %.4f (fold std %.4f)\n", s + 1, seed_mean[s], seed_std[s]);
+        fprintf(stderr, "  seed %d: mean %.4f (fold std %.4f)\n", s0 + s + 1, seed_mean[s], seed_std[s]);
     }
     {
         double mean = mean_of(seed_mean, (int)seeds), sd = std_of(seed_mean, (int)seeds), fstd = mean_of(seed_std, (int)seeds);
         double wall = cli_now() - t_all;
-        if (report && write_predictions(report, &ds, preds, (int)seeds)) goto done;
+        if (report && write_predictions(report, &ds, preds, s0, (int)seeds)) goto done;
         if (report) {
             char pm[1024], pj[1024], tm[1040], tj[1040];
             FILE *fm, *fj;
@@ -537,15 +542,15 @@ int cmd_eval(int argc, char **argv) {
             snprintf(pj, sizeof pj, "%s.json", report);
             if (!(fm = cli_create("eval", pm, tm, sizeof tm))) goto done;
             if (!(fj = cli_create("eval", pj, tj, sizeof tj))) { cli_discard(fm, tm); goto done; }
-            fprintf(fm, "# hpjepa eval: %s\n\n%s = %.4f +- %.4f (mean over folds per seed, then mean/std over %lld seeds); "
-                        "mean fold std %.4f; wall time %.1f s\n\n",
-                    ds.name, regression ? "mae" : "accuracy", mean, sd, seeds, fstd, wall);
+            fprintf(fm, "# hpjepa eval: %s\n\n%s = %.4f +- %.4f (mean over folds per seed, then mean/std over %lld seeds, "
+                        "%d..%lld); mean fold std %.4f; wall time %.1f s\n\n",
+                    ds.name, regression ? "mae" : "accuracy", mean, sd, seeds, s0 + 1, s0 + seeds, fstd, wall);
             if (from_emb) fprintf(fm, "No pretraining: embeddings read from %s.s<seed>f<fold>.npy.\n\n", from_emb);
             if (from_mod) fprintf(fm, "No pretraining: models read from %s.s<seed>f<fold>.hpj.\n\n", from_mod);
             fprintf(fm, "| seed | fold | %s | train |\n|---|---|---|---|\n", regression ? "test mae" : "test accuracy");
             fprintf(fj, "{\"dataset\": \"%s\", \"metric\": \"%s\", \"mean\": %.6f, \"std\": %.6f, \"fold_std\": %.6f, "
-                        "\"seeds\": %lld, \"folds\": %lld, \"wall_seconds\": %.1f, ",
-                    ds.name, regression ? "mae" : "accuracy", mean, sd, fstd, seeds, regression ? 1 : folds, wall);
+                        "\"seeds\": %lld, \"first_seed\": %d, \"folds\": %lld, \"wall_seconds\": %.1f, ",
+                    ds.name, regression ? "mae" : "accuracy", mean, sd, fstd, seeds, s0 + 1, regression ? 1 : folds, wall);
             if (from_emb || from_mod) {
                 const char *src = from_emb ? from_emb : from_mod;
                 fputs(from_emb ? "\"embeddings_from\": \"" : "\"models_from\": \"", fj);

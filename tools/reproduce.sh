@@ -7,7 +7,9 @@
 #   bash tools/reproduce.sh [JOB ...]      (no JOB: every job, in order)
 #   bash tools/reproduce.sh --list
 # Environment: HPJ_DATA (default ../shared/data), SEEDS (default 1; the
-# paper's table uses 5), LANES (jobs run side by side, default 1), THREADS
+# paper's table uses 5), FIRST_SEED (default 1: seeds FIRST_SEED ..
+# FIRST_SEED+SEEDS-1, the job named <name>_seedsA-B, so a 5-seed protocol can
+# run in parts that tools/merge_reports.py joins), LANES (jobs run side by side, default 1), THREADS
 # (OpenMP threads per job, default 2 / LANES); results are the same bits
 # either way. Measured on this 2-core machine: two 1-thread copies of the
 # PROTEINS Graph-JEPA `bench train` did 15-24 % more work than one 2-thread
@@ -20,6 +22,8 @@ LANES=${LANES:-1}
 case $LANES in 1|2|3|4|5|6|7|8) ;; *) echo "reproduce.sh: LANES must be 1..8, got '$LANES'" >&2; exit 2 ;; esac
 THREADS=${THREADS:-$(( LANES >= 2 ? 1 : 2 ))}
 SEEDS=${SEEDS:-1}
+FIRST_SEED=${FIRST_SEED:-1}
+case $SEEDS$FIRST_SEED in *[!0-9]*) echo "reproduce.sh: SEEDS and FIRST_SEED must be numbers" >&2; exit 2 ;; esac
 R=reports
 mkdir -p "$R" build/analysis
 [ -x ./hpjepa ] || make -s hpjepa
@@ -54,11 +58,12 @@ JOBS=(
 
 run_job() {
     local name=$1 ds=$2 cfg=$3 extra=$4
-    [ $SEEDS -ne 1 ] && name=${name/_1seed/_${SEEDS}seed}
+    if [ "$FIRST_SEED" -ne 1 ]; then name=${name/_1seed/_seeds${FIRST_SEED}-$((FIRST_SEED + SEEDS - 1))}
+    elif [ "$SEEDS" -ne 1 ]; then name=${name/_1seed/_${SEEDS}seed}; fi
     if [ -f "$R/$name.json" ] && [ -f "$R/$name.graphs.csv" ]; then echo "skip $name (done)"; return 0; fi
     echo "$(date +%H:%M:%S) start $name"
     # shellcheck disable=SC2086
-    if ./hpjepa eval "$DATA/$ds" --config "$cfg" $extra --seeds "$SEEDS" --threads "$THREADS" --quiet \
+    if ./hpjepa eval "$DATA/$ds" --config "$cfg" $extra --seeds "$SEEDS" --first-seed "$FIRST_SEED" --threads "$THREADS" --quiet \
         --report "$R/$name" >"$R/$name.out" 2>"$R/$name.err"; then
         echo "$(date +%H:%M:%S) done  $name: $(tail -1 "$R/$name.out")"
     else

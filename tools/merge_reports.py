@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Joins `hpjepa eval --report` outputs that ran disjoint seeds of one protocol.
+
+A 5-seed protocol can run in parts (eval --first-seed N --seeds M), for
+example seeds 1-2 in one session and 3-5 in another; this writes the report
+the single run would have written: OUT.json, OUT.md, OUT.graphs.csv and
+OUT.out (the eval result lines), aggregated as eval does (mean over folds
+per seed, then mean and population std over seeds; fold_std = mean over
+seeds of the population std across folds). Wall time is the sum of the parts.
+
+  python3 tools/merge_reports.py OUT PART [PART ...]
+
+PART is a report prefix (PART.json and PART.graphs.csv must exist). The parts
+must agree on dataset, metric, folds and config (every key but `seed` and
+`threads`); their seed numbers must not overlap. Standard library only.
+"""
+import json
+import math
+import os
+import sys
+
+
+def fail(msg):
+    sys.stderr.write("merge_reports: %s\n" % msg)
+    sys.exit(1)
+
+
+def config_key(text):
+    """The config without the keys that may differ between parts."""
+    keep = []
+    for line in text.splitlines():
+        k = line.split("=", 1)[0].strip()
+        if k not in ("threads",):
+            keep.append(line.strip())
+    return keep
+
+
+def write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def pstd(xs):
+    m = sum(xs) / len(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / len(xs))
+
+
+def main(argv):
+    if len(argv) < 3 or argv[1] in ("-h", "--help"):
+        sys.stdout.write(__doc__)
+        return 0 if len(argv) >= 2 and argv[1] in ("-h", "--help") else 2
+    out, parts = argv[1], argv[2:]
+    reps = []
+    for p in parts:
+        try:
+            with open(p + ".json") as f:
+                r = json.load(f)
+        except (OSError, ValueError) as e:
+            fail("%s.json: %s" % (p, e))
+        for k in ("dataset", "metric", "folds", "rows", "config", "seeds"):
+            if k not in r:
+                fail("%s.json: no '%s' (not an eval report?)" % (p, k))
+        if "embeddings_from" in r or "models_from" in r:
+            fail("%s.json: a readout-only run (no pretraining) cannot be merged with a protocol" % p)
+        reps.append(r)
+    first = reps[0]
+    base_cfg = [l for l in config_key(first["config"]) if not l.startswith("seed ")]
+    seed_base = None
+    rows, seen = [], {}
+    for p, r in zip(parts, reps):
+        for k in ("dataset", "metric", "folds"):
+            if r[k] != first[k]:
+                fail("%s.json: %s %r differs from %s.json's %r" % (p, k, r[k], parts[0], first[k]))
+        cfg = config_key(r["config"])
+        if [l for l in cfg if not l.startswith("seed ")] != base_cfg:
+            diff = sorted(set(cfg) ^ set(config_key(first["config"])))
+            fail("%s.json: config differs from %s.json's (%s)" % (p, parts[0], "; ".join(diff)))
+        # the seed actually used by row number s is config seed + s - 1
+        # (seed numbering starts at first_seed; reports before --first-seed
+        # existed start at 1)
+        base = [int(l.split("=", 1)[1]) for l in cfg if l.startswith("seed ")]
+        base = base[0] if base else 0
+        if seed_base is None:
+            seed_base = base
+        elif base != seed_base:
+            fail("%s.json: config seed %d differs from %d (number the parts with --first-seed, not the seed key)"
+                 % (p, base, seed_base))
+        for row in r["rows"]:
+            s = row["seed"]
+            if seen.get(s, p) != p:
+                fail("seed number %d is in both %s and %s" % (s, seen[s], p))
+            seen[s] = p
+            rows.append(row)
+    seeds = sorted(seen)
+    folds = first["folds"]
+    per_seed = {}
+    for row in rows:
+        per_seed.setdefault(row["seed"], []).append(row["score"])
+    for s in seeds:
+        if len(per_seed[s]) != folds:
+            fail("seed %d has %d folds, expected %d (an interrupted part?)" % (s, len(per_seed[s]), folds))
+    means = [sum(per_seed[s]) / folds for s in seeds]
+    mean = sum(means) / len(means)
+    sd = pstd(means)
+    fstd = sum(pstd(per_seed[s]) for s in seeds) / len(seeds)
+    wall = sum(r.get("wall_seconds", 0.0) for r in reps)
+    rows.sort(key=lambda r: (r["seed"], r["fold"]))
+    metric = first["metric"]
+    lo, hi = seeds[0], seeds[-1]
+    seed_text = "%d..%d" % (lo, hi) if seeds == list(range(lo, hi + 1)) else ",".join(map(str, seeds))
+
+    merged = {
+        "dataset": first["dataset"], "metric": metric, "mean": round(mean, 6), "std": round(sd, 6),
+        "fold_std": round(fstd, 6), "seeds": len(seeds), "first_seed": lo, "folds": folds,
+        "wall_seconds": round(wall, 1), "merged_from": parts, "rows": rows, "config": first["config"],
+    }
+    md = ["# hpjepa eval: %s\n" % first["dataset"],
+          "%s = %.4f +- %.4f (mean over folds per seed, then mean/std over %d seeds, %s); mean fold std %.4f; "
+          "wall time %.1f s (sum of %d parts, joined by tools/merge_reports.py: %s)\n"
+          % (metric, mean, sd, len(seeds), seed_text, fstd, wall, len(parts), ", ".join(parts)),
+          "| seed | fold | %s | train |" % ("test mae" if metric == "mae" else "test accuracy"),
+          "|---|---|---|---|"]
+    for row in rows:
+        md.append("| %d | %d | %.4f | %.4f |" % (row["seed"], row["fold"], row["score"], row["train"]))
+    md.append("\n## Config\n\n```\n%s```\n" % first["config"])
+
+    csv_header, csv_rows = None, []
+    for p in parts:
+        try:
+            with open(p + ".graphs.csv") as f:
+                lines = f.read().splitlines()
+        except OSError as e:
+            fail("%s.graphs.csv: %s" % (p, e))
+        if not lines:
+            fail("%s.graphs.csv: empty" % p)
+        if csv_header is None:
+            csv_header = lines[0]
+        elif lines[0] != csv_header:
+            fail("%s.graphs.csv: header differs from %s.graphs.csv's" % (p, parts[0]))
+        csv_rows.extend(lines[1:])
+    csv_rows.sort(key=lambda l: (int(l.split(",", 1)[0]), int(l.split(",", 3)[2])))  # seed, graph: as eval writes them
+
+    write_atomic(out + ".graphs.csv", "\n".join([csv_header] + csv_rows) + "\n")
+    write_atomic(out + ".md", "\n".join(md))
+    write_atomic(out + ".out", "fold_std=%.4f seconds=%.1f\n%s=%.4f std=%.4f\n" % (fstd, wall, metric, mean, sd))
+    write_atomic(out + ".json", json.dumps(merged, indent=1) + "\n")
+    sys.stdout.write("%s=%.4f std=%.4f fold_std=%.4f seeds=%s\n" % (metric, mean, sd, fstd, seed_text))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
