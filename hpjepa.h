@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.3.0 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.4.1 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -89,6 +89,8 @@
        spin-waiting loses badly when a core is taken by another process.
 
    RECENT CHANGES
+       0.4.1  hpj_tokens_build partitions each (graph, resolution) once
+              (it ran the partitioner twice): same bits, half the time
        0.4.0  hpj_embed_epoch (training-style partitions for embeddings);
               config key train_embed (written into checkpoints, so 0.3
               programs reject 0.4 checkpoints: unknown key); the patch
@@ -112,7 +114,7 @@
 
 #define HPJEPA_VERSION_MAJOR 0
 #define HPJEPA_VERSION_MINOR 4
-#define HPJEPA_VERSION_PATCH 0
+#define HPJEPA_VERSION_PATCH 1
 
 #ifndef HPJDEF
 #ifdef HPJ_STATIC
