@@ -62,9 +62,11 @@ def main(argv):
         for k in ("dataset", "metric", "folds", "rows", "config", "seeds"):
             if k not in r:
                 fail("%s.json: no '%s' (not an eval report?)" % (p, k))
-        if "embeddings_from" in r or "models_from" in r:
-            fail("%s.json: a readout-only run (no pretraining) cannot be merged with a protocol" % p)
         reps.append(r)
+    readout_only = ["embeddings_from" in r or "models_from" in r for r in reps]
+    if any(readout_only) and not all(readout_only):
+        fail("%s.json: a readout-only run (no pretraining) cannot be merged with a protocol run"
+             % parts[readout_only.index(True)])
     first = reps[0]
     base_cfg = [l for l in config_key(first["config"]) if not l.startswith("seed ")]
     seed_base = None

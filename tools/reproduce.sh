@@ -53,6 +53,9 @@ JOBS=(
   "REDDIT-BINARY_gj_clamp20_1seed|REDDIT-BINARY|data/configs/graph-jepa/REDDIT-BINARY.cfg|--set target_clamp=20"
   "PROTEINS_hp_models_1seed|PROTEINS|data/configs/PROTEINS.cfg|--save-models build/analysis/PROTEINS_hp_models --save-embeddings build/analysis/PROTEINS_hp_models"
   "PROTEINS_hp_gjtarget_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set target_adj=1 --set ema_init=independent --set probe_select=cv --save-models build/analysis/PROTEINS_hp_gjtarget_models"
+  # seeds 2.. of PROTEINS_hp_models_1seed (FIRST_SEED=2 SEEDS=4), embeddings beside seed 1's:
+  # join the reports with tools/merge_reports.py
+  "PROTEINS_hp_more_1seed|PROTEINS|data/configs/PROTEINS.cfg|--save-embeddings build/analysis/PROTEINS_hp_models"
   "ZINC-12K_gj_trainemb_1seed|ZINC-12K|data/configs/graph-jepa/ZINC-12K.cfg|--set train_embed=repartition"
   "PROTEINS_hp_adamw_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set optimizer=adamw --set probe_select=cv --save-embeddings build/analysis/PROTEINS_hp_adamw_1seed"
 )
