@@ -25,14 +25,19 @@ def fail(msg):
     sys.exit(1)
 
 
-def config_key(text):
-    """The config without the keys that may differ between parts."""
-    keep = []
+def split_config(text):
+    """(the config lines every part must share, the value of its seed key):
+    parts may differ in threads; seed numbers come from --first-seed, so the
+    seed key itself must agree too, but is checked on its own."""
+    lines, seed = [], None
     for line in text.splitlines():
-        k = line.split("=", 1)[0].strip()
-        if k not in ("threads",):
-            keep.append(line.strip())
-    return keep
+        k, _, v = line.partition("=")
+        k = k.strip()
+        if k == "seed":
+            seed = int(v)
+        elif k != "threads":
+            lines.append(line.strip())
+    return lines, seed
 
 
 def write_atomic(path, text):
@@ -68,27 +73,20 @@ def main(argv):
         fail("%s.json: a readout-only run (no pretraining) cannot be merged with a protocol run"
              % parts[readout_only.index(True)])
     first = reps[0]
-    base_cfg = [l for l in config_key(first["config"]) if not l.startswith("seed ")]
-    seed_base = None
+    base_cfg, seed_base = split_config(first["config"])
     rows, seen = [], {}
     for p, r in zip(parts, reps):
         for k in ("dataset", "metric", "folds"):
             if r[k] != first[k]:
                 fail("%s.json: %s %r differs from %s.json's %r" % (p, k, r[k], parts[0], first[k]))
-        cfg = config_key(r["config"])
-        if [l for l in cfg if not l.startswith("seed ")] != base_cfg:
-            diff = sorted(set(cfg) ^ set(config_key(first["config"])))
-            fail("%s.json: config differs from %s.json's (%s)" % (p, parts[0], "; ".join(diff)))
-        # the seed actually used by row number s is config seed + s - 1
-        # (seed numbering starts at first_seed; reports before --first-seed
-        # existed start at 1)
-        base = [int(l.split("=", 1)[1]) for l in cfg if l.startswith("seed ")]
-        base = base[0] if base else 0
-        if seed_base is None:
-            seed_base = base
-        elif base != seed_base:
-            fail("%s.json: config seed %d differs from %d (number the parts with --first-seed, not the seed key)"
-                 % (p, base, seed_base))
+        cfg, seed = split_config(r["config"])
+        if cfg != base_cfg:
+            fail("%s.json: config differs from %s.json's (%s)" % (p, parts[0], "; ".join(sorted(set(cfg) ^ set(base_cfg)))))
+        # row number s used the seed (config seed + s - 1), so parts must
+        # share the config seed and differ in their numbers (--first-seed)
+        if seed != seed_base:
+            fail("%s.json: config seed %s differs from %s (number the parts with --first-seed, not the seed key)"
+                 % (p, seed, seed_base))
         for row in r["rows"]:
             s = row["seed"]
             if seen.get(s, p) != p:
