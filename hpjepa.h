@@ -4645,7 +4645,7 @@ static hpj_status hpj__tokws_reserve(hpj__tokws *w, int32_t n, int32_t nnz) {
             return HPJ_ERR_NOMEM;
         }
     }
-    if (nnz + 1 > w->dcap) {
+    if (nnz >= 0 && nnz + 1 > w->dcap) { /* nnz < 0: no edge-dropped copy needed */
         int32_t c = HPJ__MAX(nnz + 1, 256);
         hpj__free(w->dcol);
         w->dcol = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
@@ -4782,7 +4782,7 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
                 int32_t g = (int32_t)(s / L), l = (int32_t)(s % L), k = t.k[s], n, p, v, i;
                 hpj_graph gr;
                 hpj__tokws *w;
-                hpj_status ls = HPJ_OK;
+                hpj_status ls;
                 int64_t pos;
                 int32_t *part = parts + part_of[s];
 #ifdef _OPENMP
@@ -4792,7 +4792,8 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
                 if (k == 0 || st != HPJ_OK) continue;
                 gr = hpj_dataset_graph(ds, g);
                 n = gr.n;
-                ls = hpj__tokws_reserve(w, n, gr.nnz);
+                /* the edge-dropped copy (dcol) is built only when pass 0 partitions */
+                ls = hpj__tokws_reserve(w, n, pass == 0 && o->edge_drop > 0.0f && o->K[l] < n ? gr.nnz : -1);
                 if (ls == HPJ_OK && pass == 0) ls = hpj__tok_partition(&gr, k, o->K[l], o, g, l, w, part);
                 if (ls != HPJ_OK) {
                     HPJ__OMP(critical)
