@@ -103,6 +103,24 @@ print("ok" if data[0] != data[1] and data[1] != data[2] else "same")
 PY
 )" = ok ]; then ok "eval: --save-embeddings writes one finite (400, 16) .npy per fold"
 else bad "eval: --save-embeddings writes one finite (400, 16) .npy per fold" "$(ls "$TMP" | head -c 300)"; fi
+# --resume: a run stopped after fold 1 (PREFIX.done keeps fold 1's record,
+# fold 3's file is gone) and continued reuses fold 1 and gives the report of
+# a run that never stopped; another config reuses nothing
+expect_fail "eval: --resume without --save-embeddings" "resume needs --save-embeddings" ./hpjepa eval data/DEMO --config "$MCFG" --resume
+OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/res" --report "$TMP/res_full" >/dev/null 2>&1
+head -1 "$TMP/res.done" > "$TMP/res.d1" && mv "$TMP/res.d1" "$TMP/res.done" && rm -f "$TMP/res.s1f3.npy"
+if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/res" --resume \
+       --report "$TMP/res_cont" >/dev/null 2>"$TMP/res.err" &&
+   [ "$(grep -c 'resumed: embeddings from .*res.s1f1.npy' "$TMP/res.err")" -eq 1 ] && [ "$(grep -c 'resumed:' "$TMP/res.err")" -eq 1 ] &&
+   cmp -s "$TMP/res_full.graphs.csv" "$TMP/res_cont.graphs.csv" && grep -q '"resumed_folds": 1, ' "$TMP/res_cont.json" &&
+   [ "$(wc -l < "$TMP/res.done")" -eq 3 ] && [ -f "$TMP/res.s1f3.npy" ] &&
+   [ "$(grep -o '"score": [0-9.]*' "$TMP/res_full.json")" = "$(grep -o '"score": [0-9.]*' "$TMP/res_cont.json")" ]; then
+    ok "eval: --resume continues a stopped run with the same results"
+else bad "eval: --resume continues a stopped run with the same results" "$(head -c 400 "$TMP/res.err")"; fi
+if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --set lr=0.002 --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/res" \
+       --resume >/dev/null 2>"$TMP/res2.err" && ! grep -q 'resumed:' "$TMP/res2.err" && [ "$(wc -l < "$TMP/res.done")" -eq 6 ]; then
+    ok "eval: --resume ignores folds saved under another config"
+else bad "eval: --resume ignores folds saved under another config" "$(head -c 300 "$TMP/res2.err")"; fi
 # train_embed = repartition: fold 1's test graphs keep the fixed-partition
 # embeddings of the run above (same model), its training graphs get others
 if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set train_embed=repartition \

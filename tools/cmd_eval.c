@@ -19,7 +19,7 @@ static const char *eval_usage =
     "usage: hpjepa eval DATASET_DIR --config FILE [--folds N] [--seeds N] [--first-seed N]\n"
     "                   [--set key=value ...] [--threads T] [--report PREFIX]\n"
     "                   [--save-embeddings PREFIX] [--from-embeddings PREFIX]\n"
-    "                   [--save-models PREFIX] [--from-models PREFIX] [--quiet]\n"
+    "                   [--save-models PREFIX] [--from-models PREFIX] [--resume] [--quiet]\n"
     "  Runs the whole protocol and ends with accuracy=<mean> std=<std> (classification,\n"
     "  fractions) or mae=<mean> std=<std> (regression): the mean over folds per seed,\n"
     "  then mean and std across seeds (the paper's aggregation). Also prints\n"
@@ -35,7 +35,15 @@ static const char *eval_usage =
     "  the per-resolution embeddings of every graph from that fold's model,\n"
     "  float32 (graphs, L*d) as `hpjepa embed --readout concat` (the fold's test\n"
     "  graphs are in PREFIX.graphs.csv of --report), so probe studies need no new\n"
-    "  pretraining (tools/probe_study.py).\n"
+    "  pretraining (tools/probe_study.py). Each saved fold is also recorded in\n"
+    "  PREFIX.done (seed, fold, a key of the dataset, --folds, the config and the\n"
+    "  library version, and the fold's seconds).\n"
+    "  --resume (with --save-embeddings PREFIX): a fold recorded in PREFIX.done\n"
+    "  under the same key is not pretrained again; its saved embeddings are read\n"
+    "  back and the rest of the protocol runs as usual. A fold's pretraining\n"
+    "  depends only on the seed and the fold, so a stopped run continued with\n"
+    "  --resume gives the same results as one that never stopped; the report's\n"
+    "  wall time adds the recorded seconds of the resumed folds.\n"
     "  --from-embeddings PREFIX skips pretraining and reads each fold's embeddings\n"
     "  from PREFIX.s<seed>f<fold>.npy (as --save-embeddings wrote them), then runs\n"
     "  the rest of the protocol (resolution weighting, probe) as usual: a readout\n"
@@ -58,6 +66,67 @@ static const char *eval_usage =
 typedef struct eval_row { int seed, fold; double score, train_score, seconds, alpha; float omega[HPJ_MAX_RES]; } eval_row;
 /* one test prediction: graph g of seed s (each graph is tested once per seed) */
 typedef struct eval_pred { int fold; float pred; } eval_pred;
+
+/* --resume bookkeeping. PREFIX.done gets one line per fold whose embeddings
+   were saved, "s<seed>f<fold> <key> <seconds>", appended after the .npy is in
+   place (it is written atomically), so a recorded fold is complete. The key
+   is FNV-1a over the dataset's name and size, --folds, the library version
+   and the config text (its threads line aside: the bits do not depend on
+   it). */
+static uint64_t resume_key(const hpj_dataset *ds, long long folds, const hpj_config *cfg) {
+    char text[4096], head[256];
+    const char *parts[2], *c;
+    uint64_t h = 1469598103934665603ULL;
+    int k;
+    hpj_config_format(cfg, text, sizeof text);
+    snprintf(head, sizeof head, "%s %d %lld hpjepa.h %d.%d.%d\n", ds->name, ds->num_graphs, folds, HPJEPA_VERSION_MAJOR,
+             HPJEPA_VERSION_MINOR, HPJEPA_VERSION_PATCH);
+    parts[0] = head;
+    parts[1] = text;
+    for (k = 0; k < 2; ++k)
+        for (c = parts[k]; *c; ++c) {
+            if (c == parts[k] || c[-1] == '\n')
+                if (!strncmp(c, "threads =", 9)) { /* skip the line */
+                    while (*c && *c != '\n') ++c;
+                    if (!*c) break;
+                    continue;
+                }
+            h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+        }
+    return h;
+}
+
+/* 1 (and the recorded seconds) if PREFIX.done records seed/fold under key. */
+static int resume_lookup(const char *prefix, int seed, int fold, uint64_t key, double *seconds) {
+    char path[1100], line[256];
+    FILE *f;
+    int found = 0;
+    snprintf(path, sizeof path, "%s.done", prefix);
+    if (!(f = fopen(path, "r"))) return 0;
+    while (fgets(line, sizeof line, f)) {
+        int ls, lf;
+        unsigned long long lk;
+        double sec;
+        if (sscanf(line, "s%df%d %llx %lf", &ls, &lf, &lk, &sec) == 4 && ls == seed && lf == fold && lk == key) {
+            found = 1;
+            *seconds = sec;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static int resume_record(const char *prefix, int seed, int fold, uint64_t key, double seconds) {
+    char path[1100];
+    FILE *f;
+    int bad;
+    snprintf(path, sizeof path, "%s.done", prefix);
+    if (!(f = fopen(path, "a"))) { cli_error("eval", "%s: cannot open for appending", path); return -1; }
+    bad = fprintf(f, "s%df%d %016llx %.1f\n", seed, fold, (unsigned long long)key, seconds) < 0;
+    bad |= fclose(f) != 0;
+    if (bad) { cli_error("eval", "%s: write failed", path); return -1; }
+    return 0;
+}
 
 static double mean_of(const double *x, int n) {
     double s = 0;
@@ -235,7 +304,9 @@ int cmd_eval(int argc, char **argv) {
     const char *dir = NULL, *report = NULL, *save_emb = NULL, *from_emb = NULL, *save_mod = NULL, *from_mod = NULL;
     char out_path[1100]; /* an output file name: the checks below, then each fold's .npy */
     long long folds = 10, seeds = -1, first_seed = 1;
-    int i, s0 = 0, quiet = 0, rc = 1, regression, nrows = 0, s, f;
+    int i, s0 = 0, quiet = 0, rc = 1, regression, nrows = 0, s, f, resume = 0, nresumed = 0;
+    uint64_t key = 0;
+    double resumed_seconds = 0.0; /* recorded pretraining time of the resumed folds */
     int32_t *fold = NULL, *tr = NULL, *te = NULL, *ids = NULL, *ytr = NULL, g;
     float *H = NULL, *Xtr = NULL, *Xte = NULL, *S = NULL, *Ytr = NULL;
     eval_row *rows = NULL;
@@ -259,6 +330,7 @@ int cmd_eval(int argc, char **argv) {
         else if (!strcmp(argv[i], "--save-models") && i + 1 < argc) save_mod = argv[++i];
         else if (!strcmp(argv[i], "--from-models") && i + 1 < argc) from_mod = argv[++i];
         else if (!strcmp(argv[i], "--quiet")) quiet = 1;
+        else if (!strcmp(argv[i], "--resume")) resume = 1;
         else if (argv[i][0] == '-') { cli_error("eval", "unknown option '%s' (see --help)", argv[i]); return 2; }
         else if (!dir) dir = argv[i];
         else { cli_error("eval", "unexpected argument '%s'", argv[i]); return 2; }
@@ -266,6 +338,7 @@ int cmd_eval(int argc, char **argv) {
     if (!dir) { cli_error("eval", "missing DATASET_DIR (see --help)"); return 2; }
     s0 = (int)first_seed - 1;
     if (save_emb && from_emb) { cli_error("eval", "--save-embeddings and --from-embeddings exclude each other"); return 2; }
+    if (resume && !save_emb) { cli_error("eval", "--resume needs --save-embeddings PREFIX (the folds to resume from)"); return 2; }
     if (from_emb && strlen(from_emb) > 1000) { cli_error("eval", "--from-embeddings: prefix too long"); return 2; }
     if (from_mod && (from_emb || save_mod)) {
         cli_error("eval", "--from-models excludes --from-embeddings and --save-models");
@@ -304,6 +377,7 @@ int cmd_eval(int argc, char **argv) {
         goto done;
     }
     if (seeds < 0) seeds = regression ? 1 : 5;
+    key = resume_key(&ds, regression ? 1 : folds, &cfg);
     {
         size_t G = (size_t)ds.num_graphs, LD = (size_t)cfg.L * cfg.dim;
         fold = (int32_t *)malloc(sizeof(int32_t) * G);
@@ -364,8 +438,8 @@ int cmd_eval(int argc, char **argv) {
             hpj_probe_options po;
             hpj_linear_model lm;
             float omega[HPJ_MAX_RES];
-            int l, w, correct = 0, tcorrect = 0;
-            double t0 = cli_now(), score, tscore;
+            int l, w, correct = 0, tcorrect = 0, resumed = 0;
+            double t0 = cli_now(), score, tscore, t_rec = 0.0;
             eval_row *row = &rows[nrows];
             for (g = 0; g < ds.num_graphs; ++g) {
                 if (regression) {
@@ -375,7 +449,25 @@ int cmd_eval(int argc, char **argv) {
                 } else if (fold[g] == f) te[nte++] = g;
                 else tr[ntr++] = g;
             }
-            if (from_emb) { /* this fold's embeddings from an earlier run */
+            if (resume && resume_lookup(save_emb, s0 + s + 1, f + 1, key, &t_rec)) {
+                /* saved by an earlier run of this protocol (PREFIX.done) */
+                long long er, ec;
+                float *E;
+                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", save_emb, s0 + s + 1, f + 1);
+                if (!(E = cli_read_npy("eval", out_path, &er, &ec))) goto done;
+                if (er != ds.num_graphs || ec != (long long)cfg.L * cfg.dim) {
+                    cli_error("eval", "%s: shape (%lld, %lld), expected (%d, %lld): replaced since %s.done recorded it", out_path, er,
+                              ec, ds.num_graphs, (long long)cfg.L * cfg.dim, save_emb);
+                    free(E);
+                    goto done;
+                }
+                memcpy(H, E, sizeof(float) * (size_t)er * (size_t)ec);
+                free(E);
+                resumed = 1;
+                ++nresumed;
+                resumed_seconds += t_rec;
+                fprintf(stderr, "    resumed: embeddings from %s (pretrained in %.1f s by an earlier run)\n", out_path, t_rec);
+            } else if (from_emb) { /* this fold's embeddings from an earlier run */
                 long long er, ec;
                 float *E;
                 snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", from_emb, s0 + s + 1, f + 1);
@@ -414,9 +506,10 @@ int cmd_eval(int argc, char **argv) {
                 }
                 hpj_model_free(&m);
             }
-            if (save_emb) {
+            if (save_emb && !resumed) {
                 snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", save_emb, s0 + s + 1, f + 1);
                 if (cli_write_npy("eval", out_path, H, ds.num_graphs, (int64_t)cfg.L * cfg.dim)) goto done;
+                if (resume_record(save_emb, s0 + s + 1, f + 1, key, cli_now() - t0)) goto done;
             }
             hpj_probe_options_default(&po);
             po.alpha = cfg.probe_alpha;
@@ -517,7 +610,7 @@ int cmd_eval(int argc, char **argv) {
             row->score = score;
             row->train_score = tscore;
             row->alpha = po.alpha;
-            row->seconds = cli_now() - t0;
+            row->seconds = cli_now() - t0 + t_rec;
             memcpy(row->omega, omega, sizeof omega);
             fold_scores[f] = score;
             ++nrows;
@@ -530,7 +623,7 @@ int cmd_eval(int argc, char **argv) {
     }
     {
         double mean = mean_of(seed_mean, (int)seeds), sd = std_of(seed_mean, (int)seeds), fstd = mean_of(seed_std, (int)seeds);
-        double wall = cli_now() - t_all;
+        double wall = cli_now() - t_all + resumed_seconds;
         if (report && write_predictions(report, &ds, preds, s0, (int)seeds)) goto done;
         if (report) {
             char pm[1024], pj[1024], tm[1040], tj[1040];
@@ -547,6 +640,9 @@ int cmd_eval(int argc, char **argv) {
                     ds.name, regression ? "mae" : "accuracy", mean, sd, seeds, s0 + 1, s0 + seeds, fstd, wall);
             if (from_emb) fprintf(fm, "No pretraining: embeddings read from %s.s<seed>f<fold>.npy.\n\n", from_emb);
             if (from_mod) fprintf(fm, "No pretraining: models read from %s.s<seed>f<fold>.hpj.\n\n", from_mod);
+            if (nresumed)
+                fprintf(fm, "Resumed: %d folds' embeddings came from an earlier run of this protocol (%s.done); the wall time "
+                            "includes their recorded %.1f s.\n\n", nresumed, save_emb, resumed_seconds);
             fprintf(fm, "| seed | fold | %s | train |\n|---|---|---|---|\n", regression ? "test mae" : "test accuracy");
             fprintf(fj, "{\"dataset\": \"%s\", \"metric\": \"%s\", \"mean\": %.6f, \"std\": %.6f, \"fold_std\": %.6f, "
                         "\"seeds\": %lld, \"first_seed\": %d, \"folds\": %lld, \"wall_seconds\": %.1f, ",
@@ -560,6 +656,7 @@ int cmd_eval(int argc, char **argv) {
                 }
                 fputs("\", ", fj);
             }
+            if (nresumed) fprintf(fj, "\"resumed_folds\": %d, ", nresumed);
             fputs("\"rows\": [", fj);
             for (i = 0; i < nrows; ++i) {
                 int l;

@@ -116,6 +116,9 @@ def main(argv):
         "fold_std": round(fstd, 6), "seeds": len(seeds), "first_seed": lo, "folds": folds,
         "wall_seconds": round(wall, 1), "merged_from": parts, "rows": rows, "config": first["config"],
     }
+    resumed = sum(r.get("resumed_folds", 0) for r in reps)
+    if resumed:  # folds continued from an earlier, stopped run (eval --resume)
+        merged["resumed_folds"] = resumed
     md = ["# hpjepa eval: %s\n" % first["dataset"],
           "%s = %.4f +- %.4f (mean over folds per seed, then mean/std over %d seeds, %s); mean fold std %.4f; "
           "wall time %.1f s (sum of %d parts, joined by tools/merge_reports.py: %s)\n"

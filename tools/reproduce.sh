@@ -15,6 +15,10 @@
 # PROTEINS Graph-JEPA `bench train` did 15-24 % more work than one 2-thread
 # run, but PROTEINS HP-JEPA next to DD Graph-JEPA ran a fold in 380-385 s
 # against 162 s alone on 2 threads (memory bandwidth): not a reliable win.
+# Every job saves each fold's embeddings (its own --save-embeddings prefix,
+# else build/analysis/<job>) and runs with --resume, so a job stopped
+# part-way (the end of a session) continues from the folds it finished, with
+# the same results; only the fold that was running is lost.
 set -u
 cd "$(dirname "$0")/.."
 DATA=${HPJ_DATA:-../shared/data}
@@ -58,6 +62,8 @@ JOBS=(
   "PROTEINS_hp_more_1seed|PROTEINS|data/configs/PROTEINS.cfg|--save-embeddings build/analysis/PROTEINS_hp_models"
   "ZINC-12K_gj_trainemb_1seed|ZINC-12K|data/configs/graph-jepa/ZINC-12K.cfg|--set train_embed=repartition"
   "PROTEINS_hp_adamw_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set optimizer=adamw --set probe_select=cv --save-embeddings build/analysis/PROTEINS_hp_adamw_1seed"
+  # ~3.5 h per seed here: resumable across sessions (see above)
+  "DD_hp_1seed|DD|data/configs/DD.cfg|"
 )
 
 run_job() {
@@ -65,6 +71,11 @@ run_job() {
     if [ "$FIRST_SEED" -ne 1 ]; then name=${name/_1seed/_seeds${FIRST_SEED}-$((FIRST_SEED + SEEDS - 1))}
     elif [ "$SEEDS" -ne 1 ]; then name=${name/_1seed/_${SEEDS}seed}; fi
     if [ -f "$R/$name.json" ] && [ -f "$R/$name.graphs.csv" ]; then echo "skip $name (done)"; return 0; fi
+    case " $extra " in
+        *" --save-embeddings "* | *" --from-"*) ;;
+        *) extra="$extra --save-embeddings build/analysis/$1" ;;
+    esac
+    case " $extra " in *" --save-embeddings "*) extra="$extra --resume" ;; esac
     echo "$(date +%H:%M:%S) start $name"
     # shellcheck disable=SC2086
     if ./hpjepa eval "$DATA/$ds" --config "$cfg" $extra --seeds "$SEEDS" --first-seed "$FIRST_SEED" --threads "$THREADS" --quiet \
