@@ -17,23 +17,47 @@ OUT=$R/analysis.md
     echo "# Analyses (paper sections 5.3-5.4)"
     echo
     echo "Produced by \`bash tools/analysis.sh\` from the runs of \`bash tools/reproduce.sh\`"
-    echo "(one seed x 10 folds each, as the paper's sensitivity figure). Figures: \`reports/figures/\`."
+    echo "(the quartiles over the seeds both methods have, the sweeps one seed x 10 folds, as the"
+    echo "paper's sensitivity figure). Figures: \`reports/figures/\`."
 } >"$OUT"
 
 have() { local f; for f in "$@"; do [ -f "$f" ] || return 1; done; }
 section() { printf '\n## %s\n\n' "$1" >>"$OUT"; }
-# quartiles DS HP GJ TITLE: accuracy per node-count quartile of two runs
-# (their graphs.csv), table into $OUT, figure $F/DS_quartiles.svg
+# the first PREFIX given whose .json and .graphs.csv exist (a full run or a
+# merged one: seeds numbered from 1)
+first_run() {
+    local p
+    for p in "$@"; do
+        if have "$p.json" "$p.graphs.csv" && ! grep -qE '"first_seed": ([02-9]|1[0-9])' "$p.json"; then echo "$p"; return 0; fi
+    done
+    return 1
+}
+nseeds() { grep -o '"seeds": [0-9]*' "$1.json" | head -1 | grep -o '[0-9]*$'; }
+# quartiles DS TITLE: accuracy per node-count quartile, HP-JEPA against
+# Graph-JEPA mode on the same seeds: the runs with the most seeds (HP-JEPA
+# with the penalty chosen by inner CV preferred), both cut to the seeds they
+# share; table into $OUT, figure $F/DS_quartiles.svg
 quartiles() {
-    local ds=$1 hp=$2 gj=$3 title=$4
-    section "$title"
-    if have "$hp.graphs.csv" "$gj.graphs.csv"; then
-        ./hpjepa plot quartiles --out "$F/${ds}_quartiles.svg" --title "$title" \
-            "HP-JEPA=$hp.graphs.csv" "Graph-JEPA mode=$gj.graphs.csv" >>"$OUT" 2>>"$OUT.err"
+    local ds=$1 title=$2 hp gj n s
+    hp=$(first_run "$R/${ds}_hp_cv_5seed_fromemb" "$R/${ds}_hp_5seed" "$R/${ds}_hp_cv_2seed_fromemb" "$R/${ds}_hp_2seed" \
+        "$R/${ds}_hp_cv_1seed" "$R/${ds}_hp_1seed")
+    gj=$(first_run "$R/${ds}_gj_5seed" "$R/${ds}_gj_clamp20_5seed" "$R/${ds}_gj_clamp20_2seed" "$R/${ds}_gj_1seed" \
+        "$R/${ds}_gj_clamp20_1seed")
+    if [ -n "$hp" ] && [ -n "$gj" ]; then
+        n=$(nseeds "$hp"); [ "$(nseeds "$gj")" -lt "$n" ] && n=$(nseeds "$gj")
+        s="1 seed"; [ "$n" -gt 1 ] && s="$n seeds"
+        section "$title ($s x 10 folds)"
+        echo "HP-JEPA: \`$hp\`, Graph-JEPA mode: \`$gj\` (seeds 1..$n of each)." >>"$OUT"
+        echo >>"$OUT"
+        awk -F, -v n="$n" 'NR == 1 || $1 <= n' "$hp.graphs.csv" >"build/analysis/${ds}_q_hp.csv"
+        awk -F, -v n="$n" 'NR == 1 || $1 <= n' "$gj.graphs.csv" >"build/analysis/${ds}_q_gj.csv"
+        ./hpjepa plot quartiles --out "$F/${ds}_quartiles.svg" --title "$title ($s x 10 folds)" \
+            "HP-JEPA=build/analysis/${ds}_q_hp.csv" "Graph-JEPA mode=build/analysis/${ds}_q_gj.csv" >>"$OUT" 2>>"$OUT.err"
         echo >>"$OUT"
         echo "![quartiles](figures/${ds}_quartiles.svg)" >>"$OUT"
     else
-        echo "(not run yet: needs $hp.graphs.csv and $gj.graphs.csv)" >>"$OUT"
+        section "$title"
+        echo "(not run yet: needs a HP-JEPA and a Graph-JEPA-mode run with graphs.csv)" >>"$OUT"
     fi
 }
 
@@ -44,7 +68,7 @@ for ds in PROTEINS IMDB-BINARY IMDB-MULTI; do
     hp=$R/${ds}_hp_cv_1seed gj=$R/${ds}_gj_1seed
     [ -f "$hp.json" ] || { hp=$R/${ds}_hp_1seed; cv=; }
     [ -f "$gj.json" ] || gj=$R/${ds}_gj_clamp20_1seed
-    quartiles "$ds" "$hp" "$gj" "$ds: accuracy per node-count quartile"
+    quartiles "$ds" "$ds: accuracy per node-count quartile"
     section "$ds: resolution-bank sweep"
     args=()
     [ -f "$R/${ds}_hp${cv}_bank248_1seed.json" ] && args+=("{2,4,8}=$R/${ds}_hp${cv}_bank248_1seed.json")
@@ -60,10 +84,8 @@ for ds in PROTEINS IMDB-BINARY IMDB-MULTI; do
     fi
 done
 
-# beyond the paper's figure: the 5-seed runs (quartiles over every seed)
-for ds in MUTAG; do
-    quartiles "$ds" "$R/${ds}_hp_5seed" "$R/${ds}_gj_5seed" "$ds: accuracy per node-count quartile (5 seeds x 10 folds)"
-done
+# beyond the paper's figure
+quartiles MUTAG "MUTAG: accuracy per node-count quartile"
 
 section "PROTEINS case study: t-SNE of graph embeddings"
 for m in hp gj; do
