@@ -260,6 +260,36 @@ static void test_gemm_small_path(void) {
     free(Cs);
 }
 
+/* Products of at most 16 rows with both operands row-major stream B by rows
+   (AVX-512); their rows must have the bits of the same rows computed by the
+   tiled path (40 rows), for K within one K block and across several, N
+   with and without partial vectors, and every alpha / beta case. */
+static void test_gemm_fewrows_path(void) {
+    hpj_rng r;
+    int Mb = 40, Ms[4] = {1, 7, 13, 16}, Ns[3] = {64, 100, 530}, Ks[4] = {5, 256, 300, 600}, a, b, c, i;
+    float alphas[2] = {1.0f, 0.75f}, betas[3] = {0.0f, 1.0f, -2.0f};
+    float *A = fbuf((size_t)Mb * 600), *B = fbuf((size_t)600 * 530), *Cb = fbuf((size_t)Mb * 530), *Cs = fbuf((size_t)16 * 530);
+    hpj_rng_seed(&r, 17);
+    fill_uniform(A, (size_t)Mb * 600, -1, 1, &r);
+    fill_uniform(B, (size_t)600 * 530, -1, 1, &r);
+    for (a = 0; a < 4; ++a)
+        for (b = 0; b < 3; ++b)
+            for (c = 0; c < 4; ++c) {
+                int M = Ms[a], N = Ns[b], K = Ks[c];
+                float alpha = alphas[(a + c) % 2], beta = betas[(a + b + c) % 3];
+                for (i = 0; i < Mb * N; ++i) Cb[i] = 0.25f * (float)(i % 7) - 0.5f;
+                for (i = 0; i < M * N; ++i) Cs[i] = 0.25f * (float)(i % 7) - 0.5f;
+                hpj_gemm(0, 0, Mb, N, K, alpha, A, K, B, N, beta, Cb, N);
+                hpj_gemm(0, 0, M, N, K, alpha, A, K, B, N, beta, Cs, N);
+                CHECK_MSG(bits_equal(Cb, Cs, (size_t)M * N), "%dx%dx%d alpha %g beta %g: few-row path differs from the tiled rows",
+                          M, N, K, alpha, beta);
+            }
+    free(A);
+    free(B);
+    free(Cb);
+    free(Cs);
+}
+
 /* 1 vs 2 threads, and GEMMs called from inside a parallel region. */
 static void test_gemm_threads(void) {
 #ifdef _OPENMP
@@ -325,11 +355,13 @@ static double lin_loss(void *p) {
 /* Few-row products go through out^T = W inp^T inside hpj_linear_forward:
    the same bits as the bias-then-GEMM definition, with and without bias. */
 static void test_linear_few_rows(void) {
-    static const int shapes[3][3] = {{32, 300, 520}, {64, 1030, 700}, {40, 300, 520}};
+    /* 32 and 64 rows (full tiles), 40 (direct), 8..16 (the half tile), 5 (direct) */
+    static const int shapes[7][3] = {{32, 300, 520}, {64, 1030, 700}, {40, 300, 520}, {16, 512, 512}, {13, 300, 1030},
+                                     {8, 520, 700}, {5, 512, 512}};
     hpj_rng r;
     int s, withb;
     hpj_rng_seed(&r, 29);
-    for (s = 0; s < 3; ++s)
+    for (s = 0; s < 7; ++s)
         for (withb = 0; withb < 2; ++withb) {
             int N = shapes[s][0], Din = shapes[s][1], Dout = shapes[s][2], i;
             float *x = fbuf((size_t)N * Din), *W = fbuf((size_t)Din * Dout), *b = fbuf((size_t)Dout);
@@ -1538,6 +1570,7 @@ const test_case nn_tests[] = {
     {"nn.gemm_degenerate", test_gemm_degenerate},
     {"nn.gemm_kernels_agree", test_gemm_kernels_agree},
     {"nn.gemm_small_path", test_gemm_small_path},
+    {"nn.gemm_fewrows_path", test_gemm_fewrows_path},
     {"nn.gemm_threads", test_gemm_threads},
     {"nn.linear", test_linear},
     {"nn.linear_few_rows", test_linear_few_rows},
