@@ -128,6 +128,26 @@ static int resume_record(const char *prefix, int seed, int fold, uint64_t key, d
     return 0;
 }
 
+/* Reads PREFIX.s<seed>f<fold>.npy (seeds numbered from 1) into H, or with
+   H = NULL only checks it: a .npy of (graphs, L*dim) for this dataset and
+   config; otherwise a one-line reason, `why` appended. path gets the name. */
+static int read_fold_embeddings(const char *prefix, int seed, int fold, const hpj_dataset *ds, const hpj_config *cfg,
+                                float *H, char *path, size_t cap, const char *why) {
+    long long er, ec;
+    float *E;
+    snprintf(path, cap, "%s.s%df%d.npy", prefix, seed, fold);
+    if (!(E = cli_read_npy("eval", path, &er, &ec))) return -1;
+    if (er != ds->num_graphs || ec != (long long)cfg->L * cfg->dim) {
+        cli_error("eval", "%s: shape (%lld, %lld), expected (%d, %lld) for %s with L = %d, dim = %d%s", path, er, ec,
+                  ds->num_graphs, (long long)cfg->L * cfg->dim, ds->name, cfg->L, cfg->dim, why);
+        free(E);
+        return -1;
+    }
+    if (H) memcpy(H, E, sizeof(float) * (size_t)er * (size_t)ec);
+    free(E);
+    return 0;
+}
+
 static double mean_of(const double *x, int n) {
     double s = 0;
     int i;
@@ -402,18 +422,8 @@ int cmd_eval(int argc, char **argv) {
     if (from_emb) { /* every fold's file, before any work: present, of the right shape */
         int nf = regression ? 1 : (int)folds;
         for (s = 0; s < seeds; ++s)
-            for (f = 0; f < nf; ++f) {
-                long long er, ec;
-                float *E;
-                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", from_emb, s0 + s + 1, f + 1);
-                if (!(E = cli_read_npy("eval", out_path, &er, &ec))) goto done;
-                free(E);
-                if (er != ds.num_graphs || ec != (long long)cfg.L * cfg.dim) {
-                    cli_error("eval", "%s: shape (%lld, %lld), expected (%d, %lld) for %s with L = %d, dim = %d", out_path, er,
-                              ec, ds.num_graphs, (long long)cfg.L * cfg.dim, ds.name, cfg.L, cfg.dim);
-                    goto done;
-                }
-            }
+            for (f = 0; f < nf; ++f)
+                if (read_fold_embeddings(from_emb, s0 + s + 1, f + 1, &ds, &cfg, NULL, out_path, sizeof out_path, "")) goto done;
     }
     if (from_mod) { /* every fold's model, before any work: a valid checkpoint of this config's shape */
         int nf = regression ? 1 : (int)folds;
@@ -451,34 +461,17 @@ int cmd_eval(int argc, char **argv) {
             }
             if (resume && resume_lookup(save_emb, s0 + s + 1, f + 1, key, &t_rec)) {
                 /* saved by an earlier run of this protocol (PREFIX.done) */
-                long long er, ec;
-                float *E;
-                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", save_emb, s0 + s + 1, f + 1);
-                if (!(E = cli_read_npy("eval", out_path, &er, &ec))) goto done;
-                if (er != ds.num_graphs || ec != (long long)cfg.L * cfg.dim) {
-                    cli_error("eval", "%s: shape (%lld, %lld), expected (%d, %lld): replaced since %s.done recorded it", out_path, er,
-                              ec, ds.num_graphs, (long long)cfg.L * cfg.dim, save_emb);
-                    free(E);
+                if (read_fold_embeddings(save_emb, s0 + s + 1, f + 1, &ds, &cfg, H, out_path, sizeof out_path,
+                                         " (replaced since PREFIX.done recorded it)"))
                     goto done;
-                }
-                memcpy(H, E, sizeof(float) * (size_t)er * (size_t)ec);
-                free(E);
                 resumed = 1;
                 ++nresumed;
                 resumed_seconds += t_rec;
                 fprintf(stderr, "    resumed: embeddings from %s (pretrained in %.1f s by an earlier run)\n", out_path, t_rec);
-            } else if (from_emb) { /* this fold's embeddings from an earlier run */
-                long long er, ec;
-                float *E;
-                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", from_emb, s0 + s + 1, f + 1);
-                if (!(E = cli_read_npy("eval", out_path, &er, &ec))) goto done;
-                if (er != ds.num_graphs || ec != (long long)cfg.L * cfg.dim) { /* replaced since the check */
-                    cli_error("eval", "%s: shape (%lld, %lld) changed during the run", out_path, er, ec);
-                    free(E);
+            } else if (from_emb) { /* this fold's embeddings from an earlier run (checked above) */
+                if (read_fold_embeddings(from_emb, s0 + s + 1, f + 1, &ds, &cfg, H, out_path, sizeof out_path,
+                                         " (replaced during the run)"))
                     goto done;
-                }
-                memcpy(H, E, sizeof(float) * (size_t)er * (size_t)ec);
-                free(E);
             } else {
                 if (from_mod) { /* this fold's model from an earlier run (--save-models) */
                     if (load_fold_model(from_mod, s0 + s, f, &cfg, out_path, sizeof out_path, &m)) goto done;
