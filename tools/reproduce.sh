@@ -15,6 +15,9 @@
 # PROTEINS Graph-JEPA `bench train` did 15-24 % more work than one 2-thread
 # run, but PROTEINS HP-JEPA next to DD Graph-JEPA ran a fold in 380-385 s
 # against 162 s alone on 2 threads (memory bandwidth): not a reliable win.
+# HPJEPA names the binary (default ./hpjepa): a long queue can pin a copy
+# (cp hpjepa build/hpjepa-pinned; HPJEPA=build/hpjepa-pinned bash ...) so
+# that rebuilding ./hpjepa meanwhile does not change the bits mid-protocol.
 # Every job saves each fold's embeddings (its own --save-embeddings prefix,
 # else build/analysis/<job>) and runs with --resume, so a job stopped
 # part-way (the end of a session) continues from the folds it finished, with
@@ -30,7 +33,9 @@ FIRST_SEED=${FIRST_SEED:-1}
 case $SEEDS$FIRST_SEED in *[!0-9]*) echo "reproduce.sh: SEEDS and FIRST_SEED must be numbers" >&2; exit 2 ;; esac
 R=reports
 mkdir -p "$R" build/analysis
-[ -x ./hpjepa ] || make -s hpjepa
+HPJEPA=${HPJEPA:-./hpjepa}
+[ "$HPJEPA" != ./hpjepa ] || [ -x ./hpjepa ] || make -s hpjepa
+[ -x "$HPJEPA" ] || { echo "reproduce.sh: $HPJEPA is not an executable" >&2; exit 2; }
 
 # name | dataset | config | extra arguments
 JOBS=(
@@ -78,7 +83,7 @@ run_job() {
     case " $extra " in *" --save-embeddings "*) extra="$extra --resume" ;; esac
     echo "$(date +%H:%M:%S) start $name"
     # shellcheck disable=SC2086
-    if ./hpjepa eval "$DATA/$ds" --config "$cfg" $extra --seeds "$SEEDS" --first-seed "$FIRST_SEED" --threads "$THREADS" --quiet \
+    if "$HPJEPA" eval "$DATA/$ds" --config "$cfg" $extra --seeds "$SEEDS" --first-seed "$FIRST_SEED" --threads "$THREADS" --quiet \
         --report "$R/$name" >"$R/$name.out" 2>"$R/$name.err"; then
         echo "$(date +%H:%M:%S) done  $name: $(tail -1 "$R/$name.out")"
     else
@@ -95,9 +100,9 @@ case_study() {
         [ $m = gj ] && cfg=data/configs/graph-jepa/PROTEINS.cfg
         if [ ! -f "build/analysis/PROTEINS_$m.npy" ]; then
             echo "$(date +%H:%M:%S) start case study PROTEINS $m"
-            ./hpjepa pretrain "$DATA/PROTEINS" --config "$cfg" --threads "$THREADS" --quiet \
+            "$HPJEPA" pretrain "$DATA/PROTEINS" --config "$cfg" --threads "$THREADS" --quiet \
                 --out "build/analysis/PROTEINS_$m.hpj" --loss-log "$R/PROTEINS_${m}_loss.csv" >/dev/null &&
-            ./hpjepa embed "build/analysis/PROTEINS_$m.hpj" "$DATA/PROTEINS" --out "build/analysis/PROTEINS_$m.npy" >/dev/null ||
+            "$HPJEPA" embed "build/analysis/PROTEINS_$m.hpj" "$DATA/PROTEINS" --out "build/analysis/PROTEINS_$m.npy" >/dev/null ||
                 echo "FAILED case study $m"
         fi
     done
