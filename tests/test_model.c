@@ -205,6 +205,62 @@ static void test_model_gradient_peer_variant(void) {
     model_gradient_case(sets, 0);
 }
 
+/* the same model with the first layer per copy (input_table = 0): the
+   per-copy path keeps its own finite-difference check */
+static void test_model_gradient_per_copy(void) {
+    static const char *const sets[] = {"input_table", "0", "target_adj", "1", NULL};
+    model_gradient_case(sets, 0);
+}
+
+/* The table path (input_table = 1) and the per-copy path compute the same
+   loss and gradients up to rounding: labelled and unlabelled edges, one
+   GNN layer (no later layer reads e) and two. */
+static void test_model_table_matches_per_copy(void) {
+    const char *dir = test_dataset("MUTAG");
+    int unl, layers, l;
+    if (!dir) return;
+    for (unl = 0; unl < 2; ++unl)
+        for (layers = 1; layers <= 2; ++layers) {
+            hpj_dataset ds;
+            hpj_model m[2];
+            int32_t gs[12];
+            int i, k;
+            const char *nl = layers == 1 ? "1" : "2";
+            CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+            if (unl) { free(ds.edge_label); ds.edge_label = NULL; }
+            for (k = 0; k < 2; ++k) {
+                hpj_config c;
+                tiny_config(&c);
+                CHECK_OK(hpj_config_set(&c, "gnn_layers", nl));
+                CHECK_OK(hpj_config_set(&c, "input_table", k ? "1" : "0"));
+                CHECK_OK(hpj_model_init(&m[k], &c, &ds));
+            }
+            CHECK_EQ_INT((int)m[0].num_params, (int)m[1].num_params);
+            CHECK(memcmp(m[0].params, m[1].params, sizeof(float) * m[0].num_params) == 0);
+            for (i = 0; i < 12; ++i) gs[i] = i * 5 + 1;
+            for (l = 0; l < 3; ++l) {
+                double L[2], gmax = 0.0, dmax = 0.0;
+                float yt[2][12 * 3 * 2];
+                size_t j;
+                for (k = 0; k < 2; ++k) CHECK_OK(hpj_model_loss(&m[k], &ds, gs, 12, l, 9, yt[k], 0, &L[k]));
+                CHECK_MSG(fabs(L[0] - L[1]) <= 1e-5 * fabs(L[0]) + 1e-7, "resolution %d: loss %.9g per copy, %.9g table",
+                          l + 1, L[0], L[1]);
+                for (j = 0; j < m[0].num_params; ++j) {
+                    gmax = fmax(gmax, fabs(m[0].grads[j]));
+                    dmax = fmax(dmax, fabs((double)m[0].grads[j] - m[1].grads[j]));
+                }
+                CHECK(gmax > 0.0);
+                CHECK_MSG(dmax <= 1e-4 * gmax, "resolution %d (%s edges, %d layers): gradients differ by %.3g (max %.3g)", l + 1,
+                          unl ? "unlabelled" : "labelled", layers, dmax, gmax);
+                /* the encoders' input weights get their gradient on both paths */
+                CHECK(fabs(m[1].g.node_W[0]) + fabs(m[1].g.node_b[0]) > 0.0f);
+            }
+            hpj_model_free(&m[0]);
+            hpj_model_free(&m[1]);
+            hpj_dataset_free(&ds);
+        }
+}
+
 typedef struct loss_log { double first[HPJ_MAX_RES], last[HPJ_MAX_RES]; int epochs; } loss_log;
 static void log_progress(void *u, const hpj_progress *p) {
     loss_log *lg = (loss_log *)u;
@@ -502,6 +558,8 @@ const test_case model_tests[] = {
     {"model.gradient_fd", test_model_gradient},
     {"model.gradient_fd_peer_variant", test_model_gradient_peer_variant},
     {"model.gradient_fd_unlabelled_edges", test_model_gradient_unlabelled_edges},
+    {"model.gradient_fd_per_copy", test_model_gradient_per_copy},
+    {"model.table_matches_per_copy", test_model_table_matches_per_copy},
     {"model.ema_update_rule", test_ema_update_rule},
     {"model.loss_decreases", test_loss_decreases},
     {"model.deterministic_and_threads", test_deterministic_and_threads},
