@@ -917,6 +917,10 @@ typedef struct hpj_config {
     int part_method;               /* partition: kway | rb                            */
     int node_vocab, edge_vocab;    /* minimum one-hot widths (ZINC: 28, 4)            */
     int node_attr;                 /* 1: append node attributes to the input          */
+    int node_degree;               /* c > 0: append the one-hot of min(degree, c)
+                                      (c + 1 columns; the HP-JEPA paper calls IMDB's
+                                      inputs one-hot degrees, the Graph-JEPA
+                                      reference uses a constant); 0: off             */
     int readout;                   /* readout: concat | uniform | task                */
     float lambda_unif;             /* uniform share of the task weighting             */
     float probe_alpha;             /* probe penalty (DESIGN.md definition)            */
@@ -1001,6 +1005,7 @@ typedef struct hpj_model {
     int node_onehot;                /* one-hot width of node labels (0: none) */
     int32_t node_label_min;
     int node_attr_dim;              /* node attributes appended (0: none)     */
+    int node_deg;                   /* one-hot degree columns (0: none)       */
     int edge_onehot;                /* one-hot width of edge labels (0: none) */
     int32_t edge_label_min;
     size_t num_params, enc_offset, enc_count, num_stats;
@@ -1282,7 +1287,7 @@ HPJDEF void hpj_resweight_apply(float *out /*(n, D)*/, const float *H /*(n, L, D
      "HPJEPA\r\n" magic (8 bytes) | u32 version | u32 flags (1: optimizer state)
      | u32 config text length | config text (`key = value` lines)
      | 8 x i32 input encoding (F, Fe, node_onehot, node_label_min,
-       node_attr_dim, edge_onehot, edge_label_min, reserved 0)
+       node_attr_dim, edge_onehot, edge_label_min, node_deg (0 before 0.5))
      | 5 x u64 (num_params, enc_count, num_stats, step, epoch)
      | f32 params | f32 EMA encoder | f32 BN running statistics
      | [f32 Adam m | f32 Adam v] | u32 CRC-32 of every byte before it.
@@ -7148,6 +7153,7 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
     HPJ__INT("node_vocab", node_vocab, 0, 1 << 20)
     HPJ__INT("edge_vocab", edge_vocab, 0, 1 << 20)
     HPJ__INT("node_attr", node_attr, 0, 1)
+    HPJ__INT("node_degree", node_degree, 0, 4095)
     else if (hpj__streq(key, "readout")) {
         if (hpj__streq(v, "concat")) c->readout = HPJ_READOUT_CONCAT;
         else if (hpj__streq(v, "uniform")) c->readout = HPJ_READOUT_UNIFORM;
@@ -7256,7 +7262,7 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
     HPJ__PUT("rw_reduce = %s\npred_layers = %d\ntarget_adj = %d\nema_init = %s\npatch_mixing = %d\ngnn_out_linear = %d\n",
              c->rw_reduce == HPJ_RW_MEAN ? "mean" : "max", c->pred_layers, c->target_adj,
              c->ema_copy_init ? "copy" : "independent", c->patch_mixing, c->gnn_out_linear);
-    HPJ__PUT("input_table = %d\n", c->input_table);
+    HPJ__PUT("input_table = %d\nnode_degree = %d\n", c->input_table, c->node_degree);
     HPJ__PUT("lr = %.9g\nmin_lr = %.9g\nweight_decay = %.9g\noptimizer = %s\nbatch_size = %d\nepochs = %d\n", c->lr,
              c->min_lr, c->weight_decay, c->optimizer == HPJ_OPT_ADAMW ? "adamw" : "adam", c->batch_size, c->epochs);
     HPJ__PUT("schedule = %s\nwarmup = %.9g\ndropout = %.9g\ntoken_dropout = %.9g\nclip = %.9g\nbeta = %.9g\n",
@@ -7429,7 +7435,8 @@ HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_
         m->node_label_min = ds->node_label_min;
     }
     if (cfg->node_attr && ds->node_attr) m->node_attr_dim = ds->node_attr_dim;
-    m->F = m->node_onehot + m->node_attr_dim;
+    m->node_deg = cfg->node_degree ? cfg->node_degree + 1 : 0;
+    m->F = m->node_onehot + m->node_deg + m->node_attr_dim;
     if (m->F == 0) m->F = 1; /* no node input: the constant 0 feature of the reference */
     if (ds->edge_label) {
         m->edge_onehot = HPJ__MAX(cfg->edge_vocab, ds->edge_label_max - ds->edge_label_min + 1);
@@ -7622,7 +7629,9 @@ static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hp
    input is a one-hot label or nothing, and the edge input a one-hot label
    or nothing (the TU and ZINC data), every copy's h0 is one of nt rows
    H[k] = node_W[:, k] + node_b (k < node_onehot: label k; k = nt - 1:
-   none, i.e. a label outside the vocabulary or no node input) and every
+   none, i.e. a label outside the vocabulary or no node input; with
+   node_degree, k runs over (label, capped degree) pairs and H[k] adds the
+   degree's column too) and every
    message ReLU(h0_j + e_ji) one of nt * ne rows ReLU(H[k] + Ev[t]) (Ev
    from edge_W, edge_b the same way; ne = 1 for unlabelled edges). The
    layer's first product t1 = agg W1^T is linear in agg, so with
@@ -7636,8 +7645,23 @@ static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hp
    ReLU onto H and Ev, which are columns of the encoders' weights. */
 #define HPJ__TABLE_MAX 4096 /* table rows; larger vocabularies take the per-copy path */
 
+/* Degree of dataset node u in its graph (for node_degree). */
+static int32_t hpj__node_degree(const hpj_dataset *ds, int64_t u) {
+    int32_t lo = 0, hi = ds->num_graphs - 1;
+    while (lo < hi) { /* the graph g with node_ptr[g] <= u < node_ptr[g + 1] */
+        int32_t mid = lo + (hi - lo + 1) / 2;
+        if (ds->node_ptr[mid] <= u) lo = mid;
+        else hi = mid - 1;
+    }
+    {
+        const int32_t *rp = ds->rowptr + ds->node_ptr[lo] + lo; /* graph lo's local CSR offsets */
+        int64_t i = u - ds->node_ptr[lo];
+        return rp[i + 1] - rp[i];
+    }
+}
+
 static int hpj__table_dims(const hpj_model *m, int *nt, int *ne) {
-    int t = m->node_onehot + 1, e = m->edge_onehot ? m->edge_onehot + 1 : 1;
+    int t = (m->node_onehot + 1) * HPJ__MAX(1, m->node_deg), e = m->edge_onehot ? m->edge_onehot + 1 : 1;
     if (nt) *nt = t;
     if (ne) *ne = e;
     return m->cfg.input_table && m->node_attr_dim == 0 && (int64_t)t * (1 + e) <= HPJ__TABLE_MAX;
@@ -7703,8 +7727,9 @@ typedef struct hpj__gnn_ws {
 /* Input features of the copies (one-hot node labels, attributes) and of the
    induced edges (one-hot edge labels); constant 0 where the data has none.
    On the table path (w->ty set, see hpj__table_forward) the types instead:
-   ty[c] = the label of copy c (nt - 1 for none), ky[j] = the table row of
-   the message along CSR entry j. */
+   ty[c] = the input type of copy c (its label, node_onehot for none, times
+   node_deg plus its capped degree when node_degree is on), ky[j] = the
+   table row of the message along CSR entry j. */
 static void hpj__path_features(const hpj_model *m, const hpj_dataset *ds, hpj__gnn_ws *w) {
     const hpj__path *p = &w->path;
     float *x = w->x, *ex = w->ex;
@@ -7714,8 +7739,9 @@ static void hpj__path_features(const hpj_model *m, const hpj_dataset *ds, hpj__g
         hpj__table_dims(m, &nt, &ne);
         HPJ__OMP(parallel for schedule(static))
         for (c = 0; c < p->C; ++c) {
-            int32_t v = m->node_onehot ? ds->node_label[p->node[c]] - m->node_label_min : -1;
-            w->ty[c] = v >= 0 && v < m->node_onehot ? v : nt - 1;
+            int32_t u = p->node[c], v = m->node_onehot ? ds->node_label[u] - m->node_label_min : -1;
+            int32_t lab = v >= 0 && v < m->node_onehot ? v : m->node_onehot; /* node_onehot: none */
+            w->ty[c] = m->node_deg ? lab * m->node_deg + HPJ__MIN(hpj__node_degree(ds, u), m->node_deg - 1) : lab;
         }
         HPJ__OMP(parallel for schedule(static))
         for (c = 0; c < p->C; ++c) {
@@ -7740,7 +7766,9 @@ static void hpj__path_features(const hpj_model *m, const hpj_dataset *ds, hpj__g
             int32_t v = ds->node_label[u] - m->node_label_min;
             if (v >= 0 && v < m->node_onehot) row[v] = 1.0f;
         }
-        for (j = 0; j < m->node_attr_dim; ++j) row[m->node_onehot + j] = ds->node_attr[(size_t)u * ds->node_attr_dim + j];
+        if (m->node_deg) row[m->node_onehot + HPJ__MIN(hpj__node_degree(ds, u), m->node_deg - 1)] = 1.0f;
+        for (j = 0; j < m->node_attr_dim; ++j)
+            row[m->node_onehot + m->node_deg + j] = ds->node_attr[(size_t)u * ds->node_attr_dim + j];
     }
     if (!m->edge_onehot) return; /* unlabelled edges: no per-edge input */
     HPJ__OMP(parallel for schedule(static))
@@ -7879,9 +7907,12 @@ static void hpj__table_forward(hpj_model *m, hpj__gnn_ws *w) {
     float s = 1.0f + q->eps[0], *t1 = w->lay[0].t1;
     hpj__table_dims(m, &nt, &ne);
     nA = nt * (1 + ne);
-    for (k = 0; k < nt; ++k) {
+    for (k = 0; k < nt; ++k) { /* type k = label * node_deg + degree (node_deg 0: label) */
         float *h = w->htab + (size_t)k * D;
-        for (d = 0; d < D; ++d) h[d] = (k < m->node_onehot ? m->p.node_W[(size_t)d * m->F + k] : 0.0f) + m->p.node_b[d];
+        int lab = m->node_deg ? k / m->node_deg : k, dg = m->node_onehot + (m->node_deg ? k % m->node_deg : 0);
+        for (d = 0; d < D; ++d)
+            h[d] = (lab < m->node_onehot ? m->p.node_W[(size_t)d * m->F + lab] : 0.0f) +
+                   (m->node_deg ? m->p.node_W[(size_t)d * m->F + dg] : 0.0f) + m->p.node_b[d];
     }
     for (t = 0; t < ne; ++t) {
         float *e = w->etab + (size_t)t * D;
@@ -8089,7 +8120,9 @@ static void hpj__table_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws
                 gh += g;
                 b->eacc[(size_t)t * D + d] += g;
             }
-            if (k < m->node_onehot) m->g.node_W[(size_t)d * m->F + k] += (float)gh;
+            if ((m->node_deg ? k / m->node_deg : k) < m->node_onehot)
+                m->g.node_W[(size_t)d * m->F + (m->node_deg ? k / m->node_deg : k)] += (float)gh;
+            if (m->node_deg) m->g.node_W[(size_t)d * m->F + m->node_onehot + k % m->node_deg] += (float)gh;
             gb += gh;
         }
         m->g.node_b[d] += (float)gb;
@@ -11388,7 +11421,7 @@ HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, un
     hpj__put_u32(b + off, (uint32_t)clen); off += 4;
     memcpy(b + off, cfgtext, clen); off += clen;
     enc[0] = m->F; enc[1] = m->Fe; enc[2] = m->node_onehot; enc[3] = m->node_label_min; enc[4] = m->node_attr_dim;
-    enc[5] = m->edge_onehot; enc[6] = m->edge_label_min; enc[7] = 0;
+    enc[5] = m->edge_onehot; enc[6] = m->edge_label_min; enc[7] = m->node_deg;
     for (i = 0; i < 8; ++i) { hpj__put_u32(b + off, (uint32_t)enc[i]); off += 4; }
     hpj__put_u64(b + off, m->num_params); off += 8;
     hpj__put_u64(b + off, m->enc_count); off += 8;
@@ -11438,12 +11471,14 @@ HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, si
     m->node_onehot = (int)hpj__get_u32(b + off + 8); m->node_label_min = (int32_t)hpj__get_u32(b + off + 12);
     m->node_attr_dim = (int)hpj__get_u32(b + off + 16); m->edge_onehot = (int)hpj__get_u32(b + off + 20);
     m->edge_label_min = (int32_t)hpj__get_u32(b + off + 24);
+    m->node_deg = (int)hpj__get_u32(b + off + 28);
     off += 32;
     np = hpj__get_u64(b + off); ne = hpj__get_u64(b + off + 8); ns = hpj__get_u64(b + off + 16);
     step = hpj__get_u64(b + off + 24); epoch = hpj__get_u64(b + off + 32);
     off += 40;
-    if (m->node_onehot < 0 || m->node_attr_dim < 0 || m->edge_onehot < 0 || m->F != HPJ__MAX(1, m->node_onehot + m->node_attr_dim) ||
-        m->Fe != HPJ__MAX(1, m->edge_onehot))
+    if (m->node_onehot < 0 || m->node_attr_dim < 0 || m->edge_onehot < 0 ||
+        m->node_deg != (cfg.node_degree ? cfg.node_degree + 1 : 0) ||
+        m->F != HPJ__MAX(1, m->node_onehot + m->node_deg + m->node_attr_dim) || m->Fe != HPJ__MAX(1, m->edge_onehot))
         return hpj__fail(HPJ_ERR_FORMAT, "%s: inconsistent input encoding", name);
     if ((st = hpj__model_alloc(m, &cfg))) { hpj_model_free(m); return st; }
     if (np != m->num_params || ne != m->enc_count || ns != m->num_stats) {

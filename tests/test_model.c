@@ -219,7 +219,7 @@ static void test_model_table_matches_per_copy(void) {
     const char *dir = test_dataset("MUTAG");
     int unl, layers, l;
     if (!dir) return;
-    for (unl = 0; unl < 2; ++unl)
+    for (unl = 0; unl < 3; ++unl) /* labelled edges, unlabelled, labelled + one-hot degrees */
         for (layers = 1; layers <= 2; ++layers) {
             hpj_dataset ds;
             hpj_model m[2];
@@ -227,12 +227,13 @@ static void test_model_table_matches_per_copy(void) {
             int i, k;
             const char *nl = layers == 1 ? "1" : "2";
             CHECK_OK(hpj_dataset_load_tu(dir, &ds));
-            if (unl) { free(ds.edge_label); ds.edge_label = NULL; }
+            if (unl == 1) { free(ds.edge_label); ds.edge_label = NULL; }
             for (k = 0; k < 2; ++k) {
                 hpj_config c;
                 tiny_config(&c);
                 CHECK_OK(hpj_config_set(&c, "gnn_layers", nl));
                 CHECK_OK(hpj_config_set(&c, "input_table", k ? "1" : "0"));
+                if (unl == 2) CHECK_OK(hpj_config_set(&c, "node_degree", "3")); /* MUTAG degrees 1-4: 4 capped */
                 CHECK_OK(hpj_model_init(&m[k], &c, &ds));
             }
             CHECK_EQ_INT((int)m[0].num_params, (int)m[1].num_params);
@@ -251,9 +252,25 @@ static void test_model_table_matches_per_copy(void) {
                 }
                 CHECK(gmax > 0.0);
                 CHECK_MSG(dmax <= 1e-4 * gmax, "resolution %d (%s edges, %d layers): gradients differ by %.3g (max %.3g)", l + 1,
-                          unl ? "unlabelled" : "labelled", layers, dmax, gmax);
+                          unl == 1 ? "unlabelled" : unl ? "labelled, degrees," : "labelled", layers, dmax, gmax);
                 /* the encoders' input weights get their gradient on both paths */
                 CHECK(fabs(m[1].g.node_W[0]) + fabs(m[1].g.node_b[0]) > 0.0f);
+                if (unl == 2) { /* the degree columns (after MUTAG's 7 labels) too */
+                    CHECK_EQ_INT(m[1].F, 7 + 4);
+                    CHECK(fabs(m[1].g.node_W[7]) + fabs(m[1].g.node_W[10]) > 0.0f);
+                }
+            }
+            if (unl == 2) { /* the degree encoding survives a checkpoint round trip */
+                unsigned char *buf = NULL;
+                size_t len = 0;
+                hpj_model back;
+                CHECK_OK(hpj_model_serialize(&m[1], 0, &buf, &len));
+                CHECK_OK(hpj_model_deserialize(&back, buf, len, "mem"));
+                CHECK_EQ_INT(back.node_deg, 4);
+                CHECK_EQ_INT(back.F, m[1].F);
+                CHECK_EQ_INT(back.cfg.node_degree, 3);
+                hpj_model_free(&back);
+                hpj_free_buffer(buf);
             }
             hpj_model_free(&m[0]);
             hpj_model_free(&m[1]);

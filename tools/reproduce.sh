@@ -69,6 +69,9 @@ JOBS=(
   "PROTEINS_hp_adamw_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set optimizer=adamw --set probe_select=cv --save-embeddings build/analysis/PROTEINS_hp_adamw_1seed"
   # ~3.5 h per seed here: resumable across sessions (see above)
   "DD_hp_1seed|DD|data/configs/DD.cfg|"
+  # IMDB node features as the HP-JEPA paper describes them (one-hot degree; 88 = IMDB-MULTI's largest degree)
+  "IMDB-MULTI_hp_degree_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set node_degree=88"
+  "IMDB-MULTI_gj_degree_1seed|IMDB-MULTI|data/configs/graph-jepa/IMDB-MULTI.cfg|--set node_degree=88 --set target_clamp=20"
 )
 
 run_job() {
