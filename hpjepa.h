@@ -7625,6 +7625,21 @@ static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hp
     p->gptr[0] = 0;
 }
 
+/* Degree of dataset node u in its graph (for node_degree). */
+static int32_t hpj__node_degree(const hpj_dataset *ds, int64_t u) {
+    int32_t lo = 0, hi = ds->num_graphs - 1;
+    while (lo < hi) { /* the graph g with node_ptr[g] <= u < node_ptr[g + 1] */
+        int32_t mid = lo + (hi - lo + 1) / 2;
+        if (ds->node_ptr[mid] <= u) lo = mid;
+        else hi = mid - 1;
+    }
+    {
+        const int32_t *rp = ds->rowptr + ds->node_ptr[lo] + lo; /* graph lo's local CSR offsets */
+        int64_t i = u - ds->node_ptr[lo];
+        return rp[i + 1] - rp[i];
+    }
+}
+
 /* The first GINE layer on the table of distinct inputs. When the node
    input is a one-hot label or nothing, and the edge input a one-hot label
    or nothing (the TU and ZINC data), every copy's h0 is one of nt rows
@@ -7644,21 +7659,6 @@ static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hp
    the rows, dW1 += dT^T A, dA = dT W1, then through (1 + eps) and the
    ReLU onto H and Ev, which are columns of the encoders' weights. */
 #define HPJ__TABLE_MAX 4096 /* table rows; larger vocabularies take the per-copy path */
-
-/* Degree of dataset node u in its graph (for node_degree). */
-static int32_t hpj__node_degree(const hpj_dataset *ds, int64_t u) {
-    int32_t lo = 0, hi = ds->num_graphs - 1;
-    while (lo < hi) { /* the graph g with node_ptr[g] <= u < node_ptr[g + 1] */
-        int32_t mid = lo + (hi - lo + 1) / 2;
-        if (ds->node_ptr[mid] <= u) lo = mid;
-        else hi = mid - 1;
-    }
-    {
-        const int32_t *rp = ds->rowptr + ds->node_ptr[lo] + lo; /* graph lo's local CSR offsets */
-        int64_t i = u - ds->node_ptr[lo];
-        return rp[i + 1] - rp[i];
-    }
-}
 
 static int hpj__table_dims(const hpj_model *m, int *nt, int *ne) {
     int t = (m->node_onehot + 1) * HPJ__MAX(1, m->node_deg), e = m->edge_onehot ? m->edge_onehot + 1 : 1;
@@ -8103,12 +8103,13 @@ static void hpj__table_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws
     }
     /* T = A W1^T: dW1 += dT^T A, dA = dT W1 */
     hpj__lin_back_set(b->datab, gq->W1, NULL, b->dtab, w->atab, q->W1, nA, D, D);
-    /* A = [(1 + eps) H ; ReLU(H[k] + Ev[t])], H[k] = node_W[:, k] + node_b,
-       Ev[t] = edge_W[:, t] + edge_b: column d of every table at once */
+    /* A = [(1 + eps) H ; ReLU(H[k] + Ev[t])], H[k] = node_W[:, label] (+
+       node_W[:, degree]) + node_b, Ev[t] = edge_W[:, t] + edge_b: column d
+       of every table at once */
     HPJ__OMP(parallel for schedule(static) if ((int64_t)nA * D >= HPJ__PAR_ELEMS))
     for (d = 0; d < D; ++d) {
         double gb = 0.0, geb = 0.0, dep = 0.0;
-        int k, t;
+        int k, t, lab;
         if (b->de && !m->edge_onehot) b->eacc[d] += b->de[d]; /* the later layers' shared de */
         for (k = 0; k < nt; ++k) {
             float hk = w->htab[(size_t)k * D + d], da = b->datab[(size_t)k * D + d];
@@ -8120,8 +8121,8 @@ static void hpj__table_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws
                 gh += g;
                 b->eacc[(size_t)t * D + d] += g;
             }
-            if ((m->node_deg ? k / m->node_deg : k) < m->node_onehot)
-                m->g.node_W[(size_t)d * m->F + (m->node_deg ? k / m->node_deg : k)] += (float)gh;
+            lab = m->node_deg ? k / m->node_deg : k; /* type k = label * node_deg + degree */
+            if (lab < m->node_onehot) m->g.node_W[(size_t)d * m->F + lab] += (float)gh;
             if (m->node_deg) m->g.node_W[(size_t)d * m->F + m->node_onehot + k % m->node_deg] += (float)gh;
             gb += gh;
         }
