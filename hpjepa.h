@@ -7094,25 +7094,29 @@ static int hpj__parse_list(const char *v, int32_t *out, int *count, long lo, lon
 
 HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) {
     long x;
-    int n, bad = 0;
+    int n, bad = 0; /* 1: bad value; 2: an integer outside [blo, bhi]; 3: a number; 4: not e0 or e1; 5: a list */
+    double blo = 0.0, bhi = 0.0;
+    const char *e0 = "", *e1 = "";
     int32_t list[HPJ_MAX_RES];
 #define HPJ__INT(name, field, lo, hi) \
-    else if (hpj__streq(key, name)) { if (hpj__parse_long(v, lo, hi, &x)) bad = 1; else c->field = (int)x; }
+    else if (hpj__streq(key, name)) { \
+        if (hpj__parse_long(v, lo, hi, &x)) { bad = 2; blo = lo; bhi = hi; } else c->field = (int)x; }
 #define HPJ__FLT(name, field, lo, hi) \
-    else if (hpj__streq(key, name)) { if (hpj__parse_float(v, lo, hi, &c->field)) bad = 1; }
+    else if (hpj__streq(key, name)) { if (hpj__parse_float(v, lo, hi, &c->field)) { bad = 3; blo = lo; bhi = hi; } }
 #define HPJ__ENUM2(name, field, s0, v0, s1, v1) \
-    else if (hpj__streq(key, name)) { if (hpj__streq(v, s0)) c->field = v0; else if (hpj__streq(v, s1)) c->field = v1; else bad = 1; }
+    else if (hpj__streq(key, name)) { \
+        if (hpj__streq(v, s0)) c->field = v0; else if (hpj__streq(v, s1)) c->field = v1; else { bad = 4; e0 = s0; e1 = s1; } }
     if (!key || !v) return hpj__fail(HPJ_ERR_INPUT, "config: NULL key or value");
     if (0) {}
     else if (hpj__streq(key, "mode")) {
         if (hpj__streq(v, "hp") || hpj__streq(v, "hp-jepa")) c->mode = HPJ_MODE_HP;
         else if (hpj__streq(v, "graph-jepa") || hpj__streq(v, "gj")) c->mode = HPJ_MODE_GRAPH_JEPA;
-        else bad = 1;
+        else { bad = 4; e0 = "hp"; e1 = "graph-jepa"; }
     } else if (hpj__streq(key, "resolutions")) {
-        if (hpj__parse_list(v, list, &n, 1, 1 << 20)) bad = 1;
+        if (hpj__parse_list(v, list, &n, 1, 1 << 20)) bad = 5;
         else { c->L = n; memcpy(c->K, list, sizeof(int32_t) * (size_t)n); }
     } else if (hpj__streq(key, "targets")) {
-        if (hpj__parse_list(v, list, &n, 1, 1 << 20)) bad = 1;
+        if (hpj__parse_list(v, list, &n, 1, 1 << 20)) bad = 5;
         else {
             int l;
             for (l = 0; l < HPJ_MAX_RES; ++l) c->M[l] = list[l < n ? l : n - 1]; /* last value repeats */
@@ -7158,7 +7162,7 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
         if (hpj__streq(v, "concat")) c->readout = HPJ_READOUT_CONCAT;
         else if (hpj__streq(v, "uniform")) c->readout = HPJ_READOUT_UNIFORM;
         else if (hpj__streq(v, "task")) c->readout = HPJ_READOUT_TASK;
-        else bad = 1;
+        else { bad = 4; e0 = "concat, uniform"; e1 = "task"; }
     }
     HPJ__FLT("lambda_unif", lambda_unif, 0.0, 1.0)
     HPJ__FLT("probe_alpha", probe_alpha, 0.0, 1e12)
@@ -7174,6 +7178,13 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
 #undef HPJ__INT
 #undef HPJ__FLT
 #undef HPJ__ENUM2
+    if (bad == 2)
+        return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (an integer in %.0f..%.0f)", v, key, blo, bhi);
+    if (bad == 3) return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (a number in %g..%g)", v, key, blo, bhi);
+    if (bad == 4) return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (%s or %s)", v, key, e0, e1);
+    if (bad == 5)
+        return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (1 to %d comma-separated integers >= 1)", v, key,
+                         HPJ_MAX_RES);
     if (bad) return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s'", v, key);
     return HPJ_OK;
 }
