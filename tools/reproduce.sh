@@ -72,6 +72,9 @@ JOBS=(
   # IMDB node features as the HP-JEPA paper describes them (one-hot degree; 88 = IMDB-MULTI's largest degree)
   "IMDB-MULTI_hp_degree_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set node_degree=88"
   "IMDB-MULTI_gj_degree_1seed|IMDB-MULTI|data/configs/graph-jepa/IMDB-MULTI.cfg|--set node_degree=88 --set target_clamp=20"
+  # the same on IMDB-BINARY (largest degree 135)
+  "IMDB-BINARY_hp_degree_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set node_degree=135"
+  "IMDB-BINARY_gj_degree_1seed|IMDB-BINARY|data/configs/graph-jepa/IMDB-BINARY.cfg|--set node_degree=135 --set target_clamp=20"
 )
 
 run_job() {
