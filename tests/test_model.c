@@ -213,8 +213,9 @@ static void test_model_gradient_per_copy(void) {
 }
 
 /* The table path (input_table = 1) and the per-copy path compute the same
-   loss and gradients up to rounding: labelled and unlabelled edges, one
-   GNN layer (no later layer reads e) and two. */
+   loss and gradients up to rounding: labelled edges, unlabelled edges, and
+   labelled edges with one-hot degrees; one GNN layer (no later layer reads
+   e) and two. */
 static void test_model_table_matches_per_copy(void) {
     const char *dir = test_dataset("MUTAG");
     int unl, layers, l;
@@ -233,7 +234,7 @@ static void test_model_table_matches_per_copy(void) {
                 tiny_config(&c);
                 CHECK_OK(hpj_config_set(&c, "gnn_layers", nl));
                 CHECK_OK(hpj_config_set(&c, "input_table", k ? "1" : "0"));
-                if (unl == 2) CHECK_OK(hpj_config_set(&c, "node_degree", "3")); /* MUTAG degrees 1-4: 4 capped */
+                if (unl == 2) CHECK_OK(hpj_config_set(&c, "node_degree", "3")); /* MUTAG degrees 1-4, 4 capped to 3 */
                 CHECK_OK(hpj_model_init(&m[k], &c, &ds));
             }
             CHECK_EQ_INT((int)m[0].num_params, (int)m[1].num_params);
