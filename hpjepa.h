@@ -7678,6 +7678,13 @@ static int hpj__table_dims(const hpj_model *m, int *nt, int *ne) {
     return m->cfg.input_table && m->node_attr_dim == 0 && (int64_t)t * (1 + e) <= HPJ__TABLE_MAX;
 }
 
+/* Whether some GINE aggregation reads the edge encoder's output e (and so
+   needs it, and its gradient de): every layer on the per-copy path, the
+   layers after the first on the table path. */
+static int hpj__gine_reads_e(const hpj_model *m) {
+    return !hpj__table_dims(m, NULL, NULL) || m->cfg.gnn_layers > 1;
+}
+
 /* out[c] = mean of in over the copies of c's group (copies of one node).
    The averaging matrix is symmetric, so this is its own backward. */
 static void hpj__copy_avg(float *out, const float *in, const hpj__path *p, int D) {
@@ -7820,7 +7827,7 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
         w->x = hpj_arena_floats(a, (size_t)C * m->F + 1);
         w->ex = m->edge_onehot ? hpj_arena_floats(a, (size_t)E * m->Fe + 1) : NULL;
     }
-    if (!table || m->cfg.gnn_layers > 1) /* the GINE of the other layers */
+    if (hpj__gine_reads_e(m))
         w->e = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * D + 1 : (size_t)D);
     w->h0 = hpj_arena_floats(a, CD + 1);
     w->bntmp = hpj_arena_floats(a, 2 * (size_t)D);
@@ -8036,8 +8043,7 @@ static void hpj__gnn_bind_back(hpj_arena *a, const hpj_model *m, hpj__gnn_bws *b
     memset(b, 0, sizeof(*b));
     for (i = 0; i < 4; ++i) b->buf[i] = hpj_arena_floats(a, CD);
     b->sA = hpj_arena_floats(a, SD); b->sB = hpj_arena_floats(a, SD);
-    if (!hpj__table_dims(m, &nt, &ne) || m->cfg.gnn_layers > 1)
-        b->de = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * D + 1 : D);
+    if (hpj__gine_reads_e(m)) b->de = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * D + 1 : D);
     if (hpj__table_dims(m, &nt, &ne)) {
         size_t nA = (size_t)nt * (1 + ne);
         b->tacc = (double *)hpj_arena_alloc(a, sizeof(double) * nA * D);
