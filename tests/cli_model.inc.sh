@@ -123,6 +123,53 @@ if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --set lr=0.0
        --resume >/dev/null 2>"$TMP/res2.err" && ! grep -q 'resumed:' "$TMP/res2.err" && [ "$(wc -l < "$TMP/res.done")" -eq 6 ]; then
     ok "eval: --resume ignores folds saved under another config"
 else bad "eval: --resume ignores folds saved under another config" "$(head -c 300 "$TMP/res2.err")"; fi
+# --fold-log: a 1-seed run records its folds; a 2-seed run on the same log
+# restores seed 1 (no pretraining) and gives the report of a fresh 2-seed run;
+# a last line cut mid-write is dropped and its fold run again; another config
+# restores nothing; a malformed line is an error naming file:line
+OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --quiet --report "$TMP/fl_full" >/dev/null 2>&1
+OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --fold-log "$TMP/fl.folds" >/dev/null 2>&1
+head -2 "$TMP/fl.folds" > "$TMP/fl.cut" && sed -n 3p "$TMP/fl.folds" | head -c 120 >> "$TMP/fl.cut" && mv "$TMP/fl.cut" "$TMP/fl.folds"
+if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --quiet --fold-log "$TMP/fl.folds" \
+       --report "$TMP/fl_cont" >/dev/null 2>"$TMP/fl.err" &&
+   grep -q 'fl.folds:3: dropping an incomplete last line' "$TMP/fl.err" &&
+   [ "$(grep -c 'restored from' "$TMP/fl.err")" -eq 2 ] && grep -q 'seed 1 fold  2: .*restored from' "$TMP/fl.err" &&
+   [ "$(wc -l < "$TMP/fl.folds")" -eq 6 ] && [ "$(grep -c '^s[12]f[123] ' "$TMP/fl.folds")" -eq 6 ] &&
+   cmp -s "$TMP/fl_full.graphs.csv" "$TMP/fl_cont.graphs.csv" && grep -q '"restored_folds": 2, ' "$TMP/fl_cont.json" &&
+   [ "$(grep -o '"\(score\|train\|alpha\)": [0-9.e-]*' "$TMP/fl_full.json")" = "$(grep -o '"\(score\|train\|alpha\)": [0-9.e-]*' "$TMP/fl_cont.json")" ] &&
+   [ "$(grep -o '"mean": [0-9.]*' "$TMP/fl_full.json")" = "$(grep -o '"mean": [0-9.]*' "$TMP/fl_cont.json")" ]; then
+    ok "eval: --fold-log restores recorded folds with the same results"
+else bad "eval: --fold-log restores recorded folds with the same results" "$(head -c 400 "$TMP/fl.err")"; fi
+if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --set lr=0.002 --folds 3 --seeds 1 --quiet \
+       --fold-log "$TMP/fl.folds" >/dev/null 2>"$TMP/fl2.err" && ! grep -q 'restored' "$TMP/fl2.err" && [ "$(wc -l < "$TMP/fl.folds")" -eq 9 ]; then
+    ok "eval: --fold-log restores nothing under another config"
+else bad "eval: --fold-log restores nothing under another config" "$(head -c 300 "$TMP/fl2.err")"; fi
+printf 's1f1 zz\n' > "$TMP/fl_bad.folds"
+expect_fail "eval: malformed fold log line (file:line)" "fl_bad.folds:1: not a fold record" \
+    ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds"
+sed -n 1p "$TMP/fl.folds" | sed 's/ [0-9]*:/ 99999:/' > "$TMP/fl_bad.folds"
+expect_fail "eval: fold log naming a graph outside the dataset" "fl_bad.folds:1: not a fold record: a test prediction is not" \
+    ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds"
+sed -n 1p "$TMP/fl.folds" | sed 's/^s1f1 /s1f2 /' > "$TMP/fl_bad.folds"
+if ! ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds" >/dev/null 2>"$TMP/fl3.err" &&
+   [ "$(grep -c "fl_bad.folds: the record of seed 1 fold 2 does not match this fold's test graphs" "$TMP/fl3.err")" -eq 1 ]; then
+    ok "eval: fold log record of another fold's graphs is an error"
+else bad "eval: fold log record of another fold's graphs is an error" "$(head -c 300 "$TMP/fl3.err")"; fi
+expect_fail "eval: unwritable fold log" "cannot open for appending" \
+    ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/nodir/x.folds"
+# regression (DEMO with a graph attribute and a split): the test graphs' float
+# predictions read back to the same bits
+rd=$TMP/REG; mkdir -p "$rd"
+for f in A graph_indicator node_labels; do cp data/DEMO/DEMO_$f.txt "$rd/REG_$f.txt"; done
+awk '{n[$1]++} END {for (g = 1; g <= 400; ++g) printf "%.3f\n", n[g] / 10}' data/DEMO/DEMO_graph_indicator.txt > "$rd/REG_graph_attributes.txt"
+awk 'BEGIN {for (g = 0; g < 400; ++g) print (g % 5 == 0 ? "test" : g % 5 == 1 ? "val" : "train")}' > "$rd/REG_split.txt"
+OMP_WAIT_POLICY=passive ./hpjepa eval "$rd" --config "$MCFG" --seeds 1 --quiet --report "$TMP/rg_full" >/dev/null 2>&1
+OMP_WAIT_POLICY=passive ./hpjepa eval "$rd" --config "$MCFG" --seeds 1 --quiet --fold-log "$TMP/rg.folds" >/dev/null 2>&1
+if OMP_WAIT_POLICY=passive ./hpjepa eval "$rd" --config "$MCFG" --seeds 1 --quiet --fold-log "$TMP/rg.folds" \
+       --report "$TMP/rg_cont" >"$TMP/rg.out" 2>"$TMP/rg.err" && grep -q 'restored from' "$TMP/rg.err" && grep -q '^mae=' "$TMP/rg.out" &&
+   cmp -s "$TMP/rg_full.graphs.csv" "$TMP/rg_cont.graphs.csv" && [ "$(wc -l < "$TMP/rg.folds")" -eq 1 ]; then
+    ok "eval: --fold-log restores a regression split's predictions"
+else bad "eval: --fold-log restores a regression split's predictions" "$(head -c 300 "$TMP/rg.err")"; fi
 # train_embed = repartition: fold 1's test graphs keep the fixed-partition
 # embeddings of the run above (same model), its training graphs get others
 if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set train_embed=repartition \

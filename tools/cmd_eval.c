@@ -19,7 +19,8 @@ static const char *eval_usage =
     "usage: hpjepa eval DATASET_DIR --config FILE [--folds N] [--seeds N] [--first-seed N]\n"
     "                   [--set key=value ...] [--threads T] [--report PREFIX]\n"
     "                   [--save-embeddings PREFIX] [--from-embeddings PREFIX]\n"
-    "                   [--save-models PREFIX] [--from-models PREFIX] [--resume] [--quiet]\n"
+    "                   [--save-models PREFIX] [--from-models PREFIX] [--resume]\n"
+    "                   [--fold-log FILE] [--quiet]\n"
     "  Runs the whole protocol and ends with accuracy=<mean> std=<std> (classification,\n"
     "  fractions) or mae=<mean> std=<std> (regression): the mean over folds per seed,\n"
     "  then mean and std across seeds (the paper's aggregation). Also prints\n"
@@ -44,6 +45,12 @@ static const char *eval_usage =
     "  depends only on the seed and the fold, so a stopped run continued with\n"
     "  --resume gives the same results as one that never stopped; the report's\n"
     "  wall time adds the recorded seconds of the resumed folds.\n"
+    "  --fold-log FILE appends each finished fold's results (score, train score,\n"
+    "  probe alpha, resolution weights, every test prediction) to FILE as one text\n"
+    "  line under the same key as PREFIX.done, and a fold already recorded there\n"
+    "  under that key is not run again: its results are read back, the same bits.\n"
+    "  A few kilobytes per fold, so a protocol of many hours can continue on\n"
+    "  another machine (tools/reproduce.sh keeps them in reports/folds/).\n"
     "  --from-embeddings PREFIX skips pretraining and reads each fold's embeddings\n"
     "  from PREFIX.s<seed>f<fold>.npy (as --save-embeddings wrote them), then runs\n"
     "  the rest of the protocol (resolution weighting, probe) as usual: a readout\n"
@@ -125,6 +132,181 @@ static int resume_record(const char *prefix, int seed, int fold, uint64_t key, d
     bad = fprintf(f, "s%df%d %016llx %.1f\n", seed, fold, (unsigned long long)key, seconds) < 0;
     bad |= fclose(f) != 0;
     if (bad) { cli_error("eval", "%s: write failed", path); return -1; }
+    return 0;
+}
+
+/* --fold-log FILE: every finished fold's results (its row and its test
+   predictions) as one text line, so that a protocol of many hours can be
+   carried across machines in a few kilobytes (the embeddings of --resume are
+   megabytes per fold). Line: "s<seed>f<fold> <key> <seconds> <score> <train>
+   <alpha> <L> <omega_1> .. <omega_L> <n> <graph>:<pred> ..." (doubles as %.17g
+   and floats as %.9g, so they read back to the same bits). A later run with
+   the same key reuses a recorded fold instead of running it. A last line
+   without its newline (a run stopped while writing it) is cut off the file
+   (rewritten atomically); any other line that does not parse is an error
+   naming the file and the line. */
+typedef struct fold_rec {
+    int seed, fold, n, L;
+    double seconds, score, train, alpha;
+    float omega[HPJ_MAX_RES];
+    int32_t *graph;
+    float *pred;
+} fold_rec;
+
+typedef struct fold_log {
+    const char *path;
+    fold_rec *rec;
+    int n, cap;
+    long incomplete_at; /* where an incomplete last line starts, or -1 */
+} fold_log;
+
+static void fold_log_free(fold_log *fl) {
+    int i;
+    for (i = 0; i < fl->n; ++i) { free(fl->rec[i].graph); free(fl->rec[i].pred); }
+    free(fl->rec);
+    fl->rec = NULL;
+    fl->n = fl->cap = 0;
+}
+
+/* Parses one complete line; 0 and *r filled (graph/pred allocated) if its key
+   is `key`, 1 if it is well formed under another key, -1 with *why if not. */
+static int fold_rec_parse(const char *line, uint64_t key, int num_graphs, fold_rec *r, const char **why) {
+    const char *p = line;
+    char *end;
+    unsigned long long k;
+    long v;
+    int i, nchar;
+    memset(r, 0, sizeof *r);
+    *why = "expected s<seed>f<fold> <key> <seconds> <score> <train> <alpha> <L> <omega>.. <n> <graph>:<pred>..";
+    if (sscanf(p, "s%df%d %llx%n", &r->seed, &r->fold, &k, &nchar) != 3 || r->seed < 1 || r->fold < 1) return -1;
+    p += nchar;
+    r->seconds = strtod(p, &end); if (end == p) return -1; p = end;
+    r->score = strtod(p, &end); if (end == p) return -1; p = end;
+    r->train = strtod(p, &end); if (end == p) return -1; p = end;
+    r->alpha = strtod(p, &end); if (end == p) return -1; p = end;
+    v = strtol(p, &end, 10);
+    if (end == p || v < 1 || v > HPJ_MAX_RES) { *why = "the number of resolutions is not in 1..HPJ_MAX_RES"; return -1; }
+    r->L = (int)v;
+    p = end;
+    for (i = 0; i < r->L; ++i) { r->omega[i] = strtof(p, &end); if (end == p) return -1; p = end; }
+    v = strtol(p, &end, 10);
+    if (end == p || v < 1 || v > num_graphs) { *why = "the number of test graphs is not in 1..graphs of the dataset"; return -1; }
+    r->n = (int)v;
+    p = end;
+    r->graph = (int32_t *)malloc(sizeof(int32_t) * (size_t)r->n);
+    r->pred = (float *)malloc(sizeof(float) * (size_t)r->n);
+    if (!r->graph || !r->pred) { *why = "out of memory"; goto bad; }
+    for (i = 0; i < r->n; ++i) {
+        v = strtol(p, &end, 10);
+        if (end == p || *end != ':' || v < 0 || v >= num_graphs) { *why = "a test prediction is not <graph>:<pred> with a graph of the dataset"; goto bad; }
+        r->graph[i] = (int32_t)v;
+        p = end + 1;
+        r->pred[i] = strtof(p, &end);
+        if (end == p) { *why = "a test prediction is not <graph>:<pred>"; goto bad; }
+        p = end;
+    }
+    while (*p == ' ' || *p == '\r') ++p;
+    if (*p) { *why = "unexpected text after the predictions"; goto bad; }
+    if (k == key) return 0;
+    free(r->graph); free(r->pred);
+    r->graph = NULL; r->pred = NULL;
+    return 1;
+bad:
+    free(r->graph); free(r->pred);
+    r->graph = NULL; r->pred = NULL;
+    return -1;
+}
+
+/* Reads FILE (a missing file is an empty log) and keeps the records under key. */
+static int fold_log_load(fold_log *fl, const char *path, uint64_t key, int num_graphs) {
+    FILE *f;
+    char *line = NULL;
+    size_t len = 0, cap = 0;
+    long lineno = 0, complete = 0; /* bytes in complete lines */
+    int c, rc = 0;
+    memset(fl, 0, sizeof *fl);
+    fl->path = path;
+    fl->incomplete_at = -1;
+    if (!(f = fopen(path, "r"))) return 0;
+    for (;;) {
+        c = fgetc(f);
+        if (c == EOF && len == 0) break;
+        if (c == EOF) { /* an incomplete last line */
+            fprintf(stderr, "hpjepa eval: %s:%ld: dropping an incomplete last line (a run stopped while writing it)\n", path,
+                    lineno + 1);
+            fl->incomplete_at = complete;
+            break;
+        }
+        if (len + 1 >= cap) {
+            char *t = (char *)realloc(line, cap = cap ? 2 * cap : 4096);
+            if (!t) { cli_error("eval", "out of memory"); rc = -1; break; }
+            line = t;
+        }
+        if (c != '\n') { line[len++] = (char)c; continue; }
+        line[len] = 0;
+        complete += (long)len + 1;
+        len = 0;
+        ++lineno;
+        {
+            fold_rec r;
+            const char *why;
+            int k = fold_rec_parse(line, key, num_graphs, &r, &why);
+            if (k < 0) { cli_error("eval", "%s:%ld: not a fold record: %s", path, lineno, why); rc = -1; break; }
+            if (k > 0) continue;
+            if (fl->n == fl->cap) {
+                fold_rec *t = (fold_rec *)realloc(fl->rec, sizeof(fold_rec) * (size_t)(fl->cap = fl->cap ? 2 * fl->cap : 16));
+                if (!t) { free(r.graph); free(r.pred); cli_error("eval", "out of memory"); rc = -1; break; }
+                fl->rec = t;
+            }
+            fl->rec[fl->n++] = r;
+        }
+    }
+    free(line);
+    if (ferror(f)) { cli_error("eval", "%s: read error", path); rc = -1; }
+    if (!rc && fl->incomplete_at >= 0) { /* keep the complete lines only */
+        char tmp[1100];
+        FILE *o = strlen(path) < 1000 ? cli_create("eval", path, tmp, sizeof tmp) : NULL;
+        long k;
+        int bad = 0;
+        if (!o) rc = -1;
+        else {
+            rewind(f);
+            for (k = 0; k < fl->incomplete_at && !bad; ++k) bad = (c = fgetc(f)) == EOF || fputc(c, o) == EOF;
+            if (cli_commit("eval", o, bad, tmp, path)) rc = -1;
+        }
+    }
+    fclose(f);
+    if (rc) fold_log_free(fl);
+    return rc;
+}
+
+/* The last record of seed/fold, or NULL. */
+static const fold_rec *fold_log_find(const fold_log *fl, int seed, int fold) {
+    int i;
+    for (i = fl->n - 1; i >= 0; --i)
+        if (fl->rec[i].seed == seed && fl->rec[i].fold == fold) return &fl->rec[i];
+    return NULL;
+}
+
+/* Appends one fold's record: the whole line in one write. */
+static int fold_log_append(fold_log *fl, uint64_t key, const eval_row *row, int L, const int32_t *te, int nte,
+                           const eval_pred *preds) {
+    size_t cap = 256 + (size_t)L * 20 + (size_t)nte * 32, n = 0;
+    char *buf = (char *)malloc(cap);
+    FILE *f;
+    int i, bad;
+    if (!buf) { cli_error("eval", "out of memory"); return -1; }
+    n += (size_t)snprintf(buf + n, cap - n, "s%df%d %016llx %.1f %.17g %.17g %.17g %d", row->seed, row->fold,
+                          (unsigned long long)key, row->seconds, row->score, row->train_score, row->alpha, L);
+    for (i = 0; i < L; ++i) n += (size_t)snprintf(buf + n, cap - n, " %.9g", row->omega[i]);
+    n += (size_t)snprintf(buf + n, cap - n, " %d", nte);
+    for (i = 0; i < nte; ++i) n += (size_t)snprintf(buf + n, cap - n, " %d:%.9g", te[i], preds[te[i]].pred);
+    buf[n++] = '\n';
+    if (!(f = fopen(fl->path, "a"))) { free(buf); cli_error("eval", "%s: cannot open for appending", fl->path); return -1; }
+    bad = fwrite(buf, 1, n, f) != n;
+    bad |= fclose(f) != 0;
+    free(buf);
+    if (bad) { cli_error("eval", "%s: write failed", fl->path); return -1; }
     return 0;
 }
 
@@ -321,18 +503,21 @@ static hpj_status embed_fold(const hpj_model *m, const hpj_dataset *ds, const in
 int cmd_eval(int argc, char **argv) {
     hpj_config cfg;
     hpj_dataset ds;
-    const char *dir = NULL, *report = NULL, *save_emb = NULL, *from_emb = NULL, *save_mod = NULL, *from_mod = NULL;
+    const char *dir = NULL, *report = NULL, *save_emb = NULL, *from_emb = NULL, *save_mod = NULL, *from_mod = NULL,
+               *fold_log_path = NULL;
+    fold_log flog;
     char out_path[1100]; /* an output file name: the checks below, then each fold's .npy */
     long long folds = 10, seeds = -1, first_seed = 1;
-    int i, s0 = 0, quiet = 0, rc = 1, regression, nrows = 0, s, f, resume = 0, nresumed = 0;
+    int i, s0 = 0, quiet = 0, rc = 1, regression, nrows = 0, s, f, resume = 0, nresumed = 0, nrestored = 0;
     uint64_t key = 0;
-    double resumed_seconds = 0.0; /* recorded pretraining time of the resumed folds */
+    double resumed_seconds = 0.0; /* recorded time of the resumed and restored folds */
     int32_t *fold = NULL, *tr = NULL, *te = NULL, *ids = NULL, *ytr = NULL, g;
     float *H = NULL, *Xtr = NULL, *Xte = NULL, *S = NULL, *Ytr = NULL;
     eval_row *rows = NULL;
     eval_pred *preds = NULL; /* (seeds, G) */
     double *seed_mean = NULL, *seed_std = NULL, t_all = cli_now();
     hpj_config_default(&cfg);
+    memset(&flog, 0, sizeof flog);
     for (i = 1; i < argc; ++i) {
         int used;
         if (cli_is_help(argv[i])) { fputs(eval_usage, stdout); return 0; }
@@ -351,6 +536,7 @@ int cmd_eval(int argc, char **argv) {
         else if (!strcmp(argv[i], "--from-models") && i + 1 < argc) from_mod = argv[++i];
         else if (!strcmp(argv[i], "--quiet")) quiet = 1;
         else if (!strcmp(argv[i], "--resume")) resume = 1;
+        else if (!strcmp(argv[i], "--fold-log") && i + 1 < argc) fold_log_path = argv[++i];
         else if (argv[i][0] == '-') { cli_error("eval", "unknown option '%s' (see --help)", argv[i]); return 2; }
         else if (!dir) dir = argv[i];
         else { cli_error("eval", "unexpected argument '%s'", argv[i]); return 2; }
@@ -398,6 +584,14 @@ int cmd_eval(int argc, char **argv) {
     }
     if (seeds < 0) seeds = regression ? 1 : 5;
     key = resume_key(&ds, regression ? 1 : folds, &cfg);
+    if (fold_log_path) {
+        FILE *t;
+        if (fold_log_load(&flog, fold_log_path, key, ds.num_graphs)) goto done;
+        if (!(t = fopen(fold_log_path, "a")) || fclose(t)) {
+            cli_error("eval", "%s: cannot open for appending", fold_log_path);
+            goto done;
+        }
+    }
     {
         size_t G = (size_t)ds.num_graphs, LD = (size_t)cfg.L * cfg.dim;
         fold = (int32_t *)malloc(sizeof(int32_t) * G);
@@ -458,6 +652,39 @@ int cmd_eval(int argc, char **argv) {
                     else ++nval;
                 } else if (fold[g] == f) te[nte++] = g;
                 else tr[ntr++] = g;
+            }
+            if (fold_log_path && fold_log_find(&flog, s0 + s + 1, f + 1)) { /* recorded by an earlier run */
+                const fold_rec *fr = fold_log_find(&flog, s0 + s + 1, f + 1);
+                memset(ids, 0, sizeof(int32_t) * (size_t)ds.num_graphs);
+                for (g = 0; g < nte; ++g) ids[te[g]] = 1;
+                for (g = 0; g < fr->n && fr->L == cfg.L && fr->n == nte; ++g) {
+                    if (ids[fr->graph[g]] != 1) break;
+                    ids[fr->graph[g]] = 2;
+                }
+                if (fr->L != cfg.L || fr->n != nte || g < fr->n) {
+                    cli_error("eval", "%s: the record of seed %d fold %d does not match this fold's test graphs or resolutions",
+                              fold_log_path, s0 + s + 1, f + 1);
+                    goto done;
+                }
+                for (g = 0; g < fr->n; ++g) {
+                    eval_pred *pr = &preds[(size_t)s * ds.num_graphs + fr->graph[g]];
+                    pr->fold = f + 1;
+                    pr->pred = fr->pred[g];
+                }
+                row->seed = s0 + s + 1;
+                row->fold = f + 1;
+                row->score = fr->score;
+                row->train_score = fr->train;
+                row->alpha = fr->alpha;
+                row->seconds = fr->seconds;
+                memcpy(row->omega, fr->omega, sizeof row->omega);
+                fold_scores[f] = fr->score;
+                ++nrows;
+                ++nrestored;
+                resumed_seconds += fr->seconds;
+                fprintf(stderr, "  seed %d fold %2d: %s %.4f (train %.4f)  %.1f s, restored from %s\n", s0 + s + 1, f + 1,
+                        regression ? "mae" : "accuracy", fr->score, fr->train, fr->seconds, fold_log_path);
+                continue;
             }
             if (resume && resume_lookup(save_emb, s0 + s + 1, f + 1, key, &t_rec)) {
                 /* saved by an earlier run of this protocol (PREFIX.done) */
@@ -607,6 +834,7 @@ int cmd_eval(int argc, char **argv) {
             memcpy(row->omega, omega, sizeof omega);
             fold_scores[f] = score;
             ++nrows;
+            if (fold_log_path && fold_log_append(&flog, key, row, cfg.L, te, nte, preds + (size_t)s * ds.num_graphs)) goto done;
             fprintf(stderr, "  seed %d fold %2d: %s %.4f (train %.4f)  %.1f s\n", s0 + s + 1, f + 1, regression ? "mae" : "accuracy",
                     score, tscore, row->seconds);
         }
@@ -635,7 +863,10 @@ int cmd_eval(int argc, char **argv) {
             if (from_mod) fprintf(fm, "No pretraining: models read from %s.s<seed>f<fold>.hpj.\n\n", from_mod);
             if (nresumed)
                 fprintf(fm, "Resumed: %d folds' embeddings came from an earlier run of this protocol (%s.done); the wall time "
-                            "includes their recorded %.1f s.\n\n", nresumed, save_emb, resumed_seconds);
+                            "includes their recorded seconds.\n\n", nresumed, save_emb);
+            if (nrestored)
+                fprintf(fm, "Restored: %d folds' results came from the fold log %s (an earlier run of this protocol); the "
+                            "wall time includes their recorded seconds.\n\n", nrestored, fold_log_path);
             fprintf(fm, "| seed | fold | %s | train |\n|---|---|---|---|\n", regression ? "test mae" : "test accuracy");
             fprintf(fj, "{\"dataset\": \"%s\", \"metric\": \"%s\", \"mean\": %.6f, \"std\": %.6f, \"fold_std\": %.6f, "
                         "\"seeds\": %lld, \"first_seed\": %d, \"folds\": %lld, \"wall_seconds\": %.1f, ",
@@ -650,6 +881,7 @@ int cmd_eval(int argc, char **argv) {
                 fputs("\", ", fj);
             }
             if (nresumed) fprintf(fj, "\"resumed_folds\": %d, ", nresumed);
+            if (nrestored) fprintf(fj, "\"restored_folds\": %d, ", nrestored);
             fputs("\"rows\": [", fj);
             for (i = 0; i < nrows; ++i) {
                 int l;
@@ -678,6 +910,7 @@ int cmd_eval(int argc, char **argv) {
 done:
     free(fold); free(tr); free(te); free(ids); free(ytr); free(H); free(Xtr); free(Xte); free(S); free(Ytr);
     free(rows); free(preds); free(seed_mean); free(seed_std);
+    fold_log_free(&flog);
     hpj_dataset_free(&ds);
     return rc;
 }

@@ -20,8 +20,13 @@
 # that rebuilding ./hpjepa meanwhile does not change the bits mid-protocol.
 # Every job saves each fold's embeddings (its own --save-embeddings prefix,
 # else build/analysis/<job>) and runs with --resume, so a job stopped
-# part-way (the end of a session) continues from the folds it finished, with
-# the same results; only the fold that was running is lost.
+# part-way continues from the folds it finished, with the same results; only
+# the fold that was running is lost. build/ does not survive a new machine, so
+# every job also keeps its folds' results in reports/folds/<job>.folds
+# (eval --fold-log, a few KB per fold; a pinned binary from before that
+# option runs without it): commit that file, and the job continues on the
+# next machine from the folds it records (with a binary of the same header
+# version: the key includes it).
 set -u
 cd "$(dirname "$0")/.."
 DATA=${HPJ_DATA:-../shared/data}
@@ -32,10 +37,12 @@ SEEDS=${SEEDS:-1}
 FIRST_SEED=${FIRST_SEED:-1}
 case $SEEDS$FIRST_SEED in *[!0-9]*) echo "reproduce.sh: SEEDS and FIRST_SEED must be numbers" >&2; exit 2 ;; esac
 R=reports
-mkdir -p "$R" build/analysis
+mkdir -p "$R" "$R/folds" build/analysis
 HPJEPA=${HPJEPA:-./hpjepa}
 [ "$HPJEPA" != ./hpjepa ] || [ -x ./hpjepa ] || make -s hpjepa
 [ -x "$HPJEPA" ] || { echo "reproduce.sh: $HPJEPA is not an executable" >&2; exit 2; }
+FOLD_LOG=0
+"$HPJEPA" eval --help | grep -q -- --fold-log && FOLD_LOG=1
 
 # name | dataset | config | extra arguments
 JOBS=(
@@ -87,6 +94,7 @@ run_job() {
         *) extra="$extra --save-embeddings build/analysis/$1" ;;
     esac
     case " $extra " in *" --save-embeddings "*) extra="$extra --resume" ;; esac
+    [ $FOLD_LOG = 1 ] && extra="$extra --fold-log $R/folds/$name.folds"
     echo "$(date +%H:%M:%S) start $name"
     # shellcheck disable=SC2086
     if "$HPJEPA" eval "$DATA/$ds" --config "$cfg" $extra --seeds "$SEEDS" --first-seed "$FIRST_SEED" --threads "$THREADS" --quiet \
