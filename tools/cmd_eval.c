@@ -645,6 +645,7 @@ int cmd_eval(int argc, char **argv) {
             int l, w, correct = 0, tcorrect = 0, resumed = 0;
             double t0 = cli_now(), score, tscore, t_rec = 0.0;
             eval_row *row = &rows[nrows];
+            const fold_rec *fr;
             for (g = 0; g < ds.num_graphs; ++g) {
                 if (regression) {
                     if (ds.split[g] == HPJ_SPLIT_TRAIN) tr[ntr++] = g;
@@ -653,8 +654,7 @@ int cmd_eval(int argc, char **argv) {
                 } else if (fold[g] == f) te[nte++] = g;
                 else tr[ntr++] = g;
             }
-            if (fold_log_path && fold_log_find(&flog, s0 + s + 1, f + 1)) { /* recorded by an earlier run */
-                const fold_rec *fr = fold_log_find(&flog, s0 + s + 1, f + 1);
+            if ((fr = fold_log_path ? fold_log_find(&flog, s0 + s + 1, f + 1) : NULL)) { /* recorded by an earlier run */
                 memset(ids, 0, sizeof(int32_t) * (size_t)ds.num_graphs);
                 for (g = 0; g < nte; ++g) ids[te[g]] = 1;
                 for (g = 0; g < fr->n && fr->L == cfg.L && fr->n == nte; ++g) {
