@@ -1070,8 +1070,8 @@ HPJDEF void hpj_readout(const float *H, int n, int L, int D, int readout, float 
 HPJDEF hpj_status hpj_model_loss(hpj_model *m, const hpj_dataset *ds, const int32_t *graphs, int32_t n, int l,
                                  uint64_t sample_seed, float *targets, int reuse_targets, double *loss);
 
-/* GEMM flops of the last hpj_pretrain (forward + backward + target), for
-   throughput reports. */
+/* GEMM flops of the last hpj_pretrain (forward + backward + target) run by
+   the calling thread, for throughput reports. */
 HPJDEF double hpj_model_last_flops(void);
 
 
@@ -7876,7 +7876,7 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
     w->z = hpj_arena_floats(a, SD + 1);
 }
 
-static double hpj__flops; /* GEMM flops of the current run (main thread only) */
+static HPJ__TLS double hpj__flops; /* GEMM flops of the current run (per thread: runs may overlap) */
 
 static void hpj__lin(float *out, const float *in, const float *W, const float *b, int N, int Din, int Dout) {
     hpj_linear_forward(out, in, W, b, N, Din, Dout);
@@ -11372,20 +11372,17 @@ HPJDEF void hpj_resweight_apply(float *out, const float *H, const float *omega, 
 /* ==== checkpoints ========================================================== */
 
 HPJDEF uint32_t hpj_crc32(const void *data, size_t len) {
-    /* CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), bytewise */
-    static uint32_t table[256];
-    static int ready = 0;
+    /* CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), bytewise; the
+       table is built per call (2048 shifts), so concurrent calls share
+       nothing */
+    uint32_t table[256], k, j;
     const unsigned char *p = (const unsigned char *)data;
     uint32_t c = 0xFFFFFFFFu;
     size_t i;
-    if (!ready) {
-        uint32_t k, j;
-        for (k = 0; k < 256; ++k) {
-            uint32_t v = k;
-            for (j = 0; j < 8; ++j) v = (v & 1) ? 0xEDB88320u ^ (v >> 1) : v >> 1;
-            table[k] = v;
-        }
-        ready = 1;
+    for (k = 0; k < 256; ++k) {
+        uint32_t v = k;
+        for (j = 0; j < 8; ++j) v = (v & 1) ? 0xEDB88320u ^ (v >> 1) : v >> 1;
+        table[k] = v;
     }
     for (i = 0; i < len; ++i) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
     return c ^ 0xFFFFFFFFu;

@@ -157,6 +157,22 @@ if ! ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$T
 else bad "eval: fold log record of another fold's graphs is an error" "$(head -c 300 "$TMP/fl3.err")"; fi
 expect_fail "eval: unwritable fold log" "cannot open for appending" \
     ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/nodir/x.folds"
+# --lanes: two folds pretrained at once give the same report; with a fold
+# log holding seed 1, only seed 2's folds run (in lanes)
+if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --quiet --lanes 2 --threads 2 \
+       --report "$TMP/ln" >/dev/null 2>&1 && cmp -s "$TMP/fl_full.graphs.csv" "$TMP/ln.graphs.csv" &&
+   [ "$(grep -o '"\(score\|train\|alpha\|mean\)": [0-9.e-]*' "$TMP/fl_full.json")" = "$(grep -o '"\(score\|train\|alpha\|mean\)": [0-9.e-]*' "$TMP/ln.json")" ]; then
+    ok "eval: --lanes 2 gives the report of one lane"
+else bad "eval: --lanes 2 gives the report of one lane" "$(head -c 300 "$TMP/ln.json")"; fi
+head -3 "$TMP/fl.folds" > "$TMP/ln.folds"
+if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --lanes 3 --threads 2 \
+       --fold-log "$TMP/ln.folds" --save-embeddings "$TMP/lnemb" --report "$TMP/ln2" >/dev/null 2>"$TMP/ln2.err" &&
+   [ "$(grep -c 'restored from' "$TMP/ln2.err")" -eq 3 ] && grep -q 'folds 1-3: epoch 1/1' "$TMP/ln2.err" &&
+   cmp -s "$TMP/fl_full.graphs.csv" "$TMP/ln2.graphs.csv" && [ "$(wc -l < "$TMP/ln.folds")" -eq 6 ] &&
+   [ "$(wc -l < "$TMP/lnemb.done")" -eq 3 ] && [ -f "$TMP/lnemb.s2f3.npy" ] && [ ! -f "$TMP/lnemb.s1f1.npy" ]; then
+    ok "eval: --lanes with a fold log runs only the missing folds"
+else bad "eval: --lanes with a fold log runs only the missing folds" "$(head -c 400 "$TMP/ln2.err")"; fi
+expect_fail "eval: --lanes out of range" "lanes: 0 is out of range" ./hpjepa eval data/DEMO --config "$MCFG" --lanes 0
 # regression (DEMO with a graph attribute and a split): the test graphs' float
 # predictions read back to the same bits
 rd=$TMP/REG; mkdir -p "$rd"

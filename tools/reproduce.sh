@@ -15,6 +15,8 @@
 # PROTEINS Graph-JEPA `bench train` did 15-24 % more work than one 2-thread
 # run, but PROTEINS HP-JEPA next to DD Graph-JEPA ran a fold in 380-385 s
 # against 162 s alone on 2 threads (memory bandwidth): not a reliable win.
+# FOLD_LANES=J passes `eval --lanes J` (J folds pretrained at once, each on
+# THREADS / J threads; same results) when the binary has that option.
 # HPJEPA names the binary (default ./hpjepa): a long queue can pin a copy
 # (cp hpjepa build/hpjepa-pinned; HPJEPA=build/hpjepa-pinned bash ...) so
 # that rebuilding ./hpjepa meanwhile does not change the bits mid-protocol.
@@ -43,6 +45,11 @@ HPJEPA=${HPJEPA:-./hpjepa}
 [ -x "$HPJEPA" ] || { echo "reproduce.sh: $HPJEPA is not an executable" >&2; exit 2; }
 FOLD_LOG=0
 "$HPJEPA" eval --help | grep -q -- --fold-log && FOLD_LOG=1
+FOLD_LANES=${FOLD_LANES:-1}
+case $FOLD_LANES in 1|2|3|4|5|6|7|8) ;; *) echo "reproduce.sh: FOLD_LANES must be 1..8, got '$FOLD_LANES'" >&2; exit 2 ;; esac
+if [ "$FOLD_LANES" -gt 1 ] && ! "$HPJEPA" eval --help | grep -q -- --lanes; then
+    echo "reproduce.sh: $HPJEPA has no eval --lanes (FOLD_LANES)" >&2; exit 2
+fi
 
 # name | dataset | config | extra arguments
 JOBS=(
@@ -95,6 +102,7 @@ run_job() {
     esac
     case " $extra " in *" --save-embeddings "*) extra="$extra --resume" ;; esac
     [ $FOLD_LOG = 1 ] && extra="$extra --fold-log $R/folds/$name.folds"
+    [ "$FOLD_LANES" -gt 1 ] && extra="$extra --lanes $FOLD_LANES"
     echo "$(date +%H:%M:%S) start $name"
     # shellcheck disable=SC2086
     if "$HPJEPA" eval "$DATA/$ds" --config "$cfg" $extra --seeds "$SEEDS" --first-seed "$FIRST_SEED" --threads "$THREADS" --quiet \
