@@ -89,6 +89,16 @@ JOBS=(
   # the same on IMDB-BINARY (largest degree 135)
   "IMDB-BINARY_hp_degree_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set node_degree=135"
   "IMDB-BINARY_gj_degree_1seed|IMDB-BINARY|data/configs/graph-jepa/IMDB-BINARY.cfg|--set node_degree=135 --set target_clamp=20"
+  # controls: the same protocol with no pretraining (epochs = 0: the
+  # randomly initialised encoder, embedding and probe as usual)
+  "MUTAG_hp_untrained_1seed|MUTAG|data/configs/MUTAG.cfg|--set epochs=0"
+  "MUTAG_gj_untrained_1seed|MUTAG|data/configs/graph-jepa/MUTAG.cfg|--set epochs=0"
+  "PROTEINS_hp_untrained_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set epochs=0"
+  "PROTEINS_gj_untrained_1seed|PROTEINS|data/configs/graph-jepa/PROTEINS.cfg|--set epochs=0"
+  "IMDB-BINARY_hp_untrained_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set epochs=0"
+  "IMDB-BINARY_gj_untrained_1seed|IMDB-BINARY|data/configs/graph-jepa/IMDB-BINARY.cfg|--set epochs=0"
+  "IMDB-MULTI_hp_untrained_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set epochs=0"
+  "IMDB-MULTI_gj_untrained_1seed|IMDB-MULTI|data/configs/graph-jepa/IMDB-MULTI.cfg|--set epochs=0"
 )
 
 run_job() {
