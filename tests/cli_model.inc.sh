@@ -147,6 +147,9 @@ else bad "eval: --fold-log restores nothing under another config" "$(head -c 300
 printf 's1f1 zz\n' > "$TMP/fl_bad.folds"
 expect_fail "eval: malformed fold log line (file:line)" "fl_bad.folds:1: not a fold record" \
     ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds"
+head -c 300000 /dev/zero | tr '\0' 'x' > "$TMP/fl_bad.folds"; echo >> "$TMP/fl_bad.folds"
+expect_fail "eval: fold log line longer than any record" "fl_bad.folds:1: not a fold record: line longer than" \
+    ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds"
 sed -n 1p "$TMP/fl.folds" | sed 's/ [0-9]*:/ 99999:/' > "$TMP/fl_bad.folds"
 expect_fail "eval: fold log naming a graph outside the dataset" "fl_bad.folds:1: not a fold record: a test prediction is not" \
     ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds"

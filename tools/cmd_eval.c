@@ -233,6 +233,7 @@ static int fold_log_load(fold_log *fl, const char *path, uint64_t key, int num_g
     char *line = NULL;
     size_t len = 0, cap = 0;
     long lineno = 0, complete = 0; /* bytes in complete lines */
+    size_t maxlen = 1024 + (size_t)HPJ_MAX_RES * 32 + (size_t)num_graphs * 40;
     int c, rc = 0;
     memset(fl, 0, sizeof *fl);
     fl->path = path;
@@ -245,6 +246,11 @@ static int fold_log_load(fold_log *fl, const char *path, uint64_t key, int num_g
             fprintf(stderr, "hpjepa eval: %s:%ld: dropping an incomplete last line (a run stopped while writing it)\n", path,
                     lineno + 1);
             fl->incomplete_at = complete;
+            break;
+        }
+        if (len > maxlen) { /* longer than any record of this dataset: not a fold log */
+            cli_error("eval", "%s:%ld: not a fold record: line longer than %lu bytes", path, lineno + 1, (unsigned long)maxlen);
+            rc = -1;
             break;
         }
         if (len + 1 >= cap) {
