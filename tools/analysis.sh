@@ -13,6 +13,7 @@ F=$R/figures
 mkdir -p "$F"
 [ -x ./hpjepa ] || make -s hpjepa
 OUT=$R/analysis.md
+PREV=$(cat "$OUT" 2>/dev/null || true) # to keep results whose inputs (build/) are gone
 {
     echo "# Analyses (paper sections 5.3-5.4)"
     echo
@@ -93,6 +94,12 @@ for m in hp gj; do
     if have "build/analysis/PROTEINS_$m.npy"; then
         echo "$name: \`$(OMP_WAIT_POLICY=passive ./hpjepa plot tsne "$DATA/PROTEINS" "build/analysis/PROTEINS_$m.npy" --threads 1 --out "$F/PROTEINS_tsne_$m.svg" \
             --title "PROTEINS, $name: t-SNE of graph embeddings" 2>>"$OUT.err" | tr '\n' ' ')\`" >>"$OUT"
+        echo >>"$OUT"
+        echo "![tsne $m](figures/PROTEINS_tsne_$m.svg)" >>"$OUT"
+        echo >>"$OUT"
+    elif [ -f "$F/PROTEINS_tsne_$m.svg" ] && old=$(printf '%s\n' "$PREV" | grep -m1 "^$name: \`tsne") ; then
+        # an earlier run's figure and numbers (its embeddings stay in build/, not in git)
+        echo "$old (an earlier run: build/analysis/PROTEINS_$m.npy is not on this machine)" | sed 's/ (an earlier run: [^)]*) (an earlier run/ (an earlier run/' >>"$OUT"
         echo >>"$OUT"
         echo "![tsne $m](figures/PROTEINS_tsne_$m.svg)" >>"$OUT"
         echo >>"$OUT"
