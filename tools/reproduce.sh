@@ -99,6 +99,8 @@ JOBS=(
   "IMDB-BINARY_gj_untrained_1seed|IMDB-BINARY|data/configs/graph-jepa/IMDB-BINARY.cfg|--set epochs=0"
   "IMDB-MULTI_hp_untrained_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set epochs=0"
   "IMDB-MULTI_gj_untrained_1seed|IMDB-MULTI|data/configs/graph-jepa/IMDB-MULTI.cfg|--set epochs=0"
+  "PROTEINS_hp_untrained_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set epochs=0 --set probe_select=cv"
+  "MUTAG_hp_untrained_cv_1seed|MUTAG|data/configs/MUTAG.cfg|--set epochs=0 --set probe_select=cv"
 )
 
 run_job() {
