@@ -101,6 +101,7 @@ JOBS=(
   "IMDB-MULTI_gj_untrained_1seed|IMDB-MULTI|data/configs/graph-jepa/IMDB-MULTI.cfg|--set epochs=0"
   "PROTEINS_hp_untrained_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set epochs=0 --set probe_select=cv"
   "MUTAG_hp_untrained_cv_1seed|MUTAG|data/configs/MUTAG.cfg|--set epochs=0 --set probe_select=cv"
+  "DD_gj_untrained_1seed|DD|data/configs/graph-jepa/DD.cfg|--set epochs=0"
 )
 
 run_job() {
