@@ -92,7 +92,9 @@
        0.5.0  (later, same bits, so the same version) embedding chunks of
               2^13 node copies instead of 2^16: peak memory of an
               embedding pass 1.23 GB -> 0.32 GB on DD, 1.7 GB -> 0.35 GB
-              on IMDB-MULTI, at the same speed (DD 79.3 -> 75.9 s)
+              on IMDB-MULTI, at the same speed (DD 79.3 -> 75.9 s);
+              hpj_model_last_flops counts per thread and hpj_crc32 keeps
+              no static table, so runs in several threads share no state
        0.5.0  when the node input is labels only (every TU dataset without
               node_attr, ZINC), the first GINE layer's W1 runs once per
               distinct input on a small table instead of once per node copy
