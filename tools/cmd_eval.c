@@ -185,7 +185,7 @@ static int fold_rec_parse(const char *line, uint64_t key, int num_graphs, fold_r
     char *end;
     unsigned long long k;
     long v;
-    int i, nchar;
+    int i, nchar, ret = -1;
     memset(r, 0, sizeof *r);
     *why = "expected s<seed>f<fold> <key> <seconds> <score> <train> <alpha> <L> <omega>.. <n> <graph>:<pred>..";
     if (sscanf(p, "s%df%d %llx%n", &r->seed, &r->fold, &k, &nchar) != 3 || r->seed < 1 || r->fold < 1) return -1;
@@ -218,13 +218,11 @@ static int fold_rec_parse(const char *line, uint64_t key, int num_graphs, fold_r
     while (*p == ' ' || *p == '\r') ++p;
     if (*p) { *why = "unexpected text after the predictions"; goto bad; }
     if (k == key) return 0;
-    free(r->graph); free(r->pred);
-    r->graph = NULL; r->pred = NULL;
-    return 1;
+    ret = 1; /* well formed, another key: not kept */
 bad:
     free(r->graph); free(r->pred);
     r->graph = NULL; r->pred = NULL;
-    return -1;
+    return ret;
 }
 
 /* Reads FILE (a missing file is an empty log) and keeps the records under key. */
@@ -538,15 +536,47 @@ static void on_lanes_progress(void *user, const hpj_progress *p) { /* lane 0 spe
     fflush(stderr);
 }
 
+/* One fold's embeddings from model m (initialised, or loaded when pretrain
+   = 0): pretrains it on the training graphs tr, saves it under save_mod
+   (with the seed config's threads), embeds every graph into H, frees m.
+   0, or -1 with the reason in err. Used by one-lane runs and by lanes. */
+static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, const hpj_dataset *ds, const int32_t *tr,
+                           int32_t ntr, const char *save_mod, int seed_no, int fold, hpj_progress_fn progress, void *user,
+                           int32_t *ids, float *scratch, float *H, char *err, size_t cap) {
+    char path[1100];
+    /* the test graphs never touch pretraining */
+    if (pretrain && hpj_pretrain(m, ds, tr, ntr, 0, progress, user) != HPJ_OK) {
+        snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
+        hpj_model_free(m);
+        return -1;
+    }
+    if (save_mod) {
+        m->cfg.threads = cs->threads; /* a lane's model is saved as a one-lane run saves it */
+        snprintf(path, sizeof path, "%s.s%df%d.hpj", save_mod, seed_no, fold + 1);
+        if (hpj_model_save(m, path, 0) != HPJ_OK) {
+            snprintf(err, cap, "%s", hpj_last_error());
+            hpj_model_free(m);
+            return -1;
+        }
+    }
+    if (embed_fold(m, ds, tr, ntr, cs->train_embed, ids, scratch, H) != HPJ_OK) {
+        snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
+        hpj_model_free(m);
+        return -1;
+    }
+    hpj_model_free(m);
+    return 0;
+}
+
 /* Pretrains fold `fold` of seed config cs (training graphs: fold[g] != fold)
-   and embeds every graph into lane->H; on failure lane->err says why. */
+   on `threads` threads and embeds every graph into lane->H; on failure
+   lane->err says why. */
 static void run_lane(eval_lane *lane, int fold, const int32_t *fold_of, const hpj_dataset *ds, const hpj_config *cs,
                      int threads, const char *save_mod, int seed_no, lane_progress *lp) {
     hpj_config c = *cs;
     hpj_model m;
     int32_t g, ntr = 0;
     double t0 = cli_now();
-    char path[1100];
     lane->fold = fold;
     lane->failed = 1;
     for (g = 0; g < ds->num_graphs; ++g)
@@ -556,26 +586,9 @@ static void run_lane(eval_lane *lane, int fold, const int32_t *fold_of, const hp
         snprintf(lane->err, sizeof lane->err, "%s", hpj_last_error());
         return;
     }
-    if (hpj_pretrain(&m, ds, lane->tr, ntr, 0, lp ? on_lanes_progress : NULL, lp) != HPJ_OK) {
-        snprintf(lane->err, sizeof lane->err, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
-        hpj_model_free(&m);
+    if (fold_embeddings(&m, 1, cs, ds, lane->tr, ntr, save_mod, seed_no, fold, lp ? on_lanes_progress : NULL, lp, lane->ids,
+                        lane->scratch, lane->H, lane->err, sizeof lane->err))
         return;
-    }
-    m.cfg.threads = cs->threads; /* as a one-lane run would save it */
-    if (save_mod) {
-        snprintf(path, sizeof path, "%s.s%df%d.hpj", save_mod, seed_no, fold + 1);
-        if (hpj_model_save(&m, path, 0) != HPJ_OK) {
-            snprintf(lane->err, sizeof lane->err, "%s", hpj_last_error());
-            hpj_model_free(&m);
-            return;
-        }
-    }
-    if (embed_fold(&m, ds, lane->tr, ntr, cs->train_embed, lane->ids, lane->scratch, lane->H) != HPJ_OK) {
-        snprintf(lane->err, sizeof lane->err, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
-        hpj_model_free(&m);
-        return;
-    }
-    hpj_model_free(&m);
     lane->failed = 0;
     lane->seconds = cli_now() - t0;
 }
@@ -840,31 +853,18 @@ int cmd_eval(int argc, char **argv) {
                                          " (replaced during the run)"))
                     goto done;
             } else {
+                char err[512];
                 if (from_mod) { /* this fold's model from an earlier run (--save-models) */
                     if (load_fold_model(from_mod, s0 + s, f, &cfg, out_path, sizeof out_path, &m)) goto done;
-                } else {
-                    if (hpj_model_init(&m, &cs, &ds) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); goto done; }
-                    /* the test graphs never touch pretraining */
-                    if (hpj_pretrain(&m, &ds, tr, ntr, 0, on_fold_progress, &quiet) != HPJ_OK) {
-                        cli_error("eval", "seed %d fold %d: %s", s0 + s + 1, f + 1, hpj_last_error());
-                        hpj_model_free(&m);
-                        goto done;
-                    }
-                    if (save_mod) {
-                        snprintf(out_path, sizeof out_path, "%s.s%df%d.hpj", save_mod, s0 + s + 1, f + 1);
-                        if (hpj_model_save(&m, out_path, 0) != HPJ_OK) {
-                            cli_error("eval", "%s", hpj_last_error());
-                            hpj_model_free(&m);
-                            goto done;
-                        }
-                    }
-                }
-                if (embed_fold(&m, &ds, tr, ntr, cs.train_embed, ids, Xte, H) != HPJ_OK) { /* Xte: free scratch here */
-                    cli_error("eval", "seed %d fold %d: %s", s0 + s + 1, f + 1, hpj_last_error());
-                    hpj_model_free(&m);
+                } else if (hpj_model_init(&m, &cs, &ds) != HPJ_OK) {
+                    cli_error("eval", "%s", hpj_last_error());
                     goto done;
                 }
-                hpj_model_free(&m);
+                if (fold_embeddings(&m, !from_mod, &cs, &ds, tr, ntr, save_mod, s0 + s + 1, f, on_fold_progress, &quiet, ids, Xte,
+                                    H, err, sizeof err)) { /* Xte: free scratch here */
+                    cli_error("eval", "%s", err);
+                    goto done;
+                }
             }
             if (save_emb && !resumed) {
                 snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", save_emb, s0 + s + 1, f + 1);
