@@ -43,11 +43,12 @@ mkdir -p "$R" "$R/folds" build/analysis
 HPJEPA=${HPJEPA:-./hpjepa}
 [ "$HPJEPA" != ./hpjepa ] || [ -x ./hpjepa ] || make -s hpjepa
 [ -x "$HPJEPA" ] || { echo "reproduce.sh: $HPJEPA is not an executable" >&2; exit 2; }
+EVAL_HELP=$("$HPJEPA" eval --help) # which options this binary has
 FOLD_LOG=0
-"$HPJEPA" eval --help | grep -q -- --fold-log && FOLD_LOG=1
+grep -q -- --fold-log <<<"$EVAL_HELP" && FOLD_LOG=1
 FOLD_LANES=${FOLD_LANES:-1}
 case $FOLD_LANES in 1|2|3|4|5|6|7|8) ;; *) echo "reproduce.sh: FOLD_LANES must be 1..8, got '$FOLD_LANES'" >&2; exit 2 ;; esac
-if [ "$FOLD_LANES" -gt 1 ] && ! "$HPJEPA" eval --help | grep -q -- --lanes; then
+if [ "$FOLD_LANES" -gt 1 ] && ! grep -q -- --lanes <<<"$EVAL_HELP"; then
     echo "reproduce.sh: $HPJEPA has no eval --lanes (FOLD_LANES)" >&2; exit 2
 fi
 
