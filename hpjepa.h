@@ -89,6 +89,14 @@
        spin-waiting loses badly when a core is taken by another process.
 
    RECENT CHANGES
+       0.5.0  (later still, same bits) reasons write control characters
+              of quoted input as \xNN, so they are always one line;
+              hpj_model_deserialize checks the input encoding without
+              integer overflow, compares tensor sizes before allocating,
+              rejects non-finite target-encoder values and BatchNorm
+              statistics, names the buffer in every reason and leaves the
+              model zeroed on every failure (found by the new checkpoint
+              and config fuzz harnesses, tests/fuzz_{ckpt,config}.c)
        0.5.0  (later, same bits, so the same version) embedding chunks of
               2^13 node copies instead of 2^16: peak memory of an
               embedding pass 1.23 GB -> 0.32 GB on DD, 1.7 GB -> 0.35 GB
@@ -1399,16 +1407,30 @@ HPJDEF const char *hpj_status_name(hpj_status s) {
 }
 
 /* Records a reason and returns the status, so callers write
-   `return hpj__fail(HPJ_ERR_INPUT, "x: %d", v);`. */
+   `return hpj__fail(HPJ_ERR_INPUT, "x: %d", v);`. A reason often quotes
+   the offending input, which may hold any bytes: control characters are
+   written as \xNN, so a reason is always one printable line. */
 #if defined(__GNUC__) || defined(__clang__)
 static hpj_status hpj__fail(hpj_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #endif
 static hpj_status hpj__fail(hpj_status s, const char *fmt, ...) {
 #ifndef HPJ_NO_STDIO
+    char raw[HPJ__ERRLEN];
+    size_t i, o = 0;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(hpj__errbuf, HPJ__ERRLEN, fmt, ap);
+    vsnprintf(raw, HPJ__ERRLEN, fmt, ap);
     va_end(ap);
+    for (i = 0; raw[i] && o + 1 < HPJ__ERRLEN; ++i) {
+        unsigned char ch = (unsigned char)raw[i];
+        if (ch >= 0x20 && ch != 0x7F) hpj__errbuf[o++] = (char)ch;
+        else if (o + 5 < HPJ__ERRLEN) {
+            static const char hex[] = "0123456789abcdef";
+            hpj__errbuf[o++] = '\\'; hpj__errbuf[o++] = 'x';
+            hpj__errbuf[o++] = hex[ch >> 4]; hpj__errbuf[o++] = hex[ch & 15];
+        } else break;
+    }
+    hpj__errbuf[o] = 0;
 #else
     /* Without stdio the format string itself is the reason. */
     size_t n = strlen(fmt);
@@ -7402,12 +7424,12 @@ static void hpj__init_blocks(hpj_block_params *blk, int nblocks, int D, int Fh, 
     }
 }
 
-/* Allocates a model whose input encoding fields (node_onehot ... edge_label_min,
-   F, Fe) are already set in m; parameters zeroed. */
-static hpj_status hpj__model_alloc(hpj_model *m, const hpj_config *cfg) {
+/* Checks the config and sets the model's widths and tensor sizes
+   (num_params, enc_count, num_stats) without allocating; the input encoding
+   fields (node_onehot ... edge_label_min, F, Fe) are already set in m. */
+static hpj_status hpj__model_shape(hpj_model *m, const hpj_config *cfg) {
     hpj_status st;
-    size_t n, total;
-    int i;
+    size_t n;
     hpj_params dummy;
     if ((st = hpj_config_check(cfg))) return st;
     if (cfg->gnn_layers > HPJ_MAX_GNN || cfg->blocks > HPJ_MAX_BLOCKS || cfg->pred_layers > HPJ_MAX_PRED)
@@ -7424,6 +7446,17 @@ static hpj_status hpj__model_alloc(hpj_model *m, const hpj_config *cfg) {
     m->num_params = n;
     m->enc_count = n - m->enc_offset;
     m->num_stats = hpj__stats_layout(m, NULL, &m->bn);
+    return HPJ_OK;
+}
+
+/* Allocates a model whose input encoding fields are already set in m (see
+   hpj__model_shape); parameters zeroed. */
+static hpj_status hpj__model_alloc(hpj_model *m, const hpj_config *cfg) {
+    hpj_status st;
+    size_t n, total;
+    int i;
+    if ((st = hpj__model_shape(m, cfg))) return st;
+    n = m->num_params;
     total = 4 * n + m->enc_count + m->num_stats;
     m->mem = (float *)hpj__calloc(total, sizeof(float), "model");
     if (!m->mem) return HPJ_ERR_NOMEM;
@@ -7446,9 +7479,12 @@ HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_
     hpj_rng r;
     int i;
     memset(m, 0, sizeof(*m));
-    /* input encoding: one-hot of (label - min), as PyG's TUDataset does */
+    /* input encoding: one-hot of (label - min), as PyG's TUDataset does; the
+       label span in 64 bits, as labels may span all of int32 (a width over
+       2^20 is rejected by hpj__model_shape) */
     if (ds->node_label) {
-        m->node_onehot = HPJ__MAX(cfg->node_vocab, ds->node_label_max - ds->node_label_min + 1);
+        int64_t span = (int64_t)ds->node_label_max - ds->node_label_min + 1;
+        m->node_onehot = (int)HPJ__MIN(HPJ__MAX((int64_t)cfg->node_vocab, span), (int64_t)INT32_MAX / 4);
         m->node_label_min = ds->node_label_min;
     }
     if (cfg->node_attr && ds->node_attr) m->node_attr_dim = ds->node_attr_dim;
@@ -7456,7 +7492,8 @@ HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_
     m->F = m->node_onehot + m->node_deg + m->node_attr_dim;
     if (m->F == 0) m->F = 1; /* no node input: the constant 0 feature of the reference */
     if (ds->edge_label) {
-        m->edge_onehot = HPJ__MAX(cfg->edge_vocab, ds->edge_label_max - ds->edge_label_min + 1);
+        int64_t span = (int64_t)ds->edge_label_max - ds->edge_label_min + 1;
+        m->edge_onehot = (int)HPJ__MIN(HPJ__MAX((int64_t)cfg->edge_vocab, span), (int64_t)INT32_MAX / 4);
         m->edge_label_min = ds->edge_label_min;
     }
     m->Fe = m->edge_onehot ? m->edge_onehot : 1;
@@ -11468,55 +11505,60 @@ HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, un
 }
 #endif
 
+/* Every failure below leaves *m zeroed and names the buffer in the reason. */
+#define HPJ__CKPT_FAIL(...) do { hpj_model_free(m); return hpj__fail(HPJ_ERR_FORMAT, __VA_ARGS__); } while (0)
 HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, size_t len, const char *name) {
     size_t off = 0, clen, floats, i;
     uint32_t version, flags;
+    int32_t enc[8];
+    int64_t F;
     hpj_config cfg;
     hpj_status st;
     uint64_t np, ne, ns, step, epoch;
     memset(m, 0, sizeof(*m));
     if (!name) name = "checkpoint";
-    if (len < 8 + 12 || memcmp(b, hpj__ckpt_magic, 8) != 0)
-        return hpj__fail(HPJ_ERR_FORMAT, "%s: not an hpjepa checkpoint (bad magic)", name);
+    if (len < 8 + 12 || memcmp(b, hpj__ckpt_magic, 8) != 0) HPJ__CKPT_FAIL("%s: not an hpjepa checkpoint (bad magic)", name);
     if (hpj__get_u32(b + len - 4) != hpj_crc32(b, len - 4))
-        return hpj__fail(HPJ_ERR_FORMAT, "%s: CRC mismatch (file truncated or corrupted)", name);
+        HPJ__CKPT_FAIL("%s: CRC mismatch (file truncated or corrupted)", name);
     off = 8;
     version = hpj__get_u32(b + off); off += 4;
     flags = hpj__get_u32(b + off); off += 4;
     if (version != HPJ_CKPT_VERSION)
-        return hpj__fail(HPJ_ERR_FORMAT, "%s: format version %u, this build reads version %d", name, version, HPJ_CKPT_VERSION);
-    if (flags > 1) return hpj__fail(HPJ_ERR_FORMAT, "%s: unknown flags 0x%x", name, flags);
+        HPJ__CKPT_FAIL("%s: format version %u, this build reads version %d", name, version, HPJ_CKPT_VERSION);
+    if (flags > 1) HPJ__CKPT_FAIL("%s: unknown flags 0x%x", name, flags);
     clen = hpj__get_u32(b + off); off += 4;
-    if (clen > len - off) return hpj__fail(HPJ_ERR_FORMAT, "%s: config length %zu exceeds the file", name, clen);
+    if (clen > len - off) HPJ__CKPT_FAIL("%s: config length %zu exceeds the file", name, clen);
     hpj_config_default(&cfg);
-    if ((st = hpj_config_parse(&cfg, (const char *)b + off, clen, name))) return st;
+    if ((st = hpj_config_parse(&cfg, (const char *)b + off, clen, name))) { hpj_model_free(m); return st; }
     off += clen;
-    if (len - off < 8 * 4 + 5 * 8 + 4) return hpj__fail(HPJ_ERR_FORMAT, "%s: truncated header", name);
-    m->F = (int)hpj__get_u32(b + off); m->Fe = (int)hpj__get_u32(b + off + 4);
-    m->node_onehot = (int)hpj__get_u32(b + off + 8); m->node_label_min = (int32_t)hpj__get_u32(b + off + 12);
-    m->node_attr_dim = (int)hpj__get_u32(b + off + 16); m->edge_onehot = (int)hpj__get_u32(b + off + 20);
-    m->edge_label_min = (int32_t)hpj__get_u32(b + off + 24);
-    m->node_deg = (int)hpj__get_u32(b + off + 28);
+    if (len - off < 8 * 4 + 5 * 8 + 4) HPJ__CKPT_FAIL("%s: truncated header", name);
+    for (i = 0; i < 8; ++i) enc[i] = (int32_t)hpj__get_u32(b + off + 4 * i);
     off += 32;
     np = hpj__get_u64(b + off); ne = hpj__get_u64(b + off + 8); ns = hpj__get_u64(b + off + 16);
     step = hpj__get_u64(b + off + 24); epoch = hpj__get_u64(b + off + 32);
     off += 40;
-    if (m->node_onehot < 0 || m->node_attr_dim < 0 || m->edge_onehot < 0 ||
-        m->node_deg != (cfg.node_degree ? cfg.node_degree + 1 : 0) ||
-        m->F != HPJ__MAX(1, m->node_onehot + m->node_deg + m->node_attr_dim) || m->Fe != HPJ__MAX(1, m->edge_onehot))
-        return hpj__fail(HPJ_ERR_FORMAT, "%s: inconsistent input encoding", name);
-    if ((st = hpj__model_alloc(m, &cfg))) { hpj_model_free(m); return st; }
-    if (np != m->num_params || ne != m->enc_count || ns != m->num_stats) {
-        hpj_model_free(m);
-        return hpj__fail(HPJ_ERR_FORMAT, "%s: tensor sizes (%llu, %llu, %llu) do not match the config (%zu, %zu, %zu)", name,
-                         (unsigned long long)np, (unsigned long long)ne, (unsigned long long)ns, m->num_params, m->enc_count,
-                         m->num_stats);
-    }
+    /* input encoding: node one-hot, label min, attributes, edge one-hot,
+       label min, degree one-hot (as hpj_model_init sets them) */
+    F = (int64_t)enc[2] + enc[7] + enc[4];
+    if (enc[2] < 0 || enc[2] > (1 << 20) || enc[4] < 0 || enc[4] > (1 << 20) || enc[5] < 0 || enc[5] > (1 << 20) ||
+        enc[7] != (cfg.node_degree ? cfg.node_degree + 1 : 0) || enc[0] != (F > 1 ? F : 1) ||
+        enc[1] != (enc[5] > 1 ? enc[5] : 1))
+        HPJ__CKPT_FAIL("%s: inconsistent input encoding", name);
+    m->F = enc[0]; m->Fe = enc[1]; m->node_onehot = enc[2]; m->node_label_min = enc[3]; m->node_attr_dim = enc[4];
+    m->edge_onehot = enc[5]; m->edge_label_min = enc[6]; m->node_deg = enc[7];
+    if ((st = hpj__model_shape(m, &cfg))) HPJ__CKPT_FAIL("%s: %s", name, hpj_last_error());
+    if (np != m->num_params || ne != m->enc_count || ns != m->num_stats)
+        HPJ__CKPT_FAIL("%s: tensor sizes (%llu, %llu, %llu) do not match the config (%zu, %zu, %zu)", name,
+                       (unsigned long long)np, (unsigned long long)ne, (unsigned long long)ns, m->num_params,
+                       m->enc_count, m->num_stats);
     floats = m->num_params + m->enc_count + m->num_stats + (flags ? 2 * m->num_params : 0);
-    if (len - off != 4 * floats + 4) {
-        size_t have = len - off;
+    if (len - off != 4 * floats + 4) HPJ__CKPT_FAIL("%s: %zu bytes of tensors, expected %zu", name, len - off, 4 * floats + 4);
+    if (step > INT64_MAX || epoch > INT64_MAX) HPJ__CKPT_FAIL("%s: step or epoch out of range", name);
+    if ((st = hpj__model_alloc(m, &cfg))) {
+        char why[HPJ__ERRLEN];
+        memcpy(why, hpj__errbuf, sizeof why);
         hpj_model_free(m);
-        return hpj__fail(HPJ_ERR_FORMAT, "%s: %zu bytes of tensors, expected %zu", name, have, 4 * floats + 4);
+        return hpj__fail(st, "%s: %s", name, why);
     }
     hpj__get_f32s(m->params, b + off, m->num_params); off += 4 * m->num_params;
     hpj__get_f32s(m->ema, b + off, m->enc_count); off += 4 * m->enc_count;
@@ -11526,14 +11568,19 @@ HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, si
         hpj__get_f32s(m->adam_v, b + off, m->num_params); off += 4 * m->num_params;
     }
     for (i = 0; i < m->num_params; ++i)
-        if (!(m->params[i] == m->params[i]) || fabsf(m->params[i]) > FLT_MAX) {
-            hpj_model_free(m);
-            return hpj__fail(HPJ_ERR_FORMAT, "%s: parameter %zu is not finite", name, i);
-        }
+        if (!(m->params[i] == m->params[i]) || fabsf(m->params[i]) > FLT_MAX)
+            HPJ__CKPT_FAIL("%s: parameter %zu is not finite", name, i);
+    for (i = 0; i < m->enc_count; ++i)
+        if (!(m->ema[i] == m->ema[i]) || fabsf(m->ema[i]) > FLT_MAX)
+            HPJ__CKPT_FAIL("%s: target-encoder parameter %zu is not finite", name, i);
+    for (i = 0; i < m->num_stats; ++i)
+        if (!(m->stats[i] == m->stats[i]) || fabsf(m->stats[i]) > FLT_MAX)
+            HPJ__CKPT_FAIL("%s: BatchNorm statistic %zu is not finite", name, i);
     m->step = (int64_t)step;
     m->epoch = (int64_t)epoch;
     return HPJ_OK;
 }
+#undef HPJ__CKPT_FAIL
 
 #ifndef HPJ_NO_STDIO
 HPJDEF hpj_status hpj_model_save(const hpj_model *m, const char *path, int with_optimizer) {

@@ -111,6 +111,13 @@ EOF
     expect_fail "plot tsne: .npy with a wrong row count" "short.npy: has 299 rows but SYN has 300 graphs" \
         ./hpjepa plot tsne "$PL/SYN" "$PL/short.npy" --out "$PL/bad.svg"
     expect_fail "plot tsne: .npy of float64" "f8.npy: descr is '<f8', expected '<f4'" ./hpjepa plot tsne "$PL/SYN" "$PL/f8.npy" --out "$PL/bad.svg"
+    # a header that ends right after a key (the reader once stepped past its end)
+    printf '\x93NUMPY\x01\x00\x06\x00{descr' >"$PL/cut.npy"
+    expect_fail "plot tsne: .npy header ending in a key" "cut.npy: .npy header has no descr" \
+        ./hpjepa plot tsne "$PL/SYN" "$PL/cut.npy" --out "$PL/bad.svg"
+    printf "\x93NUMPY\x01\x00\x20\x00{'descr': '<f4', 'fortran_order'" >"$PL/cut2.npy"
+    expect_fail "plot tsne: .npy header ending in fortran_order" "cut2.npy: fortran_order must be False" \
+        ./hpjepa plot tsne "$PL/SYN" "$PL/cut2.npy" --out "$PL/bad.svg"
 else
     echo "  (no python3: plot tsne checks skipped)"
 fi

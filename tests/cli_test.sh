@@ -35,6 +35,10 @@ fi
 expect_fail "stats: no argument" "usage" ./hpjepa stats
 expect_fail "stats: missing folder" "cannot open" ./hpjepa stats "$TMP/NOPE"
 expect_fail "unknown command" "unknown command" ./hpjepa frobnicate
+# quoted input with control characters stays one line (\xNN)
+expect_fail "stats: a folder name with a newline" 'NO\\x0aPE' ./hpjepa stats "$TMP/NO"$'\n'"PE"
+expect_fail "--set value with a carriage return" "bad value '8\\\\x0d' for key 'dim'" \
+    ./hpjepa pretrain "$TMP/NOPE" --config /dev/null --set dim=8$'\r' --out "$TMP/never.ckpt"
 ./hpjepa --help >/dev/null 2>&1 && ok "--help exits 0" || bad "--help exits 0"
 ./hpjepa stats --help | grep -q "graphs=" && ok "stats --help" || bad "stats --help"
 

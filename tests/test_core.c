@@ -133,6 +133,22 @@ static void test_status_names(void) {
     }
 }
 
+/* Reasons quote input, which may hold any bytes: control characters come
+   out as \xNN, so the reason stays one printable line. */
+static void test_error_escapes_control_chars(void) {
+    hpj_config c;
+    const char text[] = "dim = 8\nheads\r\x1b[2J = 2\n";
+    size_t i;
+    hpj_config_default(&c);
+    CHECK_STATUS(hpj_config_set(&c, "dim", "1\r\n2"), HPJ_ERR_INPUT);
+    CHECK(reason_is_one_line());
+    CHECK_REASON("'1\\x0d\\x0a2'");
+    CHECK_STATUS(hpj_config_parse(&c, text, sizeof text - 1, "x.cfg"), HPJ_ERR_FORMAT);
+    CHECK(reason_is_one_line());
+    CHECK_REASON("x.cfg:2: unknown key 'heads\\x0d\\x1b[2J'");
+    for (i = 0; hpj_last_error()[i]; ++i) CHECK((unsigned char)hpj_last_error()[i] >= 0x20);
+}
+
 static void test_error_per_thread(void) {
 #ifndef _OPENMP
     SKIP("built without OpenMP");
@@ -1991,6 +2007,7 @@ static void test_fix_metis_line_numbers(void) {
 
 const test_case core_tests[] = {
     {"core.status_names", test_status_names},
+    {"core.error_escapes_control_chars", test_error_escapes_control_chars},
     {"core.error_per_thread", test_error_per_thread},
     {"core.rng_streams", test_rng_streams},
     {"core.rng_known_answers", test_rng_known_answers},

@@ -388,6 +388,13 @@ static float *trained_mutag(const char *dir, hpj_dataset *ds, int32_t **gs, size
     return a;
 }
 
+/* Writes the CRC of buf[0 .. len-4) into its last four bytes (little endian). */
+static void put_crc(unsigned char *buf, size_t len) {
+    uint32_t c = hpj_crc32(buf, len - 4);
+    buf[len - 4] = (unsigned char)c; buf[len - 3] = (unsigned char)(c >> 8);
+    buf[len - 2] = (unsigned char)(c >> 16); buf[len - 1] = (unsigned char)(c >> 24);
+}
+
 static void test_checkpoint(void) {
     const char *dir = test_dataset("MUTAG");
     const char *path = test_tmpfile("model.ckpt");
@@ -421,6 +428,41 @@ static void test_checkpoint(void) {
     CHECK(hpj_model_deserialize(&m3, bad, len, "t") == HPJ_ERR_FORMAT);
     CHECK_OK(hpj_model_deserialize(&m3, buf, len, "t"));
     hpj_model_free(&m3);
+    {   /* faults behind a valid CRC (a crafted file, or a bug in a writer):
+           the reason names the buffer and the model is left zeroed */
+        size_t clen = (size_t)buf[16] | (size_t)buf[17] << 8 | (size_t)buf[18] << 16 | (size_t)buf[19] << 24;
+        size_t enc = 20 + clen, tensors = enc + 32 + 40, k;
+        const float nan = (float)(0.0 * HUGE_VAL);
+        const char *cfg = (const char *)buf + 20, *dim = strstr(cfg, "\ndim = ");
+        static const unsigned char zero[sizeof(hpj_model)];
+        struct { size_t at, n; unsigned char bytes[4]; const char *why; } faults[5];
+        memset(faults, 0, sizeof faults);
+        faults[0].at = enc + 8; faults[0].bytes[3] = 0x40;  /* node one-hot width 2^30 */
+        faults[0].why = "inconsistent input encoding";
+        faults[1].at = enc + 20; faults[1].bytes[3] = 0x80; /* negative edge one-hot width */
+        faults[1].why = "inconsistent input encoding";
+        faults[2].at = tensors + 4 * m.num_params + 8;   /* the third target-encoder value: NaN */
+        memcpy(faults[2].bytes, &nan, 4);
+        faults[2].why = "target-encoder parameter 2 is not finite";
+        faults[3].at = tensors + 4 * (m.num_params + m.enc_count); /* the first BatchNorm statistic */
+        memcpy(faults[3].bytes, &nan, 4);
+        faults[3].why = "BatchNorm statistic 0 is not finite";
+        faults[4].at = (size_t)(dim - (const char *)buf) + 7; /* dim = 3 with 2 heads */
+        faults[4].n = 1;
+        faults[4].bytes[0] = '3';
+        faults[4].why = "heads";
+        CHECK(dim != NULL && strncmp(dim, "\ndim = 8\n", 9) == 0 && strstr(cfg, "\nheads = 2\n") != NULL);
+        for (k = 0; k < 5; ++k) {
+            memcpy(bad, buf, len);
+            memcpy(bad + faults[k].at, faults[k].bytes, faults[k].n ? faults[k].n : 4);
+            put_crc(bad, len);
+            memset(&m3, 0xAB, sizeof m3);
+            CHECK(hpj_model_deserialize(&m3, bad, len, "t.ckpt") == HPJ_ERR_FORMAT);
+            CHECK_MSG(strncmp(hpj_last_error(), "t.ckpt:", 7) == 0 && strstr(hpj_last_error(), faults[k].why),
+                      "fault %d: reason '%s'", (int)k, hpj_last_error());
+            CHECK_MSG(memcmp(&m3, zero, sizeof m3) == 0, "fault %d: the model is not zeroed", (int)k);
+        }
+    }
     hpj_free_buffer(buf);
     free(bad);
     free(a); free(b); free(gs);

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# make fuzz: libFuzzer runs of the TU and METIS readers.
-#   Builds tests/fuzz_tu.c and tests/fuzz_metis.c into build/fuzz/ with clang
+# make fuzz: libFuzzer runs of the readers of outside input: TU datasets,
+#   METIS graphs, config files and checkpoints.
+#   Builds tests/fuzz_{tu,metis,config,ckpt}.c into build/fuzz/ with clang
 #   -fsanitize=fuzzer,address,undefined, writes a seed corpus from small valid
-#   files (synthetic ones, plus slices of ../shared/data when present), runs
+#   files (synthetic ones, slices of ../shared/data when present, the configs
+#   in data/configs/, tiny checkpoints written by ./hpjepa pretrain), runs
 #   each harness and prints executions and crashes. Exit status 1 if any
 #   harness crashed (the reproducer is in build/fuzz/artifacts/).
 # Environment:
 #   FUZZ_SECONDS   seconds per harness (default 60)
 #   FUZZ_RUNS      stop each harness after this many inputs instead
-#   FUZZ_TARGETS   which harnesses (default "tu metis")
+#   FUZZ_TARGETS   which harnesses (default "tu metis config ckpt")
 #   FUZZ_MAX_LEN   largest input in bytes (default 16384)
 #   FUZZ_INCLUDE   folder holding the hpjepa.h to fuzz (default: this repository)
 #   CLANG          the compiler (default: clang, else clang-14)
@@ -18,7 +20,7 @@ set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SECONDS_EACH=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"tu metis"}
+TARGETS=${FUZZ_TARGETS:-"tu metis config ckpt"}
 MAX_LEN=${FUZZ_MAX_LEN:-16384}
 INC=${FUZZ_INCLUDE:-$ROOT}
 DATA=${HPJ_DATA:-../shared/data}
@@ -54,7 +56,7 @@ done
 # ---- seeds ----------------------------------------------------------------
 S=$B/seeds
 rm -rf "$S"
-mkdir -p "$S/tu" "$S/metis"
+mkdir -p "$S/tu" "$S/metis" "$S/config" "$S/ckpt"
 
 # tu_seed FILE MASK TEXT...: the harness layout (2 mask bytes, texts joined by 0x1F)
 tu_seed() {
@@ -118,10 +120,32 @@ awk 'BEGIN { n = 6; print n * n, 2 * n * (n - 1);
     if (r > 0) s = s " " v - n; if (c > 0) s = s " " v - 1; if (c < n - 1) s = s " " v + 1; if (r < n - 1) s = s " " v + n;
     print substr(s, 2) } }' >"$S/metis/grid6"
 
+# configs: every shipped one, and one line per key in its formatted form
+for f in data/configs/*.cfg data/configs/graph-jepa/*.cfg data/configs/bench/*.cfg; do
+    cp "$f" "$S/config/$(echo "$f" | tr / _)"
+done
+printf 'mode = graph-jepa\r\nresolutions = 32\ntargets = 4 # comment\n\n\t dim\t=  8\nheads = 2\n' >"$S/config/crlf_comments"
+
+# checkpoints: tiny models of the demo dataset, with and without the
+# optimizer state, untrained and after one epoch (a few KB each)
+make -s hpjepa >&2 || exit 1
+tiny="--set dim=4 --set heads=1 --set blocks=1 --set ffn=4 --set gnn_layers=1 --set rw_dim=2 --set pred_layers=1"
+tiny="$tiny --set resolutions=2,4 --set targets=1 --set batch_size=64 --quiet --threads 1"
+./hpjepa pretrain data/DEMO --config data/configs/DEMO.cfg $tiny --set epochs=0 --out "$S/ckpt/untrained" >/dev/null &&
+    ./hpjepa pretrain data/DEMO --config data/configs/DEMO.cfg $tiny --set epochs=1 --save-optimizer \
+        --out "$S/ckpt/trained_opt" >/dev/null &&
+    ./hpjepa pretrain data/DEMO --config data/configs/graph-jepa/MUTAG.cfg $tiny --set resolutions=8 --set epochs=0 \
+        --set gnn_out_linear=1 --out "$S/ckpt/gj" >/dev/null || { echo "fuzz: cannot write seed checkpoints" >&2; exit 1; }
+
 # dictionaries of the tokens the readers treat specially
 printf '"\\x1f"\n"train"\n"val"\n"valid"\n"test"\n"\\x0d\\x0a"\n", "\n"1e39"\n"nan"\n"-"\n"."\n"e"\n"2147483648"\n"99999999999999999999"\n' \
     >"$B/tu.dict"
 printf '"%%"\n" 011"\n" 111"\n" 1 "\n"\\x0d\\x0a"\n"\\x0a\\x0a"\n"2147483648"\n"99999999999999999999"\n' >"$B/metis.dict"
+strings "$S/ckpt/untrained" | sed -n 's/^\([a-z_]*\) = .*/"\1"/p' >"$B/config.dict"
+printf '"="\n"#"\n","\n"\\x0d"\n"\\x00"\n"hp"\n"graph-jepa"\n"adamw"\n"cosine"\n"gelu"\n"nan"\n"inf"\n"1e39"\n"-0"\n"0x10"\n"2147483648"\n"18446744073709551616"\n"threads"\n"seed"\n' \
+    >>"$B/config.dict"
+cp "$B/config.dict" "$B/ckpt.dict"
+printf '"HPJEPA\\x0d\\x0a"\n"\\xff\\xff\\xff\\x7f"\n"\\x00\\x00\\x80\\x7f"\n"\\x00\\x00\\xc0\\x7f"\n"\\x01\\x00\\x00\\x00"\n' >>"$B/ckpt.dict"
 
 # ---- runs -----------------------------------------------------------------
 status=0

@@ -11,12 +11,19 @@
 #include <errno.h>
 #include <time.h>
 
+/* One line on stderr: control characters of quoted input (a file name or
+   value holding a newline, say) come out as \xNN, as in the library. */
 void cli_error(const char *cmd, const char *fmt, ...) {
+    char msg[2048];
+    const unsigned char *c;
     va_list ap;
-    fprintf(stderr, "hpjepa %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "hpjepa %s: ", cmd);
+    for (c = (const unsigned char *)msg; *c; ++c)
+        if (*c >= 0x20 && *c != 0x7F) fputc(*c, stderr);
+        else fprintf(stderr, "\\x%02x", *c);
     fputc('\n', stderr);
 }
 
@@ -97,6 +104,18 @@ int cli_write_npy(const char *cmd, const char *path, const float *x, int64_t row
     }
 }
 
+/* The value of KEY in a .npy header dict: past the key, its closing quote,
+   blanks and the colon; NULL when the key is missing. Never reads past the
+   header's NUL (a header may end right after the key). */
+static char *npy_value(char *hdr, const char *key) {
+    char *p = strstr(hdr, key);
+    if (!p) return NULL;
+    p += strlen(key);
+    if (*p == '\'' || *p == '"') ++p;
+    while (*p == ' ' || *p == ':') ++p;
+    return p;
+}
+
 /* float32 C-order 2-D .npy (format 1.0; 2.0/3.0 differ only in the header
    length field). Checks magic, descr '<f4', fortran_order False, the shape
    and the file size. Returns the data (rows, cols) or NULL with a reason. */
@@ -129,9 +148,7 @@ float *cli_read_npy(const char *cmd, const char *path, long long *rows, long lon
     hdr[hlen] = 0;
     if (strlen(hdr) != hlen) { cli_error(cmd, "%s: NUL byte in the .npy header", path); goto fail; }
     /* descr */
-    p = strstr(hdr, "descr");
-    if (p) p += 6; /* past the key and its closing quote */
-    while (p && (*p == ' ' || *p == ':')) ++p;
+    p = npy_value(hdr, "descr");
     if (!p || (*p != '\'' && *p != '"') || !(q = strchr(p + 1, *p))) { cli_error(cmd, "%s: .npy header has no descr", path); goto fail; }
     if (q - p - 1 != 3 || strncmp(p + 1, "<f4", 3)) {
         cli_error(cmd, "%s: descr is '%.*s', expected '<f4' (little-endian float32)", path, (int)(q - p - 1 < 16 ? q - p - 1 : 16),
@@ -139,14 +156,10 @@ float *cli_read_npy(const char *cmd, const char *path, long long *rows, long lon
         goto fail;
     }
     /* fortran_order */
-    p = strstr(hdr, "fortran_order");
-    if (p) p += 14;
-    while (p && (*p == ' ' || *p == ':')) ++p;
+    p = npy_value(hdr, "fortran_order");
     if (!p || strncmp(p, "False", 5)) { cli_error(cmd, "%s: fortran_order must be False (C order)", path); goto fail; }
     /* shape */
-    p = strstr(hdr, "shape");
-    if (p) p += 6;
-    while (p && (*p == ' ' || *p == ':')) ++p;
+    p = npy_value(hdr, "shape");
     if (!p || *p != '(') { cli_error(cmd, "%s: .npy header has no shape", path); goto fail; }
     for (++p;;) {
         char *end;
