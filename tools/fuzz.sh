@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# make fuzz: libFuzzer runs of the readers of outside input: TU datasets,
-#   METIS graphs, config files and checkpoints.
-#   Builds tests/fuzz_{tu,metis,config,ckpt}.c into build/fuzz/ with clang
+# make fuzz: libFuzzer runs of the readers of outside input (TU datasets,
+#   METIS graphs, config files, checkpoints) and of the partitioner.
+#   Builds tests/fuzz_{tu,metis,config,ckpt,partition}.c into build/fuzz/ with clang
 #   -fsanitize=fuzzer,address,undefined, writes a seed corpus from small valid
 #   files (synthetic ones, slices of ../shared/data when present, the configs
 #   in data/configs/, tiny checkpoints written by ./hpjepa pretrain), runs
@@ -10,7 +10,7 @@
 # Environment:
 #   FUZZ_SECONDS   seconds per harness (default 60)
 #   FUZZ_RUNS      stop each harness after this many inputs instead
-#   FUZZ_TARGETS   which harnesses (default "tu metis config ckpt")
+#   FUZZ_TARGETS   which harnesses (default "tu metis config ckpt partition")
 #   FUZZ_MAX_LEN   largest input in bytes (default 16384)
 #   FUZZ_INCLUDE   folder holding the hpjepa.h to fuzz (default: this repository)
 #   CLANG          the compiler (default: clang, else clang-14)
@@ -20,7 +20,7 @@ set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SECONDS_EACH=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"tu metis config ckpt"}
+TARGETS=${FUZZ_TARGETS:-"tu metis config ckpt partition"}
 MAX_LEN=${FUZZ_MAX_LEN:-16384}
 INC=${FUZZ_INCLUDE:-$ROOT}
 DATA=${HPJ_DATA:-../shared/data}
@@ -56,7 +56,7 @@ done
 # ---- seeds ----------------------------------------------------------------
 S=$B/seeds
 rm -rf "$S"
-mkdir -p "$S/tu" "$S/metis" "$S/config" "$S/ckpt"
+mkdir -p "$S/tu" "$S/metis" "$S/config" "$S/ckpt" "$S/partition"
 
 # tu_seed FILE MASK TEXT...: the harness layout (2 mask bytes, texts joined by 0x1F)
 tu_seed() {
@@ -137,6 +137,16 @@ tiny="$tiny --set resolutions=2,4 --set targets=1 --set batch_size=64 --quiet --
     ./hpjepa pretrain data/DEMO --config data/configs/graph-jepa/MUTAG.cfg $tiny --set resolutions=8 --set epochs=0 \
         --set gnn_out_linear=1 --out "$S/ckpt/gj" >/dev/null || { echo "fuzz: cannot write seed checkpoints" >&2; exit 1; }
 
+# partitioner: a 6 x 6 grid into 4 (kway) and into 5 (rb, two cuts), a
+# 40-vertex ring with vertex and edge weights into 3, a star into 7
+awk 'BEGIN { printf "\\x03\\xa0\\x03\\x23\\x01"; for (r = 0; r < 6; ++r) for (c = 0; c < 6; ++c) { v = r * 6 + c;
+  if (c < 5) printf "\\x%02x\\x%02x", v, v + 1; if (r < 5) printf "\\x%02x\\x%02x", v, v + 6 } }' | xargs -0 printf >"$S/partition/grid_kway"
+awk 'BEGIN { printf "\\x04\\xa3\\x10\\x23\\x07"; for (r = 0; r < 6; ++r) for (c = 0; c < 6; ++c) { v = r * 6 + c;
+  if (c < 5) printf "\\x%02x\\x%02x", v, v + 1; if (r < 5) printf "\\x%02x\\x%02x", v, v + 6 } }' | xargs -0 printf >"$S/partition/grid_rb"
+awk 'BEGIN { printf "\\x02\\xac\\x02\\x27\\x03"; for (v = 0; v < 40; ++v) printf "\\x%02x", 1 + v % 5;
+  for (v = 0; v < 40; ++v) printf "\\x%02x\\x%02x\\x%02x", v, (v + 1) % 40, v % 9 }' | xargs -0 printf >"$S/partition/ring_weighted"
+awk 'BEGIN { printf "\\x06\\x50\\x00\\x13\\x09"; for (v = 1; v < 20; ++v) printf "\\x00\\x%02x", v }' | xargs -0 printf >"$S/partition/star"
+
 # dictionaries of the tokens the readers treat specially
 printf '"\\x1f"\n"train"\n"val"\n"valid"\n"test"\n"\\x0d\\x0a"\n", "\n"1e39"\n"nan"\n"-"\n"."\n"e"\n"2147483648"\n"99999999999999999999"\n' \
     >"$B/tu.dict"
@@ -145,6 +155,7 @@ strings "$S/ckpt/untrained" | sed -n 's/^\([a-z_]*\) = .*/"\1"/p' >"$B/config.di
 printf '"="\n"#"\n","\n"\\x0d"\n"\\x00"\n"hp"\n"graph-jepa"\n"adamw"\n"cosine"\n"gelu"\n"nan"\n"inf"\n"1e39"\n"-0"\n"0x10"\n"2147483648"\n"18446744073709551616"\n"threads"\n"seed"\n' \
     >>"$B/config.dict"
 cp "$B/config.dict" "$B/ckpt.dict"
+printf '"\\x00\\x01"\n"\\xff"\n"\\x00\\x00"\n' >"$B/partition.dict"
 printf '"HPJEPA\\x0d\\x0a"\n"\\xff\\xff\\xff\\x7f"\n"\\x00\\x00\\x80\\x7f"\n"\\x00\\x00\\xc0\\x7f"\n"\\x01\\x00\\x00\\x00"\n' >>"$B/ckpt.dict"
 
 # ---- runs -----------------------------------------------------------------
