@@ -3,7 +3,7 @@
 #   make test       the whole test suite (see tests/run_all.sh)
 #   make demo       pretrain + evaluate on the bundled synthetic set
 #   make bench      benchmarks against the peers in ../shared/peers
-#   make fuzz       libFuzzer runs of the TU, METIS, config and checkpoint readers (clang)
+#   make fuzz       libFuzzer runs of the readers and the partitioner (clang)
 CC      ?= cc
 CXX     ?= g++
 ARCH    ?= -march=native
@@ -40,6 +40,11 @@ $(B)/tests-asan: $(TEST_SRC) tests/test.h $(HDRS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) -O1 -g $(ARCH) $(WARN) $(OMP) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	    -fno-omit-frame-pointer -o $@ $(TEST_SRC) $(LDLIBS)
+# the command-line program under ASan + UBSan (the CLI checks run with it too)
+$(B)/hpjepa-asan: $(CLI_SRC) tools/cli.h $(HDRS)
+	@mkdir -p $(B)
+	$(CC) $(CSTD) -O1 -g $(ARCH) $(WARN) $(OMP) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	    -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
 $(B)/tests-noomp: $(TEST_SRC) tests/test.h $(HDRS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) $(OPT) -g $(ARCH) $(WARN) -Wno-unknown-pragmas -o $@ $(TEST_SRC) $(LDLIBS)
@@ -57,7 +62,7 @@ $(B)/check-embedded.o: tests/impl.c $(HDRS)
 	    '-DHPJ_MALLOC(c,s)=malloc(s)' '-DHPJ_FREE(c,p)=free(p)' -include stdlib.h -c -o $@ tests/impl.c
 
 CHECKS := $(B)/check-cxx.o $(B)/check-pedantic.o $(B)/check-embedded.o
-test: all $(B)/tests $(B)/tests-asan $(B)/tests-noomp $(CHECKS)
+test: all $(B)/tests $(B)/tests-asan $(B)/tests-noomp $(B)/hpjepa-asan $(CHECKS)
 	@bash tests/run_all.sh $(B)
 
 demo: all

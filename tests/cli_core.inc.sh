@@ -23,19 +23,19 @@ core_ds() {
 core_bad() {
     local d; d=$(core_ds "$1")
     printf "$3" >"$d/C_$2.txt"
-    expect_fail "stats bad input: $1" "$4" ./hpjepa stats "$d"
+    expect_fail "stats bad input: $1" "$4" "$HPJ" stats "$d"
 }
 # core_same CASE: stats of a reshaped dataset equal those of the base
 core_base=""
 core_same() {
     local name=$1 d=$2 want=${3:-$core_base} got
-    got=$(./hpjepa stats "$d" 2>"$TMP/core_err"); local rc=$?
+    got=$("$HPJ" stats "$d" 2>"$TMP/core_err"); local rc=$?
     if [ $rc -eq 0 ] && [ "$got" = "$want" ]; then ok "stats awkward input: $name"
     else bad "stats awkward input: $name" "exit=$rc got '$got' expected '$want' ($(head -c 200 "$TMP/core_err"))"; fi
 }
 
 d=$(core_ds base)
-core_base=$(./hpjepa stats "$d" 2>/dev/null)
+core_base=$("$HPJ" stats "$d" 2>/dev/null)
 if [ "$core_base" = "graphs=2 classes=2 avg_nodes=2.50 avg_edges=1.50" ]; then ok "stats base dataset ($core_base)"
 else bad "stats base dataset" "got '$core_base'"; fi
 
@@ -56,13 +56,13 @@ d=$(core_ds twice)
 printf '1, 2\n1, 2\n2, 1\n2, 1\n2, 3\n2, 3\n3, 2\n3, 2\n4, 5\n4, 5\n5, 4\n5, 4\n' >"$d/C_A.txt"
 printf '1\n1\n1\n1\n2\n2\n2\n2\n3\n3\n3\n3\n' >"$d/C_edge_labels.txt"
 core_same "each edge listed twice" "$d"
-if ./hpjepa stats "$d" 2>&1 >/dev/null | grep -q "6 duplicate edge lines dropped"; then ok "stats reports duplicate lines"
-else bad "stats reports duplicate lines" "$(./hpjepa stats "$d" 2>&1 >/dev/null)"; fi
+if "$HPJ" stats "$d" 2>&1 >/dev/null | grep -q "6 duplicate edge lines dropped"; then ok "stats reports duplicate lines"
+else bad "stats reports duplicate lines" "$("$HPJ" stats "$d" 2>&1 >/dev/null)"; fi
 d=$(core_ds loops)
 printf '1, 1\n1, 2\n2, 1\n2, 3\n3, 2\n3, 3\n4, 5\n5, 4\n' >"$d/C_A.txt"; printf '9\n1\n1\n2\n2\n9\n3\n3\n' >"$d/C_edge_labels.txt"
 core_same "self-loops kept out of the counts" "$d"
-if ./hpjepa stats "$d" 2>&1 >/dev/null | grep -q "2 self-loops dropped"; then ok "stats reports self-loops"
-else bad "stats reports self-loops" "$(./hpjepa stats "$d" 2>&1 >/dev/null)"; fi
+if "$HPJ" stats "$d" 2>&1 >/dev/null | grep -q "2 self-loops dropped"; then ok "stats reports self-loops"
+else bad "stats reports self-loops" "$("$HPJ" stats "$d" 2>&1 >/dev/null)"; fi
 d=$(core_ds noedges)
 printf '1, 2\n2, 1\n2, 3\n3, 2\n' >"$d/C_A.txt"; printf '1\n1\n2\n2\n' >"$d/C_edge_labels.txt"
 core_same "a graph with no edges" "$d" "graphs=2 classes=2 avg_nodes=2.50 avg_edges=1.00"
@@ -77,14 +77,14 @@ core_same "a trailing slash on the folder" "$d/"
 
 # -- bad input: one line naming file and line, non-zero exit, no crash --
 d=$(core_ds noA); rm "$d/C_A.txt"
-expect_fail "stats bad input: missing A" "C_A\.txt: missing \(required\)" ./hpjepa stats "$d"
+expect_fail "stats bad input: missing A" "C_A\.txt: missing \(required\)" "$HPJ" stats "$d"
 d=$(core_ds noGI); rm "$d/C_graph_indicator.txt"
-expect_fail "stats bad input: missing graph_indicator" "C_graph_indicator\.txt: missing \(required\)" ./hpjepa stats "$d"
+expect_fail "stats bad input: missing graph_indicator" "C_graph_indicator\.txt: missing \(required\)" "$HPJ" stats "$d"
 d=$(core_ds nolabels); rm "$d/C_graph_labels.txt"
-expect_fail "stats bad input: no graph labels or attributes" "C_graph_labels\.txt: missing" ./hpjepa stats "$d"
+expect_fail "stats bad input: no graph labels or attributes" "C_graph_labels\.txt: missing" "$HPJ" stats "$d"
 printf 'x\n' >"$TMP/core_file"
-expect_fail "stats: a file instead of a folder" "core_file_A\.txt: cannot open" ./hpjepa stats "$TMP/core_file"
-expect_fail "stats: two folders" "usage" ./hpjepa stats "$CORE/base/C" "$CORE/base/C"
+expect_fail "stats: a file instead of a folder" "core_file_A\.txt: cannot open" "$HPJ" stats "$TMP/core_file"
+expect_fail "stats: two folders" "usage" "$HPJ" stats "$CORE/base/C" "$CORE/base/C"
 
 core_bad a_text        A '1, 2\n2, x\n'            'C_A\.txt:2: expected an integer \(got .x.\)'
 core_bad a_zero        A '1, 2\n0, 1\n'            'C_A\.txt:2: node id 0 is below the minimum 1'
@@ -128,13 +128,13 @@ core_bad split_nul     split 'train\n\000test\n'          'C_split\.txt:2: NUL b
 # the last of 200001 lines
 d=$(core_ds big)
 awk 'BEGIN { for (i = 0; i < 100000; ++i) printf "1, 2\n2, 1\n"; print "2, 9" }' >"$d/C_A.txt"
-expect_fail "stats bad input: error on line 200001" "C_A\.txt:200001: node id 9 is above the maximum 5" ./hpjepa stats "$d"
+expect_fail "stats bad input: error on line 200001" "C_A\.txt:200001: node id 9 is above the maximum 5" "$HPJ" stats "$d"
 
 # the shared IMDB set lists every edge twice; stats says how many it dropped
 if [ -d "$DATA/IMDB-BINARY" ]; then
-    if ./hpjepa stats "$DATA/IMDB-BINARY" 2>&1 >/dev/null | grep -q "193062 duplicate edge lines dropped"; then
+    if "$HPJ" stats "$DATA/IMDB-BINARY" 2>&1 >/dev/null | grep -q "193062 duplicate edge lines dropped"; then
         ok "stats IMDB-BINARY duplicate lines"
-    else bad "stats IMDB-BINARY duplicate lines" "$(./hpjepa stats "$DATA/IMDB-BINARY" 2>&1 >/dev/null)"; fi
+    else bad "stats IMDB-BINARY duplicate lines" "$("$HPJ" stats "$DATA/IMDB-BINARY" 2>&1 >/dev/null)"; fi
 fi
 
 # regressions of core bugs found by these tests (fixed in hpjepa.h)
@@ -142,7 +142,7 @@ fi
     # a folder where C_A.txt is itself a folder: today "out of memory
     # allocating 9223372036854775808 bytes" (ftell of a directory)
     d=$(core_ds adir); rm "$d/C_A.txt"; mkdir "$d/C_A.txt"
-    expect_fail "stats bad input: A is a folder" "C_A\.txt: .*(read error|directory)" ./hpjepa stats "$d"
+    expect_fail "stats bad input: A is a folder" "C_A\.txt: .*(read error|directory)" "$HPJ" stats "$d"
     # a one-field line whose integral-float token is longer than 63 chars
     core_bad a_long_token A "1.$(printf '0%.0s' $(seq 61))2\n" 'C_A\.txt:1:'
 }

@@ -3,15 +3,15 @@
 MCFG=$TMP/tiny.cfg
 printf 'dim = 8\nheads = 2\nblocks = 1\nffn = 16\nrw_dim = 4\nresolutions = 2,4\ntargets = 1,2\nepochs = 1\nbatch_size = 64\n' > "$MCFG"
 printf 'dim = 8\nfrobnicate = 1\n' > "$TMP/badkey.cfg"
-expect_fail "pretrain: missing --out" "missing --out" ./hpjepa pretrain data/DEMO --config "$MCFG"
-expect_fail "pretrain: unknown config key (file:line)" "badkey.cfg:2: unknown key 'frobnicate'" ./hpjepa pretrain data/DEMO --config "$TMP/badkey.cfg" --out "$TMP/m"
-expect_fail "pretrain: bad --set value" "bad value 'many' for key 'epochs'" ./hpjepa pretrain data/DEMO --set epochs=many --out "$TMP/m"
-expect_fail "pretrain: out-of-range value names the range" "bad value '-1' for key 'node_degree' \(an integer in 0\.\.4095\)" ./hpjepa pretrain data/DEMO --set node_degree=-1 --out "$TMP/m"
-expect_fail "pretrain: bad choice names the choices" "bad value 'x' for key 'readout' \(concat, uniform or task\)" ./hpjepa pretrain data/DEMO --set readout=x --out "$TMP/m"
-expect_fail "pretrain: heads do not divide dim" "not a multiple of heads" ./hpjepa pretrain data/DEMO --config "$MCFG" --set heads=3 --out "$TMP/m"
-expect_fail "pretrain: missing dataset" "cannot open" ./hpjepa pretrain "$TMP/NOPE" --config "$MCFG" --out "$TMP/m"
+expect_fail "pretrain: missing --out" "missing --out" "$HPJ" pretrain data/DEMO --config "$MCFG"
+expect_fail "pretrain: unknown config key (file:line)" "badkey.cfg:2: unknown key 'frobnicate'" "$HPJ" pretrain data/DEMO --config "$TMP/badkey.cfg" --out "$TMP/m"
+expect_fail "pretrain: bad --set value" "bad value 'many' for key 'epochs'" "$HPJ" pretrain data/DEMO --set epochs=many --out "$TMP/m"
+expect_fail "pretrain: out-of-range value names the range" "bad value '-1' for key 'node_degree' \(an integer in 0\.\.4095\)" "$HPJ" pretrain data/DEMO --set node_degree=-1 --out "$TMP/m"
+expect_fail "pretrain: bad choice names the choices" "bad value 'x' for key 'readout' \(concat, uniform or task\)" "$HPJ" pretrain data/DEMO --set readout=x --out "$TMP/m"
+expect_fail "pretrain: heads do not divide dim" "not a multiple of heads" "$HPJ" pretrain data/DEMO --config "$MCFG" --set heads=3 --out "$TMP/m"
+expect_fail "pretrain: missing dataset" "cannot open" "$HPJ" pretrain "$TMP/NOPE" --config "$MCFG" --out "$TMP/m"
 [ ! -e "$TMP/m" ] && ok "pretrain: no model file after failures" || bad "pretrain: no model file after failures"
-if ./hpjepa pretrain data/DEMO --config "$MCFG" --set epochs=2 --out "$TMP/m" --loss-log "$TMP/loss.csv" >"$TMP/pt.out" 2>/dev/null &&
+if "$HPJ" pretrain data/DEMO --config "$MCFG" --set epochs=2 --out "$TMP/m" --loss-log "$TMP/loss.csv" >"$TMP/pt.out" 2>/dev/null &&
    grep -q "^model=.* steps=" "$TMP/pt.out"; then
     ok "pretrain: tiny model on DEMO"
 else bad "pretrain: tiny model on DEMO" "$(cat "$TMP/pt.out")"; fi
@@ -20,21 +20,21 @@ if [ "$(head -1 "$TMP/loss.csv")" = "epoch,step,resolution,K,loss" ] &&
    [ "$(tail -n +2 "$TMP/loss.csv" | cut -d, -f1,3,4 | tr '\n' ' ')" = "1,1,2 1,2,4 2,1,2 2,2,4 " ] &&
    ! grep -qiE "nan|inf" "$TMP/loss.csv"; then ok "pretrain: --loss-log rows"
 else bad "pretrain: --loss-log rows" "$(head -c 300 "$TMP/loss.csv")"; fi
-expect_fail "pretrain: failing save leaves no loss log" "cannot" ./hpjepa pretrain data/DEMO --config "$MCFG" --out "$TMP/nodir/m3" --quiet --loss-log "$TMP/loss3.csv"
+expect_fail "pretrain: failing save leaves no loss log" "cannot" "$HPJ" pretrain data/DEMO --config "$MCFG" --out "$TMP/nodir/m3" --quiet --loss-log "$TMP/loss3.csv"
 [ ! -e "$TMP/loss3.csv" ] && [ ! -e "$TMP/loss3.csv.tmp~" ] && ok "pretrain: no partial loss log" || bad "pretrain: no partial loss log"
-if ./hpjepa embed "$TMP/m" data/DEMO --out "$TMP/e.npy" >"$TMP/em.out" 2>/dev/null && grep -q "^graphs=400 width=16" "$TMP/em.out" &&
+if "$HPJ" embed "$TMP/m" data/DEMO --out "$TMP/e.npy" >"$TMP/em.out" 2>/dev/null && grep -q "^graphs=400 width=16" "$TMP/em.out" &&
    [ "$(head -c 6 "$TMP/e.npy" | tail -c 5)" = "NUMPY" ] && [ "$(stat -c %s "$TMP/e.npy")" -eq $((128 + 400 * 16 * 4)) ]; then
     ok "embed: .npy of 400 x 16 float32"
 else bad "embed: .npy of 400 x 16 float32" "$(cat "$TMP/em.out")"; fi
-./hpjepa embed "$TMP/m" data/DEMO --out "$TMP/e2.npy" --readout uniform >/dev/null 2>&1 && [ "$(stat -c %s "$TMP/e2.npy")" -eq $((128 + 400 * 8 * 4)) ] &&
+"$HPJ" embed "$TMP/m" data/DEMO --out "$TMP/e2.npy" --readout uniform >/dev/null 2>&1 && [ "$(stat -c %s "$TMP/e2.npy")" -eq $((128 + 400 * 8 * 4)) ] &&
     ok "embed: uniform readout width" || bad "embed: uniform readout width"
 head -c 1000 "$TMP/m" > "$TMP/trunc"
-expect_fail "embed: truncated checkpoint" "CRC mismatch|truncated" ./hpjepa embed "$TMP/trunc" data/DEMO --out "$TMP/x.npy"
+expect_fail "embed: truncated checkpoint" "CRC mismatch|truncated" "$HPJ" embed "$TMP/trunc" data/DEMO --out "$TMP/x.npy"
 cp "$TMP/m" "$TMP/flip"; printf '\x55' | dd of="$TMP/flip" bs=1 seek=3000 conv=notrunc 2>/dev/null
-expect_fail "embed: corrupted checkpoint" "CRC mismatch" ./hpjepa embed "$TMP/flip" data/DEMO --out "$TMP/x.npy"
+expect_fail "embed: corrupted checkpoint" "CRC mismatch" "$HPJ" embed "$TMP/flip" data/DEMO --out "$TMP/x.npy"
 [ ! -e "$TMP/x.npy" ] && ok "embed: no .npy after failures" || bad "embed: no .npy after failures"
-expect_fail "eval: --folds 1" "folds: 1 is out of range" ./hpjepa eval data/DEMO --config "$MCFG" --folds 1
-out=$(./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --quiet --report "$TMP/rep" 2>/dev/null | tail -1)
+expect_fail "eval: --folds 1" "folds: 1 is out of range" "$HPJ" eval data/DEMO --config "$MCFG" --folds 1
+out=$("$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --quiet --report "$TMP/rep" 2>/dev/null | tail -1)
 echo "$out" | grep -qE '^accuracy=[01]\.[0-9]{4} std=[0-9.]+$' && ok "eval: accuracy line ($out)" || bad "eval: accuracy line" "$out"
 # the per-graph predictions: every graph once per seed, and their mean
 # correctness per seed and fold gives back the reported accuracy
@@ -58,8 +58,8 @@ else bad "eval: graphs.csv written" "missing $TMP/rep.graphs.csv or python3"; fi
 # a protocol in parts: seeds 1 and 2 run separately (--first-seed) and joined
 # by tools/merge_reports.py give the 2-seed report: the same fold scores,
 # aggregates and predictions
-./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --report "$TMP/part1" >/dev/null 2>&1
-./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --first-seed 2 --quiet --report "$TMP/part2" >/dev/null 2>&1
+"$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --report "$TMP/part1" >/dev/null 2>&1
+"$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --first-seed 2 --quiet --report "$TMP/part2" >/dev/null 2>&1
 if command -v python3 >/dev/null && python3 tools/merge_reports.py "$TMP/joined" "$TMP/part2" "$TMP/part1" >"$TMP/join.out" 2>&1; then
     chk=$(python3 - "$TMP/rep.json" "$TMP/joined.json" <<'PY'
 import json, sys
@@ -80,8 +80,8 @@ PY
 else bad "eval: --first-seed parts joined" "$(cat "$TMP/join.out" 2>/dev/null)"; fi
 # probe_select = cv: the penalty comes from probe_alpha x 10^-3..10^3 (here
 # probe_alpha = 0.5), chosen per fold on the training folds, and is reported
-expect_fail "eval: bad probe_select" "bad value 'maybe' for key 'probe_select'" ./hpjepa eval data/DEMO --config "$MCFG" --set probe_select=maybe
-if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --threads 1 --quiet --set probe_select=cv \
+expect_fail "eval: bad probe_select" "bad value 'maybe' for key 'probe_select'" "$HPJ" eval data/DEMO --config "$MCFG" --set probe_select=maybe
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --threads 1 --quiet --set probe_select=cv \
        --set probe_alpha=0.5 --report "$TMP/cv" >/dev/null 2>"$TMP/cv.err" &&
    [ "$(grep -c 'probe alpha chosen by 5-fold CV' "$TMP/cv.err")" -eq 3 ] &&
    [ "$(grep -oE '"alpha": (0\.0005|0\.005|0\.05|0\.5|5|50|500)[,}]' "$TMP/cv.json" | wc -l)" -eq 3 ]; then
@@ -89,7 +89,7 @@ if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --
 else bad "eval: probe_select=cv picks a grid penalty per fold" "$(head -c 300 "$TMP/cv.err") $(grep -o '"alpha": [^,]*' "$TMP/cv.json" 2>/dev/null)"; fi
 # --save-embeddings: one (graphs, L*d) .npy per fold, each from its own
 # fold's model; unwritable prefixes fail before any pretraining
-if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/emb" >"$TMP/emb.out" 2>&1 &&
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/emb" >"$TMP/emb.out" 2>&1 &&
    [ "$(ls "$TMP"/emb.s1f*.npy | wc -l)" -eq 3 ] && command -v python3 >/dev/null &&
    [ "$(python3 - "$TMP"/emb.s1f1.npy "$TMP"/emb.s1f2.npy "$TMP"/emb.s1f3.npy <<'PY'
 import math, struct, sys
@@ -108,10 +108,10 @@ else bad "eval: --save-embeddings writes one finite (400, 16) .npy per fold" "$(
 # --resume: a run stopped after fold 1 (PREFIX.done keeps fold 1's record,
 # fold 3's file is gone) and continued reuses fold 1 and gives the report of
 # a run that never stopped; another config reuses nothing
-expect_fail "eval: --resume without --save-embeddings" "resume needs --save-embeddings" ./hpjepa eval data/DEMO --config "$MCFG" --resume
-OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/res" --report "$TMP/res_full" >/dev/null 2>&1
+expect_fail "eval: --resume without --save-embeddings" "resume needs --save-embeddings" "$HPJ" eval data/DEMO --config "$MCFG" --resume
+OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/res" --report "$TMP/res_full" >/dev/null 2>&1
 head -1 "$TMP/res.done" > "$TMP/res.d1" && mv "$TMP/res.d1" "$TMP/res.done" && rm -f "$TMP/res.s1f3.npy"
-if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/res" --resume \
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/res" --resume \
        --report "$TMP/res_cont" >/dev/null 2>"$TMP/res.err" &&
    [ "$(grep -c 'resumed: embeddings from .*res.s1f1.npy' "$TMP/res.err")" -eq 1 ] && [ "$(grep -c 'resumed:' "$TMP/res.err")" -eq 1 ] &&
    cmp -s "$TMP/res_full.graphs.csv" "$TMP/res_cont.graphs.csv" && grep -q '"resumed_folds": 1, ' "$TMP/res_cont.json" &&
@@ -119,7 +119,7 @@ if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --
    [ "$(grep -o '"score": [0-9.]*' "$TMP/res_full.json")" = "$(grep -o '"score": [0-9.]*' "$TMP/res_cont.json")" ]; then
     ok "eval: --resume continues a stopped run with the same results"
 else bad "eval: --resume continues a stopped run with the same results" "$(head -c 400 "$TMP/res.err")"; fi
-if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --set lr=0.002 --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/res" \
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --set lr=0.002 --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/res" \
        --resume >/dev/null 2>"$TMP/res2.err" && ! grep -q 'resumed:' "$TMP/res2.err" && [ "$(wc -l < "$TMP/res.done")" -eq 6 ]; then
     ok "eval: --resume ignores folds saved under another config"
 else bad "eval: --resume ignores folds saved under another config" "$(head -c 300 "$TMP/res2.err")"; fi
@@ -127,10 +127,10 @@ else bad "eval: --resume ignores folds saved under another config" "$(head -c 30
 # restores seed 1 (no pretraining) and gives the report of a fresh 2-seed run;
 # a last line cut mid-write is dropped and its fold run again; another config
 # restores nothing; a malformed line is an error naming file:line
-OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --quiet --report "$TMP/fl_full" >/dev/null 2>&1
-OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --fold-log "$TMP/fl.folds" >/dev/null 2>&1
+OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --quiet --report "$TMP/fl_full" >/dev/null 2>&1
+OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --fold-log "$TMP/fl.folds" >/dev/null 2>&1
 head -2 "$TMP/fl.folds" > "$TMP/fl.cut" && sed -n 3p "$TMP/fl.folds" | head -c 120 >> "$TMP/fl.cut" && mv "$TMP/fl.cut" "$TMP/fl.folds"
-if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --quiet --fold-log "$TMP/fl.folds" \
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --quiet --fold-log "$TMP/fl.folds" \
        --report "$TMP/fl_cont" >/dev/null 2>"$TMP/fl.err" &&
    grep -q 'fl.folds:3: dropping an incomplete last line' "$TMP/fl.err" &&
    [ "$(grep -c 'restored from' "$TMP/fl.err")" -eq 2 ] && grep -q 'seed 1 fold  2: .*restored from' "$TMP/fl.err" &&
@@ -140,58 +140,58 @@ if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --
    [ "$(grep -o '"mean": [0-9.]*' "$TMP/fl_full.json")" = "$(grep -o '"mean": [0-9.]*' "$TMP/fl_cont.json")" ]; then
     ok "eval: --fold-log restores recorded folds with the same results"
 else bad "eval: --fold-log restores recorded folds with the same results" "$(head -c 400 "$TMP/fl.err")"; fi
-if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --set lr=0.002 --folds 3 --seeds 1 --quiet \
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --set lr=0.002 --folds 3 --seeds 1 --quiet \
        --fold-log "$TMP/fl.folds" >/dev/null 2>"$TMP/fl2.err" && ! grep -q 'restored' "$TMP/fl2.err" && [ "$(wc -l < "$TMP/fl.folds")" -eq 9 ]; then
     ok "eval: --fold-log restores nothing under another config"
 else bad "eval: --fold-log restores nothing under another config" "$(head -c 300 "$TMP/fl2.err")"; fi
 printf 's1f1 zz\n' > "$TMP/fl_bad.folds"
 expect_fail "eval: malformed fold log line (file:line)" "fl_bad.folds:1: not a fold record" \
-    ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds"
+    "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds"
 head -c 300000 /dev/zero | tr '\0' 'x' > "$TMP/fl_bad.folds"; echo >> "$TMP/fl_bad.folds"
 expect_fail "eval: fold log line longer than any record" "fl_bad.folds:1: not a fold record: line longer than" \
-    ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds"
+    "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds"
 sed -n 1p "$TMP/fl.folds" | sed 's/ [0-9]*:/ 99999:/' > "$TMP/fl_bad.folds"
 expect_fail "eval: fold log naming a graph outside the dataset" "fl_bad.folds:1: not a fold record: a test prediction is not" \
-    ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds"
+    "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds"
 sed -n 1p "$TMP/fl.folds" | sed 's/^s1f1 /s1f2 /' > "$TMP/fl_bad.folds"
-if ! ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds" >/dev/null 2>"$TMP/fl3.err" &&
+if ! "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/fl_bad.folds" >/dev/null 2>"$TMP/fl3.err" &&
    [ "$(grep -c "fl_bad.folds: the record of seed 1 fold 2 does not match this fold's test graphs" "$TMP/fl3.err")" -eq 1 ]; then
     ok "eval: fold log record of another fold's graphs is an error"
 else bad "eval: fold log record of another fold's graphs is an error" "$(head -c 300 "$TMP/fl3.err")"; fi
 expect_fail "eval: unwritable fold log" "cannot open for appending" \
-    ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/nodir/x.folds"
+    "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/nodir/x.folds"
 # --lanes: two folds pretrained at once give the same report; with a fold
 # log holding seed 1, only seed 2's folds run (in lanes)
-if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --quiet --lanes 2 --threads 2 \
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --quiet --lanes 2 --threads 2 \
        --report "$TMP/ln" >/dev/null 2>&1 && cmp -s "$TMP/fl_full.graphs.csv" "$TMP/ln.graphs.csv" &&
    [ "$(grep -o '"\(score\|train\|alpha\|mean\)": [0-9.e-]*' "$TMP/fl_full.json")" = "$(grep -o '"\(score\|train\|alpha\|mean\)": [0-9.e-]*' "$TMP/ln.json")" ]; then
     ok "eval: --lanes 2 gives the report of one lane"
 else bad "eval: --lanes 2 gives the report of one lane" "$(head -c 300 "$TMP/ln.json")"; fi
 head -3 "$TMP/fl.folds" > "$TMP/ln.folds"
-if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --lanes 3 --threads 2 \
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --lanes 3 --threads 2 \
        --fold-log "$TMP/ln.folds" --save-embeddings "$TMP/lnemb" --report "$TMP/ln2" >/dev/null 2>"$TMP/ln2.err" &&
    [ "$(grep -c 'restored from' "$TMP/ln2.err")" -eq 3 ] && grep -q 'folds 1-3: epoch 1/1' "$TMP/ln2.err" &&
    cmp -s "$TMP/fl_full.graphs.csv" "$TMP/ln2.graphs.csv" && [ "$(wc -l < "$TMP/ln.folds")" -eq 6 ] &&
    [ "$(wc -l < "$TMP/lnemb.done")" -eq 3 ] && [ -f "$TMP/lnemb.s2f3.npy" ] && [ ! -f "$TMP/lnemb.s1f1.npy" ]; then
     ok "eval: --lanes with a fold log runs only the missing folds"
 else bad "eval: --lanes with a fold log runs only the missing folds" "$(head -c 400 "$TMP/ln2.err")"; fi
-expect_fail "eval: --lanes out of range" "lanes: 0 is out of range" ./hpjepa eval data/DEMO --config "$MCFG" --lanes 0
+expect_fail "eval: --lanes out of range" "lanes: 0 is out of range" "$HPJ" eval data/DEMO --config "$MCFG" --lanes 0
 # regression (DEMO with a graph attribute and a split): the test graphs' float
 # predictions read back to the same bits
 rd=$TMP/REG; mkdir -p "$rd"
 for f in A graph_indicator node_labels; do cp data/DEMO/DEMO_$f.txt "$rd/REG_$f.txt"; done
 awk '{n[$1]++} END {for (g = 1; g <= 400; ++g) printf "%.3f\n", n[g] / 10}' data/DEMO/DEMO_graph_indicator.txt > "$rd/REG_graph_attributes.txt"
 awk 'BEGIN {for (g = 0; g < 400; ++g) print (g % 5 == 0 ? "test" : g % 5 == 1 ? "val" : "train")}' > "$rd/REG_split.txt"
-OMP_WAIT_POLICY=passive ./hpjepa eval "$rd" --config "$MCFG" --seeds 1 --quiet --report "$TMP/rg_full" >/dev/null 2>&1
-OMP_WAIT_POLICY=passive ./hpjepa eval "$rd" --config "$MCFG" --seeds 1 --quiet --fold-log "$TMP/rg.folds" >/dev/null 2>&1
-if OMP_WAIT_POLICY=passive ./hpjepa eval "$rd" --config "$MCFG" --seeds 1 --quiet --fold-log "$TMP/rg.folds" \
+OMP_WAIT_POLICY=passive "$HPJ" eval "$rd" --config "$MCFG" --seeds 1 --quiet --report "$TMP/rg_full" >/dev/null 2>&1
+OMP_WAIT_POLICY=passive "$HPJ" eval "$rd" --config "$MCFG" --seeds 1 --quiet --fold-log "$TMP/rg.folds" >/dev/null 2>&1
+if OMP_WAIT_POLICY=passive "$HPJ" eval "$rd" --config "$MCFG" --seeds 1 --quiet --fold-log "$TMP/rg.folds" \
        --report "$TMP/rg_cont" >"$TMP/rg.out" 2>"$TMP/rg.err" && grep -q 'restored from' "$TMP/rg.err" && grep -q '^mae=' "$TMP/rg.out" &&
    cmp -s "$TMP/rg_full.graphs.csv" "$TMP/rg_cont.graphs.csv" && [ "$(wc -l < "$TMP/rg.folds")" -eq 1 ]; then
     ok "eval: --fold-log restores a regression split's predictions"
 else bad "eval: --fold-log restores a regression split's predictions" "$(head -c 300 "$TMP/rg.err")"; fi
 # train_embed = repartition: fold 1's test graphs keep the fixed-partition
 # embeddings of the run above (same model), its training graphs get others
-if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set train_embed=repartition \
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set train_embed=repartition \
        --save-embeddings "$TMP/embr" --report "$TMP/embr" >/dev/null 2>&1 && command -v python3 >/dev/null &&
    [ "$(python3 - "$TMP"/emb.s1f1.npy "$TMP"/embr.s1f1.npy "$TMP"/embr.graphs.csv <<'PY'
 import csv, struct, sys
@@ -208,33 +208,33 @@ print("ok" if test and same_test and diff_train > 200 else "bad %d %s %d" % (len
 PY
 )" = ok ]; then ok "eval: train_embed=repartition re-embeds only the training graphs"
 else bad "eval: train_embed=repartition re-embeds only the training graphs" "$(ls "$TMP" | head -c 300)"; fi
-expect_fail "eval: bad train_embed" "bad value 'x' for key 'train_embed'" ./hpjepa eval data/DEMO --config "$MCFG" --set train_embed=x
+expect_fail "eval: bad train_embed" "bad value 'x' for key 'train_embed'" "$HPJ" eval data/DEMO --config "$MCFG" --set train_embed=x
 # --from-embeddings: the same folds and probe on the saved embeddings give
 # the same result line, without pretraining; wrong shapes and missing files
 # are refused with the file named
-fe=$(OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --from-embeddings "$TMP/emb" 2>&1 | tail -1)
+fe=$(OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --from-embeddings "$TMP/emb" 2>&1 | tail -1)
 want=$(tail -1 "$TMP/emb.out")
 [ -n "$want" ] && [ "$fe" = "$want" ] && ok "eval: --from-embeddings reproduces the run that saved them ($fe)" ||
     bad "eval: --from-embeddings reproduces the run that saved them" "got '$fe', want '$want'"
-expect_fail "eval: --from-embeddings with another dim" "emb.s1f1.npy: shape \(400, 16\), expected \(400, 32\)" ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --set dim=16 --from-embeddings "$TMP/emb"
-expect_fail "eval: --from-embeddings, missing files" "nope.s1f1.npy: cannot open" ./hpjepa eval data/DEMO --config "$MCFG" --from-embeddings "$TMP/nope"
+expect_fail "eval: --from-embeddings with another dim" "emb.s1f1.npy: shape \(400, 16\), expected \(400, 32\)" "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --set dim=16 --from-embeddings "$TMP/emb"
+expect_fail "eval: --from-embeddings, missing files" "nope.s1f1.npy: cannot open" "$HPJ" eval data/DEMO --config "$MCFG" --from-embeddings "$TMP/nope"
 # --save-models / --from-models: the saved fold models give the same
 # embeddings and result line without pretraining; mismatches are refused
-if OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-models "$TMP/mod" \
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-models "$TMP/mod" \
        >"$TMP/mod.out" 2>/dev/null &&
    [ "$(ls "$TMP"/mod.s1f*.hpj | wc -l)" -eq 3 ] &&
-   OMP_WAIT_POLICY=passive ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --from-models "$TMP/mod" \
+   OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --from-models "$TMP/mod" \
        --save-embeddings "$TMP/embm" >"$TMP/modf.out" 2>/dev/null &&
    [ "$(tail -1 "$TMP/mod.out")" = "$(tail -1 "$TMP/modf.out")" ] && cmp -s "$TMP/emb.s1f2.npy" "$TMP/embm.s1f2.npy"; then
     ok "eval: --from-models reproduces the run that saved them ($(tail -1 "$TMP/modf.out"))"
 else bad "eval: --from-models reproduces the run that saved them" "$(tail -1 "$TMP/mod.out") vs $(tail -1 "$TMP/modf.out" 2>/dev/null)"; fi
-expect_fail "eval: --from-models with another dim" "mod.s1f1.hpj: the model's mode, dim or resolutions differ" ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --set dim=16 --from-models "$TMP/mod"
-expect_fail "eval: --from-models, missing files" "mod.s2f1.hpj: cannot open" ./hpjepa eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --from-models "$TMP/mod"
-expect_fail "eval: --from-models with --save-models" "excludes" ./hpjepa eval data/DEMO --config "$MCFG" --from-models "$TMP/mod" --save-models "$TMP/x"
-expect_fail "eval: unwritable --save-models fails first" "nodir/m.s1f1.hpj.tmp~: cannot create" ./hpjepa eval data/DEMO --config "$MCFG" --save-models "$TMP/nodir/m"
-expect_fail "eval: --save- and --from-embeddings together" "exclude each other" ./hpjepa eval data/DEMO --config "$MCFG" --from-embeddings "$TMP/emb" --save-embeddings "$TMP/x"
-expect_fail "eval: unwritable --save-embeddings fails first" "nodir/e.s1f1.npy.tmp~: cannot create" ./hpjepa eval data/DEMO --config "$MCFG" --save-embeddings "$TMP/nodir/e"
-expect_fail "eval: unwritable --report fails first" "nodir/r.json.tmp~: cannot create" ./hpjepa eval data/DEMO --config "$MCFG" --report "$TMP/nodir/r"
-out=$(./hpjepa bench train data/DEMO --config "$MCFG" --steps 2 --warmup 1 2>/dev/null | tail -1)
+expect_fail "eval: --from-models with another dim" "mod.s1f1.hpj: the model's mode, dim or resolutions differ" "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --set dim=16 --from-models "$TMP/mod"
+expect_fail "eval: --from-models, missing files" "mod.s2f1.hpj: cannot open" "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --from-models "$TMP/mod"
+expect_fail "eval: --from-models with --save-models" "excludes" "$HPJ" eval data/DEMO --config "$MCFG" --from-models "$TMP/mod" --save-models "$TMP/x"
+expect_fail "eval: unwritable --save-models fails first" "nodir/m.s1f1.hpj.tmp~: cannot create" "$HPJ" eval data/DEMO --config "$MCFG" --save-models "$TMP/nodir/m"
+expect_fail "eval: --save- and --from-embeddings together" "exclude each other" "$HPJ" eval data/DEMO --config "$MCFG" --from-embeddings "$TMP/emb" --save-embeddings "$TMP/x"
+expect_fail "eval: unwritable --save-embeddings fails first" "nodir/e.s1f1.npy.tmp~: cannot create" "$HPJ" eval data/DEMO --config "$MCFG" --save-embeddings "$TMP/nodir/e"
+expect_fail "eval: unwritable --report fails first" "nodir/r.json.tmp~: cannot create" "$HPJ" eval data/DEMO --config "$MCFG" --report "$TMP/nodir/r"
+out=$("$HPJ" bench train data/DEMO --config "$MCFG" --steps 2 --warmup 1 2>/dev/null | tail -1)
 echo "$out" | grep -qE '^graphs_per_s=[0-9.]+ gflops=[0-9.]+' && ok "bench train: result line" || bad "bench train: result line" "$out"
-for c in pretrain embed eval; do ./hpjepa $c --help | grep -q "usage: hpjepa $c" && ok "$c --help" || bad "$c --help"; done
+for c in pretrain embed eval; do "$HPJ" $c --help | grep -q "usage: hpjepa $c" && ok "$c --help" || bad "$c --help"; done

@@ -12,7 +12,7 @@ svg_ok() {
 }
 
 for k in quartiles sweep tsne loss; do
-    ./hpjepa plot $k --help | grep -q "usage: hpjepa plot $k" && ok "plot $k --help" || bad "plot $k --help"
+    "$HPJ" plot $k --help | grep -q "usage: hpjepa plot $k" && ok "plot $k --help" || bad "plot $k --help"
 done
 
 # -- quartiles: 8 graphs with nodes 3 5 5 8 10 12 20 30 -> edges 5 / 9 / 14
@@ -38,7 +38,7 @@ cat >"$PL/q.expected" <<'EOF'
 | Q3 | 10-12 | 2 | 0.7500 +- 0.2500 | 1.0000 |
 | Q4 | 20-30 | 2 | 0.7500 +- 0.2500 | 0.5000 |
 EOF
-if ./hpjepa plot quartiles --out "$PL/q.svg" A="$PL/a.graphs.csv" "B&<1>=$PL/b.graphs.csv" >"$PL/q.out" 2>"$PL/q.err" &&
+if "$HPJ" plot quartiles --out "$PL/q.svg" A="$PL/a.graphs.csv" "B&<1>=$PL/b.graphs.csv" >"$PL/q.out" 2>"$PL/q.err" &&
    diff "$PL/q.expected" "$PL/q.out" >/dev/null; then ok "plot quartiles: exact table (2 seeds vs 1, escaped label)"
 else bad "plot quartiles: exact table" "$(cat "$PL/q.out" "$PL/q.err" | head -8)"; fi
 svg_ok "plot quartiles: well-formed SVG" "$PL/q.svg"
@@ -47,14 +47,14 @@ grep -q "Quartile edges 5 / 9 / 14 nodes over 8 graphs" "$PL/q.svg" && ok "plot 
 { echo seed,fold,graph,nodes,edges,target,pred,abs_err
   for g in 0 1 2 3 4 5 6 7; do echo "1,1,$g,$((g + 3)),$((g + 2)),0.5,0.$g,$(awk -v g=$g 'BEGIN { printf "%.1f", (g > 5 ? g - 5 : 5 - g) / 10 }')"; done
 } >"$PL/r.graphs.csv"
-./hpjepa plot quartiles --out "$PL/r.svg" "$PL/r.graphs.csv" >"$PL/r.out" 2>/dev/null && grep -q '^| Q1 | 3-4 | 2 | 0.4500 |$' "$PL/r.out" &&
+"$HPJ" plot quartiles --out "$PL/r.svg" "$PL/r.graphs.csv" >"$PL/r.out" 2>/dev/null && grep -q '^| Q1 | 3-4 | 2 | 0.4500 |$' "$PL/r.out" &&
     ok "plot quartiles: regression file gives MAE" || bad "plot quartiles: regression file gives MAE" "$(cat "$PL/r.out")"
 svg_ok "plot quartiles: regression SVG" "$PL/r.svg"
 
 # -- sweep: labels may hold '='; one seed -> fold_std error bars
 printf '{"dataset": "MUTAG", "metric": "accuracy", "mean": 0.914620, "std": 0.000000, "fold_std": 0.054181, "seeds": 1, "folds": 10, "rows": [{"seed": 1, "omega": [0.2, 0.2]}], "config": "mode = hp\\nresolutions = 2,4\\n"}\n' >"$PL/s1.json"
 printf '{"dataset": "MUTAG", "metric": "accuracy",\n "mean": 0.9, "std": 0.01, "fold_std": 0.05, "seeds": 5}\n' >"$PL/s2.json"
-if ./hpjepa plot sweep --out "$PL/s.svg" "K=2,4=$PL/s1.json" "K=2,4,8=$PL/s2.json" >"$PL/s.out" 2>/dev/null &&
+if "$HPJ" plot sweep --out "$PL/s.svg" "K=2,4=$PL/s1.json" "K=2,4,8=$PL/s2.json" >"$PL/s.out" 2>/dev/null &&
    grep -q '^| K=2,4 | MUTAG | 0.9146 | 0.0000 | 0.0542 | 1 |$' "$PL/s.out" && grep -q '^| K=2,4,8 | MUTAG | 0.9000 |' "$PL/s.out"; then
     ok "plot sweep: table"
 else bad "plot sweep: table" "$(cat "$PL/s.out")"; fi
@@ -63,7 +63,7 @@ svg_ok "plot sweep: well-formed SVG" "$PL/s.svg"
 # -- loss: two files, one panel each
 { echo epoch,step,resolution,K,loss; for e in 1 2 3; do echo "$e,$((e * 4)),1,2,0.$((9 - e))"; echo "$e,$((e * 4)),2,4,0.00$e"; done; } >"$PL/l1.csv"
 { echo epoch,step,resolution,K,loss; echo 1,4,1,32,0.5; echo 2,8,1,32,0.25; } >"$PL/l2.csv"
-./hpjepa plot loss --out "$PL/l.svg" "$PL/l1.csv" "$PL/l2.csv" >"$PL/l.out" 2>/dev/null && grep -q '^| l1.csv | 4 | 3 | 0.001 | 0.003 |$' "$PL/l.out" &&
+"$HPJ" plot loss --out "$PL/l.svg" "$PL/l1.csv" "$PL/l2.csv" >"$PL/l.out" 2>/dev/null && grep -q '^| l1.csv | 4 | 3 | 0.001 | 0.003 |$' "$PL/l.out" &&
     ok "plot loss: table" || bad "plot loss: table" "$(cat "$PL/l.out")"
 svg_ok "plot loss: well-formed SVG" "$PL/l.svg"
 grep -q "log scale" "$PL/l.svg" && ok "plot loss: log axis for a 800x range" || bad "plot loss: log axis for a 800x range"
@@ -95,7 +95,7 @@ npy(d + "/emb.npy", rows)
 npy(d + "/short.npy", rows[:-1])
 npy(d + "/f8.npy", rows, "<f8", "d")
 EOF
-    TS="./hpjepa plot tsne $PL/SYN $PL/emb.npy --iters 300"
+    TS=""$HPJ" plot tsne $PL/SYN $PL/emb.npy --iters 300"
     if OMP_NUM_THREADS=1 $TS --out "$PL/t1.svg" >"$PL/t.out" 2>"$PL/t.err"; then
         agree=$(sed -n 's/^knn_class_agreement=//p' "$PL/t.out")
         grep -qE '^tsne n=300 kl=[0-9.]+ seconds=' "$PL/t.out" && grep -q '^knn_quartile_agreement=' "$PL/t.out" &&
@@ -109,15 +109,15 @@ EOF
     OMP_WAIT_POLICY=passive OMP_NUM_THREADS=2 $TS --out "$PL/t2.svg" >/dev/null 2>&1
     cmp -s "$PL/t1.svg" "$PL/t2.svg" && ok "plot tsne: 1 vs 2 threads, same bytes" || bad "plot tsne: 1 vs 2 threads, same bytes"
     expect_fail "plot tsne: .npy with a wrong row count" "short.npy: has 299 rows but SYN has 300 graphs" \
-        ./hpjepa plot tsne "$PL/SYN" "$PL/short.npy" --out "$PL/bad.svg"
-    expect_fail "plot tsne: .npy of float64" "f8.npy: descr is '<f8', expected '<f4'" ./hpjepa plot tsne "$PL/SYN" "$PL/f8.npy" --out "$PL/bad.svg"
+        "$HPJ" plot tsne "$PL/SYN" "$PL/short.npy" --out "$PL/bad.svg"
+    expect_fail "plot tsne: .npy of float64" "f8.npy: descr is '<f8', expected '<f4'" "$HPJ" plot tsne "$PL/SYN" "$PL/f8.npy" --out "$PL/bad.svg"
     # a header that ends right after a key (the reader once stepped past its end)
     printf '\x93NUMPY\x01\x00\x06\x00{descr' >"$PL/cut.npy"
     expect_fail "plot tsne: .npy header ending in a key" "cut.npy: .npy header has no descr" \
-        ./hpjepa plot tsne "$PL/SYN" "$PL/cut.npy" --out "$PL/bad.svg"
+        "$HPJ" plot tsne "$PL/SYN" "$PL/cut.npy" --out "$PL/bad.svg"
     printf "\x93NUMPY\x01\x00\x20\x00{'descr': '<f4', 'fortran_order'" >"$PL/cut2.npy"
     expect_fail "plot tsne: .npy header ending in fortran_order" "cut2.npy: fortran_order must be False" \
-        ./hpjepa plot tsne "$PL/SYN" "$PL/cut2.npy" --out "$PL/bad.svg"
+        "$HPJ" plot tsne "$PL/SYN" "$PL/cut2.npy" --out "$PL/bad.svg"
 else
     echo "  (no python3: plot tsne checks skipped)"
 fi
@@ -125,23 +125,23 @@ fi
 # -- bad input: one stderr line, non-zero exit, no output file
 { echo seed,fold,graph,nodes; echo 1,1,0,3; } >"$PL/hdr.graphs.csv"
 expect_fail "plot quartiles: wrong CSV header" "hdr.graphs.csv:1: expected the header 'seed,fold,graph,nodes,edges,label,pred,correct'" \
-    ./hpjepa plot quartiles --out "$PL/bad.svg" "$PL/hdr.graphs.csv"
+    "$HPJ" plot quartiles --out "$PL/bad.svg" "$PL/hdr.graphs.csv"
 { echo $QH; echo 1,1,0,3,4,0,0,1; echo 1,1,1,5,6,1; } >"$PL/short.graphs.csv"
 expect_fail "plot quartiles: short row names file:line" "short.graphs.csv:3: expected 8 comma-separated fields, got 6" \
-    ./hpjepa plot quartiles --out "$PL/bad.svg" "$PL/short.graphs.csv"
+    "$HPJ" plot quartiles --out "$PL/bad.svg" "$PL/short.graphs.csv"
 { echo $QH; qrows 1 1 1 1 1 1 1 1 1; } | sed 's/^1,1,3,8,9,1,1,1$/1,1,3,9,9,1,1,1/' >"$PL/other.graphs.csv"
 expect_fail "plot quartiles: files describe different graphs" "other.graphs.csv: graph 3 has 9 nodes but 8 in" \
-    ./hpjepa plot quartiles --out "$PL/bad.svg" "$PL/b.graphs.csv" "$PL/other.graphs.csv"
+    "$HPJ" plot quartiles --out "$PL/bad.svg" "$PL/b.graphs.csv" "$PL/other.graphs.csv"
 printf '{"dataset": "X", "metric": "accuracy", "mean": 0.5 "std": 0}\n' >"$PL/bad.json"
-expect_fail "plot sweep: malformed JSON" "bad.json:1: expected ',' or '}' after \"mean\"" ./hpjepa plot sweep --out "$PL/bad.svg" "$PL/bad.json"
+expect_fail "plot sweep: malformed JSON" "bad.json:1: expected ',' or '}' after \"mean\"" "$HPJ" plot sweep --out "$PL/bad.svg" "$PL/bad.json"
 { echo epoch,step,resolution,K,loss; echo 1,4,1,2,0.5; echo 1,4,1,4,0.4; } >"$PL/badk.csv"
 expect_fail "plot loss: K changes within a resolution" "badk.csv:3: resolution 1 has K = 4 here but 2 on line 2" \
-    ./hpjepa plot loss --out "$PL/bad.svg" "$PL/badk.csv"
-expect_fail "plot: missing input file" "nope.csv: cannot open" ./hpjepa plot loss --out "$PL/bad.svg" "$PL/nope.csv"
-expect_fail "plot: unknown plot kind" "unknown plot kind 'pie'" ./hpjepa plot pie --out "$PL/bad.svg"
-expect_fail "plot: missing --out" "missing --out" ./hpjepa plot quartiles "$PL/a.graphs.csv"
+    "$HPJ" plot loss --out "$PL/bad.svg" "$PL/badk.csv"
+expect_fail "plot: missing input file" "nope.csv: cannot open" "$HPJ" plot loss --out "$PL/bad.svg" "$PL/nope.csv"
+expect_fail "plot: unknown plot kind" "unknown plot kind 'pie'" "$HPJ" plot pie --out "$PL/bad.svg"
+expect_fail "plot: missing --out" "missing --out" "$HPJ" plot quartiles "$PL/a.graphs.csv"
 [ ! -e "$PL/bad.svg" ] && [ -z "$(ls "$PL" | grep 'tmp~')" ] && ok "plot: no output file after failures" ||
     bad "plot: no output file after failures" "$(ls "$PL")"
-./hpjepa plot pie --out "$PL/bad.svg" 2>/dev/null; rc1=$?
-./hpjepa plot loss --out "$PL/bad.svg" "$PL/nope.csv" 2>/dev/null; rc2=$?
+"$HPJ" plot pie --out "$PL/bad.svg" 2>/dev/null; rc1=$?
+"$HPJ" plot loss --out "$PL/bad.svg" "$PL/nope.csv" 2>/dev/null; rc2=$?
 [ $rc1 -eq 2 ] && [ $rc2 -eq 1 ] && ok "plot: exit 2 on usage, 1 on bad input" || bad "plot: exit 2 on usage, 1 on bad input" "got $rc1 and $rc2"

@@ -2,6 +2,9 @@
 # Command-line tests of ./hpjepa: result lines, error messages, exit codes.
 # Prints "N passed, N failed". Run from the repository root.
 set -u
+# HPJEPA_BIN: the program under test (default ./hpjepa; make test also runs
+# these checks with an ASan + UBSan build of it)
+HPJ=${HPJEPA_BIN:-./hpjepa}
 PASS=0; FAIL=0
 DATA=${HPJ_DATA:-../shared/data}
 TMP=$(mktemp -d)
@@ -24,7 +27,7 @@ if [ -d "$DATA" ] && command -v python3 >/dev/null; then
     for d in MUTAG PROTEINS DD REDDIT-BINARY IMDB-BINARY IMDB-MULTI ZINC-12K; do
         [ -d "$DATA/$d" ] || continue
         exp=$(awk -v d="$d" '$1==d && NF>=7 { c=($3=="regr")?0:$3; printf "graphs=%s classes=%s avg_nodes=%s avg_edges=%s", $2, c, $4, $6 }' "$TMP/verify.txt")
-        got=$(./hpjepa stats "$DATA/$d" 2>/dev/null)
+        got=$("$HPJ" stats "$DATA/$d" 2>/dev/null)
         if [ -n "$exp" ] && [ "$got" = "$exp" ]; then ok "stats $d ($got)"; else bad "stats $d" "got '$got' expected '$exp'"; fi
     done
 else
@@ -32,22 +35,22 @@ else
 fi
 
 # -- usage and bad input --
-expect_fail "stats: no argument" "usage" ./hpjepa stats
-expect_fail "stats: missing folder" "cannot open" ./hpjepa stats "$TMP/NOPE"
-expect_fail "unknown command" "unknown command" ./hpjepa frobnicate
+expect_fail "stats: no argument" "usage" "$HPJ" stats
+expect_fail "stats: missing folder" "cannot open" "$HPJ" stats "$TMP/NOPE"
+expect_fail "unknown command" "unknown command" "$HPJ" frobnicate
 # quoted input with control characters stays one line (\xNN)
-expect_fail "stats: a folder name with a newline" 'NO\\x0aPE' ./hpjepa stats "$TMP/NO"$'\n'"PE"
+expect_fail "stats: a folder name with a newline" 'NO\\x0aPE' "$HPJ" stats "$TMP/NO"$'\n'"PE"
 expect_fail "--set value with a carriage return" "bad value '8\\\\x0d' for key 'dim'" \
-    ./hpjepa pretrain "$TMP/NOPE" --config /dev/null --set dim=8$'\r' --out "$TMP/never.ckpt"
-./hpjepa --help >/dev/null 2>&1 && ok "--help exits 0" || bad "--help exits 0"
-./hpjepa stats --help | grep -q "graphs=" && ok "stats --help" || bad "stats --help"
+    "$HPJ" pretrain "$TMP/NOPE" --config /dev/null --set dim=8$'\r' --out "$TMP/never.ckpt"
+"$HPJ" --help >/dev/null 2>&1 && ok "--help exits 0" || bad "--help exits 0"
+"$HPJ" stats --help | grep -q "graphs=" && ok "stats --help" || bad "stats --help"
 
 # a malformed dataset: edge joining two graphs
 mkdir -p "$TMP/BAD"
 printf '1\n1\n2\n2\n' >"$TMP/BAD/BAD_graph_indicator.txt"
 printf '1\n2\n' >"$TMP/BAD/BAD_graph_labels.txt"
 printf '1, 2\n2, 3\n' >"$TMP/BAD/BAD_A.txt"
-expect_fail "stats: edge joining two graphs" "BAD_A.txt:2: edge joins node 2 \(graph 1\) and node 3 \(graph 2\)" ./hpjepa stats "$TMP/BAD"
+expect_fail "stats: edge joining two graphs" "BAD_A.txt:2: edge joins node 2 \(graph 1\) and node 3 \(graph 2\)" "$HPJ" stats "$TMP/BAD"
 
 # extra checks contributed by the module authors
 for f in tests/cli_*.inc.sh; do [ -f "$f" ] && . "$f"; done

@@ -33,6 +33,11 @@ run_stage "unit tests (no OpenMP)" "./$B/tests-noomp"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run_stage "unit tests (ASan + UBSan)" "./$B/tests-asan"
 run_stage "command-line tests" bash tests/cli_test.sh
+# the same checks with the program built under ASan + UBSan: every error path
+# of the command line (bad files, fold logs, .npy headers, lanes) without
+# a memory error, a leak or undefined behaviour
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 HPJEPA_BIN=$B/hpjepa-asan \
+    run_stage "command-line tests (ASan + UBSan build)" bash tests/cli_test.sh
 rm -f "$log"
 echo "=== C++, -std=c99 -pedantic and HPJ_NO_STDIO builds of the header compiled cleanly"
 echo "=== stages failed: $stage_fail"
