@@ -96,7 +96,9 @@
               rejects non-finite target-encoder values and BatchNorm
               statistics, names the buffer in every reason and leaves the
               model zeroed on every failure (found by the new checkpoint
-              and config fuzz harnesses, tests/fuzz_{ckpt,config}.c)
+              and config fuzz harnesses, tests/fuzz_{ckpt,config}.c);
+              hpj_model_init refuses label spans over 2^20 by name
+              instead of overflowing int
        0.5.0  (later, same bits, so the same version) embedding chunks of
               2^13 node copies instead of 2^16: peak memory of an
               embedding pass 1.23 GB -> 0.32 GB on DD, 1.7 GB -> 0.35 GB
@@ -7480,11 +7482,13 @@ HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_
     int i;
     memset(m, 0, sizeof(*m));
     /* input encoding: one-hot of (label - min), as PyG's TUDataset does; the
-       label span in 64 bits, as labels may span all of int32 (a width over
-       2^20 is rejected by hpj__model_shape) */
+       label spans in 64 bits, as labels may span all of int32 */
     if (ds->node_label) {
         int64_t span = (int64_t)ds->node_label_max - ds->node_label_min + 1;
-        m->node_onehot = (int)HPJ__MIN(HPJ__MAX((int64_t)cfg->node_vocab, span), (int64_t)INT32_MAX / 4);
+        if (span > (1 << 20))
+            return hpj__fail(HPJ_ERR_INPUT, "model: node labels %d..%d span %lld values, more than a one-hot input can take (2^20)",
+                             ds->node_label_min, ds->node_label_max, (long long)span);
+        m->node_onehot = (int)HPJ__MAX((int64_t)cfg->node_vocab, span);
         m->node_label_min = ds->node_label_min;
     }
     if (cfg->node_attr && ds->node_attr) m->node_attr_dim = ds->node_attr_dim;
@@ -7493,7 +7497,12 @@ HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_
     if (m->F == 0) m->F = 1; /* no node input: the constant 0 feature of the reference */
     if (ds->edge_label) {
         int64_t span = (int64_t)ds->edge_label_max - ds->edge_label_min + 1;
-        m->edge_onehot = (int)HPJ__MIN(HPJ__MAX((int64_t)cfg->edge_vocab, span), (int64_t)INT32_MAX / 4);
+        if (span > (1 << 20)) {
+            memset(m, 0, sizeof(*m));
+            return hpj__fail(HPJ_ERR_INPUT, "model: edge labels %d..%d span %lld values, more than a one-hot input can take (2^20)",
+                             ds->edge_label_min, ds->edge_label_max, (long long)span);
+        }
+        m->edge_onehot = (int)HPJ__MAX((int64_t)cfg->edge_vocab, span);
         m->edge_label_min = ds->edge_label_min;
     }
     m->Fe = m->edge_onehot ? m->edge_onehot : 1;

@@ -549,6 +549,34 @@ static void test_tiny_graphs(void) {
     hpj_dataset_free(&ds);
 }
 
+/* Node labels spanning all of int32 (a one-hot width near 2^32): the
+   model refuses the width with a reason, without overflowing int (the
+   ASan + UBSan build runs this too). */
+static void test_label_span_rejected(void) {
+    const char *A = "1, 2\n2, 1\n";
+    const char *gi = "1\n1\n";
+    const char *gl = "0\n";
+    const char *nl = "-2147483647\n2147483647\n";
+    hpj_tu_text t;
+    hpj_dataset ds;
+    hpj_config c;
+    hpj_model m;
+    memset(&t, 0, sizeof t);
+    t.name = "WIDE";
+    t.text[HPJ_TU_A] = A; t.len[HPJ_TU_A] = strlen(A);
+    t.text[HPJ_TU_GRAPH_INDICATOR] = gi; t.len[HPJ_TU_GRAPH_INDICATOR] = strlen(gi);
+    t.text[HPJ_TU_GRAPH_LABELS] = gl; t.len[HPJ_TU_GRAPH_LABELS] = strlen(gl);
+    t.text[HPJ_TU_NODE_LABELS] = nl; t.len[HPJ_TU_NODE_LABELS] = strlen(nl);
+    if (hpj_dataset_parse_tu(&t, &ds) != HPJ_OK) { /* the reader may refuse such labels first: fine */
+        CHECK(strstr(hpj_last_error(), "WIDE") != NULL);
+        return;
+    }
+    tiny_config(&c);
+    CHECK(hpj_model_init(&m, &c, &ds) == HPJ_ERR_INPUT);
+    CHECK_MSG(strstr(hpj_last_error(), "node labels -2147483647..2147483647 span 4294967295 values") != NULL, "reason '%s'", hpj_last_error());
+    hpj_dataset_free(&ds);
+}
+
 static void test_config_errors(void) {
     hpj_config c;
     const char *bad1 = "dim = 16\nfrobnicate = 3\n";
@@ -626,5 +654,6 @@ const test_case model_tests[] = {
     {"model.checkpoint", test_checkpoint},
     {"model.embed_epoch", test_embed_epoch},
     {"model.tiny_graphs", test_tiny_graphs},
+    {"model.label_span_rejected", test_label_span_rejected},
 };
 const int model_tests_count = (int)(sizeof model_tests / sizeof model_tests[0]);
