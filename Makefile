@@ -61,8 +61,29 @@ $(B)/check-embedded.o: tests/impl.c $(HDRS)
 	$(CC) -std=c99 -pedantic -O1 $(WARN) -DHPJ_NO_STDIO -DHPJ_STATIC -Wno-unused-function \
 	    '-DHPJ_MALLOC(c,s)=malloc(s)' '-DHPJ_FREE(c,p)=free(p)' -include stdlib.h -c -o $@ tests/impl.c
 
+# a minimal compiler: tcc (no OpenMP, no intrinsics, no optimiser) builds the
+# unit suite, the program and the examples with -Wall -Werror, and the unit
+# suite runs (tests/run_all.sh); skipped when tcc is not installed (.ci/run
+# installs it)
+TCC ?= $(shell command -v tcc 2>/dev/null)
+TCC_BUILDS := $(if $(TCC),$(B)/tests-tcc $(B)/check-tcc-cli $(B)/hpjepa-portable)
+$(B)/tests-tcc: $(TEST_SRC) tests/test.h $(HDRS)
+	@mkdir -p $(B)
+	$(TCC) -Wall -Werror -o $@ $(TEST_SRC) -lm
+$(B)/check-tcc-cli: $(CLI_SRC) tools/cli.h $(HDRS) $(wildcard examples/*.c)
+	@mkdir -p $(B)
+	$(TCC) -Wall -Werror -D_POSIX_C_SOURCE=200809L -o $(B)/hpjepa-tcc $(CLI_SRC) -lm
+	for e in examples/*.c; do $(TCC) -Wall -Werror -I. -o $(B)/example-tcc $$e -lm || exit 1; done
+	@touch $@
+
+# gcc with the portable kernels and nothing tuned to this CPU: the same bits
+# as the tcc build (a command-line check compares their embeddings)
+$(B)/hpjepa-portable: $(CLI_SRC) tools/cli.h $(HDRS)
+	@mkdir -p $(B)
+	$(CC) $(CSTD) -O2 $(WARN) -Wno-unknown-pragmas -DHPJ_NO_SIMD -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
+
 CHECKS := $(B)/check-cxx.o $(B)/check-pedantic.o $(B)/check-embedded.o
-test: all $(B)/tests $(B)/tests-asan $(B)/tests-noomp $(B)/hpjepa-asan $(CHECKS)
+test: all $(B)/tests $(B)/tests-asan $(B)/tests-noomp $(B)/hpjepa-asan $(CHECKS) $(TCC_BUILDS)
 	@bash tests/run_all.sh $(B)
 
 demo: all

@@ -28,6 +28,16 @@ if "$HPJ" embed "$TMP/m" data/DEMO --out "$TMP/e.npy" >"$TMP/em.out" 2>/dev/null
 else bad "embed: .npy of 400 x 16 float32" "$(cat "$TMP/em.out")"; fi
 "$HPJ" embed "$TMP/m" data/DEMO --out "$TMP/e2.npy" --readout uniform >/dev/null 2>&1 && [ "$(stat -c %s "$TMP/e2.npy")" -eq $((128 + 400 * 8 * 4)) ] &&
     ok "embed: uniform readout width" || bad "embed: uniform readout width"
+# two compilers, the same bits: tcc and gcc (-O2, portable kernels, nothing
+# tuned to the CPU) pretrain the same model and embed with it identically
+if [ -x build/hpjepa-tcc ] && [ -x build/hpjepa-portable ]; then
+    if build/hpjepa-tcc pretrain data/DEMO --config "$MCFG" --out "$TMP/mt" --quiet >/dev/null 2>&1 &&
+       build/hpjepa-portable pretrain data/DEMO --config "$MCFG" --out "$TMP/mp" --quiet >/dev/null 2>&1 &&
+       cmp -s "$TMP/mt" "$TMP/mp" && build/hpjepa-tcc embed "$TMP/mt" data/DEMO --out "$TMP/et.npy" >/dev/null 2>&1 &&
+       build/hpjepa-portable embed "$TMP/mt" data/DEMO --out "$TMP/ep.npy" >/dev/null 2>&1 && cmp -s "$TMP/et.npy" "$TMP/ep.npy"; then
+        ok "tcc and gcc builds: the same checkpoint and embeddings, bit for bit"
+    else bad "tcc and gcc builds: the same checkpoint and embeddings, bit for bit"; fi
+else echo "  (no tcc build: the cross-compiler check skipped)"; fi
 head -c 1000 "$TMP/m" > "$TMP/trunc"
 expect_fail "embed: truncated checkpoint" "CRC mismatch|truncated" "$HPJ" embed "$TMP/trunc" data/DEMO --out "$TMP/x.npy"
 cp "$TMP/m" "$TMP/flip"; printf '\x55' | dd of="$TMP/flip" bs=1 seek=3000 conv=notrunc 2>/dev/null

@@ -32,6 +32,11 @@ run_stage "unit tests (-O2, OpenMP)" "./$B/tests"
 run_stage "unit tests (no OpenMP)" "./$B/tests-noomp"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run_stage "unit tests (ASan + UBSan)" "./$B/tests-asan"
+if [ -x "$B/tests-tcc" ]; then
+    run_stage "unit tests (tcc: no OpenMP, portable kernels)" "./$B/tests-tcc"
+else
+    echo "=== unit tests (tcc): skipped, tcc is not installed (apt-get install tcc)"
+fi
 run_stage "command-line tests" bash tests/cli_test.sh
 # the same checks with the program built under ASan + UBSan: every error path
 # of the command line (bad files, fold logs, .npy headers, lanes) without
@@ -40,6 +45,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
     run_stage "command-line tests (ASan + UBSan build)" bash tests/cli_test.sh
 rm -f "$log"
 echo "=== C++, -std=c99 -pedantic and HPJ_NO_STDIO builds of the header compiled cleanly"
+[ -x "$B/tests-tcc" ] && echo "=== tcc built the unit suite, the program and the examples with -Wall -Werror"
 echo "=== stages failed: $stage_fail"
 echo "$total_pass passed, $total_fail failed"
 [ "$stage_fail" -eq 0 ] && [ "$total_fail" -eq 0 ]
