@@ -98,7 +98,13 @@
               model zeroed on every failure (found by the new checkpoint
               and config fuzz harnesses, tests/fuzz_{ckpt,config}.c);
               hpj_model_init refuses label spans over 2^20 by name
-              instead of overflowing int
+              instead of overflowing int; the logistic probe's line search
+              no longer gives up at W = 0 on badly scaled features (1e12:
+              one iteration, status OK, chance accuracy): it tries the zero
+              of the linear model when the slope is far steeper than the
+              loss. Real embeddings never take that branch (eval
+              --from-embeddings gives the same reports, byte for byte, on
+              MUTAG, PROTEINS, IMDB-MULTI and DD fold embeddings)
        0.5.0  (later, same bits, so the same version) embedding chunks of
               2^13 node copies instead of 2^16: peak memory of an
               embedding pass 1.23 GB -> 0.32 GB on DD, 1.7 GB -> 0.35 GB
@@ -9916,7 +9922,14 @@ static double hpj__pb_logi_phi(const hpj__pb_logi *L, const double *Z0, const do
 /* Strong-Wolfe step along p for the convex phi, by bracketing and
    safeguarded secant steps on phi' (each trial costs O(n K), no pass over
    X). Returns the step, or 0 when no acceptable decrease exists (the
-   iterate sits at the floor of the arithmetic). */
+   iterate sits at the floor of the arithmetic). Badly scaled features
+   (say 1e12) make a unit step move the scores by 1e13: phi is then linear
+   over the whole bracket but for a kink near t = 1e-13, so secant steps
+   shrink it by only a constant factor and 60 trials never reach the
+   decrease. While no decrease has been seen and the initial slope would
+   take phi (>= 0) to zero before 1 % of the bracket, the next trial is
+   that zero of the linear model, f0 / -d0. A well-scaled problem never
+   takes this branch (its bits are unchanged). */
 static double hpj__pb_logi_search(const hpj__pb_logi *L, const double *Z0, const double *Z1, double f0, double d0,
                                   double ww, double wp, double pp, double *zt) {
     const double c1 = 1e-4, c2 = 0.9, slack = 8.0 * DBL_EPSILON * fabs(f0);
@@ -9950,6 +9963,7 @@ static double hpj__pb_logi_search(const hpj__pb_logi *L, const double *Z0, const
             else tn = lo + 0.5 * w;
             if (!(tn > lo + 0.05 * w)) tn = lo + 0.05 * w;
             if (!(tn < hi - 0.05 * w)) tn = hi - 0.05 * w;
+            if (best_t == 0.0 && lo == 0.0 && f0 < 0.01 * -d0 * hi) tn = f0 / -d0; /* see above */
             t = tn;
             if (w <= 1e-14 * HPJ__MAX(1.0, hi)) break;
         }

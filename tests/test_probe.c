@@ -435,6 +435,60 @@ static void test_logreg_gradient_tolerance(void) {
     free(y);
 }
 
+/* Badly scaled features (1e12, 1e30): a unit first step moves the scores
+   by ~1e13 and the line search once gave up at W = 0 with status OK (one
+   iteration, the gradient of W = 0, chance accuracy). Now the fit goes on
+   and meets its documented test, the gradient of the internal (centred)
+   problem against the one at W = 0, recomputed here in double. That test
+   is joint over weights and intercepts, so at this scale the intercepts
+   may stop short of their optimum (here 2 of 120 predictions differ from
+   the unscaled fit): standardize = 1 is the remedy for such features. */
+static void test_logreg_badly_scaled(void) {
+    const int n = 120, d = 6, C = 3;
+    const double scales[2] = {1e12, 1e30};
+    float *X, *Xs;
+    int32_t *y;
+    hpj_probe_options o;
+    hpj_linear_model ref, m;
+    double mu[6], g0[3 * 7];
+    int i, k, c, j;
+    make_classes(n, d, C, 1.5, 11, &X, &y);
+    Xs = (float *)malloc(sizeof(float) * n * d);
+    hpj_probe_options_default(&o);
+    o.alpha = 0.5;
+    CHECK_OK(hpj_logreg_fit(X, y, n, d, C, &o, &ref));
+    for (k = 0; k < 2; ++k) {
+        const double s = scales[k];
+        double g0max = 1.0;
+        for (i = 0; i < n * d; ++i) Xs[i] = (float)(X[i] * s);
+        /* gradient at W = 0, b = 0 of the centred problem: residual 1/C - [y = c] */
+        for (j = 0; j < d; ++j) {
+            mu[j] = 0;
+            for (i = 0; i < n; ++i) mu[j] += Xs[i * d + j];
+            mu[j] /= n;
+        }
+        memset(g0, 0, sizeof g0);
+        for (i = 0; i < n; ++i)
+            for (c = 0; c < C; ++c) {
+                double r = 1.0 / C - (c == y[i]);
+                for (j = 0; j < d; ++j) g0[c * (d + 1) + j] += r * ((double)Xs[i * d + j] - mu[j]);
+                g0[c * (d + 1) + d] += r;
+            }
+        for (j = 0; j < C * (d + 1); ++j) g0max = fmax(g0max, fabs(g0[j]));
+        o.alpha = 0.5 * s * s;
+        CHECK_OK(hpj_logreg_fit(Xs, y, n, d, C, &o, &m));
+        CHECK_MSG(m.iters > 1 && m.iters < o.max_iter, "scale %g: %d iterations", s, m.iters);
+        CHECK_MSG(m.grad_norm <= 1.0001 * o.tol * g0max, "scale %g: gradient %.3g, test %.3g", s, m.grad_norm,
+                  o.tol * g0max);
+        CHECK_MSG(hpj_linear_model_accuracy(&m, Xs, y, n) >= hpj_linear_model_accuracy(&ref, X, y, n) - 0.05,
+                  "scale %g: accuracy %.3f against %.3f unscaled", s, hpj_linear_model_accuracy(&m, Xs, y, n),
+                  hpj_linear_model_accuracy(&ref, X, y, n));
+        hpj_linear_model_free(&m);
+    }
+    hpj_linear_model_free(&ref);
+    free(X); free(Xs); free(y);
+}
+
 static void test_logreg_separable(void) {
     /* perfectly separable classes: the penalty keeps the optimum finite */
     const int n = 60, d = 3;
@@ -779,6 +833,7 @@ const test_case probe_tests[] = {
     {"probe.logreg_newton_binary", test_logreg_newton_binary},
     {"probe.logreg_standardize", test_logreg_standardize},
     {"probe.logreg_gradient_tolerance", test_logreg_gradient_tolerance},
+    {"probe.logreg_badly_scaled", test_logreg_badly_scaled},
     {"probe.logreg_separable", test_logreg_separable},
     {"probe.logreg_absent_class", test_logreg_absent_class},
     {"probe.predict_argmax", test_predict_argmax},
