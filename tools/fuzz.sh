@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make fuzz: libFuzzer runs of the readers of outside input (TU datasets,
-#   METIS graphs, config files, checkpoints) and of the partitioner.
-#   Builds tests/fuzz_{tu,metis,config,ckpt,partition}.c into build/fuzz/ with clang
+#   METIS graphs, config files, checkpoints, and the program's own .npy,
+#   graphs.csv, loss-log and report readers) and of the partitioner.
+#   Builds tests/fuzz_{tu,metis,config,ckpt,partition,cli}.c into build/fuzz/ with clang
 #   -fsanitize=fuzzer,address,undefined, writes a seed corpus from small valid
 #   files (synthetic ones, slices of ../shared/data when present, the configs
 #   in data/configs/, tiny checkpoints written by ./hpjepa pretrain), runs
@@ -10,7 +11,7 @@
 # Environment:
 #   FUZZ_SECONDS   seconds per harness (default 60)
 #   FUZZ_RUNS      stop each harness after this many inputs instead
-#   FUZZ_TARGETS   which harnesses (default "tu metis config ckpt partition")
+#   FUZZ_TARGETS   which harnesses (default "tu metis config ckpt partition cli")
 #   FUZZ_MAX_LEN   largest input in bytes (default 16384)
 #   FUZZ_INCLUDE   folder holding the hpjepa.h to fuzz (default: this repository)
 #   CLANG          the compiler (default: clang, else clang-14)
@@ -20,7 +21,7 @@ set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SECONDS_EACH=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"tu metis config ckpt partition"}
+TARGETS=${FUZZ_TARGETS:-"tu metis config ckpt partition cli"}
 MAX_LEN=${FUZZ_MAX_LEN:-16384}
 INC=${FUZZ_INCLUDE:-$ROOT}
 DATA=${HPJ_DATA:-../shared/data}
@@ -49,6 +50,13 @@ fi
 
 FLAGS="-std=c99 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I$INC"
 for t in $TARGETS; do
+    if [ "$t" = cli ]; then # the program's sources, its main renamed (libFuzzer brings one)
+        cli_src=$(ls tools/*.c | grep -v -e tools/hpjepa.c -e 'tools/gen_' -e 'tools/bench_' | tr '\n' ' ')
+        echo "fuzz: $CC_FUZZ $FLAGS -D_POSIX_C_SOURCE=200809L -Dmain=hpjepa_main -o $B/fuzz_cli tests/fuzz_cli.c tools/hpjepa.c $cli_src -lm"
+        "$CC_FUZZ" $FLAGS -D_POSIX_C_SOURCE=200809L -c -Dmain=hpjepa_main -o "$B/cli_main.o" tools/hpjepa.c || exit 1
+        "$CC_FUZZ" $FLAGS -D_POSIX_C_SOURCE=200809L -o "$B/fuzz_cli" tests/fuzz_cli.c "$B/cli_main.o" $cli_src -lm || exit 1
+        continue
+    fi
     echo "fuzz: $CC_FUZZ $FLAGS -o $B/fuzz_$t tests/fuzz_$t.c -lm"
     "$CC_FUZZ" $FLAGS -o "$B/fuzz_$t" "tests/fuzz_$t.c" -lm || exit 1
 done
@@ -56,7 +64,7 @@ done
 # ---- seeds ----------------------------------------------------------------
 S=$B/seeds
 rm -rf "$S"
-mkdir -p "$S/tu" "$S/metis" "$S/config" "$S/ckpt" "$S/partition"
+mkdir -p "$S/tu" "$S/metis" "$S/config" "$S/ckpt" "$S/partition" "$S/cli"
 
 # tu_seed FILE MASK TEXT...: the harness layout (2 mask bytes, texts joined by 0x1F)
 tu_seed() {
@@ -147,6 +155,19 @@ awk 'BEGIN { printf "\\x02\\xac\\x02\\x27\\x03"; for (v = 0; v < 40; ++v) printf
   for (v = 0; v < 40; ++v) printf "\\x%02x\\x%02x\\x%02x", v, (v + 1) % 40, v % 9 }' | xargs -0 printf >"$S/partition/ring_weighted"
 awk 'BEGIN { printf "\\x06\\x50\\x00\\x13\\x09"; for (v = 1; v < 20; ++v) printf "\\x00\\x%02x", v }' | xargs -0 printf >"$S/partition/star"
 
+# the program's readers: byte 0 picks one (0 npy, 1 graphs.csv, 2 loss log,
+# 3 report JSON), the rest is the file; seeds from real outputs of ./hpjepa
+./hpjepa embed "$S/ckpt/untrained" data/DEMO --out "$B/seed.npy" >/dev/null 2>&1 &&
+    { printf '\x00'; head -c 1200 "$B/seed.npy"; } >"$S/cli/npy_cut" &&
+    { printf '\x04'; cat "$B/seed.npy"; } >"$S/cli/npy_whole"
+for f in reports/MUTAG_gj_5seed.graphs.csv reports/DD_gj_1seed.graphs.csv; do
+    [ -f "$f" ] && { printf '\x01'; head -n 60 "$f"; } >"$S/cli/$(basename "$f" .csv)"
+done
+printf '\x02epoch,step,resolution,K,loss\n1,10,1,2,0.5\n1,10,2,4,0.25\n2,20,1,2,0.125\n2,20,2,4,0.0625\n' >"$S/cli/loss"
+for f in reports/PROTEINS_hp_cv_bank248_1seed.json reports/MUTAG_gj_5seed.json; do
+    [ -f "$f" ] && { printf '\x03'; cat "$f"; } >"$S/cli/$(basename "$f")"
+done
+
 # dictionaries of the tokens the readers treat specially
 printf '"\\x1f"\n"train"\n"val"\n"valid"\n"test"\n"\\x0d\\x0a"\n", "\n"1e39"\n"nan"\n"-"\n"."\n"e"\n"2147483648"\n"99999999999999999999"\n' \
     >"$B/tu.dict"
@@ -155,6 +176,7 @@ strings "$S/ckpt/untrained" | sed -n 's/^\([a-z_]*\) = .*/"\1"/p' >"$B/config.di
 printf '"="\n"#"\n","\n"\\x0d"\n"\\x00"\n"hp"\n"graph-jepa"\n"adamw"\n"cosine"\n"gelu"\n"nan"\n"inf"\n"1e39"\n"-0"\n"0x10"\n"2147483648"\n"18446744073709551616"\n"threads"\n"seed"\n' \
     >>"$B/config.dict"
 cp "$B/config.dict" "$B/ckpt.dict"
+printf '"\\x93NUMPY"\n"descr"\n"fortran_order"\n"shape"\n"<f4"\n"False"\n"seed,fold,graph,nodes,edges,label,pred,correct"\n"epoch,step,resolution,K,loss"\n"\\"rows\\""\n"\\"omega\\""\n"\\"config\\""\n"\\"score\\""\n"nan"\n"1e308"\n' >"$B/cli.dict"
 printf '"\\x00\\x01"\n"\\xff"\n"\\x00\\x00"\n' >"$B/partition.dict"
 printf '"HPJEPA\\x0d\\x0a"\n"\\xff\\xff\\xff\\x7f"\n"\\x00\\x00\\x80\\x7f"\n"\\x00\\x00\\xc0\\x7f"\n"\\x01\\x00\\x00\\x00"\n' >>"$B/ckpt.dict"
 
