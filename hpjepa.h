@@ -11528,8 +11528,14 @@ HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, un
 }
 #endif
 
-/* Every failure below leaves *m zeroed and names the buffer in the reason. */
-#define HPJ__CKPT_FAIL(...) do { hpj_model_free(m); return hpj__fail(HPJ_ERR_FORMAT, __VA_ARGS__); } while (0)
+/* Every failure below leaves *m zeroed and names the buffer in the reason
+   (formatted before the model is freed: it may quote the model's sizes). */
+#define HPJ__CKPT_FAIL(...)                                        \
+    do {                                                           \
+        hpj_status ckpt_st_ = hpj__fail(HPJ_ERR_FORMAT, __VA_ARGS__); \
+        hpj_model_free(m);                                         \
+        return ckpt_st_;                                           \
+    } while (0)
 HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, size_t len, const char *name) {
     size_t off = 0, clen, floats, i;
     uint32_t version, flags;

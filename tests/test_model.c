@@ -435,7 +435,8 @@ static void test_checkpoint(void) {
         const float nan = (float)(0.0 * HUGE_VAL);
         const char *cfg = (const char *)buf + 20, *dim = strstr(cfg, "\ndim = ");
         static const unsigned char zero[sizeof(hpj_model)];
-        struct { size_t at, n; unsigned char bytes[4]; const char *why; } faults[5];
+        char sizes[128];
+        struct { size_t at, n; unsigned char bytes[4]; const char *why; } faults[6];
         memset(faults, 0, sizeof faults);
         faults[0].at = enc + 8; faults[0].bytes[3] = 0x40;  /* node one-hot width 2^30 */
         faults[0].why = "inconsistent input encoding";
@@ -452,7 +453,12 @@ static void test_checkpoint(void) {
         faults[4].bytes[0] = '3';
         faults[4].why = "heads";
         CHECK(dim != NULL && strncmp(dim, "\ndim = 8\n", 9) == 0 && strstr(cfg, "\nheads = 2\n") != NULL);
-        for (k = 0; k < 5; ++k) {
+        faults[5].at = enc + 32; /* the parameter count, one more */
+        faults[5].n = 1;
+        faults[5].bytes[0] = (unsigned char)(buf[enc + 32] + 1);
+        snprintf(sizes, sizeof sizes, "(%zu, %zu, %zu)", m.num_params, m.enc_count, m.num_stats);
+        faults[5].why = sizes; /* the config's sizes, quoted right */
+        for (k = 0; k < 6; ++k) {
             memcpy(bad, buf, len);
             memcpy(bad + faults[k].at, faults[k].bytes, faults[k].n ? faults[k].n : 4);
             put_crc(bad, len);
