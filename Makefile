@@ -3,7 +3,7 @@
 #   make test       the whole test suite (see tests/run_all.sh)
 #   make demo       pretrain + evaluate on the bundled synthetic set
 #   make bench      benchmarks against the peers in ../shared/peers
-#   make fuzz       libFuzzer runs of every reader of outside input, the partitioner and the tokenizer (clang)
+#   make fuzz       libFuzzer runs of every reader of outside input, the partitioner, the tokenizer and the model (clang)
 CC      ?= cc
 CXX     ?= g++
 ARCH    ?= -march=native

@@ -19,47 +19,24 @@
 #define FUZZ_TAG "fuzz_metis"
 #include "fuzz.h"
 
-/* Appends to a growable buffer; returns 0 when out of memory. */
-typedef struct text {
-    char *p;
-    size_t n, cap;
-} text;
-
-static int put(text *t, const char *s) {
-    size_t k = strlen(s);
-    if (t->n + k + 1 > t->cap) {
-        size_t c = t->cap ? t->cap * 2 : 1024;
-        char *np;
-        while (c < t->n + k + 1) c *= 2;
-        np = (char *)realloc(t->p, c);
-        if (!np) return 0;
-        t->p = np;
-        t->cap = c;
-    }
-    memcpy(t->p + t->n, s, k + 1);
-    t->n += k;
-    return 1;
-}
-
 /* The graph as METIS text (1-based ids, weights as the arrays hold them). */
-static int to_metis(const hpj_graph *g, text *t) {
+static void to_metis(const hpj_graph *g, fuzz_text *t) {
     char num[64];
-    int32_t v, i, ok = 1;
+    int32_t v, i;
     snprintf(num, sizeof num, "%d %d %d%d\n", g->n, g->nnz / 2, g->vwgt ? 1 : 0, g->ewgt ? 1 : 0);
-    ok &= put(t, num);
-    for (v = 0; v < g->n && ok; ++v) {
+    fuzz_put(t, num);
+    for (v = 0; v < g->n; ++v) {
         if (g->vwgt) {
             snprintf(num, sizeof num, "%d ", g->vwgt[v]);
-            ok &= put(t, num);
+            fuzz_put(t, num);
         }
         for (i = g->rowptr[v]; i < g->rowptr[v + 1]; ++i) {
             if (g->ewgt) snprintf(num, sizeof num, " %d %d", g->col[i] + 1, g->ewgt[i]);
             else snprintf(num, sizeof num, " %d", g->col[i] + 1);
-            ok &= put(t, num);
+            fuzz_put(t, num);
         }
-        ok &= put(t, "\n");
+        fuzz_put(t, "\n");
     }
-    return ok;
 }
 
 static void same_graph(const hpj_graph *a, const hpj_graph *b) {
@@ -89,16 +66,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_ASSERT((g.g.ewgt != NULL) == (info.has_ewgt != 0));
     FUZZ_ASSERT(info.self_loops >= 0 && g.g.nnz % 2 == 0);
     {   /* round trip through our own METIS text */
-        text t;
+        fuzz_text t = {0};
         hpj_graph_owned back;
-        memset(&t, 0, sizeof t);
-        if (to_metis(&g.g, &t)) {
-            st = hpj_graph_parse_metis(t.p, t.n, "roundtrip", &back, NULL);
-            FUZZ_ASSERT(st == HPJ_OK || st == HPJ_ERR_NOMEM);
-            if (st == HPJ_OK) {
-                same_graph(&g.g, &back.g);
-                hpj_graph_owned_free(&back);
-            }
+        to_metis(&g.g, &t);
+        st = hpj_graph_parse_metis(t.p, t.n, "roundtrip", &back, NULL);
+        FUZZ_ASSERT(st == HPJ_OK || st == HPJ_ERR_NOMEM);
+        if (st == HPJ_OK) {
+            same_graph(&g.g, &back.g);
+            hpj_graph_owned_free(&back);
         }
         free(t.p);
     }

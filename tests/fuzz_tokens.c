@@ -31,18 +31,6 @@
 #define FUZZ_TAG "fuzz_tokens"
 #include "fuzz.h"
 
-typedef struct text { char *p; size_t n, cap; } text;
-static void put(text *t, const char *s) {
-    size_t k = strlen(s);
-    if (t->n + k + 1 > t->cap) {
-        t->cap = (t->n + k + 1) * 2;
-        t->p = (char *)realloc(t->p, t->cap);
-        if (!t->p) abort();
-    }
-    memcpy(t->p + t->n, s, k + 1);
-    t->n += k;
-}
-
 static void same_tokens(const hpj_tokens *a, const hpj_tokens *b, int32_t slots) {
     FUZZ_ASSERT(a->num_patches == b->num_patches);
     FUZZ_ASSERT(memcmp(a->k, b->k, sizeof(int32_t) * (size_t)slots) == 0);
@@ -74,13 +62,10 @@ static int closed_nbhd_is(const hpj_graph *g, int32_t v, const int32_t *list, in
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hpj_tok_options o;
-    hpj_tu_text tu;
     hpj_dataset ds;
     hpj_tokens tk, again;
-    text A = {0}, gi = {0}, gl = {0};
-    char line[64];
     size_t at = 0;
-    int L, l, flags, only_even, G = 0, node0 = 0;
+    int L, l, flags, only_even;
     int32_t listed[6], nlisted = 0, g;
     float *rw = NULL;
     hpj_status st;
@@ -99,30 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     o.rw_dim = 1 + data[at++] % 8;
     o.seed = data[at++];
     o.epoch = data[at++];
-    put(&A, ""); put(&gi, ""); put(&gl, "");
-    while (at + 2 <= size && G < 6) {
-        int n = 1 + data[at] % 48, m = data[at + 1], e;
-        at += 2;
-        for (e = 0; e < n; ++e) { snprintf(line, sizeof line, "%d\n", G + 1); put(&gi, line); }
-        for (e = 0; e < m && at + 2 <= size; ++e, at += 2) {
-            snprintf(line, sizeof line, "%d, %d\n", node0 + 1 + data[at] % n, node0 + 1 + data[at + 1] % n);
-            put(&A, line);
-        }
-        snprintf(line, sizeof line, "%d\n", G % 2);
-        put(&gl, line);
-        node0 += n;
-        ++G;
-    }
-    if (G == 0) { free(A.p); free(gi.p); free(gl.p); return 0; }
-    memset(&tu, 0, sizeof tu);
-    tu.name = "F";
-    tu.text[HPJ_TU_A] = A.p; tu.len[HPJ_TU_A] = A.n;
-    tu.text[HPJ_TU_GRAPH_INDICATOR] = gi.p; tu.len[HPJ_TU_GRAPH_INDICATOR] = gi.n;
-    tu.text[HPJ_TU_GRAPH_LABELS] = gl.p; tu.len[HPJ_TU_GRAPH_LABELS] = gl.n;
-    st = hpj_dataset_parse_tu(&tu, &ds);
-    free(A.p); free(gi.p); free(gl.p);
-    FUZZ_ASSERT(st == HPJ_OK || st == HPJ_ERR_NOMEM);
-    if (st != HPJ_OK) return 0;
+    if (fuzz_dataset(data, size, &at, 6, 48, 0, &ds)) return 0;
     for (g = 0; g < ds.num_graphs; ++g)
         if (!only_even || g % 2 == 0) listed[nlisted++] = g;
     rw = (float *)malloc(sizeof(float) * (size_t)ds.num_nodes * (size_t)o.rw_dim);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make fuzz: libFuzzer runs of the readers of outside input (TU datasets,
 #   METIS graphs, config files, checkpoints, and the program's own .npy,
-#   graphs.csv, loss-log and report readers), of the partitioner and of the
-#   tokenizer. Builds tests/fuzz_{tu,metis,config,ckpt,partition,tokens,cli}.c
-#   into build/fuzz/ with clang
+#   graphs.csv, loss-log and report readers), of the partitioner, the
+#   tokenizer and the whole model (init, one epoch, embeddings). Builds
+#   tests/fuzz_{tu,metis,config,ckpt,partition,tokens,model,cli}.c into
+#   build/fuzz/ with clang
 #   -fsanitize=fuzzer,address,undefined, writes a seed corpus from small valid
 #   files (synthetic ones, slices of ../shared/data when present, the configs
 #   in data/configs/, tiny checkpoints written by ./hpjepa pretrain), runs
@@ -12,7 +13,7 @@
 # Environment:
 #   FUZZ_SECONDS   seconds per harness (default 60)
 #   FUZZ_RUNS      stop each harness after this many inputs instead
-#   FUZZ_TARGETS   which harnesses (default "tu metis config ckpt partition tokens cli")
+#   FUZZ_TARGETS   which harnesses (default "tu metis config ckpt partition tokens model cli")
 #   FUZZ_MAX_LEN   largest input in bytes (default 16384)
 #   FUZZ_INCLUDE   folder holding the hpjepa.h to fuzz (default: this repository)
 #   CLANG          the compiler (default: clang, else clang-14)
@@ -22,7 +23,7 @@ set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SECONDS_EACH=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"tu metis config ckpt partition tokens cli"}
+TARGETS=${FUZZ_TARGETS:-"tu metis config ckpt partition tokens model cli"}
 MAX_LEN=${FUZZ_MAX_LEN:-16384}
 INC=${FUZZ_INCLUDE:-$ROOT}
 DATA=${HPJ_DATA:-../shared/data}
@@ -65,7 +66,7 @@ done
 # ---- seeds ----------------------------------------------------------------
 S=$B/seeds
 rm -rf "$S"
-mkdir -p "$S/tu" "$S/metis" "$S/config" "$S/ckpt" "$S/partition" "$S/tokens" "$S/cli"
+mkdir -p "$S/tu" "$S/metis" "$S/config" "$S/ckpt" "$S/partition" "$S/tokens" "$S/model" "$S/cli"
 
 # tu_seed FILE MASK TEXT...: the harness layout (2 mask bytes, texts joined by 0x1F)
 tu_seed() {
@@ -162,6 +163,12 @@ printf '\x03\x01\x03\x07\x0c\x03\x05\x02\x09\x03\x00\x01\x01\x02\x02\x03\x03\x04
 printf '\x04\x01\x03\x07\x0f\x37\x02\x04\x01\x13\x12\x00\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00\x06\x00\x07\x00\x08\x00\x09\x00\x0a\x00\x0b\x00\x0c\x00\x0d\x00\x0e\x00\x0f\x00\x10\x00\x11\x00\x12' >"$S/tokens/star_rb_even"
 printf '\x00\x1f\x11\x07\x05\x00\x0b\x0c\x00\x01\x01\x02\x02\x03\x03\x04\x04\x05\x05\x06\x06\x07\x07\x08\x08\x09\x09\x0a\x0a\x00\x00\x05' >"$S/tokens/gj_ring"
 
+# model: an HP bank 2,4 on paths and a triangle, graph-jepa mode on a star,
+# every switch on (dropouts, mixing, out linear, repartition, rb, adamw, clip)
+printf '\x02\x01\x03\x01\x01\x00\x00\x07\x08\x00\x01\x01\x02\x02\x03\x03\x04\x04\x05\x05\x06\x06\x07\x02\x03\x00\x01\x01\x02\x02\x00' >"$S/model/hp_paths"
+printf '\x01\x1f\x00\x53\x02\x04\x09\x0c\x0b\x00\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00\x06\x00\x07\x00\x08\x00\x09\x00\x0a\x00\x0b' >"$S/model/gj_star"
+printf '\x04\x01\x07\x02\xff\xff\xff\x05\x0a\x09\x00\x01\x01\x02\x02\x03\x03\x04\x04\x05\x05\x06\x06\x07\x07\x08\x08\x09\x00\x00' >"$S/model/all_switches"
+
 # the program's readers: byte 0 picks one (0 npy, 1 graphs.csv, 2 loss log,
 # 3 report JSON), the rest is the file; seeds from real outputs of ./hpjepa
 ./hpjepa embed "$S/ckpt/untrained" data/DEMO --out "$B/seed.npy" >/dev/null 2>&1 &&
@@ -186,6 +193,7 @@ cp "$B/config.dict" "$B/ckpt.dict"
 printf '"\\x93NUMPY"\n"descr"\n"fortran_order"\n"shape"\n"<f4"\n"False"\n"seed,fold,graph,nodes,edges,label,pred,correct"\n"epoch,step,resolution,K,loss"\n"\\"rows\\""\n"\\"omega\\""\n"\\"config\\""\n"\\"score\\""\n"nan"\n"1e308"\n' >"$B/cli.dict"
 printf '"\\x00\\x01"\n"\\xff"\n"\\x00\\x00"\n' >"$B/partition.dict"
 cp "$B/partition.dict" "$B/tokens.dict"
+cp "$B/partition.dict" "$B/model.dict"
 printf '"HPJEPA\\x0d\\x0a"\n"\\xff\\xff\\xff\\x7f"\n"\\x00\\x00\\x80\\x7f"\n"\\x00\\x00\\xc0\\x7f"\n"\\x01\\x00\\x00\\x00"\n' >>"$B/ckpt.dict"
 
 # ---- runs -----------------------------------------------------------------
