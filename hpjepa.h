@@ -98,7 +98,9 @@
               model zeroed on every failure (found by the new checkpoint
               and config fuzz harnesses, tests/fuzz_{ckpt,config}.c);
               hpj_model_init refuses label spans over 2^20 by name
-              instead of overflowing int; the logistic probe's line search
+              instead of overflowing int; hpj_config_parse rejects a NUL
+              byte (it cut the line short, e.g. in a checkpoint's config
+              text); the logistic probe's line search
               no longer gives up at W = 0 on badly scaled features (1e12:
               one iteration, status OK, chance accuracy): it tries the zero
               of the linear model when the slope is far steeper than the
@@ -7241,7 +7243,9 @@ HPJDEF hpj_status hpj_config_parse(hpj_config *c, const char *text, size_t len, 
     size_t i = 0;
     int64_t line = 0;
     char buf[512];
+    hpj_status st;
     if (!name) name = "config";
+    if ((st = hpj__check_text(text, len, name))) return st; /* a NUL byte would cut a line short */
     while (i < len) {
         size_t j = i, n;
         char *key, *val, *eq, *e;
@@ -7281,7 +7285,7 @@ HPJDEF hpj_status hpj_config_load(hpj_config *c, const char *path) {
     size_t len;
     hpj_status st = hpj__read_file(path, &text, &len);
     if (st) return st;
-    if ((st = hpj__check_text(text, len, path)) == HPJ_OK) st = hpj_config_parse(c, text, len, path);
+    st = hpj_config_parse(c, text, len, path);
     hpj__free(text);
     return st;
 }

@@ -590,6 +590,8 @@ static void test_config_errors(void) {
     const char *bad3 = "resolutions = 2,,4\n";
     const char *good = "resolutions = 2, 4 ,8  # three\ntargets = 1,2\nmode = graph-jepa\nseed = 123\n";
     hpj_config_default(&c);
+    CHECK(hpj_config_parse(&c, "dim = 8\0junk\n", 13, "x.cfg") == HPJ_ERR_FORMAT); /* not silently "dim = 8" */
+    CHECK(strstr(hpj_last_error(), "x.cfg:1: NUL byte") != NULL);
     CHECK(hpj_config_parse(&c, bad1, strlen(bad1), "x.cfg") == HPJ_ERR_FORMAT);
     CHECK(strstr(hpj_last_error(), "x.cfg:2") && strstr(hpj_last_error(), "frobnicate"));
     CHECK(hpj_config_parse(&c, bad2, strlen(bad2), "x.cfg") == HPJ_ERR_FORMAT);
