@@ -54,7 +54,8 @@ FLAGS="-std=c99 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefin
 for t in $TARGETS; do
     if [ "$t" = cli ]; then # the program's sources, its main renamed (libFuzzer brings one)
         cli_src=$(ls tools/*.c | grep -v -e tools/hpjepa.c -e 'tools/gen_' -e 'tools/bench_' | tr '\n' ' ')
-        echo "fuzz: $CC_FUZZ $FLAGS -D_POSIX_C_SOURCE=200809L -Dmain=hpjepa_main -o $B/fuzz_cli tests/fuzz_cli.c tools/hpjepa.c $cli_src -lm"
+        echo "fuzz: $CC_FUZZ $FLAGS -D_POSIX_C_SOURCE=200809L -c -Dmain=hpjepa_main -o $B/cli_main.o tools/hpjepa.c"
+        echo "fuzz: $CC_FUZZ $FLAGS -D_POSIX_C_SOURCE=200809L -o $B/fuzz_cli tests/fuzz_cli.c $B/cli_main.o $cli_src -lm"
         "$CC_FUZZ" $FLAGS -D_POSIX_C_SOURCE=200809L -c -Dmain=hpjepa_main -o "$B/cli_main.o" tools/hpjepa.c || exit 1
         "$CC_FUZZ" $FLAGS -D_POSIX_C_SOURCE=200809L -o "$B/fuzz_cli" tests/fuzz_cli.c "$B/cli_main.o" $cli_src -lm || exit 1
         continue
