@@ -505,24 +505,32 @@ static void test_embed_epoch(void) {
     hpj_dataset_free(&ds);
 }
 
+/* Parses an in-memory TU dataset: A, graph indicator and graph labels, and
+   node labels unless nl is NULL. */
+static hpj_status parse_texts(const char *name, const char *A, const char *gi, const char *gl, const char *nl,
+                              hpj_dataset *ds) {
+    hpj_tu_text t;
+    memset(&t, 0, sizeof t);
+    t.name = name;
+    t.text[HPJ_TU_A] = A; t.len[HPJ_TU_A] = strlen(A);
+    t.text[HPJ_TU_GRAPH_INDICATOR] = gi; t.len[HPJ_TU_GRAPH_INDICATOR] = strlen(gi);
+    t.text[HPJ_TU_GRAPH_LABELS] = gl; t.len[HPJ_TU_GRAPH_LABELS] = strlen(gl);
+    if (nl) { t.text[HPJ_TU_NODE_LABELS] = nl; t.len[HPJ_TU_NODE_LABELS] = strlen(nl); }
+    return hpj_dataset_parse_tu(&t, ds);
+}
+
 static void test_tiny_graphs(void) {
     const char *A = "2, 3\n3, 2\n4, 5\n5, 6\n5, 4\n6, 5\n8, 9\n9, 8\n";
     const char *gi = "1\n2\n2\n3\n3\n3\n4\n5\n5\n";
     const char *gl = "0\n1\n0\n1\n0\n";
     const char *only1 = "1\n2\n3\n4\n";
     const char *only1_labels = "0\n1\n0\n1\n";
-    hpj_tu_text t;
     hpj_dataset ds;
     hpj_config c;
     hpj_model m;
     int32_t gs[5] = {0, 1, 2, 3, 4};
     float H[5 * 2 * 8];
-    memset(&t, 0, sizeof t);
-    t.name = "TINY";
-    t.text[HPJ_TU_A] = A; t.len[HPJ_TU_A] = strlen(A);
-    t.text[HPJ_TU_GRAPH_INDICATOR] = gi; t.len[HPJ_TU_GRAPH_INDICATOR] = strlen(gi);
-    t.text[HPJ_TU_GRAPH_LABELS] = gl; t.len[HPJ_TU_GRAPH_LABELS] = strlen(gl);
-    CHECK_OK(hpj_dataset_parse_tu(&t, &ds));
+    CHECK_OK(parse_texts("TINY", A, gi, gl, NULL, &ds));
     tiny_config(&c);
     hpj_config_set(&c, "resolutions", "4,8"); /* every graph is smaller than the smallest K */
     hpj_config_set(&c, "targets", "2,3");
@@ -535,10 +543,7 @@ static void test_tiny_graphs(void) {
     hpj_model_free(&m);
     hpj_dataset_free(&ds);
     /* only single-node graphs: nothing is eligible, training still succeeds */
-    t.text[HPJ_TU_A] = ""; t.len[HPJ_TU_A] = 0;
-    t.text[HPJ_TU_GRAPH_INDICATOR] = only1; t.len[HPJ_TU_GRAPH_INDICATOR] = strlen(only1);
-    t.text[HPJ_TU_GRAPH_LABELS] = only1_labels; t.len[HPJ_TU_GRAPH_LABELS] = strlen(only1_labels);
-    CHECK_OK(hpj_dataset_parse_tu(&t, &ds));
+    CHECK_OK(parse_texts("TINY", "", only1, only1_labels, NULL, &ds));
     hpj_config_set(&c, "resolutions", "2,4");
     CHECK_OK(hpj_model_init(&m, &c, &ds));
     CHECK_OK(hpj_pretrain(&m, &ds, gs, 4, 0, NULL, NULL));
@@ -559,21 +564,11 @@ static void test_tiny_graphs(void) {
    model refuses the width with a reason, without overflowing int (the
    ASan + UBSan build runs this too). */
 static void test_label_span_rejected(void) {
-    const char *A = "1, 2\n2, 1\n";
-    const char *gi = "1\n1\n";
-    const char *gl = "0\n";
-    const char *nl = "-2147483647\n2147483647\n";
-    hpj_tu_text t;
     hpj_dataset ds;
     hpj_config c;
     hpj_model m;
-    memset(&t, 0, sizeof t);
-    t.name = "WIDE";
-    t.text[HPJ_TU_A] = A; t.len[HPJ_TU_A] = strlen(A);
-    t.text[HPJ_TU_GRAPH_INDICATOR] = gi; t.len[HPJ_TU_GRAPH_INDICATOR] = strlen(gi);
-    t.text[HPJ_TU_GRAPH_LABELS] = gl; t.len[HPJ_TU_GRAPH_LABELS] = strlen(gl);
-    t.text[HPJ_TU_NODE_LABELS] = nl; t.len[HPJ_TU_NODE_LABELS] = strlen(nl);
-    if (hpj_dataset_parse_tu(&t, &ds) != HPJ_OK) { /* the reader may refuse such labels first: fine */
+    /* one graph: an edge between a node labelled -2^31+1 and one labelled 2^31-1 */
+    if (parse_texts("WIDE", "1, 2\n2, 1\n", "1\n1\n", "0\n", "-2147483647\n2147483647\n", &ds) != HPJ_OK) { /* the reader may refuse such labels first: fine */
         CHECK(strstr(hpj_last_error(), "WIDE") != NULL);
         return;
     }
