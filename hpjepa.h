@@ -7461,14 +7461,11 @@ static hpj_status hpj__model_shape(hpj_model *m, const hpj_config *cfg) {
     return HPJ_OK;
 }
 
-/* Allocates a model whose input encoding fields are already set in m (see
-   hpj__model_shape); parameters zeroed. */
-static hpj_status hpj__model_alloc(hpj_model *m, const hpj_config *cfg) {
-    hpj_status st;
-    size_t n, total;
+/* Allocates the tensors of a model that hpj__model_shape has sized;
+   parameters zeroed. */
+static hpj_status hpj__model_alloc(hpj_model *m) {
+    size_t n = m->num_params, total;
     int i;
-    if ((st = hpj__model_shape(m, cfg))) return st;
-    n = m->num_params;
     total = 4 * n + m->enc_count + m->num_stats;
     m->mem = (float *)hpj__calloc(total, sizeof(float), "model");
     if (!m->mem) return HPJ_ERR_NOMEM;
@@ -7480,9 +7477,20 @@ static hpj_status hpj__model_alloc(hpj_model *m, const hpj_config *cfg) {
     m->stats = m->ema + m->enc_count;
     hpj__model_layout(m, m->params, &m->p, NULL);
     hpj__model_layout(m, m->grads, &m->g, NULL);
-    for (i = 0; i < cfg->blocks; ++i)
+    for (i = 0; i < m->cfg.blocks; ++i)
         hpj_block_params_bind(&m->tgt[i], m->ema + (size_t)i * hpj_block_param_count(m->D, m->Fh), m->D, m->Fh);
     hpj__stats_layout(m, m->stats, &m->bn);
+    return HPJ_OK;
+}
+
+/* The one-hot width of labels lo..hi with a configured vocabulary: the
+   span in 64 bits, as labels may span all of int32; over 2^20 is refused. */
+static hpj_status hpj__onehot_width(const char *what, int32_t lo, int32_t hi, int vocab, int *width) {
+    int64_t span = (int64_t)hi - lo + 1;
+    if (span > (1 << 20))
+        return hpj__fail(HPJ_ERR_INPUT, "model: %s labels %d..%d span %lld values, more than a one-hot input can take (2^20)",
+                         what, lo, hi, (long long)span);
+    *width = (int)HPJ__MAX((int64_t)vocab, span);
     return HPJ_OK;
 }
 
@@ -7491,14 +7499,10 @@ HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_
     hpj_rng r;
     int i;
     memset(m, 0, sizeof(*m));
-    /* input encoding: one-hot of (label - min), as PyG's TUDataset does; the
-       label spans in 64 bits, as labels may span all of int32 */
+    /* input encoding: one-hot of (label - min), as PyG's TUDataset does */
     if (ds->node_label) {
-        int64_t span = (int64_t)ds->node_label_max - ds->node_label_min + 1;
-        if (span > (1 << 20))
-            return hpj__fail(HPJ_ERR_INPUT, "model: node labels %d..%d span %lld values, more than a one-hot input can take (2^20)",
-                             ds->node_label_min, ds->node_label_max, (long long)span);
-        m->node_onehot = (int)HPJ__MAX((int64_t)cfg->node_vocab, span);
+        if ((st = hpj__onehot_width("node", ds->node_label_min, ds->node_label_max, cfg->node_vocab, &m->node_onehot)))
+            return st;
         m->node_label_min = ds->node_label_min;
     }
     if (cfg->node_attr && ds->node_attr) m->node_attr_dim = ds->node_attr_dim;
@@ -7506,17 +7510,14 @@ HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_
     m->F = m->node_onehot + m->node_deg + m->node_attr_dim;
     if (m->F == 0) m->F = 1; /* no node input: the constant 0 feature of the reference */
     if (ds->edge_label) {
-        int64_t span = (int64_t)ds->edge_label_max - ds->edge_label_min + 1;
-        if (span > (1 << 20)) {
+        if ((st = hpj__onehot_width("edge", ds->edge_label_min, ds->edge_label_max, cfg->edge_vocab, &m->edge_onehot))) {
             memset(m, 0, sizeof(*m));
-            return hpj__fail(HPJ_ERR_INPUT, "model: edge labels %d..%d span %lld values, more than a one-hot input can take (2^20)",
-                             ds->edge_label_min, ds->edge_label_max, (long long)span);
+            return st;
         }
-        m->edge_onehot = (int)HPJ__MAX((int64_t)cfg->edge_vocab, span);
         m->edge_label_min = ds->edge_label_min;
     }
     m->Fe = m->edge_onehot ? m->edge_onehot : 1;
-    if ((st = hpj__model_alloc(m, cfg))) { memset(m, 0, sizeof(*m)); return st; }
+    if ((st = hpj__model_shape(m, cfg)) || (st = hpj__model_alloc(m))) { memset(m, 0, sizeof(*m)); return st; }
     /* initialisation, in layout order from one stream */
     hpj_rng_seed(&r, cfg->seed ^ 0x1A17ULL);
     hpj__init_linear(m->p.node_W, m->p.node_b, m->D, m->F, &r);
@@ -11587,7 +11588,7 @@ HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, si
     floats = m->num_params + m->enc_count + m->num_stats + (flags ? 2 * m->num_params : 0);
     if (len - off != 4 * floats + 4) HPJ__CKPT_FAIL("%s: %zu bytes of tensors, expected %zu", name, len - off, 4 * floats + 4);
     if (step > INT64_MAX || epoch > INT64_MAX) HPJ__CKPT_FAIL("%s: step or epoch out of range", name);
-    if ((st = hpj__model_alloc(m, &cfg))) {
+    if ((st = hpj__model_alloc(m))) { /* out of memory: keep that status */
         char why[HPJ__ERRLEN];
         memcpy(why, hpj__errbuf, sizeof why);
         hpj_model_free(m);
