@@ -186,6 +186,15 @@ if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --se
     ok "eval: --lanes with a fold log runs only the missing folds"
 else bad "eval: --lanes with a fold log runs only the missing folds" "$(head -c 400 "$TMP/ln2.err")"; fi
 expect_fail "eval: --lanes out of range" "lanes: 0 is out of range" "$HPJ" eval data/DEMO --config "$MCFG" --lanes 0
+# a fold's seconds under --lanes are its own lane's time plus its probe,
+# never more than the whole run (the first fold of a group once counted
+# the group's run twice)
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --set epochs=8 --folds 2 --seeds 1 --quiet --lanes 2 --threads 2 \
+       --report "$TMP/lt" >/dev/null 2>&1 &&
+   tr ',' '\n' < "$TMP/lt.json" | awk -F': ' '/"wall_seconds"/ { w = $2 + 0 } /"seconds"/ && !/wall/ { n++; if ($2 + 0 > m) m = $2 + 0 }
+       END { exit !(n == 2 && w > 0 && m > 0 && m <= w + 0.06) }'; then
+    ok "eval: --lanes fold seconds are within the run's wall time"
+else bad "eval: --lanes fold seconds are within the run's wall time" "$(tr ',' '\n' < "$TMP/lt.json" | grep seconds | head -5)"; fi
 # regression (DEMO with a graph attribute and a split): the test graphs' float
 # predictions read back to the same bits
 rd=$TMP/REG; mkdir -p "$rd"

@@ -844,6 +844,7 @@ int cmd_eval(int argc, char **argv) {
                         }
                     for (j = nl; j < nlanes; ++j) lanes[j].fold = -1;
                     j = 0; /* group[0] == f */
+                    t0 = cli_now(); /* the group's run is in its lanes' seconds, added below */
                 }
                 memcpy(H, lanes[j].H, sizeof(float) * (size_t)ds.num_graphs * (size_t)cfg.L * (size_t)cfg.dim);
                 lanes[j].fold = -1;
