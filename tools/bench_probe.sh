@@ -29,9 +29,13 @@ fi
 # reports; it then falls back to old SSE kernels (architecture 'Prescott'),
 # 3-4x slower than the AVX-512 ones ../shared/peers/RESULTS.md measured.
 # Give the peer its best kernels so the comparison is fair.
+# An OPENBLAS_CORETYPE inherited from the shell does not decide it: this
+# workplace sets Haswell (AVX2) on some AVX-512 hosts for other programs'
+# sake; OPENBLAS_L2_SIZE, set with it, goes too.
 NOTE=""
-if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512f /proc/cpuinfo; then
-    arch=$($PY -c "import numpy; from threadpoolctl import threadpool_info
+unset OPENBLAS_L2_SIZE
+if grep -qw avx512f /proc/cpuinfo; then
+    arch=$(env -u OPENBLAS_CORETYPE $PY -c "import numpy; from threadpoolctl import threadpool_info
 print(' '.join(str(d.get('architecture')) for d in threadpool_info() if d.get('internal_api') == 'openblas'))" \
         2>/dev/null || true)
     case "$arch" in
