@@ -34,6 +34,8 @@ if [ -z "$PEER_CORE" ]; then
 fi
 echo "## Training throughput (forward + backward + Adam + EMA, all resolutions, $THREADS threads)"
 echo
+echo "Host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')."
+echo
 echo "| dataset | d | batch | hpjepa graphs/s | torch graphs/s | ratio | GFLOP/batch (ours / torch) | hpjepa GFLOP/s | peak MB (ours / torch) |"
 echo "|---|---|---|---|---|---|---|---|---|"
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
