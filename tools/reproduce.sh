@@ -82,7 +82,7 @@ JOBS=(
   "PROTEINS_hp_more_1seed|PROTEINS|data/configs/PROTEINS.cfg|--save-embeddings build/analysis/PROTEINS_hp_models"
   "ZINC-12K_gj_trainemb_1seed|ZINC-12K|data/configs/graph-jepa/ZINC-12K.cfg|--set train_embed=repartition"
   "PROTEINS_hp_adamw_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set optimizer=adamw --set probe_select=cv --save-embeddings build/analysis/PROTEINS_hp_adamw_1seed"
-  # ~3.5 h per seed here: resumable across sessions (see above)
+  # ~3.5 h per seed on 2 threads: resumable across sessions (see above)
   "DD_hp_1seed|DD|data/configs/DD.cfg|"
   # IMDB node features as the HP-JEPA paper describes them (one-hot degree; 88 = IMDB-MULTI's largest degree)
   "IMDB-MULTI_hp_degree_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set node_degree=88"
@@ -103,6 +103,13 @@ JOBS=(
   "PROTEINS_hp_untrained_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set epochs=0 --set probe_select=cv"
   "MUTAG_hp_untrained_cv_1seed|MUTAG|data/configs/MUTAG.cfg|--set epochs=0 --set probe_select=cv"
   "DD_gj_untrained_1seed|DD|data/configs/graph-jepa/DD.cfg|--set epochs=0"
+  "DD_hp_untrained_1seed|DD|data/configs/DD.cfg|--set epochs=0"
+  # ~50 min per fold on 2 threads (bench train: 28 graphs/s on an AMD EPYC
+  # host), ~8 h per seed: several sessions through the fold log. With the
+  # guard target_clamp = 20 from the start, as the Graph-JEPA-mode REDDIT
+  # run (the reference's REDDIT logs overflow cosh), so a divergence late in
+  # the job does not throw away its finished folds
+  "REDDIT-BINARY_hp_clamp20_1seed|REDDIT-BINARY|data/configs/REDDIT-BINARY.cfg|--set target_clamp=20"
 )
 
 run_job() {
