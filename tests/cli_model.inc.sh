@@ -87,6 +87,21 @@ PY
     sed 's/dim = 8/dim = 9/' "$TMP/part2.json" > "$TMP/part3.json"; cp "$TMP/part2.graphs.csv" "$TMP/part3.graphs.csv"
     expect_fail "merge_reports: another config" "config differs.*dim = 9" python3 tools/merge_reports.py "$TMP/j2" "$TMP/part1" "$TMP/part3"
     [ ! -e "$TMP/j2.json" ] && ok "merge_reports: no output after failures" || bad "merge_reports: no output after failures"
+    # tools/paired.py: a run against its own parts joined differs nowhere
+    if pr=$(python3 tools/paired.py "$TMP/rep" "$TMP/joined" 2>&1) && echo "$pr" | grep -q 'mean A - B over seeds: +0.0000 (sign-flip permutation p = 1 ' &&
+       echo "$pr" | grep -q 'folds: A ahead 0, behind 0, level 6' && echo "$pr" | grep -q 'only A right 0, only B right 0 (McNemar exact p = 1)'; then
+        ok "paired: a run against itself"
+    else bad "paired: a run against itself" "$pr"; fi
+    sed 's/^\(1,[0-9]*,[0-9]*,[0-9]*,[0-9]*,[0-9]*,[0-9]*,\)1$/\10/' "$TMP/rep.graphs.csv" > "$TMP/worse.graphs.csv"
+    if pr=$(python3 tools/paired.py "$TMP/rep" "$TMP/worse" 2>&1) &&
+       [ "$(grep -c '^1,.*,1$' "$TMP/rep.graphs.csv")" -gt 0 ] &&
+       echo "$pr" | grep -q "only A right $(grep -c '^1,.*,1$' "$TMP/rep.graphs.csv"), only B right 0" &&
+       echo "$pr" | grep -q "seed 1: A $(python3 -c "import json,sys;r=[x['score'] for x in json.load(open(sys.argv[1]))['rows'] if x['seed']==1];print('%.4f'%(sum(r)/len(r)))" "$TMP/rep.json")  B 0.0000"; then
+        ok "paired: per-seed accuracies and discordant predictions"
+    else bad "paired: per-seed accuracies and discordant predictions" "$pr"; fi
+    awk -F, -v OFS=, 'NR == 2 { $2 = $2 % 3 + 1 } { print }' "$TMP/rep.graphs.csv" > "$TMP/moved.graphs.csv"
+    expect_fail "paired: runs on other folds" "is in fold .* but fold" python3 tools/paired.py "$TMP/rep" "$TMP/moved"
+    expect_fail "paired: missing report" "nope.graphs.csv: No such file" python3 tools/paired.py "$TMP/rep" "$TMP/nope"
 else bad "eval: --first-seed parts joined" "$(cat "$TMP/join.out" 2>/dev/null)"; fi
 # probe_select = cv: the penalty comes from probe_alpha x 10^-3..10^3 (here
 # probe_alpha = 0.5), chosen per fold on the training folds, and is reported
