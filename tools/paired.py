@@ -81,6 +81,9 @@ def sign_flip_p(d):
 
 
 def main(argv):
+    if "-h" in argv or "--help" in argv:
+        sys.stdout.write(__doc__)
+        return 0
     args = [a for a in argv if not a.startswith("--")]
     md = "--markdown" in argv
     if len(args) != 2 or any(a.startswith("--") and a != "--markdown" for a in argv):
