@@ -87,7 +87,7 @@ def main(argv):
     args = [a for a in argv if not a.startswith("--")]
     md = "--markdown" in argv
     if len(args) != 2 or any(a.startswith("--") and a != "--markdown" for a in argv):
-        sys.stderr.write(__doc__)
+        sys.stderr.write("paired: usage: python3 tools/paired.py A B [--markdown] (see --help)\n")
         return 2
     A, B = read_run(args[0]), read_run(args[1])
     seeds = sorted({s for s, _ in A} & {s for s, _ in B})
