@@ -39,7 +39,9 @@ if grep -qw avx512f /proc/cpuinfo; then
 print(' '.join(str(d.get('architecture')) for d in threadpool_info() if d.get('internal_api') == 'openblas'))" \
         2>/dev/null || true)
     case "$arch" in
-    *SkylakeX* | *Cooperlake* | *SapphireRapids*) NOTE="OpenBLAS kernels: $arch" ;;
+    *SkylakeX* | *Cooperlake* | *SapphireRapids*)
+        unset OPENBLAS_CORETYPE # its own detection found AVX-512 kernels
+        NOTE="OpenBLAS kernels: $arch" ;;
     *)
         export OPENBLAS_CORETYPE=SkylakeX
         NOTE="OpenBLAS picked '$arch' kernels on this CPU; the peer ran with OPENBLAS_CORETYPE=SkylakeX (its AVX-512 kernels)"
