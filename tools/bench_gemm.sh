@@ -12,10 +12,9 @@
 # the highest of the R medians (the machine is shared: this keeps the runs
 # that were not disturbed) and the best single batch is shown too.
 #
-# OpenBLAS 0.3.21 does not recognise every AVX-512 CPU (this box's model 207
-# falls back to the SSE3 "Prescott" kernels, ~4x slower); on a CPU with
-# AVX-512 whose core OpenBLAS does not detect as an AVX-512 one, the script
-# sets OPENBLAS_CORETYPE=SkylakeX so the peer runs its best kernels, and says so.
+# The peer's OpenBLAS kernels follow tools/peer_blas.sh (SkylakeX on an
+# AVX-512 CPU, whatever OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE the shell had);
+# the core the sgemm program reports is printed with the table.
 #
 # On a busy machine, libgomp's default spin-waiting makes any OpenMP code
 # lose whole time slices when a thread is preempted (the other spins); the
@@ -48,13 +47,11 @@ fi
 if [ ! -x "$B/sgemm_openblas" ] || [ "$PEERS/sgemm_openblas.c" -nt "$B/sgemm_openblas" ]; then
     gcc -O2 -march=native "$PEERS/sgemm_openblas.c" -o "$B/sgemm_openblas" -lopenblas
 fi
+# shellcheck source=tools/peer_blas.sh
+. "$(dirname "$0")/peer_blas.sh"
+peer_blas_choose
 core=$(SHAPES=8x8x8 "$B/sgemm_openblas" 0.001 1 | sed -n 's/^# core: //p')
-note="OpenBLAS core: $core (detected)."
-if grep -q avx512f /proc/cpuinfo && ! echo "$core" | grep -qiE 'skylakex|cooperlake|sapphirerapids'; then
-    export OPENBLAS_CORETYPE=SkylakeX
-    core=$(SHAPES=8x8x8 "$B/sgemm_openblas" 0.001 1 | sed -n 's/^# core: //p')
-    note="OpenBLAS core: $core (forced with OPENBLAS_CORETYPE=SkylakeX: this OpenBLAS did not detect this AVX-512 CPU)."
-fi
+note="$PEER_BLAS_NOTE OpenBLAS reports core $core."
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

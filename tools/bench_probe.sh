@@ -25,29 +25,13 @@ if ! $PY -c "import sklearn, numpy" 2>/dev/null; then
     echo "bench_probe: installing the peer (Debian python3-sklearn python3-numpy) ..." >&2
     apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-sklearn python3-numpy >&2
 fi
-# Debian's OpenBLAS 0.3.21 does not know every CPU model a hypervisor
-# reports; it then falls back to old SSE kernels (architecture 'Prescott'),
-# 3-4x slower than the AVX-512 ones ../shared/peers/RESULTS.md measured.
-# Give the peer its best kernels so the comparison is fair.
-# An OPENBLAS_CORETYPE inherited from the shell does not decide it: this
-# workplace sets Haswell (AVX2) on some AVX-512 hosts for other programs'
-# sake; OPENBLAS_L2_SIZE, set with it, goes too.
-NOTE=""
-unset OPENBLAS_L2_SIZE
-if grep -qw avx512f /proc/cpuinfo; then
-    arch=$(env -u OPENBLAS_CORETYPE $PY -c "import numpy; from threadpoolctl import threadpool_info
-print(' '.join(str(d.get('architecture')) for d in threadpool_info() if d.get('internal_api') == 'openblas'))" \
-        2>/dev/null || true)
-    case "$arch" in
-    *SkylakeX* | *Cooperlake* | *SapphireRapids*)
-        unset OPENBLAS_CORETYPE # its own detection found AVX-512 kernels
-        NOTE="OpenBLAS kernels: $arch" ;;
-    *)
-        export OPENBLAS_CORETYPE=SkylakeX
-        NOTE="OpenBLAS picked '$arch' kernels on this CPU; the peer ran with OPENBLAS_CORETYPE=SkylakeX (its AVX-512 kernels)"
-        ;;
-    esac
-fi
+# The peer's OpenBLAS kernels: the rule of tools/peer_blas.sh (SkylakeX on
+# an AVX-512 CPU, whatever OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE the shell
+# had), the same for every bench script.
+# shellcheck source=tools/peer_blas.sh
+. "$(dirname "$0")/peer_blas.sh"
+peer_blas_choose
+NOTE=$PEER_BLAS_NOTE
 # On a shared machine, OpenMP threads that spin at barriers steal the core
 # from the thread still working (2-4x slower 2-thread runs at load ~3 on 2
 # CPUs); OpenBLAS's own pool yields instead. Both sides run with passive

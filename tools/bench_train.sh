@@ -20,18 +20,14 @@ fi
 mkdir -p build/bench
 [ -x ./hpjepa ] || make -s hpjepa >&2
 R=${R:-3}
-# The peer's OpenBLAS kernels: the CPU's best (SkylakeX with AVX-512, else
-# Haswell with AVX2), whatever OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE this
-# shell inherited. Debian's OpenBLAS 0.3.21 misdetects recent CPUs (SSE3
-# fallback, ~4x slower), and this workplace sets OPENBLAS_CORETYPE=Haswell on
-# some hosts for other programs' sake, which handed the peer its AVX2 kernels
-# on an AVX-512 CPU (DD: 30-34 graphs/s inside this script, 46-52 with
-# SkylakeX). PEER_CORETYPE overrides.
-PEER_CORE=${PEER_CORETYPE:-}
-if [ -z "$PEER_CORE" ]; then
-    if grep -qw avx512f /proc/cpuinfo; then PEER_CORE=SkylakeX
-    elif grep -qw avx2 /proc/cpuinfo; then PEER_CORE=Haswell; fi
-fi
+# The peer's OpenBLAS kernels: the rule of tools/peer_blas.sh (SkylakeX on
+# an AVX-512 CPU, whatever OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE the shell
+# inherited; PEER_CORETYPE overrides). An inherited OPENBLAS_CORETYPE=Haswell
+# once handed this peer its AVX2 kernels on an AVX-512 CPU (DD: 30-34
+# graphs/s inside this script, 46-52 with SkylakeX).
+# shellcheck source=tools/peer_blas.sh
+. "$(dirname "$0")/peer_blas.sh"
+peer_blas_choose
 echo "## Training throughput (forward + backward + Adam + EMA, all resolutions, $THREADS threads)"
 echo
 echo "Host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')."
@@ -49,9 +45,8 @@ for spec in "PROTEINS proteins 512 proteins_d512" "PROTEINS proteins 128 protein
         ours=$(/usr/bin/time -f "%M" -o build/bench/time_ours.txt ./hpjepa bench train "$DATA/$ds" --config "$cfg" --steps "$STEPS" --threads "$THREADS" 2>/dev/null | tail -1)
         echo "$ours" >>build/bench/ours.txt
         rm -f build/bench/torch.json
-        # the peer with its best OpenBLAS kernels (PEER_CORE above), as in
-        # ../shared/peers/RESULTS.md
-        if env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ${PEER_CORE:+OPENBLAS_CORETYPE=$PEER_CORE} /usr/bin/time -f "%M" -o build/bench/time_torch.txt /usr/bin/python3 "$PEERS/torch_hpjepa.py" --dataset "$peer" --d "$d" \
+        # the peer with its best OpenBLAS kernels (peer_blas_choose above)
+        if /usr/bin/time -f "%M" -o build/bench/time_torch.txt /usr/bin/python3 "$PEERS/torch_hpjepa.py" --dataset "$peer" --d "$d" \
             --threads "$THREADS" --steps "$STEPS" --json build/bench/torch.json >/dev/null 2>build/bench/torch.err; then
             /usr/bin/python3 -c "import json;j=json.loads(open('build/bench/torch.json').read().splitlines()[-1]);print('%.1f %.1f' % (j['graphs_per_s'], j['gflop_per_step']))" >>build/bench/peer.txt 2>/dev/null
             echo "peak $(( $(tail -1 build/bench/time_torch.txt) / 1024 ))" >>build/bench/peer.txt
@@ -69,7 +64,7 @@ for spec in "PROTEINS proteins 512 proteins_d512" "PROTEINS proteins 128 protein
 done
 echo
 echo "Targets: PROTEINS d=512 >= 1.5x torch, PROTEINS d=128 >= 3x, DD d=512 >= 1.5x."
-echo "The peer runs with OPENBLAS_CORETYPE=${PEER_CORE:-(its own detection)} and no OPENBLAS_L2_SIZE, whatever the shell had (Debian's OpenBLAS misdetects recent CPUs)."
+echo "$PEER_BLAS_NOTE"
 echo "Our PROTEINS/DD are the real datasets; the peer's are synthetic look-alikes of the same sizes."
 echo "Each side ran $R times, alternating; the table shows the medians of the per-run median batch."
 echo "Command: \`bash tools/bench_train.sh\` (THREADS, STEPS, R env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps $STEPS\`."

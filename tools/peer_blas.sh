@@ -1,0 +1,42 @@
+# peer_blas.sh - sourced (not run) by the bench scripts that time a peer on
+# Debian's OpenBLAS (bench_gemm.sh, bench_probe.sh, bench_train.sh): one
+# rule for which OpenBLAS kernels the peer gets, so all three compare with
+# the same, best, peer.
+#
+# Why a rule at all: Debian's OpenBLAS 0.3.21 does not recognise every CPU a
+# hypervisor reports and then falls back to its SSE3 "Prescott" kernels
+# (3-4x slower than the AVX-512 ones ../shared/peers/RESULTS.md measured),
+# and this workplace exports OPENBLAS_CORETYPE=Haswell (AVX2) with
+# OPENBLAS_L2_SIZE=512 on some AVX-512 hosts for other programs' sake. An
+# inherited value must not decide the peer's speed (it once handed the
+# training peer its AVX2 kernels: DD 30-34 graphs/s against 46-52).
+#
+# The rule: PEER_CORETYPE when set; else SkylakeX on a CPU with AVX-512F
+# (OpenBLAS's Cooperlake and SapphireRapids cores run the same SkylakeX
+# SGEMM/DGEMM kernels, plus bf16 ones no peer here uses); else Haswell with
+# AVX2; else OpenBLAS's own detection. OPENBLAS_L2_SIZE is always cleared.
+#
+# After `peer_blas_choose`: OPENBLAS_CORETYPE exported (or unset),
+# OPENBLAS_L2_SIZE unset, PEER_BLAS_CORE (empty = own detection) and
+# PEER_BLAS_NOTE (one sentence for the report) set. /proc/cpuinfo is read;
+# where it is missing the rule falls back to OpenBLAS's detection.
+peer_blas_choose() {
+    local why=""
+    PEER_BLAS_CORE=${PEER_CORETYPE:-}
+    [ -n "$PEER_BLAS_CORE" ] && why="set by PEER_CORETYPE"
+    if [ -z "$PEER_BLAS_CORE" ] && [ -r /proc/cpuinfo ]; then
+        if grep -qw avx512f /proc/cpuinfo; then
+            PEER_BLAS_CORE=SkylakeX why="the CPU has AVX-512"
+        elif grep -qw avx2 /proc/cpuinfo; then
+            PEER_BLAS_CORE=Haswell why="the CPU has AVX2"
+        fi
+    fi
+    unset OPENBLAS_L2_SIZE
+    if [ -n "$PEER_BLAS_CORE" ]; then
+        export OPENBLAS_CORETYPE=$PEER_BLAS_CORE
+        PEER_BLAS_NOTE="The peer's OpenBLAS ran its $PEER_BLAS_CORE kernels ($why; OPENBLAS_CORETYPE=$PEER_BLAS_CORE, OPENBLAS_L2_SIZE unset, whatever the shell had)."
+    else
+        unset OPENBLAS_CORETYPE
+        PEER_BLAS_NOTE="The peer's OpenBLAS chose its own kernels (no AVX2 found; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset)."
+    fi
+}
