@@ -31,7 +31,7 @@ fi
 # shellcheck source=tools/peer_blas.sh
 . "$(dirname "$0")/peer_blas.sh"
 peer_blas_choose
-NOTE=$PEER_BLAS_NOTE
+NOTE=${PEER_BLAS_NOTE%.}
 # On a shared machine, OpenMP threads that spin at barriers steal the core
 # from the thread still working (2-4x slower 2-thread runs at load ~3 on 2
 # CPUs); OpenBLAS's own pool yields instead. Both sides run with passive
