@@ -18,16 +18,17 @@
 #
 # After `peer_blas_choose`: OPENBLAS_CORETYPE exported (or unset),
 # OPENBLAS_L2_SIZE unset, PEER_BLAS_CORE (empty = own detection) and
-# PEER_BLAS_NOTE (one sentence for the report) set. /proc/cpuinfo is read;
-# where it is missing the rule falls back to OpenBLAS's detection.
+# PEER_BLAS_NOTE (one sentence for the report) set. /proc/cpuinfo is read
+# (PEER_BLAS_CPUINFO names another file, for the tests); where it is missing
+# the rule falls back to OpenBLAS's detection.
 peer_blas_choose() {
-    local why=""
+    local why="" cpu=${PEER_BLAS_CPUINFO:-/proc/cpuinfo}
     PEER_BLAS_CORE=${PEER_CORETYPE:-}
     [ -n "$PEER_BLAS_CORE" ] && why="set by PEER_CORETYPE"
-    if [ -z "$PEER_BLAS_CORE" ] && [ -r /proc/cpuinfo ]; then
-        if grep -qw avx512f /proc/cpuinfo; then
+    if [ -z "$PEER_BLAS_CORE" ] && [ -r "$cpu" ]; then
+        if grep -qw avx512f "$cpu"; then
             PEER_BLAS_CORE=SkylakeX why="the CPU has AVX-512"
-        elif grep -qw avx2 /proc/cpuinfo; then
+        elif grep -qw avx2 "$cpu"; then
             PEER_BLAS_CORE=Haswell why="the CPU has AVX2"
         fi
     fi
