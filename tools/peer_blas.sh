@@ -12,8 +12,9 @@
 # training peer its AVX2 kernels: DD 30-34 graphs/s against 46-52).
 #
 # The rule: PEER_CORETYPE when set; else SkylakeX on a CPU with AVX-512F
-# (OpenBLAS's Cooperlake and SapphireRapids cores run the same SkylakeX
-# SGEMM/DGEMM kernels, plus bf16 ones no peer here uses); else Haswell with
+# (OpenBLAS's Cooperlake core, which it detects on some AVX-512 hosts,
+# takes SkylakeX's kernel list and adds only bf16 kernels no peer here
+# uses); else Haswell with
 # AVX2; else OpenBLAS's own detection. OPENBLAS_L2_SIZE is always cleared.
 #
 # After `peer_blas_choose`: OPENBLAS_CORETYPE exported (or unset),
