@@ -14,8 +14,8 @@
 # The rule: PEER_CORETYPE when set; else SkylakeX on a CPU with AVX-512F
 # (OpenBLAS's Cooperlake core, which it detects on some AVX-512 hosts,
 # takes SkylakeX's kernel list and adds only bf16 kernels no peer here
-# uses); else Haswell with
-# AVX2; else OpenBLAS's own detection. OPENBLAS_L2_SIZE is always cleared.
+# uses); else Haswell with AVX2; else OpenBLAS's own detection.
+# OPENBLAS_L2_SIZE is always cleared.
 #
 # After `peer_blas_choose`: OPENBLAS_CORETYPE exported (or unset),
 # OPENBLAS_L2_SIZE unset, PEER_BLAS_CORE (empty = own detection) and
