@@ -89,6 +89,17 @@
        spin-waiting loses badly when a core is taken by another process.
 
    RECENT CHANGES
+       0.5.0  (latest, same bits) LayerNorm / BatchNorm test their optional
+              operands (gamma, beta, the fused ReLU's output) outside the
+              vectorised loops: inside, GCC emitted masked loads, which AMD
+              Zen 4 runs through a microcode assist when the pointer is
+              NULL. 3000 x 128, 1 thread: layernorm forward without gamma /
+              beta 4333 -> 66 us, batchnorm forward 4212 -> 126 us,
+              hpj_batchnorm_backward 2374 -> 126 us, layernorm backward
+              507 -> 214 us; BatchNorm evaluation computes sqrt(var + eps)
+              once per channel panel, 883 -> 41 us (tools/bench_optional.c).
+              DD embedding pass (d = 512, 2 threads) 53.3 -> 45.9 s;
+              training loops had every operand and are unchanged
        0.5.0  (later still, same bits) reasons write control characters
               of quoted input as \xNN, so they are always one line;
               hpj_model_deserialize checks the input encoding without
@@ -4974,6 +4985,15 @@ done:
 #else
 #define HPJ__INLINE inline
 #endif
+/* For the helpers whose flag arguments must fold to constants in each
+   caller (see hpj__ln_apply). */
+#if defined(__GNUC__) || defined(__clang__)
+#define HPJ__INLINE_ALWAYS HPJ__INLINE __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define HPJ__INLINE_ALWAYS __forceinline
+#else
+#define HPJ__INLINE_ALWAYS HPJ__INLINE
+#endif
 
 #if defined(FP_FAST_FMAF)
 #define HPJ__FMAF(a, b, c) fmaf((a), (b), (c))
@@ -5982,6 +6002,76 @@ HPJDEF void hpj_dropout_backward(float *dinp, const float *dout, const uint8_t *
 
 /* ==== nn: normalisation ==== */
 
+/* Optional operands (gamma, beta, a saved ReLU output) are tested outside
+   the vectorised loops: the helpers below take constant flags and are
+   called once per combination, so each inlined copy has a plain loop.
+   Tested inside, compilers turn `if (gamma) v *= gamma[j]` into masked
+   loads, and with gamma = NULL AMD Zen 4 completes every masked load of
+   the unmapped page through a microcode assist: LayerNorm and BatchNorm
+   without gamma / beta ran 13-45x slower (tools/bench_optional.c). */
+static HPJ__INLINE_ALWAYS void hpj__ln_apply(float *y, const float *x, float mu, float rs, const float *gamma,
+                                      const float *beta, int D, int has_gamma, int has_beta) {
+    int j;
+    HPJ__OMP(simd)
+    for (j = 0; j < D; ++j) {
+        float v = (x[j] - mu) * rs;
+        if (has_gamma) v *= gamma[j];
+        if (has_beta) v += beta[j];
+        y[j] = v;
+    }
+}
+
+/* One row of the LayerNorm input gradient, g = dy gamma (dy with no gamma). */
+static HPJ__INLINE_ALWAYS void hpj__ln_back_row(float *dx, const float *x, const float *dy, const float *gamma, float mu,
+                                         float rs, int D, int has_gamma) {
+    float ag[16], agx[16], mg, mgx;
+    int j = 0, l;
+    for (l = 0; l < 16; ++l) ag[l] = agx[l] = 0.0f;
+    for (; j + 16 <= D; j += 16)
+        for (l = 0; l < 16; ++l) {
+            float g = has_gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
+            float xh = (x[j + l] - mu) * rs;
+            ag[l] += g;
+            agx[l] = HPJ__FMAF(g, xh, agx[l]);
+        }
+    for (l = 0; j + l < D; ++l) {
+        float g = has_gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
+        float xh = (x[j + l] - mu) * rs;
+        ag[l] += g;
+        agx[l] = HPJ__FMAF(g, xh, agx[l]);
+    }
+    mg = hpj__sum(ag, 16) / (float)D;
+    mgx = hpj__sum(agx, 16) / (float)D;
+    HPJ__OMP(simd)
+    for (j = 0; j < D; ++j) {
+        float g = has_gamma ? dy[j] * gamma[j] : dy[j];
+        float xh = (x[j] - mu) * rs;
+        dx[j] += rs * (g - mg - xh * mgx);
+    }
+}
+/* One row (w channels) of a BatchNorm output: v = (x - m) s (training: m
+   the batch mean, s its rstd) or v = (x - m) / s (evaluation: m the
+   running mean, s = sqrt(running_var + eps)), then gamma, beta, ReLU. */
+static HPJ__INLINE_ALWAYS void hpj__bn_row(float *y, const float *x, const float *m, const float *s, const float *gamma,
+                                    const float *beta, int w, int relu, int divide, int has_gamma, int has_beta) {
+    int c;
+    HPJ__OMP(simd)
+    for (c = 0; c < w; ++c) {
+        float v = divide ? (x[c] - m[c]) / s[c] : (x[c] - m[c]) * s[c];
+        if (has_gamma) v *= gamma[c];
+        if (has_beta) v += beta[c];
+        y[c] = relu && !(v > 0.0f) ? 0.0f : v;
+    }
+}
+static HPJ__INLINE_ALWAYS void hpj__bn_row_any(float *y, const float *x, const float *m, const float *s, const float *gamma,
+                                        const float *beta, int w, int relu, int divide) {
+    if (gamma && beta) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 1, 1);
+    else if (gamma) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 1, 0);
+    else if (beta) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 0, 1);
+    else hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 0, 0);
+}
+
+
 HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                                   const float *beta, int N, int D, float eps) {
     int i;
@@ -6006,13 +6096,10 @@ HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const fl
         rs = 1.0f / sqrtf(var + eps);
         if (mean) mean[i] = mu;
         if (rstd) rstd[i] = rs;
-        HPJ__OMP(simd)
-        for (j = 0; j < D; ++j) {
-            float v = (x[j] - mu) * rs;
-            if (gamma) v *= gamma[j];
-            if (beta) v += beta[j];
-            y[j] = v;
-        }
+        if (gamma && beta) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 1, 1);
+        else if (gamma) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 1, 0);
+        else if (beta) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 0, 1);
+        else hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 0, 0);
     }
 }
 
@@ -6026,30 +6113,8 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
         for (i = 0; i < N; ++i) {
             const float *x = inp + (ptrdiff_t)i * D, *dy = dout + (ptrdiff_t)i * D;
             float *dx = dinp + (ptrdiff_t)i * D;
-            float mu = mean[i], rs = rstd[i], ag[16], agx[16], mg, mgx;
-            int j = 0, l;
-            for (l = 0; l < 16; ++l) ag[l] = agx[l] = 0.0f;
-            for (; j + 16 <= D; j += 16)
-                for (l = 0; l < 16; ++l) {
-                    float g = gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
-                    float xh = (x[j + l] - mu) * rs;
-                    ag[l] += g;
-                    agx[l] = HPJ__FMAF(g, xh, agx[l]);
-                }
-            for (l = 0; j + l < D; ++l) {
-                float g = gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
-                float xh = (x[j + l] - mu) * rs;
-                ag[l] += g;
-                agx[l] = HPJ__FMAF(g, xh, agx[l]);
-            }
-            mg = hpj__sum(ag, 16) / (float)D;
-            mgx = hpj__sum(agx, 16) / (float)D;
-            HPJ__OMP(simd)
-            for (j = 0; j < D; ++j) {
-                float g = gamma ? dy[j] * gamma[j] : dy[j];
-                float xh = (x[j] - mu) * rs;
-                dx[j] += rs * (g - mg - xh * mgx);
-            }
+            if (gamma) hpj__ln_back_row(dx, x, dy, gamma, mean[i], rstd[i], D, 1);
+            else hpj__ln_back_row(dx, x, dy, gamma, mean[i], rstd[i], D, 0);
         }
     }
     if (dgamma || dbeta) {
@@ -6137,13 +6202,7 @@ static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_m
         const float *x = inp + (ptrdiff_t)i * D;
         float *y = out + (ptrdiff_t)i * D;
         int c;
-        HPJ__OMP(simd)
-        for (c = 0; c < D; ++c) {
-            float v = (x[c] - mean[c]) * rstd[c];
-            if (gamma) v *= gamma[c];
-            if (beta) v += beta[c];
-            y[c] = relu && !(v > 0.0f) ? 0.0f : v;
-        }
+        hpj__bn_row_any(y, x, mean, rstd, gamma, beta, D, relu, 0);
         if (sum) {
             const float *r = res + (ptrdiff_t)i * D;
             float *o = sum + (ptrdiff_t)i * D;
@@ -6162,21 +6221,30 @@ HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, fl
 static void hpj__bn_eval(float *out, const float *inp, const float *gamma, const float *beta,
                          const float *running_mean, const float *running_var, int N, int D, float eps, int relu,
                          const float *res, float *sum) {
-    int i;
     if (N <= 0 || D <= 0) return;
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-    for (i = 0; i < N; ++i) {
-        const float *x = inp + (ptrdiff_t)i * D;
-        float *y = out + (ptrdiff_t)i * D;
-        int c;
-        for (c = 0; c < D; ++c) {
-            float v = (x[c] - running_mean[c]) / sqrtf(running_var[c] + eps);
-            if (gamma) v *= gamma[c];
-            if (beta) v += beta[c];
-            y[c] = relu && !(v > 0.0f) ? 0.0f : v;
+    /* by channel panels, each panel's sqrt(running_var + eps) computed once
+       per thread (the same correctly rounded value as per element) */
+    HPJ__OMP(parallel if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    {
+        float den[HPJ__BN_PANEL];
+        int c0, i, c;
+        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
+            int w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
+            for (c = 0; c < w; ++c) den[c] = sqrtf(running_var[c0 + c] + eps);
+            HPJ__OMP(for schedule(static) nowait)
+            for (i = 0; i < N; ++i) {
+                const float *x = inp + (ptrdiff_t)i * D + c0;
+                float *y = out + (ptrdiff_t)i * D + c0;
+                hpj__bn_row_any(y, x, running_mean + c0, den, gamma ? gamma + c0 : NULL, beta ? beta + c0 : NULL, w,
+                                relu, 1);
+                if (sum) {
+                    const float *r = res + (ptrdiff_t)i * D + c0;
+                    float *o = sum + (ptrdiff_t)i * D + c0;
+                    HPJ__OMP(simd)
+                    for (c = 0; c < w; ++c) o[c] = r[c] + y[c];
+                }
+            }
         }
-        if (sum)
-            for (c = 0; c < D; ++c) sum[(ptrdiff_t)i * D + c] = res[(ptrdiff_t)i * D + c] + y[c];
     }
 }
 
@@ -6206,10 +6274,31 @@ static void hpj__bn_bw_sums(double *sd, double *sdx, const float *x, const float
         _mm512_storeu_pd(sdx + c, _mm512_add_pd(_mm512_loadu_pd(sdx + c), _mm512_mul_pd(gd, _mm512_cvtps_pd(xh))));
     }
 #endif
-    for (; c < w; ++c) {
-        float g = ro && !(ro[c] > 0.0f) ? 0.0f : dy[c];
-        sd[c] += g;
-        sdx[c] += (double)g * ((x[c] - mean[c]) * rstd[c]);
+    if (ro)
+        for (; c < w; ++c) {
+            float g = !(ro[c] > 0.0f) ? 0.0f : dy[c];
+            sd[c] += g;
+            sdx[c] += (double)g * ((x[c] - mean[c]) * rstd[c]);
+        }
+    else
+        for (; c < w; ++c) {
+            sd[c] += dy[c];
+            sdx[c] += (double)dy[c] * ((x[c] - mean[c]) * rstd[c]);
+        }
+}
+
+/* One row of BatchNorm backward's input gradient over w channels, g = dy
+   (or dy [ro > 0] with the saved ReLU output ro). */
+static HPJ__INLINE_ALWAYS void hpj__bn_back_row(float *dx, const float *x, const float *dy, const float *ro, const float *mean,
+                                         const float *rstd, const float *k, const float *md, const float *mdx, int w,
+                                         int overwrite, int has_ro) {
+    int c;
+    HPJ__OMP(simd)
+    for (c = 0; c < w; ++c) {
+        float xh = (x[c] - mean[c]) * rstd[c];
+        float g = has_ro && !(ro[c] > 0.0f) ? 0.0f : dy[c];
+        float v = k[c] * (g - md[c] - xh * mdx[c]);
+        dx[c] = overwrite ? v : dx[c] + v;
     }
 }
 
@@ -6244,15 +6333,12 @@ static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const flo
             }
             for (r = 0; r < N; ++r) {
                 const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
-                const float *ro = relu_out ? relu_out + (ptrdiff_t)r * D + j0 : NULL;
                 float *dx = dinp + (ptrdiff_t)r * D + j0;
-                HPJ__OMP(simd)
-                for (c = 0; c < w; ++c) {
-                    float xh = (x[c] - mean[j0 + c]) * rstd[j0 + c];
-                    float g = ro && !(ro[c] > 0.0f) ? 0.0f : dy[c];
-                    float v = k[c] * (g - md[c] - xh * mdx[c]);
-                    dx[c] = overwrite ? v : dx[c] + v;
-                }
+                if (relu_out)
+                    hpj__bn_back_row(dx, x, dy, relu_out + (ptrdiff_t)r * D + j0, mean + j0, rstd + j0, k, md, mdx, w,
+                                     overwrite, 1);
+                else
+                    hpj__bn_back_row(dx, x, dy, NULL, mean + j0, rstd + j0, k, md, mdx, w, overwrite, 0);
             }
         }
     }

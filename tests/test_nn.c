@@ -694,6 +694,71 @@ static void test_batchnorm_modes(void) {
     }
 }
 
+/* gamma / beta = NULL (and the public BatchNorm backward, which has no
+   fused ReLU) take their own loops (hpj__ln_apply): they must give what
+   ones / zeros give (== for beta: x + 0 turns -0 into +0), and BatchNorm
+   evaluation, computed by channel panels (D > 256 here), the per-element
+   formula. */
+static void test_norm_optional_operands(void) {
+    int N = 37, D = 300, i, j, bn, k;
+    size_t n = (size_t)N * D;
+    float *x = fbuf(n), *dy = fbuf(n), *y0 = fbuf(n), *y1 = fbuf(n), *g = fbuf(D), *b = fbuf(D), *one = fbuf(D),
+          *zero = fbuf(D), *mu = fbuf(n), *rs = fbuf(n), *rm = fbuf(D), *rv = fbuf(D);
+    float *dg0 = fbuf(D), *db0 = fbuf(D), *dg1 = fbuf(D), *db1 = fbuf(D);
+    hpj_rng r;
+    hpj_rng_seed(&r, 57);
+    fill_uniform(x, n, -2, 2, &r);
+    fill_uniform(dy, n, -1, 1, &r);
+    fill_uniform(g, D, 0.5f, 1.5f, &r);
+    fill_uniform(b, D, -0.5f, 0.5f, &r);
+    fill_uniform(rm, D, -0.5f, 0.5f, &r);
+    fill_uniform(rv, D, 0.2f, 2.0f, &r);
+    for (j = 0; j < D; ++j) one[j] = 1.0f;
+    for (bn = 0; bn < 2; ++bn)
+        for (k = 0; k < 4; ++k) { /* gamma NULL?, beta NULL? */
+            const float *gn = (k & 1) ? NULL : g, *bnl = (k & 2) ? NULL : b;
+            const float *gr = (k & 1) ? one : g, *br = (k & 2) ? zero : b;
+            if (bn) {
+                hpj_batchnorm_forward_train(y0, mu, rs, NULL, NULL, x, gn, bnl, N, D, 0.1f, 1e-5f);
+                hpj_batchnorm_forward_train(y1, mu, rs, NULL, NULL, x, gr, br, N, D, 0.1f, 1e-5f);
+            } else {
+                hpj_layernorm_forward(y0, mu, rs, x, gn, bnl, N, D, 1e-5f);
+                hpj_layernorm_forward(y1, mu, rs, x, gr, br, N, D, 1e-5f);
+            }
+            for (i = 0; i < (int)n; ++i) CHECK_MSG(y0[i] == y1[i], "%s k=%d: %g vs %g at %d", bn ? "bn" : "ln", k, y0[i], y1[i], i);
+            hpj_batchnorm_forward_eval(y0, x, gn, bnl, rm, rv, N, D, 1e-5f);
+            for (i = 0; i < N; ++i)
+                for (j = 0; j < D; ++j) {
+                    float v = (x[(size_t)i * D + j] - rm[j]) / sqrtf(rv[j] + 1e-5f);
+                    if (gn) v *= g[j];
+                    if (bnl) v += b[j];
+                    CHECK_NEAR(y0[(size_t)i * D + j], v, 1e-6, 1e-7);
+                }
+        }
+    /* backward with gamma NULL = with ones, bit for bit */
+    for (bn = 0; bn < 2; ++bn) {
+        if (bn) hpj_batchnorm_forward_train(y0, mu, rs, NULL, NULL, x, NULL, NULL, N, D, 0.1f, 1e-5f);
+        else hpj_layernorm_forward(y0, mu, rs, x, NULL, NULL, N, D, 1e-5f);
+        memset(y0, 0, n * sizeof(float));
+        memset(y1, 0, n * sizeof(float));
+        memset(dg0, 0, D * sizeof(float));
+        memset(db0, 0, D * sizeof(float));
+        memset(dg1, 0, D * sizeof(float));
+        memset(db1, 0, D * sizeof(float));
+        if (bn) {
+            hpj_batchnorm_backward(y0, dg0, db0, dy, x, NULL, mu, rs, N, D);
+            hpj_batchnorm_backward(y1, dg1, db1, dy, x, one, mu, rs, N, D);
+        } else {
+            hpj_layernorm_backward(y0, dg0, db0, dy, x, NULL, mu, rs, N, D);
+            hpj_layernorm_backward(y1, dg1, db1, dy, x, one, mu, rs, N, D);
+        }
+        CHECK_MSG(bits_equal(y0, y1, n) && bits_equal(dg0, dg1, D) && bits_equal(db0, db1, D),
+                  "%s backward: gamma NULL differs from ones", bn ? "bn" : "ln");
+    }
+    free(x); free(dy); free(y0); free(y1); free(g); free(b); free(one); free(zero); free(mu); free(rs);
+    free(rm); free(rv); free(dg0); free(db0); free(dg1); free(db1);
+}
+
 /* ---- GINE --------------------------------------------------------------- */
 
 /* two small graphs side by side: a triangle+tail (0..4) and a path (5..7) */
@@ -1579,6 +1644,7 @@ const test_case nn_tests[] = {
     {"nn.norms_grad", test_norms_grad},
     {"nn.layernorm_values", test_layernorm_values},
     {"nn.batchnorm_modes", test_batchnorm_modes},
+    {"nn.norm_optional_operands", test_norm_optional_operands},
     {"nn.gine", test_gine},
     {"nn.gine_shared", test_gine_shared},
     {"nn.pooling", test_pooling},

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# LayerNorm / BatchNorm with and without their optional operands (see
+# tools/bench_optional.c): a ratio well above 1 means the NULL forms fell
+# back to masked loads of the NULL page (13-45x slower on AMD Zen 4 before
+# the fix). No peer: both columns are hpjepa.h.
+set -eu
+cd "$(dirname "$0")/.."
+mkdir -p build
+${CC:-cc} -std=c99 -O2 -march=native -fopenmp -o build/bench_optional tools/bench_optional.c -lm
+echo "## Normalisation with optional operands NULL ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+echo
+build/bench_optional
