@@ -91,9 +91,9 @@
    RECENT CHANGES
        0.5.0  (latest, same bits) LayerNorm / BatchNorm test their optional
               operands (gamma, beta, the fused ReLU's output) outside the
-              vectorised loops: inside, GCC emitted masked loads, which AMD
-              Zen 4 runs through a microcode assist when the pointer is
-              NULL. 3000 x 128, 1 thread: layernorm forward without gamma /
+              vectorised loops: inside, GCC emitted masked loads, which an
+              AMD EPYC (family 26) ran through a microcode assist when the
+              pointer was NULL. 3000 x 128, 1 thread: layernorm forward without gamma /
               beta 4333 -> 66 us, batchnorm forward 4212 -> 126 us,
               hpj_batchnorm_backward 2374 -> 126 us, layernorm backward
               507 -> 214 us; BatchNorm evaluation computes sqrt(var + eps)
@@ -6006,9 +6006,10 @@ HPJDEF void hpj_dropout_backward(float *dinp, const float *dout, const uint8_t *
    the vectorised loops: the helpers below take constant flags and are
    called once per combination, so each inlined copy has a plain loop.
    Tested inside, compilers turn `if (gamma) v *= gamma[j]` into masked
-   loads, and with gamma = NULL AMD Zen 4 completes every masked load of
-   the unmapped page through a microcode assist: LayerNorm and BatchNorm
-   without gamma / beta ran 13-45x slower (tools/bench_optional.c). */
+   loads, and with gamma = NULL an AMD EPYC (family 26) completed every
+   masked load of the unmapped page through a microcode assist: LayerNorm
+   and BatchNorm without gamma / beta ran 29-48x slower
+   (tools/bench_optional.c). */
 static HPJ__INLINE_ALWAYS void hpj__ln_apply(float *y, const float *x, float mu, float rs, const float *gamma,
                                       const float *beta, int D, int has_gamma, int has_beta) {
     int j;
