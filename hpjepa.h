@@ -93,8 +93,9 @@
               operands (gamma, beta, the fused ReLU's output) outside the
               vectorised loops: inside, GCC emitted masked loads, which an
               AMD EPYC (family 26) ran through a microcode assist when the
-              pointer was NULL. 3000 x 128, 1 thread: layernorm forward without gamma /
-              beta 4333 -> 66 us, batchnorm forward 4212 -> 126 us,
+              pointer was NULL. 3000 x 128, 1 thread: layernorm forward
+              without gamma / beta 4333 -> 66 us, batchnorm forward 4212
+              -> 126 us,
               hpj_batchnorm_backward 2374 -> 126 us, layernorm backward
               507 -> 214 us; BatchNorm evaluation computes sqrt(var + eps)
               once per channel panel, 883 -> 41 us (tools/bench_optional.c).
@@ -6011,7 +6012,7 @@ HPJDEF void hpj_dropout_backward(float *dinp, const float *dout, const uint8_t *
    and BatchNorm without gamma / beta ran 29-48x slower
    (tools/bench_optional.c). */
 static HPJ__INLINE_ALWAYS void hpj__ln_apply(float *y, const float *x, float mu, float rs, const float *gamma,
-                                      const float *beta, int D, int has_gamma, int has_beta) {
+                                             const float *beta, int D, int has_gamma, int has_beta) {
     int j;
     HPJ__OMP(simd)
     for (j = 0; j < D; ++j) {
@@ -6023,8 +6024,8 @@ static HPJ__INLINE_ALWAYS void hpj__ln_apply(float *y, const float *x, float mu,
 }
 
 /* One row of the LayerNorm input gradient, g = dy gamma (dy with no gamma). */
-static HPJ__INLINE_ALWAYS void hpj__ln_back_row(float *dx, const float *x, const float *dy, const float *gamma, float mu,
-                                         float rs, int D, int has_gamma) {
+static HPJ__INLINE_ALWAYS void hpj__ln_back_row(float *dx, const float *x, const float *dy, const float *gamma,
+                                                float mu, float rs, int D, int has_gamma) {
     float ag[16], agx[16], mg, mgx;
     int j = 0, l;
     for (l = 0; l < 16; ++l) ag[l] = agx[l] = 0.0f;
@@ -6050,11 +6051,13 @@ static HPJ__INLINE_ALWAYS void hpj__ln_back_row(float *dx, const float *x, const
         dx[j] += rs * (g - mg - xh * mgx);
     }
 }
+
 /* One row (w channels) of a BatchNorm output: v = (x - m) s (training: m
    the batch mean, s its rstd) or v = (x - m) / s (evaluation: m the
    running mean, s = sqrt(running_var + eps)), then gamma, beta, ReLU. */
-static HPJ__INLINE_ALWAYS void hpj__bn_row(float *y, const float *x, const float *m, const float *s, const float *gamma,
-                                    const float *beta, int w, int relu, int divide, int has_gamma, int has_beta) {
+static HPJ__INLINE_ALWAYS void hpj__bn_row(float *y, const float *x, const float *m, const float *s,
+                                           const float *gamma, const float *beta, int w, int relu, int divide,
+                                           int has_gamma, int has_beta) {
     int c;
     HPJ__OMP(simd)
     for (c = 0; c < w; ++c) {
@@ -6064,14 +6067,13 @@ static HPJ__INLINE_ALWAYS void hpj__bn_row(float *y, const float *x, const float
         y[c] = relu && !(v > 0.0f) ? 0.0f : v;
     }
 }
-static HPJ__INLINE_ALWAYS void hpj__bn_row_any(float *y, const float *x, const float *m, const float *s, const float *gamma,
-                                        const float *beta, int w, int relu, int divide) {
+static HPJ__INLINE_ALWAYS void hpj__bn_row_any(float *y, const float *x, const float *m, const float *s,
+                                               const float *gamma, const float *beta, int w, int relu, int divide) {
     if (gamma && beta) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 1, 1);
     else if (gamma) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 1, 0);
     else if (beta) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 0, 1);
     else hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 0, 0);
 }
-
 
 HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                                   const float *beta, int N, int D, float eps) {
@@ -6290,9 +6292,9 @@ static void hpj__bn_bw_sums(double *sd, double *sdx, const float *x, const float
 
 /* One row of BatchNorm backward's input gradient over w channels, g = dy
    (or dy [ro > 0] with the saved ReLU output ro). */
-static HPJ__INLINE_ALWAYS void hpj__bn_back_row(float *dx, const float *x, const float *dy, const float *ro, const float *mean,
-                                         const float *rstd, const float *k, const float *md, const float *mdx, int w,
-                                         int overwrite, int has_ro) {
+static HPJ__INLINE_ALWAYS void hpj__bn_back_row(float *dx, const float *x, const float *dy, const float *ro,
+                                                const float *mean, const float *rstd, const float *k, const float *md,
+                                                const float *mdx, int w, int overwrite, int has_ro) {
     int c;
     HPJ__OMP(simd)
     for (c = 0; c < w; ++c) {
