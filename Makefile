@@ -82,7 +82,12 @@ $(B)/hpjepa-portable: $(CLI_SRC) tools/cli.h $(HDRS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) -O2 $(WARN) -Wno-unknown-pragmas -DHPJ_NO_SIMD -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
 
-CHECKS := $(B)/check-cxx.o $(B)/check-pedantic.o $(B)/check-embedded.o
+# the optional-operand microbenchmark (tools/bench_optional.sh runs it)
+$(B)/bench_optional: tools/bench_optional.c $(HDRS)
+	@mkdir -p $(B)
+	$(CC) $(CFLAGS) -o $@ tools/bench_optional.c $(LDLIBS)
+
+CHECKS := $(B)/check-cxx.o $(B)/check-pedantic.o $(B)/check-embedded.o $(B)/bench_optional
 test: all $(B)/tests $(B)/tests-asan $(B)/tests-noomp $(B)/hpjepa-asan $(CHECKS) $(TCC_BUILDS)
 	@bash tests/run_all.sh $(B)
 

@@ -5,8 +5,7 @@
 # family 26, before the fix). No peer: both columns are hpjepa.h.
 set -eu
 cd "$(dirname "$0")/.."
-mkdir -p build
-${CC:-cc} -std=c99 -O2 -march=native -fopenmp -o build/bench_optional tools/bench_optional.c -lm
+make -s build/bench_optional >&2
 echo "## Normalisation with optional operands NULL ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
 echo
 build/bench_optional
