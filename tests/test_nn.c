@@ -1580,7 +1580,7 @@ static void test_threads_layers(void) {
         g[run] = fbuf(np);
         dx[run] = fbuf(nx);
         cache[run] = fbuf(nc);
-        misc[run] = m = fbuf(8 * nx + 64);
+        misc[run] = m = fbuf(9 * nx + 3 + (size_t)D + 64);
         hpj_block_cache_bind(&c, cache[run], B, T, D, H, F);
         hpj_block_params_bind(&dp, g[run], D, F);
         hpj_block_forward(out[run], &c, x, &p, km, adj, B, T, D, H, F, HPJ_ACT_GELU);
@@ -1601,12 +1601,20 @@ static void test_threads_layers(void) {
         m[8 * nx] = (float)l1;
         m[8 * nx + 1] = (float)l2;
         m[8 * nx + 2] = (float)nrm;
+        /* evaluation mode: the batch statistics above as running mean and
+           1 / rstd^2 - eps as running variance, gamma / beta from x / w */
+        {
+            float *rv = m + 8 * nx + 3 + nx;
+            for (i = 0; i < D; ++i) rv[i] = 1.0f / (m[3 * nx + 1 + D + i] * m[3 * nx + 1 + D + i]);
+            hpj_batchnorm_forward_eval(m + 8 * nx + 3, x, x, w, m + 3 * nx + 1, rv, N, D, 1e-5f);
+        }
     }
     CHECK_MSG(bits_equal(out[0], out[1], nx), "block forward differs between 1 and 2 threads");
     CHECK_MSG(bits_equal(dx[0], dx[1], nx), "block dinp differs between 1 and 2 threads");
     CHECK_MSG(bits_equal(g[0], g[1], np), "block parameter gradients differ between 1 and 2 threads");
     CHECK_MSG(bits_equal(cache[0], cache[1], nc), "block caches differ between 1 and 2 threads");
-    CHECK_MSG(bits_equal(misc[0], misc[1], 8 * nx + 3), "GINE/BN/pooling/dropout/loss results differ between 1 and 2 threads");
+    CHECK_MSG(bits_equal(misc[0], misc[1], 9 * nx + 3 + D),
+              "GINE/BN/pooling/dropout/loss results differ between 1 and 2 threads");
     CHECK(maxabs(g[0], np) > 0 && maxabs(dx[0], nx) > 0);
     for (run = 0; run < 2; ++run) {
         free(out[run]);
