@@ -32,14 +32,14 @@ echo "## Training throughput (forward + backward + Adam + EMA, all resolutions, 
 echo
 echo "Host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')."
 echo
-echo "| dataset | d | batch | hpjepa graphs/s | torch graphs/s | ratio | GFLOP/batch (ours / torch) | hpjepa GFLOP/s | peak MB (ours / torch) |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| dataset | d | batch | hpjepa graphs/s | torch graphs/s | ratio | ratio per round | GFLOP/batch (ours / torch) | hpjepa GFLOP/s | peak MB (ours / torch) |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 for spec in "PROTEINS proteins 512 proteins_d512" "PROTEINS proteins 128 proteins_d128" "DD dd 512 dd_d512"; do
     set -- $spec
     ds=$1; peer=$2; d=$3; cfg=data/configs/bench/$4.cfg
     bs=$(sed -n 's/^batch_size = //p' "$cfg")
-    : >build/bench/ours.txt; : >build/bench/peer.txt
+    : >build/bench/ours.txt; : >build/bench/peer.txt; : >build/bench/pairs.txt
     # R alternating runs of each side; each run reports the median batch
     for r in $(seq 1 "$R"); do
         ours=$(/usr/bin/time -f "%M" -o build/bench/time_ours.txt ./hpjepa bench train "$DATA/$ds" --config "$cfg" --steps "$STEPS" --threads "$THREADS" 2>/dev/null | tail -1)
@@ -48,8 +48,16 @@ for spec in "PROTEINS proteins 512 proteins_d512" "PROTEINS proteins 128 protein
         # the peer with its best OpenBLAS kernels (peer_blas_choose above)
         if /usr/bin/time -f "%M" -o build/bench/time_torch.txt /usr/bin/python3 "$PEERS/torch_hpjepa.py" --dataset "$peer" --d "$d" \
             --threads "$THREADS" --steps "$STEPS" --json build/bench/torch.json >/dev/null 2>build/bench/torch.err; then
-            /usr/bin/python3 -c "import json;j=json.loads(open('build/bench/torch.json').read().splitlines()[-1]);print('%.1f %.1f' % (j['graphs_per_s'], j['gflop_per_step']))" >>build/bench/peer.txt 2>/dev/null
+            pj=$(/usr/bin/python3 -c "import json;j=json.loads(open('build/bench/torch.json').read().splitlines()[-1]);print('%.1f %.1f' % (j['graphs_per_s'], j['gflop_per_step']))" 2>/dev/null)
+            [ -n "$pj" ] && echo "$pj" >>build/bench/peer.txt
             echo "peak $(( $(tail -1 build/bench/time_torch.txt) / 1024 ))" >>build/bench/peer.txt
+            # this round's pair (the host drifts within minutes, so a
+            # round's two runs, a few seconds apart, compare best)
+            g1=$(echo "$ours" | sed -n 's/.*graphs_per_s=\([0-9.]*\).*/\1/p')
+            g2=${pj%% *}
+            if [ -n "$g1" ] && [ -n "$g2" ]; then
+                awk -v a="$g1" -v b="$g2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f\n", a / b }' >>build/bench/pairs.txt
+            fi
         fi
     done
     g_ours=$(sed -n 's/.*graphs_per_s=\([0-9.]*\).*/\1/p' build/bench/ours.txt | median)
@@ -60,11 +68,12 @@ for spec in "PROTEINS proteins 512 proteins_d512" "PROTEINS proteins 128 protein
     gb_t=$(grep -v '^peak' build/bench/peer.txt | cut -d' ' -f2 | median)
     m_t=$(sed -n 's/^peak //p' build/bench/peer.txt | median)
     ratio=$(awk -v a="$g_ours" -v b="$g_t" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else print "-" }')
-    echo "| $ds | $d | $bs | ${g_ours:-fail} | ${g_t:-n/a} | $ratio | ${gb_ours:--} / ${gb_t:--} | ${f_ours:--} | ${m_ours:--} / ${m_t:--} |"
+    rounds=$(sort -g build/bench/pairs.txt | awk '{ a[NR] = $1 } END { if (NR) printf "%.2f-%.2fx", a[1], a[NR]; else print "-" }')
+    echo "| $ds | $d | $bs | ${g_ours:-fail} | ${g_t:-n/a} | $ratio | $rounds | ${gb_ours:--} / ${gb_t:--} | ${f_ours:--} | ${m_ours:--} / ${m_t:--} |"
 done
 echo
 echo "Targets: PROTEINS d=512 >= 1.5x torch, PROTEINS d=128 >= 3x, DD d=512 >= 1.5x."
 echo "$PEER_BLAS_NOTE"
 echo "Our PROTEINS/DD are the real datasets; the peer's are synthetic look-alikes of the same sizes."
-echo "Each side ran $R times, alternating; the table shows the medians of the per-run median batch."
+echo "Each side ran $R times, alternating; the table shows the medians of the per-run median batch; 'ratio per round' is the range of ours / torch over the rounds (each round's two runs are seconds apart, so it is less exposed to the host's drift)."
 echo "Command: \`bash tools/bench_train.sh\` (THREADS, STEPS, R env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps $STEPS\`."
