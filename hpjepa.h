@@ -95,10 +95,10 @@
               AMD EPYC (family 26) ran through a microcode assist when the
               pointer was NULL. 3000 x 128, 1 thread: layernorm forward
               without gamma / beta 4333 -> 66 us, batchnorm forward 4212
-              -> 126 us,
-              hpj_batchnorm_backward 2374 -> 126 us, layernorm backward
-              507 -> 214 us; BatchNorm evaluation computes sqrt(var + eps)
-              once per channel panel, 883 -> 41 us (tools/bench_optional.c).
+              -> 126 us, hpj_batchnorm_backward 2374 -> 126 us, layernorm
+              backward 507 -> 214 us; BatchNorm evaluation computes
+              sqrt(var + eps) once per channel panel, 883 -> 41 us
+              (tools/bench_optional.c).
               DD embedding pass (d = 512, 2 threads) 53.3 -> 45.9 s;
               training loops had every operand and are unchanged. The
               shared-edge GINE backward's masked float-to-double sums run
@@ -6482,9 +6482,8 @@ static void hpj__gine_mask_acc(double *acc, float *t, const float *hr, const flo
         _mm512_storeu_ps(t + j, v);
         _mm512_storeu_pd(acc + j, _mm512_add_pd(_mm512_loadu_pd(acc + j), _mm512_cvtps_pd(_mm512_castps512_ps256(v))));
         /* the upper 8 floats (AVX-512F has no 32x8 extract) */
-        _mm512_storeu_pd(acc + j + 8,
-                         _mm512_add_pd(_mm512_loadu_pd(acc + j + 8),
-                                       _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))));
+        __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+        _mm512_storeu_pd(acc + j + 8, _mm512_add_pd(_mm512_loadu_pd(acc + j + 8), _mm512_cvtps_pd(hi)));
     }
 #endif
     for (; j < w; ++j) {

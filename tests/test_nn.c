@@ -725,7 +725,8 @@ static void test_norm_optional_operands(void) {
                 hpj_layernorm_forward(y0, mu, rs, x, gn, bnl, N, D, 1e-5f);
                 hpj_layernorm_forward(y1, mu, rs, x, gr, br, N, D, 1e-5f);
             }
-            for (i = 0; i < (int)n; ++i) CHECK_MSG(y0[i] == y1[i], "%s k=%d: %g vs %g at %d", bn ? "bn" : "ln", k, y0[i], y1[i], i);
+            for (i = 0; i < (int)n; ++i)
+                CHECK_MSG(y0[i] == y1[i], "%s k=%d: %g vs %g at %d", bn ? "bn" : "ln", k, y0[i], y1[i], i);
             hpj_batchnorm_forward_eval(y0, x, gn, bnl, rm, rv, N, D, 1e-5f);
             for (i = 0; i < N; ++i)
                 for (j = 0; j < D; ++j) {

@@ -6,7 +6,8 @@
    unmapped NULL page through a microcode assist: the NULL forms ran 6-48x
    slower than with the operands. The library now tests outside the loops
    (hpj__ln_apply); this program prints both forms side by side so a
-   regression shows as a ratio well above 1. Run by tools/bench_optional.sh (`make bench`). */
+   regression shows as a ratio well above 1. Run by tools/bench_optional.sh
+   (`make bench`). */
 #define HPJEPA_IMPLEMENTATION
 #include "../hpjepa.h"
 #include <stdio.h>
