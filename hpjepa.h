@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.5.0 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.6.0 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -89,7 +89,23 @@
        spin-waiting loses badly when a core is taken by another process.
 
    RECENT CHANGES
-       0.5.0  (latest, same bits) LayerNorm / BatchNorm test their optional
+       0.6.0  BatchNorm's channel sums (training forward and backward) run
+              over 32 fixed row blocks, each summed in double in row order,
+              the blocks then added in block order (they summed every
+              channel over all rows, one channel panel per thread). With
+              2 threads each thread now reads and writes the same rows in
+              every BatchNorm pass instead of a panel of every row, which
+              left half of each row in the other core's cache and made the
+              backward slower on 2 threads than on 1 at d = 128. Same for
+              any thread count; other rounding than 0.5, so results change
+              in the last bits (0.5 fold logs do not resume under 0.6).
+              1 -> 2 threads, 1 quiet AMD EPYC core pair, old -> new:
+              backward 12000 x 128 1019 -> 503 us, 8000 x 512 3634 ->
+              1689 us, forward 8000 x 512 1979 -> 1047 us. bench train, 2
+              threads, alternating 0.5.0 / 0.6.0 runs: PROTEINS d = 128
+              1646-1713 -> 1764-1832 graphs/s, DD 54.5-55.8 -> 60.7-62.1,
+              PROTEINS d = 512 215-224 -> 226-227
+       0.5.0  (same bits as below) LayerNorm / BatchNorm test their optional
               operands (gamma, beta, the fused ReLU's output) outside the
               vectorised loops: inside, GCC emitted masked loads, which an
               AMD EPYC (family 26) ran through a microcode assist when the
@@ -169,7 +185,7 @@
 #include <stdint.h>
 
 #define HPJEPA_VERSION_MAJOR 0
-#define HPJEPA_VERSION_MINOR 5
+#define HPJEPA_VERSION_MINOR 6
 #define HPJEPA_VERSION_PATCH 0
 
 #ifndef HPJDEF
@@ -6149,19 +6165,85 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
     }
 }
 
-/* BatchNorm statistics walk the rows once per channel panel: one panel per
-   thread (a multiple of 16 channels, at most HPJ__BN_PANEL), so every row
-   is read as a contiguous run of the panel's channels (a 16-channel column
-   stride defeats the prefetchers on 2 KB rows). Each channel still sums its
-   rows in row order, so the bits do not depend on the thread count. */
+/* BatchNorm's per-channel sums run over HPJ__BN_RB fixed row blocks (rows
+   N b / RB .. N (b + 1) / RB): each block sums its rows in row order, in
+   double, and the block sums are added in block order, so the bits do not
+   depend on the thread count. With several threads every pass (statistics,
+   output, backward) gives each thread the same blocks (a static schedule
+   over the blocks), so a thread reads rows it has just read or written
+   itself; the blocks' sums then live in a scratch of (2 RB + 4) D doubles.
+   Alone (or if that scratch cannot be had) the same sums run by channel
+   panels of HPJ__BN_PANEL on the stack: the same arithmetic in the same
+   order, so the same bits. */
+#define HPJ__BN_RB 32
 #define HPJ__BN_PANEL 256
-static int hpj__bn_panel(int D) {
-    int t = 1, w;
+static int hpj__bn_r(int N, int b) { return (int)((int64_t)N * b / HPJ__BN_RB); }
+/* Channel c's total over the blocks' sums p (RB, D), in block order. */
+static double hpj__bn_total(const double *p, int D, int c) {
+    double t = 0.0;
+    int b;
+    for (b = 0; b < HPJ__BN_RB; ++b) t += p[(size_t)b * D + c];
+    return t;
+}
+
+/* Block b's sums over channels [c0, c0 + w): p[c] = the sum over the
+   block's rows of x[c] (m = NULL) or of (x[c] - m[c])^2, in row order. */
+static void hpj__bn_part(double *p, const float *inp, int N, int D, int b, int c0, int w, const double *m) {
+    int r, c, r1 = hpj__bn_r(N, b + 1);
+    for (c = 0; c < w; ++c) p[c] = 0.0;
+    for (r = hpj__bn_r(N, b); r < r1; ++r) {
+        const float *x = inp + (ptrdiff_t)r * D + c0;
+        if (m) {
+            HPJ__OMP(simd)
+            for (c = 0; c < w; ++c) {
+                double d = x[c] - m[c];
+                p[c] += d * d;
+            }
+        } else {
+            HPJ__OMP(simd)
+            for (c = 0; c < w; ++c) p[c] += x[c];
+        }
+    }
+}
+
+/* The scratch of the parallel paths ((2 RB + 4) D doubles), or NULL: run
+   alone (one thread, or too little work to share). */
+static double *hpj__bn_scratch(int N, int D) {
 #ifdef _OPENMP
-    t = omp_get_max_threads();
+    if ((int64_t)N * D >= HPJ__PAR_ELEMS && omp_get_max_threads() > 1 && !omp_in_parallel())
+        return (double *)HPJ_MALLOC(NULL, sizeof(double) * (size_t)(2 * HPJ__BN_RB + 4) * (size_t)D);
+#else
+    (void)N;
+    (void)D;
 #endif
-    w = ((D + t - 1) / t + 15) & ~15;
-    return HPJ__MAX(16, HPJ__MIN(HPJ__BN_PANEL, w));
+    return NULL;
+}
+
+/* Channel c's statistics from its mean s and its sum of squared
+   deviations q. */
+static void hpj__bn_stat(int c, double s, double q, float *mean, float *rstd, float *running_mean,
+                         float *running_var, int N, float momentum, float eps) {
+    mean[c] = (float)s;
+    rstd[c] = (float)(1.0 / sqrt(q / N + eps));
+    if (running_mean) running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * (float)s;
+    if (running_var && N > 1) running_var[c] = (1.0f - momentum) * running_var[c] + momentum * (float)(q / (N - 1));
+}
+
+/* Rows r0..r1 of the BatchNorm output (and of sum = res + out). */
+static void hpj__bn_out_rows(float *out, const float *inp, const float *mean, const float *rstd, const float *gamma,
+                             const float *beta, int r0, int r1, int D, int relu, const float *res, float *sum) {
+    int i, c;
+    for (i = r0; i < r1; ++i) {
+        const float *x = inp + (ptrdiff_t)i * D;
+        float *y = out + (ptrdiff_t)i * D;
+        hpj__bn_row_any(y, x, mean, rstd, gamma, beta, D, relu, 0);
+        if (sum) {
+            const float *r = res + (ptrdiff_t)i * D;
+            float *o = sum + (ptrdiff_t)i * D;
+            HPJ__OMP(simd)
+            for (c = 0; c < D; ++c) o[c] = r[c] + y[c];
+        }
+    }
 }
 
 /* BatchNorm forward (training mode), optionally fused with a ReLU on the
@@ -6171,52 +6253,49 @@ static int hpj__bn_panel(int D) {
 static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
                           const float *inp, const float *gamma, const float *beta, int N, int D, float momentum,
                           float eps, int relu, const float *res, float *sum) {
-    int i;
+    double *ws;
     if (N <= 0 || D <= 0) return;
-    /* per-channel statistics in double, in row order */
+    if ((ws = hpj__bn_scratch(N, D)) != NULL) {
+        double *ps = ws, *pq = ws + (size_t)HPJ__BN_RB * D, *s = pq + (size_t)HPJ__BN_RB * D;
+        HPJ__OMP(parallel)
+        {
+            int b, c;
+            HPJ__OMP(for schedule(static))
+            for (b = 0; b < HPJ__BN_RB; ++b) hpj__bn_part(ps + (size_t)b * D, inp, N, D, b, 0, D, NULL);
+            HPJ__OMP(for schedule(static))
+            for (c = 0; c < D; ++c) s[c] = hpj__bn_total(ps, D, c) / N;
+            HPJ__OMP(for schedule(static))
+            for (b = 0; b < HPJ__BN_RB; ++b) hpj__bn_part(pq + (size_t)b * D, inp, N, D, b, 0, D, s);
+            HPJ__OMP(for schedule(static))
+            for (c = 0; c < D; ++c)
+                hpj__bn_stat(c, s[c], hpj__bn_total(pq, D, c), mean, rstd, running_mean, running_var, N, momentum, eps);
+            HPJ__OMP(for schedule(static))
+            for (b = 0; b < HPJ__BN_RB; ++b)
+                hpj__bn_out_rows(out, inp, mean, rstd, gamma, beta, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, relu, res,
+                                 sum);
+        }
+        HPJ_FREE(NULL, ws);
+        return;
+    }
     {
-        int pw = hpj__bn_panel(D), nb = (D + pw - 1) / pw, jb;
-        HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-        for (jb = 0; jb < nb; ++jb) {
-            double s[HPJ__BN_PANEL], q[HPJ__BN_PANEL];
-            int j0 = jb * pw, w = HPJ__MIN(pw, D - j0), r, c;
+        int c0, b, c;
+        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
+            double p[HPJ__BN_PANEL], s[HPJ__BN_PANEL], q[HPJ__BN_PANEL];
+            int w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
             for (c = 0; c < w; ++c) s[c] = q[c] = 0.0;
-            for (r = 0; r < N; ++r) {
-                const float *x = inp + (ptrdiff_t)r * D + j0;
-                HPJ__OMP(simd)
-                for (c = 0; c < w; ++c) s[c] += x[c];
+            for (b = 0; b < HPJ__BN_RB; ++b) {
+                hpj__bn_part(p, inp, N, D, b, c0, w, NULL);
+                for (c = 0; c < w; ++c) s[c] += p[c];
             }
             for (c = 0; c < w; ++c) s[c] /= N;
-            for (r = 0; r < N; ++r) {
-                const float *x = inp + (ptrdiff_t)r * D + j0;
-                HPJ__OMP(simd)
-                for (c = 0; c < w; ++c) {
-                    double d = x[c] - s[c];
-                    q[c] += d * d;
-                }
+            for (b = 0; b < HPJ__BN_RB; ++b) {
+                hpj__bn_part(p, inp, N, D, b, c0, w, s);
+                for (c = 0; c < w; ++c) q[c] += p[c];
             }
-            for (c = 0; c < w; ++c) {
-                double var = q[c] / N;
-                mean[j0 + c] = (float)s[c];
-                rstd[j0 + c] = (float)(1.0 / sqrt(var + eps));
-                if (running_mean) running_mean[j0 + c] = (1.0f - momentum) * running_mean[j0 + c] + momentum * (float)s[c];
-                if (running_var && N > 1)
-                    running_var[j0 + c] = (1.0f - momentum) * running_var[j0 + c] + momentum * (float)(q[c] / (N - 1));
-            }
+            for (c = 0; c < w; ++c)
+                hpj__bn_stat(c0 + c, s[c], q[c], mean, rstd, running_mean, running_var, N, momentum, eps);
         }
-    }
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-    for (i = 0; i < N; ++i) {
-        const float *x = inp + (ptrdiff_t)i * D;
-        float *y = out + (ptrdiff_t)i * D;
-        int c;
-        hpj__bn_row_any(y, x, mean, rstd, gamma, beta, D, relu, 0);
-        if (sum) {
-            const float *r = res + (ptrdiff_t)i * D;
-            float *o = sum + (ptrdiff_t)i * D;
-            HPJ__OMP(simd)
-            for (c = 0; c < D; ++c) o[c] = r[c] + y[c];
-        }
+        hpj__bn_out_rows(out, inp, mean, rstd, gamma, beta, 0, N, D, relu, res, sum);
     }
 }
 
@@ -6310,44 +6389,96 @@ static HPJ__INLINE_ALWAYS void hpj__bn_back_row(float *dx, const float *x, const
     }
 }
 
+/* Rows r0..r1 of BatchNorm backward's input gradient over channels
+   [c0, c0 + w) (md, mdx: the channel means of g and g xhat; k = gamma
+   rstd; all three indexed from c0). */
+static void hpj__bn_back_rows(float *dinp, const float *dout, const float *inp, const float *relu_out,
+                              const float *mean, const float *rstd, const float *k, const float *md, const float *mdx,
+                              int r0, int r1, int D, int c0, int w, int overwrite) {
+    int r;
+    for (r = r0; r < r1; ++r) {
+        ptrdiff_t o = (ptrdiff_t)r * D + c0;
+        if (relu_out)
+            hpj__bn_back_row(dinp + o, inp + o, dout + o, relu_out + o, mean + c0, rstd + c0, k, md, mdx, w, overwrite,
+                             1);
+        else
+            hpj__bn_back_row(dinp + o, inp + o, dout + o, NULL, mean + c0, rstd + c0, k, md, mdx, w, overwrite, 0);
+    }
+}
+
+/* Block b's backward sums over channels [c0, c0 + w) (hpj__bn_bw_sums). */
+static void hpj__bn_bw_part(double *pd, double *pdx, const float *dout, const float *inp, const float *relu_out,
+                            const float *mean, const float *rstd, int N, int D, int b, int c0, int w) {
+    int r, c, r1 = hpj__bn_r(N, b + 1);
+    for (c = 0; c < w; ++c) pd[c] = pdx[c] = 0.0;
+    for (r = hpj__bn_r(N, b); r < r1; ++r) {
+        ptrdiff_t o = (ptrdiff_t)r * D + c0;
+        hpj__bn_bw_sums(pd, pdx, inp + o, dout + o, relu_out ? relu_out + o : NULL, mean + c0, rstd + c0, w);
+    }
+}
+
 /* BatchNorm backward, optionally fused with the ReLU that followed it
    (relu_out: the saved max(BN(inp), 0); the incoming gradient is then
    dout [relu_out > 0]) and with overwrite = 1 writing dinp instead of
-   adding to it (no zeroing pass). */
+   adding to it (no zeroing pass). The channel sums run over the row
+   blocks of hpj__bn_train. */
 static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                              const float *gamma, const float *mean, const float *rstd, int N, int D,
                              const float *relu_out, int overwrite) {
-    int pw = hpj__bn_panel(D), nb = (D + pw - 1) / pw, jb;
+    double *ws;
     if (N <= 0 || D <= 0) return;
     /* out = xhat gamma + beta, xhat = (x - mean_c) rstd_c over the batch */
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-    for (jb = 0; jb < nb; ++jb) {
-        double sd[HPJ__BN_PANEL], sdx[HPJ__BN_PANEL];
-        int j0 = jb * pw, w = HPJ__MIN(pw, D - j0), r, c;
-        for (c = 0; c < w; ++c) sd[c] = sdx[c] = 0.0;
-        for (r = 0; r < N; ++r)
-            hpj__bn_bw_sums(sd, sdx, inp + (ptrdiff_t)r * D + j0, dout + (ptrdiff_t)r * D + j0,
-                            relu_out ? relu_out + (ptrdiff_t)r * D + j0 : NULL, mean + j0, rstd + j0, w);
-        for (c = 0; c < w; ++c) {
-            if (dgamma) dgamma[j0 + c] += (float)sdx[c];
-            if (dbeta) dbeta[j0 + c] += (float)sd[c];
+    if ((ws = hpj__bn_scratch(N, D)) != NULL) {
+        double *psd = ws, *psdx = ws + (size_t)HPJ__BN_RB * D;
+        float *md = (float *)(psdx + (size_t)HPJ__BN_RB * D), *mdx = md + D, *k = mdx + D;
+        HPJ__OMP(parallel)
+        {
+            int b, c;
+            HPJ__OMP(for schedule(static))
+            for (b = 0; b < HPJ__BN_RB; ++b)
+                hpj__bn_bw_part(psd + (size_t)b * D, psdx + (size_t)b * D, dout, inp, relu_out, mean, rstd, N, D, b, 0,
+                                D);
+            HPJ__OMP(for schedule(static))
+            for (c = 0; c < D; ++c) {
+                double sd = hpj__bn_total(psd, D, c), sdx = hpj__bn_total(psdx, D, c);
+                if (dgamma) dgamma[c] += (float)sdx;
+                if (dbeta) dbeta[c] += (float)sd;
+                md[c] = (float)(sd / N);
+                mdx[c] = (float)(sdx / N);
+                k[c] = (gamma ? gamma[c] : 1.0f) * rstd[c];
+            }
+            if (dinp) {
+                HPJ__OMP(for schedule(static))
+                for (b = 0; b < HPJ__BN_RB; ++b)
+                    hpj__bn_back_rows(dinp, dout, inp, relu_out, mean, rstd, k, md, mdx, hpj__bn_r(N, b),
+                                      hpj__bn_r(N, b + 1), D, 0, D, overwrite);
+            }
         }
-        if (dinp) {
+        HPJ_FREE(NULL, ws);
+        return;
+    }
+    {
+        int c0, b, c;
+        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
+            double pd[HPJ__BN_PANEL], pdx[HPJ__BN_PANEL], sd[HPJ__BN_PANEL], sdx[HPJ__BN_PANEL];
             float md[HPJ__BN_PANEL], mdx[HPJ__BN_PANEL], k[HPJ__BN_PANEL];
+            int w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
+            for (c = 0; c < w; ++c) sd[c] = sdx[c] = 0.0;
+            for (b = 0; b < HPJ__BN_RB; ++b) {
+                hpj__bn_bw_part(pd, pdx, dout, inp, relu_out, mean, rstd, N, D, b, c0, w);
+                for (c = 0; c < w; ++c) {
+                    sd[c] += pd[c];
+                    sdx[c] += pdx[c];
+                }
+            }
             for (c = 0; c < w; ++c) {
+                if (dgamma) dgamma[c0 + c] += (float)sdx[c];
+                if (dbeta) dbeta[c0 + c] += (float)sd[c];
                 md[c] = (float)(sd[c] / N);
                 mdx[c] = (float)(sdx[c] / N);
-                k[c] = (gamma ? gamma[j0 + c] : 1.0f) * rstd[j0 + c];
+                k[c] = (gamma ? gamma[c0 + c] : 1.0f) * rstd[c0 + c];
             }
-            for (r = 0; r < N; ++r) {
-                const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
-                float *dx = dinp + (ptrdiff_t)r * D + j0;
-                if (relu_out)
-                    hpj__bn_back_row(dx, x, dy, relu_out + (ptrdiff_t)r * D + j0, mean + j0, rstd + j0, k, md, mdx, w,
-                                     overwrite, 1);
-                else
-                    hpj__bn_back_row(dx, x, dy, NULL, mean + j0, rstd + j0, k, md, mdx, w, overwrite, 0);
-            }
+            if (dinp) hpj__bn_back_rows(dinp, dout, inp, relu_out, mean, rstd, k, md, mdx, 0, N, D, c0, w, overwrite);
         }
     }
 }

@@ -323,12 +323,15 @@ static void test_loss_decreases(void) {
     hpj_dataset_free(&ds);
 }
 
-/* Trains a tiny model on MUTAG and returns its embeddings (caller frees). */
-static float *train_and_embed(const hpj_dataset *ds, int threads, hpj_model *keep) {
+/* Trains a tiny model on MUTAG and returns its embeddings (caller frees).
+   wide: d = 64 and batches of 128 graphs, so that the patch encoder's
+   layers (BatchNorm, GINE, ...) have enough rows to run in parallel;
+   the embedding is then 3 x 64 wide instead of 3 x 8. */
+static float *train_and_embed_w(const hpj_dataset *ds, int threads, hpj_model *keep, int wide) {
     hpj_config c;
     hpj_model m;
     int32_t *gs = all_graphs(ds);
-    float *H = (float *)malloc(sizeof(float) * (size_t)ds->num_graphs * 3 * 8);
+    float *H = (float *)malloc(sizeof(float) * (size_t)ds->num_graphs * 3 * (wide ? 64 : 8));
 #ifdef _OPENMP
     omp_set_num_threads(threads);
 #else
@@ -337,6 +340,12 @@ static float *train_and_embed(const hpj_dataset *ds, int threads, hpj_model *kee
     tiny_config(&c);
     hpj_config_set(&c, "dropout", "0.1");
     hpj_config_set(&c, "token_dropout", "0.1");
+    if (wide) {
+        hpj_config_set(&c, "dim", "64");
+        hpj_config_set(&c, "ffn", "128");
+        hpj_config_set(&c, "batch_size", "128");
+        hpj_config_set(&c, "epochs", "1");
+    }
     if (hpj_model_init(&m, &c, ds) || hpj_pretrain(&m, ds, gs, ds->num_graphs, 0, NULL, NULL) ||
         hpj_embed(&m, ds, gs, ds->num_graphs, H)) {
         free(H);
@@ -348,6 +357,9 @@ static float *train_and_embed(const hpj_dataset *ds, int threads, hpj_model *kee
     omp_set_num_threads(2);
 #endif
     return H;
+}
+static float *train_and_embed(const hpj_dataset *ds, int threads, hpj_model *keep) {
+    return train_and_embed_w(ds, threads, keep, 0);
 }
 
 static void test_deterministic_and_threads(void) {
@@ -365,6 +377,13 @@ static void test_deterministic_and_threads(void) {
     CHECK_MSG(memcmp(a, b, n * sizeof(float)) == 0, "same seed gave different embeddings");
     CHECK_MSG(memcmp(a, c, n * sizeof(float)) == 0, "1 and 2 threads gave different embeddings");
     free(a); free(b); free(c);
+    /* wide enough for the parallel paths of the patch encoder's layers */
+    a = train_and_embed_w(&ds, 2, NULL, 1);
+    c = train_and_embed_w(&ds, 1, NULL, 1);
+    CHECK_MSG(a && c, "training failed: %s", hpj_last_error());
+    CHECK_MSG(memcmp(a, c, (size_t)ds.num_graphs * 3 * 64 * sizeof(float)) == 0,
+              "d = 64, batch 128: 1 and 2 threads gave different embeddings");
+    free(a); free(c);
     hpj_dataset_free(&ds);
 }
 

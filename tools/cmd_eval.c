@@ -230,7 +230,7 @@ static int fold_log_load(fold_log *fl, const char *path, uint64_t key, int num_g
     FILE *f;
     char *line = NULL;
     size_t len = 0, cap = 0;
-    long lineno = 0, complete = 0; /* bytes in complete lines */
+    long lineno = 0, complete = 0, other = 0; /* complete: bytes in complete lines */
     size_t maxlen = 1024 + (size_t)HPJ_MAX_RES * 32 + (size_t)num_graphs * 40;
     int c, rc = 0;
     memset(fl, 0, sizeof *fl);
@@ -266,7 +266,7 @@ static int fold_log_load(fold_log *fl, const char *path, uint64_t key, int num_g
             const char *why;
             int k = fold_rec_parse(line, key, num_graphs, &r, &why);
             if (k < 0) { cli_error("eval", "%s:%ld: not a fold record: %s", path, lineno, why); rc = -1; break; }
-            if (k > 0) continue;
+            if (k > 0) { ++other; continue; }
             if (fl->n == fl->cap) {
                 fold_rec *t = (fold_rec *)realloc(fl->rec, sizeof(fold_rec) * (size_t)(fl->cap = fl->cap ? 2 * fl->cap : 16));
                 if (!t) { free(r.graph); free(r.pred); cli_error("eval", "out of memory"); rc = -1; break; }
@@ -277,6 +277,12 @@ static int fold_log_load(fold_log *fl, const char *path, uint64_t key, int num_g
     }
     free(line);
     if (ferror(f)) { cli_error("eval", "%s: read error", path); rc = -1; }
+    if (!rc && other > 0) /* the usual cause: a binary of another header version */
+        fprintf(stderr,
+                "hpjepa eval: %s: %ld fold record%s under another key (another header version, dataset or "
+                "configuration) left unused; this run's key is %016llx (hpjepa.h %d.%d.%d)\n",
+                path, other, other == 1 ? "" : "s", (unsigned long long)key, HPJEPA_VERSION_MAJOR, HPJEPA_VERSION_MINOR,
+                HPJEPA_VERSION_PATCH);
     if (!rc && fl->incomplete_at >= 0) { /* keep the complete lines only */
         char tmp[1100];
         FILE *o = strlen(path) < 1000 ? cli_create("eval", path, tmp, sizeof tmp) : NULL;

@@ -28,7 +28,11 @@
 # (eval --fold-log, a few KB per fold; a pinned binary from before that
 # option runs without it): commit that file, and the job continues on the
 # next machine from the folds it records (with a binary of the same header
-# version: the key includes it).
+# version: the key includes it; eval says so when a log's records are under
+# another key). REDDIT-BINARY_hp_clamp20_1seed's fold log is from 0.5.0; a
+# 0.5.0 binary to continue it: git worktree add /tmp/v050 ba3a6d5 &&
+# make -C /tmp/v050 hpjepa, then HPJEPA=/tmp/v050/hpjepa THREADS=2
+# FOLD_LANES=2 bash tools/reproduce.sh REDDIT-BINARY_hp_clamp20_1seed.
 set -u
 cd "$(dirname "$0")/.."
 DATA=${HPJ_DATA:-../shared/data}
