@@ -104,7 +104,11 @@
               1689 us, forward 8000 x 512 1979 -> 1047 us. bench train, 2
               threads, alternating 0.5.0 / 0.6.0 runs: PROTEINS d = 128
               1646-1713 -> 1764-1832 graphs/s, DD 54.5-55.8 -> 60.7-62.1,
-              PROTEINS d = 512 215-224 -> 226-227
+              PROTEINS d = 512 215-224 -> 226-227. hpj_gine_backward_shared
+              sums de over the same row blocks, each thread on whole rows
+              (it gave each thread a 64-channel slice of every row):
+              1 -> 2 threads 12000 x 128 (4 neighbours) 1934 -> 451 us,
+              8000 x 512 4212 -> 1535 us
        0.5.0  (same bits as below) LayerNorm / BatchNorm test their optional
               operands (gamma, beta, the fused ReLU's output) outside the
               vectorised loops: inside, GCC emitted masked loads, which an
@@ -6623,44 +6627,85 @@ static void hpj__gine_mask_acc(double *acc, float *t, const float *hr, const flo
     }
 }
 
-HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
-                                     const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
-                                     float eps) {
-    int par, nc = (D + HPJ__GINE_DC - 1) / HPJ__GINE_DC, cb;
-    if (N <= 0 || D <= 0) return;
-    par = (int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS;
-    (void)par;
-    if (!dh && !de) nc = 0;
-    /* The message of the entry k in row i is relu(h[j] + e), j = col[k]; by
-       symmetry the messages node j sends are the entries of its own row, so
-       d h[j] and de both get [h[j] + e > 0] times the sum of dout[col[k]]
-       over k in row j. Each task owns a slice of columns over all rows, so
-       de's sums run in row order whatever the thread count. */
-    HPJ__OMP(parallel for schedule(static) if (par))
-    for (cb = 0; cb < nc; ++cb) {
-        int c0 = cb * HPJ__GINE_DC, w = HPJ__MIN(HPJ__GINE_DC, D - c0), j, r, k;
-        double acc[HPJ__GINE_DC];
-        float t[HPJ__GINE_DC];
-        const float *ec = e + c0;
-        float s = 1.0f + eps;
-        for (j = 0; j < w; ++j) acc[j] = 0.0;
-        for (r = 0; r < N; ++r) {
-            const float *hr = h + (ptrdiff_t)r * D + c0, *dr = dout + (ptrdiff_t)r * D + c0;
+/* Rows r0..r1 of the shared-edge GINE backward over channels [c0, c1), in
+   panels of HPJ__GINE_DC: t = the sum of dout over the row's neighbours,
+   masked by [h + e > 0] and added to acc (c1 - c0 doubles, in row order);
+   dh += (1 + eps) dout + t. */
+static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const float *h, const float *e,
+                              const int32_t *rowptr, const int32_t *col, int r0, int r1, int D, int c0, int c1,
+                              float s) {
+    int r, p0, j, k;
+    for (r = r0; r < r1; ++r)
+        for (p0 = c0; p0 < c1; p0 += HPJ__GINE_DC) {
+            int w = HPJ__MIN(HPJ__GINE_DC, c1 - p0);
+            float t[HPJ__GINE_DC];
+            const float *dr = dout + (ptrdiff_t)r * D + p0;
             for (j = 0; j < w; ++j) t[j] = 0.0f;
             for (k = rowptr[r]; k < rowptr[r + 1]; ++k) {
-                const float *dn = dout + (ptrdiff_t)col[k] * D + c0;
+                const float *dn = dout + (ptrdiff_t)col[k] * D + p0;
                 HPJ__OMP(simd)
                 for (j = 0; j < w; ++j) t[j] += dn[j];
             }
-            hpj__gine_mask_acc(acc, t, hr, ec, w);
+            hpj__gine_mask_acc(acc + (p0 - c0), t, h + (ptrdiff_t)r * D + p0, e + p0, w);
             if (dh) {
-                float *g = dh + (ptrdiff_t)r * D + c0;
+                float *g = dh + (ptrdiff_t)r * D + p0;
                 HPJ__OMP(simd)
                 for (j = 0; j < w; ++j) g[j] += s * dr[j] + t[j];
             }
         }
-        if (de)
-            for (j = 0; j < w; ++j) de[c0 + j] += (float)acc[j];
+}
+
+HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
+                                     const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
+                                     float eps) {
+    int par;
+    float s = 1.0f + eps;
+    double *ws = NULL;
+    if (N <= 0 || D <= 0) return;
+    par = (int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS;
+    /* The message of the entry k in row i is relu(h[j] + e), j = col[k]; by
+       symmetry the messages node j sends are the entries of its own row, so
+       d h[j] and de both get [h[j] + e > 0] times the sum of dout[col[k]]
+       over k in row j. de's sums run over the fixed row blocks of BatchNorm
+       (hpj__bn_r), added in block order: with several threads each thread
+       takes whole rows (blocks), alone the same sums go by column panels. */
+    if (dh || de) {
+#ifdef _OPENMP
+        if (par && omp_get_max_threads() > 1 && !omp_in_parallel())
+            ws = (double *)HPJ_MALLOC(NULL, sizeof(double) * (size_t)HPJ__BN_RB * (size_t)D);
+#endif
+        if (ws) {
+            HPJ__OMP(parallel)
+            {
+                int b, c;
+                HPJ__OMP(for schedule(static))
+                for (b = 0; b < HPJ__BN_RB; ++b) {
+                    double *p = ws + (size_t)b * D;
+                    for (c = 0; c < D; ++c) p[c] = 0.0;
+                    hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, 0, D, s);
+                }
+                if (de) {
+                    HPJ__OMP(for schedule(static))
+                    for (c = 0; c < D; ++c) de[c] += (float)hpj__bn_total(ws, D, c);
+                }
+            }
+            HPJ_FREE(NULL, ws);
+        } else {
+            int c0, b, j;
+            for (c0 = 0; c0 < D; c0 += HPJ__GINE_DC) {
+                int w = HPJ__MIN(HPJ__GINE_DC, D - c0);
+                double acc[HPJ__GINE_DC], p[HPJ__GINE_DC];
+                for (j = 0; j < w; ++j) acc[j] = 0.0;
+                for (b = 0; b < HPJ__BN_RB; ++b) {
+                    for (j = 0; j < w; ++j) p[j] = 0.0;
+                    hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, c0,
+                                      c0 + w, s);
+                    for (j = 0; j < w; ++j) acc[j] += p[j];
+                }
+                if (de)
+                    for (j = 0; j < w; ++j) de[c0 + j] += (float)acc[j];
+            }
+        }
     }
     if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
 }

@@ -1581,7 +1581,7 @@ static void test_threads_layers(void) {
         g[run] = fbuf(np);
         dx[run] = fbuf(nx);
         cache[run] = fbuf(nc);
-        misc[run] = m = fbuf(9 * nx + 3 + (size_t)D + 64);
+        misc[run] = m = fbuf(10 * nx + 4 + 2 * (size_t)D + 64);
         hpj_block_cache_bind(&c, cache[run], B, T, D, H, F);
         hpj_block_params_bind(&dp, g[run], D, F);
         hpj_block_forward(out[run], &c, x, &p, km, adj, B, T, D, H, F, HPJ_ACT_GELU);
@@ -1609,12 +1609,17 @@ static void test_threads_layers(void) {
             for (i = 0; i < D; ++i) rv[i] = 1.0f / (m[3 * nx + 1 + D + i] * m[3 * nx + 1 + D + i]);
             hpj_batchnorm_forward_eval(m + 8 * nx + 3, x, x, w, m + 3 * nx + 1, rv, N, D, 1e-5f);
         }
+        /* GINE with one shared edge vector (the first D floats of w) */
+        {
+            float *sh = m + 9 * nx + 3 + D;
+            hpj_gine_backward_shared(sh, sh + nx, sh + nx + D, w, x, w, rowptr, col, N, D, 0.1f);
+        }
     }
     CHECK_MSG(bits_equal(out[0], out[1], nx), "block forward differs between 1 and 2 threads");
     CHECK_MSG(bits_equal(dx[0], dx[1], nx), "block dinp differs between 1 and 2 threads");
     CHECK_MSG(bits_equal(g[0], g[1], np), "block parameter gradients differ between 1 and 2 threads");
     CHECK_MSG(bits_equal(cache[0], cache[1], nc), "block caches differ between 1 and 2 threads");
-    CHECK_MSG(bits_equal(misc[0], misc[1], 9 * nx + 3 + D),
+    CHECK_MSG(bits_equal(misc[0], misc[1], 10 * nx + 4 + 2 * (size_t)D),
               "GINE/BN/pooling/dropout/loss results differ between 1 and 2 threads");
     CHECK(maxabs(g[0], np) > 0 && maxabs(dx[0], nx) > 0);
     for (run = 0; run < 2; ++run) {
