@@ -37,6 +37,8 @@ echo "|---|---|---|---|---|---|---|---|---|---|"
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 for spec in "PROTEINS proteins 512 proteins_d512" "PROTEINS proteins 128 proteins_d128" "DD dd 512 dd_d512"; do
     set -- $spec
+    # ONLY=dd_d512 (or proteins_d512, proteins_d128; a comma-separated list) runs only those rows
+    case ",${ONLY:-$4}," in *",$4,"*) ;; *) continue ;; esac
     ds=$1; peer=$2; d=$3; cfg=data/configs/bench/$4.cfg
     bs=$(sed -n 's/^batch_size = //p' "$cfg")
     : >build/bench/ours.txt; : >build/bench/peer.txt; : >build/bench/pairs.txt
@@ -76,4 +78,4 @@ echo "Targets: PROTEINS d=512 >= 1.5x torch, PROTEINS d=128 >= 3x, DD d=512 >= 1
 echo "$PEER_BLAS_NOTE"
 echo "Our PROTEINS/DD are the real datasets; the peer's are synthetic look-alikes of the same sizes."
 echo "Each side ran $R times, alternating; the table shows the medians of the per-run median batch; 'ratio per round' is the range of ours / torch over the rounds (each round's two runs are seconds apart, so it is less exposed to the host's drift)."
-echo "Command: \`bash tools/bench_train.sh\` (THREADS, STEPS, R env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps $STEPS\`."
+echo "Command: \`bash tools/bench_train.sh\` (THREADS, STEPS, R, ONLY env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps $STEPS\`."
