@@ -704,7 +704,11 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
    the UNBIASED variance var * N/(N-1) for running_var.
    N == 1 (torch refuses it): the variance is 0, so every output equals
    beta; running_mean is updated and running_var is left unchanged (the
-   unbiased variance of one sample is undefined). gamma/beta may be NULL. */
+   unbiased variance of one sample is undefined). gamma/beta may be NULL.
+   The channel sums run in double over 32 fixed row blocks, added in block
+   order (the same bits for any thread count); with several threads this
+   and hpj_batchnorm_backward borrow 68 D doubles through HPJ_MALLOC (if
+   that fails, the same sums run on one thread). */
 HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, float *running_mean,
                                         float *running_var, const float *inp, const float *gamma,
                                         const float *beta, int N, int D, float momentum, float eps);
@@ -750,8 +754,10 @@ HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, 
 /* Differentiates hpj_gine_forward_shared (the CSR must be symmetric):
    dh (N,D)[j] += (1+eps) dout[j] + [h[j] + e > 0] sum over k in row j of dout[col[k]];
    de (D) += the sum over j of the masked message sums above, in double
-   and in row order (the same bits for any thread count);
-   deps as in hpj_gine_backward. Any gradient may be NULL. */
+   over 32 fixed row blocks added in block order (the same bits for any
+   thread count); deps as in hpj_gine_backward. Any gradient may be NULL.
+   With several threads it borrows 32 D doubles through HPJ_MALLOC (if
+   that fails, the same sums run on one thread). */
 HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
                                      const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
                                      float eps);
