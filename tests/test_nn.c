@@ -1644,6 +1644,47 @@ static void test_threads_layers(void) {
 #endif
 }
 
+/* BatchNorm and the shared-edge GINE backward at D = 300: on 1 thread
+   their sums run by channel panels (256 + 44 for BatchNorm, 64-channel
+   ones for the GINE), on 2 threads by whole rows; the bits must agree. */
+static void test_rowblock_sums_threads(void) {
+#ifdef _OPENMP
+    int N = 200, D = 300, run, i;
+    size_t nx = (size_t)N * D;
+    float *x = fbuf(nx), *w = fbuf(nx), *g = fbuf(D), *b = fbuf(D), *out[2];
+    int32_t *rowptr = (int32_t *)malloc(sizeof(int32_t) * (size_t)(N + 1)), *col = (int32_t *)malloc(sizeof(int32_t) * 2 * (size_t)N);
+    hpj_rng r;
+    hpj_rng_seed(&r, 77);
+    fill_uniform(x, nx, -1, 1, &r);
+    fill_uniform(w, nx, -1, 1, &r);
+    fill_uniform(g, D, 0.5f, 1.5f, &r);
+    fill_uniform(b, D, -0.5f, 0.5f, &r);
+    for (i = 0; i < N; ++i) { /* a ring (symmetric) */
+        rowptr[i] = 2 * i;
+        col[2 * i] = (i + N - 1) % N;
+        col[2 * i + 1] = (i + 1) % N;
+    }
+    rowptr[N] = 2 * N;
+    for (run = 0; run < 2; ++run) {
+        float *m;
+        set_threads(run + 1);
+        out[run] = m = fbuf(3 * nx + 7 * (size_t)D + 1);
+        hpj_batchnorm_forward_train(m, m + nx, m + nx + D, m + nx + 2 * D, m + nx + 3 * D, x, g, b, N, D, 0.1f, 1e-5f);
+        hpj_batchnorm_backward(m + nx + 4 * D, m + 2 * nx + 4 * D, m + 2 * nx + 5 * D, w, x, g, m + nx, m + nx + D, N, D);
+        hpj_gine_backward_shared(m + 2 * nx + 6 * D, m + 3 * nx + 6 * D, m + 3 * nx + 7 * D, w, x, g, rowptr, col, N,
+                                 D, 0.1f);
+    }
+    CHECK_MSG(bits_equal(out[0], out[1], 3 * nx + 7 * (size_t)D + 1),
+              "BatchNorm / shared GINE at D = 300 differ between 1 and 2 threads");
+    CHECK(maxabs(out[0] + nx + 4 * D, nx) > 0 && maxabs(out[0] + 3 * nx + 6 * D, D) > 0);
+    for (run = 0; run < 2; ++run) free(out[run]);
+    free(x); free(w); free(g); free(b); free(rowptr); free(col);
+    set_threads(2);
+#else
+    SKIP("built without OpenMP");
+#endif
+}
+
 const test_case nn_tests[] = {
     {"nn.gemm_naive", test_gemm_naive},
     {"nn.gemm_degenerate", test_gemm_degenerate},
@@ -1673,5 +1714,6 @@ const test_case nn_tests[] = {
     {"nn.init", test_init},
     {"nn.train_small", test_train_small},
     {"nn.threads_bitwise", test_threads_layers},
+    {"nn.rowblock_sums_threads", test_rowblock_sums_threads},
 };
 const int nn_tests_count = (int)(sizeof nn_tests / sizeof nn_tests[0]);
