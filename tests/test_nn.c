@@ -1652,7 +1652,8 @@ static void test_rowblock_sums_threads(void) {
     int N = 200, D = 300, run, i;
     size_t nx = (size_t)N * D;
     float *x = fbuf(nx), *w = fbuf(nx), *g = fbuf(D), *b = fbuf(D), *out[2];
-    int32_t *rowptr = (int32_t *)malloc(sizeof(int32_t) * (size_t)(N + 1)), *col = (int32_t *)malloc(sizeof(int32_t) * 2 * (size_t)N);
+    int32_t *rowptr = (int32_t *)malloc(sizeof(int32_t) * (size_t)(N + 1));
+    int32_t *col = (int32_t *)malloc(sizeof(int32_t) * 2 * (size_t)N);
     hpj_rng r;
     hpj_rng_seed(&r, 77);
     fill_uniform(x, nx, -1, 1, &r);
