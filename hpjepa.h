@@ -99,16 +99,18 @@
               backward slower on 2 threads than on 1 at d = 128. Same for
               any thread count; other rounding than 0.5, so results change
               in the last bits (0.5 fold logs do not resume under 0.6).
-              1 -> 2 threads, 1 quiet AMD EPYC core pair, old -> new:
-              backward 12000 x 128 1019 -> 503 us, 8000 x 512 3634 ->
-              1689 us, forward 8000 x 512 1979 -> 1047 us. bench train, 2
-              threads, alternating 0.5.0 / 0.6.0 runs: PROTEINS d = 128
-              1646-1713 -> 1764-1832 graphs/s, DD 54.5-55.8 -> 60.7-62.1,
-              PROTEINS d = 512 215-224 -> 226-227. hpj_gine_backward_shared
-              sums de over the same row blocks, each thread on whole rows
-              (it gave each thread a 64-channel slice of every row):
-              1 -> 2 threads 12000 x 128 (4 neighbours) 1934 -> 451 us,
-              8000 x 512 4212 -> 1535 us
+              On 2 threads of a quiet AMD EPYC, 0.5 -> 0.6: backward
+              12000 x 128 1019 -> 503 us, 8000 x 512 3634 -> 1689 us,
+              forward 8000 x 512 1979 -> 1047 us. bench train, 2 threads,
+              alternating 0.5.0 / 0.6.0 runs: PROTEINS d = 128 1646-1713
+              -> 1764-1832 graphs/s, DD 54.5-55.8 -> 60.7-62.1, PROTEINS
+              d = 512 215-224 -> 226-227. hpj_gine_backward_shared sums de
+              over the same row blocks, each thread on whole rows (it gave
+              each thread a 64-channel slice of every row): on 2 threads
+              12000 x 128 (4 neighbours) 1934 -> 451 us, 8000 x 512 4212
+              -> 1535 us. Against the PyTorch peer (tools/bench_train.sh):
+              PROTEINS d = 512 1.58x, d = 128 2.07x (1.77x with 0.5), DD
+              1.29-1.44x
        0.5.0  (same bits as below) LayerNorm / BatchNorm test their optional
               operands (gamma, beta, the fused ReLU's output) outside the
               vectorised loops: inside, GCC emitted masked loads, which an
