@@ -85,6 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hpj_config_set(&c, "repartition", (b3 & 1) ? "1" : "0");
     hpj_config_set(&c, "edge_drop", (b3 & 1) ? "0.3" : "0");
     hpj_config_set(&c, "partition", (b3 & 2) ? "rb" : "kway");
+    hpj_config_set(&c, "partition_trials", (data[0] >> 6) & 1 ? "1" : "0");
     snprintf(v, sizeof v, "%d", 1 + (b3 >> 2) % 4); hpj_config_set(&c, "rw_dim", v);
     hpj_config_set(&c, "optimizer", (b3 & 16) ? "adamw" : "adam");
     hpj_config_set(&c, "clip", (b3 & 32) ? "0.5" : "0");

@@ -619,6 +619,13 @@ static void test_config_errors(void) {
     CHECK_EQ_INT(c.mode, HPJ_MODE_GRAPH_JEPA);
     CHECK_EQ_INT(c.seed, 123);
     CHECK(hpj_config_set(&c, "heads", "3") == HPJ_OK && hpj_config_check(&c) == HPJ_ERR_INPUT); /* 512 % 3 */
+    CHECK(hpj_config_set(&c, "partition_trials", "1001") == HPJ_ERR_INPUT);
+    {   /* partition_trials is written only when set (0.5 programs read the rest) */
+        char buf[4096];
+        hpj_config_format(&c, buf, sizeof buf);
+        CHECK(strstr(buf, "partition_trials") == NULL);
+    }
+    CHECK_OK(hpj_config_set(&c, "partition_trials", "2"));
     {   /* format -> parse round trip */
         char buf[4096];
         hpj_config d;
@@ -626,6 +633,7 @@ static void test_config_errors(void) {
         hpj_config_default(&d);
         CHECK_OK(hpj_config_parse(&d, buf, n, "round"));
         CHECK(memcmp(&c, &d, sizeof c) == 0);
+        CHECK_EQ_INT(d.part_trials, 2);
     }
 }
 
