@@ -6224,17 +6224,22 @@ static void hpj__bn_part(double *p, const float *inp, int N, int D, int b, int c
     }
 }
 
-/* The scratch of the parallel paths ((2 RB + 4) D doubles), or NULL: run
-   alone (one thread, or too little work to share). */
-static double *hpj__bn_scratch(int N, int D) {
+/* The scratch (count doubles) of a row-block path run by several threads,
+   or NULL: run alone (par = 0, one thread, already inside a parallel
+   region, or no memory; the caller's alone path gives the same bits). */
+static double *hpj__rb_scratch(int par, size_t count) {
 #ifdef _OPENMP
-    if ((int64_t)N * D >= HPJ__PAR_ELEMS && omp_get_max_threads() > 1 && !omp_in_parallel())
-        return (double *)HPJ_MALLOC(NULL, sizeof(double) * (size_t)(2 * HPJ__BN_RB + 4) * (size_t)D);
+    if (par && omp_get_max_threads() > 1 && !omp_in_parallel())
+        return (double *)HPJ_MALLOC(NULL, sizeof(double) * count);
 #else
-    (void)N;
-    (void)D;
+    (void)par;
+    (void)count;
 #endif
     return NULL;
+}
+/* BatchNorm's: (2 RB + 4) D doubles. */
+static double *hpj__bn_scratch(int N, int D) {
+    return hpj__rb_scratch((int64_t)N * D >= HPJ__PAR_ELEMS, (size_t)(2 * HPJ__BN_RB + 4) * (size_t)D);
 }
 
 /* Channel c's statistics from its mean s and its sum of squared
@@ -6674,7 +6679,7 @@ HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const fl
                                      float eps) {
     int par;
     float s = 1.0f + eps;
-    double *ws = NULL;
+    double *ws;
     if (N <= 0 || D <= 0) return;
     par = (int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS;
     /* The message of the entry k in row i is relu(h[j] + e), j = col[k]; by
@@ -6684,11 +6689,7 @@ HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const fl
        (hpj__bn_r), added in block order: with several threads each thread
        takes whole rows (blocks), alone the same sums go by column panels. */
     if (dh || de) {
-#ifdef _OPENMP
-        if (par && omp_get_max_threads() > 1 && !omp_in_parallel())
-            ws = (double *)HPJ_MALLOC(NULL, sizeof(double) * (size_t)HPJ__BN_RB * (size_t)D);
-#endif
-        if (ws) {
+        if ((ws = hpj__rb_scratch(par, (size_t)HPJ__BN_RB * (size_t)D)) != NULL) {
             HPJ__OMP(parallel)
             {
                 int b, c;
