@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.6.0 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.6.1 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -89,6 +89,18 @@
        spin-waiting loses badly when a core is taken by another process.
 
    RECENT CHANGES
+       0.6.1  (same bits as 0.6.0) Resumable pretraining: hpj_pretrain
+              trains epochs m->epoch .. cfg.epochs - 1, so a model saved
+              after an epoch with its optimizer state and loaded again
+              continues the run exactly (every draw of an epoch is a
+              function of the seed, the epoch and the step); the new
+              hpj_pretrain_until stops at a given epoch with the schedules
+              of the whole run; hpj_model.adam_state says whether the Adam
+              moments are a run's. The program: pretrain --checkpoint-every,
+              --until-epoch, --resume; eval --checkpoint-every (a fold cut
+              off mid-way continues with --resume). Tests: model.resume_exact
+              (stopped after epoch 1, saved, loaded, trained to the end on
+              1 and 2 threads: the same checkpoint bytes) and CLI checks
        0.6.0  BatchNorm's channel sums (training forward and backward) run
               over 32 fixed row blocks, each summed in double in row order,
               the blocks then added in block order (they summed every
@@ -194,7 +206,7 @@
 
 #define HPJEPA_VERSION_MAJOR 0
 #define HPJEPA_VERSION_MINOR 6
-#define HPJEPA_VERSION_PATCH 0
+#define HPJEPA_VERSION_PATCH 1
 
 #ifndef HPJDEF
 #ifdef HPJ_STATIC
@@ -1093,6 +1105,9 @@ typedef struct hpj_model {
     hpj_bn_stats bn;
     int64_t step;                   /* optimizer steps taken                  */
     int64_t epoch;                  /* epochs completed                       */
+    int adam_state;                 /* 1: adam_m / adam_v hold the run's      */
+                                    /* moments (it trained, or was loaded     */
+                                    /* from a checkpoint saved with them)     */
 } hpj_model;
 
 /* Creates a model for a dataset's input encoding (node/edge label ranges,
@@ -1114,12 +1129,25 @@ typedef struct hpj_progress {
 typedef void (*hpj_progress_fn)(void *user, const hpj_progress *p);
 
 /* Per-resolution JEPA pretraining on the graphs `train` (count n_train):
-   cfg.epochs epochs; for every minibatch and l = 1..L one optimizer step on
-   L_l(B) when B_l is non-empty, then one EMA update. progress may be NULL.
-   max_steps > 0 stops after that many optimizer steps (benchmarks).
-   HPJ_ERR_NUMERIC names the epoch, step and resolution of an inf/NaN. */
+   epochs m->epoch .. cfg.epochs - 1 (all of them for a new model); for
+   every minibatch and l = 1..L one optimizer step on L_l(B) when B_l is
+   non-empty, then one EMA update. progress may be NULL. max_steps > 0
+   stops after that many optimizer steps (benchmarks; it also shortens the
+   LR and EMA schedules to them).
+   HPJ_ERR_NUMERIC names the epoch, step and resolution of an inf/NaN.
+   Resuming: everything an epoch draws (shuffle, partition, edge drop,
+   targets, dropout) is a function of the seed, the epoch and the step, so
+   a model saved after an epoch with its optimizer state
+   (hpj_model_save(m, path, 1)), loaded and trained on with the same
+   graphs continues the run exactly: the same bits as a run never stopped,
+   for any thread count. */
 HPJDEF hpj_status hpj_pretrain(hpj_model *m, const hpj_dataset *ds, const int32_t *train, int32_t n_train,
                                int64_t max_steps, hpj_progress_fn progress, void *user);
+/* The same, stopping once m->epoch reaches until_epoch (1..cfg.epochs; the
+   schedules still span cfg.epochs): a long run in parts, checkpointed
+   between them. Does nothing when m->epoch >= until_epoch. */
+HPJDEF hpj_status hpj_pretrain_until(hpj_model *m, const hpj_dataset *ds, const int32_t *train, int32_t n_train,
+                                     int64_t until_epoch, hpj_progress_fn progress, void *user);
 
 /* Per-resolution embeddings h^(l) from the frozen EMA encoder: out is
    (n, L, D) (zeros where a resolution is inactive). Graphs are tokenised
@@ -9161,8 +9189,8 @@ static void hpj__set_threads(const hpj_config *c) {
 
 HPJDEF double hpj_model_last_flops(void) { return hpj__flops; }
 
-HPJDEF hpj_status hpj_pretrain(hpj_model *m, const hpj_dataset *ds, const int32_t *train, int32_t n_train,
-                               int64_t max_steps, hpj_progress_fn progress, void *user) {
+static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32_t *train, int32_t n_train,
+                                int64_t max_steps, int64_t until, hpj_progress_fn progress, void *user) {
     const hpj_config *c = &m->cfg;
     hpj__trainer tr;
     hpj_status st;
@@ -9171,6 +9199,8 @@ HPJDEF hpj_status hpj_pretrain(hpj_model *m, const hpj_dataset *ds, const int32_
     hpj_progress pg;
     uint8_t *eligible = NULL; /* (G * L): k_l(g) >= 2 (depends only on n) */
     if (n_train < 1) return hpj__fail(HPJ_ERR_INPUT, "pretrain: no training graphs");
+    if (m->epoch < 0) return hpj__fail(HPJ_ERR_INPUT, "pretrain: the model's epoch count is negative");
+    if (m->epoch >= until) return HPJ_OK; /* nothing left of the run */
     for (i = 0; i < n_train; ++i)
         if (train[i] < 0 || train[i] >= ds->num_graphs)
             return hpj__fail(HPJ_ERR_INPUT, "pretrain: graph index %d outside 0..%d", train[i], ds->num_graphs - 1);
@@ -9211,12 +9241,15 @@ HPJDEF hpj_status hpj_pretrain(hpj_model *m, const hpj_dataset *ds, const int32_
     pg.total_steps = tr.total_steps;
     pg.batches = nb;
     {
-        for (e = 0; e < c->epochs; ++e) {
+        /* from the first epoch the model has not done: a resumed run
+           draws what the uninterrupted one would have */
+        int64_t e0 = m->epoch;
+        for (e = e0; e < until; ++e) {
             hpj_rng r = hpj_rng_stream(c->seed ^ 0x0DE5ULL, (uint64_t)e, 0);
             int32_t bi;
             int64_t graphs_done = 0;
             tr.epoch = m->epoch;
-            if (e == 0 || c->repartition)
+            if (e == e0 || c->repartition)
                 if ((st = hpj__trainer_tokens(&tr, train, n_train, 1, m->epoch))) goto done;
             memcpy(order, train, sizeof(int32_t) * (size_t)n_train);
             hpj_rng_shuffle_i32(&r, order, n_train);
@@ -9248,10 +9281,23 @@ HPJDEF hpj_status hpj_pretrain(hpj_model *m, const hpj_dataset *ds, const int32_
         }
     }
 done:
+    if (m->step > 0) m->adam_state = 1;
     hpj__free(order);
     hpj__free(eligible);
     hpj__trainer_free(&tr);
     return st;
+}
+
+HPJDEF hpj_status hpj_pretrain(hpj_model *m, const hpj_dataset *ds, const int32_t *train, int32_t n_train,
+                               int64_t max_steps, hpj_progress_fn progress, void *user) {
+    return hpj__pretrain(m, ds, train, n_train, max_steps, m->cfg.epochs, progress, user);
+}
+
+HPJDEF hpj_status hpj_pretrain_until(hpj_model *m, const hpj_dataset *ds, const int32_t *train, int32_t n_train,
+                                     int64_t until_epoch, hpj_progress_fn progress, void *user) {
+    if (until_epoch < 1 || until_epoch > m->cfg.epochs)
+        return hpj__fail(HPJ_ERR_INPUT, "pretrain: stop epoch %lld outside 1..%d", (long long)until_epoch, m->cfg.epochs);
+    return hpj__pretrain(m, ds, train, n_train, 0, until_epoch, progress, user);
 }
 
 HPJDEF hpj_status hpj_model_loss(hpj_model *m, const hpj_dataset *ds, const int32_t *graphs, int32_t n, int l,
@@ -11922,6 +11968,7 @@ HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, si
             HPJ__CKPT_FAIL("%s: BatchNorm statistic %zu is not finite", name, i);
     m->step = (int64_t)step;
     m->epoch = (int64_t)epoch;
+    m->adam_state = (int)flags;
     return HPJ_OK;
 }
 #undef HPJ__CKPT_FAIL

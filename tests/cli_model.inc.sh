@@ -15,6 +15,27 @@ if "$HPJ" pretrain data/DEMO --config "$MCFG" --set epochs=2 --out "$TMP/m" --lo
    grep -q "^model=.* steps=" "$TMP/pt.out"; then
     ok "pretrain: tiny model on DEMO"
 else bad "pretrain: tiny model on DEMO" "$(cat "$TMP/pt.out")"; fi
+grep -qE "^model=.* epoch=2/2 seconds=[0-9.]+ loss=[0-9.e+-]+,[0-9.e+-]+$" "$TMP/pt.out" &&
+    ok "pretrain: result line with epochs and the last epoch's loss per resolution" ||
+    bad "pretrain: result line with epochs and the last epoch's loss per resolution" "$(cat "$TMP/pt.out")"
+# a run in parts (stopped after epoch 1, resumed with checkpoints every epoch)
+# writes the checkpoint of the run never stopped, byte for byte
+RCFG=$TMP/resume.cfg
+printf 'dim = 8\nheads = 2\nblocks = 1\nffn = 16\nrw_dim = 4\nresolutions = 2,4\ntargets = 1,2\nepochs = 3\nbatch_size = 64\nschedule = cosine\nrepartition = 1\nedge_drop = 0.3\ndropout = 0.1\n' > "$RCFG"
+if "$HPJ" pretrain data/DEMO --config "$RCFG" --out "$TMP/rfull" --save-optimizer --quiet >/dev/null 2>&1 &&
+   "$HPJ" pretrain data/DEMO --config "$RCFG" --out "$TMP/rpart" --until-epoch 1 --quiet >"$TMP/rpart.out" 2>/dev/null &&
+   grep -q " epoch=1/3 " "$TMP/rpart.out" &&
+   "$HPJ" pretrain data/DEMO --resume "$TMP/rpart" --out "$TMP/rdone" --checkpoint-every 1 --quiet >/dev/null 2>&1 &&
+   cmp -s "$TMP/rfull" "$TMP/rdone" &&
+   "$HPJ" embed "$TMP/rfull" data/DEMO --out "$TMP/rfull.npy" >/dev/null 2>&1 &&
+   "$HPJ" embed "$TMP/rdone" data/DEMO --out "$TMP/rdone.npy" >/dev/null 2>&1 && cmp -s "$TMP/rfull.npy" "$TMP/rdone.npy"; then
+    ok "pretrain: --until-epoch then --resume gives the uninterrupted run's model and embeddings"
+else bad "pretrain: --until-epoch then --resume gives the uninterrupted run's model and embeddings" "$(cat "$TMP/rpart.out")"; fi
+expect_fail "pretrain: --resume refuses --set" "resume takes the config stored in" "$HPJ" pretrain data/DEMO --resume "$TMP/rpart" --set lr=1 --out "$TMP/rx"
+expect_fail "pretrain: --resume needs the optimizer state" "saved without the optimizer state" "$HPJ" pretrain data/DEMO --resume "$TMP/m" --out "$TMP/rx"
+expect_fail "pretrain: --until-epoch beyond the run" "until-epoch 9: the run has 3 epochs" "$HPJ" pretrain data/DEMO --config "$RCFG" --until-epoch 9 --out "$TMP/rx"
+expect_fail "pretrain: --resume of a missing file" "cannot open" "$HPJ" pretrain data/DEMO --resume "$TMP/nope.hpj" --out "$TMP/rx"
+[ ! -e "$TMP/rx" ] && ok "pretrain: no model file after refused resumes" || bad "pretrain: no model file after refused resumes"
 # the loss log: header, then one row per epoch and resolution (K = 2, 4), finite losses
 if [ "$(head -1 "$TMP/loss.csv")" = "epoch,step,resolution,K,loss" ] &&
    [ "$(tail -n +2 "$TMP/loss.csv" | cut -d, -f1,3,4 | tr '\n' ' ')" = "1,1,2 1,2,4 2,1,2 2,2,4 " ] &&
@@ -148,6 +169,33 @@ if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --set lr=0.002
        --resume >/dev/null 2>"$TMP/res2.err" && ! grep -q 'resumed:' "$TMP/res2.err" && [ "$(wc -l < "$TMP/res.done")" -eq 6 ]; then
     ok "eval: --resume ignores folds saved under another config"
 else bad "eval: --resume ignores folds saved under another config" "$(head -c 300 "$TMP/res2.err")"; fi
+# --checkpoint-every: fold 2's embeddings cannot be written (a directory in
+# the way), so the run stops after that fold's pretraining with its part file
+# (after epoch 2 of 3) left; --resume continues fold 2 from it and gives the
+# results of a run that never stopped; finished folds leave no part file
+expect_fail "eval: --checkpoint-every needs --save-embeddings" "checkpoint-every needs --save-embeddings" \
+    "$HPJ" eval data/DEMO --config "$RCFG" --checkpoint-every 1
+OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$RCFG" --folds 3 --seeds 1 --quiet --report "$TMP/ck_full" >/dev/null 2>&1
+mkdir -p "$TMP/ck.s1f2.npy"
+if ! OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$RCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/ck" \
+       --checkpoint-every 1 >/dev/null 2>"$TMP/ck1.err" &&
+   [ "$(ls "$TMP"/ck.s1f2.*.part.hpj | wc -l)" -eq 1 ] && [ -z "$(ls "$TMP"/ck.s1f1.*.part.hpj 2>/dev/null)" ] &&
+   rmdir "$TMP/ck.s1f2.npy" &&
+   OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$RCFG" --folds 3 --seeds 1 --save-embeddings "$TMP/ck" \
+       --checkpoint-every 1 --resume --report "$TMP/ck_cont" >/dev/null 2>"$TMP/ck2.err" &&
+   grep -q "seed 1 fold 2: continuing from .*ck.s1f2.[0-9a-f]*.part.hpj after epoch 2" "$TMP/ck2.err" &&
+   [ "$(grep -c "continuing from" "$TMP/ck2.err")" -eq 1 ] && [ -z "$(ls "$TMP"/ck.s1f*.part.hpj 2>/dev/null)" ] &&
+   cmp -s "$TMP/ck_full.graphs.csv" "$TMP/ck_cont.graphs.csv" &&
+   [ "$(grep -o '"\(score\|train\|alpha\|mean\)": [0-9.e-]*' "$TMP/ck_full.json")" = "$(grep -o '"\(score\|train\|alpha\|mean\)": [0-9.e-]*' "$TMP/ck_cont.json")" ]; then
+    ok "eval: --checkpoint-every + --resume continue a fold cut off mid-way with the same results"
+else bad "eval: --checkpoint-every + --resume continue a fold cut off mid-way with the same results" "$(head -c 300 "$TMP/ck1.err") | $(head -c 300 "$TMP/ck2.err")"; fi
+printf 'not a checkpoint' > "$TMP/ck.s1f1.$(awk '{print $2; exit}' "$TMP/ck.done").part.hpj"
+rm -f "$TMP/ck.done"
+if ! "$HPJ" eval data/DEMO --config "$RCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/ck" --checkpoint-every 1 --resume \
+       >/dev/null 2>"$TMP/ck3.err" &&
+   tail -1 "$TMP/ck3.err" | grep -qE "ck.s1f1.[0-9a-f]+.part.hpj: not an hpjepa checkpoint.*delete it to pretrain the fold from the start"; then
+    ok "eval: a damaged part file is an error naming it"
+else bad "eval: a damaged part file is an error naming it" "$(head -c 300 "$TMP/ck3.err")"; fi
 # --fold-log: a 1-seed run records its folds; a 2-seed run on the same log
 # restores seed 1 (no pretraining) and gives the report of a fresh 2-seed run;
 # a last line cut mid-write is dropped and its fold run again; another config

@@ -23,7 +23,7 @@ static const char *eval_usage =
     "                   [--set key=value ...] [--threads T] [--report PREFIX]\n"
     "                   [--save-embeddings PREFIX] [--from-embeddings PREFIX]\n"
     "                   [--save-models PREFIX] [--from-models PREFIX] [--resume]\n"
-    "                   [--fold-log FILE] [--lanes J] [--quiet]\n"
+    "                   [--fold-log FILE] [--lanes J] [--checkpoint-every N] [--quiet]\n"
     "  Runs the whole protocol and ends with accuracy=<mean> std=<std> (classification,\n"
     "  fractions) or mae=<mean> std=<std> (regression): the mean over folds per seed,\n"
     "  then mean and std across seeds (the paper's aggregation). Also prints\n"
@@ -48,6 +48,11 @@ static const char *eval_usage =
     "  depends only on the seed and the fold, so a stopped run continued with\n"
     "  --resume gives the same results as one that never stopped; the report's\n"
     "  wall time adds the recorded seconds of the resumed folds.\n"
+    "  --checkpoint-every N (with --save-embeddings PREFIX) saves each fold's\n"
+    "  pretraining every N epochs to PREFIX.s<seed>f<fold>.<key>.part.hpj (with\n"
+    "  the optimizer state; removed once the fold is recorded), and --resume\n"
+    "  continues a fold cut off mid-way from its part file: the same bits as a\n"
+    "  fold never stopped (that fold's seconds count only the last part).\n"
     "  --fold-log FILE appends each finished fold's results (score, train score,\n"
     "  probe alpha, resolution weights, every test prediction) to FILE as one text\n"
     "  line under the same key as PREFIX.done, and a fold already recorded there\n"
@@ -542,19 +547,84 @@ static void on_lanes_progress(void *user, const hpj_progress *p) { /* lane 0 spe
     fflush(stderr);
 }
 
+/* --checkpoint-every: a fold's pretraining is saved every `every` epochs to
+   PREFIX.s<seed>f<fold>.<key>.part.hpj (with the optimizer state; the key of
+   PREFIX.done, so another version or config never picks it up), and with
+   --resume a fold continues from that file: the same bits as a fold never
+   stopped. The file is removed once the fold is recorded in PREFIX.done. */
+typedef struct fold_ckpt { const char *prefix; uint64_t key; long long every; int resume; } fold_ckpt;
+
+static void fold_ckpt_path(const fold_ckpt *ck, int seed_no, int fold, char *path, size_t cap) {
+    snprintf(path, cap, "%s.s%df%d.%016llx.part.hpj", ck->prefix, seed_no, fold + 1, (unsigned long long)ck->key);
+}
+
+/* The model a fold starts from: its part file when resuming and one exists
+   (checked to hold the optimizer state and this fold's config), else a new
+   model of config c. 0, or -1 with the reason in err. */
+static int fold_model_start(hpj_model *m, const hpj_config *c, const hpj_dataset *ds, const fold_ckpt *ck, int seed_no,
+                            int fold, int quiet, char *err, size_t cap) {
+    char path[1100], a[4096], b[4096];
+    FILE *f;
+    hpj_config x;
+    if (ck && ck->every && ck->resume) {
+        fold_ckpt_path(ck, seed_no, fold, path, sizeof path);
+        if ((f = fopen(path, "rb")) != NULL) {
+            fclose(f);
+            if (hpj_model_load(m, path) != HPJ_OK) {
+                snprintf(err, cap, "%s (delete it to pretrain the fold from the start)", hpj_last_error());
+                return -1;
+            }
+            x = m->cfg;
+            x.threads = c->threads;
+            hpj_config_format(&x, a, sizeof a);
+            hpj_config_format(c, b, sizeof b);
+            if (!m->adam_state || strcmp(a, b) != 0) {
+                snprintf(err, cap, "%.400s: %s (delete it to pretrain the fold from the start)", path,
+                         m->adam_state ? "its config differs from this fold's" : "saved without the optimizer state");
+                hpj_model_free(m);
+                return -1;
+            }
+            m->cfg.threads = c->threads;
+            if (!quiet)
+                fprintf(stderr, "    seed %d fold %d: continuing from %s after epoch %lld\n", seed_no, fold + 1, path,
+                        (long long)m->epoch);
+            return 0;
+        }
+    }
+    if (hpj_model_init(m, c, ds) != HPJ_OK) {
+        snprintf(err, cap, "%s", hpj_last_error());
+        return -1;
+    }
+    return 0;
+}
+
 /* One fold's embeddings from model m (initialised, or loaded when pretrain
-   = 0): pretrains it on the training graphs tr, saves it under save_mod
+   = 0): pretrains it on the training graphs tr (in parts of ck->every epochs,
+   each part saved, when ck is given), saves it under save_mod
    (with the seed config's threads), embeds every graph into H, frees m.
    0, or -1 with the reason in err. Used by one-lane runs and by lanes. */
 static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, const hpj_dataset *ds, const int32_t *tr,
-                           int32_t ntr, const char *save_mod, int seed_no, int fold, hpj_progress_fn progress, void *user,
-                           int32_t *ids, float *scratch, float *H, char *err, size_t cap) {
+                           int32_t ntr, const char *save_mod, const fold_ckpt *ck, int seed_no, int fold,
+                           hpj_progress_fn progress, void *user, int32_t *ids, float *scratch, float *H, char *err,
+                           size_t cap) {
     char path[1100];
     /* the test graphs never touch pretraining */
-    if (pretrain && hpj_pretrain(m, ds, tr, ntr, 0, progress, user) != HPJ_OK) {
-        snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
-        hpj_model_free(m);
-        return -1;
+    while (pretrain && m->epoch < m->cfg.epochs) {
+        int64_t next = m->cfg.epochs;
+        if (ck && ck->every && (m->epoch / ck->every + 1) * ck->every < next) next = (m->epoch / ck->every + 1) * ck->every;
+        if (hpj_pretrain_until(m, ds, tr, ntr, next, progress, user) != HPJ_OK) {
+            snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
+            hpj_model_free(m);
+            return -1;
+        }
+        if (next < m->cfg.epochs) {
+            fold_ckpt_path(ck, seed_no, fold, path, sizeof path);
+            if (hpj_model_save(m, path, 1) != HPJ_OK) {
+                snprintf(err, cap, "%s", hpj_last_error());
+                hpj_model_free(m);
+                return -1;
+            }
+        }
     }
     if (save_mod) {
         m->cfg.threads = cs->threads; /* a lane's model is saved as a one-lane run saves it */
@@ -578,7 +648,7 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
    on `threads` threads and embeds every graph into lane->H; on failure
    lane->err says why. */
 static void run_lane(eval_lane *lane, int fold, const int32_t *fold_of, const hpj_dataset *ds, const hpj_config *cs,
-                     int threads, const char *save_mod, int seed_no, lane_progress *lp) {
+                     int threads, const char *save_mod, const fold_ckpt *ck, int seed_no, lane_progress *lp) {
     hpj_config c = *cs;
     hpj_model m;
     int32_t g, ntr = 0;
@@ -588,12 +658,9 @@ static void run_lane(eval_lane *lane, int fold, const int32_t *fold_of, const hp
     for (g = 0; g < ds->num_graphs; ++g)
         if (fold_of[g] != fold) lane->tr[ntr++] = g;
     c.threads = threads;
-    if (hpj_model_init(&m, &c, ds) != HPJ_OK) {
-        snprintf(lane->err, sizeof lane->err, "%s", hpj_last_error());
-        return;
-    }
-    if (fold_embeddings(&m, 1, cs, ds, lane->tr, ntr, save_mod, seed_no, fold, lp ? on_lanes_progress : NULL, lp, lane->ids,
-                        lane->scratch, lane->H, lane->err, sizeof lane->err))
+    if (fold_model_start(&m, &c, ds, ck, seed_no, fold, lp ? *lp->quiet : 1, lane->err, sizeof lane->err)) return;
+    if (fold_embeddings(&m, 1, cs, ds, lane->tr, ntr, save_mod, ck, seed_no, fold, lp ? on_lanes_progress : NULL, lp,
+                        lane->ids, lane->scratch, lane->H, lane->err, sizeof lane->err))
         return;
     lane->failed = 0;
     lane->seconds = cli_now() - t0;
@@ -606,7 +673,8 @@ int cmd_eval(int argc, char **argv) {
                *fold_log_path = NULL;
     fold_log flog;
     char out_path[1100]; /* an output file name: the checks below, then each fold's .npy */
-    long long folds = 10, seeds = -1, first_seed = 1, nlanes = 1;
+    long long folds = 10, seeds = -1, first_seed = 1, nlanes = 1, every = 0;
+    fold_ckpt ck;
     eval_lane *lanes = NULL;
     int lane_threads = 1;
     int i, s0 = 0, quiet = 0, rc = 1, regression, nrows = 0, s, f, resume = 0, nresumed = 0, nrestored = 0;
@@ -638,6 +706,9 @@ int cmd_eval(int argc, char **argv) {
         else if (!strcmp(argv[i], "--quiet")) quiet = 1;
         else if (!strcmp(argv[i], "--resume")) resume = 1;
         else if (!strcmp(argv[i], "--fold-log") && i + 1 < argc) fold_log_path = argv[++i];
+        else if (!strcmp(argv[i], "--checkpoint-every") && i + 1 < argc) {
+            if (cli_parse_int("eval", "--checkpoint-every", argv[++i], 1, 1000000, &every)) return 2;
+        }
         else if (!strcmp(argv[i], "--lanes") && i + 1 < argc) {
             if (cli_parse_int("eval", "--lanes", argv[++i], 1, 64, &nlanes)) return 2;
         }
@@ -649,6 +720,10 @@ int cmd_eval(int argc, char **argv) {
     s0 = (int)first_seed - 1;
     if (save_emb && from_emb) { cli_error("eval", "--save-embeddings and --from-embeddings exclude each other"); return 2; }
     if (resume && !save_emb) { cli_error("eval", "--resume needs --save-embeddings PREFIX (the folds to resume from)"); return 2; }
+    if (every && (!save_emb || from_mod)) {
+        cli_error("eval", "--checkpoint-every needs --save-embeddings PREFIX (the part files go beside its folds) and pretraining");
+        return 2;
+    }
     if (from_emb && strlen(from_emb) > 1000) { cli_error("eval", "--from-embeddings: prefix too long"); return 2; }
     if (from_mod && (from_emb || save_mod)) {
         cli_error("eval", "--from-models excludes --from-embeddings and --save-models");
@@ -688,6 +763,10 @@ int cmd_eval(int argc, char **argv) {
     }
     if (seeds < 0) seeds = regression ? 1 : 5;
     key = resume_key(&ds, regression ? 1 : folds, &cfg);
+    ck.prefix = save_emb;
+    ck.key = key;
+    ck.every = every;
+    ck.resume = resume;
     if (fold_log_path) {
         FILE *t;
         if (fold_log_load(&flog, fold_log_path, key, ds.num_graphs)) goto done;
@@ -842,7 +921,8 @@ int cmd_eval(int argc, char **argv) {
 #pragma omp parallel for num_threads(nl) schedule(static, 1)
 #endif
                     for (j = 0; j < nl; ++j)
-                        run_lane(&lanes[j], group[j], fold, &ds, &cs, lane_threads, save_mod, s0 + s + 1, j == 0 ? &lp : NULL);
+                        run_lane(&lanes[j], group[j], fold, &ds, &cs, lane_threads, save_mod, &ck, s0 + s + 1,
+                                 j == 0 ? &lp : NULL);
                     for (j = 0; j < nl; ++j)
                         if (lanes[j].failed) {
                             cli_error("eval", "%s", lanes[j].err);
@@ -863,12 +943,12 @@ int cmd_eval(int argc, char **argv) {
                 char err[512];
                 if (from_mod) { /* this fold's model from an earlier run (--save-models) */
                     if (load_fold_model(from_mod, s0 + s, f, &cfg, out_path, sizeof out_path, &m)) goto done;
-                } else if (hpj_model_init(&m, &cs, &ds) != HPJ_OK) {
-                    cli_error("eval", "%s", hpj_last_error());
+                } else if (fold_model_start(&m, &cs, &ds, &ck, s0 + s + 1, f, quiet, err, sizeof err)) {
+                    cli_error("eval", "%s", err);
                     goto done;
                 }
-                if (fold_embeddings(&m, !from_mod, &cs, &ds, tr, ntr, save_mod, s0 + s + 1, f, on_fold_progress, &quiet, ids, Xte,
-                                    H, err, sizeof err)) { /* Xte: free scratch here */
+                if (fold_embeddings(&m, !from_mod, &cs, &ds, tr, ntr, save_mod, &ck, s0 + s + 1, f, on_fold_progress, &quiet, ids,
+                                    Xte, H, err, sizeof err)) { /* Xte: free scratch here */
                     cli_error("eval", "%s", err);
                     goto done;
                 }
@@ -877,6 +957,10 @@ int cmd_eval(int argc, char **argv) {
                 snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", save_emb, s0 + s + 1, f + 1);
                 if (cli_write_npy("eval", out_path, H, ds.num_graphs, (int64_t)cfg.L * cfg.dim)) goto done;
                 if (resume_record(save_emb, s0 + s + 1, f + 1, key, cli_now() - t0)) goto done;
+                if (every) { /* the fold is recorded: its part file has served */
+                    fold_ckpt_path(&ck, s0 + s + 1, f, out_path, sizeof out_path);
+                    remove(out_path);
+                }
             }
             hpj_probe_options_default(&po);
             po.alpha = cfg.probe_alpha;

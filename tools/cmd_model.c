@@ -52,6 +52,9 @@ typedef struct cli_progress {
     /* benchmark timing: time of each completed batch */
     double *batch_t;
     int nbatch, cap;
+    int64_t step0;                     /* optimizer steps before this process */
+    double last_loss[HPJ_MAX_RES];     /* the last finished epoch's mean loss  */
+    int64_t last_count[HPJ_MAX_RES];
 } cli_progress;
 
 static void fmt_time(double s, char *buf, size_t n) {
@@ -69,18 +72,23 @@ static void on_progress(void *user, const hpj_progress *p) {
     double frac = p->total_steps ? (double)p->step / (double)p->total_steps : 0.0;
     double eps_s = now - cp->t_epoch;
     if (cp->batch_t && cp->nbatch < cp->cap) cp->batch_t[cp->nbatch++] = now;
+    if (p->epoch_done)
+        for (l = 0; l < cp->L; ++l) {
+            cp->last_loss[l] = p->loss_count[l] ? p->loss[l] / (double)p->loss_count[l] : 0.0;
+            cp->last_count[l] = p->loss_count[l];
+        }
     if (cp->loss_log && p->epoch_done)
         for (l = 0; l < cp->L; ++l)
             if (p->loss_count[l])
                 fprintf(cp->loss_log, "%d,%lld,%d,%d,%.6g\n", p->epoch + 1, (long long)p->step, l + 1, (int)cp->cfg->K[l],
                         p->loss[l] / (double)p->loss_count[l]);
-    if (p->batch == 1 && cp->t_epoch < cp->t_start + 1e-9 && p->epoch > 0) cp->t_epoch = now;
     if (cp->quiet) return;
     if (!cp->tty && !p->epoch_done) return;
     if (cp->tty && !p->epoch_done && now - cp->last_draw < 0.2) return;
     cp->last_draw = now;
     fmt_time(now - cp->t_start, el, sizeof el);
-    fmt_time(p->step > 0 ? (now - cp->t_start) * (double)(p->total_steps - p->step) / (double)p->step : 0.0, eta, sizeof eta);
+    fmt_time(p->step > cp->step0 ? (now - cp->t_start) * (double)(p->total_steps - p->step) / (double)(p->step - cp->step0) : 0.0,
+             eta, sizeof eta);
     filled = (int)(frac * width + 0.5);
     if (cp->tty) {
         n += snprintf(line + n, sizeof line - (size_t)n, "\r[");
@@ -127,23 +135,36 @@ int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds) {
 static const char *pretrain_usage =
     "usage: hpjepa pretrain DATASET_DIR --config FILE [--set key=value ...] --out MODEL\n"
     "                       [--threads T] [--seed S] [--split train|all] [--save-optimizer] [--quiet]\n"
-    "                       [--loss-log FILE.csv]\n"
+    "                       [--loss-log FILE.csv] [--checkpoint-every N] [--until-epoch E]\n"
+    "       hpjepa pretrain DATASET_DIR --resume MODEL0 --out MODEL [--threads T] [--split train|all] ...\n"
     "  Self-supervised HP-JEPA pretraining on every graph of the dataset (or only\n"
     "  the 'train' graphs of a split file with --split train, the default when\n"
     "  the dataset has one). Writes a checkpoint (atomically) and prints\n"
-    "  model=<path> params=<int> steps=<int> seconds=<float> loss=<last epoch mean per resolution>.\n"
+    "  model=<path> params=<int> steps=<int> epoch=<done>/<epochs> seconds=<float>\n"
+    "  loss=<the last epoch's mean loss per resolution, comma-separated; nan where\n"
+    "  a resolution took no step>.\n"
     "  Progress goes to stderr (a bar on a terminal, one line per epoch otherwise).\n"
     "  --loss-log writes epoch,step,resolution,K,loss (the epoch's mean loss per\n"
     "  resolution) for `hpjepa plot loss`.\n"
+    "  --save-optimizer keeps the Adam moments in MODEL, so it can be resumed.\n"
+    "  --checkpoint-every N writes MODEL (with the optimizer state) after every\n"
+    "  N-th epoch as well, so an interrupted run loses at most N epochs.\n"
+    "  --until-epoch E stops after epoch E of the configured run (the LR and EMA\n"
+    "  schedules still span all epochs) and writes a resumable MODEL.\n"
+    "  --resume MODEL0 continues a run saved with its optimizer state (by any of\n"
+    "  the three above) to its configured epochs, with the config stored in\n"
+    "  MODEL0 (--config, --set and --seed are refused; --threads is free): with\n"
+    "  the same dataset and --split, the same bits as a run never stopped.\n"
     "  Config keys: see data/configs/*.cfg and the README.\n";
 
 int cmd_pretrain(int argc, char **argv) {
     hpj_config cfg;
     hpj_dataset ds;
     hpj_model m;
-    const char *dir = NULL, *out = NULL, *split = NULL, *loss_log = NULL;
+    const char *dir = NULL, *out = NULL, *split = NULL, *loss_log = NULL, *resume = NULL;
     char log_tmp[4200];
-    int i, save_opt = 0, quiet = 0, rc = 1;
+    int i, save_opt = 0, quiet = 0, rc = 1, cfg_given = 0, l;
+    long long every = 0, until = 0;
     int32_t *train = NULL, n = 0, g;
     cli_progress cp;
     double t0;
@@ -152,11 +173,20 @@ int cmd_pretrain(int argc, char **argv) {
         int used;
         if (cli_is_help(argv[i])) { fputs(pretrain_usage, stdout); return 0; }
         if (cli_model_options("pretrain", argc, argv, i, &cfg, &used)) return 2;
-        if (used) { i += used - 1; continue; }
+        if (used) {
+            cfg_given |= strcmp(argv[i], "--threads") != 0;
+            i += used - 1;
+            continue;
+        }
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--split") && i + 1 < argc) split = argv[++i];
         else if (!strcmp(argv[i], "--loss-log") && i + 1 < argc) loss_log = argv[++i];
-        else if (!strcmp(argv[i], "--save-optimizer")) save_opt = 1;
+        else if (!strcmp(argv[i], "--resume") && i + 1 < argc) resume = argv[++i];
+        else if (!strcmp(argv[i], "--checkpoint-every") && i + 1 < argc) {
+            if (cli_parse_int("pretrain", "--checkpoint-every", argv[++i], 1, 1000000, &every)) return 2;
+        } else if (!strcmp(argv[i], "--until-epoch") && i + 1 < argc) {
+            if (cli_parse_int("pretrain", "--until-epoch", argv[++i], 1, 1000000, &until)) return 2;
+        } else if (!strcmp(argv[i], "--save-optimizer")) save_opt = 1;
         else if (!strcmp(argv[i], "--quiet")) quiet = 1;
         else if (argv[i][0] == '-') { cli_error("pretrain", "unknown option '%s' (see --help)", argv[i]); return 2; }
         else if (!dir) dir = argv[i];
@@ -168,34 +198,83 @@ int cmd_pretrain(int argc, char **argv) {
         cli_error("pretrain", "--split must be train or all, got '%s'", split);
         return 2;
     }
-    if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); return 2; }
-    if (cli_load_dataset("pretrain", dir, &ds)) return 1;
+    if (resume && cfg_given) {
+        cli_error("pretrain", "--resume takes the config stored in %s: --config, --set and --seed would change the run", resume);
+        return 2;
+    }
+    if (!resume && hpj_config_check(&cfg) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); return 2; }
+    if (resume) {
+        int threads = cfg.threads;
+        if (hpj_model_load(&m, resume) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); return 1; }
+        if (!m.adam_state) {
+            cli_error("pretrain", "%s: saved without the optimizer state (write it with --save-optimizer, "
+                      "--checkpoint-every or --until-epoch), so the run cannot continue exactly", resume);
+            hpj_model_free(&m);
+            return 1;
+        }
+        if (threads) m.cfg.threads = threads;
+        cfg = m.cfg;
+    }
+    if (until > cfg.epochs) {
+        cli_error("pretrain", "--until-epoch %lld: the run has %d epochs", until, cfg.epochs);
+        if (resume) hpj_model_free(&m);
+        return 2;
+    }
+    if (cli_load_dataset("pretrain", dir, &ds)) {
+        if (resume) hpj_model_free(&m);
+        return 1;
+    }
     train = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds.num_graphs);
-    if (!train) { cli_error("pretrain", "out of memory"); goto done_ds; }
+    if (!train) {
+        cli_error("pretrain", "out of memory");
+        if (resume) hpj_model_free(&m);
+        goto done_ds;
+    }
     for (g = 0; g < ds.num_graphs; ++g)
         if (!ds.split || (split && !strcmp(split, "all")) || ds.split[g] == HPJ_SPLIT_TRAIN) train[n++] = g;
-    if (hpj_model_init(&m, &cfg, &ds) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done_ds; }
-    if (!quiet)
+    if (!resume && hpj_model_init(&m, &cfg, &ds) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done_ds; }
+    if (!until) until = cfg.epochs;
+    if (!quiet) {
         fprintf(stderr, "hpjepa pretrain: %s, %d graphs, %s mode, %zu parameters (+%zu EMA), %d resolutions\n", ds.name, n,
                 cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", m.num_params, m.enc_count, cfg.L);
+        if (resume) fprintf(stderr, "resuming %s after epoch %lld of %d (step %lld)\n", resume, (long long)m.epoch,
+                            cfg.epochs, (long long)m.step);
+    }
     progress_init(&cp, &cfg, quiet);
+    cp.step0 = m.step;
     if (loss_log) { /* written next to its final name, renamed when training succeeded */
         if (!(cp.loss_log = cli_create("pretrain", loss_log, log_tmp, sizeof log_tmp))) goto done_m;
         fputs("epoch,step,resolution,K,loss\n", cp.loss_log);
     }
     t0 = cli_now();
-    if (hpj_pretrain(&m, &ds, train, n, 0, on_progress, &cp) != HPJ_OK) {
-        if (cp.tty && !quiet) fputc('\n', stderr);
+    /* in parts of `every` epochs, each part's model written with its
+       optimizer state (the parts give the bits of one uninterrupted run) */
+    while (m.epoch < until) {
+        int64_t next = every ? (m.epoch / every + 1) * every : until;
+        if (next > until) next = until;
+        if (hpj_pretrain_until(&m, &ds, train, n, next, on_progress, &cp) != HPJ_OK) {
+            if (cp.tty && !quiet) fputc('\n', stderr);
+            cli_error("pretrain", "%s", hpj_last_error());
+            goto done_m;
+        }
+        if (next < until && hpj_model_save(&m, out, 1) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done_m; }
+    }
+    if (hpj_model_save(&m, out, save_opt || every || until < cfg.epochs) != HPJ_OK) {
         cli_error("pretrain", "%s", hpj_last_error());
         goto done_m;
     }
-    if (hpj_model_save(&m, out, save_opt) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done_m; }
     if (cp.loss_log) {
         FILE *f = cp.loss_log;
         cp.loss_log = NULL;
         if (cli_commit("pretrain", f, 0, log_tmp, loss_log)) goto done_m;
     }
-    printf("model=%s params=%zu steps=%lld seconds=%.2f\n", out, m.num_params, (long long)m.step, cli_now() - t0);
+    printf("model=%s params=%zu steps=%lld epoch=%lld/%d seconds=%.2f loss=", out, m.num_params, (long long)m.step,
+           (long long)m.epoch, cfg.epochs, cli_now() - t0);
+    for (l = 0; l < cfg.L; ++l) {
+        if (cp.last_count[l]) printf("%s%.6g", l ? "," : "", cp.last_loss[l]);
+        else printf("%snan", l ? "," : "");
+    }
+    putchar('\n');
     rc = 0;
 done_m:
     if (cp.loss_log) cli_discard(cp.loss_log, log_tmp); /* a failed run leaves no partial log */

@@ -33,6 +33,10 @@
 # 0.5.0 binary to continue it: git worktree add /tmp/v050 ba3a6d5 &&
 # make -C /tmp/v050 hpjepa, then HPJEPA=/tmp/v050/hpjepa THREADS=2
 # FOLD_LANES=2 bash tools/reproduce.sh REDDIT-BINARY_hp_clamp20_1seed.
+# A binary with eval --checkpoint-every (0.6.1 on) also saves the fold in
+# progress after every CKPT_EVERY epochs (default 1) beside its embeddings,
+# so on a machine whose build/ survives, a job cut off mid-fold continues
+# that fold from its last epoch (the same bits); CKPT_EVERY=0 turns it off.
 set -u
 cd "$(dirname "$0")/.."
 DATA=${HPJ_DATA:-../shared/data}
@@ -50,6 +54,9 @@ HPJEPA=${HPJEPA:-./hpjepa}
 EVAL_HELP=$("$HPJEPA" eval --help) # which options this binary has
 FOLD_LOG=0
 grep -q -- --fold-log <<<"$EVAL_HELP" && FOLD_LOG=1
+CKPT_EVERY=${CKPT_EVERY:-1}
+case $CKPT_EVERY in *[!0-9]*|'') echo "reproduce.sh: CKPT_EVERY must be a number, got '$CKPT_EVERY'" >&2; exit 2 ;; esac
+grep -q -- --checkpoint-every <<<"$EVAL_HELP" || CKPT_EVERY=0
 FOLD_LANES=${FOLD_LANES:-1}
 case $FOLD_LANES in 1|2|3|4|5|6|7|8) ;; *) echo "reproduce.sh: FOLD_LANES must be 1..8, got '$FOLD_LANES'" >&2; exit 2 ;; esac
 if [ "$FOLD_LANES" -gt 1 ] && ! grep -q -- --lanes <<<"$EVAL_HELP"; then
@@ -125,7 +132,10 @@ run_job() {
         *" --save-embeddings "* | *" --from-"*) ;;
         *) extra="$extra --save-embeddings build/analysis/$1" ;;
     esac
-    case " $extra " in *" --save-embeddings "*) extra="$extra --resume" ;; esac
+    case " $extra " in *" --save-embeddings "*)
+        extra="$extra --resume"
+        [ "$CKPT_EVERY" -gt 0 ] && extra="$extra --checkpoint-every $CKPT_EVERY" ;;
+    esac
     [ $FOLD_LOG = 1 ] && extra="$extra --fold-log $R/folds/$name.folds"
     [ "$FOLD_LANES" -gt 1 ] && extra="$extra --lanes $FOLD_LANES"
     echo "$(date +%H:%M:%S) start $name"
