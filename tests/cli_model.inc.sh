@@ -189,6 +189,11 @@ if ! OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$RCFG" --folds 3 --
    [ "$(grep -o '"\(score\|train\|alpha\|mean\)": [0-9.e-]*' "$TMP/ck_full.json")" = "$(grep -o '"\(score\|train\|alpha\|mean\)": [0-9.e-]*' "$TMP/ck_cont.json")" ]; then
     ok "eval: --checkpoint-every + --resume continue a fold cut off mid-way with the same results"
 else bad "eval: --checkpoint-every + --resume continue a fold cut off mid-way with the same results" "$(head -c 300 "$TMP/ck1.err") | $(head -c 300 "$TMP/ck2.err")"; fi
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$RCFG" --folds 3 --seeds 1 --quiet --lanes 2 --threads 2 \
+       --save-embeddings "$TMP/ckl" --checkpoint-every 1 --report "$TMP/ckl" >/dev/null 2>&1 &&
+   cmp -s "$TMP/ck_full.graphs.csv" "$TMP/ckl.graphs.csv" && [ -z "$(ls "$TMP"/ckl.s1f*.part.hpj 2>/dev/null)" ]; then
+    ok "eval: --checkpoint-every in lanes gives the same report and leaves no part file"
+else bad "eval: --checkpoint-every in lanes gives the same report and leaves no part file"; fi
 printf 'not a checkpoint' > "$TMP/ck.s1f1.$(awk '{print $2; exit}' "$TMP/ck.done").part.hpj"
 rm -f "$TMP/ck.done"
 if ! "$HPJ" eval data/DEMO --config "$RCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/ck" --checkpoint-every 1 --resume \

@@ -550,8 +550,9 @@ static void on_lanes_progress(void *user, const hpj_progress *p) { /* lane 0 spe
 /* --checkpoint-every: a fold's pretraining is saved every `every` epochs to
    PREFIX.s<seed>f<fold>.<key>.part.hpj (with the optimizer state; the key of
    PREFIX.done, so another version or config never picks it up), and with
-   --resume a fold continues from that file: the same bits as a fold never
-   stopped. The file is removed once the fold is recorded in PREFIX.done. */
+   --resume a fold continues from that file (with or without
+   --checkpoint-every this time): the same bits as a fold never stopped. The
+   file is removed once the fold is recorded in PREFIX.done. */
 typedef struct fold_ckpt { const char *prefix; uint64_t key; long long every; int resume; } fold_ckpt;
 
 static void fold_ckpt_path(const fold_ckpt *ck, int seed_no, int fold, char *path, size_t cap) {
@@ -566,7 +567,7 @@ static int fold_model_start(hpj_model *m, const hpj_config *c, const hpj_dataset
     char path[1100], a[4096], b[4096];
     FILE *f;
     hpj_config x;
-    if (ck && ck->every && ck->resume) {
+    if (ck && ck->prefix && ck->resume) {
         fold_ckpt_path(ck, seed_no, fold, path, sizeof path);
         if ((f = fopen(path, "rb")) != NULL) {
             fclose(f);
@@ -648,7 +649,7 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
    on `threads` threads and embeds every graph into lane->H; on failure
    lane->err says why. */
 static void run_lane(eval_lane *lane, int fold, const int32_t *fold_of, const hpj_dataset *ds, const hpj_config *cs,
-                     int threads, const char *save_mod, const fold_ckpt *ck, int seed_no, lane_progress *lp) {
+                     int threads, const char *save_mod, const fold_ckpt *ck, int seed_no, int quiet, lane_progress *lp) {
     hpj_config c = *cs;
     hpj_model m;
     int32_t g, ntr = 0;
@@ -658,7 +659,7 @@ static void run_lane(eval_lane *lane, int fold, const int32_t *fold_of, const hp
     for (g = 0; g < ds->num_graphs; ++g)
         if (fold_of[g] != fold) lane->tr[ntr++] = g;
     c.threads = threads;
-    if (fold_model_start(&m, &c, ds, ck, seed_no, fold, lp ? *lp->quiet : 1, lane->err, sizeof lane->err)) return;
+    if (fold_model_start(&m, &c, ds, ck, seed_no, fold, quiet, lane->err, sizeof lane->err)) return;
     if (fold_embeddings(&m, 1, cs, ds, lane->tr, ntr, save_mod, ck, seed_no, fold, lp ? on_lanes_progress : NULL, lp,
                         lane->ids, lane->scratch, lane->H, lane->err, sizeof lane->err))
         return;
@@ -921,7 +922,7 @@ int cmd_eval(int argc, char **argv) {
 #pragma omp parallel for num_threads(nl) schedule(static, 1)
 #endif
                     for (j = 0; j < nl; ++j)
-                        run_lane(&lanes[j], group[j], fold, &ds, &cs, lane_threads, save_mod, &ck, s0 + s + 1,
+                        run_lane(&lanes[j], group[j], fold, &ds, &cs, lane_threads, save_mod, &ck, s0 + s + 1, quiet,
                                  j == 0 ? &lp : NULL);
                     for (j = 0; j < nl; ++j)
                         if (lanes[j].failed) {
@@ -957,7 +958,7 @@ int cmd_eval(int argc, char **argv) {
                 snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", save_emb, s0 + s + 1, f + 1);
                 if (cli_write_npy("eval", out_path, H, ds.num_graphs, (int64_t)cfg.L * cfg.dim)) goto done;
                 if (resume_record(save_emb, s0 + s + 1, f + 1, key, cli_now() - t0)) goto done;
-                if (every) { /* the fold is recorded: its part file has served */
+                if (every || resume) { /* the fold is recorded: its part file, if any, has served */
                     fold_ckpt_path(&ck, s0 + s + 1, f, out_path, sizeof out_path);
                     remove(out_path);
                 }
