@@ -7922,12 +7922,12 @@ static void hpj__path_count(const hpj_dataset *ds, const hpj_tokens *tk, const h
                             int32_t *stamp, int64_t *C, int64_t *E, int64_t *NG) {
     int32_t s;
     int64_t c = 0, e = 0, ng = 0;
-    int32_t tag = 0, prev_g = -1, gtag = 0;
+    int32_t tag = 0, prev_g;
+    /* node copies and induced edges, patch by patch */
     for (s = 0; s < S; ++s) {
         const int32_t *nodes = tk->nodes + tk->ptr[it[s].patch];
         int32_t m = (int32_t)(tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch]), j;
         hpj_graph gr = hpj_dataset_graph(ds, it[s].g);
-        (void)gtag;
         ++tag;
         for (j = 0; j < m; ++j) stamp[nodes[j]] = tag;
         for (j = 0; j < m; ++j) {
@@ -7935,7 +7935,6 @@ static void hpj__path_count(const hpj_dataset *ds, const hpj_tokens *tk, const h
             for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) e += (stamp[gr.col[i]] == tag);
         }
         c += m;
-        if (it[s].g != prev_g) prev_g = it[s].g;
     }
     /* groups: distinct (graph, node) pairs, counted with a second stamp pass */
     prev_g = -1;
