@@ -172,19 +172,23 @@ else bad "eval: --resume ignores folds saved under another config" "$(head -c 30
 # --checkpoint-every: fold 2's embeddings cannot be written (a directory in
 # the way), so the run stops after that fold's pretraining with its part file
 # (after epoch 2 of 3) left; --resume continues fold 2 from it and gives the
-# results of a run that never stopped; finished folds leave no part file
+# results of a run that never stopped (its recorded seconds include the
+# earlier parts', kept in the part file's .sec: set to 1000 here); finished
+# folds leave no part file
 expect_fail "eval: --checkpoint-every needs --save-embeddings" "checkpoint-every needs --save-embeddings" \
     "$HPJ" eval data/DEMO --config "$RCFG" --checkpoint-every 1
 OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$RCFG" --folds 3 --seeds 1 --quiet --report "$TMP/ck_full" >/dev/null 2>&1
 mkdir -p "$TMP/ck.s1f2.npy"
 if ! OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$RCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/ck" \
        --checkpoint-every 1 >/dev/null 2>"$TMP/ck1.err" &&
-   [ "$(ls "$TMP"/ck.s1f2.*.part.hpj | wc -l)" -eq 1 ] && [ -z "$(ls "$TMP"/ck.s1f1.*.part.hpj 2>/dev/null)" ] &&
+   [ "$(ls "$TMP"/ck.s1f2.*.part.hpj | wc -l)" -eq 1 ] && [ -z "$(ls "$TMP"/ck.s1f1.*.part.hpj* 2>/dev/null)" ] &&
+   grep -qE '^[0-9]+\.[0-9]$' "$TMP"/ck.s1f2.*.part.hpj.sec && for f in "$TMP"/ck.s1f2.*.part.hpj.sec; do echo 1000.0 > "$f"; done &&
    rmdir "$TMP/ck.s1f2.npy" &&
    OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$RCFG" --folds 3 --seeds 1 --save-embeddings "$TMP/ck" \
        --checkpoint-every 1 --resume --report "$TMP/ck_cont" >/dev/null 2>"$TMP/ck2.err" &&
    grep -q "seed 1 fold 2: continuing from .*ck.s1f2.[0-9a-f]*.part.hpj after epoch 2" "$TMP/ck2.err" &&
-   [ "$(grep -c "continuing from" "$TMP/ck2.err")" -eq 1 ] && [ -z "$(ls "$TMP"/ck.s1f*.part.hpj 2>/dev/null)" ] &&
+   [ "$(grep -c "continuing from" "$TMP/ck2.err")" -eq 1 ] && [ -z "$(ls "$TMP"/ck.s1f*.part.hpj* 2>/dev/null)" ] &&
+   awk '$1 == "s1f2" { ok = ($3 + 0 >= 1000) } $1 == "s1f3" { ok3 = ($3 + 0 < 1000) } END { exit !(ok && ok3) }' "$TMP/ck.done" &&
    cmp -s "$TMP/ck_full.graphs.csv" "$TMP/ck_cont.graphs.csv" &&
    [ "$(grep -o '"\(score\|train\|alpha\|mean\)": [0-9.e-]*' "$TMP/ck_full.json")" = "$(grep -o '"\(score\|train\|alpha\|mean\)": [0-9.e-]*' "$TMP/ck_cont.json")" ]; then
     ok "eval: --checkpoint-every + --resume continue a fold cut off mid-way with the same results"

@@ -52,7 +52,7 @@ static const char *eval_usage =
     "  pretraining every N epochs to PREFIX.s<seed>f<fold>.<key>.part.hpj (with\n"
     "  the optimizer state; removed once the fold is recorded), and --resume\n"
     "  continues a fold cut off mid-way from its part file: the same bits as a\n"
-    "  fold never stopped (that fold's seconds count only the last part).\n"
+    "  fold never stopped (PATH.sec beside it keeps the fold's seconds so far).\n"
     "  --fold-log FILE appends each finished fold's results (score, train score,\n"
     "  probe alpha, resolution weights, every test prediction) to FILE as one text\n"
     "  line under the same key as PREFIX.done, and a fold already recorded there\n"
@@ -532,6 +532,7 @@ typedef struct eval_lane {
     int32_t *tr, *ids;
     float *H, *scratch;
     double seconds;  /* its pretraining + embedding time */
+    double prior;    /* of which earlier runs' parts (a fold resumed mid-way) */
     int failed;
     char err[512];
 } eval_lane;
@@ -551,22 +552,60 @@ static void on_lanes_progress(void *user, const hpj_progress *p) { /* lane 0 spe
    PREFIX.s<seed>f<fold>.<key>.part.hpj (with the optimizer state; the key of
    PREFIX.done, so another version or config never picks it up), and with
    --resume a fold continues from that file (with or without
-   --checkpoint-every this time): the same bits as a fold never stopped. The
-   file is removed once the fold is recorded in PREFIX.done. */
+   --checkpoint-every this time): the same bits as a fold never stopped. Beside
+   it, PATH.sec holds the fold's seconds so far, so the recorded time of a
+   resumed fold is its whole pretraining. Both are removed once the fold is
+   recorded in PREFIX.done. */
 typedef struct fold_ckpt { const char *prefix; uint64_t key; long long every; int resume; } fold_ckpt;
 
 static void fold_ckpt_path(const fold_ckpt *ck, int seed_no, int fold, char *path, size_t cap) {
     snprintf(path, cap, "%s.s%df%d.%016llx.part.hpj", ck->prefix, seed_no, fold + 1, (unsigned long long)ck->key);
 }
 
+/* Writes the part file (with the optimizer state), then PATH.sec (atomically:
+   a temporary file renamed into place). 0, or -1 with the reason in err. */
+static int fold_part_save(const hpj_model *m, const char *path, double seconds, char *err, size_t cap) {
+    char sec[1120], tmp[1130];
+    FILE *f;
+    int bad;
+    if (hpj_model_save(m, path, 1) != HPJ_OK) {
+        snprintf(err, cap, "%s", hpj_last_error());
+        return -1;
+    }
+    snprintf(sec, sizeof sec, "%s.sec", path);
+    snprintf(tmp, sizeof tmp, "%s.tmp~", sec);
+    if (!(f = fopen(tmp, "w"))) {
+        snprintf(err, cap, "%.400s: cannot create", tmp);
+        return -1;
+    }
+    bad = fprintf(f, "%.1f\n", seconds) < 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, sec) != 0) {
+        remove(tmp);
+        snprintf(err, cap, "%.400s: write failed", sec);
+        return -1;
+    }
+    return 0;
+}
+
+/* Removes a recorded fold's part file and its .sec (either may be missing). */
+static void fold_part_remove(const char *path) {
+    char sec[1120];
+    snprintf(sec, sizeof sec, "%s.sec", path);
+    remove(path);
+    remove(sec);
+}
+
 /* The model a fold starts from: its part file when resuming and one exists
-   (checked to hold the optimizer state and this fold's config), else a new
-   model of config c. 0, or -1 with the reason in err. */
+   (checked to hold the optimizer state and this fold's config; *prior gets
+   the seconds its .sec records), else a new model of config c (*prior = 0).
+   0, or -1 with the reason in err. */
 static int fold_model_start(hpj_model *m, const hpj_config *c, const hpj_dataset *ds, const fold_ckpt *ck, int seed_no,
-                            int fold, int quiet, char *err, size_t cap) {
+                            int fold, int quiet, double *prior, char *err, size_t cap) {
     char path[1100], a[4096], b[4096];
     FILE *f;
     hpj_config x;
+    *prior = 0.0;
     if (ck && ck->prefix && ck->resume) {
         fold_ckpt_path(ck, seed_no, fold, path, sizeof path);
         if ((f = fopen(path, "rb")) != NULL) {
@@ -586,6 +625,11 @@ static int fold_model_start(hpj_model *m, const hpj_config *c, const hpj_dataset
                 return -1;
             }
             m->cfg.threads = c->threads;
+            snprintf(a, sizeof a, "%s.sec", path);
+            if ((f = fopen(a, "r")) != NULL) {
+                if (fscanf(f, "%lf", prior) != 1 || !(*prior >= 0.0)) *prior = 0.0;
+                fclose(f);
+            }
             if (!quiet)
                 fprintf(stderr, "    seed %d fold %d: continuing from %s after epoch %lld\n", seed_no, fold + 1, path,
                         (long long)m->epoch);
@@ -601,13 +645,14 @@ static int fold_model_start(hpj_model *m, const hpj_config *c, const hpj_dataset
 
 /* One fold's embeddings from model m (initialised, or loaded when pretrain
    = 0): pretrains it on the training graphs tr (in parts of ck->every epochs,
-   each part saved, when ck is given), saves it under save_mod
+   each part saved with the seconds since t_begin, when ck is given), saves
+   it under save_mod
    (with the seed config's threads), embeds every graph into H, frees m.
    0, or -1 with the reason in err. Used by one-lane runs and by lanes. */
 static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, const hpj_dataset *ds, const int32_t *tr,
-                           int32_t ntr, const char *save_mod, const fold_ckpt *ck, int seed_no, int fold,
-                           hpj_progress_fn progress, void *user, int32_t *ids, float *scratch, float *H, char *err,
-                           size_t cap) {
+                           int32_t ntr, const char *save_mod, const fold_ckpt *ck, double t_begin, int seed_no,
+                           int fold, hpj_progress_fn progress, void *user, int32_t *ids, float *scratch, float *H,
+                           char *err, size_t cap) {
     char path[1100];
     /* the test graphs never touch pretraining */
     while (pretrain && m->epoch < m->cfg.epochs) {
@@ -620,8 +665,7 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
         }
         if (next < m->cfg.epochs) {
             fold_ckpt_path(ck, seed_no, fold, path, sizeof path);
-            if (hpj_model_save(m, path, 1) != HPJ_OK) {
-                snprintf(err, cap, "%s", hpj_last_error());
+            if (fold_part_save(m, path, cli_now() - t_begin, err, cap)) {
                 hpj_model_free(m);
                 return -1;
             }
@@ -653,14 +697,16 @@ static void run_lane(eval_lane *lane, int fold, const int32_t *fold_of, const hp
     hpj_config c = *cs;
     hpj_model m;
     int32_t g, ntr = 0;
-    double t0 = cli_now();
+    double t0 = cli_now(), prior;
     lane->fold = fold;
     lane->failed = 1;
     for (g = 0; g < ds->num_graphs; ++g)
         if (fold_of[g] != fold) lane->tr[ntr++] = g;
     c.threads = threads;
-    if (fold_model_start(&m, &c, ds, ck, seed_no, fold, quiet, lane->err, sizeof lane->err)) return;
-    if (fold_embeddings(&m, 1, cs, ds, lane->tr, ntr, save_mod, ck, seed_no, fold, lp ? on_lanes_progress : NULL, lp,
+    if (fold_model_start(&m, &c, ds, ck, seed_no, fold, quiet, &prior, lane->err, sizeof lane->err)) return;
+    t0 -= prior; /* a resumed fold's time includes its earlier parts */
+    lane->prior = prior;
+    if (fold_embeddings(&m, 1, cs, ds, lane->tr, ntr, save_mod, ck, t0, seed_no, fold, lp ? on_lanes_progress : NULL, lp,
                         lane->ids, lane->scratch, lane->H, lane->err, sizeof lane->err))
         return;
     lane->failed = 0;
@@ -936,20 +982,24 @@ int cmd_eval(int argc, char **argv) {
                 memcpy(H, lanes[j].H, sizeof(float) * (size_t)ds.num_graphs * (size_t)cfg.L * (size_t)cfg.dim);
                 lanes[j].fold = -1;
                 t0 -= lanes[j].seconds; /* the fold's time includes its lane's */
+                resumed_seconds += lanes[j].prior;
             } else if (from_emb) { /* this fold's embeddings from an earlier run (checked above) */
                 if (read_fold_embeddings(from_emb, s0 + s + 1, f + 1, &ds, &cfg, H, out_path, sizeof out_path,
                                          " (replaced during the run)"))
                     goto done;
             } else {
                 char err[512];
+                double prior = 0.0;
                 if (from_mod) { /* this fold's model from an earlier run (--save-models) */
                     if (load_fold_model(from_mod, s0 + s, f, &cfg, out_path, sizeof out_path, &m)) goto done;
-                } else if (fold_model_start(&m, &cs, &ds, &ck, s0 + s + 1, f, quiet, err, sizeof err)) {
+                } else if (fold_model_start(&m, &cs, &ds, &ck, s0 + s + 1, f, quiet, &prior, err, sizeof err)) {
                     cli_error("eval", "%s", err);
                     goto done;
                 }
-                if (fold_embeddings(&m, !from_mod, &cs, &ds, tr, ntr, save_mod, &ck, s0 + s + 1, f, on_fold_progress, &quiet, ids,
-                                    Xte, H, err, sizeof err)) { /* Xte: free scratch here */
+                t0 -= prior; /* a resumed fold's time includes its earlier parts */
+                resumed_seconds += prior;
+                if (fold_embeddings(&m, !from_mod, &cs, &ds, tr, ntr, save_mod, &ck, t0, s0 + s + 1, f, on_fold_progress, &quiet,
+                                    ids, Xte, H, err, sizeof err)) { /* Xte: free scratch here */
                     cli_error("eval", "%s", err);
                     goto done;
                 }
@@ -960,7 +1010,7 @@ int cmd_eval(int argc, char **argv) {
                 if (resume_record(save_emb, s0 + s + 1, f + 1, key, cli_now() - t0)) goto done;
                 if (every || resume) { /* the fold is recorded: its part file, if any, has served */
                     fold_ckpt_path(&ck, s0 + s + 1, f, out_path, sizeof out_path);
-                    remove(out_path);
+                    fold_part_remove(out_path);
                 }
             }
             hpj_probe_options_default(&po);
