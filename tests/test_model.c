@@ -707,9 +707,7 @@ static void test_resume_exact(void) {
     CHECK_EQ_INT(m.epoch, 4);
     hpj_model_free(&m);
     for (threads = 1; threads <= 2; ++threads) {
-        char th[8];
-        snprintf(th, sizeof th, "%d", threads);
-        hpj_config_set(&c, "threads", th);
+        hpj_config_set(&c, "threads", threads == 1 ? "1" : "2");
         CHECK_OK(hpj_model_init(&m, &c, &ds));
         CHECK(hpj_pretrain_until(&m, &ds, gs, 150, 0, NULL, NULL) == HPJ_ERR_INPUT);
         CHECK(hpj_pretrain_until(&m, &ds, gs, 150, 5, NULL, NULL) == HPJ_ERR_INPUT);
