@@ -33,6 +33,11 @@
 # 0.5.0 binary to continue it: git worktree add /tmp/v050 ba3a6d5 &&
 # make -C /tmp/v050 hpjepa, then HPJEPA=/tmp/v050/hpjepa THREADS=2
 # FOLD_LANES=2 bash tools/reproduce.sh REDDIT-BINARY_hp_clamp20_1seed.
+# A 0.5.0 binary that also checkpoints folds (the same bits and key as
+# 0.5.0; session 16 ran REDDIT folds 7-8 with one, build/hpjepa-s16r):
+# git worktree add /tmp/v050r ba3a6d5 && git diff a73570c 2f77654 --
+# hpjepa.h tools/cmd_eval.c tools/cmd_model.c | git -C /tmp/v050r apply
+# --3way, keep 0.5.0's side of the version conflicts in hpjepa.h, make.
 # A binary with eval --checkpoint-every (0.6.1 on) also saves the fold in
 # progress after every CKPT_EVERY epochs (default 1) beside its embeddings,
 # so on a machine whose build/ survives, a job cut off mid-fold continues
