@@ -47,6 +47,10 @@ float *cli_read_npy(const char *cmd, const char *path, long long *rows, long lon
 int cli_check_writable(const char *cmd, const char *path);
 /* Wall-clock seconds (monotonic). */
 double cli_now(void);
+/* Pretraining in parts (pretrain and eval --checkpoint-every): the epoch at
+   which the part after `done` epochs ends, parts of `every` epochs (0: one
+   part) that never pass `until`. */
+long long cli_part_end(long long done, long long every, long long until);
 /* 1 if s is "-h" or "--help". */
 int cli_is_help(const char *s);
 #endif

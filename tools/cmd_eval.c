@@ -656,8 +656,7 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
     char path[1100];
     /* the test graphs never touch pretraining */
     while (pretrain && m->epoch < m->cfg.epochs) {
-        int64_t next = m->cfg.epochs;
-        if (ck && ck->every && (m->epoch / ck->every + 1) * ck->every < next) next = (m->epoch / ck->every + 1) * ck->every;
+        int64_t next = cli_part_end(m->epoch, ck ? ck->every : 0, m->cfg.epochs);
         if (hpj_pretrain_until(m, ds, tr, ntr, next, progress, user) != HPJ_OK) {
             snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
             hpj_model_free(m);

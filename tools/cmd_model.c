@@ -169,6 +169,10 @@ int cmd_pretrain(int argc, char **argv) {
     cli_progress cp;
     double t0;
     hpj_config_default(&cfg);
+    /* zeroed, so every failure below can take the one cleanup path */
+    memset(&m, 0, sizeof m);
+    memset(&ds, 0, sizeof ds);
+    memset(&cp, 0, sizeof cp);
     for (i = 1; i < argc; ++i) {
         int used;
         if (cli_is_help(argv[i])) { fputs(pretrain_usage, stdout); return 0; }
@@ -205,34 +209,26 @@ int cmd_pretrain(int argc, char **argv) {
     if (!resume && hpj_config_check(&cfg) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); return 2; }
     if (resume) {
         int threads = cfg.threads;
-        if (hpj_model_load(&m, resume) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); return 1; }
+        if (hpj_model_load(&m, resume) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done; }
         if (!m.adam_state) {
             cli_error("pretrain", "%s: saved without the optimizer state (write it with --save-optimizer, "
                       "--checkpoint-every or --until-epoch), so the run cannot continue exactly", resume);
-            hpj_model_free(&m);
-            return 1;
+            goto done;
         }
         if (threads) m.cfg.threads = threads;
         cfg = m.cfg;
     }
     if (until > cfg.epochs) {
         cli_error("pretrain", "--until-epoch %lld: the run has %d epochs", until, cfg.epochs);
-        if (resume) hpj_model_free(&m);
-        return 2;
+        rc = 2;
+        goto done;
     }
-    if (cli_load_dataset("pretrain", dir, &ds)) {
-        if (resume) hpj_model_free(&m);
-        return 1;
-    }
+    if (cli_load_dataset("pretrain", dir, &ds)) goto done;
     train = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds.num_graphs);
-    if (!train) {
-        cli_error("pretrain", "out of memory");
-        if (resume) hpj_model_free(&m);
-        goto done_ds;
-    }
+    if (!train) { cli_error("pretrain", "out of memory"); goto done; }
     for (g = 0; g < ds.num_graphs; ++g)
         if (!ds.split || (split && !strcmp(split, "all")) || ds.split[g] == HPJ_SPLIT_TRAIN) train[n++] = g;
-    if (!resume && hpj_model_init(&m, &cfg, &ds) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done_ds; }
+    if (!resume && hpj_model_init(&m, &cfg, &ds) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done; }
     if (!until) until = cfg.epochs;
     if (!quiet) {
         fprintf(stderr, "hpjepa pretrain: %s, %d graphs, %s mode, %zu parameters (+%zu EMA), %d resolutions\n", ds.name, n,
@@ -243,30 +239,29 @@ int cmd_pretrain(int argc, char **argv) {
     progress_init(&cp, &cfg, quiet);
     cp.step0 = m.step;
     if (loss_log) { /* written next to its final name, renamed when training succeeded */
-        if (!(cp.loss_log = cli_create("pretrain", loss_log, log_tmp, sizeof log_tmp))) goto done_m;
+        if (!(cp.loss_log = cli_create("pretrain", loss_log, log_tmp, sizeof log_tmp))) goto done;
         fputs("epoch,step,resolution,K,loss\n", cp.loss_log);
     }
     t0 = cli_now();
     /* in parts of `every` epochs, each part's model written with its
        optimizer state (the parts give the bits of one uninterrupted run) */
     while (m.epoch < until) {
-        int64_t next = every ? (m.epoch / every + 1) * every : until;
-        if (next > until) next = until;
+        int64_t next = cli_part_end(m.epoch, every, until);
         if (hpj_pretrain_until(&m, &ds, train, n, next, on_progress, &cp) != HPJ_OK) {
             if (cp.tty && !quiet) fputc('\n', stderr);
             cli_error("pretrain", "%s", hpj_last_error());
-            goto done_m;
+            goto done;
         }
-        if (next < until && hpj_model_save(&m, out, 1) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done_m; }
+        if (next < until && hpj_model_save(&m, out, 1) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done; }
     }
     if (hpj_model_save(&m, out, save_opt || every || until < cfg.epochs) != HPJ_OK) {
         cli_error("pretrain", "%s", hpj_last_error());
-        goto done_m;
+        goto done;
     }
     if (cp.loss_log) {
         FILE *f = cp.loss_log;
         cp.loss_log = NULL;
-        if (cli_commit("pretrain", f, 0, log_tmp, loss_log)) goto done_m;
+        if (cli_commit("pretrain", f, 0, log_tmp, loss_log)) goto done;
     }
     printf("model=%s params=%zu steps=%lld epoch=%lld/%d seconds=%.2f loss=", out, m.num_params, (long long)m.step,
            (long long)m.epoch, cfg.epochs, cli_now() - t0);
@@ -276,10 +271,9 @@ int cmd_pretrain(int argc, char **argv) {
     }
     putchar('\n');
     rc = 0;
-done_m:
+done:
     if (cp.loss_log) cli_discard(cp.loss_log, log_tmp); /* a failed run leaves no partial log */
     hpj_model_free(&m);
-done_ds:
     free(train);
     hpj_dataset_free(&ds);
     return rc;

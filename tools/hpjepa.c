@@ -76,6 +76,11 @@ int cli_commit(const char *cmd, FILE *f, int bad, const char *tmp, const char *p
     return 0;
 }
 
+long long cli_part_end(long long done, long long every, long long until) {
+    long long next = every > 0 ? (done / every + 1) * every : until;
+    return next < until ? next : until;
+}
+
 void cli_discard(FILE *f, const char *tmp) {
     fclose(f);
     remove(tmp);
