@@ -952,7 +952,7 @@ int cmd_eval(int argc, char **argv) {
                 int j, nl = 0, ff;
                 for (j = 0; j < nlanes && lanes[j].fold != f; ++j) {}
                 if (j == nlanes) { /* not yet: start a group at this fold */
-                    int group[64];
+                    int group[64] = {0}; /* group[0] is f: this fold was not restored above */
                     lane_progress lp;
                     for (ff = f; ff < nf && nl < nlanes; ++ff) {
                         double unused;
