@@ -6480,6 +6480,21 @@ static void hpj__bn_bw_part(double *pd, double *pdx, const float *dout, const fl
     }
 }
 
+/* Channels [c0, c0 + w) of BatchNorm backward from their sums over the N
+   rows, sd of g and sdx of g xhat: dgamma and dbeta, and the panel's md,
+   mdx (the channel means of g and g xhat) and k = gamma rstd. */
+static void hpj__bn_bw_panel(float *dgamma, float *dbeta, float *md, float *mdx, float *k, const double *sd,
+                             const double *sdx, const float *gamma, const float *rstd, int N, int c0, int w) {
+    int c;
+    for (c = 0; c < w; ++c) {
+        if (dgamma) dgamma[c0 + c] += (float)sdx[c];
+        if (dbeta) dbeta[c0 + c] += (float)sd[c];
+        md[c] = (float)(sd[c] / N);
+        mdx[c] = (float)(sdx[c] / N);
+        k[c] = (gamma ? gamma[c0 + c] : 1.0f) * rstd[c0 + c];
+    }
+}
+
 /* BatchNorm backward, optionally fused with the ReLU that followed it
    (relu_out: the saved max(BN(inp), 0); the incoming gradient is then
    dout [relu_out > 0]) and with overwrite = 1 writing dinp instead of
@@ -6534,13 +6549,7 @@ static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const flo
                     sdx[c] += pdx[c];
                 }
             }
-            for (c = 0; c < w; ++c) {
-                if (dgamma) dgamma[c0 + c] += (float)sdx[c];
-                if (dbeta) dbeta[c0 + c] += (float)sd[c];
-                md[c] = (float)(sd[c] / N);
-                mdx[c] = (float)(sdx[c] / N);
-                k[c] = (gamma ? gamma[c0 + c] : 1.0f) * rstd[c0 + c];
-            }
+            hpj__bn_bw_panel(dgamma, dbeta, md, mdx, k, sd, sdx, gamma, rstd, N, c0, w);
             if (dinp) hpj__bn_back_rows(dinp, dout, inp, relu_out, mean, rstd, k, md, mdx, 0, N, D, c0, w, overwrite);
         }
     }
@@ -8467,13 +8476,7 @@ static void hpj__bn_backward_cls(float *dinp, float *dgamma, float *dbeta, const
             size_t o = (size_t)u * D + c0;
             hpj__bn_bw_sums(sd, sdx, inp + o, dout + o, relu_out ? relu_out + o : NULL, mean + c0, rstd + c0, w);
         }
-        for (c = 0; c < w; ++c) {
-            if (dgamma) dgamma[c0 + c] += (float)sdx[c];
-            if (dbeta) dbeta[c0 + c] += (float)sd[c];
-            md[c] = (float)(sd[c] / N);
-            mdx[c] = (float)(sdx[c] / N);
-            k[c] = (gamma ? gamma[c0 + c] : 1.0f) * rstd[c0 + c];
-        }
+        hpj__bn_bw_panel(dgamma, dbeta, md, mdx, k, sd, sdx, gamma, rstd, N, c0, w);
         for (u = 0; u < U; ++u) {
             size_t o = (size_t)u * D + c0;
             float n = (float)cnt[u];
