@@ -8452,7 +8452,8 @@ static void hpj__bn_train_cls(float *out, float *mean, float *rstd, float *runni
                 double d = inp[(size_t)u * D + c0 + c] - sm[c];
                 q[c] += (double)cnt[u] * d * d;
             }
-        for (c = 0; c < w; ++c) hpj__bn_stat(c0 + c, sm[c], q[c], mean, rstd, running_mean, running_var, N, momentum, eps);
+        for (c = 0; c < w; ++c)
+            hpj__bn_stat(c0 + c, sm[c], q[c], mean, rstd, running_mean, running_var, N, momentum, eps);
     }
     HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
     for (i = 0; i < U; ++i) hpj__bn_out_rows(out, inp, mean, rstd, gamma, beta, i, i + 1, D, relu, res, sum);
@@ -8594,7 +8595,8 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
             int32_t c;
             hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
             hpj__lin(L->ul, L->pm, q->Wu, NULL, S, D, D);
-            hpj__bn(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode, w->bntmp, 1, NULL, 0);
+            hpj__bn(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode, w->bntmp, 1,
+                    NULL, 0);
             HPJ__OMP(parallel for schedule(static))
             for (c = 0; c < S; ++c) {
                 int32_t j, d;
@@ -8900,7 +8902,8 @@ static void hpj__pe_forward(hpj_model *m, hpj__pe_ws *w, const hpj_tokens *tk, c
     int32_t s;
     for (s = 0; s < S; ++s) memcpy(w->rw + (size_t)s * m->R, tk->rw + (size_t)it[s].patch * m->R, sizeof(float) * (size_t)m->R);
     hpj__lin(w->lin, w->rw, m->p.pe_W, NULL, S, m->R, m->D);
-    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.pe_g, m->p.pe_b, m->bn.pe_m, m->bn.pe_v, S, m->D, mode, w->bntmp, 1, NULL, 0);
+    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.pe_g, m->p.pe_b, m->bn.pe_m, m->bn.pe_v, S, m->D, mode, w->bntmp, 1,
+            NULL, 0);
 }
 
 static void hpj__pe_backward(hpj_model *m, const hpj__pe_ws *w, int32_t S, const float *dp, float *s1) {
