@@ -212,6 +212,27 @@ static void test_model_gradient_per_copy(void) {
     model_gradient_case(sets, 0);
 }
 
+/* m[0] and m[1] (the same parameters, two ways of computing the step) give
+   the same loss on graphs gs at resolution l up to rounding (1e-5
+   relative) and the same gradients (1e-4 of the largest); what names the
+   case in the messages. */
+static void check_same_loss_grads(hpj_model *m, const hpj_dataset *ds, const int32_t *gs, int n, int l,
+                                  const char *what) {
+    double L[2], gmax = 0.0, dmax = 0.0;
+    float yt[2][32 * HPJ_MAX_RES * 2];
+    size_t j;
+    int k;
+    for (k = 0; k < 2; ++k) CHECK_OK(hpj_model_loss(&m[k], ds, gs, n, l, 9, yt[k], 0, &L[k]));
+    CHECK_MSG(fabs(L[0] - L[1]) <= 1e-5 * fabs(L[0]) + 1e-7, "resolution %d (%s): loss %.9g against %.9g", l + 1, what,
+              L[0], L[1]);
+    for (j = 0; j < m[0].num_params; ++j) {
+        gmax = fmax(gmax, fabs(m[0].grads[j]));
+        dmax = fmax(dmax, fabs((double)m[0].grads[j] - m[1].grads[j]));
+    }
+    CHECK(gmax > 0.0);
+    CHECK_MSG(dmax <= 1e-4 * gmax, "resolution %d (%s): gradients differ by %.3g (max %.3g)", l + 1, what, dmax, gmax);
+}
+
 /* The table path (input_table = 1) and the per-copy path compute the same
    loss and gradients up to rounding: labelled edges, unlabelled edges, and
    labelled edges with one-hot degrees; one GNN layer (no later layer reads
@@ -241,19 +262,10 @@ static void test_model_table_matches_per_copy(void) {
             CHECK(memcmp(m[0].params, m[1].params, sizeof(float) * m[0].num_params) == 0);
             for (i = 0; i < 12; ++i) gs[i] = i * 5 + 1;
             for (l = 0; l < 3; ++l) {
-                double L[2], gmax = 0.0, dmax = 0.0;
-                float yt[2][12 * 3 * 2];
-                size_t j;
-                for (k = 0; k < 2; ++k) CHECK_OK(hpj_model_loss(&m[k], &ds, gs, 12, l, 9, yt[k], 0, &L[k]));
-                CHECK_MSG(fabs(L[0] - L[1]) <= 1e-5 * fabs(L[0]) + 1e-7, "resolution %d: loss %.9g per copy, %.9g table",
-                          l + 1, L[0], L[1]);
-                for (j = 0; j < m[0].num_params; ++j) {
-                    gmax = fmax(gmax, fabs(m[0].grads[j]));
-                    dmax = fmax(dmax, fabs((double)m[0].grads[j] - m[1].grads[j]));
-                }
-                CHECK(gmax > 0.0);
-                CHECK_MSG(dmax <= 1e-4 * gmax, "resolution %d (%s edges, %d layers): gradients differ by %.3g (max %.3g)", l + 1,
-                          unl == 1 ? "unlabelled" : unl ? "labelled, degrees," : "labelled", layers, dmax, gmax);
+                char what[64];
+                snprintf(what, sizeof what, "per copy vs table, %s edges, %d layers",
+                         unl == 1 ? "unlabelled" : unl ? "labelled, degrees," : "labelled", layers);
+                check_same_loss_grads(m, &ds, gs, 12, l, what);
                 /* the encoders' input weights get their gradient on both paths */
                 CHECK(fabs(m[1].g.node_W[0]) + fabs(m[1].g.node_b[0]) > 0.0f);
                 if (unl == 2) { /* the degree columns (after MUTAG's 7 labels) too */
@@ -308,21 +320,8 @@ static void test_model_first_layer_classes(void) {
             CHECK_OK(hpj_config_set(&c, "input_table", k ? "1" : "0"));
             CHECK_OK(hpj_model_init(&m[k], &c, &ds));
         }
-        for (l = 0; l < 3; ++l) {
-            double L[2], gmax = 0.0, dmax = 0.0;
-            float yt[2][16 * 3 * 2];
-            size_t j;
-            for (k = 0; k < 2; ++k) CHECK_OK(hpj_model_loss(&m[k], &ds, gs, 16, l, 9, yt[k], 0, &L[k]));
-            CHECK_MSG(fabs(L[0] - L[1]) <= 1e-5 * fabs(L[0]) + 1e-7, "resolution %d: loss %.9g per copy, %.9g classes",
-                      l + 1, L[0], L[1]);
-            for (j = 0; j < m[0].num_params; ++j) {
-                gmax = fmax(gmax, fabs(m[0].grads[j]));
-                dmax = fmax(dmax, fabs((double)m[0].grads[j] - m[1].grads[j]));
-            }
-            CHECK(gmax > 0.0);
-            CHECK_MSG(dmax <= 1e-4 * gmax, "resolution %d (%s): gradients differ by %.3g (max %.3g)", l + 1,
-                      bare ? "no labels" : "labels", dmax, gmax);
-        }
+        for (l = 0; l < 3; ++l)
+            check_same_loss_grads(m, &ds, gs, 16, l, bare ? "per copy vs classes, no labels" : "per copy vs classes, labels");
         for (k = 0; k < 2; ++k) hpj_model_free(&m[k]);
         for (k = 0; k < 2; ++k) { /* one epoch without / with dropout */
             hpj_config c;
