@@ -6003,8 +6003,91 @@ static HPJ__INLINE void hpj__sqrt16(float *t) {
 #endif
 }
 
+#if defined(HPJ__GEMM_AVX512)
+/* hpj__expf and hpj__ncdf on 16 lanes with AVX-512: the same operations in
+   the same order (separate multiplies and adds, no fused multiply-add, the
+   same clamps and selects, NaN passed through as the C code does), so the
+   same bits as the C loops the compiler vectorizes; those if-convert the
+   branches into masked operations with stack round trips and ran at
+   ~1.4 ns per element on this machine, these at ~0.2. */
+static HPJ__INLINE __m512 hpj__expf16(__m512 y) {
+#define HPJ__C(v) _mm512_set1_ps(v)
+    __m512 n, r, p;
+    __m512i bits;
+    y = _mm512_max_ps(HPJ__C(-87.0f), y); /* y < -87 ? -87 : y */
+    y = _mm512_min_ps(HPJ__C(88.0f), y);  /* y > 88 ? 88 : y   */
+    n = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(y, HPJ__C(1.442695041f)), HPJ__C(12582912.0f)), HPJ__C(12582912.0f));
+    r = _mm512_sub_ps(y, _mm512_mul_ps(n, HPJ__C(0.693145751953125f)));
+    r = _mm512_sub_ps(r, _mm512_mul_ps(n, HPJ__C(1.428606765330187e-06f)));
+    p = HPJ__C(1.384413801e-03f);
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), HPJ__C(8.374155499e-03f));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), HPJ__C(4.166799411e-02f));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), HPJ__C(1.666643173e-01f));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), HPJ__C(4.999999404e-01f));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), HPJ__C(1.0f));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), HPJ__C(1.0f));
+    bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+}
+
+static HPJ__INLINE __m512 hpj__ncdf16(__m512 x) {
+    __m512 z = _mm512_mul_ps(x, HPJ__C(0.70710678118654752f)), t = _mm512_mul_ps(z, z), e, u, q;
+    __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32(0x7FFFFFFF)));
+    __mmask16 mid = _mm512_cmp_ps_mask(a, HPJ__C(3.93f), _CMP_LT_OQ), small = _mm512_cmp_ps_mask(a, HPJ__C(1.0f), _CMP_LT_OQ);
+    e = HPJ__C(-5.626979400e-04f);
+    e = _mm512_add_ps(_mm512_mul_ps(e, t), HPJ__C(4.916354548e-03f));
+    e = _mm512_sub_ps(_mm512_mul_ps(e, t), HPJ__C(2.671015263e-02f));
+    e = _mm512_add_ps(_mm512_mul_ps(e, t), HPJ__C(1.128013209e-01f));
+    e = _mm512_sub_ps(_mm512_mul_ps(e, t), HPJ__C(3.761231899e-01f));
+    e = _mm512_add_ps(_mm512_mul_ps(e, t), HPJ__C(1.128379107e+00f));
+    e = _mm512_mul_ps(e, z);
+    if (small == 0xFFFF) return _mm512_add_ps(HPJ__C(0.5f), _mm512_mul_ps(HPJ__C(0.5f), e)); /* no lane needs q */
+    u = _mm512_sub_ps(_mm512_mask_blend_ps(mid, HPJ__C(3.93f), a), HPJ__C(2.5f));
+    q = HPJ__C(2.339618987e-07f);
+    q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(2.039391438e-05f));
+    q = _mm512_add_ps(_mm512_mul_ps(q, u), HPJ__C(6.450944056e-05f));
+    q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(4.285048926e-04f));
+    q = _mm512_add_ps(_mm512_mul_ps(q, u), HPJ__C(2.166953404e-03f));
+    q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(1.085422747e-02f));
+    q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(9.438923001e-01f));
+    q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(5.352680683e+00f));
+    q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(7.806815147e+00f));
+    q = _mm512_maskz_mul_ps(mid, HPJ__C(0.5f), hpj__expf16(q));                          /* erfc(|z|) / 2 */
+    q = _mm512_mask_sub_ps(q, _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_GT_OQ), HPJ__C(1.0f), q);
+    return _mm512_mask_blend_ps(small, q, _mm512_add_ps(HPJ__C(0.5f), _mm512_mul_ps(HPJ__C(0.5f), e)));
+}
+
+/* Elements [16 b0, 16 b1) (clipped to n) of the GELU forward (dout = NULL)
+   or backward. */
+static void hpj__gelu16(float *y, const float *x, const float *dout, size_t n, int64_t b0, int64_t b1) {
+    int64_t b;
+    for (b = b0; b < b1; ++b) {
+        size_t i = (size_t)b * 16, w = n - i < 16 ? n - i : 16;
+        __mmask16 k = (__mmask16)(w == 16 ? 0xFFFFu : (1u << w) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+        if (!dout) {
+            _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(v, hpj__ncdf16(v)));
+        } else { /* dinp += dout (Phi(x) + x phi(x)) */
+            __m512 pdf = _mm512_mul_ps(HPJ__C(0.3989422804014327f),
+                                       hpj__expf16(_mm512_mul_ps(_mm512_mul_ps(HPJ__C(-0.5f), v), v)));
+            __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dout + i),
+                                     _mm512_add_ps(hpj__ncdf16(v), _mm512_mul_ps(v, pdf)));
+            _mm512_mask_storeu_ps(y + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, y + i), g));
+        }
+    }
+#undef HPJ__C
+}
+#endif
+
 HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n) {
     int64_t b, nb = ((int64_t)n + 15) / 16;
+#if defined(HPJ__GEMM_AVX512)
+    if (hpj_gemm_isa() == HPJ_GEMM_AVX512) {
+        HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
+        for (b = 0; b < nb; b += 64) hpj__gelu16(out, inp, NULL, n, b, HPJ__MIN(nb, b + 64));
+        return;
+    }
+#endif
     HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
     for (b = 0; b < nb; ++b) {
         float t[16];
@@ -6017,6 +6100,13 @@ HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n) {
 
 HPJDEF void hpj_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n) {
     int64_t b, nb = ((int64_t)n + 15) / 16;
+#if defined(HPJ__GEMM_AVX512)
+    if (hpj_gemm_isa() == HPJ_GEMM_AVX512) {
+        HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
+        for (b = 0; b < nb; b += 64) hpj__gelu16(dinp, inp, dout, n, b, HPJ__MIN(nb, b + 64));
+        return;
+    }
+#endif
     /* out = x Phi(x): dout/dx = Phi(x) + x phi(x) */
     HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
     for (b = 0; b < nb; ++b) {
