@@ -6009,9 +6009,11 @@ static HPJ__INLINE void hpj__sqrt16(float *t) {
    same clamps and selects, NaN passed through as the C code does), so the
    same bits as the C loops the compiler vectorizes; those if-convert the
    branches into masked operations with stack round trips and ran at
-   ~1.4 ns per element on this machine, these at ~0.2. */
-static HPJ__INLINE __m512 hpj__expf16(__m512 y) {
+   ~1.3 ns per element forward and ~1.8 backward on this machine, these at
+   ~1.0 / 1.3, and ~0.5 / 0.8 when no lane of a block needs the erfc branch
+   (|x| < sqrt 2 throughout: 80 % of the blocks in a d = 128 training run). */
 #define HPJ__C(v) _mm512_set1_ps(v)
+static HPJ__INLINE __m512 hpj__expf16(__m512 y) {
     __m512 n, r, p;
     __m512i bits;
     y = _mm512_max_ps(HPJ__C(-87.0f), y); /* y < -87 ? -87 : y */
@@ -6033,7 +6035,8 @@ static HPJ__INLINE __m512 hpj__expf16(__m512 y) {
 static HPJ__INLINE __m512 hpj__ncdf16(__m512 x) {
     __m512 z = _mm512_mul_ps(x, HPJ__C(0.70710678118654752f)), t = _mm512_mul_ps(z, z), e, u, q;
     __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32(0x7FFFFFFF)));
-    __mmask16 mid = _mm512_cmp_ps_mask(a, HPJ__C(3.93f), _CMP_LT_OQ), small = _mm512_cmp_ps_mask(a, HPJ__C(1.0f), _CMP_LT_OQ);
+    __mmask16 mid = _mm512_cmp_ps_mask(a, HPJ__C(3.93f), _CMP_LT_OQ);
+    __mmask16 small = _mm512_cmp_ps_mask(a, HPJ__C(1.0f), _CMP_LT_OQ);
     e = HPJ__C(-5.626979400e-04f);
     e = _mm512_add_ps(_mm512_mul_ps(e, t), HPJ__C(4.916354548e-03f));
     e = _mm512_sub_ps(_mm512_mul_ps(e, t), HPJ__C(2.671015263e-02f));
@@ -6052,7 +6055,7 @@ static HPJ__INLINE __m512 hpj__ncdf16(__m512 x) {
     q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(9.438923001e-01f));
     q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(5.352680683e+00f));
     q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(7.806815147e+00f));
-    q = _mm512_maskz_mul_ps(mid, HPJ__C(0.5f), hpj__expf16(q));                          /* erfc(|z|) / 2 */
+    q = _mm512_maskz_mul_ps(mid, HPJ__C(0.5f), hpj__expf16(q)); /* erfc(|z|) / 2 */
     q = _mm512_mask_sub_ps(q, _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_GT_OQ), HPJ__C(1.0f), q);
     return _mm512_mask_blend_ps(small, q, _mm512_add_ps(HPJ__C(0.5f), _mm512_mul_ps(HPJ__C(0.5f), e)));
 }
@@ -6075,8 +6078,8 @@ static void hpj__gelu16(float *y, const float *x, const float *dout, size_t n, i
             _mm512_mask_storeu_ps(y + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, y + i), g));
         }
     }
-#undef HPJ__C
 }
+#undef HPJ__C
 #endif
 
 HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n) {
