@@ -5940,7 +5940,7 @@ static HPJ__INLINE float hpj__expf(float y) {
     p = p * r + 4.999999404e-01f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    bits = ((int32_t)n + 127) * 8388608; /* 2^n */
+    bits = ((n == n ? (int32_t)n : 0) + 127) * 8388608; /* 2^n (NaN: p is NaN anyway; no int overflow) */
     memcpy(&s, &bits, sizeof s);
     return p * s;
 }
