@@ -41,7 +41,7 @@ nseeds() { grep -o '"seeds": [0-9]*' "$1.json" | head -1 | grep -o '[0-9]*$'; }
 quartiles() {
     local ds=$1 title=$2 hp gj n s
     hp=$(first_run "$R/${ds}_hp_cv_5seed_fromemb" "$R/${ds}_hp_5seed" "$R/${ds}_hp_cv_2seed_fromemb" "$R/${ds}_hp_2seed" \
-        "$R/${ds}_hp_cv_1seed" "$R/${ds}_hp_1seed")
+        "$R/${ds}_hp_cv_1seed" "$R/${ds}_hp_cv_1seed_fromemb" "$R/${ds}_hp_1seed" "$R/${ds}_hp_clamp20_1seed")
     gj=$(first_run "$R/${ds}_gj_5seed" "$R/${ds}_gj_clamp20_5seed" "$R/${ds}_gj_clamp20_2seed" "$R/${ds}_gj_1seed" \
         "$R/${ds}_gj_clamp20_1seed")
     if [ -n "$hp" ] && [ -n "$gj" ]; then
@@ -87,6 +87,8 @@ done
 
 # beyond the paper's figure
 quartiles MUTAG "MUTAG: accuracy per node-count quartile"
+quartiles DD "DD: accuracy per node-count quartile"
+quartiles REDDIT-BINARY "REDDIT-BINARY: accuracy per node-count quartile"
 
 section "PROTEINS case study: t-SNE of graph embeddings"
 for m in hp gj; do
