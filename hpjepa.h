@@ -6082,15 +6082,24 @@ static void hpj__gelu16(float *y, const float *x, const float *dout, size_t n, i
 #undef HPJ__C
 #endif
 
+/* The GELU forward (dout = NULL) or backward with the AVX-512 kernel when
+   that is the selected ISA (hpj_gemm_set_isa); 0: use the C loops. */
+static int hpj__gelu_vec(float *y, const float *x, const float *dout, size_t n) {
+#if defined(HPJ__GEMM_AVX512)
+    int64_t b, nb = ((int64_t)n + 15) / 16;
+    if (hpj_gemm_isa() != HPJ_GEMM_AVX512) return 0;
+    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
+    for (b = 0; b < nb; b += 64) hpj__gelu16(y, x, dout, n, b, HPJ__MIN(nb, b + 64));
+    return 1;
+#else
+    (void)y, (void)x, (void)dout, (void)n;
+    return 0;
+#endif
+}
+
 HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n) {
     int64_t b, nb = ((int64_t)n + 15) / 16;
-#if defined(HPJ__GEMM_AVX512)
-    if (hpj_gemm_isa() == HPJ_GEMM_AVX512) {
-        HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
-        for (b = 0; b < nb; b += 64) hpj__gelu16(out, inp, NULL, n, b, HPJ__MIN(nb, b + 64));
-        return;
-    }
-#endif
+    if (hpj__gelu_vec(out, inp, NULL, n)) return;
     HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
     for (b = 0; b < nb; ++b) {
         float t[16];
@@ -6103,13 +6112,7 @@ HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n) {
 
 HPJDEF void hpj_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n) {
     int64_t b, nb = ((int64_t)n + 15) / 16;
-#if defined(HPJ__GEMM_AVX512)
-    if (hpj_gemm_isa() == HPJ_GEMM_AVX512) {
-        HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
-        for (b = 0; b < nb; b += 64) hpj__gelu16(dinp, inp, dout, n, b, HPJ__MIN(nb, b + 64));
-        return;
-    }
-#endif
+    if (hpj__gelu_vec(dinp, inp, dout, n)) return;
     /* out = x Phi(x): dout/dx = Phi(x) + x phi(x) */
     HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
     for (b = 0; b < nb; ++b) {
