@@ -660,7 +660,9 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
 /* The micro-kernel hpj_gemm uses. The default is the widest one compiled
    in (AVX-512 > AVX2 > portable C); hpj_gemm_set_isa forces one (for
    tests and benchmarks; -1 restores the default; returns -1 if that
-   kernel is not compiled in). Not to be changed while a GEMM runs. */
+   kernel is not compiled in). The GELU forward / backward follow it too
+   (an AVX-512 kernel or the portable loops, the same bits either way).
+   Not to be changed while a GEMM runs. */
 enum { HPJ_GEMM_PORTABLE = 0, HPJ_GEMM_AVX2 = 1, HPJ_GEMM_AVX512 = 2 };
 HPJDEF int hpj_gemm_isa(void);
 HPJDEF int hpj_gemm_set_isa(int isa);
