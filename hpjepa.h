@@ -5785,7 +5785,9 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
 /* ==== nn: shared helpers ==== */
 
 /* Loops over this many elements or more run in parallel. */
+#ifndef HPJ__PAR_ELEMS
 #define HPJ__PAR_ELEMS 32768
+#endif
 /* Fixed number of blocks of every scalar reduction (thread-independent). */
 #define HPJ__NBLK 64
 
@@ -8016,6 +8018,7 @@ typedef struct hpj__item {
     int32_t g;     /* graph                                     */
     int32_t slot;  /* index of the patch within its graph's slot */
     int64_t patch; /* global patch index in the tokens          */
+    int32_t ne;    /* induced CSR entries (set by hpj__path_count) */
 } hpj__item;
 
 /* The node copies of a list of patches, as one big graph: item s owns
@@ -8035,39 +8038,125 @@ typedef struct hpj__path {
     int32_t *gidx;    /* (C) copies of each group                      */
 } hpj__path;
 
-/* Counts copies, induced edges and groups of the items. stamp/loc are
-   scratch of the largest graph's size, stamp initialised to -1. */
-static void hpj__path_count(const hpj_dataset *ds, const hpj_tokens *tk, const hpj__item *it, int32_t S,
-                            int32_t *stamp, int64_t *C, int64_t *E, int64_t *NG) {
+/* Position of w in the ascending list a[0..n-1], or -1. */
+static int32_t hpj__find_sorted(const int32_t *a, int32_t n, int32_t w) {
+    int32_t lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (a[mid] == w) return mid;
+        if (a[mid] < w) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+/* Whether a forward pass needs the copy groups: copy averaging comes with
+   patch mixing, between GINE layers. */
+static int hpj__path_groups(const hpj_model *m) { return m->cfg.patch_mixing && m->cfg.gnn_layers > 1; }
+
+/* Scratch of the path builders: a stamp per thread, of the largest
+   graph's size (-1 between uses), so items go in parallel. */
+typedef struct hpj__pscr {
+    int32_t *buf;  /* (nthr, maxn) */
+    int32_t maxn;
+    int nthr;      /* omp_get_max_threads() when made; regions use at most this */
+} hpj__pscr;
+
+static hpj_status hpj__pscr_init(hpj__pscr *ps, const hpj_dataset *ds) {
+    int32_t g;
+    size_t i, n;
+    ps->maxn = 1;
+    ps->nthr = 1;
+#ifdef _OPENMP
+    ps->nthr = omp_get_max_threads();
+#endif
+    for (g = 0; g < ds->num_graphs; ++g) ps->maxn = HPJ__MAX(ps->maxn, (int32_t)(ds->node_ptr[g + 1] - ds->node_ptr[g]));
+    n = (size_t)ps->nthr * (size_t)ps->maxn;
+    ps->buf = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "pretrain");
+    if (!ps->buf) return HPJ_ERR_NOMEM;
+    for (i = 0; i < n; ++i) ps->buf[i] = -1;
+    return HPJ_OK;
+}
+
+/* The calling thread's stamp. */
+static int32_t *hpj__pscr_mine(const hpj__pscr *ps) {
+    int t = 0;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+#endif
+    return ps->buf + (size_t)t * (size_t)ps->maxn;
+}
+
+/* Whether item s opens a run (the items of one graph are contiguous). */
+static int hpj__run_start(const hpj__item *it, int32_t s) { return s == 0 || it[s].g != it[s - 1].g; }
+
+/* Groups of the run of items s0.. (one graph's items): the first copy of
+   a node, in item order, opens the next group, numbered from g0; grp (if
+   not NULL) gets each copy's group at seg[s] + j. stamp: the thread's
+   (-1, left so). Returns the count. */
+static int32_t hpj__run_groups(const hpj_tokens *tk, const hpj__item *it, int32_t S, int32_t s0, int32_t *stamp,
+                               const int32_t *seg, int32_t *grp, int32_t g0) {
+    int32_t s, j, n = 0;
+    for (s = s0; s < S && it[s].g == it[s0].g; ++s) {
+        const int32_t *nodes = tk->nodes + tk->ptr[it[s].patch];
+        int32_t m = (int32_t)(tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch]);
+        for (j = 0; j < m; ++j) {
+            if (stamp[nodes[j]] < 0) stamp[nodes[j]] = g0 + n++;
+            if (grp) grp[seg[s] + j] = stamp[nodes[j]];
+        }
+    }
+    for (s = s0; s < S && it[s].g == it[s0].g; ++s) {
+        const int32_t *nodes = tk->nodes + tk->ptr[it[s].patch];
+        int32_t m = (int32_t)(tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch]);
+        for (j = 0; j < m; ++j) stamp[nodes[j]] = -1;
+    }
+    return n;
+}
+
+/* The induced edges of an item's patch (nodes ascending), in CSR order:
+   returns their number. With rowptr, writes them too, as copies c0.. from
+   entry e0 on: rowptr[c0 + j] copy j's first entry, col the other end's
+   copy, edge the dataset CSR entry. stamp: the thread's; it holds each
+   patch node's copy while the patch is marked. */
+static int32_t hpj__item_edges(const hpj_dataset *ds, const hpj_tokens *tk, const hpj__item *it, int32_t *stamp,
+                               int32_t c0, int32_t e0, int32_t *rowptr, int32_t *col, int32_t *edge) {
+    const int32_t *nodes = tk->nodes + tk->ptr[it->patch];
+    int32_t m = (int32_t)(tk->ptr[it->patch + 1] - tk->ptr[it->patch]), j, e = e0;
+    hpj_graph gr = hpj_dataset_graph(ds, it->g);
+    int32_t eb = (int32_t)ds->edge_ptr[it->g];
+    for (j = 0; j < m; ++j) stamp[nodes[j]] = c0 + j;
+    for (j = 0; j < m; ++j) {
+        int32_t u = nodes[j], i;
+        if (rowptr) {
+            rowptr[c0 + j] = e;
+            for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) {
+                int32_t c = stamp[gr.col[i]];
+                if (c < 0) continue;
+                col[e] = c;
+                edge[e] = eb + i;
+                ++e;
+            }
+        } else {
+            for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) e += stamp[gr.col[i]] >= 0;
+        }
+    }
+    for (j = 0; j < m; ++j) stamp[nodes[j]] = -1;
+    return e - e0;
+}
+
+/* Counts copies, induced edges (each item's in it[s].ne) and (when groups)
+   groups of the items, in parallel over the items. */
+static void hpj__path_count(const hpj_dataset *ds, const hpj_tokens *tk, hpj__item *it, int32_t S,
+                            const hpj__pscr *ps, int groups, int64_t *C, int64_t *E, int64_t *NG) {
     int32_t s;
     int64_t c = 0, e = 0, ng = 0;
-    int32_t tag = 0, prev_g;
-    /* node copies and induced edges, patch by patch */
+    HPJ__OMP(parallel for schedule(dynamic, 16) reduction(+ : c, e, ng) num_threads(ps->nthr) if (S >= 64))
     for (s = 0; s < S; ++s) {
-        const int32_t *nodes = tk->nodes + tk->ptr[it[s].patch];
-        int32_t m = (int32_t)(tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch]), j;
-        hpj_graph gr = hpj_dataset_graph(ds, it[s].g);
-        ++tag;
-        for (j = 0; j < m; ++j) stamp[nodes[j]] = tag;
-        for (j = 0; j < m; ++j) {
-            int32_t u = nodes[j], i;
-            for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) e += (stamp[gr.col[i]] == tag);
-        }
-        c += m;
-    }
-    /* groups: distinct (graph, node) pairs, counted with a second stamp pass */
-    prev_g = -1;
-    for (s = 0; s < S; ++s) {
-        const int32_t *nodes = tk->nodes + tk->ptr[it[s].patch];
-        int32_t m = (int32_t)(tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch]), j;
-        if (it[s].g != prev_g) { ++tag; prev_g = it[s].g; }
-        for (j = 0; j < m; ++j)
-            if (stamp[nodes[j]] != tag) { stamp[nodes[j]] = tag; ++ng; }
-    }
-    for (s = 0; s < S; ++s) { /* restore the stamps */
-        const int32_t *nodes = tk->nodes + tk->ptr[it[s].patch];
-        int32_t m = (int32_t)(tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch]), j;
-        for (j = 0; j < m; ++j) stamp[nodes[j]] = -1;
+        int32_t *stamp = hpj__pscr_mine(ps);
+        it[s].ne = hpj__item_edges(ds, tk, it + s, stamp, 0, 0, NULL, NULL, NULL);
+        e += it[s].ne;
+        c += tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch];
+        if (groups && hpj__run_start(it, s)) ng += hpj__run_groups(tk, it, S, s, stamp, NULL, NULL, 0);
     }
     *C = c;
     *E = e;
@@ -8087,71 +8176,73 @@ static void hpj__path_bind(hpj_arena *a, hpj__path *p, int32_t S, int32_t C, int
     p->gidx = hpj_arena_ints(a, (size_t)C + 1);
 }
 
-/* Fills a bound path. stamp (-1) and loc: scratch of the largest graph. */
+/* Fills a path bound with hpj__path_count's numbers (groups only when
+   NG > 0), in parallel over the items: the same result as one pass in item
+   order. */
 static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hpj__item *it, hpj__path *p,
-                           int32_t *stamp, int32_t *loc) {
-    int32_t s, c = 0, e = 0, ng = 0, tag = -1, prev_g = -1, i, k;
-    /* copies and edges, item by item; stamp holds the item index */
-    for (s = 0; s < p->S; ++s) {
-        const int32_t *nodes = tk->nodes + tk->ptr[it[s].patch];
-        int32_t m = (int32_t)(tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch]), j;
-        hpj_graph gr = hpj_dataset_graph(ds, it[s].g);
-        int64_t nb = ds->node_ptr[it[s].g], eb = ds->edge_ptr[it[s].g];
+                           const hpj__pscr *ps) {
+    int32_t s, c = 0, e = 0, ng = 0, S = p->S;
+    for (s = 0; s < S; ++s) { /* copy offsets; each item's first entry parked in rowptr */
         p->seg[s] = c;
-        for (j = 0; j < m; ++j) { stamp[nodes[j]] = s; loc[nodes[j]] = c + j; }
-        for (j = 0; j < m; ++j) {
-            int32_t u = nodes[j];
-            p->node[c] = (int32_t)(nb + u);
-            p->rowptr[c] = e;
-            for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) {
-                int32_t w = gr.col[i];
-                if (stamp[w] != s) continue;
-                p->col[e] = loc[w];
-                p->edge[e] = (int32_t)(eb + i);
-                ++e;
-            }
-            ++c;
-        }
-        for (j = 0; j < m; ++j) stamp[nodes[j]] = -1;
+        p->rowptr[c] = e;
+        c += (int32_t)(tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch]);
+        e += it[s].ne;
     }
-    p->seg[p->S] = c;
+    p->seg[S] = c;
     p->rowptr[c] = e;
+    HPJ_ASSERT(c == p->C && e == p->E);
+    HPJ__OMP(parallel for schedule(dynamic, 16) num_threads(ps->nthr) if (S >= 64))
+    for (s = 0; s < S; ++s) {
+        const int32_t *nodes = tk->nodes + tk->ptr[it[s].patch];
+        int32_t j, c0 = p->seg[s], nb = (int32_t)ds->node_ptr[it[s].g];
+        for (j = c0; j < p->seg[s + 1]; ++j) p->node[j] = nb + nodes[j - c0];
+        hpj__item_edges(ds, tk, it + s, hpj__pscr_mine(ps), c0, p->rowptr[c0], p->rowptr, p->col, p->edge);
+    }
     /* reverse entries: row col[k] holds the copy of row k's owner; columns
        ascend within a row, so binary search */
     HPJ__OMP(parallel for schedule(static))
     for (c = 0; c < p->C; ++c) {
         int32_t kk;
         for (kk = p->rowptr[c]; kk < p->rowptr[c + 1]; ++kk) {
-            int32_t b = p->col[kk], lo = p->rowptr[b], hi = p->rowptr[b + 1] - 1, r = -1;
-            while (lo <= hi) {
-                int32_t mid = lo + (hi - lo) / 2;
-                if (p->col[mid] == c) { r = mid; break; }
-                if (p->col[mid] < c) lo = mid + 1; else hi = mid - 1;
-            }
-            p->rev[kk] = r;
+            int32_t b = p->col[kk], r = hpj__find_sorted(p->col + p->rowptr[b], p->rowptr[b + 1] - p->rowptr[b], c);
+            p->rev[kk] = r < 0 ? -1 : p->rowptr[b] + r;
         }
     }
-    /* groups: the first copy of a node (within its graph's items) opens one */
-    for (s = 0; s < p->S; ++s) {
-        int32_t j;
-        if (it[s].g != prev_g) { prev_g = it[s].g; tag = s; }
-        for (j = p->seg[s]; j < p->seg[s + 1]; ++j) {
-            int32_t u = (int32_t)(p->node[j] - ds->node_ptr[it[s].g]);
-            if (stamp[u] != tag) { stamp[u] = tag; loc[u] = ng++; }
-            p->grp[j] = loc[u];
+    if (p->NG == 0) return;
+    /* groups, run by run: each run's count (parked in gidx at the run's
+       first copy), the runs' first groups, then each run's numbering and
+       its part of the counting sort gptr / gidx (a run's groups hold
+       exactly its copies) */
+    HPJ__OMP(parallel for schedule(dynamic, 16) num_threads(ps->nthr) if (S >= 64))
+    for (s = 0; s < S; ++s)
+        if (hpj__run_start(it, s)) p->gidx[p->seg[s]] = hpj__run_groups(tk, it, S, s, hpj__pscr_mine(ps), NULL, NULL, 0);
+    for (s = 0; s < S; ++s)
+        if (hpj__run_start(it, s)) {
+            int32_t n = p->gidx[p->seg[s]];
+            p->gidx[p->seg[s]] = ng;
+            ng += n;
         }
-    }
-    for (s = 0; s < p->S; ++s) {
-        int32_t j;
-        for (j = p->seg[s]; j < p->seg[s + 1]; ++j) stamp[p->node[j] - ds->node_ptr[it[s].g]] = -1;
-    }
     HPJ_ASSERT(ng == p->NG);
-    for (k = 0; k <= p->NG; ++k) p->gptr[k] = 0;
-    for (c = 0; c < p->C; ++c) p->gptr[p->grp[c] + 1]++;
-    for (k = 0; k < p->NG; ++k) p->gptr[k + 1] += p->gptr[k];
-    for (c = 0; c < p->C; ++c) p->gidx[p->gptr[p->grp[c]]++] = c;
-    for (k = p->NG; k > 0; --k) p->gptr[k] = p->gptr[k - 1];
-    p->gptr[0] = 0;
+    HPJ__OMP(parallel for schedule(dynamic, 16) num_threads(ps->nthr) if (S >= 64))
+    for (s = 0; s < S; ++s) {
+        int32_t g0, g1, k, j, c0 = p->seg[s], c1, acc;
+        if (!hpj__run_start(it, s)) continue;
+        g0 = p->gidx[c0];
+        g1 = g0 + hpj__run_groups(tk, it, S, s, hpj__pscr_mine(ps), p->seg, p->grp, g0);
+        for (k = s + 1; k < S && it[k].g == it[s].g; ++k) {}
+        c1 = p->seg[k];
+        for (k = g0; k < g1; ++k) p->gptr[k] = 0;
+        for (j = c0; j < c1; ++j) p->gptr[p->grp[j]]++;
+        for (k = g0, acc = c0; k < g1; ++k) { /* sizes -> first positions */
+            int32_t t = p->gptr[k];
+            p->gptr[k] = acc;
+            acc += t;
+        }
+        for (j = c0; j < c1; ++j) p->gidx[p->gptr[p->grp[j]]++] = j;
+        for (k = g1 - 1; k > g0; --k) p->gptr[k] = p->gptr[k - 1]; /* ends -> starts */
+        p->gptr[g0] = c0;
+    }
+    p->gptr[p->NG] = p->C;
 }
 
 /* Degree of dataset node u in its graph (for node_degree). */
@@ -8297,6 +8388,7 @@ static void hpj__gnn_classes(hpj__gnn_ws *w) {
     uint32_t mask = (uint32_t)w->chcap - 1;
     w->ncls = 0;
     if (!w->cls) return;
+    HPJ__OMP(parallel for schedule(static) if (C >= 4096))
     for (c = 0; c < C; ++c) { /* each row's keys, sorted (t1 sums them in this order) */
         int32_t a = p->rowptr[c], n = p->rowptr[c + 1] - a, j, k;
         int32_t *r = w->csky + a;
@@ -8311,16 +8403,21 @@ static void hpj__gnn_classes(hpj__gnn_ws *w) {
     }
     if (C < 2 || w->lay[0].mask || (int64_t)w->chcap < 2 * (int64_t)C) return;
     for (i = 0; i < w->chcap; ++i) w->chash[i] = -1;
+    /* each copy's home slot, parked in cls[c] until its class replaces it */
+    HPJ__OMP(parallel for schedule(static) if (C >= 4096))
     for (c = 0; c < C; ++c) {
-        int32_t a = p->rowptr[c], n = p->rowptr[c + 1] - a, j, u;
+        int32_t a = p->rowptr[c], n = p->rowptr[c + 1] - a, j;
         uint64_t h = ((uint64_t)(uint32_t)w->ty[c] << 32) ^ (uint64_t)(uint32_t)n, st;
-        uint32_t slot;
         for (j = 0; j < n; ++j) {
             st = h ^ ((uint64_t)(uint32_t)w->csky[a + j] << 7);
             h = hpj_splitmix64(&st);
         }
         st = h;
-        slot = (uint32_t)hpj_splitmix64(&st) & mask;
+        w->cls[c] = (int32_t)((uint32_t)hpj_splitmix64(&st) & mask);
+    }
+    for (c = 0; c < C; ++c) {
+        int32_t u;
+        uint32_t slot = (uint32_t)w->cls[c];
         while ((u = w->chash[slot]) >= 0 && !hpj__cls_same(w, w->crep[u], c)) slot = (slot + 1) & mask;
         if (u < 0) {
             if (2 * (U + 1) > C) return; /* too few copies per class to gain: per copy */
@@ -9177,7 +9274,7 @@ typedef struct hpj__trainer {
     hpj_tokens tk;
     float *node_rw;          /* (N, R) */
     hpj_arena arena;
-    int32_t *stamp, *loc;    /* (max n) scratch, stamp = -1 */
+    hpj__pscr ps;            /* the path builders' scratch */
     hpj__item *ctx, *tgt;    /* (batch), (batch * max M)    */
     int32_t *tptr;           /* (batch + 1) targets of each context */
     uint64_t sample_seed;
@@ -9307,8 +9404,8 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     if (B == 0) return HPJ_OK;
     *active = 1;
     for (b = 0; b < B; ++b) Tm = HPJ__MAX(Tm, tr->tptr[b + 1] - tr->tptr[b]);
-    hpj__path_count(ds, &tr->tk, tr->ctx, B, tr->stamp, &cc[0], &cc[1], &cc[2]);
-    hpj__path_count(ds, &tr->tk, tr->tgt, T, tr->stamp, &ct[0], &ct[1], &ct[2]);
+    hpj__path_count(ds, &tr->tk, tr->ctx, B, &tr->ps, hpj__path_groups(m), &cc[0], &cc[1], &cc[2]);
+    hpj__path_count(ds, &tr->tk, tr->tgt, T, &tr->ps, hpj__path_groups(m), &ct[0], &ct[1], &ct[2]);
     if (cc[0] > INT32_MAX / 2 || cc[1] > INT32_MAX / 2 || ct[0] > INT32_MAX / 2 || ct[1] > INT32_MAX / 2)
         return hpj__fail(HPJ_ERR_INPUT, "step: batch too large (%lld node copies)", (long long)(cc[0] + ct[0]));
     hpj_arena_init_measure(&meas);
@@ -9318,8 +9415,8 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     hpj__step_bind(&tr->arena, m, &w, B, T, Tm, cc, ct, train_drop);
 
     /* -- inputs -- */
-    hpj__path_fill(ds, &tr->tk, tr->ctx, &w.gc.path, tr->stamp, tr->loc);
-    hpj__path_fill(ds, &tr->tk, tr->tgt, &w.gt.path, tr->stamp, tr->loc);
+    hpj__path_fill(ds, &tr->tk, tr->ctx, &w.gc.path, &tr->ps);
+    hpj__path_fill(ds, &tr->tk, tr->tgt, &w.gt.path, &tr->ps);
     hpj__path_features(m, ds, &w.gc);
     hpj__path_features(m, ds, &w.gt);
     if (!tr->grads_zero) memset(m->grads, 0, sizeof(float) * m->num_params);
@@ -9445,7 +9542,7 @@ static void hpj__trainer_free(hpj__trainer *tr) {
     hpj_tokens_free(&tr->tk);
     hpj__free(tr->node_rw);
     hpj_arena_free(&tr->arena);
-    hpj__free(tr->stamp); hpj__free(tr->loc); hpj__free(tr->ctx); hpj__free(tr->tgt); hpj__free(tr->tptr);
+    hpj__free(tr->ps.buf); hpj__free(tr->ctx); hpj__free(tr->tgt); hpj__free(tr->tptr);
     memset(tr, 0, sizeof(*tr));
 }
 
@@ -9465,7 +9562,7 @@ static void hpj__tok_opts(const hpj_model *m, hpj_tok_options *o, int train, int
 }
 
 static hpj_status hpj__trainer_init(hpj__trainer *tr, hpj_model *m, const hpj_dataset *ds, int32_t batch_cap) {
-    int32_t g, maxn = 1, maxM = 1, l;
+    int32_t maxM = 1, l;
     hpj_status st;
     memset(tr, 0, sizeof(*tr));
     tr->m = m;
@@ -9480,19 +9577,15 @@ static hpj_status hpj__trainer_init(hpj__trainer *tr, hpj_model *m, const hpj_da
     if (m->node_attr_dim && (!ds->node_attr || ds->node_attr_dim != m->node_attr_dim))
         return hpj__fail(HPJ_ERR_INPUT, "model expects %d node attributes, dataset %s has %d", m->node_attr_dim, ds->name,
                          ds->node_attr ? ds->node_attr_dim : 0);
-    for (g = 0; g < ds->num_graphs; ++g) maxn = HPJ__MAX(maxn, (int32_t)(ds->node_ptr[g + 1] - ds->node_ptr[g]));
     for (l = 0; l < m->cfg.L; ++l) maxM = HPJ__MAX(maxM, m->cfg.M[l]);
     tr->node_rw = (float *)hpj__calloc((size_t)ds->num_nodes + 1, sizeof(float) * (size_t)m->R, "pretrain");
-    tr->stamp = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)maxn, "pretrain");
-    tr->loc = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)maxn, "pretrain");
     tr->ctx = (hpj__item *)hpj__alloc(sizeof(hpj__item) * (size_t)batch_cap, "pretrain");
     tr->tgt = (hpj__item *)hpj__alloc(sizeof(hpj__item) * (size_t)batch_cap * (size_t)maxM, "pretrain");
     tr->tptr = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)batch_cap + 1), "pretrain");
-    if (!tr->node_rw || !tr->stamp || !tr->loc || !tr->ctx || !tr->tgt || !tr->tptr) {
+    if (hpj__pscr_init(&tr->ps, ds) || !tr->node_rw || !tr->ctx || !tr->tgt || !tr->tptr) {
         hpj__trainer_free(tr);
         return HPJ_ERR_NOMEM;
     }
-    for (g = 0; g < maxn; ++g) tr->stamp[g] = -1;
     if ((st = hpj_dataset_rwse(ds, m->R, tr->node_rw))) { hpj__trainer_free(tr); return st; }
     return HPJ_OK;
 }
@@ -9717,7 +9810,7 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
                 for (j = 0; j < k; ++j) { items[S].g = g; items[S].slot = j; items[S].patch = p0 + j; ++S; }
             }
             if (S == 0) { start = end; continue; }
-            hpj__path_count(ds, &tr.tk, items, S, tr.stamp, &cnt[0], &cnt[1], &cnt[2]);
+            hpj__path_count(ds, &tr.tk, items, S, &tr.ps, hpj__path_groups(m), &cnt[0], &cnt[1], &cnt[2]);
             hpj_arena_init_measure(&meas);
             hpj__gnn_bind(&meas, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL, 1);
             hpj__pe_bind(&meas, m, &pw, S);
@@ -9731,7 +9824,7 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
             hpj__enc_bind(&tr.arena, m, &ew, B, Tm, 0);
             mask = (uint8_t *)hpj_arena_alloc(&tr.arena, (size_t)B * Tm + 1);
             if (c->target_adj) adj = hpj_arena_floats(&tr.arena, (size_t)B * Tm * Tm + 1);
-            hpj__path_fill(ds, &tr.tk, items, &gw.path, tr.stamp, tr.loc);
+            hpj__path_fill(ds, &tr.tk, items, &gw.path, &tr.ps);
             hpj__path_features(m, ds, &gw);
             hpj__gnn_forward(m, &gw, HPJ__EVAL, 0);
             hpj__pe_forward(m, &pw, &tr.tk, items, S, HPJ__EVAL);
