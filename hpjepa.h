@@ -1753,6 +1753,19 @@ HPJDEF void hpj_arena_reset(hpj_arena *a, size_t mark) {
 
 /* ==== graph: CSR construction and checks ============================= */
 
+/* The entry of v in row u of a CSR whose rows ascend (binary search), or
+   -1: the reverse of an entry u -> v is hpj__csr_find(rowptr, col, v, u). */
+static int32_t hpj__csr_find(const int32_t *rowptr, const int32_t *col, int32_t u, int32_t v) {
+    int32_t lo = rowptr[u], hi = rowptr[u + 1] - 1;
+    while (lo <= hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (col[mid] == v) return mid;
+        if (col[mid] < v) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
 HPJDEF void hpj_graph_owned_free(hpj_graph_owned *g) {
     hpj__free(g->mem);
     memset(g, 0, sizeof(*g));
@@ -1774,19 +1787,13 @@ HPJDEF hpj_status hpj_graph_check(const hpj_graph *g) {
     for (v = 0; v < g->n; ++v) {
         if (g->vwgt && g->vwgt[v] < 0) return hpj__fail(HPJ_ERR_INPUT, "graph: vertex %d has negative weight", v);
         for (i = g->rowptr[v]; i < g->rowptr[v + 1]; ++i) {
-            int32_t u = g->col[i], lo, hi, found = -1;
+            int32_t u = g->col[i], found;
             if (u < 0 || u >= g->n) return hpj__fail(HPJ_ERR_INPUT, "graph: vertex %d has neighbour %d out of range", v, u);
             if (u == v) return hpj__fail(HPJ_ERR_INPUT, "graph: self-loop at vertex %d", v);
             if (i > g->rowptr[v] && g->col[i - 1] >= u)
                 return hpj__fail(HPJ_ERR_INPUT, "graph: neighbours of vertex %d not strictly ascending", v);
             if (g->ewgt && g->ewgt[i] <= 0) return hpj__fail(HPJ_ERR_INPUT, "graph: edge %d-%d has weight %d <= 0", v, u, g->ewgt[i]);
-            lo = g->rowptr[u];
-            hi = g->rowptr[u + 1] - 1;
-            while (lo <= hi) { /* the reverse entry, by binary search */
-                int32_t mid = lo + (hi - lo) / 2;
-                if (g->col[mid] == v) { found = mid; break; }
-                if (g->col[mid] < v) lo = mid + 1; else hi = mid - 1;
-            }
+            found = hpj__csr_find(g->rowptr, g->col, u, v); /* the reverse entry */
             if (found < 0) return hpj__fail(HPJ_ERR_INPUT, "graph: edge %d->%d has no reverse %d->%d", v, u, u, v);
             if (g->ewgt && g->ewgt[found] != g->ewgt[i])
                 return hpj__fail(HPJ_ERR_INPUT, "graph: edge %d-%d has weights %d and %d in its two directions", v, u,
@@ -2341,12 +2348,7 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
     for (v = 0; v < n; ++v) {
         int32_t i;
         for (i = rowptr[v]; i < rowptr[v + 1]; ++i) {
-            int32_t u = col[i], lo = rowptr[u], hi = rowptr[u + 1] - 1, found = -1;
-            while (lo <= hi) {
-                int32_t mid = lo + (hi - lo) / 2;
-                if (col[mid] == (int32_t)v) { found = mid; break; }
-                if (col[mid] < (int32_t)v) lo = mid + 1; else hi = mid - 1;
-            }
+            int32_t u = col[i], found = hpj__csr_find(rowptr, col, u, (int32_t)v);
             if (found < 0) {
                 st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: edge %lld->%d has no reverse %d->%lld (vertex %d on line %lld does not list %lld)",
                                name, (long long)vline[v], (long long)v + 1, u + 1, u + 1, (long long)v + 1, u + 1,
@@ -4723,15 +4725,18 @@ HPJDEF void hpj_rwse(const hpj_graph *g, int rw_dim, float *rw, void *scratch) {
     }
 }
 
+/* The number of nodes of the dataset's largest graph (0 when empty). */
+static int32_t hpj__max_nodes(const hpj_dataset *ds) {
+    int32_t g, maxn = 0;
+    for (g = 0; g < ds->num_graphs; ++g) maxn = HPJ__MAX(maxn, (int32_t)(ds->node_ptr[g + 1] - ds->node_ptr[g]));
+    return maxn;
+}
+
 HPJDEF hpj_status hpj_dataset_rwse(const hpj_dataset *ds, int rw_dim, float *out) {
     int32_t g;
-    int32_t maxn = 0;
+    int32_t maxn = hpj__max_nodes(ds);
     int failed = 0;
     if (rw_dim < 1 || rw_dim > 256) return hpj__fail(HPJ_ERR_INPUT, "rwse: rw_dim %d outside 1..256", rw_dim);
-    for (g = 0; g < ds->num_graphs; ++g) {
-        int32_t n = (int32_t)(ds->node_ptr[g + 1] - ds->node_ptr[g]);
-        if (n > maxn) maxn = n;
-    }
     HPJ__OMP(parallel)
     {
         void *scratch = hpj__alloc(hpj_rwse_scratch_bytes(maxn), "rwse");
@@ -4841,14 +4846,10 @@ static hpj_status hpj__tok_partition(const hpj_graph *gr, int32_t k, int32_t K, 
         /* symmetrise the keep flags: mark entry i kept if it or its reverse is */
         for (v = 0; v < n; ++v)
             for (i = gr->rowptr[v]; i < gr->rowptr[v + 1]; ++i) {
-                int32_t u = gr->col[i], lo = gr->rowptr[u], hi = gr->rowptr[u + 1] - 1;
+                int32_t u = gr->col[i], back;
                 if (u < v) continue;
-                while (lo <= hi) {
-                    int32_t mid = lo + (hi - lo) / 2;
-                    if (gr->col[mid] == v) { lo = mid; break; }
-                    if (gr->col[mid] < v) lo = mid + 1; else hi = mid - 1;
-                }
-                if (w->dcol[i] | w->dcol[lo]) w->dcol[i] = w->dcol[lo] = 1;
+                if ((back = hpj__csr_find(gr->rowptr, gr->col, u, v)) < 0) continue; /* checked graphs have it */
+                if (w->dcol[i] | w->dcol[back]) w->dcol[i] = w->dcol[back] = 1;
             }
         w->drow[0] = 0;
         for (v = 0; v < n; ++v) {
@@ -8018,7 +8019,8 @@ typedef struct hpj__item {
     int32_t g;     /* graph                                     */
     int32_t slot;  /* index of the patch within its graph's slot */
     int64_t patch; /* global patch index in the tokens          */
-    int32_t ne;    /* induced CSR entries (set by hpj__path_count) */
+    int32_t ne;    /* induced CSR entries (set by hpj__path_count)  */
+    int32_t ng;    /* copy groups of the run it opens (likewise)    */
 } hpj__item;
 
 /* The node copies of a list of patches, as one big graph: item s owns
@@ -8038,18 +8040,6 @@ typedef struct hpj__path {
     int32_t *gidx;    /* (C) copies of each group                      */
 } hpj__path;
 
-/* Position of w in the ascending list a[0..n-1], or -1. */
-static int32_t hpj__find_sorted(const int32_t *a, int32_t n, int32_t w) {
-    int32_t lo = 0, hi = n - 1;
-    while (lo <= hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (a[mid] == w) return mid;
-        if (a[mid] < w) lo = mid + 1;
-        else hi = mid - 1;
-    }
-    return -1;
-}
-
 /* Whether a forward pass needs the copy groups: copy averaging comes with
    patch mixing, between GINE layers. */
 static int hpj__path_groups(const hpj_model *m) { return m->cfg.patch_mixing && m->cfg.gnn_layers > 1; }
@@ -8063,14 +8053,12 @@ typedef struct hpj__pscr {
 } hpj__pscr;
 
 static hpj_status hpj__pscr_init(hpj__pscr *ps, const hpj_dataset *ds) {
-    int32_t g;
     size_t i, n;
-    ps->maxn = 1;
+    ps->maxn = HPJ__MAX(1, hpj__max_nodes(ds));
     ps->nthr = 1;
 #ifdef _OPENMP
     ps->nthr = omp_get_max_threads();
 #endif
-    for (g = 0; g < ds->num_graphs; ++g) ps->maxn = HPJ__MAX(ps->maxn, (int32_t)(ds->node_ptr[g + 1] - ds->node_ptr[g]));
     n = (size_t)ps->nthr * (size_t)ps->maxn;
     ps->buf = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "pretrain");
     if (!ps->buf) return HPJ_ERR_NOMEM;
@@ -8145,7 +8133,8 @@ static int32_t hpj__item_edges(const hpj_dataset *ds, const hpj_tokens *tk, cons
 }
 
 /* Counts copies, induced edges (each item's in it[s].ne) and (when groups)
-   groups of the items, in parallel over the items. */
+   groups of the items (each run's in its first item's ng), in parallel
+   over the items. */
 static void hpj__path_count(const hpj_dataset *ds, const hpj_tokens *tk, hpj__item *it, int32_t S,
                             const hpj__pscr *ps, int groups, int64_t *C, int64_t *E, int64_t *NG) {
     int32_t s;
@@ -8156,7 +8145,7 @@ static void hpj__path_count(const hpj_dataset *ds, const hpj_tokens *tk, hpj__it
         it[s].ne = hpj__item_edges(ds, tk, it + s, stamp, 0, 0, NULL, NULL, NULL);
         e += it[s].ne;
         c += tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch];
-        if (groups && hpj__run_start(it, s)) ng += hpj__run_groups(tk, it, S, s, stamp, NULL, NULL, 0);
+        if (groups && hpj__run_start(it, s)) ng += it[s].ng = hpj__run_groups(tk, it, S, s, stamp, NULL, NULL, 0);
     }
     *C = c;
     *E = e;
@@ -8203,24 +8192,17 @@ static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hp
     HPJ__OMP(parallel for schedule(static))
     for (c = 0; c < p->C; ++c) {
         int32_t kk;
-        for (kk = p->rowptr[c]; kk < p->rowptr[c + 1]; ++kk) {
-            int32_t b = p->col[kk], r = hpj__find_sorted(p->col + p->rowptr[b], p->rowptr[b + 1] - p->rowptr[b], c);
-            p->rev[kk] = r < 0 ? -1 : p->rowptr[b] + r;
-        }
+        for (kk = p->rowptr[c]; kk < p->rowptr[c + 1]; ++kk)
+            p->rev[kk] = hpj__csr_find(p->rowptr, p->col, p->col[kk], c);
     }
     if (p->NG == 0) return;
-    /* groups, run by run: each run's count (parked in gidx at the run's
-       first copy), the runs' first groups, then each run's numbering and
-       its part of the counting sort gptr / gidx (a run's groups hold
-       exactly its copies) */
-    HPJ__OMP(parallel for schedule(dynamic, 16) num_threads(ps->nthr) if (S >= 64))
-    for (s = 0; s < S; ++s)
-        if (hpj__run_start(it, s)) p->gidx[p->seg[s]] = hpj__run_groups(tk, it, S, s, hpj__pscr_mine(ps), NULL, NULL, 0);
+    /* groups, run by run: the runs' first groups (parked in gidx at each
+       run's first copy), then each run's numbering and its part of the
+       counting sort gptr / gidx (a run's groups hold exactly its copies) */
     for (s = 0; s < S; ++s)
         if (hpj__run_start(it, s)) {
-            int32_t n = p->gidx[p->seg[s]];
             p->gidx[p->seg[s]] = ng;
-            ng += n;
+            ng += it[s].ng;
         }
     HPJ_ASSERT(ng == p->NG);
     HPJ__OMP(parallel for schedule(dynamic, 16) num_threads(ps->nthr) if (S >= 64))
@@ -8229,6 +8211,7 @@ static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hp
         if (!hpj__run_start(it, s)) continue;
         g0 = p->gidx[c0];
         g1 = g0 + hpj__run_groups(tk, it, S, s, hpj__pscr_mine(ps), p->seg, p->grp, g0);
+        HPJ_ASSERT(g1 - g0 == it[s].ng);
         for (k = s + 1; k < S && it[k].g == it[s].g; ++k) {}
         c1 = p->seg[k];
         for (k = g0; k < g1; ++k) p->gptr[k] = 0;
