@@ -37,7 +37,8 @@ echo "|---|---|---|---|---|---|---|---|---|---|"
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 # the fifth field multiplies STEPS: a d = 128 batch takes ~50 ms, so 8 of
 # them (0.4 s) left one run at the mercy of a single slow moment of the host
-for spec in "PROTEINS proteins 512 proteins_d512 1" "PROTEINS proteins 128 proteins_d128 5" "DD dd 512 dd_d512 1"; do
+MULT128=5
+for spec in "PROTEINS proteins 512 proteins_d512 1" "PROTEINS proteins 128 proteins_d128 $MULT128" "DD dd 512 dd_d512 1"; do
     set -- $spec
     steps=$(( STEPS * $5 ))
     # ONLY=dd_d512 (or proteins_d512, proteins_d128; a comma-separated list) runs only those rows
@@ -81,4 +82,4 @@ echo "Targets: PROTEINS d=512 >= 1.5x torch, PROTEINS d=128 >= 3x, DD d=512 >= 1
 echo "$PEER_BLAS_NOTE"
 echo "Our PROTEINS/DD are the real datasets; the peer's are synthetic look-alikes of the same sizes."
 echo "Each side ran $R times, alternating; the table shows the medians of the per-run median batch; 'ratio per round' is the range of ours / torch over the rounds (each round's two runs are seconds apart, so it is less exposed to the host's drift)."
-echo "Command: \`bash tools/bench_train.sh\` (THREADS, STEPS, R, ONLY env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps N\` (N = $STEPS at d = 512, $(( STEPS * 5 )) at d = 128; the peer the same)."
+echo "Command: \`bash tools/bench_train.sh\` (THREADS, STEPS, R, ONLY env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps N\` (N = $STEPS at d = 512, $(( STEPS * MULT128 )) at d = 128; the peer the same)."
