@@ -519,7 +519,7 @@ static void test_activations(void) {
         free(d);
         free(ones);
     }
-    /* every kernel (the AVX-512 one and the portable C loops) gives the
+    /* every kernel (AVX-512, AVX2 and the portable C loops) gives the
        same bits, forward and backward, over normal values, the clamps'
        edges, zeros, infinities and NaN, at lengths with partial blocks */
     {
