@@ -5243,69 +5243,90 @@ static void hpj__gemm_kernel_avx512_cols(int kc, const float *a, ptrdiff_t lda, 
 
 #if !defined(HPJ_NO_SIMD) && defined(__AVX2__) && defined(__FMA__)
 #define HPJ__GEMM_AVX2 1
-/* -- AVX2 kernel: 6 x 16 (12 ymm accumulators); N edges go through a
-   zero-padded copy of the B rows -- */
+/* -- AVX2 kernel: 6 x 16 (12 ymm accumulators); N edges use lane masks -- */
 #define HPJ__YMR 6
 #define HPJ__YNR 16
+/* a transposed A is read in place for products at most this wide */
+#ifndef HPJ__YCOLS_N
+#define HPJ__YCOLS_N (4 * HPJ__YNR)
+#endif
 #define HPJ__YDECL(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
+/* A values as in the AVX-512 kernel: row i of the sliver at ap[i * ais],
+   successive k aks apart */
 #define HPJ__YFMA(i)                                       \
     {                                                      \
-        __m256 a_ = _mm256_broadcast_ss(ap + i);           \
+        __m256 a_ = _mm256_broadcast_ss(ap + i * ais);     \
         c##i##0 = _mm256_fmadd_ps(a_, b0, c##i##0);        \
         c##i##1 = _mm256_fmadd_ps(a_, b1, c##i##1);        \
     }
-#define HPJ__YSAVE(i)                              \
-    _mm256_storeu_ps(acc + i * 16, c##i##0);       \
-    _mm256_storeu_ps(acc + i * 16 + 8, c##i##1);
-#define HPJ__YSTORE(i)                                                                     \
+/* the rule of hpj__gemm_out on 8 lanes; LD / ST: full or masked (k0, k1:
+   the columns stored) loads and stores (masked stores are slow on AMD) */
+#define HPJ__YLDU(p, k) _mm256_loadu_ps(p)
+#define HPJ__YSTU(p, k, v) _mm256_storeu_ps(p, v)
+#define HPJ__YLDM(p, k) _mm256_maskload_ps(p, k)
+#define HPJ__YSTM(p, k, v) _mm256_maskstore_ps(p, k, v)
+#define HPJ__YSTORE(i, LD, ST)                                                             \
     if (mr > i) {                                                                          \
         float *ci_ = c + (ptrdiff_t)i * ldc;                                               \
         __m256 t0_ = _mm256_mul_ps(va, c##i##0), t1_ = _mm256_mul_ps(va, c##i##1);         \
         if (!first) {                                                                      \
-            t0_ = _mm256_add_ps(_mm256_loadu_ps(ci_), t0_);                                \
-            t1_ = _mm256_add_ps(_mm256_loadu_ps(ci_ + 8), t1_);                            \
+            t0_ = _mm256_add_ps(LD(ci_, k0), t0_);                                         \
+            t1_ = _mm256_add_ps(LD(ci_ + 8, k1), t1_);                                     \
         } else if (beta != 0.0f) {                                                         \
-            t0_ = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci_), t0_);                          \
-            t1_ = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci_ + 8), t1_);                      \
+            t0_ = _mm256_fmadd_ps(vb, LD(ci_, k0), t0_);                                   \
+            t1_ = _mm256_fmadd_ps(vb, LD(ci_ + 8, k1), t1_);                               \
         }                                                                                  \
-        _mm256_storeu_ps(ci_, t0_);                                                        \
-        _mm256_storeu_ps(ci_ + 8, t1_);                                                    \
+        ST(ci_, k0, t0_);                                                                  \
+        ST(ci_ + 8, k1, t1_);                                                              \
     }
-static void hpj__gemm_kernel_avx2(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
-                                  ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first) {
-    float acc[HPJ__YMR * HPJ__YNR];
-    int i, j, k;
+#define HPJ__YSTORE_FULL(i) HPJ__YSTORE(i, HPJ__YLDU, HPJ__YSTU)
+#define HPJ__YSTORE_MASK(i) HPJ__YSTORE(i, HPJ__YLDM, HPJ__YSTM)
+/* The kernel body, inlined into the three kernels below with their
+   strides; the arithmetic, and so every result bit, is the same for all
+   three. Partial tiles (nr < 16) load and store under lane masks. */
+static HPJ__INLINE_ALWAYS void hpj__ykern(int kc, const float *ap, ptrdiff_t ais, ptrdiff_t aks, const float *bp,
+                                          ptrdiff_t ldbk, float *c, ptrdiff_t ldc, int mr, int nr, float alpha,
+                                          float beta, int first) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), lane);
+    __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr - 8), lane);
+    __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    int k;
     HPJ__R6(HPJ__YDECL)
     if (nr == HPJ__YNR) {
         for (k = 0; k < kc; ++k) {
             __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
             HPJ__R6(HPJ__YFMA)
-            ap += HPJ__YMR;
+            ap += aks;
             bp += ldbk;
         }
     } else {
-        float bl[HPJ__YNR];
         for (k = 0; k < kc; ++k) {
-            __m256 b0, b1;
-            for (j = 0; j < HPJ__YNR; ++j) bl[j] = j < nr ? bp[j] : 0.0f;
-            b0 = _mm256_loadu_ps(bl);
-            b1 = _mm256_loadu_ps(bl + 8);
+            __m256 b0 = _mm256_maskload_ps(bp, k0), b1 = _mm256_maskload_ps(bp + 8, k1);
             HPJ__R6(HPJ__YFMA)
-            ap += HPJ__YMR;
+            ap += aks;
             bp += ldbk;
         }
     }
-    if (nr == HPJ__YNR) { /* full-width rows: the rule of hpj__gemm_out on 8 lanes */
-        __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
-        HPJ__R6(HPJ__YSTORE)
-        return;
+    if (nr == HPJ__YNR) {
+        HPJ__R6(HPJ__YSTORE_FULL)
+    } else {
+        HPJ__R6(HPJ__YSTORE_MASK)
     }
-    HPJ__R6(HPJ__YSAVE)
-    for (i = 0; i < mr; ++i) {
-        float *ci = c + (ptrdiff_t)i * ldc;
-        for (j = 0; j < nr; ++j) ci[j] = hpj__gemm_out(acc[i * 16 + j], first && beta == 0.0f ? 0.0f : ci[j], alpha,
-                                                       beta, first);
-    }
+}
+static void hpj__gemm_kernel_avx2(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
+                                  ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first) {
+    hpj__ykern(kc, ap, 1, HPJ__YMR, bp, ldbk, c, ldc, mr, nr, alpha, beta, first);
+}
+/* 6 full rows of op(A) read in place (as hpj__gemm_kernel_avx512_rows and
+   _cols) */
+static void hpj__gemm_kernel_avx2_rows(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
+                                       float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first) {
+    hpj__ykern(kc, a, lda, 1, bp, ldbk, c, ldc, HPJ__YMR, nr, alpha, beta, first);
+}
+static void hpj__gemm_kernel_avx2_cols(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
+                                       float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first) {
+    hpj__ykern(kc, a, 1, lda, bp, ldbk, c, ldc, HPJ__YMR, nr, alpha, beta, first);
 }
 #endif
 
@@ -5724,6 +5745,7 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
 #if defined(HPJ__GEMM_AVX2)
     if (isa == HPJ_GEMM_AVX2) {
         g.kern = hpj__gemm_kernel_avx2;
+        g.krows = !g.transA ? hpj__gemm_kernel_avx2_rows : N <= HPJ__YCOLS_N ? hpj__gemm_kernel_avx2_cols : NULL;
         g.mr = HPJ__YMR;
         g.nr = HPJ__YNR;
     }
@@ -6166,15 +6188,18 @@ static void hpj__gelu8(float *y, const float *x, const float *dout, size_t n, in
         size_t i = (size_t)b * 8;
         int w = n - i < 8 ? (int)(n - i) : 8;
         __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), lane);
-        __m256 v = _mm256_maskload_ps(x + i, k);
+        __m256 v = w == 8 ? _mm256_loadu_ps(x + i) : _mm256_maskload_ps(x + i, k), r;
         if (!dout) {
-            _mm256_maskstore_ps(y + i, k, _mm256_mul_ps(v, hpj__ncdf8(v)));
+            r = _mm256_mul_ps(v, hpj__ncdf8(v));
         } else { /* dinp += dout (Phi(x) + x phi(x)) */
             __m256 pdf = _mm256_mul_ps(HPJ__C(0.3989422804014327f),
                                        hpj__expf8(_mm256_mul_ps(_mm256_mul_ps(HPJ__C(-0.5f), v), v)));
-            __m256 g = _mm256_mul_ps(_mm256_maskload_ps(dout + i, k), _mm256_add_ps(hpj__ncdf8(v), _mm256_mul_ps(v, pdf)));
-            _mm256_maskstore_ps(y + i, k, _mm256_add_ps(_mm256_maskload_ps(y + i, k), g));
+            __m256 dy = w == 8 ? _mm256_loadu_ps(dout + i) : _mm256_maskload_ps(dout + i, k);
+            __m256 y0 = w == 8 ? _mm256_loadu_ps(y + i) : _mm256_maskload_ps(y + i, k);
+            r = _mm256_add_ps(y0, _mm256_mul_ps(dy, _mm256_add_ps(hpj__ncdf8(v), _mm256_mul_ps(v, pdf))));
         }
+        if (w == 8) _mm256_storeu_ps(y + i, r);
+        else _mm256_maskstore_ps(y + i, k, r); /* (slow on AMD: tails only) */
     }
 }
 #undef HPJ__C
@@ -6612,9 +6637,9 @@ HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float
 
 /* One row of BatchNorm backward's sums over w channels: sd += g and
    sdx += g xhat in double, g = dy (or dy [ro > 0]), xhat = (x - mean) rstd
-   in float. The AVX-512 path does exactly the scalar arithmetic, 8 channels
-   at a time (a multiply and an add, never fused: the same bits); compilers
-   left the mixed float/double loop scalar. */
+   in float. The AVX-512 (AVX2) path does exactly the scalar arithmetic, 8
+   (4) channels at a time (a multiply and an add, never fused: the same
+   bits); compilers left the mixed float/double loop scalar. */
 static void hpj__bn_bw_sums(double *sd, double *sdx, const float *x, const float *dy, const float *ro,
                             const float *mean, const float *rstd, int w) {
     int c = 0;
@@ -6628,6 +6653,16 @@ static void hpj__bn_bw_sums(double *sd, double *sdx, const float *x, const float
         gd = _mm512_cvtps_pd(g);
         _mm512_storeu_pd(sd + c, _mm512_add_pd(_mm512_loadu_pd(sd + c), gd));
         _mm512_storeu_pd(sdx + c, _mm512_add_pd(_mm512_loadu_pd(sdx + c), _mm512_mul_pd(gd, _mm512_cvtps_pd(xh))));
+    }
+#elif defined(HPJ__GEMM_AVX2)
+    for (; c + 4 <= w; c += 4) { /* the same with 4 doubles */
+        __m128 g = _mm_loadu_ps(dy + c);
+        __m128 xh = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(x + c), _mm_loadu_ps(mean + c)), _mm_loadu_ps(rstd + c));
+        __m256d gd;
+        if (ro) g = _mm_and_ps(_mm_cmp_ps(_mm_loadu_ps(ro + c), _mm_setzero_ps(), _CMP_GT_OQ), g);
+        gd = _mm256_cvtps_pd(g);
+        _mm256_storeu_pd(sd + c, _mm256_add_pd(_mm256_loadu_pd(sd + c), gd));
+        _mm256_storeu_pd(sdx + c, _mm256_add_pd(_mm256_loadu_pd(sdx + c), _mm256_mul_pd(gd, _mm256_cvtps_pd(xh))));
     }
 #endif
     if (ro)
@@ -6878,8 +6913,8 @@ HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, 
 }
 
 /* t[j] = [h[j] + e[j] > 0] t[j] and acc[j] += t[j] (in double) over w
-   channels: the AVX-512 path does the scalar arithmetic 16 channels at a
-   time (the same bits); compilers left the mixed float/double loop scalar,
+   channels: the AVX-512 (AVX2) path does the scalar arithmetic 16 (8)
+   channels at a time (the same bits); compilers left the mixed float/double loop scalar,
    and it took most of the shared-edge backward. */
 static void hpj__gine_mask_acc(double *acc, float *t, const float *hr, const float *ec, int w) {
     int j = 0;
@@ -6893,6 +6928,16 @@ static void hpj__gine_mask_acc(double *acc, float *t, const float *hr, const flo
         /* the upper 8 floats (AVX-512F has no 32x8 extract) */
         __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
         _mm512_storeu_pd(acc + j + 8, _mm512_add_pd(_mm512_loadu_pd(acc + j + 8), _mm512_cvtps_pd(hi)));
+    }
+#elif defined(HPJ__GEMM_AVX2)
+    for (; j + 8 <= w; j += 8) {
+        __m256 k = _mm256_cmp_ps(_mm256_add_ps(_mm256_loadu_ps(hr + j), _mm256_loadu_ps(ec + j)), _mm256_setzero_ps(),
+                                 _CMP_GT_OQ);
+        __m256 v = _mm256_and_ps(k, _mm256_loadu_ps(t + j));
+        _mm256_storeu_ps(t + j, v);
+        _mm256_storeu_pd(acc + j, _mm256_add_pd(_mm256_loadu_pd(acc + j), _mm256_cvtps_pd(_mm256_castps256_ps128(v))));
+        _mm256_storeu_pd(acc + j + 4,
+                         _mm256_add_pd(_mm256_loadu_pd(acc + j + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
     }
 #endif
     for (; j < w; ++j) {
