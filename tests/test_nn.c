@@ -204,8 +204,11 @@ static void test_gemm_kernels_agree(void) {
     hpj_rng_seed(&r, 5);
     fill_uniform(A, (size_t)M * K, -1, 1, &r);
     fill_uniform(B, (size_t)K * N, -1, 1, &r);
-    for (layout = 0; layout < 3; ++layout) {
-        int ta = layout == 2, tb = layout == 1;
+    /* layouts 3..5 again 40 columns wide: a transposed A is then read in
+       place by the SIMD kernels (partial slivers and tiles throughout) */
+    for (layout = 0; layout < 6; ++layout) {
+        int ta = layout % 3 == 2, tb = layout % 3 == 1;
+        N = layout < 3 ? 90 : 40;
         hpj_gemm_set_isa(HPJ_GEMM_PORTABLE);
         hpj_gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, C0, N);
         for (isa = HPJ_GEMM_AVX2; isa <= HPJ_GEMM_AVX512; ++isa) {
