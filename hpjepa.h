@@ -5460,8 +5460,13 @@ static void hpj__gemm_pack_b(float *bp, const hpj__gemm_job *g, int j0, int nc, 
         int w = HPJ__MIN(NR, nc - s * NR), jj = j0 + s * NR;
         if (!g->transB) { /* B is (K, N): rows are contiguous */
             const float *b = g->B + (ptrdiff_t)p0 * g->ldb + jj;
+            /* full slivers: fixed-size copies (the loop below stays scalar) */
             if (NR == 32 && w == 32) {
                 for (k = 0; k < kc; ++k, b += g->ldb, o += 32) memcpy(o, b, 32 * sizeof(float));
+                continue;
+            }
+            if (NR == 16 && w == 16) {
+                for (k = 0; k < kc; ++k, b += g->ldb, o += 16) memcpy(o, b, 16 * sizeof(float));
                 continue;
             }
             for (k = 0; k < kc; ++k, b += g->ldb, o += NR) {

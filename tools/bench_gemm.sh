@@ -36,7 +36,8 @@ mkdir -p "$B"
 
 # ---- the peer: Debian's OpenBLAS ----
 need=()
-echo '#include <cblas.h>' | gcc -E - >/dev/null 2>&1 || need+=(libopenblas-dev)
+# the header alone is not enough (another BLAS may provide cblas.h): link it
+printf '#include <cblas.h>\nint main(void) { return 0; }\n' | gcc -x c - -lopenblas -o /dev/null >/dev/null 2>&1 || need+=(libopenblas-dev)
 command -v gcc >/dev/null || need+=(gcc)
 if [ ${#need[@]} -gt 0 ]; then
     echo "installing ${need[*]} from Debian" >&2
