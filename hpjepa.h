@@ -5435,6 +5435,10 @@ static void hpj__gemm_pack_a(float *ap, const hpj__gemm_job *g, int i0, int mc, 
             for (s = 0; s * MR < mc; ++s) {
                 float *o = ap + (ptrdiff_t)s * kc * MR + k * MR;
                 int w = HPJ__MIN(MR, mc - s * MR);
+                if (MR == 6 && w == 6) { /* the AVX2 kernel's slivers: a fixed-size copy */
+                    memcpy(o, a + s * 6, 6 * sizeof(float));
+                    continue;
+                }
                 for (i = 0; i < w; ++i) o[i] = a[s * MR + i];
                 for (; i < MR; ++i) o[i] = 0.0f;
             }
