@@ -96,10 +96,11 @@
               full slivers of A in place and stores full tiles as vectors
               (masked loads / stores only at edges: AMD's masked stores are
               slow), BatchNorm backward's sums and input gradient and the
-              GINE mask-accumulate on 4 / 8 lanes, B packing with fixed-size
-              copies. On that host, 2 threads, against the PyTorch peer in
-              the same run: PROTEINS d = 128 ~0.97x -> 1.81x, d = 512
-              1.39x, DD 1.02x -> 1.19x
+              GINE mask-accumulate on 4 / 8 lanes, A and B packing with
+              fixed-size copies. On that host, 2 threads, alternating with
+              0.7.0: PROTEINS d = 512 81 -> 127 graphs/s, DD 19.8 -> 29.1,
+              d = 128 625 -> 1184; against the PyTorch peer in one run
+              1.39x, 1.19x, 1.81x (0.7.0: about 0.98x, 0.80x, 0.92x)
        0.7.0  the first GINE layer runs once per class of equal node copies
               (hpj__gnn_classes): on the table path a copy's first-layer
               input is a function of its type and the multiset of its
