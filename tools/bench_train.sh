@@ -30,12 +30,7 @@ R=${R:-3}
 peer_blas_choose
 echo "## Training throughput (forward + backward + Adam + EMA, all resolutions, $THREADS threads)"
 echo
-# the model name alone ("AMD EPYC") has covered hosts from Zen 3 (AVX2 only)
-# to Zen 5 (AVX-512): name the family, model and widest vector ISA too
-isa=avx2; grep -qw avx512f /proc/cpuinfo && isa=avx512
-grep -qw avx2 /proc/cpuinfo || isa=sse
-fam=$(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '); mdl=$(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')
-echo "Host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (family $fam model $mdl, $isa), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')."
+echo "Host: $(peer_host_line)."
 echo
 echo "| dataset | d | batch | hpjepa graphs/s | torch graphs/s | ratio | ratio per round | GFLOP/batch (ours / torch) | hpjepa GFLOP/s | peak MB (ours / torch) |"
 echo "|---|---|---|---|---|---|---|---|---|---|"

@@ -22,16 +22,38 @@
 # PEER_BLAS_NOTE (one sentence for the report) set. /proc/cpuinfo is read
 # (PEER_BLAS_CPUINFO names another file, for the tests); where it is missing
 # the rule falls back to OpenBLAS's detection.
+# The widest vector ISA the CPU reports: avx512, avx2, other, or nothing
+# when the cpuinfo file is missing.
+peer_cpu_isa() {
+    local cpu=${PEER_BLAS_CPUINFO:-/proc/cpuinfo}
+    [ -r "$cpu" ] || return 0
+    if grep -qw avx512f "$cpu"; then echo avx512
+    elif grep -qw avx2 "$cpu"; then echo avx2
+    else echo other
+    fi
+}
+
+# One line naming the host for a report: the model name alone ("AMD EPYC")
+# has covered hosts from Zen 3 (AVX2 only) to Zen 5 (AVX-512), so the
+# family, model and widest ISA too.
+peer_host_line() {
+    local cpu=${PEER_BLAS_CPUINFO:-/proc/cpuinfo} name fam mdl isa
+    isa=$(peer_cpu_isa)
+    name=$(grep -m1 'model name' "$cpu" 2>/dev/null | cut -d: -f2 | sed 's/^ //')
+    fam=$(grep -m1 'cpu family' "$cpu" 2>/dev/null | cut -d: -f2 | tr -d ' ')
+    mdl=$(grep -m1 '^model[[:space:]]*:' "$cpu" 2>/dev/null | cut -d: -f2 | tr -d ' ')
+    echo "${name:-unknown CPU} (family ${fam:-?} model ${mdl:-?}, ${isa:-?}), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
+}
+
 peer_blas_choose() {
-    local why="" cpu=${PEER_BLAS_CPUINFO:-/proc/cpuinfo}
+    local why=""
     PEER_BLAS_CORE=${PEER_CORETYPE:-}
     [ -n "$PEER_BLAS_CORE" ] && why="set by PEER_CORETYPE"
-    if [ -z "$PEER_BLAS_CORE" ] && [ -r "$cpu" ]; then
-        if grep -qw avx512f "$cpu"; then
-            PEER_BLAS_CORE=SkylakeX why="the CPU has AVX-512"
-        elif grep -qw avx2 "$cpu"; then
-            PEER_BLAS_CORE=Haswell why="the CPU has AVX2"
-        fi
+    if [ -z "$PEER_BLAS_CORE" ]; then
+        case $(peer_cpu_isa) in
+        avx512) PEER_BLAS_CORE=SkylakeX why="the CPU has AVX-512" ;;
+        avx2) PEER_BLAS_CORE=Haswell why="the CPU has AVX2" ;;
+        esac
     fi
     unset OPENBLAS_L2_SIZE
     if [ -n "$PEER_BLAS_CORE" ]; then
