@@ -5991,6 +5991,20 @@ HPJDEF void hpj_relu_backward(float *dinp, const float *dout, const float *out, 
    vectorizes fixed-trip loops, so the elementwise kernels below work on
    blocks of 16 copied to the stack) -- */
 
+/* The coefficients of the two fits below, shared by the C, AVX-512 and
+   AVX2 versions: each polynomial runs by Horner's rule from its first
+   coefficient, one step S(c) per coefficient after it, every step a
+   multiply and then an add (x - c written as x + (-c): the same bits). */
+#define HPJ__EXP_C0 1.384413801e-03f
+#define HPJ__EXP_STEPS(S) S(8.374155499e-03f) S(4.166799411e-02f) S(1.666643173e-01f) S(4.999999404e-01f) S(1.0f) S(1.0f)
+#define HPJ__ERF_C0 (-5.626979400e-04f)
+#define HPJ__ERF_STEPS(S) \
+    S(4.916354548e-03f) S(-2.671015263e-02f) S(1.128013209e-01f) S(-3.761231899e-01f) S(1.128379107e+00f)
+#define HPJ__ERFC_C0 2.339618987e-07f
+#define HPJ__ERFC_STEPS(S)                                                                                     \
+    S(-2.039391438e-05f) S(6.450944056e-05f) S(-4.285048926e-04f) S(2.166953404e-03f) S(-1.085422747e-02f) \
+    S(-9.438923001e-01f) S(-5.352680683e+00f) S(-7.806815147e+00f)
+
 /* e^y for y in [-87, 88] (clamped), relative error < 1.1e-7: 2^n times a
    degree-6 polynomial on |r| <= ln2/2. */
 static HPJ__INLINE float hpj__expf(float y) {
@@ -6001,13 +6015,10 @@ static HPJ__INLINE float hpj__expf(float y) {
     n = (y * 1.442695041f + 12582912.0f) - 12582912.0f; /* round to nearest */
     r = y - n * 0.693145751953125f;                     /* ln 2, high part */
     r = r - n * 1.428606765330187e-06f;                 /* ln 2, low part  */
-    p = 1.384413801e-03f;
-    p = p * r + 8.374155499e-03f;
-    p = p * r + 4.166799411e-02f;
-    p = p * r + 1.666643173e-01f;
-    p = p * r + 4.999999404e-01f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
+    p = HPJ__EXP_C0;
+#define HPJ__S(c) p = p * r + (c);
+    HPJ__EXP_STEPS(HPJ__S)
+#undef HPJ__S
     bits = ((n == n ? (int32_t)n : 0) + 127) * 8388608; /* 2^n (NaN: p is NaN anyway; no int overflow) */
     memcpy(&s, &bits, sizeof s);
     return p * s;
@@ -6018,23 +6029,16 @@ static HPJ__INLINE float hpj__expf(float y) {
    tail keeps its relative accuracy), and 0 / 1 beyond, as float erf. */
 static HPJ__INLINE float hpj__ncdf(float x) {
     float z = x * 0.70710678118654752f, a = fabsf(z), t = z * z, e, u, q;
-    e = -5.626979400e-04f;
-    e = e * t + 4.916354548e-03f;
-    e = e * t - 2.671015263e-02f;
-    e = e * t + 1.128013209e-01f;
-    e = e * t - 3.761231899e-01f;
-    e = e * t + 1.128379107e+00f;
+    e = HPJ__ERF_C0;
+#define HPJ__S(c) e = e * t + (c);
+    HPJ__ERF_STEPS(HPJ__S)
+#undef HPJ__S
     e = e * z;
     u = (a < 3.93f ? a : 3.93f) - 2.5f;
-    q = 2.339618987e-07f;
-    q = q * u - 2.039391438e-05f;
-    q = q * u + 6.450944056e-05f;
-    q = q * u - 4.285048926e-04f;
-    q = q * u + 2.166953404e-03f;
-    q = q * u - 1.085422747e-02f;
-    q = q * u - 9.438923001e-01f;
-    q = q * u - 5.352680683e+00f;
-    q = q * u - 7.806815147e+00f;
+    q = HPJ__ERFC_C0;
+#define HPJ__S(c) q = q * u + (c);
+    HPJ__ERFC_STEPS(HPJ__S)
+#undef HPJ__S
     q = a < 3.93f ? 0.5f * hpj__expf(q) : 0.0f; /* erfc(|z|) / 2 */
     q = z > 0.0f ? 1.0f - q : q;
     return a < 1.0f ? 0.5f + 0.5f * e : q;
@@ -6089,13 +6093,10 @@ static HPJ__INLINE __m512 hpj__expf16(__m512 y) {
     n = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(y, HPJ__C(1.442695041f)), HPJ__C(12582912.0f)), HPJ__C(12582912.0f));
     r = _mm512_sub_ps(y, _mm512_mul_ps(n, HPJ__C(0.693145751953125f)));
     r = _mm512_sub_ps(r, _mm512_mul_ps(n, HPJ__C(1.428606765330187e-06f)));
-    p = HPJ__C(1.384413801e-03f);
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), HPJ__C(8.374155499e-03f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), HPJ__C(4.166799411e-02f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), HPJ__C(1.666643173e-01f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), HPJ__C(4.999999404e-01f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), HPJ__C(1.0f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), HPJ__C(1.0f));
+    p = HPJ__C(HPJ__EXP_C0);
+#define HPJ__S(c) p = _mm512_add_ps(_mm512_mul_ps(p, r), HPJ__C(c));
+    HPJ__EXP_STEPS(HPJ__S)
+#undef HPJ__S
     bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
     return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
 }
@@ -6105,24 +6106,17 @@ static HPJ__INLINE __m512 hpj__ncdf16(__m512 x) {
     __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32(0x7FFFFFFF)));
     __mmask16 mid = _mm512_cmp_ps_mask(a, HPJ__C(3.93f), _CMP_LT_OQ);
     __mmask16 small = _mm512_cmp_ps_mask(a, HPJ__C(1.0f), _CMP_LT_OQ);
-    e = HPJ__C(-5.626979400e-04f);
-    e = _mm512_add_ps(_mm512_mul_ps(e, t), HPJ__C(4.916354548e-03f));
-    e = _mm512_sub_ps(_mm512_mul_ps(e, t), HPJ__C(2.671015263e-02f));
-    e = _mm512_add_ps(_mm512_mul_ps(e, t), HPJ__C(1.128013209e-01f));
-    e = _mm512_sub_ps(_mm512_mul_ps(e, t), HPJ__C(3.761231899e-01f));
-    e = _mm512_add_ps(_mm512_mul_ps(e, t), HPJ__C(1.128379107e+00f));
+    e = HPJ__C(HPJ__ERF_C0);
+#define HPJ__S(c) e = _mm512_add_ps(_mm512_mul_ps(e, t), HPJ__C(c));
+    HPJ__ERF_STEPS(HPJ__S)
+#undef HPJ__S
     e = _mm512_mul_ps(e, z);
     if (small == 0xFFFF) return _mm512_add_ps(HPJ__C(0.5f), _mm512_mul_ps(HPJ__C(0.5f), e)); /* no lane needs q */
     u = _mm512_sub_ps(_mm512_mask_blend_ps(mid, HPJ__C(3.93f), a), HPJ__C(2.5f));
-    q = HPJ__C(2.339618987e-07f);
-    q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(2.039391438e-05f));
-    q = _mm512_add_ps(_mm512_mul_ps(q, u), HPJ__C(6.450944056e-05f));
-    q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(4.285048926e-04f));
-    q = _mm512_add_ps(_mm512_mul_ps(q, u), HPJ__C(2.166953404e-03f));
-    q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(1.085422747e-02f));
-    q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(9.438923001e-01f));
-    q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(5.352680683e+00f));
-    q = _mm512_sub_ps(_mm512_mul_ps(q, u), HPJ__C(7.806815147e+00f));
+    q = HPJ__C(HPJ__ERFC_C0);
+#define HPJ__S(c) q = _mm512_add_ps(_mm512_mul_ps(q, u), HPJ__C(c));
+    HPJ__ERFC_STEPS(HPJ__S)
+#undef HPJ__S
     q = _mm512_maskz_mul_ps(mid, HPJ__C(0.5f), hpj__expf16(q)); /* erfc(|z|) / 2 */
     q = _mm512_mask_sub_ps(q, _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_GT_OQ), HPJ__C(1.0f), q);
     return _mm512_mask_blend_ps(small, q, _mm512_add_ps(HPJ__C(0.5f), _mm512_mul_ps(HPJ__C(0.5f), e)));
@@ -6163,13 +6157,10 @@ static HPJ__INLINE __m256 hpj__expf8(__m256 y) {
     n = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(y, HPJ__C(1.442695041f)), HPJ__C(12582912.0f)), HPJ__C(12582912.0f));
     r = _mm256_sub_ps(y, _mm256_mul_ps(n, HPJ__C(0.693145751953125f)));
     r = _mm256_sub_ps(r, _mm256_mul_ps(n, HPJ__C(1.428606765330187e-06f)));
-    p = HPJ__C(1.384413801e-03f);
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), HPJ__C(8.374155499e-03f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), HPJ__C(4.166799411e-02f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), HPJ__C(1.666643173e-01f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), HPJ__C(4.999999404e-01f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), HPJ__C(1.0f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), HPJ__C(1.0f));
+    p = HPJ__C(HPJ__EXP_C0);
+#define HPJ__S(c) p = _mm256_add_ps(_mm256_mul_ps(p, r), HPJ__C(c));
+    HPJ__EXP_STEPS(HPJ__S)
+#undef HPJ__S
     bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
 }
@@ -6178,24 +6169,17 @@ static HPJ__INLINE __m256 hpj__ncdf8(__m256 x) {
     __m256 z = _mm256_mul_ps(x, HPJ__C(0.70710678118654752f)), t = _mm256_mul_ps(z, z), e, u, q;
     __m256 a = _mm256_and_ps(z, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
     __m256 mid = _mm256_cmp_ps(a, HPJ__C(3.93f), _CMP_LT_OQ), small = _mm256_cmp_ps(a, HPJ__C(1.0f), _CMP_LT_OQ);
-    e = HPJ__C(-5.626979400e-04f);
-    e = _mm256_add_ps(_mm256_mul_ps(e, t), HPJ__C(4.916354548e-03f));
-    e = _mm256_sub_ps(_mm256_mul_ps(e, t), HPJ__C(2.671015263e-02f));
-    e = _mm256_add_ps(_mm256_mul_ps(e, t), HPJ__C(1.128013209e-01f));
-    e = _mm256_sub_ps(_mm256_mul_ps(e, t), HPJ__C(3.761231899e-01f));
-    e = _mm256_add_ps(_mm256_mul_ps(e, t), HPJ__C(1.128379107e+00f));
+    e = HPJ__C(HPJ__ERF_C0);
+#define HPJ__S(c) e = _mm256_add_ps(_mm256_mul_ps(e, t), HPJ__C(c));
+    HPJ__ERF_STEPS(HPJ__S)
+#undef HPJ__S
     e = _mm256_add_ps(HPJ__C(0.5f), _mm256_mul_ps(HPJ__C(0.5f), _mm256_mul_ps(e, z)));
     if (_mm256_movemask_ps(small) == 0xFF) return e; /* no lane needs q */
     u = _mm256_sub_ps(_mm256_blendv_ps(HPJ__C(3.93f), a, mid), HPJ__C(2.5f));
-    q = HPJ__C(2.339618987e-07f);
-    q = _mm256_sub_ps(_mm256_mul_ps(q, u), HPJ__C(2.039391438e-05f));
-    q = _mm256_add_ps(_mm256_mul_ps(q, u), HPJ__C(6.450944056e-05f));
-    q = _mm256_sub_ps(_mm256_mul_ps(q, u), HPJ__C(4.285048926e-04f));
-    q = _mm256_add_ps(_mm256_mul_ps(q, u), HPJ__C(2.166953404e-03f));
-    q = _mm256_sub_ps(_mm256_mul_ps(q, u), HPJ__C(1.085422747e-02f));
-    q = _mm256_sub_ps(_mm256_mul_ps(q, u), HPJ__C(9.438923001e-01f));
-    q = _mm256_sub_ps(_mm256_mul_ps(q, u), HPJ__C(5.352680683e+00f));
-    q = _mm256_sub_ps(_mm256_mul_ps(q, u), HPJ__C(7.806815147e+00f));
+    q = HPJ__C(HPJ__ERFC_C0);
+#define HPJ__S(c) q = _mm256_add_ps(_mm256_mul_ps(q, u), HPJ__C(c));
+    HPJ__ERFC_STEPS(HPJ__S)
+#undef HPJ__S
     q = _mm256_and_ps(mid, _mm256_mul_ps(HPJ__C(0.5f), hpj__expf8(q))); /* erfc(|z|) / 2 */
     q = _mm256_blendv_ps(q, _mm256_sub_ps(HPJ__C(1.0f), q), _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_GT_OQ));
     return _mm256_blendv_ps(q, e, small);
