@@ -9596,7 +9596,9 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
         }
         if (w.adj) hpj__overlap(&tr->tk, tr->tgt + t0, nt, Tm, w.adj + (size_t)b * Tm * Tm);
     }
-    hpj__enc_forward(m, &w.et, m->tgt, w.tmask, w.adj);
+    /* one target per graph (Tm = 1; B counts only graphs with targets):
+       the mask is all ones and the block's one-token path applies */
+    hpj__enc_forward(m, &w.et, m->tgt, Tm == 1 && !w.adj ? NULL : w.tmask, w.adj);
     /* targets Phi(u) = [cosh m(u), sinh m(u)] */
     for (b = 0; b < B; ++b) {
         int32_t t0 = tr->tptr[b], nt = tr->tptr[b + 1] - t0, j, d;
