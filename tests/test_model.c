@@ -772,6 +772,55 @@ static void test_ema_update_rule(void) {
     hpj_dataset_free(&ds);
 }
 
+/* target_fold = 1 (the default) computes m(u) with the EMA encoder's last
+   product folded into one dot product per token; target_fold = 0 sums the
+   full output. Both are the same function: the targets Phi(u) agree to
+   float rounding, and they differ somewhere (the fold is really taken).
+   Cases: the tiny config (GELU), and a wider Hadamard target encoder with a
+   ReLU FFN and three blocks. */
+static void test_target_fold(void) {
+    const char *dir = test_dataset("MUTAG");
+    static const char *const cases[2][8] = {
+        {NULL},
+        {"dim", "32", "ffn", "64", "ffn_act", "relu", "target_adj", "1"},
+    };
+    hpj_dataset ds;
+    int32_t gs[12];
+    int i, cs, l;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    for (i = 0; i < 12; ++i) gs[i] = i * 11;
+    for (cs = 0; cs < 2; ++cs) {
+        hpj_model m[2];
+        int f, differ = 0;
+        for (f = 0; f < 2; ++f) {
+            hpj_config c;
+            tiny_config(&c);
+            for (i = 0; i < 8 && cases[cs][i]; i += 2) CHECK_OK(hpj_config_set(&c, cases[cs][i], cases[cs][i + 1]));
+            if (cs == 1) CHECK_OK(hpj_config_set(&c, "blocks", "3"));
+            CHECK_OK(hpj_config_set(&c, "target_fold", f ? "1" : "0"));
+            CHECK_OK(hpj_model_init(&m[f], &c, &ds));
+        }
+        CHECK(m[0].num_params == m[1].num_params && memcmp(m[0].ema, m[1].ema, sizeof(float) * m[0].enc_count) == 0);
+        for (l = 0; l < 3; ++l) {
+            float yt[2][12 * 3 * 2];
+            double L[2];
+            int k;
+            memset(yt, 0, sizeof yt);
+            for (f = 0; f < 2; ++f) CHECK_OK(hpj_model_loss(&m[f], &ds, gs, 12, l, 9, yt[f], 0, &L[f]));
+            CHECK_NEAR(L[1], L[0], 1e-4, 1e-7);
+            for (k = 0; k < 12 * 3 * 2; ++k) {
+                CHECK_NEAR(yt[1][k], yt[0][k], 2e-6, 1e-6);
+                differ |= yt[1][k] != yt[0][k];
+            }
+        }
+        CHECK_MSG(differ, "case %d: target_fold 0 and 1 gave identical targets", cs);
+        hpj_model_free(&m[0]);
+        hpj_model_free(&m[1]);
+    }
+    hpj_dataset_free(&ds);
+}
+
 /* A run stopped after an epoch, saved with its optimizer state, loaded and
    trained on gives the same bits as the run never stopped: every draw of an
    epoch (shuffle, edge-dropped partition, targets, dropout) is a function of
@@ -869,6 +918,7 @@ const test_case model_tests[] = {
     {"model.first_layer_classes", test_model_first_layer_classes},
     {"model.paths_threads", test_model_paths_threads},
     {"model.ema_update_rule", test_ema_update_rule},
+    {"model.target_fold", test_target_fold},
     {"model.loss_decreases", test_loss_decreases},
     {"model.deterministic_and_threads", test_deterministic_and_threads},
     {"model.checkpoint", test_checkpoint},
