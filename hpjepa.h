@@ -98,7 +98,13 @@
               thread count, as before); test model.target_fold. With one
               target per graph (Tm = 1) the target encoder's blocks take
               the one-token path (v only; the same bits). bench train GFLOP
-              per batch -3 % (PROTEINS d = 512 and 128), -0.7 % (DD)
+              per batch -3 % (PROTEINS d = 512 and 128), -0.7 % (DD). The
+              fused Adam / EMA / gradient-zeroing pass runs on 8 lanes
+              wherever AVX2 is compiled in (same bits; test
+              nn.adam_blocks): GCC had compiled its loops with stack round
+              trips, ~12 cycles per element on AMD Zen 3 against ~4 now;
+              the pass fell from 8.5 % to 3-4 % of a two-thread PROTEINS
+              d = 128 step and by 38 % of its time on DD
        0.7.1  (same bits as 0.7.0) AVX2 parity, found on an AVX2-only host
               (AMD Zen 3), where the AVX-512-only paths had fallen back to
               C loops: GELU forward / backward on 8 lanes (the C loops took
@@ -7599,6 +7605,37 @@ static void hpj__adam_fused(float *p, float *g, float gscale, float *m, float *v
         HPJ__PREFETCH(m + 16 * b + HPJ__PF_AHEAD);
         HPJ__PREFETCH(v + 16 * b + HPJ__PF_AHEAD);
         if (ema && b >= eb) HPJ__PREFETCH(ema + 16 * (b - eb) + HPJ__PF_AHEAD);
+#if defined(HPJ__GEMM_AVX2)
+        if (w == 16) {
+            /* the loops below on 8 lanes, each operation rounded once in
+               the same order (so the same bits); GCC compiled the loops
+               with stack round trips between them, ~12 cycles per element
+               on an AMD Zen 3 core against ~4 here */
+            int h;
+            for (h = 0; h < 16; h += 8) {
+                size_t o = 16 * (size_t)b + (size_t)h;
+                __m256 P = _mm256_loadu_ps(p + o), G = _mm256_loadu_ps(g + o), M = _mm256_loadu_ps(m + o);
+                __m256 V = _mm256_loadu_ps(v + o), gi;
+                gi = _mm256_add_ps(_mm256_mul_ps(G, _mm256_set1_ps(gscale)), _mm256_mul_ps(_mm256_set1_ps(gwd), P));
+                P = _mm256_mul_ps(P, _mm256_set1_ps(decay));
+                M = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(beta1), M), _mm256_mul_ps(_mm256_set1_ps(omb1), gi));
+                V = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(beta2), V),
+                                  _mm256_mul_ps(_mm256_set1_ps(omb2), _mm256_mul_ps(gi, gi)));
+                gi = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(V), _mm256_set1_ps(bc2s)), _mm256_set1_ps(eps));
+                P = _mm256_sub_ps(P, _mm256_mul_ps(_mm256_set1_ps(step), _mm256_div_ps(M, gi)));
+                _mm256_storeu_ps(p + o, P);
+                _mm256_storeu_ps(m + o, M);
+                _mm256_storeu_ps(v + o, V);
+                if (ema && b >= eb) {
+                    float *e = ema + (o - 16 * (size_t)eb);
+                    _mm256_storeu_ps(e, _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(momentum), _mm256_loadu_ps(e)),
+                                                      _mm256_mul_ps(_mm256_set1_ps(ea), P)));
+                }
+                if (zero_grad) _mm256_storeu_ps(g + o, _mm256_setzero_ps());
+            }
+            continue;
+        }
+#endif
         hpj__ld16(tp, p + 16 * b, w);
         hpj__ld16(tg, g + 16 * b, w);
         hpj__ld16(tm, m + 16 * b, w);

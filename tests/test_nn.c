@@ -1446,6 +1446,43 @@ static void test_adam(void) {
     }
 }
 
+/* hpj_adam_step over whole 16-float blocks (the vector path where one is
+   compiled in) and a partial last block: the bits of the documented float
+   arithmetic, each operation rounded once in this order, for Adam and
+   AdamW with weight decay over three steps. */
+static void test_adam_blocks(void) {
+    enum { N = 16 * 5 + 7 };
+    float p[N], g[N], m[N], v[N], P[N], Mm[N], V[N];
+    float lr = 3e-3f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.05f;
+    int mode, t, i;
+    hpj_rng r;
+    hpj_rng_seed(&r, 31);
+    for (mode = 0; mode < 2; ++mode) {
+        for (i = 0; i < N; ++i) {
+            P[i] = p[i] = (float)hpj_rng_normal(&r);
+            Mm[i] = m[i] = V[i] = v[i] = 0.0f;
+        }
+        for (t = 1; t <= 3; ++t) {
+            double bc1 = 1.0 - pow((double)b1, (double)t), bc2 = 1.0 - pow((double)b2, (double)t);
+            float step = (float)(lr / bc1), bc2s = (float)sqrt(bc2);
+            float gwd = mode ? 0.0f : wd, decay = mode ? (float)(1.0 - (double)lr * wd) : 1.0f;
+            float omb1 = (float)(1.0 - (double)b1), omb2 = (float)(1.0 - (double)b2);
+            for (i = 0; i < N; ++i) g[i] = (float)(0.1 * hpj_rng_normal(&r));
+            hpj_adam_step(p, g, m, v, N, lr, b1, b2, eps, wd, mode, t);
+            for (i = 0; i < N; ++i) {
+                float gi = g[i] * 1.0f + gwd * P[i], s;
+                P[i] *= decay;
+                Mm[i] = b1 * Mm[i] + omb1 * gi;
+                V[i] = b2 * V[i] + omb2 * (gi * gi);
+                s = sqrtf(V[i]);
+                P[i] -= step * (Mm[i] / (s / bc2s + eps));
+            }
+            CHECK_MSG(bits_equal(p, P, N) && bits_equal(m, Mm, N) && bits_equal(v, V, N),
+                      "%s step %d: not the bits of the float arithmetic", mode ? "adamw" : "adam", t);
+        }
+    }
+}
+
 static void test_schedules(void) {
     /* warmup 10 then cosine from 1e-3 to 1e-5 over steps 10..110 */
     CHECK_NEAR(hpj_lr_at(HPJ_SCHED_COSINE, 1e-3f, 1e-5f, 0, 110, 10), 1e-4, 1e-6, 0);
@@ -1751,6 +1788,7 @@ const test_case nn_tests[] = {
     {"nn.block_single", test_block_single},
     {"nn.losses", test_losses},
     {"nn.adam", test_adam},
+    {"nn.adam_blocks", test_adam_blocks},
     {"nn.schedules", test_schedules},
     {"nn.ema", test_ema},
     {"nn.grad_clip", test_grad_clip},
