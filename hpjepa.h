@@ -102,7 +102,7 @@
               fused Adam / EMA / gradient-zeroing pass runs on 8 lanes
               wherever AVX2 is compiled in (same bits; test
               nn.adam_blocks): GCC had compiled its loops with stack round
-              trips, ~12 cycles per element on AMD Zen 3 against ~4 now;
+              trips, ~12 cycles per element on AMD Zen 3 against ~5 now;
               the pass fell from 8.5 % to 3-4 % of a two-thread PROTEINS
               d = 128 step and by 38 % of its time on DD
        0.7.1  (same bits as 0.7.0) AVX2 parity, found on an AVX2-only host
@@ -7610,7 +7610,7 @@ static void hpj__adam_fused(float *p, float *g, float gscale, float *m, float *v
             /* the loops below on 8 lanes, each operation rounded once in
                the same order (so the same bits); GCC compiled the loops
                with stack round trips between them, ~12 cycles per element
-               on an AMD Zen 3 core against ~4 here */
+               on an AMD Zen 3 core against ~5 here */
             int h;
             for (h = 0; h < 16; h += 8) {
                 size_t o = 16 * (size_t)b + (size_t)h;
