@@ -87,6 +87,15 @@
        All randomness flows from explicit seeds through hpj_rng. On a busy
        or shared machine set OMP_WAIT_POLICY=passive: libgomp's default
        spin-waiting loses badly when a core is taken by another process.
+       The portable loops and the AVX-512 / AVX2 paths give the same bits
+       only if the compiler keeps a * b + c as two roundings: the
+       implementation turns contraction off for clang (#pragma STDC
+       FP_CONTRACT, whose default there fuses); GCC ignores that pragma and
+       contracts in its GNU modes, so build it with -std=c99 / -std=c11
+       or -ffp-contract=off (the Makefile does). The bits are those of a
+       build: a GCC and a clang build of the same code train to different
+       last bits (MUTAG, 2 epochs: 2 % of the checkpoint's bytes differ),
+       each reproducible and thread-count independent.
 
    RECENT CHANGES
        0.8.0  training reads the EMA target encoder only through m(u), the
@@ -104,7 +113,12 @@
               nn.adam_blocks): GCC had compiled its loops with stack round
               trips, ~12 cycles per element on AMD Zen 3 against ~5 now;
               the pass fell from 8.5 % to 3-4 % of a two-thread PROTEINS
-              d = 128 step and by 38 % of its time on DD
+              d = 128 step and by 38 % of its time on DD. Under clang
+              (default -ffp-contract=on) the portable loops fused a * b + c
+              and so differed from the SIMD paths (nn.activations failed
+              in a clang build); the implementation now sets #pragma STDC
+              FP_CONTRACT OFF for clang, and make test runs a clang build
+              of the unit suite
        0.7.1  (same bits as 0.7.0) AVX2 parity, found on an AVX2-only host
               (AMD Zen 3), where the AVX-512-only paths had fallen back to
               C loops: GELU forward / backward on 8 lanes (the C loops took
@@ -1465,6 +1479,12 @@ HPJDEF hpj_status hpj_model_load(hpj_model *m, const char *path);
 #ifdef HPJEPA_IMPLEMENTATION
 #ifndef HPJEPA_IMPLEMENTATION_DONE
 #define HPJEPA_IMPLEMENTATION_DONE
+
+/* a * b + c stays two roundings (see DETERMINISM above); restored at the
+   end of the implementation */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
 
 #include <string.h>
 #include <stdarg.h>
@@ -12676,6 +12696,9 @@ HPJDEF hpj_status hpj_model_load(hpj_model *m, const char *path) {
 }
 #endif
 
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT DEFAULT
+#endif
 #endif /* HPJEPA_IMPLEMENTATION_DONE */
 #endif /* HPJEPA_IMPLEMENTATION */
 

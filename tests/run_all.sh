@@ -32,6 +32,11 @@ run_stage "unit tests (-O2, OpenMP)" "./$B/tests"
 run_stage "unit tests (no OpenMP)" "./$B/tests-noomp"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run_stage "unit tests (ASan + UBSan)" "./$B/tests-asan"
+if [ -x "$B/tests-clang" ]; then
+    run_stage "unit tests (clang: no OpenMP, this CPU's SIMD paths)" "./$B/tests-clang"
+else
+    echo "=== unit tests (clang): skipped, clang is not installed"
+fi
 if [ -x "$B/tests-tcc" ]; then
     run_stage "unit tests (tcc: no OpenMP, portable kernels)" "./$B/tests-tcc"
 else
