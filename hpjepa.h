@@ -104,9 +104,10 @@
               column sums of W2 (hpj__enc_forward_mean; config key
               target_fold, default 1; 0 sums the full output: the bits of
               0.7.1). The same function, other rounding: new bits (for any
-              thread count, as before); test model.target_fold. With one
-              target per graph (Tm = 1) the target encoder's blocks take
-              the one-token path (v only; the same bits). bench train GFLOP
+              thread count, as before); test model.target_fold. When every
+              graph has Tm targets the target encoder runs without a mask,
+              so with one target per graph (Tm = 1) its blocks take the
+              one-token path (v only; the same bits). bench train GFLOP
               per batch -3 % (PROTEINS d = 512 and 128), -0.7 % (DD). The
               fused Adam / EMA / gradient-zeroing pass runs on 8 lanes
               wherever AVX2 is compiled in (same bits; test
@@ -9382,12 +9383,18 @@ static void hpj__enc_flops(const hpj_model *m, int B, int T, int single, double 
     hpj__flops += mult * (2.0 * BT * D * qkv * D + 2.0 * BT * D * D + 4.0 * BT * D * m->Fh + att) * m->cfg.blocks;
 }
 
-static void hpj__enc_forward(hpj_model *m, hpj__enc_ws *w, const hpj_block_params *blk, const uint8_t *mask,
-                             const float *adj) {
+/* Blocks 0 .. n-1: x[i + 1] = block i (x[i]); no flop count. */
+static void hpj__enc_blocks(const hpj_model *m, hpj__enc_ws *w, const hpj_block_params *blk, const uint8_t *mask,
+                            const float *adj, int n) {
     int i;
-    for (i = 0; i < w->nblocks; ++i)
+    for (i = 0; i < n; ++i)
         hpj_block_forward(w->x[i + 1], &w->cache[i], w->x[i], &blk[i], mask, adj, w->B, w->T, m->D, m->H, m->Fh,
                           m->cfg.ffn_act);
+}
+
+static void hpj__enc_forward(hpj_model *m, hpj__enc_ws *w, const hpj_block_params *blk, const uint8_t *mask,
+                             const float *adj) {
+    hpj__enc_blocks(m, w, blk, mask, adj, w->nblocks);
     hpj__enc_flops(m, w->B, w->T, hpj__block_single(w->T, mask, adj), 1.0);
 }
 
@@ -9412,9 +9419,7 @@ static void hpj__enc_forward_mean(hpj_model *m, hpj__enc_ws *w, const hpj_block_
     } else {
         const hpj_block_params *p = &blk[nb - 1];
         hpj_block_cache *c = &w->cache[nb - 1];
-        for (i = 0; i < nb - 1; ++i)
-            hpj_block_forward(w->x[i + 1], &w->cache[i], w->x[i], &blk[i], mask, adj, w->B, w->T, D, m->H, F,
-                              m->cfg.ffn_act);
+        hpj__enc_blocks(m, w, blk, mask, adj, nb - 1);
         hpj__block_front(c, w->x[nb - 1], p, mask, adj, w->B, w->T, D, m->H, F, m->cfg.ffn_act);
         hpj__zero(wsum, (size_t)F);
         hpj__colsum_add(wsum, p->W2, D, F, F); /* W2 is (D, F) */
@@ -9728,9 +9733,11 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
         }
         if (w.adj) hpj__overlap(&tr->tk, tr->tgt + t0, nt, Tm, w.adj + (size_t)b * Tm * Tm);
     }
-    /* one target per graph (Tm = 1; B counts only graphs with targets):
-       the mask is all ones and the block's one-token path applies */
-    hpj__enc_forward_mean(m, &w.et, m->tgt, Tm == 1 && !w.adj ? NULL : w.tmask, w.adj, w.mu, w.wsum, cfg->target_fold);
+    /* the mask only matters when some graph has fewer than Tm targets;
+       without one (always so at Tm = 1, as B counts only graphs with
+       targets) attention skips the mask tests, and one-token blocks skip
+       q, k and the softmax: the same bits as an all-ones mask */
+    hpj__enc_forward_mean(m, &w.et, m->tgt, T == B * Tm ? NULL : w.tmask, w.adj, w.mu, w.wsum, cfg->target_fold);
     /* targets Phi(u) = [cosh m(u), sinh m(u)] */
     for (b = 0; b < B; ++b) {
         int32_t t0 = tr->tptr[b], nt = tr->tptr[b + 1] - t0, j;

@@ -780,9 +780,9 @@ static void test_ema_update_rule(void) {
    ReLU FFN and three blocks. */
 static void test_target_fold(void) {
     const char *dir = test_dataset("MUTAG");
-    static const char *const cases[2][8] = {
+    static const char *const cases[2][10] = {
         {NULL},
-        {"dim", "32", "ffn", "64", "ffn_act", "relu", "target_adj", "1"},
+        {"dim", "32", "ffn", "64", "ffn_act", "relu", "target_adj", "1", "blocks", "3"},
     };
     hpj_dataset ds;
     int32_t gs[12];
@@ -796,8 +796,7 @@ static void test_target_fold(void) {
         for (f = 0; f < 2; ++f) {
             hpj_config c;
             tiny_config(&c);
-            for (i = 0; i < 8 && cases[cs][i]; i += 2) CHECK_OK(hpj_config_set(&c, cases[cs][i], cases[cs][i + 1]));
-            if (cs == 1) CHECK_OK(hpj_config_set(&c, "blocks", "3"));
+            for (i = 0; i < 10 && cases[cs][i]; i += 2) CHECK_OK(hpj_config_set(&c, cases[cs][i], cases[cs][i + 1]));
             CHECK_OK(hpj_config_set(&c, "target_fold", f ? "1" : "0"));
             CHECK_OK(hpj_model_init(&m[f], &c, &ds));
         }
