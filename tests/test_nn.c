@@ -302,11 +302,14 @@ static void test_gemm_fewrows_path(void) {
 static void test_gemm_threads(void) {
 #ifdef _OPENMP
     hpj_rng r;
-    /* whole B shared; column tiles; B shared block by block; few rows */
-    int shapes[5][3] = {{300, 200, 600}, {64, 512, 100}, {1000, 40, 70}, {300, 600, 600}, {9, 700, 300}};
+    /* whole B shared; column tiles; B shared block by block; few rows;
+       128 rows (row blocks raised to 32 rows): B shared whole, B shared
+       block by block (the weight-gradient shape, K = node copies) */
+    int shapes[7][3] = {{300, 200, 600},  {64, 512, 100},  {1000, 40, 70},  {300, 600, 600},
+                        {9, 700, 300},    {128, 130, 1100}, {128, 130, 2300}};
     int s, layout, i;
     hpj_rng_seed(&r, 9);
-    for (s = 0; s < 5; ++s) {
+    for (s = 0; s < 7; ++s) {
         int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
         float *A = fbuf((size_t)M * K), *B = fbuf((size_t)K * N), *C1 = fbuf((size_t)M * N), *C2 = fbuf((size_t)M * N);
         fill_uniform(A, (size_t)M * K, -1, 1, &r);
