@@ -5631,13 +5631,15 @@ static void hpj__gemm_team(hpj__gemm_job *g, int nth) {
         hpj__gemm_rect(g, 0, ms, 0, ns);
         return;
     }
-    /* row blocks of up to MC rows, about 4 per thread but at least
-       SHARE_ROWS rows: then a mid-sized M (about 110-240 rows on 2
-       threads) still takes the shared-B path below, where the column
-       tiles of the other path would each pack all of A again (a weight
-       gradient's transposed A of thousands of rows: 1.2-1.4x faster) */
+    /* row blocks of up to MC rows, about 4 per thread; when A is packed
+       (transposed), at least SHARE_ROWS rows, so that a mid-sized M
+       (about 110-240 rows on 2 threads) takes the shared-B path below:
+       the column tiles of the other path would each pack all of A again
+       (a weight gradient 128 x 128 x 3000: 78 -> 112 GFLOP/s on 2
+       threads). With A read in place the column tiles stay (1.1-1.2x
+       faster than shared-B row blocks at 128 x 512..2048 x 512). */
     rblk = HPJ__MAX(1, HPJ__MIN(mc_sl, (ms + 4 * nth - 1) / (4 * nth)));
-    rblk = HPJ__MIN(mc_sl, HPJ__MAX(rblk, (HPJ__GEMM_SHARE_ROWS + MR - 1) / MR));
+    if (!g->krows) rblk = HPJ__MIN(mc_sl, HPJ__MAX(rblk, (HPJ__GEMM_SHARE_ROWS + MR - 1) / MR));
     nrb = (ms + rblk - 1) / rblk;
     /* a shared B is worth it when each row block reuses it enough (a
        core reads the half another core packed through the shared cache) */

@@ -303,8 +303,9 @@ static void test_gemm_threads(void) {
 #ifdef _OPENMP
     hpj_rng r;
     /* whole B shared; column tiles; B shared block by block; few rows;
-       128 rows (row blocks raised to 32 rows): B shared whole, B shared
-       block by block (the weight-gradient shape, K = node copies) */
+       128 rows, where a transposed A raises the row blocks to 32 rows:
+       B shared whole, B shared block by block (the weight-gradient shape,
+       K = node copies) */
     int shapes[7][3] = {{300, 200, 600},  {64, 512, 100},  {1000, 40, 70},  {300, 600, 600},
                         {9, 700, 300},    {128, 130, 1100}, {128, 130, 2300}};
     int s, layout, i;
