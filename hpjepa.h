@@ -9364,10 +9364,13 @@ static void hpj__enc_bind(hpj_arena *a, const hpj_model *m, hpj__enc_ws *w, int 
     size_t BTD = (size_t)B * T * D + 1, cc = hpj_block_cache_count(B, T, D, H, F);
     memset(w, 0, sizeof(*w));
     w->B = B; w->T = T; w->nblocks = nb; w->train = train;
-    for (i = 0; i <= nb; ++i) w->x[i] = (train || i == 0 || i == nb) ? hpj_arena_floats(a, BTD) : NULL;
-    if (!train && nb > 1) { /* no backward: ping-pong two buffers */
-        float *t1 = hpj_arena_floats(a, BTD), *t2 = hpj_arena_floats(a, BTD);
-        for (i = 1; i < nb; ++i) w->x[i] = (i & 1) ? t1 : t2;
+    if (train) {
+        for (i = 0; i <= nb; ++i) w->x[i] = hpj_arena_floats(a, BTD);
+    } else { /* no backward: the input, then two buffers in turn (the output
+                is x[nb]; the folded target mean never reads it) */
+        float *t1 = nb > 0 ? hpj_arena_floats(a, BTD) : NULL, *t2 = nb > 1 ? hpj_arena_floats(a, BTD) : NULL;
+        w->x[0] = hpj_arena_floats(a, BTD);
+        for (i = 1; i <= nb; ++i) w->x[i] = (i & 1) ? t1 : t2;
     }
     for (i = 0; i < nb; ++i) {
         if (train || i == 0) {
