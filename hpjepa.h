@@ -5641,11 +5641,12 @@ static void hpj__gemm_team(hpj__gemm_job *g, int nth) {
     }
     /* row blocks of up to MC rows, about 4 per thread; when A is packed
        (transposed), at least SHARE_ROWS rows, so that a mid-sized M
-       (about 110-240 rows on 2 threads) takes the shared-B path below:
-       the column tiles of the other path would each pack all of A again
-       (a weight gradient 128 x 128 x 3000: 78 -> 112 GFLOP/s on 2
-       threads). With A read in place the column tiles stay (1.1-1.2x
-       faster than shared-B row blocks at 128 x 512..2048 x 512). */
+       (about 110-240 rows on 2 threads with the AVX2 kernel) takes the
+       shared-B path below: the column tiles of the other path would each
+       pack all of A again (a weight gradient 128 x 128 x 3000: 77 -> 109
+       GFLOP/s on 2 Zen 3 threads). With A read in place the column tiles
+       stay: they duplicate nothing, and beat shared-B row blocks by up to
+       1.2x at 128 x 512..2048 x 512. */
     rblk = HPJ__MAX(1, HPJ__MIN(mc_sl, (ms + 4 * nth - 1) / (4 * nth)));
     if (!g->krows) rblk = HPJ__MIN(mc_sl, HPJ__MAX(rblk, (HPJ__GEMM_SHARE_ROWS + MR - 1) / MR));
     nrb = (ms + rblk - 1) / rblk;
@@ -9374,8 +9375,8 @@ static void hpj__enc_bind(hpj_arena *a, const hpj_model *m, hpj__enc_ws *w, int 
     w->B = B; w->T = T; w->nblocks = nb; w->train = train;
     if (train) {
         for (i = 0; i <= nb; ++i) w->x[i] = hpj_arena_floats(a, BTD);
-    } else { /* no backward: the input, then two buffers in turn (the output
-                is x[nb]; the folded target mean never reads it) */
+    } else { /* no backward: the input x[0], then the blocks write t1, t2,
+                t1, ... in turn (the output x[nb] is one of the two) */
         float *t1 = nb > 0 ? hpj_arena_floats(a, BTD) : NULL, *t2 = nb > 1 ? hpj_arena_floats(a, BTD) : NULL;
         w->x[0] = hpj_arena_floats(a, BTD);
         for (i = 1; i <= nb; ++i) w->x[i] = (i & 1) ? t1 : t2;
