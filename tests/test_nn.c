@@ -305,7 +305,8 @@ static void test_gemm_threads(void) {
     /* whole B shared; column tiles; B shared block by block; few rows;
        128 rows, where a transposed A raises the row blocks to 32 rows:
        B shared whole, B shared block by block (the weight-gradient shape,
-       K = node copies) */
+       K = node copies). On 2 and 3 threads, each also with alpha and
+       beta (C accumulated into, as the backward passes do). */
     int shapes[7][3] = {{300, 200, 600},  {64, 512, 100},  {1000, 40, 70},  {300, 600, 600},
                         {9, 700, 300},    {128, 130, 1100}, {128, 130, 2300}};
     int s, layout, i;
@@ -315,14 +316,19 @@ static void test_gemm_threads(void) {
         float *A = fbuf((size_t)M * K), *B = fbuf((size_t)K * N), *C1 = fbuf((size_t)M * N), *C2 = fbuf((size_t)M * N);
         fill_uniform(A, (size_t)M * K, -1, 1, &r);
         fill_uniform(B, (size_t)K * N, -1, 1, &r);
-        for (layout = 0; layout < 4; ++layout) {
-            int ta = layout & 1, tb = layout >> 1;
-            set_threads(1);
-            hpj_gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, C1, N);
-            set_threads(2);
-            hpj_gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, C2, N);
-            CHECK_MSG(bits_equal(C1, C2, (size_t)M * N), "gemm %dx%dx%d layout %d: 1 and 2 threads differ", M, N, K,
-                      layout);
+        for (layout = 0; layout < 8; ++layout) {
+            int ta = layout & 1, tb = (layout >> 1) & 1, acc = layout >> 2, nt;
+            float alpha = acc ? 0.75f : 1.0f, beta = acc ? 1.0f : 0.0f;
+            for (nt = 2; nt <= 3; ++nt) {
+                fill_uniform(C1, (size_t)M * N, -1, 1, &r);
+                memcpy(C2, C1, sizeof(float) * (size_t)M * N);
+                set_threads(1);
+                hpj_gemm(ta, tb, M, N, K, alpha, A, ta ? M : K, B, tb ? K : N, beta, C1, N);
+                set_threads(nt);
+                hpj_gemm(ta, tb, M, N, K, alpha, A, ta ? M : K, B, tb ? K : N, beta, C2, N);
+                CHECK_MSG(bits_equal(C1, C2, (size_t)M * N), "gemm %dx%dx%d layout %d alpha %g beta %g: 1 and %d threads differ",
+                          M, N, K, layout & 3, alpha, beta, nt);
+            }
         }
         free(A);
         free(B);
