@@ -5585,7 +5585,7 @@ static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int 
     ptrdiff_t astride = (ptrdiff_t)kc * MR;
     int sb, s, t;
     if (g->krows) { /* A read in place; only a partial last sliver is packed */
-        int nl = (kc + 15) / 16, per, q, e, r;
+        int nl = (kc + 15) / 16, per, q, e, r, qr, ql;
         for (s = s0; s < s1; ++s) {
             int i0 = s * MR, mr = HPJ__MIN(MR, g->M - i0), nx = s + 1 < s1 ? HPJ__MIN(MR, g->M - i0 - MR) : 0;
             const float *a = g->transA ? g->A + (ptrdiff_t)p0 * g->lda + i0 : g->A + (ptrdiff_t)i0 * g->lda + p0;
@@ -5597,11 +5597,17 @@ static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int 
                on A from L3 or memory (single-thread 4096 x 128 x 128 nt
                +10-20 % on Zen 3; less where K is larger). */
             per = g->transA ? 0 : (nx * nl + (tcn - tc) - 1) / (tcn - tc);
-            q = 0;
+            q = qr = ql = 0; /* line q is line ql of row qr */
             for (t = tc; t < tcn; ++t) {
                 int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
                 float *c = g->C + (ptrdiff_t)i0 * g->ldc + jj;
-                for (e = HPJ__MIN(nx * nl, q + per); q < e; ++q) HPJ__PREFETCH(a + (ptrdiff_t)(MR + q / nl) * g->lda + (q % nl) * 16);
+                for (e = HPJ__MIN(nx * nl, q + per); q < e; ++q) {
+                    HPJ__PREFETCH(a + (ptrdiff_t)(MR + qr) * g->lda + ql * 16);
+                    if (++ql == nl) {
+                        ql = 0;
+                        ++qr;
+                    }
+                }
                 for (r = 0; r < nx; ++r) HPJ__PREFETCHW(c + (ptrdiff_t)(MR + r) * g->ldc);
                 if (mr == MR)
                     g->krows(kc, a, g->lda, bb + (t - tc) * bstride, ldbk, c, g->ldc, nr, g->alpha, g->beta, first);
