@@ -5603,9 +5603,10 @@ static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int 
                cache lines of its rows of a row-major A (nx * nl lines,
                spread over the column slivers), and of its C rows in each
                column sliver. A sliver's first kernel would otherwise wait
-               on A from L3 or memory (single-thread 4096 x 128 x 128 nt
-               +10-20 % on Zen 3; less where K is larger). */
-            per = g->transA ? 0 : (nx * nl + (tcn - tc) - 1) / (tcn - tc);
+               on A from L3 or memory (one Zen 3 thread: 4096 x 128 x 128
+               nt / nn +13 %; less where more column slivers share the
+               wait, 9000 x 512 x 512 +5-7 %). */
+            per = g->transA ? 0 : (nx * nl + (tcn - tc) - 1) / HPJ__MAX(1, tcn - tc);
             q = qr = ql = 0; /* line q is line ql of row qr */
             for (t = tc; t < tcn; ++t) {
                 int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
