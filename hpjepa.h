@@ -105,8 +105,9 @@
               Timed in one process, the two variants alternating in 5 ms
               batches (on 2 AMD Zen 3 threads): 512 x 128 x 4096 tn 68 -> 92
               GFLOP/s, 512 x 512 x 9000 tn +11 %, 4096 x 128 x 128 nn
-              +12 %, the 512-wide nt / nn products +2-3 %; PROTEINS d = 128
-              steps +4 % (alternating batches in one run)
+              +12 %, the 512-wide nt / nn products +2-3 %; whole steps
+              (each batch once per variant) PROTEINS d = 128 +5 %, DD
+              +2-3 %, PROTEINS d = 512 +1 %
        0.8.1  (same bits as 0.8.0) hpj_gemm on a team gives a transposed
               A (packed) row blocks of at least 32 rows, so products of
               ~110-240 rows on 2 threads share one packed B instead of
