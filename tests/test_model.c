@@ -339,6 +339,97 @@ static void test_model_first_layer_classes(void) {
     }
 }
 
+/* hpj_model_loss on graphs gs at resolutions 1..3 gives the same loss and
+   gradient bits on 1 and 2 threads; what names the case. */
+static void check_threads_same(hpj_model *m, const hpj_dataset *ds, const int32_t *gs, int n, const char *what) {
+    float *g1 = (float *)malloc(sizeof(float) * m->num_params);
+    int l, t;
+    for (l = 0; l < 3 && g1; ++l) {
+        double L[2];
+        for (t = 0; t < 2; ++t) {
+#ifdef _OPENMP
+            omp_set_num_threads(t + 1);
+#endif
+            CHECK_OK(hpj_model_loss(m, ds, gs, n, l, 11, NULL, 0, &L[t]));
+            if (t == 0) memcpy(g1, m->grads, sizeof(float) * m->num_params);
+        }
+        CHECK_MSG(memcmp(&L[0], &L[1], sizeof(double)) == 0, "%s, resolution %d: loss %.17g on 1 thread, %.17g on 2", what,
+                  l + 1, L[0], L[1]);
+        CHECK_MSG(memcmp(g1, m->grads, sizeof(float) * m->num_params) == 0,
+                  "%s, resolution %d: gradients differ between 1 and 2 threads", what, l + 1);
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(2);
+#endif
+    free(g1);
+}
+
+/* Without patch mixing and dropout, the GINE layers after the first also
+   run once per class of equal copies in training (layer_classes = 1, the
+   default; hpj__gnn_layer_classes): the same loss and gradients up to
+   rounding as layer_classes = 0, with and without node labels, two and
+   three layers, with and without Linear_out; an epoch of pretraining takes
+   fewer GEMM flops with them (the batches are the same); at d = 64 (the
+   parallel paths of the gathers and spreads) the same bits on 1 and 2
+   threads. */
+static void test_model_layer_classes(void) {
+    const char *dir = test_dataset("MUTAG");
+    int bare, cs, l;
+    if (!dir) return;
+    for (bare = 0; bare < 2; ++bare)
+        for (cs = 0; cs < 3; ++cs) { /* 2 layers, 3 layers, 2 layers with Linear_out */
+            hpj_dataset ds;
+            hpj_model m[2]; /* layer_classes 0, 1 */
+            int32_t gs[48];
+            double f[2];
+            int i, k;
+            char what[96];
+            CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+            if (bare) {
+                free(ds.node_label); ds.node_label = NULL;
+                free(ds.edge_label); ds.edge_label = NULL;
+            }
+            for (i = 0; i < 48; ++i) gs[i] = (i * 7 + 2) % 188;
+            for (k = 0; k < 2; ++k) {
+                hpj_config c;
+                tiny_config(&c);
+                CHECK_OK(hpj_config_set(&c, "patch_mixing", "0"));
+                CHECK_OK(hpj_config_set(&c, "gnn_layers", cs == 1 ? "3" : "2"));
+                CHECK_OK(hpj_config_set(&c, "gnn_out_linear", cs == 2 ? "1" : "0"));
+                CHECK_OK(hpj_config_set(&c, "layer_classes", k ? "1" : "0"));
+                CHECK_OK(hpj_model_init(&m[k], &c, &ds));
+            }
+            snprintf(what, sizeof what, "layer_classes 0 vs 1, %s, case %d", bare ? "no labels" : "labels", cs);
+            for (l = 0; l < 3; ++l) check_same_loss_grads(m, &ds, gs, 48, l, what);
+            for (k = 0; k < 2; ++k) {
+                CHECK_OK(hpj_pretrain(&m[k], &ds, gs, 48, 0, NULL, NULL));
+                f[k] = hpj_model_last_flops();
+                hpj_model_free(&m[k]);
+            }
+            CHECK_MSG(f[1] < 0.97 * f[0], "%s: %.0f GEMM flops in training with layer classes, %.0f without", what, f[1],
+                      f[0]);
+            hpj_dataset_free(&ds);
+        }
+    { /* d = 64, 96 graphs: 1 and 2 threads */
+        hpj_dataset ds;
+        hpj_model m;
+        hpj_config c;
+        int32_t gs[96];
+        int i;
+        CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+        free(ds.node_label); ds.node_label = NULL; /* a constant input: many classes */
+        for (i = 0; i < 96; ++i) gs[i] = (i * 5) % 188;
+        tiny_config(&c);
+        CHECK_OK(hpj_config_set(&c, "patch_mixing", "0"));
+        CHECK_OK(hpj_config_set(&c, "dim", "64"));
+        CHECK_OK(hpj_config_set(&c, "ffn", "128"));
+        CHECK_OK(hpj_model_init(&m, &c, &ds));
+        check_threads_same(&m, &ds, gs, 96, "layer classes, d = 64");
+        hpj_model_free(&m);
+        hpj_dataset_free(&ds);
+    }
+}
+
 /* The batch paths are built in parallel over the patches (hpj__path_count,
    hpj__path_fill, from 64 patches on): a list that names graphs more than
    once, apart, with and without patch mixing (copy groups), gives the
@@ -347,39 +438,19 @@ static void test_model_paths_threads(void) {
     const char *dir = test_dataset("MUTAG");
     hpj_dataset ds;
     int32_t gs[96];
-    int mix, l, i;
+    int mix, i;
     if (!dir) return;
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
     for (i = 0; i < 96; ++i) gs[i] = (i * 7) % 40; /* each graph two or three times, never adjacent */
     for (mix = 0; mix < 2; ++mix) {
         hpj_model m;
         hpj_config c;
-        float *g1;
         tiny_config(&c);
         CHECK_OK(hpj_config_set(&c, "patch_mixing", mix ? "1" : "0"));
         CHECK_OK(hpj_model_init(&m, &c, &ds));
-        g1 = (float *)malloc(sizeof(float) * m.num_params);
-        for (l = 0; l < 3 && g1; ++l) {
-            double L[2];
-            int t;
-            for (t = 0; t < 2; ++t) {
-#ifdef _OPENMP
-                omp_set_num_threads(t + 1);
-#endif
-                CHECK_OK(hpj_model_loss(&m, &ds, gs, 96, l, 11, NULL, 0, &L[t]));
-                if (t == 0) memcpy(g1, m.grads, sizeof(float) * m.num_params);
-            }
-            CHECK_MSG(memcmp(&L[0], &L[1], sizeof(double)) == 0, "mixing %d, resolution %d: loss %.17g on 1 thread, %.17g on 2",
-                      mix, l + 1, L[0], L[1]);
-            CHECK_MSG(memcmp(g1, m.grads, sizeof(float) * m.num_params) == 0,
-                      "mixing %d, resolution %d: gradients differ between 1 and 2 threads", mix, l + 1);
-        }
-        free(g1);
+        check_threads_same(&m, &ds, gs, 96, mix ? "mixing 1" : "mixing 0");
         hpj_model_free(&m);
     }
-#ifdef _OPENMP
-    omp_set_num_threads(2);
-#endif
     hpj_dataset_free(&ds);
 }
 
@@ -915,6 +986,7 @@ const test_case model_tests[] = {
     {"model.gradient_fd_per_copy", test_model_gradient_per_copy},
     {"model.table_matches_per_copy", test_model_table_matches_per_copy},
     {"model.first_layer_classes", test_model_first_layer_classes},
+    {"model.layer_classes", test_model_layer_classes},
     {"model.paths_threads", test_model_paths_threads},
     {"model.ema_update_rule", test_ema_update_rule},
     {"model.target_fold", test_target_fold},
