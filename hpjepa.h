@@ -6973,10 +6973,10 @@ HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, con
 static void hpj__gine_fwd(float *out, const float *h, const float *e, ptrdiff_t estride, const int32_t *rowptr,
                           const int32_t *col, int N, int D, float eps, const int32_t *rows) {
     int i;
-    int64_t ent;
     if (N <= 0 || D <= 0) return;
-    ent = rows ? rowptr[rows[N - 1] + 1] : rowptr[N]; /* rows increase: about the entries read */
-    HPJ__OMP(parallel for schedule(static) if (ent * D + (int64_t)N * D >= HPJ__PAR_ELEMS))
+    /* (rows increase: rowptr[rows[N - 1] + 1] bounds the entries read) */
+    HPJ__OMP(parallel for schedule(static) if (((int64_t)(rows ? rowptr[rows[N - 1] + 1] : rowptr[N]) + N) * D >=
+                                               HPJ__PAR_ELEMS))
     for (i = 0; i < N; ++i) {
         int32_t r = rows ? rows[i] : i; /* output row i is row r's aggregation */
         float *o = out + (ptrdiff_t)i * D;
