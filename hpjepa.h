@@ -115,7 +115,7 @@
               for those configs (any thread count, as before); evaluation
               (embeddings) stays per copy. Copies per second-layer class:
               PROTEINS ~1.55, MUTAG ~5.8, IMDB-BINARY ~7.8. bench train
-              GFLOP per batch 5.9 -> 5.2 at PROTEINS d = 128; each batch
+              GFLOP per batch 6.0 -> 5.3 at PROTEINS d = 128; each batch
               timed once per variant in one process (2 AMD Zen 3 threads):
               d = 128 +4-5 %, d = 512 +10 %; DD has no classes (~1.1
               copies per first-layer class). Test model.layer_classes
