@@ -8838,28 +8838,17 @@ static void hpj__gnn_layer_classes(hpj__gnn_ws *w, int i, int nt, int ne) {
     L->ncls = hpj__classes_number(p, pc, w->lsky, L->cls, L->crep, L->ccnt, w->chash, w->chcap, C - (C + 15) / 16);
 }
 
-/* The row copies and sums between classes and copies below run with each
-   thread on a block of HPJ__ROWS_DC columns over all rows, so that rows
-   can be read and written in place in the order each needs (and sums add
+/* The in-place row copies and the sums between classes and copies below
+   run with each thread on a block of HPJ__ROWS_DC columns over all rows,
+   so that rows are read and written in the order each needs (and sums add
    in copy order whatever the thread count). */
 #define HPJ__ROWS_DC 64
 
-/* dst row k = src row idx[k] for k < U. idx increases with idx[k] >= k (a
-   layer's class representatives), so dst may be src: rows in order. */
+/* dst row k = src row idx[k] for k < U (dst and src apart). */
 static void hpj__rows_gather(float *dst, const float *src, const int32_t *idx, int32_t U, int D) {
-    int cb, nb = (D + HPJ__ROWS_DC - 1) / HPJ__ROWS_DC;
+    int32_t k;
     HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
-    for (cb = 0; cb < nb; ++cb) {
-        int c0 = cb * HPJ__ROWS_DC, w = HPJ__MIN(HPJ__ROWS_DC, D - c0), j;
-        int32_t k;
-        for (k = 0; k < U; ++k) {
-            float *o = dst + (size_t)k * D + c0;
-            const float *g = src + (size_t)idx[k] * D + c0;
-            if (o == g) continue;
-            HPJ__OMP(simd)
-            for (j = 0; j < w; ++j) o[j] = g[j];
-        }
-    }
+    for (k = 0; k < U; ++k) memcpy(dst + (size_t)k * D, src + (size_t)idx[k] * D, sizeof(float) * (size_t)D);
 }
 
 /* Copies the U class rows (rows 0..U-1 of x) out to the C copies, in
@@ -9253,6 +9242,30 @@ static void hpj__table_forward(hpj_model *m, hpj__gnn_ws *w) {
     }
 }
 
+/* The rows layer i ran on (after hpj__gnn_forward): its classes, with
+   cnt / cls (and rep for a later layer's), or the copies (NULL, N = C). */
+static int32_t hpj__gnn_rows(const hpj__gnn_ws *w, int i, const int32_t **cnt, const int32_t **cls,
+                             const int32_t **rep) {
+    const hpj__gnn_layer *L = &w->lay[i];
+    *cnt = *cls = *rep = NULL;
+    if (i == 0 && w->ncls) {
+        *cnt = w->ccnt; *cls = w->cls;
+        return w->ncls;
+    }
+    if (i > 0 && L->ncls) {
+        *cnt = L->ccnt; *cls = L->cls; *rep = L->crep;
+        return L->ncls;
+    }
+    return w->path.C;
+}
+
+/* Whether layer i's output is read through its classes, not copied out to
+   the copies: a later layer on classes that is the last one (the patch
+   means, forward and backward, read its class rows). */
+static int hpj__gnn_top_cls(const hpj_model *m, const hpj__gnn_ws *w, int i) {
+    return i > 0 && i == m->cfg.gnn_layers - 1 && w->lay[i].ncls > 0;
+}
+
 /* Forward of the patch encoder over a filled path: w->z gets the tokens. */
 static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t drop_seed) {
     const hpj__path *p = &w->path;
@@ -9273,15 +9286,12 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
         /* rows of this layer: the copies, or its classes (the first
            layer's: rows in h0 and t1 already; a later layer's: gathered
            from the representatives' rows) */
-        const int32_t *cnt = NULL, *cls = NULL, *rep = NULL;
+        const int32_t *cnt, *cls, *rep;
         const float *res = L->h;
-        int N = C;
-        if (i == 0 && w->ncls) {
-            cnt = w->ccnt; cls = w->cls; N = w->ncls;
-        } else if (i > 0 && mode != HPJ__EVAL && L->cls && !L->mask && (i == 1 ? w->ncls : w->lay[i - 1].ncls)) {
+        int N;
+        if (i > 0 && mode != HPJ__EVAL && L->cls && !L->mask && (i == 1 ? w->ncls : w->lay[i - 1].ncls))
             hpj__gnn_layer_classes(w, i, nt, ne);
-            if (L->ncls) { cnt = L->ccnt; cls = L->cls; rep = L->crep; N = L->ncls; }
-        }
+        N = hpj__gnn_rows(w, i, &cnt, &cls, &rep);
         if (L->hm) { /* patch mixing, then copy averaging (layers > 0) */
             int32_t c;
             hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
@@ -9323,11 +9333,10 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
             for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
         }
         if (q->Wout) hpj__lin(L->out, L->sum, q->Wout, q->bout, N, D, D);
-        if (cls && (i == 0 || i + 1 < m->cfg.gnn_layers)) hpj__cls_expand(L->out, cls, NULL, C, D); /* classes -> copies */
+        if (cls && !hpj__gnn_top_cls(m, w, i)) hpj__cls_expand(L->out, cls, NULL, C, D); /* classes -> copies */
     }
-    /* z: a later last layer on classes is read through its classes */
     i = m->cfg.gnn_layers - 1;
-    hpj__segment_mean_idx(w->z, w->lay[i].out, i > 0 && w->lay[i].ncls ? w->lay[i].cls : NULL, p->seg, S, D);
+    hpj__segment_mean_idx(w->z, w->lay[i].out, hpj__gnn_top_cls(m, w, i) ? w->lay[i].cls : NULL, p->seg, S, D);
 }
 
 /* Scratch for the patch encoder's backward: four (C, D) buffers whose
@@ -9484,7 +9493,7 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
     /* z = segment_mean(out_last); a later last layer on classes takes
        dz straight onto its class rows */
     i = m->cfg.gnn_layers - 1;
-    if (i > 0 && w->lay[i].ncls) {
+    if (hpj__gnn_top_cls(m, w, i)) {
         hpj__segment_mean_back_cls(dout, dz, w->lay[i].cls, p->seg, S, w->lay[i].ncls, D);
     } else {
         hpj__zero(dout, CD);
@@ -9496,14 +9505,9 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
         hpj_gnn_params *gq = &m->g.gnn[i];
         float *dh, *t1, *t2;
         const float *dra2;
-        const int32_t *cnt = NULL, *cls = NULL;
-        int N = C;
-        if (i == 0 && w->ncls) {
-            cnt = w->ccnt; cls = w->cls; N = w->ncls;
-        } else if (i > 0 && L->ncls) {
-            cnt = L->ccnt; cls = L->cls; N = L->ncls;
-        }
-        if (cls && (i == 0 || i + 1 < m->cfg.gnn_layers)) { /* the layer on classes: their summed gradients */
+        const int32_t *cnt, *cls, *rep;
+        int N = hpj__gnn_rows(w, i, &cnt, &cls, &rep);
+        if (cls && !hpj__gnn_top_cls(m, w, i)) { /* the layer on classes: their summed gradients */
             float *ds = hpj__gnn_spare(b, dout, NULL);
             hpj__cls_reduce(ds, dout, cls, C, N, D);
             dout = ds;
@@ -9543,8 +9547,8 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
         /* t1 = agg W1^T */
         hpj__lin_back_set(t1, gq->W1, NULL, t2, L->agg, q->W1, N, D, D);
         if (cls) { /* class rows -> the representatives' rows, zeros elsewhere */
-            hpj__cls_expand(t1, cls, L->crep, C, D);
-            hpj__cls_expand(dh, cls, L->crep, C, D);
+            hpj__cls_expand(t1, cls, rep, C, D);
+            hpj__cls_expand(dh, cls, rep, C, D);
         }
         /* agg = GINE(h, e) */
         if (m->edge_onehot)
