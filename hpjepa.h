@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.9.0 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.9.1 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -98,6 +98,17 @@
        each reproducible and thread-count independent.
 
    RECENT CHANGES
+       0.9.1  (same bits as 0.9.0) fewer loops on one thread while the
+              other waits: elementwise and row loops run in parallel from
+              2048 elements per thread (HPJ__PAR_ELEMS; 4096 on 2 threads,
+              32768 from 16 threads on, as before for any team), the class
+              numbering and key sorts from 256 node copies (was 4096); B
+              packing with the 8 x 8 transpose inlined and no scalar tail
+              pass over a full sliver (a 512 x 128 weight 22 -> 13 us).
+              PROTEINS d = 128 bench step +2.5-3.4 %, +1 %, +1 % (each
+              batch once per variant, tools/paired_step.py); d = 512 and
+              DD within noise. tools/step_phases.py: the step's wall time
+              per phase in a scratch build.
        0.9.0  in training, the GINE layers after the first also run once
               per class of equal node copies (hpj__gnn_layer_classes; config
               key layer_classes, default 1; 0 runs them per copy: the bits
@@ -300,7 +311,7 @@
 
 #define HPJEPA_VERSION_MAJOR 0
 #define HPJEPA_VERSION_MINOR 9
-#define HPJEPA_VERSION_PATCH 0
+#define HPJEPA_VERSION_PATCH 1
 
 #ifndef HPJDEF
 #ifdef HPJ_STATIC
@@ -5975,12 +5986,14 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
 /* ==== nn: shared helpers ==== */
 
 /* Loops over this many elements or more run in parallel: 2048 per thread
-   of the team, at most 32768. Until 0.9.0 it was 32768 for any team; on 2
-   threads a d = 128 training step then ran ~6 % of its time in loops of
-   4096..32767 elements (LayerNorm and residuals over 128 tokens, the
-   first layer's class BatchNorm, ...) on one thread while the other
-   waited: 4096 made the step 2.5-3.4 % faster (each batch timed once per
-   threshold, tools/paired_step.py; 2048: the same, 8192 / 16384: less).
+   of the team, at most 32768. Until 0.9.0 it was 32768 for any team; in a
+   2-thread d = 128 training step the second thread then sat waiting in
+   ~6 % of all samples (perf) while the first ran loops of 4096..32767
+   elements alone (LayerNorm and residuals over 128 tokens, the first
+   layer's class BatchNorm, ...): 4096 made the step 2.5-3.4 % faster
+   (each batch timed once per threshold, tools/paired_step.py; 2048 the
+   same, 8192 / 16384 less; an earlier try, alternating whole runs, could
+   not separate +2-5 % from this host's drift).
    Kept at 32768 from 16 threads on, where a barrier costs more. Which
    loops run in parallel never changes a result bit. */
 #ifndef HPJ__PAR_ELEMS

@@ -124,16 +124,21 @@ PY
     expect_fail "paired: runs on other folds" "is in fold .* but fold" python3 tools/paired.py "$TMP/rep" "$TMP/moved"
     expect_fail "paired: missing report" "nope.graphs.csv: No such file" python3 tools/paired.py "$TMP/rep" "$TMP/nope"
 else bad "eval: --first-seed parts joined" "$(cat "$TMP/join.out" 2>/dev/null)"; fi
-# tools/paired_step.py still finds the text it patches in hpjepa.h (the
-# batch loop of hpj_pretrain), and the scratch header it writes compiles;
-# a usage error is one line
-if command -v python3 >/dev/null; then
-    if python3 tools/paired_step.py "$TMP/ps" >/dev/null 2>"$TMP/ps.err" && grep -q 'hpj__exp_v = v_;' "$TMP/ps/hpjepa.h" &&
+# tools/paired_step.py and tools/step_phases.py still find the text they
+# patch in hpjepa.h (the batch loop of hpj_pretrain; the phases of
+# hpj__step), the scratch headers they write compile, and a usage error is
+# one line
+scratch_tool() { # NAME MARKER WHAT
+    if python3 "tools/$1.py" "$TMP/$1" >/dev/null 2>"$TMP/$1.err" && grep -q "$2" "$TMP/$1/hpjepa.h" &&
        printf '#define HPJEPA_IMPLEMENTATION\n#include "hpjepa.h"\n' |
-           ${CC:-cc} -std=c99 -fopenmp -fsyntax-only -I"$TMP/ps" -x c - 2>>"$TMP/ps.err"; then
-        ok "paired_step: patches and compiles the batch loop of hpjepa.h"
-    else bad "paired_step: patches and compiles the batch loop of hpjepa.h" "$(head -c 300 "$TMP/ps.err")"; fi
-    expect_fail "paired_step: usage" "usage: python3 tools/paired_step.py OUTDIR" python3 tools/paired_step.py
+           ${CC:-cc} -std=c99 -fopenmp -fsyntax-only -I"$TMP/$1" -x c - 2>>"$TMP/$1.err"; then
+        ok "$1: patches and compiles $3"
+    else bad "$1: patches and compiles $3" "$(head -c 300 "$TMP/$1.err")"; fi
+    expect_fail "$1: usage" "usage: python3 tools/$1.py OUTDIR" python3 "tools/$1.py"
+}
+if command -v python3 >/dev/null; then
+    scratch_tool paired_step 'hpj__exp_v = v_;' "the batch loop of hpjepa.h"
+    scratch_tool step_phases 'HPJ__PH(13);' "the phases of hpj__step"
 fi
 # probe_select = cv: the penalty comes from probe_alpha x 10^-3..10^3 (here
 # probe_alpha = 0.5), chosen per fold on the training folds, and is reported

@@ -31,8 +31,7 @@ same code first (an A/A run: ~1.00, quartiles +-2-3 %). Never commit the
 scratch copy. Standard library only; exit 1 with a one-line reason when
 ./hpjepa.h no longer has the text this script patches.
 """
-import os
-import sys
+import scratch_header
 
 LOOP = """                for (l = 0; l < c->L; ++l) {
                     double loss;
@@ -71,18 +70,11 @@ LOOP_SECTION = "/* ==== model: training loop"
 
 
 def fail(msg):
-    sys.stderr.write("paired_step: %s\n" % msg)
-    sys.exit(1)
+    scratch_header.fail("paired_step", msg)
 
 
 def main():
-    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
-        fail("usage: python3 tools/paired_step.py OUTDIR")
-    out = sys.argv[1]
-    try:
-        src = open("hpjepa.h").read()
-    except OSError as e:
-        fail("hpjepa.h: %s (run from the repository root)" % e.strerror)
+    out, src = scratch_header.read("paired_step")
     for what, text in (("the implementation guard", IMPL), ("the training-loop section", LOOP_SECTION),
                        ("the batch loop of hpj_pretrain", LOOP)):
         if src.count(text) != 1:
@@ -91,10 +83,7 @@ def main():
     src = src[:i] + "static int hpj__exp_v; /* paired_step.py: the variant running */\n" + src[i:]
     src = src.replace(LOOP_SECTION, REPORT + LOOP_SECTION, 1)
     src = src.replace(LOOP, TWICE, 1)
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, "hpjepa.h")
-    with open(path, "w") as f:
-        f.write(src)
+    path = scratch_header.write(out, src)
     print("wrote %s; make the code under test read hpj__exp_v, then: bash tools/paired_step.sh %s" % (path, out))
 
 

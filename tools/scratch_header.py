@@ -1,0 +1,31 @@
+"""Shared by tools/paired_step.py and tools/step_phases.py, which write a
+patched scratch copy of ./hpjepa.h for timing experiments: the command
+line (one OUTDIR), reading the header, writing OUTDIR/hpjepa.h, and
+one-line errors (exit 1). Standard library only."""
+import os
+import sys
+
+
+def fail(prog, msg):
+    sys.stderr.write("%s: %s\n" % (prog, msg))
+    sys.exit(1)
+
+
+def read(prog):
+    """(OUTDIR, the text of ./hpjepa.h) from the command line of tools/PROG.py."""
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        fail(prog, "usage: python3 tools/%s.py OUTDIR" % prog)
+    try:
+        with open("hpjepa.h") as f:
+            return sys.argv[1], f.read()
+    except OSError as e:
+        fail(prog, "hpjepa.h: %s (run from the repository root)" % e.strerror)
+
+
+def write(out, src):
+    """Writes OUTDIR/hpjepa.h; returns its path."""
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, "hpjepa.h")
+    with open(path, "w") as f:
+        f.write(src)
+    return path
