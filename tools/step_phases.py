@@ -26,7 +26,7 @@ repository root, for example
 
 The clock is read on the calling thread only, so a phase's time includes
 the waits of its parallel regions. This is how the share of each stage was
-found (reports/bench_train.md); the timers cost well under 1 %. Never
+found (reports/bench_train.md); 15 clock reads per step cost nothing measurable. Never
 commit the scratch copy. Standard library only; exit 1 with a one-line
 reason when ./hpjepa.h no longer has the text this script patches.
 """
