@@ -6005,7 +6005,6 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
    loops run in parallel never changes a result bit. */
 #ifndef HPJ__PAR_ELEMS
 #define HPJ__PAR_ELEMS hpj__par_elems()
-#endif
 static int64_t hpj__par_elems(void) {
 #ifdef _OPENMP
     int t = omp_get_max_threads();
@@ -6014,6 +6013,7 @@ static int64_t hpj__par_elems(void) {
     return 32768;
 #endif
 }
+#endif
 /* Fixed number of blocks of every scalar reduction (thread-independent). */
 #define HPJ__NBLK 64
 
@@ -8784,6 +8784,11 @@ typedef struct hpj__gnn_ws {
    there are at most half as many as copies. Classes are numbered in order
    of their first copy, so cls[c] <= c. */
 #define HPJ__CLS_DC 16 /* channels per task of the loops over classes */
+/* The class numbering and key sorts run in parallel from this many node
+   copies: a path of a 128-graph PROTEINS batch has ~1700-3400, which at
+   the old 4096 were one thread's work while the other waited (d = 128
+   step +1 %). */
+#define HPJ__PAR_COPIES 256
 
 /* Sorts the n keys of one row (insertion sort; qsort for long rows). */
 static void hpj__keys_sort(int32_t *r, int32_t n) {
@@ -8810,11 +8815,8 @@ static int32_t hpj__classes_number(const hpj__path *p, const int32_t *prev, cons
     int32_t C = p->C, c, U = 0;
     uint32_t mask = (uint32_t)chcap - 1;
     for (c = 0; c < chcap; ++c) chash[c] = -1;
-    /* each copy's home slot, parked in cls[c] until its class replaces it
-       (this and the key sorts run in parallel from 256 copies: a path of
-       a 128-graph PROTEINS batch has ~1700-3400, which at the old 4096
-       were one thread's work while the other waited; d = 128 step +1 %) */
-    HPJ__OMP(parallel for schedule(static) if (C >= 256))
+    /* each copy's home slot, parked in cls[c] until its class replaces it */
+    HPJ__OMP(parallel for schedule(static) if (C >= HPJ__PAR_COPIES))
     for (c = 0; c < C; ++c) {
         int32_t a = p->rowptr[c], n = p->rowptr[c + 1] - a, j;
         uint64_t h = ((uint64_t)(uint32_t)prev[c] << 32) ^ (uint64_t)(uint32_t)n, st;
@@ -8852,7 +8854,7 @@ static void hpj__gnn_classes(hpj__gnn_ws *w) {
     int32_t C = p->C, c;
     w->ncls = 0;
     if (!w->cls) return;
-    HPJ__OMP(parallel for schedule(static) if (C >= 256))
+    HPJ__OMP(parallel for schedule(static) if (C >= HPJ__PAR_COPIES))
     for (c = 0; c < C; ++c) { /* each row's keys, sorted (t1 sums them in this order) */
         int32_t a = p->rowptr[c], n = p->rowptr[c + 1] - a;
         memcpy(w->csky + a, w->ky + a, sizeof(int32_t) * (size_t)n);
@@ -8883,7 +8885,7 @@ static void hpj__gnn_layer_classes(hpj__gnn_ws *w, int i, int nt, int ne) {
     int32_t C = p->C, c;
     L->ncls = 0;
     if (!L->cls || C < 2 || (int64_t)w->chcap < 2 * (int64_t)C || (int64_t)C * ne >= INT32_MAX) return;
-    HPJ__OMP(parallel for schedule(static) if (C >= 256))
+    HPJ__OMP(parallel for schedule(static) if (C >= HPJ__PAR_COPIES))
     for (c = 0; c < C; ++c) { /* each row's keys (neighbour's class, edge type), sorted */
         int32_t a = p->rowptr[c], n = p->rowptr[c + 1] - a, j;
         for (j = 0; j < n; ++j) w->lsky[a + j] = pc[p->col[a + j]] * ne + (w->ky[a + j] - nt) % ne;
@@ -8897,6 +8899,18 @@ static void hpj__gnn_layer_classes(hpj__gnn_ws *w, int i, int nt, int ne) {
    so that rows are read and written in the order each needs (and sums add
    in copy order whatever the thread count). */
 #define HPJ__ROWS_DC 64
+
+/* Columns c0 .. c0 + w - 1 of rows 0 .. U - 1 of x (U, D) set to zero: a
+   column block's sums start here. */
+static void hpj__cols_zero(float *x, int32_t U, int D, int c0, int w) {
+    int32_t r;
+    int j;
+    for (r = 0; r < U; ++r) {
+        float *o = x + (size_t)r * D + c0;
+        HPJ__OMP(simd)
+        for (j = 0; j < w; ++j) o[j] = 0.0f;
+    }
+}
 
 /* dst row k = src row idx[k] for k < U (dst and src apart). */
 static void hpj__rows_gather(float *dst, const float *src, const int32_t *idx, int32_t U, int D) {
@@ -8941,11 +8955,7 @@ static void hpj__cls_reduce(float *xs, const float *x, const int32_t *cls, int32
     for (cb = 0; cb < nb; ++cb) {
         int c0 = cb * HPJ__ROWS_DC, w = HPJ__MIN(HPJ__ROWS_DC, D - c0), j;
         int32_t r;
-        for (r = 0; r < U; ++r) {
-            float *o = xs + (size_t)r * D + c0;
-            HPJ__OMP(simd)
-            for (j = 0; j < w; ++j) o[j] = 0.0f;
-        }
+        hpj__cols_zero(xs, U, D, c0, w);
         for (r = 0; r < C; ++r) {
             float *o = xs + (size_t)cls[r] * D + c0;
             const float *g = x + (size_t)r * D + c0;
@@ -8965,11 +8975,7 @@ static void hpj__segment_mean_back_cls(float *ds, const float *dz, const int32_t
     for (cb = 0; cb < nb; ++cb) {
         int c0 = cb * HPJ__ROWS_DC, w = HPJ__MIN(HPJ__ROWS_DC, D - c0), j, s;
         int32_t r;
-        for (r = 0; r < U; ++r) {
-            float *o = ds + (size_t)r * D + c0;
-            HPJ__OMP(simd)
-            for (j = 0; j < w; ++j) o[j] = 0.0f;
-        }
+        hpj__cols_zero(ds, U, D, c0, w);
         for (s = 0; s < S; ++s) {
             const float *g = dz + (size_t)s * D + c0;
             float inv;

@@ -26,7 +26,7 @@ repository root, for example
 
 The clock is read on the calling thread only, so a phase's time includes
 the waits of its parallel regions. This is how the share of each stage was
-found (reports/bench_train.md); 15 clock reads per step cost nothing measurable. Never
+found (reports/bench_train.md); 14 clock reads per step cost nothing measurable. Never
 commit the scratch copy. Standard library only; exit 1 with a one-line
 reason when ./hpjepa.h no longer has the text this script patches.
 """
@@ -35,7 +35,7 @@ import scratch_header
 STEP = "static hpj_status hpj__step(hpj__trainer *tr,"
 STEP_END = "/* ==== model: training loop"
 # (text at the end of the phase, name of the phase that ends there); the
-# first entry only starts the clock
+# first entry only starts the clock (and registers the report at exit)
 MARKS = [
     ("    /* -- inputs -- */", None),
     ("    /* -- forward: patch tokens", "inputs"),
@@ -52,7 +52,6 @@ MARKS = [
     ("    /* -- update -- */", "gnnB"),
     ("    hpj_arena_reset(&tr->arena, mark);\n    return HPJ_OK;\n}", "adam"),
 ]
-HEAD = "    *loss = 0.0;"
 
 
 def fail(msg):
@@ -65,14 +64,14 @@ def main():
         fail("hpjepa.h: the step function or the training-loop section not found once; update this script")
     a, b = src.index(STEP), src.index(STEP_END)
     body = src[a:b]
-    for text, _ in MARKS + [(HEAD, None)]:
+    for text, _ in MARKS:
         if body.count(text) != 1:
             fail("hpjepa.h: %r not found once in hpj__step; update this script" % text.strip().split("\n")[0])
     names = []
     for i, (text, name) in enumerate(MARKS):
-        body = body.replace(text, "    HPJ__PH(%d);\n%s" % (i, text), 1)
+        once = "    hpj__ph_once();\n" if i == 0 else ""
+        body = body.replace(text, "%s    HPJ__PH(%d);\n%s" % (once, i, text), 1)
         names.append(name or "")
-    body = body.replace(HEAD, "    hpj__ph_once();\n    HPJ__PH(0);\n" + HEAD, 1)
     n = len(MARKS)
     pre = """static double hpj__ph_t[%d], hpj__ph_t0;
 static const char *hpj__ph_name[%d] = {%s};
