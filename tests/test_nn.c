@@ -237,6 +237,50 @@ static void test_gemm_kernels_agree(void) {
 #endif
 }
 
+/* Products of a few rows against a wide op(B) (a linear layer on a few
+   tokens) are computed transposed, C^T = op(B)^T op(A)^T, with the wide
+   operand read in place; their rows must have the bits of the same rows
+   computed by the blocked path: two K blocks, partial slivers, alpha and
+   beta != 0 (C is carried through the transposed buffer). */
+static void test_gemm_swapped_path(void) {
+    hpj_rng r;
+    int Mb = 300, N = 203, K = 300, layout, isa, i, k;
+    static const int Ms[4] = {13, 24, 40, 64};
+    float *A = fbuf((size_t)Mb * K), *B = fbuf((size_t)K * N), *Cs = fbuf((size_t)Mb * N);
+    float *Cb[2];
+    hpj_rng_seed(&r, 17);
+    fill_uniform(A, (size_t)Mb * K, -1, 1, &r);
+    fill_uniform(B, (size_t)K * N, -1, 1, &r);
+    Cb[0] = fbuf((size_t)Mb * N);
+    Cb[1] = fbuf((size_t)Mb * N);
+    for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
+        if (hpj_gemm_set_isa(isa) != 0) continue;
+        for (layout = 0; layout < 4; ++layout) {
+            int ta = layout & 1, tb = layout >> 1;
+            for (k = 0; k < 2; ++k) { /* the blocked path's rows, beta = -2 and 0 */
+                for (i = 0; i < Mb * N; ++i) Cb[k][i] = (float)(i % 7) - 3.0f;
+                hpj_gemm(ta, tb, Mb, N, K, 0.75f, A, ta ? Mb : K, B, tb ? K : N, k ? 0.0f : -2.0f, Cb[k], N);
+            }
+            for (k = 0; k < 4; ++k) {
+                float beta = k & 1 ? 0.0f : -2.0f;
+                for (i = 0; i < Ms[k] * N; ++i) Cs[i] = (float)(i % 7) - 3.0f;
+                hpj_gemm(ta, tb, Ms[k], N, K, 0.75f, A, ta ? Mb : K, B, tb ? K : N, beta, Cs, N);
+                if (!bits_equal(Cb[k & 1], Cs, (size_t)Ms[k] * N)) {
+                    hpj_gemm_set_isa(-1);
+                    CHECK_MSG(0, "%s layout %d, %d rows, beta %g: rows differ from the blocked path", hpj_gemm_isa_name(isa),
+                              layout, Ms[k], beta);
+                }
+            }
+        }
+    }
+    hpj_gemm_set_isa(-1);
+    free(A);
+    free(B);
+    free(Cb[0]);
+    free(Cb[1]);
+    free(Cs);
+}
+
 /* Small products take a separate path (stack buffers, no tiling); its
    rows must have the bits of the same rows computed by the blocked path. */
 static void test_gemm_small_path(void) {
@@ -1785,6 +1829,7 @@ const test_case nn_tests[] = {
     {"nn.gemm_degenerate", test_gemm_degenerate},
     {"nn.gemm_kernels_agree", test_gemm_kernels_agree},
     {"nn.gemm_small_path", test_gemm_small_path},
+    {"nn.gemm_swapped_path", test_gemm_swapped_path},
     {"nn.gemm_fewrows_path", test_gemm_fewrows_path},
     {"nn.gemm_threads", test_gemm_threads},
     {"nn.linear", test_linear},
