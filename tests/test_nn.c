@@ -1596,6 +1596,26 @@ static void test_grad_clip(void) {
     for (i = 0; i < big; ++i) x[i] = (i % 2) ? 1.0f : -1.0f;
     n = hpj_grad_clip(x, big, 0.0f);
     CHECK_NEAR(n, sqrt((double)big), 1e-12, 0);
+    { /* the documented order, bit for bit: 64 fixed blocks, each summed in
+         8 double lanes (element i of a block in lane i % 8, the tail from
+         lane 0) combined ((0+4)+(2+6))+((1+5)+(3+7)), then the blocks in order */
+        hpj_rng r;
+        double tot = 0.0;
+        int b;
+        hpj_rng_seed(&r, 23);
+        fill_uniform(x, big, -2, 2, &r);
+        for (i = 0; i < big; ++i) x[i] = ldexpf(x[i], (int)(i * 7 % 23) - 11); /* wide range: rounding shows the order */
+        for (b = 0; b < 64; ++b) {
+            size_t i0 = big * b / 64, i1 = big * (b + 1) / 64, k;
+            double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            for (k = i0; k + 8 <= i1; k += 8)
+                for (i = 0; i < 8; ++i) a[i] += (double)x[k + i] * x[k + i];
+            for (i = 0; k + i < i1; ++i) a[i] += (double)x[k + i] * x[k + i];
+            tot += ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+        }
+        n = hpj_grad_clip(x, big, 0.0f);
+        CHECK_MSG(n == sqrt(tot), "norm %.17g, the fixed order gives %.17g", n, sqrt(tot));
+    }
     free(x);
 }
 
