@@ -102,10 +102,12 @@
               rows (12-64; 12-32 when B is not transposed) against a wide
               op(B) transposed, C^T = op(B)^T op(A)^T, on the AVX2 kernel:
               the weight is read in place instead of packed whole for a
-              few rows (hpj__gemm_swapped; test nn.gemm_swapped_path).
-              32 x 2048 x 512 nt 93 -> 121 GFLOP/s on 2 Zen 3 threads
-              with cold weights; DD bench step +2.3 % (DD's online encoder
-              runs on 32 context tokens), PROTEINS (128 tokens) unchanged.
+              few rows (hpj__gemm_swapped; test nn.gemm_swapped_path), as
+              hpj_linear_forward already did for the forward. In training
+              it takes the input gradients of the layers on DD's 32
+              context tokens (32 x 512 x 512 nn 72 -> 89 GFLOP/s on 2 Zen 3
+              threads, cold weights): DD bench step +2.3 %, PROTEINS (128
+              tokens) unchanged.
               The gradient norm before Adam reads its 64 fixed blocks two
               at a time (the same sums; 14 M floats from memory 14 -> 18
               GB/s on 2 Zen 3 threads; test nn.grad_clip pins the order).
@@ -5900,29 +5902,31 @@ static void hpj__gemm_transpose(float *dst, ptrdiff_t ldd, const float *src, ptr
 }
 
 /* Few rows against a wide operand, C (M, N) = op(A) op(B) with M well
-   below N: a linear layer's forward or input gradient on a few tokens
-   (DD's 32 context tokens a batch). The tiled path packs all of op(B) (the
-   whole weight, transposed for a forward) to run it past M rows only.
-   Here the roles swap: C^T = op(B)^T op(A)^T goes into the second half of
-   the calling thread's B buffer (the first half holds the packed op(A)^T;
-   a tile thread's own buffer never reaches past KC x NC = half), the
-   weight is read in place by the row kernel, and C^T is then transposed
-   into C. Every element gets the same chain of fused multiply-adds (a b =
-   b a exactly) and the same alpha / beta step (C is first transposed into
-   the buffer when beta != 0), so the bits are those of the tiled path
-   (test nn.gemm_swapped_path). Measured on 2 Zen 3 threads with cold
-   weights: 32 x 2048 x 512 nt 93 -> 121 GFLOP/s, 32 x 512 x 2048 nt 83 ->
-   116, 64 x 2048 x 512 nt 106 -> 128, 32 x 512 x 512 nn 72 -> 89; at 128
-   rows no gain (d = 128 steps 0.99-1.00), so up to 64 rows (32 when B is
-   not transposed: op(B)^T is then a transposed A, read in place only for
-   narrow products); DD step +2.3 %. The AVX2 kernel only: the AVX-512
-   kernel's 32-column slivers would run partly empty on such M, and the
-   path is unmeasured there. Returns 0 (nothing done) when the product does not qualify. */
+   below N. The tiled path packs all of op(B) (a whole weight) to run it
+   past M rows only. Here the roles swap: C^T = op(B)^T op(A)^T goes into
+   the second half of the calling thread's B buffer (the first half holds
+   the packed op(A)^T; a tile thread's own buffer never reaches past KC x
+   NC = half), the weight is read in place by the row kernel, and C^T is
+   then transposed into C. Every element gets the same chain of fused
+   multiply-adds (a b = b a exactly) and the same alpha / beta step (C is
+   first transposed into the buffer when beta != 0), so the bits are those
+   of the tiled path (test nn.gemm_swapped_path). In training this takes
+   the input gradients dX = dY W of the linear layers on a few tokens
+   (DD's 32 context tokens a batch: 32 x 512 x 512 nn 72 -> 89 GFLOP/s on
+   2 Zen 3 threads with cold weights; DD bench step +2.3 %); their forward
+   already swaps in hpj_linear_forward (hpj__lin_swap), and any other few-
+   row nt product lands here (32 x 2048 x 512 nt 93 -> 121). Up to 64 rows
+   (32 when B is not transposed: op(B)^T is then a transposed A, read in
+   place only for narrow products); at 128 no gain (PROTEINS d = 128 steps
+   0.99-1.00). The AVX2 kernel only: the AVX-512 kernel's 32-column slivers
+   would run partly empty on such M, and the path is unmeasured there.
+   Returns 0 (nothing done) when the product does not qualify. */
 static int hpj__gemm_swapped(const hpj__gemm_job *g) {
     hpj__gemm_job s;
     int M = g->M, N = g->N, ta = !g->transB; /* op(B)^T is a transposed A when B is not transposed */
     size_t half = HPJ__GEMM_BFULL / 2;
-    if (g->kern != hpj__gemm_kernel_avx2 || M < 12 || M > (ta ? HPJ__YCOLS_N / 2 : 64) || N < 2 * M) return 0;
+    if (g->kern != hpj__gemm_kernel_avx2 || M < 12 || M > (ta ? HPJ__YCOLS_N / 2 : 64) || N < 2 * M || g->K < 64)
+        return 0;
     if ((size_t)N * M > half || (size_t)g->K * (size_t)((M + HPJ__YNR - 1) / HPJ__YNR * HPJ__YNR) > half) return 0;
     s = *g;
     s.transA = ta;
@@ -6173,7 +6177,10 @@ static HPJ__TLS float hpj__lin_tbuf[HPJ__LIN_TBUF];
    Dout x Din, at the price of transposing the N x Dout result, and it
    reads W in place row by row, which the hardware prefetchers follow when
    W comes from memory. The N columns of the swapped product must fill the
-   kernel's tiles: N near a multiple of 32, or 8..16 (its half tile). */
+   kernel's tiles: N near a multiple of 32, or 8..16 (its half tile).
+   (hpj__gemm_swapped does the same inside hpj_gemm, on the AVX2 kernel,
+   for the few-row products that do not come through here: the layers'
+   input gradients.) */
 #ifndef HPJ__LIN_SWAP_MARGIN
 #define HPJ__LIN_SWAP_MARGIN 4.0
 #endif
