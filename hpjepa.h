@@ -7966,14 +7966,14 @@ HPJDEF float hpj_lr_at(int schedule, float base_lr, float min_lr, int64_t step, 
     return (float)(min_lr + ((double)base_lr - min_lr) * 0.5 * (1.0 + cos(3.14159265358979323846 * s / span)));
 }
 
-/* The global L2 norm of hpj_grad_clip and the factor it scales g by (1 when
-   no clipping applies), without touching g: the training loop hands the
-   factor to the fused Adam pass instead of scaling g in a pass of its own. */
 /* A sum of squares kept in 8 double lanes, combined in a fixed tree. */
 static double hpj__sumsq_lanes(const double *acc) {
     return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
+/* The global L2 norm of hpj_grad_clip and the factor it scales g by (1 when
+   no clipping applies), without touching g: the training loop hands the
+   factor to the fused Adam pass instead of scaling g in a pass of its own. */
 static double hpj__grad_norm(const float *g, size_t n, float max_norm, float *scale) {
     double part[HPJ__NBLK], tot = 0.0, norm;
     int64_t nn = (int64_t)n;

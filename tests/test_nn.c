@@ -244,31 +244,37 @@ static void test_gemm_kernels_agree(void) {
    beta != 0 (C is carried through the transposed buffer). */
 static void test_gemm_swapped_path(void) {
     hpj_rng r;
-    int Mb = 300, N = 203, K = 300, layout, isa, i, k;
+    /* padded leading dimensions; C's padding holds a sentinel */
+    int Mb = 300, N = 203, K = 300, ldc = N + 3, layout, isa, i, k, row;
     static const int Ms[4] = {13, 24, 40, 64};
-    float *A = fbuf((size_t)Mb * K), *B = fbuf((size_t)K * N), *Cs = fbuf((size_t)Mb * N);
+    float *A = fbuf((size_t)(Mb + 5) * (K + 5)), *B = fbuf((size_t)(K + 7) * (N + 7)), *Cs = fbuf((size_t)Mb * ldc);
     float *Cb[2];
     hpj_rng_seed(&r, 17);
-    fill_uniform(A, (size_t)Mb * K, -1, 1, &r);
-    fill_uniform(B, (size_t)K * N, -1, 1, &r);
-    Cb[0] = fbuf((size_t)Mb * N);
-    Cb[1] = fbuf((size_t)Mb * N);
+    fill_uniform(A, (size_t)(Mb + 5) * (K + 5), -1, 1, &r);
+    fill_uniform(B, (size_t)(K + 7) * (N + 7), -1, 1, &r);
+    Cb[0] = fbuf((size_t)Mb * ldc);
+    Cb[1] = fbuf((size_t)Mb * ldc);
     for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
         if (hpj_gemm_set_isa(isa) != 0) continue;
         for (layout = 0; layout < 4; ++layout) {
-            int ta = layout & 1, tb = layout >> 1;
+            int ta = layout & 1, tb = layout >> 1, lda = (ta ? Mb : K) + 5, ldb = (tb ? K : N) + 7;
             for (k = 0; k < 2; ++k) { /* the blocked path's rows, beta = -2 and 0 */
-                for (i = 0; i < Mb * N; ++i) Cb[k][i] = (float)(i % 7) - 3.0f;
-                hpj_gemm(ta, tb, Mb, N, K, 0.75f, A, ta ? Mb : K, B, tb ? K : N, k ? 0.0f : -2.0f, Cb[k], N);
+                for (i = 0; i < Mb * ldc; ++i) Cb[k][i] = (float)(i % 7) - 3.0f;
+                hpj_gemm(ta, tb, Mb, N, K, 0.75f, A, lda, B, ldb, k ? 0.0f : -2.0f, Cb[k], ldc);
             }
             for (k = 0; k < 4; ++k) {
                 float beta = k & 1 ? 0.0f : -2.0f;
-                for (i = 0; i < Ms[k] * N; ++i) Cs[i] = (float)(i % 7) - 3.0f;
-                hpj_gemm(ta, tb, Ms[k], N, K, 0.75f, A, ta ? Mb : K, B, tb ? K : N, beta, Cs, N);
-                if (!bits_equal(Cb[k & 1], Cs, (size_t)Ms[k] * N)) {
+                int bad = 0;
+                for (i = 0; i < Ms[k] * ldc; ++i) Cs[i] = (float)(i % 7) - 3.0f;
+                hpj_gemm(ta, tb, Ms[k], N, K, 0.75f, A, lda, B, ldb, beta, Cs, ldc);
+                for (row = 0; row < Ms[k] && !bad; ++row) {
+                    bad = !bits_equal(Cb[k & 1] + (size_t)row * ldc, Cs + (size_t)row * ldc, (size_t)N);
+                    for (i = N; i < ldc; ++i) bad |= Cs[(size_t)row * ldc + i] != (float)((row * ldc + i) % 7) - 3.0f;
+                }
+                if (bad) {
                     hpj_gemm_set_isa(-1);
-                    CHECK_MSG(0, "%s layout %d, %d rows, beta %g: rows differ from the blocked path", hpj_gemm_isa_name(isa),
-                              layout, Ms[k], beta);
+                    CHECK_MSG(0, "%s layout %d, %d rows, beta %g: rows differ from the blocked path (or padding written)",
+                              hpj_gemm_isa_name(isa), layout, Ms[k], beta);
                 }
             }
         }
