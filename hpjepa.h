@@ -111,6 +111,9 @@
               The gradient norm before Adam reads its 64 fixed blocks two
               at a time (the same sums; 14 M floats from memory 14 -> 18
               GB/s on 2 Zen 3 threads; test nn.grad_clip pins the order).
+              A batch path fills its reverse edge entries only when its
+              backward reads them (per-edge GINE inputs, the context path):
+              PROTEINS d = 128 step 1.008 (each batch once per variant).
        0.10.0 the exact GELU's polynomials (erf, erfc, exp) take each
               Horner step as one fused multiply-add, in the AVX2 / AVX-512
               kernels and the C loops (HPJ__FMAF_POLY): new bits for
@@ -8571,7 +8574,7 @@ typedef struct hpj__path {
     int32_t *node;    /* (C) dataset node index                        */
     int32_t *rowptr;  /* (C+1)                                         */
     int32_t *col;     /* (E) copy ids                                  */
-    int32_t *rev;     /* (E) index of the reverse entry                */
+    int32_t *rev;     /* (E) index of the reverse entry (only if filled with rev) */
     int32_t *edge;    /* (E) dataset CSR entry (for edge features)     */
     int32_t *grp;     /* (C) group of each copy                        */
     int32_t *gptr;    /* (NG+1)                                        */
@@ -8705,9 +8708,11 @@ static void hpj__path_bind(hpj_arena *a, hpj__path *p, int32_t S, int32_t C, int
 
 /* Fills a path bound with hpj__path_count's numbers (groups only when
    NG > 0), in parallel over the items: the same result as one pass in item
-   order. */
+   order. The reverse entries only when rev is set: only the backward of a
+   GINE with per-edge inputs reads them (a binary search per entry, ~0.4 %
+   of a PROTEINS d = 128 step for nothing otherwise). */
 static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hpj__item *it, hpj__path *p,
-                           const hpj__pscr *ps) {
+                           const hpj__pscr *ps, int rev) {
     int32_t s, c = 0, e = 0, ng = 0, S = p->S;
     for (s = 0; s < S; ++s) { /* copy offsets; each item's first entry parked in rowptr */
         p->seg[s] = c;
@@ -8727,11 +8732,13 @@ static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hp
     }
     /* reverse entries: row col[k] holds the copy of row k's owner; columns
        ascend within a row, so binary search */
-    HPJ__OMP(parallel for schedule(static))
-    for (c = 0; c < p->C; ++c) {
-        int32_t kk;
-        for (kk = p->rowptr[c]; kk < p->rowptr[c + 1]; ++kk)
-            p->rev[kk] = hpj__csr_find(p->rowptr, p->col, p->col[kk], c);
+    if (rev) {
+        HPJ__OMP(parallel for schedule(static))
+        for (c = 0; c < p->C; ++c) {
+            int32_t kk;
+            for (kk = p->rowptr[c]; kk < p->rowptr[c + 1]; ++kk)
+                p->rev[kk] = hpj__csr_find(p->rowptr, p->col, p->col[kk], c);
+        }
     }
     if (p->NG == 0) return;
     /* groups, run by run: the runs' first groups (parked in gidx at each
@@ -10167,8 +10174,8 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     hpj__step_bind(&tr->arena, m, &w, B, T, Tm, cc, ct, train_drop);
 
     /* -- inputs -- */
-    hpj__path_fill(ds, &tr->tk, tr->ctx, &w.gc.path, &tr->ps);
-    hpj__path_fill(ds, &tr->tk, tr->tgt, &w.gt.path, &tr->ps);
+    hpj__path_fill(ds, &tr->tk, tr->ctx, &w.gc.path, &tr->ps, m->edge_onehot); /* rev: hpj_gine_backward's */
+    hpj__path_fill(ds, &tr->tk, tr->tgt, &w.gt.path, &tr->ps, 0);              /* no backward */
     hpj__path_features(m, ds, &w.gc);
     hpj__path_features(m, ds, &w.gt);
     if (!tr->grads_zero) memset(m->grads, 0, sizeof(float) * m->num_params);
@@ -10577,7 +10584,7 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
             hpj__enc_bind(&tr.arena, m, &ew, B, Tm, 0);
             mask = (uint8_t *)hpj_arena_alloc(&tr.arena, (size_t)B * Tm + 1);
             if (c->target_adj) adj = hpj_arena_floats(&tr.arena, (size_t)B * Tm * Tm + 1);
-            hpj__path_fill(ds, &tr.tk, items, &gw.path, &tr.ps);
+            hpj__path_fill(ds, &tr.tk, items, &gw.path, &tr.ps, 0);
             hpj__path_features(m, ds, &gw);
             hpj__gnn_forward(m, &gw, HPJ__EVAL, 0);
             hpj__pe_forward(m, &pw, &tr.tk, items, S, HPJ__EVAL);
