@@ -99,15 +99,16 @@
 
    RECENT CHANGES
        0.10.1 (same bits as 0.10.0) hpj_gemm computes a product of a few
-              rows (12-64; 12-32 when B is not transposed) against a wide
-              op(B) transposed, C^T = op(B)^T op(A)^T, on the AVX2 kernel:
-              the weight is read in place instead of packed whole for a
-              few rows (hpj__gemm_swapped; test nn.gemm_swapped_path), as
-              hpj_linear_forward already did for the forward. In training
-              it takes the input gradients of the layers on DD's 32
-              context tokens (32 x 512 x 512 nn 72 -> 89 GFLOP/s on 2 Zen 3
-              threads, cold weights): DD bench step +2.3 %, PROTEINS (128
-              tokens) unchanged.
+              rows (16, 32, 48 or 64; 16 or 32 when B is not transposed)
+              against a wide op(B) (N >= 256) transposed, C^T = op(B)^T
+              op(A)^T, on the AVX2 kernel: the weight is read in place
+              instead of packed whole for a few rows (hpj__gemm_swapped;
+              test nn.gemm_swapped_path), as hpj_linear_forward already
+              did for the forward. In training it takes the input
+              gradients of the layers on DD's 32 context tokens (32 x 512
+              x 512 nn 72 -> 89 GFLOP/s on 2 Zen 3 threads, 16 rotating
+              weight copies): DD bench step +2.3 %, PROTEINS (128 tokens)
+              unchanged.
               The gradient norm before Adam reads its 64 fixed blocks two
               at a time (the same sums; 14 M floats from memory 14 -> 18
               GB/s on 2 Zen 3 threads; test nn.grad_clip pins the order).
@@ -5916,19 +5917,24 @@ static void hpj__gemm_transpose(float *dst, ptrdiff_t ldd, const float *src, ptr
    of the tiled path (test nn.gemm_swapped_path). In training this takes
    the input gradients dX = dY W of the linear layers on a few tokens
    (DD's 32 context tokens a batch: 32 x 512 x 512 nn 72 -> 89 GFLOP/s on
-   2 Zen 3 threads with cold weights; DD bench step +2.3 %); their forward
-   already swaps in hpj_linear_forward (hpj__lin_swap), and any other few-
-   row nt product lands here (32 x 2048 x 512 nt 93 -> 121). Up to 64 rows
-   (32 when B is not transposed: op(B)^T is then a transposed A, read in
-   place only for narrow products); at 128 no gain (PROTEINS d = 128 steps
-   0.99-1.00). The AVX2 kernel only: the AVX-512 kernel's 32-column slivers
-   would run partly empty on such M, and the path is unmeasured there.
-   Returns 0 (nothing done) when the product does not qualify. */
+   2 Zen 3 threads, 16 rotating weight copies; DD bench step +2.3 %); their
+   forward already swaps in hpj_linear_forward (hpj__lin_swap), and any
+   other few-row nt product lands here (32 x 2048 x 512 nt 93 -> 121). M a
+   multiple of 16 (whole column slivers of the swapped product: 12 and 24 rows ran
+   0.68-0.87x on some shapes), up to 64 (32 when B is not transposed:
+   op(B)^T is then a transposed A, read in place only for narrow products;
+   128 rows gained nothing, PROTEINS d = 128 steps 0.99-1.00), N >= 256
+   (16 x 128 x 128 nn 0.75x, 64 x 128 x 512 nt 0.89x), K >= 64; every
+   product measured inside these bounds ran 0.98-2.0x. The AVX2 kernel
+   only: the AVX-512 kernel's 32-column slivers would run partly empty on
+   such M, and the path is unmeasured there. Returns 0 (nothing done) when
+   the product does not qualify. */
 static int hpj__gemm_swapped(const hpj__gemm_job *g) {
     hpj__gemm_job s;
     int M = g->M, N = g->N, ta = !g->transB; /* op(B)^T is a transposed A when B is not transposed */
     size_t half = HPJ__GEMM_BFULL / 2;
-    if (g->kern != hpj__gemm_kernel_avx2 || M < 12 || M > (ta ? HPJ__YCOLS_N / 2 : 64) || N < 2 * M || g->K < 64)
+    if (g->kern != hpj__gemm_kernel_avx2 || M % HPJ__YNR != 0 || M > (ta ? HPJ__YCOLS_N / 2 : 64) || N < 256 ||
+        g->K < 64)
         return 0;
     if ((size_t)N * M > half || (size_t)g->K * (size_t)((M + HPJ__YNR - 1) / HPJ__YNR * HPJ__YNR) > half) return 0;
     s = *g;

@@ -245,8 +245,8 @@ static void test_gemm_kernels_agree(void) {
 static void test_gemm_swapped_path(void) {
     hpj_rng r;
     /* padded leading dimensions; C's padding holds a sentinel */
-    int Mb = 300, N = 203, K = 300, ldc = N + 3, layout, isa, i, k, row;
-    static const int Ms[4] = {13, 24, 40, 64};
+    int Mb = 300, N = 263, K = 300, ldc = N + 3, layout, isa, i, k, row;
+    static const int Ms[4] = {16, 32, 48, 64};
     float *A = fbuf((size_t)(Mb + 5) * (K + 5)), *B = fbuf((size_t)(K + 7) * (N + 7)), *Cs = fbuf((size_t)Mb * ldc);
     float *Cb[2];
     hpj_rng_seed(&r, 17);
