@@ -5889,22 +5889,26 @@ static void hpj__gemm_fewrows(const hpj__gemm_job *g, int j0, int j1) {
 }
 #endif
 
-#if defined(HPJ__GEMM_AVX2)
-/* dst (rows x cols, ldd) = src^T, src (cols x rows, lds), in 8 x 8 blocks
-   for rows [r0, r1) of dst. */
+/* dst (rows x cols, ldd) = src^T, src (cols x rows, lds), for rows
+   [r0, r1) of dst: 8 x 8 register transposes where SIMD is compiled in.
+   Used by the transposed few-row products (hpj__gemm_swapped,
+   hpj_linear_forward). */
 static void hpj__gemm_transpose(float *dst, ptrdiff_t ldd, const float *src, ptrdiff_t lds, int r0, int r1, int cols) {
-    int r, c;
-    for (r = r0; r + 8 <= r1; r += 8) {
+    int r = r0, c;
+#if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
+    for (; r + 8 <= r1; r += 8) {
         for (c = 0; c + 8 <= cols; c += 8) hpj__tr8x8(src + (ptrdiff_t)c * lds + r, lds, dst + (ptrdiff_t)r * ldd + c, ldd);
         for (; c < cols; ++c) {
             int q;
             for (q = 0; q < 8; ++q) dst[(ptrdiff_t)(r + q) * ldd + c] = src[(ptrdiff_t)c * lds + r + q];
         }
     }
+#endif
     for (; r < r1; ++r)
         for (c = 0; c < cols; ++c) dst[(ptrdiff_t)r * ldd + c] = src[(ptrdiff_t)c * lds + r];
 }
 
+#if defined(HPJ__GEMM_AVX2)
 /* Few rows against a wide operand, C (M, N) = op(A) op(B) with M well
    below N. The tiled path packs all of op(B) (a whole weight) to run it
    past M rows only. Here the roles swap: C^T = op(B)^T op(A)^T goes into
@@ -6216,11 +6220,7 @@ HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, con
             }
         hpj_gemm(0, 1, Dout, N, Din, 1.0f, W, Din, inp, Din, b ? 1.0f : 0.0f, T, N);
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * Dout >= HPJ__PAR_ELEMS))
-        for (i = 0; i < N; ++i) {
-            float *y = out + (ptrdiff_t)i * Dout;
-            int c;
-            for (c = 0; c < Dout; ++c) y[c] = T[(ptrdiff_t)c * N + i];
-        }
+        for (i = 0; i < (N + 7) / 8; ++i) hpj__gemm_transpose(out, Dout, T, N, i * 8, HPJ__MIN(N, i * 8 + 8), Dout);
         return;
     }
     if (b) {
@@ -7975,8 +7975,14 @@ HPJDEF float hpj_lr_at(int schedule, float base_lr, float min_lr, int64_t step, 
     return (float)(min_lr + ((double)base_lr - min_lr) * 0.5 * (1.0 + cos(3.14159265358979323846 * s / span)));
 }
 
-/* A sum of squares kept in 8 double lanes, combined in a fixed tree. */
-static double hpj__sumsq_lanes(const double *acc) {
+/* A block's sum of squares kept in 8 double lanes: the rest of g[i..i1)
+   added to acc (element i + l in lane l, 8 at a time, the tail from lane
+   0), then the lanes combined in a fixed tree. */
+static double hpj__sumsq_lanes(double *acc, const float *g, int64_t i, int64_t i1) {
+    int l;
+    for (; i + 8 <= i1; i += 8)
+        for (l = 0; l < 8; ++l) acc[l] += (double)g[i + l] * g[i + l];
+    for (l = 0; i + l < i1; ++l) acc[l] += (double)g[i + l] * g[i + l];
     return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
@@ -8004,14 +8010,8 @@ static double hpj__grad_norm(const float *g, size_t n, float max_norm, float *sc
             for (l = 0; l < 8; ++l) acc[l] += (double)g[i + l] * g[i + l];
             for (l = 0; l < 8; ++l) bcc[l] += (double)g[j + l] * g[j + l];
         }
-        for (; i + 8 <= i1; i += 8)
-            for (l = 0; l < 8; ++l) acc[l] += (double)g[i + l] * g[i + l];
-        for (; j + 8 <= j1; j += 8)
-            for (l = 0; l < 8; ++l) bcc[l] += (double)g[j + l] * g[j + l];
-        for (l = 0; i + l < i1; ++l) acc[l] += (double)g[i + l] * g[i + l];
-        for (l = 0; j + l < j1; ++l) bcc[l] += (double)g[j + l] * g[j + l];
-        part[b] = hpj__sumsq_lanes(acc);
-        part[b + 1] = hpj__sumsq_lanes(bcc);
+        part[b] = hpj__sumsq_lanes(acc, g, i, i1);
+        part[b + 1] = hpj__sumsq_lanes(bcc, g, j, j1);
     }
     for (b = 0; b < HPJ__NBLK; ++b) tot += part[b];
     norm = sqrt(tot);
