@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.10.1 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.10.2 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -98,6 +98,22 @@
        each reproducible and thread-count independent.
 
    RECENT CHANGES
+       0.10.2 (same bits as 0.10.1) the AVX2 kernel reading a transposed
+              A in place (hpj__gemm_kernel_avx2_cols) prefetches the next
+              cache line of each A row it walks: those rows sit lda apart
+              (2 KB in a 512-wide weight), too far for the hardware
+              prefetchers, so every new line was a demand miss once the
+              weight had left the cache. DD d = 512's context-token input
+              gradients (32 x 512 x 2048 and 32 x 512 x 512 nn) 48-51 ->
+              69-72 GFLOP/s measured inside the training step; DD bench
+              step 1.015-1.021 (each batch once per variant), PROTEINS
+              d = 512 1.014, d = 128 1.000.
+              hpj_linear_forward's bias rows are written by the GEMM's tile
+              loop just before the first K block reads them
+              (hpj__gemm_bias_rows) instead of by a fill pass over the
+              whole output that the other core then read back (test
+              nn.linear_bias_tiles): PROTEINS d = 128 step 1.014, d = 512
+              1.011, DD 1.013 (each batch once per variant).
        0.10.1 (same bits as 0.10.0) hpj_gemm computes a product of a few
               rows (16, 32, 48 or 64; 16 or 32 when B is not transposed)
               against a wide op(B) (N >= 256) transposed, C^T = op(B)^T
@@ -335,7 +351,7 @@
 
 #define HPJEPA_VERSION_MAJOR 0
 #define HPJEPA_VERSION_MINOR 10
-#define HPJEPA_VERSION_PATCH 1
+#define HPJEPA_VERSION_PATCH 2
 
 #ifndef HPJDEF
 #ifdef HPJ_STATIC
@@ -5524,6 +5540,8 @@ typedef struct hpj__gemm_job {
     hpj__gemm_rows_kernel krows; /* non-NULL: full slivers of op(A) are read in place */
     int packB;  /* 1: copy B blocks into the thread's buffer first */
     float *bshared; /* B buffer the threads fill together (thread 0's) */
+    const float *bias; /* non-NULL (beta = 1): C starts as this row in every
+                          row, written by the tile loop (hpj__gemm_bias_rows) */
 } hpj__gemm_job;
 
 #if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
@@ -5658,6 +5676,24 @@ static void hpj__gemm_pack_b(float *bp, const hpj__gemm_job *g, int j0, int nc, 
 static HPJ__TLS float hpj__gemm_bbuf[HPJ__GEMM_BFULL];
 static HPJ__TLS float hpj__gemm_abuf[HPJ__GEMM_KC * HPJ__GEMM_MC];
 
+/* Rows [i0, i0 + mr) x columns [j0, j1) of C set to the bias row, just
+   before the first K block's kernels read them (hpj_linear_forward's bias:
+   the same C, so the same bits, as a separate fill pass, without that
+   pass writing all of C and the other core reading it back). */
+static void hpj__gemm_bias_rows(const hpj__gemm_job *g, int i0, int mr, int j0, int j1) {
+    int r;
+    for (r = 0; r < mr; ++r)
+        memcpy(g->C + (ptrdiff_t)(i0 + r) * g->ldc + j0, g->bias + j0, sizeof(float) * (size_t)(j1 - j0));
+}
+
+/* All M rows of C set to the bias row (the paths that do not tile). */
+static int64_t hpj__par_elems(void);
+static void hpj__gemm_fill_bias(const float *bias, float *C, int M, int N, int ldc) {
+    int i;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)M * N >= hpj__par_elems()))
+    for (i = 0; i < M; ++i) memcpy(C + (ptrdiff_t)i * ldc, bias, sizeof(float) * (size_t)N);
+}
+
 /* One K block (p0, kc) of C rows [s0,s1) x column slivers [tc,tcn): A is
    packed here MC rows at a time, B comes packed (ldbk = NR, slivers
    bstride apart) or in place (ldbk = ldb). */
@@ -5681,6 +5717,7 @@ static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int 
                wait, 9000 x 512 x 512 +5-7 %). */
             per = g->transA ? 0 : (nx * nl + (tcn - tc) - 1) / HPJ__MAX(1, tcn - tc);
             q = qr = ql = 0; /* line q is line ql of row qr */
+            if (first && g->bias) hpj__gemm_bias_rows(g, i0, mr, tc * NR, HPJ__MIN(g->N, tcn * NR));
             for (t = tc; t < tcn; ++t) {
                 int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
                 float *c = g->C + (ptrdiff_t)i0 * g->ldc + jj;
@@ -5708,6 +5745,7 @@ static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int 
         for (s = sb; s < se; ++s) {
             int i0 = s * MR, mr = HPJ__MIN(MR, g->M - i0);
             const float *ap = hpj__gemm_abuf + (s - sb) * astride;
+            if (first && g->bias) hpj__gemm_bias_rows(g, i0, mr, tc * NR, HPJ__MIN(g->N, tcn * NR));
             for (t = tc; t < tcn; ++t) {
                 int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
                 g->kern(kc, ap, bb + (t - tc) * bstride, ldbk, g->C + (ptrdiff_t)i0 * g->ldc + jj, g->ldc, mr, nr,
@@ -5942,7 +5980,7 @@ static void hpj__gemm_transpose(float *dst, ptrdiff_t ldd, const float *src, ptr
    only: the AVX-512 kernel's 32-column slivers would run partly empty on
    such M, and the path is unmeasured there. Returns 0 (nothing done) when
    the product does not qualify. */
-static int hpj__gemm_swapped(const hpj__gemm_job *g) {
+static int hpj__gemm_swapped(const hpj__gemm_job *g, const float *bias) {
     hpj__gemm_job s;
     int M = g->M, N = g->N, ta = !g->transB; /* op(B)^T is a transposed A when B is not transposed */
     size_t half = HPJ__GEMM_BFULL / 2;
@@ -5950,6 +5988,7 @@ static int hpj__gemm_swapped(const hpj__gemm_job *g) {
         g->K < 64)
         return 0;
     if ((size_t)N * M > half || (size_t)g->K * (size_t)((M + HPJ__YNR - 1) / HPJ__YNR * HPJ__YNR) > half) return 0;
+    if (bias) hpj__gemm_fill_bias(bias, g->C, M, N, g->ldc); /* then carried through C^T (beta = 1) */
     s = *g;
     s.transA = ta;
     s.transB = !g->transA;
@@ -5986,11 +6025,27 @@ static int hpj__gemm_swapped(const hpj__gemm_job *g) {
 }
 #endif
 
+/* C (M, N) = op(A) op(B) + bias in every row (bias: N floats), C's bias
+   written by the tiled path as it goes; hpj_gemm with beta = 1 on a C
+   filled with the bias rows gives the same bits. */
+static void hpj__gemm_impl(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                           const float *B, int ldb, float beta, float *C, int ldc, const float *bias);
+
 HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc) {
+    hpj__gemm_impl(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
+}
+
+static void hpj__gemm_impl(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                           const float *B, int ldb, float beta, float *C, int ldc, const float *bias) {
     hpj__gemm_job g;
     int isa;
     if (M <= 0 || N <= 0) return;
+    if (bias) beta = 1.0f;
+    if (bias && (K <= 0 || alpha == 0.0f)) {
+        hpj__gemm_fill_bias(bias, C, M, N, ldc);
+        return;
+    }
     if (K <= 0 || alpha == 0.0f) { /* C = beta*C */
         int i, j;
         for (i = 0; i < M; ++i) {
@@ -6015,6 +6070,7 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
     g.ldb = ldb;
     g.ldc = ldc;
     g.C = C;
+    g.bias = NULL;
     g.bshared = hpj__gemm_bbuf; /* the calling thread is thread 0 of the team */
     isa = hpj_gemm_isa();
     g.kern = hpj__gemm_kernel_c;
@@ -6048,6 +6104,7 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
         const float *bb = bbuf;
         ptrdiff_t ldbk = g.nr, bstride = (ptrdiff_t)K * g.nr;
         int i0, t;
+        if (bias) hpj__gemm_fill_bias(bias, C, M, N, ldc);
         if (!g.transB && g.kern != hpj__gemm_kernel_c) { /* B in place */
             bb = B;
             ldbk = ldb;
@@ -6073,6 +6130,7 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
     }
 #if defined(HPJ__GEMM_AVX512)
     if (isa == HPJ_GEMM_AVX512 && !transA && !transB && M <= HPJ__GEMM_FEW_M && N >= 64) {
+        if (bias) hpj__gemm_fill_bias(bias, C, M, N, ldc);
         HPJ__OMP(parallel if ((double)M * N * K >= (double)HPJ__GEMM_PAR_MIN))
         {
             int nth = 1, id = 0, per;
@@ -6087,8 +6145,9 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
     }
 #endif
 #if defined(HPJ__GEMM_AVX2)
-    if (hpj__gemm_swapped(&g)) return;
+    if (hpj__gemm_swapped(&g, bias)) return;
 #endif
+    g.bias = bias;
     /* B is read in place when its rows are contiguous and it is reused by
        few row slivers; otherwise (B transposed, M large, or the portable
        kernel, which wants zero-padded slivers) it is packed. */
@@ -6232,12 +6291,8 @@ HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, con
         for (i = 0; i < (N + 7) / 8; ++i) hpj__gemm_transpose(out, Dout, T, N, i * 8, HPJ__MIN(N, i * 8 + 8), Dout);
         return;
     }
-    if (b) {
-        HPJ__OMP(parallel for schedule(static) if ((int64_t)N * Dout >= HPJ__PAR_ELEMS))
-        for (i = 0; i < N; ++i) memcpy(out + (ptrdiff_t)i * Dout, b, (size_t)Dout * sizeof(float));
-    }
-    /* out = inp W^T (+ out, which holds the bias) */
-    hpj_gemm(0, 1, N, Dout, Din, 1.0f, inp, Din, W, Din, b ? 1.0f : 0.0f, out, Dout);
+    /* out = inp W^T + b (the GEMM writes the bias rows tile by tile) */
+    hpj__gemm_impl(0, 1, N, Dout, Din, 1.0f, inp, Din, W, Din, 0.0f, out, Dout, b);
 }
 
 HPJDEF void hpj_linear_backward(float *dinp, float *dW, float *db, const float *dout, const float *inp,

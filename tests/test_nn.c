@@ -287,6 +287,44 @@ static void test_gemm_swapped_path(void) {
     free(Cs);
 }
 
+/* hpj_linear_forward's bias is written by the GEMM's tile loop just before
+   the first K block (hpj__gemm_bias_rows) instead of by a fill pass; the
+   output must have the bits of hpj_gemm with beta = 1 on a C filled with
+   the bias rows: the small path, the tiled path with two K blocks and
+   partial slivers, the few-row transposed path (48 rows), every kernel. */
+static void test_linear_bias_tiles(void) {
+    hpj_rng r;
+    static const int shape[4][3] = {{5, 16, 24}, {301, 300, 263}, {48, 300, 263}, {130, 64, 70}};
+    int sh, isa, i;
+    float *inp = fbuf((size_t)301 * 300), *W = fbuf((size_t)263 * 300), *b = fbuf(263);
+    float *out = fbuf((size_t)301 * 263), *ref = fbuf((size_t)301 * 263);
+    hpj_rng_seed(&r, 29);
+    fill_uniform(inp, (size_t)301 * 300, -1, 1, &r);
+    fill_uniform(W, (size_t)263 * 300, -1, 1, &r);
+    fill_uniform(b, 263, -1, 1, &r);
+    for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
+        if (hpj_gemm_set_isa(isa) != 0) continue;
+        for (sh = 0; sh < 4; ++sh) {
+            int N = shape[sh][0], Din = shape[sh][1], Dout = shape[sh][2], row;
+            for (row = 0; row < N; ++row) memcpy(ref + (size_t)row * Dout, b, sizeof(float) * (size_t)Dout);
+            hpj_gemm(0, 1, N, Dout, Din, 1.0f, inp, Din, W, Din, 1.0f, ref, Dout);
+            for (i = 0; i < N * Dout; ++i) out[i] = 1e30f; /* must all be overwritten */
+            hpj_linear_forward(out, inp, W, b, N, Din, Dout);
+            if (!bits_equal(ref, out, (size_t)N * Dout)) {
+                hpj_gemm_set_isa(-1);
+                CHECK_MSG(0, "%s, %d x %d -> %d: linear forward with bias differs from the GEMM on bias rows",
+                          hpj_gemm_isa_name(isa), N, Din, Dout);
+            }
+        }
+    }
+    hpj_gemm_set_isa(-1);
+    free(inp);
+    free(W);
+    free(b);
+    free(out);
+    free(ref);
+}
+
 /* Small products take a separate path (stack buffers, no tiling); its
    rows must have the bits of the same rows computed by the blocked path. */
 static void test_gemm_small_path(void) {
@@ -1856,6 +1894,7 @@ const test_case nn_tests[] = {
     {"nn.gemm_kernels_agree", test_gemm_kernels_agree},
     {"nn.gemm_small_path", test_gemm_small_path},
     {"nn.gemm_swapped_path", test_gemm_swapped_path},
+    {"nn.linear_bias_tiles", test_linear_bias_tiles},
     {"nn.gemm_fewrows_path", test_gemm_fewrows_path},
     {"nn.gemm_threads", test_gemm_threads},
     {"nn.linear", test_linear},
