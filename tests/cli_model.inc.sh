@@ -124,10 +124,10 @@ PY
     expect_fail "paired: runs on other folds" "is in fold .* but fold" python3 tools/paired.py "$TMP/rep" "$TMP/moved"
     expect_fail "paired: missing report" "nope.graphs.csv: No such file" python3 tools/paired.py "$TMP/rep" "$TMP/nope"
 else bad "eval: --first-seed parts joined" "$(cat "$TMP/join.out" 2>/dev/null)"; fi
-# tools/paired_step.py and tools/step_phases.py still find the text they
-# patch in hpjepa.h (the batch loop of hpj_pretrain; the phases of
-# hpj__step), the scratch headers they write compile, and a usage error is
-# one line
+# tools/paired_step.py, tools/step_phases.py and tools/gemm_shapes.py
+# still find the text they patch in hpjepa.h (the batch loop of
+# hpj_pretrain; the phases of hpj__step; hpj__gemm_impl), the scratch
+# headers they write compile, and a usage error is one line
 scratch_tool() { # NAME MARKER WHAT
     if python3 "tools/$1.py" "$TMP/$1" >/dev/null 2>"$TMP/$1.err" && grep -q "$2" "$TMP/$1/hpjepa.h" &&
        printf '#define HPJEPA_IMPLEMENTATION\n#include "hpjepa.h"\n' |
@@ -139,6 +139,7 @@ scratch_tool() { # NAME MARKER WHAT
 if command -v python3 >/dev/null; then
     scratch_tool paired_step 'hpj__exp_v = v_;' "the batch loop of hpjepa.h"
     scratch_tool step_phases 'HPJ__PH(13);' "the phases of hpj__step"
+    scratch_tool gemm_shapes 'hpj__gs_dump' "the GEMM entry of hpjepa.h"
 fi
 # probe_select = cv: the penalty comes from probe_alpha x 10^-3..10^3 (here
 # probe_alpha = 0.5), chosen per fold on the training folds, and is reported

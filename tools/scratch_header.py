@@ -1,7 +1,8 @@
-"""Shared by tools/paired_step.py and tools/step_phases.py, which write a
-patched scratch copy of ./hpjepa.h for timing experiments: the command
-line (one OUTDIR), reading the header, writing OUTDIR/hpjepa.h, and
-one-line errors (exit 1). Standard library only."""
+"""Shared by tools/paired_step.py, tools/step_phases.py and
+tools/gemm_shapes.py, which write a patched scratch copy of ./hpjepa.h for
+timing experiments: the command line (one OUTDIR), reading the header,
+writing OUTDIR/hpjepa.h, and one-line errors (exit 1). Standard library
+only."""
 import os
 import sys
 
