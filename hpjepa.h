@@ -6042,12 +6042,12 @@ static void hpj__gemm_impl(int transA, int transB, int M, int N, int K, float al
     int isa;
     if (M <= 0 || N <= 0) return;
     if (bias) beta = 1.0f;
-    if (bias && (K <= 0 || alpha == 0.0f)) {
-        hpj__gemm_fill_bias(bias, C, M, N, ldc);
-        return;
-    }
-    if (K <= 0 || alpha == 0.0f) { /* C = beta*C */
+    if (K <= 0 || alpha == 0.0f) { /* C = beta*C, or the bias rows */
         int i, j;
+        if (bias) {
+            hpj__gemm_fill_bias(bias, C, M, N, ldc);
+            return;
+        }
         for (i = 0; i < M; ++i) {
             float *ci = C + (ptrdiff_t)i * ldc;
             if (beta == 0.0f)
