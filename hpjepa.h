@@ -5803,6 +5803,19 @@ static void hpj__gemm_team(hpj__gemm_job *g, int nth) {
     /* a shared B is worth it when each row block reuses it enough (a
        core reads the half another core packed through the shared cache) */
     rows = g->packB && nrb >= 2 * nth && rblk * MR >= HPJ__GEMM_SHARE_ROWS;
+#if defined(HPJ__GEMM_AVX512)
+    /* The AVX-512 kernel with A in place: column tiles (each streams all
+       of A, 4 tiles in all) up to M K <= 768 N, at least 8 column slivers.
+       2 AMD Zen 5 threads, warm: 256 x 512 x 128 nn 317 -> 399 GFLOP/s,
+       384 x 512 x 128 358 -> 426, 600 x 512 x 512 381 -> 414, 1000 x 2048
+       x 512 425 -> 439; past the bound the shared B wins (1000 x 512 x 512
+       433 against 419, 4000 x 512 x 128 461 against 446), and with 4
+       slivers (N = 128) it wins or ties from 384 rows on. Training steps
+       (each batch once per rule): PROTEINS d = 128 1.009, d = 512 1.011,
+       DD 1.010. Which tiles run never changes a bit. */
+    if (rows && g->krows && g->kern == hpj__gemm_kernel_avx512 && ns >= 8 && (double)g->M * g->K <= 768.0 * g->N)
+        rows = 0;
+#endif
     if (rows && (size_t)ns * NR * (size_t)g->K <= HPJ__GEMM_BFULL) {
         /* all of B fits the shared buffer: pack it once (sliver t holds
            its K rows at t*K*NR, so K block p0 starts p0*NR further), then
@@ -5955,7 +5968,7 @@ static void hpj__gemm_transpose(float *dst, ptrdiff_t ldd, const float *src, ptr
         for (c = 0; c < cols; ++c) dst[(ptrdiff_t)r * ldd + c] = src[(ptrdiff_t)c * lds + r];
 }
 
-#if defined(HPJ__GEMM_AVX2)
+#if defined(HPJ__GEMM_AVX2) || defined(HPJ__GEMM_AVX512)
 /* Few rows against a wide operand, C (M, N) = op(A) op(B) with M well
    below N. The tiled path packs all of op(B) (a whole weight) to run it
    past M rows only. Here the roles swap: C^T = op(B)^T op(A)^T goes into
@@ -5971,23 +5984,40 @@ static void hpj__gemm_transpose(float *dst, ptrdiff_t ldd, const float *src, ptr
    2 Zen 3 threads, 16 rotating weight copies; DD bench step +2.3 %); their
    forward already swaps in hpj_linear_forward (hpj__lin_swap), and any
    other few-row nt product lands here (32 x 2048 x 512 nt 93 -> 121). M a
-   multiple of 16 (whole column slivers of the swapped product: 12 and 24 rows ran
-   0.68-0.87x on some shapes), up to 64 (32 when B is not transposed:
-   op(B)^T is then a transposed A, read in place only for narrow products;
-   128 rows gained nothing, PROTEINS d = 128 steps 0.99-1.00), N >= 256
-   (16 x 128 x 128 nn 0.75x, 64 x 128 x 512 nt 0.89x), K >= 64; every
-   product measured inside these bounds ran 0.98-2.0x. The AVX2 kernel
-   only: the AVX-512 kernel's 32-column slivers would run partly empty on
-   such M, and the path is unmeasured there. Returns 0 (nothing done) when
-   the product does not qualify. */
+   multiple of the kernel's NR (whole column slivers of the swapped product:
+   12 and 24 rows ran 0.68-0.87x on some shapes with the AVX2 kernel), up to
+   64 (AVX2: 32 when B is not transposed: op(B)^T is then a transposed A,
+   read in place only for narrow products; 128 rows gained nothing,
+   PROTEINS d = 128 steps 0.99-1.00), N >= 256 (16 x 128 x 128 nn 0.75x,
+   64 x 128 x 512 nt 0.89x), K >= 64; every product measured inside these
+   bounds ran 0.98-2.0x. The AVX-512 kernel (NR = 32, so 32 or 64 rows;
+   16 and fewer nn rows take hpj__gemm_fewrows first), on 2 AMD Zen 5
+   threads, warm operands: 32 x 2048 x 512 nn 268 -> 374 GFLOP/s,
+   32 x 512 x 2048 nn 317 -> 364, 32 x 512 x 512 nn 312 -> 400, nt
+   242-390 -> 370-420; DD bench step +0.5-1.6 % (paired). Returns 0
+   (nothing done) when the product does not qualify. */
 static int hpj__gemm_swapped(const hpj__gemm_job *g, const float *bias) {
     hpj__gemm_job s;
     int M = g->M, N = g->N, ta = !g->transB; /* op(B)^T is a transposed A when B is not transposed */
     size_t half = HPJ__GEMM_BFULL / 2;
-    if (g->kern != hpj__gemm_kernel_avx2 || M % HPJ__YNR != 0 || M > (ta ? HPJ__YCOLS_N / 2 : 64) || N < 256 ||
-        g->K < 64)
-        return 0;
-    if ((size_t)N * M > half || (size_t)g->K * (size_t)((M + HPJ__YNR - 1) / HPJ__YNR * HPJ__YNR) > half) return 0;
+    hpj__gemm_rows_kernel kr = NULL;
+    int nr = 0, colsn = 0;
+#if defined(HPJ__GEMM_AVX2)
+    if (g->kern == hpj__gemm_kernel_avx2) {
+        kr = ta ? hpj__gemm_kernel_avx2_cols : hpj__gemm_kernel_avx2_rows;
+        nr = HPJ__YNR;
+        colsn = HPJ__YCOLS_N;
+    }
+#endif
+#if defined(HPJ__GEMM_AVX512)
+    if (g->kern == hpj__gemm_kernel_avx512) {
+        kr = ta ? hpj__gemm_kernel_avx512_cols : hpj__gemm_kernel_avx512_rows;
+        nr = HPJ__ZNR;
+        colsn = 4 * HPJ__ZNR;
+    }
+#endif
+    if (!kr || M % nr != 0 || M > (ta ? colsn / 2 : 64) || N < 256 || g->K < 64) return 0;
+    if ((size_t)N * M > half || (size_t)g->K * (size_t)((M + nr - 1) / nr * nr) > half) return 0;
     if (bias) hpj__gemm_fill_bias(bias, g->C, M, N, g->ldc); /* then carried through C^T (beta = 1) */
     s = *g;
     s.transA = ta;
@@ -5998,7 +6028,7 @@ static int hpj__gemm_swapped(const hpj__gemm_job *g, const float *bias) {
     s.lda = g->ldb;
     s.B = g->A;
     s.ldb = g->lda;
-    s.krows = ta ? hpj__gemm_kernel_avx2_cols : hpj__gemm_kernel_avx2_rows;
+    s.krows = kr;
     s.packB = 1;
     s.C = hpj__gemm_bbuf + half; /* (N, M) */
     s.ldc = M;
@@ -6144,7 +6174,7 @@ static void hpj__gemm_impl(int transA, int transB, int M, int N, int K, float al
         return;
     }
 #endif
-#if defined(HPJ__GEMM_AVX2)
+#if defined(HPJ__GEMM_AVX2) || defined(HPJ__GEMM_AVX512)
     if (hpj__gemm_swapped(&g, bias)) return;
 #endif
     g.bias = bias;
