@@ -141,6 +141,19 @@ if command -v python3 >/dev/null; then
     scratch_tool step_phases 'HPJ__PH(13);' "the phases of hpj__step"
     scratch_tool gemm_shapes 'hpj__gs_dump' "the GEMM entry of hpjepa.h"
 fi
+# tools/same_bits.sh: one binary against itself trains the same bytes; a
+# different seed for the second is caught; usage errors are one line
+if [ "$(bash tools/same_bits.sh "$HPJ" "$HPJ" demo 2>&1)" = "demo: same ($(OMP_WAIT_POLICY=passive "$HPJ" pretrain data/DEMO \
+        --config data/configs/DEMO.cfg --set epochs=1 --out "$TMP/sb.ckpt" --save-optimizer --threads 2 --quiet >/dev/null 2>&1 &&
+        md5sum <"$TMP/sb.ckpt" | cut -c1-32))" ]; then
+    ok "same_bits: a binary against itself"
+else bad "same_bits: a binary against itself" "$(bash tools/same_bits.sh "$HPJ" "$HPJ" demo 2>&1 | head -c 300)"; fi
+if sb=$(SAME_BITS_SET_NEW="seed=2" bash tools/same_bits.sh "$HPJ" "$HPJ" demo 2>&1); then
+    bad "same_bits: another seed differs" "exit 0: $sb"
+elif echo "$sb" | grep -q "^demo: DIFFER ([0-9a-f]\{32\} [0-9a-f]\{32\})$"; then ok "same_bits: another seed differs"
+else bad "same_bits: another seed differs" "$sb"; fi
+expect_fail "same_bits: usage" "usage: bash tools/same_bits.sh OLD_BIN NEW_BIN" bash tools/same_bits.sh "$HPJ"
+expect_fail "same_bits: unknown case" "unknown case 'bogus'" bash tools/same_bits.sh "$HPJ" "$HPJ" bogus
 # probe_select = cv: the penalty comes from probe_alpha x 10^-3..10^3 (here
 # probe_alpha = 0.5), chosen per fold on the training folds, and is reported
 expect_fail "eval: bad probe_select" "bad value 'maybe' for key 'probe_select'" "$HPJ" eval data/DEMO --config "$MCFG" --set probe_select=maybe
