@@ -33,7 +33,7 @@ run_stage "unit tests (no OpenMP)" "./$B/tests-noomp"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run_stage "unit tests (ASan + UBSan)" "./$B/tests-asan"
 if [ -x "$B/tests-clang" ]; then
-    run_stage "unit tests (clang: no OpenMP, this CPU's SIMD paths)" "./$B/tests-clang"
+    run_stage "unit tests (clang: no OpenMP, this CPU's SIMD paths, AVX-512 left out)" "./$B/tests-clang"
 else
     echo "=== unit tests (clang): skipped, clang is not installed"
 fi
