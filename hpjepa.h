@@ -98,11 +98,11 @@
        each reproducible and thread-count independent.
 
    RECENT CHANGES
-       0.10.3 (same bits as 0.10.2) Adam's fused pass runs 16 lanes with
-              AVX-512 (the 8-lane operations in the same order): 0.20 ->
-              0.13 ms for PROTEINS d = 128's 0.9 M parameters in cache,
-              step 1.014. On the AVX-512 kernel: products of 32
-              or 64 rows against a wide op(B) run transposed
+       0.10.3 (same bits as 0.10.2) for AVX-512 machines. Adam's fused
+              pass runs 16 lanes (the 8-lane operations in the same order):
+              0.20 -> 0.13 ms for PROTEINS d = 128's 0.9 M parameters in
+              cache, step 1.014. On the AVX-512 kernel, products of 32 or
+              64 rows against a wide op(B) run transposed
               (hpj__gemm_swapped, until now AVX2 only): DD's context-token
               input gradients 32 x 2048 x 512 nn 268 -> 374 GFLOP/s on 2
               AMD Zen 5 threads (warm); and an A read in place takes
