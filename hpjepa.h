@@ -5824,8 +5824,11 @@ static void hpj__gemm_team(hpj__gemm_job *g, int nth) {
        433 against 419, 4000 x 512 x 128 461 against 446), and with 4
        slivers (N = 128) it wins or ties from 384 rows on. Training steps
        (each batch once per rule): PROTEINS d = 128 1.009, d = 512 1.011,
-       DD 1.010. Which tiles run never changes a bit. */
-    if (rows && g->krows && g->kern == hpj__gemm_kernel_avx512 && ns >= 8 && (double)g->M * g->K <= 768.0 * g->N)
+       DD 1.010. Which tiles run never changes a bit. Measured on 2
+       threads only, so kept to teams of up to 4 (2 nth tiles each stream
+       all of A: more threads, more copies of A read). */
+    if (rows && g->krows && g->kern == hpj__gemm_kernel_avx512 && nth <= 4 && ns >= 8 &&
+        (double)g->M * g->K <= 768.0 * g->N)
         rows = 0;
 #endif
     if (rows && (size_t)ns * NR * (size_t)g->K <= HPJ__GEMM_BFULL) {
