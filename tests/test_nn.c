@@ -390,9 +390,9 @@ static void test_gemm_fewrows_path(void) {
 static void test_gemm_threads(void) {
 #ifdef _OPENMP
     hpj_rng r;
-    /* whole B shared (column tiles for an A read in place by the AVX-512
-       kernel: its rule in hpj__gemm_team); column tiles; B shared block by
-       block (300 x 600 x 600: column tiles for an A in place, AVX-512); few rows;
+    /* whole B shared; column tiles; B shared block by block (with the
+       AVX-512 kernel and A read in place, 300 x 600 x 600 takes column
+       tiles instead: the rule in hpj__gemm_team); few rows;
        128 rows, where a transposed A raises the row blocks to 32 rows:
        B shared whole, B shared block by block (the weight-gradient shape,
        K = node copies). On 2 and 3 threads, each also with alpha and
