@@ -5314,6 +5314,9 @@ static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff
 /* -- AVX-512 kernel: 8 x 32 (16 zmm accumulators); N edges use masks -- */
 #define HPJ__ZMR 8
 #define HPJ__ZNR 32
+/* a transposed A is read in place for products at most this wide (its
+   strided sliver falls out of L1 when many B slivers stream past it) */
+#define HPJ__ZCOLS_N (4 * HPJ__ZNR)
 #define HPJ__ZDECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
 #define HPJ__ZPREF(i)                                                            \
     if (mr > i) {                                                                \
@@ -6028,7 +6031,7 @@ static int hpj__gemm_swapped(const hpj__gemm_job *g, const float *bias) {
     if (g->kern == hpj__gemm_kernel_avx512) {
         kr = ta ? hpj__gemm_kernel_avx512_cols : hpj__gemm_kernel_avx512_rows;
         nr = HPJ__ZNR;
-        colsn = 4 * HPJ__ZNR;
+        colsn = HPJ__ZCOLS_N;
     }
 #endif
     if (!kr || M % nr != 0 || M > (ta ? colsn / 2 : 64) || N < 256 || g->K < 64) return 0;
@@ -6134,9 +6137,7 @@ static void hpj__gemm_impl(int transA, int transB, int M, int N, int K, float al
 #if defined(HPJ__GEMM_AVX512)
     if (isa == HPJ_GEMM_AVX512) {
         g.kern = hpj__gemm_kernel_avx512;
-        /* a transposed A in place only for narrow products: its strided
-           sliver falls out of L1 when many B slivers stream past it */
-        g.krows = !g.transA ? hpj__gemm_kernel_avx512_rows : N <= 4 * HPJ__ZNR ? hpj__gemm_kernel_avx512_cols : NULL;
+        g.krows = !g.transA ? hpj__gemm_kernel_avx512_rows : N <= HPJ__ZCOLS_N ? hpj__gemm_kernel_avx512_cols : NULL;
         g.mr = HPJ__ZMR;
         g.nr = HPJ__ZNR;
     }
