@@ -13,6 +13,7 @@ int cmd_embed(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_bench_train(int argc, char **argv);
 int cmd_bench_probe(int argc, char **argv);
+int cmd_bench_cores(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 
 /* Prints "hpjepa <cmd>: <message>" on stderr (one line). */
