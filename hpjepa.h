@@ -880,7 +880,10 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
    the UNBIASED variance var * N/(N-1) for running_var.
    N == 1 (torch refuses it): the variance is 0, so every output equals
    beta; running_mean is updated and running_var is left unchanged (the
-   unbiased variance of one sample is undefined). gamma/beta may be NULL.
+   unbiased variance of one sample is undefined). momentum < 0 stores the
+   update's terms instead (running_mean = the mean, running_var = the
+   unbiased variance when N > 1), for a caller that applies the update
+   later. gamma/beta may be NULL.
    The channel sums run in double over 32 fixed row blocks, added in block
    order (the same bits for any thread count); with several threads this
    and hpj_batchnorm_backward borrow 68 D doubles through HPJ_MALLOC (if
@@ -1639,6 +1642,7 @@ HPJDEF hpj_status hpj_model_load(hpj_model *m, const char *path);
 #define HPJ__TLS __declspec(thread)
 #else
 #define HPJ__TLS
+#define HPJ__NO_TLS /* GEMM buffers shared: no two GEMMs at once (hpj__two_ok) */
 #endif
 
 #define HPJ__MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -6341,14 +6345,71 @@ HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, con
     hpj__gemm_impl(0, 1, N, Dout, Din, 1.0f, inp, Din, W, Din, 0.0f, out, Dout, b);
 }
 
+/* Seconds on a wall clock: omp_get_wtime (0 without OpenMP, where
+   nothing runs side by side and the split it times never happens). */
+static double hpj__wtime(void) {
+#ifdef _OPENMP
+    return omp_get_wtime();
+#else
+    return 0.0;
+#endif
+}
+
+/* 1 when two pieces of work can run side by side, one per thread: exactly
+   two threads, outside any parallel region, nested regions inactive (so
+   each piece's own loops run on its thread alone), no dynamic team sizes,
+   and thread-local GEMM buffers. Where the two vCPUs of a shared host sit
+   on far-apart cores (`./hpjepa bench cores`: ~360-400 ns a round trip
+   against ~75-80), every barrier and hand-over of data between threads
+   costs several times more, and two single-threaded pieces with their
+   own data beat one team on each piece in turn. */
+static int hpj__two_ok(void) {
+#if defined(_OPENMP) && !defined(HPJ__NO_TLS)
+    return omp_get_max_threads() == 2 && !omp_in_parallel() && omp_get_max_active_levels() == 1 &&
+           omp_get_thread_limit() >= 2 && !omp_get_dynamic();
+#else
+    return 0;
+#endif
+}
+
+/* Part 0 or 1 of hpj__linear_back2. */
+static void hpj__linear_back_part(int part, float *dinp, float beta, float *dW, float *db, const float *dout,
+                                  const float *inp, const float *W, int N, int Din, int Dout) {
+    if (part == 0) {
+        if (dinp) hpj_gemm(0, 0, N, Din, Dout, 1.0f, dout, Dout, W, Din, beta, dinp, Din);
+        return;
+    }
+    if (dW) hpj_gemm(1, 0, Dout, Din, N, 1.0f, dout, Dout, inp, Din, 1.0f, dW, Din);
+    if (db) hpj__colsum_add(db, dout, N, Dout, Dout); /* out += b: db += column sums of dout */
+}
+
+/* A linear layer's backward (out = inp W^T + b): dinp = dout W + beta dinp,
+   dW += dout^T inp, db += the column sums of dout; dinp, dW and db may each
+   be NULL. The input gradient and the weight gradients are independent:
+   for products of at most HPJ__PAIR_MACS multiply-adds and two threads
+   (hpj__two_ok) they run side by side, each on one thread, each computed
+   as alone (the same bits). PROTEINS d = 128 training step, each batch once
+   per variant (tools/paired_step.py, 2026-11-27): 1.027-1.044 with the two
+   vCPUs far apart, 0.99-1.01 near each other. */
+#ifndef HPJ__PAIR_MACS
+#define HPJ__PAIR_MACS 4e7
+#endif
+static void hpj__linear_back2(float *dinp, float beta, float *dW, float *db, const float *dout, const float *inp,
+                              const float *W, int N, int Din, int Dout) {
+    int part;
+    if (N <= 0) return;
+    if (dinp && (dW || db) && (double)N * Din * Dout <= HPJ__PAIR_MACS && hpj__two_ok()) {
+        HPJ__OMP(parallel for num_threads(2) schedule(static, 1))
+        for (part = 0; part < 2; ++part) hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
+    } else { /* (not a parallel region with an if clause: inside an inactive one, libgomp gives every nested region a new team) */
+        for (part = 0; part < 2; ++part) hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
+    }
+}
+
 HPJDEF void hpj_linear_backward(float *dinp, float *dW, float *db, const float *dout, const float *inp,
                                 const float *W, int N, int Din, int Dout) {
-    if (N <= 0) return;
     /* out = inp W^T: dinp += dout W, dW += dout^T inp */
-    if (dinp) hpj_gemm(0, 0, N, Din, Dout, 1.0f, dout, Dout, W, Din, 1.0f, dinp, Din);
-    if (dW) hpj_gemm(1, 0, Dout, Din, N, 1.0f, dout, Dout, inp, Din, 1.0f, dW, Din);
-    /* out += b: db += column sums of dout */
-    if (db) hpj__colsum_add(db, dout, N, Dout, Dout);
+    hpj__linear_back2(dinp, 1.0f, dW, db, dout, inp, W, N, Din, Dout);
 }
 
 /* ==== nn: activations and dropout ==== */
@@ -6924,12 +6985,22 @@ static double *hpj__bn_scratch(int N, int D) {
 
 /* Channel c's statistics from its mean s and its sum of squared
    deviations q. */
+/* A running statistic's update r <- (1 - momentum) r + momentum x. */
+static float hpj__bn_run(float r, float x, float momentum) { return (1.0f - momentum) * r + momentum * x; }
+
+/* momentum < 0: the running statistics get the update's terms x themselves
+   (the variance's only when N > 1), for hpj__bn_defer_apply. */
 static void hpj__bn_stat(int c, double s, double q, float *mean, float *rstd, float *running_mean,
                          float *running_var, int N, float momentum, float eps) {
     mean[c] = (float)s;
     rstd[c] = (float)(1.0 / sqrt(q / N + eps));
-    if (running_mean) running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * (float)s;
-    if (running_var && N > 1) running_var[c] = (1.0f - momentum) * running_var[c] + momentum * (float)(q / (N - 1));
+    if (momentum < 0.0f) {
+        if (running_mean) running_mean[c] = (float)s;
+        if (running_var && N > 1) running_var[c] = (float)(q / (N - 1));
+        return;
+    }
+    if (running_mean) running_mean[c] = hpj__bn_run(running_mean[c], (float)s, momentum);
+    if (running_var && N > 1) running_var[c] = hpj__bn_run(running_var[c], (float)(q / (N - 1)), momentum);
 }
 
 /* Rows r0..r1 of the BatchNorm output (and of sum = res + out). */
@@ -7878,25 +7949,22 @@ HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *d
     if (N <= 0 || (!dinp && !dp)) return;
     /* y = x1 + fch_act W2^T + b2 */
     memcpy(dx1, dout, nd * sizeof(float));
-    hpj_gemm(0, 0, N, F, D, 1.0f, dout, D, p->W2, F, 0.0f, dF1, F);
-    if (dp) hpj_linear_backward(NULL, dp->W2, dp->b2, dout, c->fch_act, p->W2, N, F, D);
+    hpj__linear_back2(dF1, 0.0f, dp ? dp->W2 : NULL, dp ? dp->b2 : NULL, dout, c->fch_act, p->W2, N, F, D);
     /* fch_act = act(fch) */
     memset(dF2, 0, nf * sizeof(float));
     if (act == HPJ_ACT_GELU) hpj_gelu_backward(dF2, dF1, c->fch, nf);
     else hpj_relu_backward(dF2, dF1, c->fch_act, nf);
     /* fch = ln2 W1^T + b1 */
-    hpj_gemm(0, 0, N, D, F, 1.0f, dF2, F, p->W1, D, 0.0f, dD, D);
-    if (dp) hpj_linear_backward(NULL, dp->W1, dp->b1, dF2, c->ln2, p->W1, N, D, F);
+    hpj__linear_back2(dD, 0.0f, dp ? dp->W1 : NULL, dp ? dp->b1 : NULL, dF2, c->ln2, p->W1, N, D, F);
     /* ln2 = LN(x1) */
     hpj_layernorm_backward(dx1, dp ? dp->ln2_g : NULL, dp ? dp->ln2_b : NULL, dD, c->x1, p->ln2_g, c->ln2_mean,
                            c->ln2_rstd, N, D);
     /* x1 = x + atty Wo^T + bo */
-    hpj_gemm(0, 0, N, D, D, 1.0f, dx1, D, p->Wo, D, 0.0f, dD, D);
-    if (dp) hpj_linear_backward(NULL, dp->Wo, dp->bo, dx1, c->atty, p->Wo, N, D, D);
+    hpj__linear_back2(dD, 0.0f, dp ? dp->Wo : NULL, dp ? dp->bo : NULL, dx1, c->atty, p->Wo, N, D, D);
     if (hpj__block_single(T, keymask, adj)) { /* atty = v: q and k get no gradient */
         const float *Wv = p->Wqkv + 2 * (size_t)D * D;
-        if (dp) hpj_linear_backward(NULL, dp->Wqkv + 2 * (size_t)D * D, dp->bqkv + 2 * D, dD, c->ln1, Wv, N, D, D);
-        hpj_gemm(0, 0, N, D, D, 1.0f, dD, D, Wv, D, 0.0f, dqkv, D);
+        hpj__linear_back2(dqkv, 0.0f, dp ? dp->Wqkv + 2 * (size_t)D * D : NULL, dp ? dp->bqkv + 2 * D : NULL, dD, c->ln1,
+                          Wv, N, D, D);
         hpj_layernorm_backward(dinp, dp ? dp->ln1_g : NULL, dp ? dp->ln1_b : NULL, dqkv, inp, p->ln1_g, c->ln1_mean,
                                c->ln1_rstd, N, D);
         if (dinp) hpj__add_inplace(dinp, dx1, nd);
@@ -7906,9 +7974,8 @@ HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *d
     memset(dqkv, 0, 3 * nd * sizeof(float));
     hpj_attention_backward(dqkv, dD, c->qkv, c->att, keymask, adj, B, T, D, H);
     /* qkv = ln1 Wqkv^T + bqkv */
-    if (dp) hpj_linear_backward(NULL, dp->Wqkv, dp->bqkv, dqkv, c->ln1, p->Wqkv, N, D, 3 * D);
+    hpj__linear_back2(dD, 0.0f, dp ? dp->Wqkv : NULL, dp ? dp->bqkv : NULL, dqkv, c->ln1, p->Wqkv, N, D, 3 * D);
     {
-        hpj_gemm(0, 0, N, D, 3 * D, 1.0f, dqkv, 3 * D, p->Wqkv, D, 0.0f, dD, D);
         /* ln1 = LN(x) ; and the residual x1 = x + ... */
         hpj_layernorm_backward(dinp, dp ? dp->ln1_g : NULL, dp ? dp->ln1_b : NULL, dD, inp, p->ln1_g, c->ln1_mean,
                                c->ln1_rstd, N, D);
@@ -8983,7 +9050,9 @@ static void hpj__copy_avg(float *out, const float *in, const hpj__path *p, int D
 
 /* ==== model: patch encoder g_eta (GINE stack) ============================= */
 
-enum { HPJ__EVAL = 0, HPJ__TRAIN = 1, HPJ__TRAIN_FROZEN = 2 }; /* frozen: batch stats, no running update */
+/* frozen: batch stats, no running update; defer: batch stats, and the
+   running update's terms kept for hpj__bn_defer_apply (hpj__fwd_split) */
+enum { HPJ__EVAL = 0, HPJ__TRAIN = 1, HPJ__TRAIN_FROZEN = 2, HPJ__TRAIN_DEFER = 3 };
 
 typedef struct hpj__gnn_layer {
     float *hin;                 /* (C, D) layer input (previous output)        */
@@ -9024,7 +9093,7 @@ typedef struct hpj__gnn_ws {
     int32_t *lsky; /* (E) keys of the later layers' classes, sorted per row  */
     hpj__gnn_layer lay[HPJ_MAX_GNN];
     float *z;    /* (S, D) patch tokens */
-    float *bntmp;/* (2D) running-stat copies for HPJ__TRAIN_FROZEN */
+    float *bntmp;/* (3 layers, 2D + 1) the BatchNorms' HPJ__TRAIN_DEFER terms */
 } hpj__gnn_ws;
 
 /* First-layer classes. On the table path the first layer's t1 of a copy
@@ -9347,7 +9416,7 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
     if (hpj__gine_reads_e(m))
         w->e = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * D + 1 : (size_t)D);
     w->h0 = hpj_arena_floats(a, CD + 1);
-    w->bntmp = hpj_arena_floats(a, 2 * (size_t)D);
+    w->bntmp = hpj_arena_floats(a, 3 * (size_t)m->cfg.gnn_layers * (2 * (size_t)D + 1));
     if (fwd_only)
         for (k = 0; k < npool; ++k) pool[k] = hpj_arena_floats(a, CD + 1);
     for (i = 0; i < m->cfg.gnn_layers; ++i) {
@@ -9414,9 +9483,8 @@ static void hpj__lin_back(float *dinp, float *dW, float *db, const float *dout, 
    GEMM with beta = 0 instead of a zeroing pass and beta = 1. */
 static void hpj__lin_back_set(float *dinp, float *dW, float *db, const float *dout, const float *inp, const float *W,
                               int N, int Din, int Dout) {
-    if (N > 0) hpj_gemm(0, 0, N, Din, Dout, 1.0f, dout, Dout, W, Din, 0.0f, dinp, Din);
-    hpj__lin_back(NULL, dW, db, dout, inp, W, N, Din, Dout);
-    hpj__flops += 2.0 * N * Din * Dout;
+    hpj__linear_back2(dinp, 0.0f, dW, db, dout, inp, W, N, Din, Dout);
+    hpj__flops += 2.0 * N * Din * Dout + (dW ? 2.0 : 0.0) * N * Din * Dout;
 }
 
 /* BatchNorm over U distinct rows that stand for cnt[u] equal rows each
@@ -9489,18 +9557,23 @@ static void hpj__bn_backward_cls(float *dinp, float *dgamma, float *dbeta, const
 static void hpj__bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
                         float *rm, float *rv, int N, int D, int mode, float *tmp, int relu, const float *res,
                         float *sum, const int32_t *cnt, int ntot, int rb) {
+    float momentum = 0.1f;
     if (mode == HPJ__EVAL) {
         hpj__bn_eval(out, in, g, b, rm, rv, N, D, 1e-5f, relu, res, sum);
         return;
     }
-    if (mode != HPJ__TRAIN) { /* TRAIN_FROZEN: the batch's statistics, running ones untouched */
-        memcpy(tmp, rm, sizeof(float) * (size_t)D);
-        memcpy(tmp + D, rv, sizeof(float) * (size_t)D);
+    if (mode == HPJ__TRAIN_FROZEN) { /* the batch's statistics, running ones untouched */
+        rm = NULL;
+        rv = NULL;
+    } else if (mode == HPJ__TRAIN_DEFER) { /* tmp (2D + 1) gets the update's terms, and whether
+                                              the variance's applies (more than one row) */
+        tmp[2 * D] = (cnt ? ntot : N) > 1 ? 1.0f : 0.0f;
         rm = tmp;
         rv = tmp + D;
+        momentum = -1.0f;
     }
-    if (cnt && !rb) hpj__bn_train_cls(out, mean, rstd, rm, rv, in, g, b, cnt, N, ntot, D, 0.1f, 1e-5f, relu, res, sum);
-    else hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, 0.1f, 1e-5f, relu, res, sum, cnt, cnt ? ntot : N);
+    if (cnt && !rb) hpj__bn_train_cls(out, mean, rstd, rm, rv, in, g, b, cnt, N, ntot, D, momentum, 1e-5f, relu, res, sum);
+    else hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, momentum, 1e-5f, relu, res, sum, cnt, cnt ? ntot : N);
 }
 static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, float *rm,
                     float *rv, int N, int D, int mode, float *tmp, int relu, const int32_t *cnt, int ntot, int rb) {
@@ -9589,6 +9662,28 @@ static int hpj__gnn_top_cls(const hpj_model *m, const hpj__gnn_ws *w, int i) {
 }
 
 /* Forward of the patch encoder over a filled path: w->z gets the tokens. */
+/* Layer i's slot of the BatchNorms' scratch: k = 0 patch mixing, 1 the first, 2 the second. */
+static float *hpj__gnn_bntmp(const hpj__gnn_ws *w, int i, int k, int D) {
+    return w->bntmp + (size_t)(3 * i + k) * (2 * (size_t)D + 1);
+}
+
+/* After a forward in HPJ__TRAIN_DEFER mode: the running statistics'
+   updates it deferred, in the order a HPJ__TRAIN forward makes them (the
+   same arithmetic, so the same bits). */
+static void hpj__gnn_defer_apply(hpj_model *m, const hpj__gnn_ws *w) {
+    int i, k, c, D = m->D;
+    hpj_bn_stats *bn = &m->bn;
+    for (i = 0; i < m->cfg.gnn_layers; ++i)
+        for (k = w->lay[i].hm ? 0 : 1; k < 3; ++k) {
+            const float *t = hpj__gnn_bntmp(w, i, k, D);
+            float *rm = k == 0 ? bn->bnu_m[i] : k == 1 ? bn->bn1_m[i] : bn->bn2_m[i];
+            float *rv = k == 0 ? bn->bnu_v[i] : k == 1 ? bn->bn1_v[i] : bn->bn2_v[i];
+            for (c = 0; c < D; ++c) rm[c] = hpj__bn_run(rm[c], t[c], 0.1f);
+            if (t[2 * D] != 0.0f)
+                for (c = 0; c < D; ++c) rv[c] = hpj__bn_run(rv[c], t[D + c], 0.1f);
+        }
+}
+
 static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t drop_seed) {
     const hpj__path *p = &w->path;
     int i, D = m->D, C = p->C, S = p->S, nt = 0, ne = 0;
@@ -9618,8 +9713,8 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
             int32_t c;
             hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
             hpj__lin(L->ul, L->pm, q->Wu, NULL, S, D, D);
-            hpj__bn(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode, w->bntmp, 1,
-                    NULL, 0, 0);
+            hpj__bn(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode,
+                    hpj__gnn_bntmp(w, i, 0, D), 1, NULL, 0, 0);
             HPJ__OMP(parallel for schedule(static))
             for (c = 0; c < S; ++c) {
                 int32_t j, d;
@@ -9637,8 +9732,8 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
             hpj__gine_fwd(L->agg, L->h, w->e, m->edge_onehot ? D : 0, p->rowptr, p->col, N, D, q->eps[0], rep);
             hpj__lin(L->t1, L->agg, q->W1, NULL, N, D, D);
         }
-        hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, mode, w->bntmp, 1,
-                cnt, C, i > 0);
+        hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, mode,
+                hpj__gnn_bntmp(w, i, 1, D), 1, cnt, C, i > 0);
         hpj__lin(L->t2, L->r1, q->W2, NULL, N, D, D);
         if (rep) { /* the residual's class rows, summed onto in place */
             hpj__rows_gather(L->sum, L->h, rep, N, D);
@@ -9646,8 +9741,8 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
         }
         /* ra2 = ReLU(BN2(t2)); sum = h + r2 with r2 = dropout(ra2) (= ra2
            without dropout: then the BatchNorm pass also forms the sum) */
-        hpj__bn_res(L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], N, D, mode, w->bntmp,
-                    1, res, L->mask ? NULL : L->sum, cnt, C, i > 0);
+        hpj__bn_res(L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], N, D, mode,
+                    hpj__gnn_bntmp(w, i, 2, D), 1, res, L->mask ? NULL : L->sum, cnt, C, i > 0);
         if (L->mask) {
             size_t t;
             hpj_dropout_forward(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i);
@@ -10178,6 +10273,7 @@ typedef struct hpj__trainer {
     int grads_zero;          /* 1: m->grads is known to be all zeros */
     float *targets;          /* tests: targets out / in (reuse_targets) */
     int reuse_targets;
+    double split[HPJ_MAX_RES]; /* hpj__fwd_split's share of thread 0 (0: not yet measured) */
 } hpj__trainer;
 
 /* Samples the context and targets of the eligible graphs (k_l >= 2) of a
@@ -10232,7 +10328,7 @@ typedef struct hpj__step_ws {
     float *yt, *dy;          /* (T, 2)                                        */
     float *dq, *ds, *dx, *dtmp, *s1;      /* (T, D), (B, D) x3, (max(B,T), D)    */
     double *mu;              /* (B, Tm) m(u) of the target encoder's tokens   */
-    float *wsum;             /* (F) scratch of hpj__enc_forward_mean          */
+    float *wsum;             /* (2, F) scratch of hpj__enc_forward_mean       */
 } hpj__step_ws;
 
 static void hpj__step_bind(hpj_arena *a, const hpj_model *m, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm,
@@ -10258,7 +10354,7 @@ static void hpj__step_bind(hpj_arena *a, const hpj_model *m, hpj__step_ws *w, in
     w->dtmp = hpj_arena_floats(a, BD);
     w->s1 = hpj_arena_floats(a, MD);
     w->mu = (double *)hpj_arena_alloc(a, sizeof(double) * ((size_t)B * Tm + 1));
-    w->wsum = hpj_arena_floats(a, (size_t)m->Fh + 1);
+    w->wsum = hpj_arena_floats(a, 2 * (size_t)m->Fh + 1); /* one (F) per thread of hpj__fwd_split */
 }
 
 /* Makes sure the arena holds `need` bytes (grows between steps only). */
@@ -10276,6 +10372,153 @@ static hpj_status hpj__arena_ensure(hpj_arena *a, size_t need) {
 static float hpj__step_lr(const hpj__trainer *tr) {
     const hpj_config *c = &tr->m->cfg;
     return hpj_lr_at(c->schedule, c->lr, c->min_lr, tr->m->step, tr->total_steps, tr->warmup_steps);
+}
+
+/* The context path's forward: patch tokens z and structural queries p of
+   the contexts (and p of the targets, for the predictor), x = z + p (token
+   dropout on it), online encoder: s. */
+static void hpj__fwd_context(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, uint64_t drop_seed) {
+    hpj_model *m = tr->m;
+    size_t i, n = (size_t)B * m->D;
+    hpj__gnn_forward(m, &w->gc, tr->mode, drop_seed);
+    hpj__pe_forward(m, &w->pc, &tr->tk, tr->ctx, B, tr->mode);
+    hpj__pe_forward(m, &w->pt, &tr->tk, tr->tgt, T, tr->mode);
+    for (i = 0; i < n; ++i) w->ec.x[0][i] = w->gc.z[i] + w->pc.p[i];
+    if (w->tokmask)
+        hpj_dropout_forward(w->ec.x[0], w->tokmask, w->ec.x[0], n, m->cfg.token_dropout, drop_seed, (uint64_t)m->step, 300);
+    hpj__enc_forward(m, &w->ec, m->p.blk, NULL, NULL);
+}
+
+/* The EMA encoder's input: z of the targets only (stop-gradient), Tm slots
+   per graph (masked past a graph's targets), and the overlap adjacency. */
+static void hpj__fwd_target_input(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t Tm) {
+    int32_t b, D = tr->m->D;
+    for (b = 0; b < B; ++b) {
+        int32_t t0 = tr->tptr[b], nt = tr->tptr[b + 1] - t0, j;
+        for (j = 0; j < Tm; ++j) {
+            float *dst = w->et.x[0] + ((size_t)b * Tm + j) * D;
+            w->tmask[(size_t)b * Tm + j] = (uint8_t)(j < nt);
+            if (j < nt) memcpy(dst, w->gt.z + (size_t)(t0 + j) * D, sizeof(float) * (size_t)D);
+            else memset(dst, 0, sizeof(float) * (size_t)D);
+        }
+        if (w->adj) hpj__overlap(&tr->tk, tr->tgt + t0, nt, Tm, w->adj + (size_t)b * Tm * Tm);
+    }
+}
+
+/* The graphs b0 .. b1 - 1 of a forward-only encoder workspace: the same
+   buffers from row b0 T on (every buffer is by token, attention by graph). */
+static void hpj__enc_view(hpj__enc_ws *v, const hpj__enc_ws *w, int b0, int b1, int D, int H, int F) {
+    size_t r = (size_t)b0 * w->T;
+    int i;
+    *v = *w;
+    v->B = b1 - b0;
+    for (i = 0; i <= w->nblocks; ++i) v->x[i] = w->x[i] + r * D;
+    for (i = 0; i < w->nblocks; ++i) {
+        hpj_block_cache *c = &v->cache[i];
+        c->ln1 += r * D; c->ln1_mean += r; c->ln1_rstd += r; c->qkv += r * 3 * D;
+        c->att += (size_t)b0 * H * w->T * w->T;
+        c->atty += r * D; c->x1 += r * D; c->ln2 += r * D; c->ln2_mean += r; c->ln2_rstd += r;
+        c->fch += r * F; c->fch_act += r * F;
+    }
+}
+
+/* m(u) of the EMA encoder on graphs b0 .. b1 - 1 (of B, T targets in all):
+   every operation of that forward is per token or per graph, and the rows
+   of a product do not depend on the others, so any split of the graphs
+   gives the same bits. The mask only matters when some graph has fewer
+   than Tm targets; without one (always so at Tm = 1, as B counts only
+   graphs with targets) attention skips the mask tests, and one-token
+   blocks skip q, k and the softmax: the same bits as an all-ones mask.
+   wsum (F): the caller's scratch. */
+static void hpj__fwd_ema(hpj__trainer *tr, hpj__step_ws *w, int32_t b0, int32_t b1, int32_t B, int32_t T, int32_t Tm,
+                         float *wsum) {
+    hpj_model *m = tr->m;
+    hpj__enc_ws v;
+    size_t r = (size_t)b0 * Tm;
+    if (b1 <= b0) return;
+    hpj__enc_view(&v, &w->et, b0, b1, m->D, m->H, m->Fh);
+    hpj__enc_forward_mean(m, &v, m->tgt, T == B * Tm ? NULL : w->tmask + r, w->adj ? w->adj + r * Tm : NULL, w->mu + r,
+                          wsum, m->cfg.target_fold);
+}
+
+/* Whether the two paths' forwards run side by side (hpj__fwd_split): with
+   exactly two threads, outside any parallel region, nested regions
+   inactive (so each path runs on one thread), thread-local GEMM buffers,
+   and d <= HPJ__SPLIT_MAX_D. */
+#ifndef HPJ__SPLIT_MAX_D
+#define HPJ__SPLIT_MAX_D 256
+#endif
+static int hpj__split_ok(const hpj_model *m) {
+#if defined(_OPENMP) && (defined(__cplusplus) || defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
+    return m->D <= HPJ__SPLIT_MAX_D && omp_get_max_threads() == 2 && !omp_in_parallel() &&
+           omp_get_max_active_levels() == 1 && omp_get_thread_limit() >= 2 && !omp_get_dynamic();
+#else
+    (void)m;
+    return 0;
+#endif
+}
+
+/* The two paths side by side, each on one thread: thread 0 runs the
+   target path's patch encoder and then the EMA encoder on the first bs
+   graphs; thread 1 the context path and then the EMA encoder on the rest
+   (once thread 0's target input is ready). Each operation is the one of
+   the serial order with the same inputs, and no result bit depends on
+   the thread count or on bs, so the bits are those of the serial order,
+   with one care: the target path's BatchNorms update the running
+   statistics after the context path's, so they keep their update terms
+   (HPJ__TRAIN_DEFER) and hpj__gnn_defer_apply applies them after the
+   join. bs follows the measured times of the last step at this
+   resolution, so that both threads end together. */
+static void hpj__fwd_split(hpj__trainer *tr, hpj__step_ws *w, int l, int32_t B, int32_t T, int32_t Tm,
+                           uint64_t drop_seed) {
+    hpj_model *m = tr->m;
+    int tmode = tr->mode == HPJ__TRAIN ? HPJ__TRAIN_DEFER : HPJ__TRAIN_FROZEN, ready = 0;
+    double f = tr->split[l] > 0.0 ? tr->split[l] : 0.5, fl1 = 0.0, tm[4] = {0, 0, 0, 0};
+    int32_t bs = (int32_t)(f * B + 0.5);
+    bs = HPJ__MAX(0, HPJ__MIN(B, bs));
+    HPJ__OMP(parallel num_threads(2))
+    {
+        int id = 0, nth = 1, seen;
+        double f0 = hpj__flops, t0 = hpj__wtime(), t1;
+#ifdef _OPENMP
+        id = omp_get_thread_num();
+        nth = omp_get_num_threads();
+#endif
+        if (id == 0) {
+            hpj__gnn_forward(m, &w->gt, tmode, 0);
+            hpj__fwd_target_input(tr, w, B, Tm);
+            HPJ__OMP(flush) /* the target input is written before the flag (OpenMP's producer / consumer pattern) */
+            HPJ__OMP(atomic write)
+            ready = 1;
+            t1 = hpj__wtime();
+            hpj__fwd_ema(tr, w, 0, bs, B, T, Tm, w->wsum);
+            tm[0] = t1 - t0;
+            tm[1] = hpj__wtime() - t1;
+        }
+        if (id == 1 || nth == 1) { /* (a team of one runs both parts) */
+            t0 = hpj__wtime();
+            hpj__fwd_context(tr, w, B, T, drop_seed);
+            do {
+                HPJ__OMP(atomic read)
+                seen = ready;
+            } while (!seen);
+            HPJ__OMP(flush)
+            t1 = hpj__wtime();
+            hpj__fwd_ema(tr, w, bs, B, B, T, Tm, w->wsum + m->Fh);
+            tm[2] = t1 - t0;
+            tm[3] = hpj__wtime() - t1;
+            if (id == 1) fl1 = hpj__flops - f0;
+        }
+    }
+    hpj__flops += fl1;
+    if (tmode == HPJ__TRAIN_DEFER) hpj__gnn_defer_apply(m, &w->gt);
+    /* next bs: thread 0's patch encoder + bs graphs' EMA time = thread 1's
+       context path + the rest, at this step's EMA time per graph */
+    if (tm[1] + tm[3] > 0.0 && B > 0) {
+        double per = (tm[1] + tm[3]) / B, want = 0.5 * (B + (tm[2] - tm[0]) / per) / B;
+        want = want < 0.0 ? 0.0 : want > 1.0 ? 1.0 : want;
+        tr->split[l] = 0.5 * f + 0.5 * want;
+    }
 }
 
 /* Runs resolution l on a batch: forward, loss, backward and (if tr->apply)
@@ -10319,34 +10562,17 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     if (!tr->grads_zero) memset(m->grads, 0, sizeof(float) * m->num_params);
     tr->grads_zero = 0;
 
-    /* -- forward: patch tokens z and structural queries p of both paths -- */
-    hpj__gnn_forward(m, &w.gc, tr->mode, drop_seed);
-    hpj__gnn_forward(m, &w.gt, tr->mode == HPJ__TRAIN ? HPJ__TRAIN : HPJ__TRAIN_FROZEN, 0);
-    hpj__pe_forward(m, &w.pc, &tr->tk, tr->ctx, B, tr->mode);
-    hpj__pe_forward(m, &w.pt, &tr->tk, tr->tgt, T, tr->mode);
-    /* context input x = z + p (token dropout on it), online encoder: s */
-    {
-        size_t i, n = (size_t)B * D;
-        for (i = 0; i < n; ++i) w.ec.x[0][i] = w.gc.z[i] + w.pc.p[i];
-        if (w.tokmask) hpj_dropout_forward(w.ec.x[0], w.tokmask, w.ec.x[0], n, cfg->token_dropout, drop_seed, (uint64_t)m->step, 300);
+    /* -- forward: the context path (patch tokens z and structural queries p,
+       the online encoder) and the target path (z of the targets, the EMA
+       encoder's means m(u)), one after the other or side by side -- */
+    if (hpj__split_ok(m)) {
+        hpj__fwd_split(tr, &w, l, B, T, Tm, drop_seed);
+    } else {
+        hpj__fwd_context(tr, &w, B, T, drop_seed);
+        hpj__gnn_forward(m, &w.gt, tr->mode == HPJ__TRAIN ? HPJ__TRAIN : HPJ__TRAIN_FROZEN, 0);
+        hpj__fwd_target_input(tr, &w, B, Tm);
+        hpj__fwd_ema(tr, &w, 0, B, B, T, Tm, w.wsum);
     }
-    hpj__enc_forward(m, &w.ec, m->p.blk, NULL, NULL);
-    /* target input: z of the targets only (stop-gradient), EMA encoder */
-    for (b = 0; b < B; ++b) {
-        int32_t t0 = tr->tptr[b], nt = tr->tptr[b + 1] - t0, j;
-        for (j = 0; j < Tm; ++j) {
-            float *dst = w.et.x[0] + ((size_t)b * Tm + j) * D;
-            w.tmask[(size_t)b * Tm + j] = (uint8_t)(j < nt);
-            if (j < nt) memcpy(dst, w.gt.z + (size_t)(t0 + j) * D, sizeof(float) * (size_t)D);
-            else memset(dst, 0, sizeof(float) * (size_t)D);
-        }
-        if (w.adj) hpj__overlap(&tr->tk, tr->tgt + t0, nt, Tm, w.adj + (size_t)b * Tm * Tm);
-    }
-    /* the mask only matters when some graph has fewer than Tm targets;
-       without one (always so at Tm = 1, as B counts only graphs with
-       targets) attention skips the mask tests, and one-token blocks skip
-       q, k and the softmax: the same bits as an all-ones mask */
-    hpj__enc_forward_mean(m, &w.et, m->tgt, T == B * Tm ? NULL : w.tmask, w.adj, w.mu, w.wsum, cfg->target_fold);
     /* targets Phi(u) = [cosh m(u), sinh m(u)] */
     for (b = 0; b < B; ++b) {
         int32_t t0 = tr->tptr[b], nt = tr->tptr[b + 1] - t0, j;

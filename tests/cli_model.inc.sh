@@ -138,7 +138,7 @@ scratch_tool() { # NAME MARKER WHAT
 }
 if command -v python3 >/dev/null; then
     scratch_tool paired_step 'hpj__exp_v = v_;' "the batch loop of hpjepa.h"
-    scratch_tool step_phases 'HPJ__PH(13);' "the phases of hpj__step"
+    scratch_tool step_phases 'HPJ__PH(11);' "the phases of hpj__step"
     scratch_tool gemm_shapes 'hpj__gs_dump' "the GEMM entry of hpjepa.h"
 fi
 # tools/same_bits.sh: one binary against itself trains the same bytes; a

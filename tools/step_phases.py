@@ -12,9 +12,12 @@ when the program exits, prints one line per phase to stderr:
 (summed over every step of the run; the percentages are of the phases'
 sum, which leaves out the sampling of contexts and targets at the head of
 each step). Phases, in step order: inputs (the batch paths and features),
-gnnC / gnnT (the patch encoder on the context / target patches), pe (the
-structural queries), encC (the online encoder on the contexts), encT (the
-EMA target encoder and the targets' input copy), tgt+ (the targets Phi and
+ctx (the context path's forward: patch encoder, structural queries, online
+encoder), gnnT (the patch encoder on the target patches), encT/fwd (the
+targets' input copy and the EMA target encoder; when the two paths run side
+by side, hpj__fwd_split, the whole forward, and ctx and gnnT stay 0; set
+HPJ__SPLIT_MAX_D to 0 in the scratch copy to time the paths one after the
+other), tgt+ (the targets Phi and
 the predictor's input), pred, predB (loss and predictor backward), encB,
 peB, gnnB (the backwards), adam (gradient norm, the fused Adam / EMA pass).
 Build it with `bash tools/paired_step.sh OUTDIR` and run, from the
@@ -38,12 +41,10 @@ STEP_END = "/* ==== model: training loop"
 # first entry only starts the clock (and registers the report at exit)
 MARKS = [
     ("    /* -- inputs -- */", None),
-    ("    /* -- forward: patch tokens", "inputs"),
-    ("    hpj__gnn_forward(m, &w.gt,", "gnnC"),
-    ("    hpj__pe_forward(m, &w.pc,", "gnnT"),
-    ("    /* context input x = z + p", "pe"),
-    ("    /* target input: z of the targets only", "encC"),
-    ("    /* targets Phi(u)", "encT"),
+    ("    /* -- forward: the context path", "inputs"),
+    ("        hpj__gnn_forward(m, &w.gt,", "ctx"),
+    ("        hpj__fwd_target_input(tr, &w, B, Tm);", "gnnT"),
+    ("    /* targets Phi(u)", "encT/fwd"),
     ("    hpj__pred_forward(m, &w.pr, drop_seed);", "tgt+"),
     ("    /* loss: SmoothL1", "pred"),
     ("    hpj__enc_backward(m, &w.ec, w.ds, w.dx, NULL);", "predB"),
