@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.10.3 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.11.0 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -87,6 +87,10 @@
        All randomness flows from explicit seeds through hpj_rng. On a busy
        or shared machine set OMP_WAIT_POLICY=passive: libgomp's default
        spin-waiting loses badly when a core is taken by another process.
+       With exactly two threads, training also runs independent pieces
+       side by side, one per thread (see 0.11.0 below); nested parallel
+       regions must then be inactive (OpenMP's default), which the
+       library checks before it does so.
        The portable loops and the AVX-512 / AVX2 paths give the same bits
        only if the compiler keeps a * b + c as two roundings: the
        implementation turns contraction off for clang (#pragma STDC
@@ -98,6 +102,26 @@
        each reproducible and thread-count independent.
 
    RECENT CHANGES
+       0.11.0 (same bits as 0.10.3) work split between two threads by
+              pieces, not only inside each piece. A shared host's
+              hypervisor moves its two vCPUs between nearby cores (~80 ns
+              for a cache line's round trip, `./hpjepa bench cores`) and
+              far-apart ones (~380 ns), and there every barrier and every
+              hand-over of data between the threads costs several times
+              more: PROTEINS d = 128 trained 1.21x faster on two threads
+              than on one, against 1.77x near. With exactly two threads
+              (hpj__two_ok): the context and target paths' forwards run
+              side by side (hpj__fwd_split, d <= 256; the target path's
+              BatchNorms defer their running-statistics updates,
+              HPJ__TRAIN_DEFER, so they land after the context path's as
+              before); a linear layer's input and weight gradients run
+              side by side (hpj__linear_back2, up to 4e7 multiply-adds).
+              PROTEINS d = 128, each batch once per variant: near
+              1.013-1.033 (split), 0.99-1.01 (pairs); far ~1.14 (split,
+              whole runs), 1.027-1.044 (pairs); DD 1.025 and d = 512 1.010
+              (pairs, far). hpj_batchnorm_forward_train with
+              momentum < 0 stores the update's terms instead of applying
+              them.
        0.10.3 (same bits as 0.10.2) for AVX-512 machines. Adam's fused
               pass runs 16 lanes (the 8-lane operations in the same order):
               0.20 -> 0.13 ms for PROTEINS d = 128's 0.9 M parameters in
@@ -362,8 +386,8 @@
 #include <stdint.h>
 
 #define HPJEPA_VERSION_MAJOR 0
-#define HPJEPA_VERSION_MINOR 10
-#define HPJEPA_VERSION_PATCH 3
+#define HPJEPA_VERSION_MINOR 11
+#define HPJEPA_VERSION_PATCH 0
 
 #ifndef HPJDEF
 #ifdef HPJ_STATIC
@@ -10441,22 +10465,15 @@ static void hpj__fwd_ema(hpj__trainer *tr, hpj__step_ws *w, int32_t b0, int32_t 
                           wsum, m->cfg.target_fold);
 }
 
-/* Whether the two paths' forwards run side by side (hpj__fwd_split): with
-   exactly two threads, outside any parallel region, nested regions
-   inactive (so each path runs on one thread), thread-local GEMM buffers,
-   and d <= HPJ__SPLIT_MAX_D. */
+/* Whether the two paths' forwards run side by side (hpj__fwd_split): two
+   threads can (hpj__two_ok) and d <= HPJ__SPLIT_MAX_D. At d = 512 the
+   patch encoders' large products keep both threads busy one at a time:
+   PROTEINS d = 512 gained nothing side by side (465 / 440 and 464 / 470
+   graphs/s, vCPUs far apart) and DD lost (83 / 92). */
 #ifndef HPJ__SPLIT_MAX_D
 #define HPJ__SPLIT_MAX_D 256
 #endif
-static int hpj__split_ok(const hpj_model *m) {
-#if defined(_OPENMP) && (defined(__cplusplus) || defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
-    return m->D <= HPJ__SPLIT_MAX_D && omp_get_max_threads() == 2 && !omp_in_parallel() &&
-           omp_get_max_active_levels() == 1 && omp_get_thread_limit() >= 2 && !omp_get_dynamic();
-#else
-    (void)m;
-    return 0;
-#endif
-}
+static int hpj__split_ok(const hpj_model *m) { return m->D <= HPJ__SPLIT_MAX_D && hpj__two_ok(); }
 
 /* The two paths side by side, each on one thread: thread 0 runs the
    target path's patch encoder and then the EMA encoder on the first bs
