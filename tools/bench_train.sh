@@ -34,6 +34,9 @@ echo "Host: $(peer_host_line)."
 echo
 echo "| dataset | d | batch | hpjepa graphs/s | torch graphs/s | ratio | ratio per round | GFLOP/batch (ours / torch) | hpjepa GFLOP/s | peak MB (ours / torch) | core round trip ns |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
+# one reading of the two threads' cache-line round trip, in ns (empty without OpenMP)
+round_trip() { ./hpjepa bench cores --rounds 20000 --trials 3 2>/dev/null | sed -n 's/^round_trip_ns=\([0-9.]*\).*/\1/p' | tee -a build/bench/cores.txt; }
+placed=""
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 # the fifth field multiplies STEPS: a d = 128 batch takes ~50 ms, so 8 of
 # them (0.4 s) left one run at the mercy of a single slow moment of the host
@@ -46,13 +49,16 @@ for spec in "PROTEINS proteins 512 proteins_d512 1" "PROTEINS proteins 128 prote
     ds=$1; peer=$2; d=$3; cfg=data/configs/bench/$4.cfg
     bs=$(sed -n 's/^batch_size = //p' "$cfg")
     : >build/bench/ours.txt; : >build/bench/peer.txt; : >build/bench/pairs.txt; : >build/bench/cores.txt
+    : >build/bench/placed.txt
     # R alternating runs of each side; each run reports the median batch
     for r in $(seq 1 "$R"); do
-        # where the hypervisor has put the two vCPUs this round (see
-        # tools/cmd_bench_cores.c: ~75 ns near, ~360-400 ns far apart)
-        ./hpjepa bench cores --rounds 20000 --trials 3 2>/dev/null | sed -n 's/^round_trip_ns=\([0-9.]*\).*/\1/p' >>build/bench/cores.txt
+        # where the hypervisor has put the two vCPUs, before, between and
+        # after the round's two runs (tools/cmd_bench_cores.c: ~75-85 ns
+        # near, ~360-420 ns far apart)
+        c1=$(round_trip)
         ours=$(/usr/bin/time -f "%M" -o build/bench/time_ours.txt ./hpjepa bench train "$DATA/$ds" --config "$cfg" --steps "$steps" --threads "$THREADS" 2>/dev/null | tail -1)
         echo "$ours" >>build/bench/ours.txt
+        c2=$(round_trip)
         rm -f build/bench/torch.json
         # the peer with its best OpenBLAS kernels (peer_blas_choose above)
         if /usr/bin/time -f "%M" -o build/bench/time_torch.txt /usr/bin/python3 "$PEERS/torch_hpjepa.py" --dataset "$peer" --d "$d" \
@@ -66,6 +72,13 @@ for spec in "PROTEINS proteins 512 proteins_d512 1" "PROTEINS proteins 128 prote
             g2=${pj%% *}
             if [ -n "$g1" ] && [ -n "$g2" ]; then
                 awk -v a="$g1" -v b="$g2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f\n", a / b }' >>build/bench/pairs.txt
+                c3=$(round_trip)
+                # the round's placement: near (all three readings < 200 ns),
+                # far (all > 250 ns) or mixed
+                awk -v a="$g1" -v b="$g2" -v x="$c1" -v y="$c2" -v z="$c3" 'BEGIN {
+                    if (!(a > 0 && b > 0) || x == "" || y == "" || z == "") exit
+                    p = (x < 200 && y < 200 && z < 200) ? "near" : (x > 250 && y > 250 && z > 250) ? "far" : "mixed"
+                    printf "%s %.3f\n", p, a / b }' >>build/bench/placed.txt
             fi
         fi
     done
@@ -80,12 +93,19 @@ for spec in "PROTEINS proteins 512 proteins_d512 1" "PROTEINS proteins 128 prote
     rounds=$(sort -g build/bench/pairs.txt | awk '{ a[NR] = $1 } END { if (NR) printf "%.2f-%.2fx", a[1], a[NR]; else print "-" }')
     cores=$(sort -g build/bench/cores.txt | awk '{ a[NR] = $1 } END { if (NR) printf "%.0f-%.0f", a[1], a[NR]; else print "-" }')
     echo "| $ds | $d | $bs | ${g_ours:-fail} | ${g_t:-n/a} | $ratio | $rounds | ${gb_ours:--} / ${gb_t:--} | ${f_ours:--} | ${m_ours:--} / ${m_t:--} | $cores |"
+    placed+="$ds d=$d rounds by placement: $(sort -k1,1 -k2g build/bench/placed.txt | awk '
+        { n[$1]++; if (!($1 in lo)) lo[$1] = $2; hi[$1] = $2 }
+        END { s = ""; split("near far mixed", k, " ")
+              for (i = 1; i <= 3; ++i) if (n[k[i]]) s = s sprintf("%s%s %.2f-%.2fx (%d)", s == "" ? "" : ", ", k[i], lo[k[i]], hi[k[i]], n[k[i]])
+              print s == "" ? "-" : s }')"$'\n'
+
 done
 echo
 echo "Targets: PROTEINS d=512 >= 1.5x torch, PROTEINS d=128 >= 3x, DD d=512 >= 1.5x."
 echo "$PEER_BLAS_NOTE"
 echo "Our PROTEINS/DD are the real datasets; the peer's are synthetic look-alikes of the same sizes."
 echo "The peer takes one Adam + EMA step per batch, on the mean of the four resolutions' losses; hpjepa.h takes one per resolution (the paper's rule: four per batch here), which is 6-8 % of its step (reports/bench_train.md, 2026-11-27, tenth session)."
-echo "'core round trip ns': \`./hpjepa bench cores\` before each round (range): a shared host's hypervisor moves the two vCPUs between nearby cores (~75-80 ns) and far-apart ones (~360-400 ns), and both sides' two-thread speeds move with it."
+echo "'core round trip ns': \`./hpjepa bench cores\` before, between and after each round's two runs (range): a shared host's hypervisor moves the two vCPUs between nearby cores (~75-85 ns) and far-apart ones (~360-420 ns), and both sides' two-thread speeds move with it. A round whose readings disagree ran its two sides in different placements: the rounds below are split by placement (ratio range, count); compare like with like."
+printf "%s" "$placed"
 echo "Each side ran $R times, alternating; the table shows the medians of the per-run median batch; 'ratio per round' is the range of ours / torch over the rounds (each round's two runs are seconds apart, so it is less exposed to the host's drift)."
 echo "Command: \`bash tools/bench_train.sh\` (THREADS, STEPS, R, ONLY env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps N\` (N = $STEPS at d = 512, $(( STEPS * MULT128 )) at d = 128; the peer the same)."
