@@ -93,7 +93,7 @@ for spec in "PROTEINS proteins 512 proteins_d512 1" "PROTEINS proteins 128 prote
     rounds=$(sort -g build/bench/pairs.txt | awk '{ a[NR] = $1 } END { if (NR) printf "%.2f-%.2fx", a[1], a[NR]; else print "-" }')
     cores=$(sort -g build/bench/cores.txt | awk '{ a[NR] = $1 } END { if (NR) printf "%.0f-%.0f", a[1], a[NR]; else print "-" }')
     echo "| $ds | $d | $bs | ${g_ours:-fail} | ${g_t:-n/a} | $ratio | $rounds | ${gb_ours:--} / ${gb_t:--} | ${f_ours:--} | ${m_ours:--} / ${m_t:--} | $cores |"
-    placed+="$ds d=$d rounds by placement: $(sort -k1,1 -k2g build/bench/placed.txt | awk '
+    placed+="- $ds d=$d rounds by placement: $(sort -k1,1 -k2g build/bench/placed.txt | awk '
         { n[$1]++; if (!($1 in lo)) lo[$1] = $2; hi[$1] = $2 }
         END { s = ""; split("near far mixed", k, " ")
               for (i = 1; i <= 3; ++i) if (n[k[i]]) s = s sprintf("%s%s %.2f-%.2fx (%d)", s == "" ? "" : ", ", k[i], lo[k[i]], hi[k[i]], n[k[i]])
