@@ -98,13 +98,12 @@ for spec in "PROTEINS proteins 512 proteins_d512 1" "PROTEINS proteins 128 prote
         END { s = ""; split("near far mixed", k, " ")
               for (i = 1; i <= 3; ++i) if (n[k[i]]) s = s sprintf("%s%s %.2f-%.2fx (%d)", s == "" ? "" : ", ", k[i], lo[k[i]], hi[k[i]], n[k[i]])
               print s == "" ? "-" : s }')"$'\n'
-
 done
 echo
 echo "Targets: PROTEINS d=512 >= 1.5x torch, PROTEINS d=128 >= 3x, DD d=512 >= 1.5x."
 echo "$PEER_BLAS_NOTE"
 echo "Our PROTEINS/DD are the real datasets; the peer's are synthetic look-alikes of the same sizes."
-echo "The peer takes one Adam + EMA step per batch, on the mean of the four resolutions' losses; hpjepa.h takes one per resolution (the paper's rule: four per batch here), which is 6-8 % of its step (reports/bench_train.md, 2026-11-27, tenth session)."
+echo "The peer takes one Adam + EMA step per batch, on the mean of the four resolutions' losses; hpjepa.h takes one per resolution (the paper's rule: four per batch here); the peer's schedule would make our step 5-8 % faster (reports/bench_train.md, 2026-11-27, tenth session)."
 echo "'core round trip ns': \`./hpjepa bench cores\` before, between and after each round's two runs (range): a shared host's hypervisor moves the two vCPUs between nearby cores (~75-85 ns) and far-apart ones (~360-420 ns), and both sides' two-thread speeds move with it. A round whose readings disagree ran its two sides in different placements: the rounds below are split by placement (ratio range, count); compare like with like."
 printf "%s" "$placed"
 echo "Each side ran $R times, alternating; the table shows the medians of the per-run median batch; 'ratio per round' is the range of ours / torch over the rounds (each round's two runs are seconds apart, so it is less exposed to the host's drift)."
