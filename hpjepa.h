@@ -117,8 +117,8 @@
               before); a linear layer's input and weight gradients run
               side by side (hpj__linear_back2, up to 4e7 multiply-adds).
               PROTEINS d = 128, each batch once per variant: near
-              1.013-1.033 (split), 0.99-1.01 (pairs); far ~1.14 (split,
-              whole runs), 1.027-1.044 (pairs); DD 1.025 and d = 512 1.010
+              1.013-1.033 (split), 0.99-1.01 (pairs); far 1.148-1.150
+              (split), 1.027-1.044 (pairs); DD 1.025 and d = 512 1.010
               (pairs, far). hpj_batchnorm_forward_train with
               momentum < 0 stores the update's terms instead of applying
               them.
@@ -6425,7 +6425,9 @@ static void hpj__linear_back2(float *dinp, float beta, float *dW, float *db, con
     if (dinp && (dW || db) && (double)N * Din * Dout <= HPJ__PAIR_MACS && hpj__two_ok()) {
         HPJ__OMP(parallel for num_threads(2) schedule(static, 1))
         for (part = 0; part < 2; ++part) hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
-    } else { /* (not a parallel region with an if clause: inside an inactive one, libgomp gives every nested region a new team) */
+    } else {
+        /* (not one region with an if clause: inside an inactive region,
+           libgomp gives every nested region of the GEMMs a new team) */
         for (part = 0; part < 2; ++part) hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
     }
 }
@@ -7007,13 +7009,13 @@ static double *hpj__bn_scratch(int N, int D) {
     return hpj__rb_scratch((int64_t)N * D >= HPJ__PAR_ELEMS, (size_t)(2 * HPJ__BN_RB + 4) * (size_t)D);
 }
 
-/* Channel c's statistics from its mean s and its sum of squared
-   deviations q. */
 /* A running statistic's update r <- (1 - momentum) r + momentum x. */
 static float hpj__bn_run(float r, float x, float momentum) { return (1.0f - momentum) * r + momentum * x; }
 
-/* momentum < 0: the running statistics get the update's terms x themselves
-   (the variance's only when N > 1), for hpj__bn_defer_apply. */
+/* Channel c's statistics from its mean s and its sum of squared
+   deviations q. momentum < 0: the running statistics get the update's
+   terms x themselves (the variance's only when N > 1), for
+   hpj__gnn_defer_apply. */
 static void hpj__bn_stat(int c, double s, double q, float *mean, float *rstd, float *running_mean,
                          float *running_var, int N, float momentum, float eps) {
     mean[c] = (float)s;
@@ -9075,7 +9077,7 @@ static void hpj__copy_avg(float *out, const float *in, const hpj__path *p, int D
 /* ==== model: patch encoder g_eta (GINE stack) ============================= */
 
 /* frozen: batch stats, no running update; defer: batch stats, and the
-   running update's terms kept for hpj__bn_defer_apply (hpj__fwd_split) */
+   running update's terms kept for hpj__gnn_defer_apply (hpj__fwd_split) */
 enum { HPJ__EVAL = 0, HPJ__TRAIN = 1, HPJ__TRAIN_FROZEN = 2, HPJ__TRAIN_DEFER = 3 };
 
 typedef struct hpj__gnn_layer {
@@ -9685,7 +9687,6 @@ static int hpj__gnn_top_cls(const hpj_model *m, const hpj__gnn_ws *w, int i) {
     return i > 0 && i == m->cfg.gnn_layers - 1 && w->lay[i].ncls > 0;
 }
 
-/* Forward of the patch encoder over a filled path: w->z gets the tokens. */
 /* Layer i's slot of the BatchNorms' scratch: k = 0 patch mixing, 1 the first, 2 the second. */
 static float *hpj__gnn_bntmp(const hpj__gnn_ws *w, int i, int k, int D) {
     return w->bntmp + (size_t)(3 * i + k) * (2 * (size_t)D + 1);
@@ -9708,6 +9709,7 @@ static void hpj__gnn_defer_apply(hpj_model *m, const hpj__gnn_ws *w) {
         }
 }
 
+/* Forward of the patch encoder over a filled path: w->z gets the tokens. */
 static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t drop_seed) {
     const hpj__path *p = &w->path;
     int i, D = m->D, C = p->C, S = p->S, nt = 0, ne = 0;
