@@ -6369,16 +6369,6 @@ HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, con
     hpj__gemm_impl(0, 1, N, Dout, Din, 1.0f, inp, Din, W, Din, 0.0f, out, Dout, b);
 }
 
-/* Seconds on a wall clock: omp_get_wtime (0 without OpenMP, where
-   nothing runs side by side and the split it times never happens). */
-static double hpj__wtime(void) {
-#ifdef _OPENMP
-    return omp_get_wtime();
-#else
-    return 0.0;
-#endif
-}
-
 /* 1 when two pieces of work can run side by side, one per thread: exactly
    two threads, outside any parallel region, nested regions inactive (so
    each piece's own loops run on its thread alone), no dynamic team sizes,
@@ -10476,6 +10466,16 @@ static void hpj__fwd_ema(hpj__trainer *tr, hpj__step_ws *w, int32_t b0, int32_t 
 #define HPJ__SPLIT_MAX_D 256
 #endif
 static int hpj__split_ok(const hpj_model *m) { return m->D <= HPJ__SPLIT_MAX_D && hpj__two_ok(); }
+
+/* Seconds on a wall clock: omp_get_wtime (0 without OpenMP, where
+   nothing runs side by side and the split it times never happens). */
+static double hpj__wtime(void) {
+#ifdef _OPENMP
+    return omp_get_wtime();
+#else
+    return 0.0;
+#endif
+}
 
 /* The two paths side by side, each on one thread: thread 0 runs the
    target path's patch encoder and then the EMA encoder on the first bs

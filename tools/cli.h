@@ -48,6 +48,11 @@ float *cli_read_npy(const char *cmd, const char *path, long long *rows, long lon
 int cli_check_writable(const char *cmd, const char *path);
 /* Wall-clock seconds (monotonic). */
 double cli_now(void);
+/* qsort comparator of doubles, ascending. */
+int cli_cmp_double(const void *a, const void *b);
+/* Sorts x (n >= 1) ascending in place; returns its median (the mean of the
+   two middle values when n is even). */
+double cli_sort_median(double *x, int n);
 /* Pretraining in parts (pretrain and eval --checkpoint-every): the epoch at
    which the part after `done` epochs ends, parts of `every` epochs (0: one
    part) that never pass `until`. */

@@ -24,11 +24,6 @@ static const char *bench_cores_usage =
     "  (median, fastest and slowest trial; a round trip is two hand-overs).\n"
     "  Needs an OpenMP build and two CPUs; exits 1 otherwise.\n";
 
-static int bench_cores_cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 #ifdef _OPENMP
 /* the flag, alone on its cache line */
 static struct {
@@ -116,14 +111,13 @@ int cmd_bench_cores(int argc, char **argv) {
             }
             ns[t] = s * 1e9;
         }
-        qsort(ns, (size_t)trials, sizeof(double), bench_cores_cmp);
-        med = trials % 2 ? ns[trials / 2] : 0.5 * (ns[trials / 2 - 1] + ns[trials / 2]);
+        med = cli_sort_median(ns, (int)trials);
         printf("round_trip_ns=%.1f min_ns=%.1f max_ns=%.1f\n", med, ns[0], ns[trials - 1]);
         free(ns);
         return 0;
     }
 #else
-    (void)rounds, (void)trials, (void)bench_cores_cmp;
+    (void)rounds, (void)trials;
     cli_error(cmd, "built without OpenMP: needs two threads");
     return 1;
 #endif

@@ -22,11 +22,6 @@ static const char *bench_gemm_usage =
     "          layout=<nn|nt|tn> gflops=<float> (one line each, --layout all)\n"
     "  and on stderr the kernel, thread count, best batch and batch count.\n";
 
-static int bench_gemm_cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Runs one layout; returns 0 and the median / best GFLOP/s. */
 static int bench_gemm_run(int ta, int tb, int M, int N, int K, const float *A, const float *B, float *C, double secs,
                           double *med, double *best, int *nbatch) {
@@ -51,8 +46,7 @@ static int bench_gemm_run(int ta, int tb, int M, int N, int K, const float *A, c
         t1 = cli_now();
         rate[nb++] = flops * calls / (t1 - t0) * 1e-9;
     }
-    qsort(rate, (size_t)nb, sizeof(double), bench_gemm_cmp);
-    *med = nb % 2 ? rate[nb / 2] : 0.5 * (rate[nb / 2 - 1] + rate[nb / 2]);
+    *med = cli_sort_median(rate, nb);
     *best = rate[nb - 1];
     *nbatch = nb;
     free(rate);

@@ -107,11 +107,6 @@ static int probe_load(const char *dir, const probe_set *s, float *X, int32_t *y,
     return 0;
 }
 
-static int probe_cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int probe_parse_list(const char *cmd, const char *what, const char *s, double *out, int max) {
     char buf[256], *tok, *save = NULL;
     int k = 0;
@@ -318,9 +313,8 @@ int cmd_bench_probe(int argc, char **argv) {
                     iters = m.iters;
                 }
                 if (rc) break;
-                qsort(ms, (size_t)reps, sizeof(double), probe_cmp_double);
+                med = cli_sort_median(ms, reps);
                 best = ms[0];
-                med = reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
                 tr_acc = hpj_linear_model_accuracy(&m, X, y, ntr);
                 te_acc = hpj_linear_model_accuracy(&m, X + (size_t)ntr * d, y + ntr, nte);
                 printf("set=%s n=%d dim=%d classes=%d model=%s alpha=%g threads=%d fit_ms=%.1f median_ms=%.1f "

@@ -349,11 +349,6 @@ static const char *bench_train_usage =
     "  Prints graphs_per_s=<float> (batch size / median batch time) gflops=<float>\n"
     "  (GEMM flops / time) gflop_per_batch=<float> peak_mb=<float> (peak resident memory).\n";
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int cmd_bench_train(int argc, char **argv) {
     hpj_config cfg;
     hpj_dataset ds;
@@ -418,8 +413,7 @@ int cmd_bench_train(int argc, char **argv) {
             dts[nt++] = cp.batch_t[k] - prev;
             total += cp.batch_t[k] - prev;
         }
-        qsort(dts, (size_t)nt, sizeof(double), cmp_double);
-        med = nt % 2 ? dts[nt / 2] : 0.5 * (dts[nt / 2 - 1] + dts[nt / 2]);
+        med = cli_sort_median(dts, nt);
         getrusage(RUSAGE_SELF, &ru);
         /* GEMM flops: the mean over all batches run (warm-up included), per
            median batch time */

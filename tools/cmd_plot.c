@@ -137,11 +137,6 @@ typedef struct quartiles {
     int count[4];        /* values in each bin                                  */
 } quartiles;
 
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Q1 = v <= q25, Q2 = q25 < v <= q50, Q3 = q50 < v <= q75, Q4 = v > q75. */
 static int quartile_of(const quartiles *q, double v) {
     return v <= q->edge[0] ? 0 : v <= q->edge[1] ? 1 : v <= q->edge[2] ? 2 : 3;
@@ -152,7 +147,7 @@ static int quartiles_compute(const double *v, int n, quartiles *q) {
     int i, k;
     if (!s) { cli_error(CMD, "out of memory"); return -1; }
     memcpy(s, v, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof(double), cmp_dbl);
+    qsort(s, (size_t)n, sizeof(double), cli_cmp_double);
     for (k = 0; k < 3; ++k) {
         double pos = (k + 1) * 0.25 * (n - 1);
         int i0 = (int)floor(pos);
