@@ -41,9 +41,16 @@ median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (N
 # the fifth field multiplies STEPS: a d = 128 batch takes ~50 ms, so 8 of
 # them (0.4 s) left one run at the mercy of a single slow moment of the host
 MULT128=5
-for spec in "PROTEINS proteins 512 proteins_d512 1" "PROTEINS proteins 128 proteins_d128 $MULT128" "DD dd 512 dd_d512 1"; do
+# DD's timed batches cover one epoch (1178 graphs: 37 batches of 32, the
+# first 2 warm-up): its graphs have 30 to 5748 nodes, and the first 10
+# batches alone are ~6 % heavier than the epoch (99.8 against 94.5 GEMM
+# GFLOP a batch; reports/bench_train.md, 2026-11-28): 8 timed batches
+# measured those batches, not the dataset
+STEPS_DD=${STEPS_DD:-35}
+for spec in "PROTEINS proteins 512 proteins_d512 1" "PROTEINS proteins 128 proteins_d128 $MULT128" "DD dd 512 dd_d512 0"; do
     set -- $spec
     steps=$(( STEPS * $5 ))
+    [ "$5" = 0 ] && steps=$STEPS_DD
     # ONLY=dd_d512 (or proteins_d512, proteins_d128; a comma-separated list) runs only those rows
     case ",${ONLY:-$4}," in *",$4,"*) ;; *) continue ;; esac
     ds=$1; peer=$2; d=$3; cfg=data/configs/bench/$4.cfg
@@ -107,4 +114,4 @@ echo "The peer takes one Adam + EMA step per batch, on the mean of the four reso
 echo "'core round trip ns': \`./hpjepa bench cores\` before, between and after each round's two runs (range): a shared host's hypervisor moves the two vCPUs between nearby cores (~75-85 ns) and far-apart ones (~360-420 ns), and both sides' two-thread speeds move with it. A round whose readings disagree ran its two sides in different placements: the rounds below are split by placement (ratio range, count); compare like with like."
 printf "%s" "$placed"
 echo "Each side ran $R times, alternating; the table shows the medians of the per-run median batch; 'ratio per round' is the range of ours / torch over the rounds (each round's two runs are seconds apart, so it is less exposed to the host's drift)."
-echo "Command: \`bash tools/bench_train.sh\` (THREADS, STEPS, R, ONLY env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps N\` (N = $STEPS at d = 512, $(( STEPS * MULT128 )) at d = 128; the peer the same)."
+echo "Command: \`bash tools/bench_train.sh\` (THREADS, STEPS, STEPS_DD, R, ONLY env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps N\` (N = $STEPS for PROTEINS d = 512, $(( STEPS * MULT128 )) at d = 128, $STEPS_DD for DD; the peer the same)."
