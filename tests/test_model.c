@@ -844,6 +844,89 @@ static void test_ema_update_rule(void) {
     hpj_dataset_free(&ds);
 }
 
+/* The online encoder's q and k rows get no gradient from one-token
+   contexts; with no weight decay Adam leaves them (and their moments) at
+   exactly their start values and only their EMA copy moves, by the EMA
+   rule; the v rows train. With weight decay every q and k parameter
+   moves, and keeps moving when training goes on without it (their Adam
+   moments are no longer 0). (The optimizer skips only whole 16-float blocks: the blocks at
+   the ends of the rows that share floats with other rows train as usual,
+   hence counts, not "any".) */
+static void test_qk_idle(void) {
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    hpj_config c;
+    hpj_model m;
+    int32_t gs[32];
+    int i, wd;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    for (i = 0; i < 32; ++i) gs[i] = i;
+    for (wd = 0; wd < 2; ++wd) {
+        float *p0, *e0;
+        int b, ok_mv = 1, ok_ema = 1;
+        size_t moved_qk = 0, moved_v = 0, n_qk = 0, n_v = 0;
+        size_t D, k;
+        tiny_config(&c);
+        hpj_config_set(&c, "ema_start", "0.9");
+        hpj_config_set(&c, "ema_end", "0.9");
+        hpj_config_set(&c, "ema_init", "independent");
+        hpj_config_set(&c, "weight_decay", wd ? "0.01" : "0");
+        hpj_config_set(&c, "epochs", "4");
+        CHECK_OK(hpj_model_init(&m, &c, &ds));
+        D = (size_t)m.D;
+        p0 = (float *)malloc(sizeof(float) * m.num_params);
+        e0 = (float *)malloc(sizeof(float) * m.enc_count);
+        memcpy(p0, m.params, sizeof(float) * m.num_params);
+        memcpy(e0, m.ema, sizeof(float) * m.enc_count);
+        CHECK_OK(hpj_pretrain(&m, &ds, gs, 32, 9, NULL, NULL));
+        CHECK(m.step == 9);
+        for (b = 0; b < c.blocks; ++b) {
+            size_t o = (size_t)(m.p.blk[b].Wqkv - m.params), eo = o - m.enc_offset;
+            for (k = 0; k < 3 * D * D; ++k) {
+                int qk = k < 2 * D * D, ch = memcmp(&m.params[o + k], &p0[o + k], sizeof(float)) != 0;
+                if (!qk) {
+                    moved_v += ch;
+                    n_v++;
+                    continue;
+                }
+                moved_qk += ch;
+                n_qk += p0[o + k] != 0.0f;
+                if (!wd) {
+                    float e = e0[eo + k], mu = 0.9f;
+                    int s;
+                    ok_mv &= m.adam_m[o + k] == 0.0f && m.adam_v[o + k] == 0.0f;
+                    for (s = 0; s < 9; ++s) e = mu * e + (1.0f - mu) * p0[o + k];
+                    ok_ema &= fabsf(m.ema[eo + k] - e) <= 1e-6f * (1.0f + fabsf(e));
+                }
+            }
+        }
+        CHECK_MSG(moved_v * 10 >= n_v * 9, "wd %d: %zu of %zu v parameters trained", wd, moved_v, n_v);
+        if (wd) {
+            CHECK_MSG(moved_qk == n_qk, "weight decay: %zu of %zu q and k parameters moved", moved_qk, n_qk);
+            /* on without weight decay: the moments carry the q and k rows on */
+            m.cfg.weight_decay = 0.0f;
+            memcpy(p0, m.params, sizeof(float) * m.num_params);
+            CHECK_OK(hpj_pretrain(&m, &ds, gs, 32, 12, NULL, NULL));
+            CHECK(m.step == 12);
+            moved_qk = n_qk = 0;
+            for (b = 0; b < c.blocks; ++b) {
+                size_t o = (size_t)(m.p.blk[b].Wqkv - m.params);
+                for (k = 0; k < 2 * D * D; ++k, ++n_qk) moved_qk += memcmp(&m.params[o + k], &p0[o + k], sizeof(float)) != 0;
+            }
+            CHECK_MSG(moved_qk == n_qk, "weight decay, then none: %zu of %zu q and k parameters moved", moved_qk, n_qk);
+        } else {
+            CHECK_MSG(moved_qk == 0, "no weight decay: %zu q or k parameters changed", moved_qk);
+            CHECK_MSG(ok_mv, "no weight decay: a q or k Adam moment is not 0");
+            CHECK_MSG(ok_ema, "no weight decay: the EMA copy of q and k does not follow the EMA rule");
+        }
+        free(p0);
+        free(e0);
+        hpj_model_free(&m);
+    }
+    hpj_dataset_free(&ds);
+}
+
 /* target_fold = 1 (the default) computes m(u) with the EMA encoder's last
    product folded into one dot product per token; target_fold = 0 sums the
    full output. Both are the same function: the targets Phi(u) agree to
@@ -990,6 +1073,7 @@ const test_case model_tests[] = {
     {"model.layer_classes", test_model_layer_classes},
     {"model.paths_threads", test_model_paths_threads},
     {"model.ema_update_rule", test_ema_update_rule},
+    {"model.qk_idle", test_qk_idle},
     {"model.target_fold", test_target_fold},
     {"model.loss_decreases", test_loss_decreases},
     {"model.deterministic_and_threads", test_deterministic_and_threads},
