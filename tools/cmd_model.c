@@ -346,6 +346,8 @@ static const char *bench_train_usage =
     "                          [--threads T]\n"
     "  Times pretraining minibatches (all resolutions: forward, backward, Adam,\n"
     "  EMA) after --warmup batches (default 2); N timed batches (default 8).\n"
+    "  The batches are the run's first ones (the seed fixes them): where graph\n"
+    "  sizes vary (DD: 30 to 5748 nodes), time an epoch (make bench: 35 + 2 on DD).\n"
     "  Prints graphs_per_s=<float> (batch size / median batch time) gflops=<float>\n"
     "  (GEMM flops / time) gflop_per_batch=<float> peak_mb=<float> (peak resident memory).\n";
 
