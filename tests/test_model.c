@@ -849,9 +849,9 @@ static void test_ema_update_rule(void) {
    exactly their start values and only their EMA copy moves, by the EMA
    rule; the v rows train. With weight decay every q and k parameter
    moves, and keeps moving when training goes on without it (their Adam
-   moments are no longer 0). (The optimizer skips only whole 16-float blocks: the blocks at
-   the ends of the rows that share floats with other rows train as usual,
-   hence counts, not "any".) */
+   moments are no longer 0). The optimizer skips only whole 16-float
+   blocks (the blocks at the ends of the rows, which share floats with
+   other rows, train as usual), hence counts below, not "any". */
 static void test_qk_idle(void) {
     const char *dir = test_dataset("MUTAG");
     hpj_dataset ds;
@@ -912,7 +912,8 @@ static void test_qk_idle(void) {
             moved_qk = n_qk = 0;
             for (b = 0; b < c.blocks; ++b) {
                 size_t o = (size_t)(m.p.blk[b].Wqkv - m.params);
-                for (k = 0; k < 2 * D * D; ++k, ++n_qk) moved_qk += memcmp(&m.params[o + k], &p0[o + k], sizeof(float)) != 0;
+                for (k = 0; k < 2 * D * D; ++k, ++n_qk)
+                    moved_qk += memcmp(&m.params[o + k], &p0[o + k], sizeof(float)) != 0;
             }
             CHECK_MSG(moved_qk == n_qk, "weight decay, then none: %zu of %zu q and k parameters moved", moved_qk, n_qk);
         } else {
