@@ -8114,6 +8114,15 @@ HPJDEF double hpj_softmax_xent(const float *logits, const int32_t *labels, float
         if (zero_grad) _mm##W##_storeu_ps(g + o_, _mm##W##_setzero_ps());                                         \
     }
 #endif
+/* The fused pass's EMA step on one block: e (w floats) <- momentum e + ea p,
+   the block's new parameters p in tp (ea = 1 - momentum). */
+static HPJ__INLINE void hpj__ema16(float *e, const float *tp, int w, float momentum, float ea) {
+    float ts[16];
+    int l;
+    hpj__ld16(ts, e, w);
+    for (l = 0; l < 16; ++l) ts[l] = momentum * ts[l] + ea * tp[l];
+    hpj__st16(e, ts, w);
+}
 static void hpj__adam_fused(float *p, float *g, float gscale, float *m, float *v, size_t n, float lr, float beta1,
                             float beta2, float eps, float weight_decay, int decoupled, int64_t t, float *ema,
                             size_t ema_off, float momentum, int zero_grad, const int64_t *idle, int nidle) {
@@ -8130,13 +8139,10 @@ static void hpj__adam_fused(float *p, float *g, float gscale, float *m, float *v
         for (q = 0; q < nidle && b >= idle[2 * q + 1]; ++q) {}
         if (q < nidle && b >= idle[2 * q]) { /* Adam is the identity here: the EMA only */
             if (ema && b >= eb) {
-                float *e = ema + 16 * (b - eb);
                 HPJ__PREFETCH(p + 16 * b + HPJ__PF_AHEAD);
-                HPJ__PREFETCH(e + HPJ__PF_AHEAD);
+                HPJ__PREFETCH(ema + 16 * (b - eb) + HPJ__PF_AHEAD);
                 hpj__ld16(tp, p + 16 * b, w);
-                hpj__ld16(ts, e, w);
-                for (l = 0; l < 16; ++l) ts[l] = momentum * ts[l] + ea * tp[l];
-                hpj__st16(e, ts, w);
+                hpj__ema16(ema + 16 * (b - eb), tp, w, momentum, ea);
             }
             continue;
         }
@@ -8189,12 +8195,7 @@ static void hpj__adam_fused(float *p, float *g, float gscale, float *m, float *v
         hpj__st16(p + 16 * b, tp, w);
         hpj__st16(m + 16 * b, tm, w);
         hpj__st16(v + 16 * b, tv, w);
-        if (ema && b >= eb) {
-            float *e = ema + 16 * (b - eb);
-            hpj__ld16(ts, e, w);
-            for (l = 0; l < 16; ++l) ts[l] = momentum * ts[l] + ea * tp[l];
-            hpj__st16(e, ts, w);
-        }
+        if (ema && b >= eb) hpj__ema16(ema + 16 * (b - eb), tp, w, momentum, ea);
         if (zero_grad) {
             for (l = 0; l < 16; ++l) tg[l] = 0.0f;
             hpj__st16(g + 16 * b, tg, w);
