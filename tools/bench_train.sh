@@ -38,8 +38,11 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|"
 round_trip() { ./hpjepa bench cores --rounds 20000 --trials 3 2>/dev/null | sed -n 's/^round_trip_ns=\([0-9.]*\).*/\1/p' | tee -a build/bench/cores.txt; }
 placed=""
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-# the fifth field multiplies STEPS: a d = 128 batch takes ~50 ms, so 8 of
-# them (0.4 s) left one run at the mercy of a single slow moment of the host
+# the smallest and largest value of stdin as "lo-hi" in the printf format $1 (two values), "-" for none
+span() { sort -g | awk -v f="$1" '{ a[NR] = $1 } END { if (NR) printf f, a[1], a[NR]; else print "-" }'; }
+# the fifth field is the number of timed batches: STEPS, 5 times as many
+# at d = 128 (a batch takes ~50 ms, so 8 of them, 0.4 s, left one run at
+# the mercy of a single slow moment of the host), STEPS_DD on DD
 MULT128=5
 # DD's timed batches cover one epoch (1178 graphs: 37 batches of 32, the
 # first 2 warm-up): its graphs have 30 to 5748 nodes, and the first 10
@@ -47,10 +50,9 @@ MULT128=5
 # GFLOP a batch; reports/bench_train.md, 2026-11-28): 8 timed batches
 # measured those batches, not the dataset
 STEPS_DD=${STEPS_DD:-35}
-for spec in "PROTEINS proteins 512 proteins_d512 1" "PROTEINS proteins 128 proteins_d128 $MULT128" "DD dd 512 dd_d512 0"; do
+for spec in "PROTEINS proteins 512 proteins_d512 $STEPS" "PROTEINS proteins 128 proteins_d128 $((STEPS * MULT128))" "DD dd 512 dd_d512 $STEPS_DD"; do
     set -- $spec
-    steps=$(( STEPS * $5 ))
-    [ "$5" = 0 ] && steps=$STEPS_DD
+    steps=$5
     # ONLY=dd_d512 (or proteins_d512, proteins_d128; a comma-separated list) runs only those rows
     case ",${ONLY:-$4}," in *",$4,"*) ;; *) continue ;; esac
     ds=$1; peer=$2; d=$3; cfg=data/configs/bench/$4.cfg
@@ -104,8 +106,8 @@ for spec in "PROTEINS proteins 512 proteins_d512 1" "PROTEINS proteins 128 prote
     gb_t=$(grep -v '^peak' build/bench/peer.txt | cut -d' ' -f2 | median)
     m_t=$(sed -n 's/^peak //p' build/bench/peer.txt | median)
     ratio=$(awk -v a="$g_ours" -v b="$g_t" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else print "-" }')
-    rounds=$(sort -g build/bench/pairs.txt | awk '{ a[NR] = $1 } END { if (NR) printf "%.2f-%.2fx", a[1], a[NR]; else print "-" }')
-    cores=$(sort -g build/bench/cores.txt | awk '{ a[NR] = $1 } END { if (NR) printf "%.0f-%.0f", a[1], a[NR]; else print "-" }')
+    rounds=$(span "%.2f-%.2fx" <build/bench/pairs.txt)
+    cores=$(span "%.0f-%.0f" <build/bench/cores.txt)
     echo "| $ds | $d | $bs | ${g_ours:-fail} | ${g_t:-n/a} | $ratio | $rounds | ${gb_ours:--} / ${gb_t:--} | ${f_ours:--} | ${m_ours:--} / ${m_t:--} | $cores |"
     placed+="- $ds d=$d rounds by placement: $(sort -k1,1 -k2g build/bench/placed.txt | awk '
         { n[$1]++; if (!($1 in lo)) lo[$1] = $2; hi[$1] = $2 }
