@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.11.1 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.11.2 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -102,6 +102,22 @@
        each reproducible and thread-count independent.
 
    RECENT CHANGES
+       0.11.2 (same bits as 0.11.1) the optimizer pass is memory-bound and
+              one thread streams it nearly as fast as two when the two
+              vCPUs share a cache (DD, d = 512: ~0.8 of the pair's rate),
+              while a product is compute-bound. Where the paths run one
+              after the other (d > 256), a step now parks the online
+              encoder's part of its pass (hpj__adam_park, ~90 % of the
+              parameters at d = 512); the next step runs its target path's
+              patch encoder first, a second thread taking the parked
+              blocks beside its products (hpj__lin_side), and finishes the
+              pass before the context path. Parking stops while one thread
+              beside a product streams under 0.6 of the pair's measured
+              rate (vCPUs on two dies, each with its own memory link:
+              ~0.47) and is probed again every 16 passes. Paired, each
+              batch once per variant: near DD 1.019-1.025, PROTEINS
+              d = 512 1.022; far 1.003-1.017. Test internals.park (a
+              white-box build: tests/test_internals.c).
        0.11.1 (same bits as 0.11.0) the optimizer pass leaves the online
               encoder's q and k rows alone while they are idle: a
               one-token context gives them exactly zero gradient, so with
@@ -396,7 +412,7 @@
 
 #define HPJEPA_VERSION_MAJOR 0
 #define HPJEPA_VERSION_MINOR 11
-#define HPJEPA_VERSION_PATCH 1
+#define HPJEPA_VERSION_PATCH 2
 
 #ifndef HPJDEF
 #ifdef HPJ_STATIC
@@ -2208,7 +2224,7 @@ static hpj_status hpj__scan_i64(hpj__scan *s, int64_t *out, const char *what) {
 
 /* Reads an integer into int32, checking [lo, hi]. */
 static hpj_status hpj__scan_i32(hpj__scan *s, int32_t *out, int64_t lo, int64_t hi, const char *what) {
-    int64_t v;
+    int64_t v = 0; /* (set by hpj__scan_i64 on success; GCC cannot always tell) */
     const char *start;
     hpj_status st;
     hpj__scan_peek(s);
@@ -8125,15 +8141,16 @@ static HPJ__INLINE void hpj__ema16(float *e, const float *tp, int w, float momen
 }
 static void hpj__adam_fused(float *p, float *g, float gscale, float *m, float *v, size_t n, float lr, float beta1,
                             float beta2, float eps, float weight_decay, int decoupled, int64_t t, float *ema,
-                            size_t ema_off, float momentum, int zero_grad, const int64_t *idle, int nidle) {
-    int64_t b, nb = ((int64_t)n + 15) / 16, eb = (int64_t)(ema_off / 16);
+                            size_t ema_off, float momentum, int zero_grad, const int64_t *idle, int nidle,
+                            int64_t blo, int64_t bhi) {
+    int64_t b, eb = (int64_t)(ema_off / 16);
     float ea = 1.0f - momentum;
     double bc1 = 1.0 - pow((double)beta1, (double)t), bc2 = 1.0 - pow((double)beta2, (double)t);
     float step = (float)(lr / bc1), bc2s = (float)sqrt(bc2);
     float gwd = decoupled ? 0.0f : weight_decay, decay = decoupled ? (float)(1.0 - (double)lr * weight_decay) : 1.0f;
     float omb1 = (float)(1.0 - (double)beta1), omb2 = (float)(1.0 - (double)beta2);
-    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 16))
-    for (b = 0; b < nb; ++b) {
+    HPJ__OMP(parallel for schedule(static) if (bhi - blo >= HPJ__PAR_ELEMS / 16))
+    for (b = blo; b < bhi; ++b) {
         float tp[16], tg[16], tm[16], tv[16], ts[16];
         int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b), q;
         for (q = 0; q < nidle && b >= idle[2 * q + 1]; ++q) {}
@@ -8207,7 +8224,51 @@ HPJDEF void hpj_adam_step(float *p, const float *g, float *m, float *v, size_t n
                           float beta2, float eps, float weight_decay, int decoupled, int64_t t) {
     /* g is only written when zero_grad = 1 */
     hpj__adam_fused(p, (float *)g, 1.0f, m, v, n, lr, beta1, beta2, eps, weight_decay, decoupled, t, NULL, 0, 1.0f, 0,
-                    NULL, 0);
+                    NULL, 0, 0, ((int64_t)n + 15) / 16);
+}
+
+/* One optimizer pass of the training loop (clipping, Adam, the EMA update
+   of the encoder, zeroing of the gradients) as a job on the blocks of 16
+   parameters, [next, end) still to run. Every block's update reads and
+   writes only its own parameters, so the blocks may run in any order and
+   in pieces on either thread: the same bits (hpj__adam_park). */
+typedef struct hpj__adam_job {
+    hpj_model *m;
+    int64_t next, end, t;             /* blocks left; Adam's step number     */
+    float lr, gscale, mom;            /* learning rate, clip factor, EMA momentum */
+    int nidle;                        /* idle q / k block ranges (hpj__qk_blocks) */
+    int64_t idle[2 * HPJ_MAX_BLOCKS];
+    /* measured blocks per second (0: not yet): one thread beside a
+       product (hpj__lin_side), the team alone (hpj__adam_job_finish);
+       passes since the last probe (hpj__adam_park) */
+    double r1, r2;
+    int64_t probe;
+} hpj__adam_job;
+
+static double hpj__wtime(void);
+
+/* A rate sample folded into a running estimate (half old, half new). */
+static void hpj__rate_add(double *r, int64_t blocks, double seconds) {
+    if (seconds <= 0.0) return; /* no clock without OpenMP */
+    *r = *r > 0.0 ? 0.5 * *r + 0.5 * ((double)blocks / seconds) : (double)blocks / seconds;
+}
+
+static void hpj__adam_job_run(const hpj__adam_job *j, int64_t b0, int64_t b1) {
+    hpj_model *m = j->m;
+    if (b1 <= b0) return;
+    hpj__adam_fused(m->params, m->grads, j->gscale, m->adam_m, m->adam_v, m->num_params, j->lr, 0.9f, 0.999f, 1e-8f,
+                    m->cfg.weight_decay, m->cfg.optimizer == HPJ_OPT_ADAMW, j->t, m->ema, m->enc_offset, j->mom, 1,
+                    j->idle, j->nidle, b0, b1);
+}
+
+/* The rest of the job, on the whole team (timed when long enough to
+   tell: ~0.5 ms and more). */
+static void hpj__adam_job_finish(hpj__adam_job *j) {
+    int64_t n = j->end - j->next;
+    double t0 = n >= 65536 ? hpj__wtime() : 0.0;
+    hpj__adam_job_run(j, j->next, j->end);
+    j->next = j->end;
+    if (n >= 65536) hpj__rate_add(&j->r2, n, hpj__wtime() - t0);
 }
 
 HPJDEF float hpj_lr_at(int schedule, float base_lr, float min_lr, int64_t step, int64_t total, int64_t warmup) {
@@ -9141,6 +9202,8 @@ typedef struct hpj__gnn_ws {
     hpj__gnn_layer lay[HPJ_MAX_GNN];
     float *z;    /* (S, D) patch tokens */
     float *bntmp;/* (3 layers, 2D + 1) the BatchNorms' HPJ__TRAIN_DEFER terms */
+    hpj__adam_job *side; /* a parked optimizer pass that a second thread runs
+                            beside the forward's products (hpj__lin_side), or NULL */
 } hpj__gnn_ws;
 
 /* First-layer classes. On the table path the first layer's t1 of a copy
@@ -9521,6 +9584,74 @@ static void hpj__lin(float *out, const float *in, const float *W, const float *b
     hpj_linear_forward(out, in, W, b, N, Din, Dout);
     hpj__flops += 2.0 * N * Din * Dout;
 }
+
+/* hpj__lin with a parked optimizer pass beside it (side, when it has blocks
+   left and two threads can run, hpj__two_ok): thread 0 runs the product
+   HPJ__SIDE_ROWS rows at a time, thread 1 the pass HPJ__SIDE_BLOCKS blocks
+   at a time, each until its own work or the other's is done; the rows
+   left then run on both threads. The pass is memory-bound and one thread
+   streams it nearly as fast as two, while the product is compute-bound:
+   side by side they share the cores better than one after the other (DD,
+   d = 512: a pass at ~100 blocks / ms on one thread beside a product
+   against ~118 on two alone; the product ~8 % slower on its one thread).
+   A row's bits do not depend on the rows around it, nor a block's on the
+   other blocks: the same bits. Thread 1 times its blocks (side->r1, for
+   hpj__adam_park). */
+#ifndef HPJ__SIDE_ROWS
+#define HPJ__SIDE_ROWS 512
+#endif
+#ifndef HPJ__SIDE_BLOCKS
+#define HPJ__SIDE_BLOCKS 2048
+#endif
+static HPJ__TLS int64_t hpj__side_done; /* blocks run beside products (tests/test_internals.c) */
+static void hpj__lin_side(hpj__adam_job *side, float *out, const float *in, const float *W, const float *b, int N,
+                          int Din, int Dout) {
+    int rows = 0, gdone = 0, adone = 0;
+    int64_t next0;
+    if (!side || side->next >= side->end || !hpj__two_ok()) {
+        hpj__lin(out, in, W, b, N, Din, Dout);
+        return;
+    }
+    next0 = side->next;
+    HPJ__OMP(parallel num_threads(2))
+    {
+        int id = 0, nth = 1, seen = 0;
+#ifdef _OPENMP
+        id = omp_get_thread_num();
+        nth = omp_get_num_threads();
+#endif
+        if (id == 0) {
+            while (rows < N && !seen) {
+                int r1 = HPJ__MIN(N, rows + HPJ__SIDE_ROWS);
+                hpj_linear_forward(out + (size_t)rows * Dout, in + (size_t)rows * Din, W, b, r1 - rows, Din, Dout);
+                rows = r1;
+                if (nth == 2) {
+                    HPJ__OMP(atomic read)
+                    seen = adone;
+                }
+            }
+            HPJ__OMP(atomic write)
+            gdone = 1;
+        }
+        if (id == 1) {
+            int64_t n0 = side->next;
+            double t0 = hpj__wtime();
+            while (!seen && side->next < side->end) {
+                int64_t b1 = HPJ__MIN(side->end, side->next + HPJ__SIDE_BLOCKS);
+                hpj__adam_job_run(side, side->next, b1);
+                side->next = b1;
+                HPJ__OMP(atomic read)
+                seen = gdone;
+            }
+            HPJ__OMP(atomic write)
+            adone = 1;
+            if (side->next - n0 >= 4 * HPJ__SIDE_BLOCKS) hpj__rate_add(&side->r1, side->next - n0, hpj__wtime() - t0);
+        }
+    }
+    if (rows < N) hpj_linear_forward(out + (size_t)rows * Dout, in + (size_t)rows * Din, W, b, N - rows, Din, Dout);
+    hpj__flops += 2.0 * N * Din * Dout;
+    hpj__side_done += side->next - next0;
+}
 static void hpj__lin_back(float *dinp, float *dW, float *db, const float *dout, const float *inp, const float *W, int N,
                           int Din, int Dout) {
     hpj_linear_backward(dinp, dW, db, dout, inp, W, N, Din, Dout);
@@ -9777,11 +9908,11 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
         }
         if (i > 0 || !w->ty) { /* with classes, only the representatives' rows */
             hpj__gine_fwd(L->agg, L->h, w->e, m->edge_onehot ? D : 0, p->rowptr, p->col, N, D, q->eps[0], rep);
-            hpj__lin(L->t1, L->agg, q->W1, NULL, N, D, D);
+            hpj__lin_side(w->side, L->t1, L->agg, q->W1, NULL, N, D, D);
         }
         hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, mode,
                 hpj__gnn_bntmp(w, i, 1, D), 1, cnt, C, i > 0);
-        hpj__lin(L->t2, L->r1, q->W2, NULL, N, D, D);
+        hpj__lin_side(w->side, L->t2, L->r1, q->W2, NULL, N, D, D);
         if (rep) { /* the residual's class rows, summed onto in place */
             hpj__rows_gather(L->sum, L->h, rep, N, D);
             res = L->sum;
@@ -9796,7 +9927,7 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
             HPJ__OMP(parallel for simd schedule(static))
             for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
         }
-        if (q->Wout) hpj__lin(L->out, L->sum, q->Wout, q->bout, N, D, D);
+        if (q->Wout) hpj__lin_side(w->side, L->out, L->sum, q->Wout, q->bout, N, D, D);
         if (cls && !hpj__gnn_top_cls(m, w, i)) hpj__cls_expand(L->out, cls, NULL, C, D); /* classes -> copies */
     }
     i = m->cfg.gnn_layers - 1;
@@ -10323,6 +10454,8 @@ typedef struct hpj__trainer {
     float *targets;          /* tests: targets out / in (reuse_targets) */
     int reuse_targets;
     double split[HPJ_MAX_RES]; /* hpj__fwd_split's share of thread 0 (0: not yet measured) */
+    hpj__adam_job pend;      /* the online encoder's part of the last step's
+                                optimizer pass, parked (hpj__adam_park) */
 } hpj__trainer;
 
 /* Samples the context and targets of the eligible graphs (k_l >= 2) of a
@@ -10421,6 +10554,64 @@ static hpj_status hpj__arena_ensure(hpj_arena *a, size_t need) {
 static float hpj__step_lr(const hpj__trainer *tr) {
     const hpj_config *c = &tr->m->cfg;
     return hpj_lr_at(c->schedule, c->lr, c->min_lr, tr->m->step, tr->total_steps, tr->warmup_steps);
+}
+
+static int hpj__split_ok(const hpj_model *m);
+
+/* Whether a step parks the online encoder's part of its optimizer pass
+   for the next step: when that step's patch encoders run on a team of two
+   one path after the other (not side by side, hpj__split_ok), so that a
+   second thread can take the pass beside their products. */
+static int hpj__park_ok(const hpj_model *m) { return !hpj__split_ok(m) && hpj__two_ok(); }
+#ifndef HPJ__PARK_RATIO
+#define HPJ__PARK_RATIO 0.6
+#endif
+#ifndef HPJ__PARK_PROBE
+#define HPJ__PARK_PROBE 16
+#endif
+
+/* The optimizer pass of a step (learning rate lr, gradient factor gscale,
+   EMA momentum mom, nidle idle q / k ranges already in tr->pend.idle):
+   the parameters before the online encoder (inputs, patch encoder,
+   structural queries, predictor) now, the encoder's blocks now too or
+   parked (hpj__park_ok): the next step's target path runs its patch
+   encoder first, a second thread taking the pass beside its products
+   (hpj__lin_side), and finishes it before the context path. Nothing reads
+   the encoder's parameters, its EMA copy, their moments or gradients in
+   between, and every exit of the training loop and the end of each batch
+   finish the pass (hpj__adam_job_finish): the model is whole whenever
+   anything else can see it (0.11.2). */
+static void hpj__adam_park(hpj__trainer *tr, float lr, float gscale, float mom, int nidle) {
+    hpj__adam_job *j = &tr->pend;
+    hpj_model *m = tr->m;
+    int64_t eb = (int64_t)m->enc_offset / 16;
+    int park = hpj__park_ok(m), slow = j->r1 > 0.0 && j->r2 > 0.0 && j->r1 < HPJ__PARK_RATIO * j->r2;
+    /* parking pays when one thread beside a product streams the pass at
+       more than ~0.55 of the team's rate (the product loses about half the
+       team on that time): two vCPUs sharing a last-level cache ran it at
+       ~0.80, on two dies (each with its own memory link) ~0.47. The
+       placement can change during a run, so every HPJ__PARK_PROBE passes
+       the other choice runs once and refreshes its rate. */
+    if (park && ++j->probe >= HPJ__PARK_PROBE) {
+        j->probe = 0;
+        park = slow;
+    } else if (park) {
+        park = !slow;
+    }
+    j->m = m;
+    j->t = m->step + 1;
+    j->lr = lr;
+    j->gscale = gscale;
+    j->mom = mom;
+    j->nidle = nidle;
+    j->next = 0;
+    j->end = ((int64_t)m->num_params + 15) / 16;
+    if (!park) {
+        hpj__adam_job_finish(j);
+        return;
+    }
+    hpj__adam_job_run(j, 0, eb);
+    j->next = eb;
 }
 
 /* The context path's forward: patch tokens z and structural queries p of
@@ -10648,10 +10839,20 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
        the online encoder) and the target path (z of the targets, the EMA
        encoder's means m(u)), one after the other or side by side -- */
     if (hpj__split_ok(m)) {
+        hpj__adam_job_finish(&tr->pend);
         hpj__fwd_split(tr, &w, l, B, T, Tm, drop_seed);
     } else {
+        /* the target path's patch encoder first, with the last step's
+           parked optimizer pass beside its products (hpj__adam_park); its
+           BatchNorms' running statistics still update after the context
+           path's (HPJ__TRAIN_DEFER), as in the order of the method */
+        int tmode = tr->mode == HPJ__TRAIN ? HPJ__TRAIN_DEFER : HPJ__TRAIN_FROZEN;
+        w.gt.side = &tr->pend;
+        hpj__gnn_forward(m, &w.gt, tmode, 0);
+        w.gt.side = NULL;
+        hpj__adam_job_finish(&tr->pend);
         hpj__fwd_context(tr, &w, B, T, drop_seed);
-        hpj__gnn_forward(m, &w.gt, tr->mode == HPJ__TRAIN ? HPJ__TRAIN : HPJ__TRAIN_FROZEN, 0);
+        if (tmode == HPJ__TRAIN_DEFER) hpj__gnn_defer_apply(m, &w.gt);
         hpj__fwd_target_input(tr, &w, B, Tm);
         hpj__fwd_ema(tr, &w, 0, B, B, T, Tm, w.wsum);
     }
@@ -10723,7 +10924,6 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     if (tr->apply) {
         double gn;
         float lr = hpj__step_lr(tr), mom, gscale;
-        int64_t idle[2 * HPJ_MAX_BLOCKS];
         gn = hpj__grad_norm(m->grads, m->num_params, cfg->clip, &gscale);
         if (!(gn == gn) || gn > 1e30) {
             hpj_arena_reset(&tr->arena, mark);
@@ -10737,9 +10937,7 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
         /* the q and k rows stay idle while no step trains them: one-token
            contexts (their gradient is exactly 0) and no weight decay */
         tr->qk_idle = tr->qk_idle && cfg->weight_decay == 0.0f && hpj__block_single(w.ec.T, NULL, NULL);
-        hpj__adam_fused(m->params, m->grads, gscale, m->adam_m, m->adam_v, m->num_params, lr, 0.9f, 0.999f, 1e-8f,
-                        cfg->weight_decay, cfg->optimizer == HPJ_OPT_ADAMW, m->step + 1, m->ema, m->enc_offset, mom, 1,
-                        idle, tr->qk_idle ? hpj__qk_blocks(m, idle) : 0);
+        hpj__adam_park(tr, lr, gscale, mom, tr->qk_idle ? hpj__qk_blocks(m, tr->pend.idle) : 0);
         tr->grads_zero = 1;
         m->step++;
     }
@@ -10896,6 +11094,7 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
                     if ((st = hpj__step(&tr, order + b0, bn, l, &loss, &active))) goto done;
                     if (active) { pg.loss[l] += loss; pg.loss_count[l]++; }
                 }
+                hpj__adam_job_finish(&tr.pend); /* the model whole before progress sees the batch */
                 graphs_done += bn;
                 if (progress) {
                     pg.batch = bi + 1;
@@ -10911,6 +11110,7 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
         }
     }
 done:
+    hpj__adam_job_finish(&tr.pend); /* a step that succeeded is applied whole, whatever stopped the run */
     if (m->step > 0) m->adam_state = 1;
     hpj__free(order);
     hpj__free(eligible);

@@ -63,7 +63,7 @@ const char *test_tmpfile(const char *tag) {
 
 /* Module tables, each defined in its tests/test_<module>.c. */
 #ifndef TEST_MODULES
-#define TEST_MODULES(X) X(core) X(partition) X(nn) X(model) X(probe)
+#define TEST_MODULES(X) X(core) X(partition) X(nn) X(model) X(probe) X(internals)
 #endif
 #define X(m) extern const test_case m##_tests[]; extern const int m##_tests_count;
 TEST_MODULES(X)

@@ -51,6 +51,7 @@ TWICE = """                { int rep_, v_; double tt_[2];
                     if ((st = hpj__step(&tr, order + b0, bn, l, &loss, &active))) goto done;
                     if (active) { pg.loss[l] += loss; pg.loss_count[l]++; }
                 }
+                hpj__adam_job_finish(&tr.pend);
                 tt_[v_] = omp_get_wtime() - t0_; }
                 if (bi > 0 && hpj__ntw < 100000) { hpj__tw[hpj__ntw++] = tt_[0] / tt_[1]; hpj__s0 += tt_[0]; hpj__s1 += tt_[1]; }
                 }"""

@@ -1,0 +1,123 @@
+/* White-box tests: a private copy of the implementation (HPJ_STATIC: every
+   function static), built with some internal constants changed, whose
+   internals the tests can set and read. */
+#define HPJ_STATIC
+#define HPJEPA_IMPLEMENTATION
+#define HPJ__SPLIT_MAX_D 0 /* the two paths one after the other at any d */
+#define HPJ__SIDE_ROWS 16  /* hpj__lin_side's chunks, tiny */
+#define HPJ__SIDE_BLOCKS 4
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wunused-function" /* the API, unused here */
+#endif
+#include "../hpjepa.h"
+#include "test.h"
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static int32_t *all_ids(const hpj_dataset *ds) {
+    int32_t *g = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds->num_graphs), i;
+    for (i = 0; i < ds->num_graphs; ++i) g[i] = i;
+    return g;
+}
+
+/* Parking (0.11.2): with the two paths one after the other (here at any
+   d: HPJ__SPLIT_MAX_D 0) and two threads, a step leaves the online
+   encoder's part of its optimizer pass to the next step, whose target
+   path runs it on a second thread beside its patch encoder's products
+   (hpj__lin_side), in chunks made tiny here so that the two sides
+   interleave many times. The model (parameters, EMA copy, Adam's
+   moments), the embeddings and what the progress callback sees after
+   every batch have the bits of a run on one thread, where nothing is
+   parked; with two threads blocks did run beside products. */
+typedef struct park_seen {
+    const hpj_model *m;
+    uint64_t h[16];
+    int n;
+} park_seen;
+static uint64_t park_hash(const float *x, size_t n, uint64_t h) {
+    const unsigned char *b = (const unsigned char *)x;
+    size_t i;
+    for (i = 0; i < n * sizeof(float); ++i) h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+static void park_progress(void *user, const hpj_progress *p) {
+    park_seen *s = (park_seen *)user;
+    uint64_t h = 14695981039346656037ULL;
+    (void)p;
+    h = park_hash(s->m->params, s->m->num_params, h);
+    h = park_hash(s->m->ema, s->m->enc_count, h);
+    if (s->n < 16) s->h[s->n++] = h;
+}
+static void test_park(void) {
+#ifdef _OPENMP
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    hpj_config c;
+    hpj_model m[2];
+    park_seen seen[2];
+    int32_t *gs;
+    float *H[2];
+    int t;
+    size_t n;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    gs = all_ids(&ds);
+    n = (size_t)ds.num_graphs * 3 * 32;
+    for (t = 0; t < 2; ++t) { /* t = 0: one thread, t = 1: two */
+        hpj_config_default(&c);
+        hpj_config_set(&c, "dim", "32");
+        hpj_config_set(&c, "heads", "2");
+        hpj_config_set(&c, "blocks", "2");
+        hpj_config_set(&c, "rw_dim", "5");
+        hpj_config_set(&c, "resolutions", "2,4,8");
+        hpj_config_set(&c, "targets", "1,2,3");
+        hpj_config_set(&c, "epochs", "2");
+        hpj_config_set(&c, "lr", "1e-3");
+        hpj_config_set(&c, "seed", "5");
+        hpj_config_set(&c, "ffn", "64");
+        hpj_config_set(&c, "batch_size", "64");
+        hpj_config_set(&c, "gnn_out_linear", "1");
+        hpj_config_set(&c, "dropout", "0.1");
+        hpj_config_set(&c, "weight_decay", "0.01");
+        hpj_config_set(&c, "clip", "1");
+        omp_set_num_threads(t + 1);
+        hpj__side_done = 0;
+        memset(&seen[t], 0, sizeof seen[t]);
+        seen[t].m = &m[t];
+        H[t] = (float *)malloc(sizeof(float) * n);
+        CHECK_OK(hpj_model_init(&m[t], &c, &ds));
+        CHECK_OK(hpj_pretrain(&m[t], &ds, gs, ds.num_graphs, 0, park_progress, &seen[t]));
+        CHECK_OK(hpj_embed(&m[t], &ds, gs, ds.num_graphs, H[t]));
+        if (t == 0) CHECK_MSG(hpj__side_done == 0, "one thread ran %lld blocks beside products", (long long)hpj__side_done);
+        else CHECK_MSG(hpj__side_done > 1000, "two threads ran only %lld blocks beside products", (long long)hpj__side_done);
+    }
+    omp_set_num_threads(2);
+    CHECK_EQ_INT(seen[0].n, 6); /* 2 epochs of 3 batches */
+    CHECK_MSG(seen[0].n == seen[1].n && memcmp(seen[0].h, seen[1].h, sizeof seen[0].h) == 0,
+              "the model seen by progress differs between 1 and 2 threads");
+    CHECK_MSG(memcmp(m[0].params, m[1].params, sizeof(float) * m[0].num_params) == 0, "parameters differ");
+    CHECK_MSG(memcmp(m[0].ema, m[1].ema, sizeof(float) * m[0].enc_count) == 0, "EMA copies differ");
+    CHECK_MSG(memcmp(m[0].adam_m, m[1].adam_m, sizeof(float) * m[0].num_params) == 0 &&
+                  memcmp(m[0].adam_v, m[1].adam_v, sizeof(float) * m[0].num_params) == 0,
+              "Adam's moments differ");
+    CHECK_MSG(memcmp(H[0], H[1], sizeof(float) * n) == 0, "embeddings differ");
+    for (t = 0; t < 2; ++t) {
+        free(H[t]);
+        hpj_model_free(&m[t]);
+    }
+    free(gs);
+    hpj_dataset_free(&ds);
+#else
+    test_skipped = 1;
+    printf("  skipped: needs OpenMP (two threads)\n");
+#endif
+}
+
+
+const test_case internals_tests[] = {
+    {"internals.park", test_park},
+};
+const int internals_tests_count = (int)(sizeof internals_tests / sizeof internals_tests[0]);
