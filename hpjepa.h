@@ -10558,10 +10558,14 @@ static float hpj__step_lr(const hpj__trainer *tr) {
 
 static int hpj__split_ok(const hpj_model *m);
 
-/* Whether a step parks the online encoder's part of its optimizer pass
+/* Whether a step may park the online encoder's part of its optimizer pass
    for the next step: when that step's patch encoders run on a team of two
    one path after the other (not side by side, hpj__split_ok), so that a
-   second thread can take the pass beside their products. */
+   second thread can take the pass beside their products. (With the paths
+   side by side, thread 0 running the whole pass before its path, the
+   context path waiting for it before its online encoder: PROTEINS
+   d = 128 1.018-1.019 near, 0.989 far, where thread 1 then reads every
+   weight thread 0 wrote from the other die. Not done.) */
 static int hpj__park_ok(const hpj_model *m) { return !hpj__split_ok(m) && hpj__two_ok(); }
 #ifndef HPJ__PARK_RATIO
 #define HPJ__PARK_RATIO 0.6
@@ -10575,12 +10579,12 @@ static int hpj__park_ok(const hpj_model *m) { return !hpj__split_ok(m) && hpj__t
    the parameters before the online encoder (inputs, patch encoder,
    structural queries, predictor) now, the encoder's blocks now too or
    parked (hpj__park_ok): the next step's target path runs its patch
-   encoder first, a second thread taking the pass beside its products
-   (hpj__lin_side), and finishes it before the context path. Nothing reads
-   the encoder's parameters, its EMA copy, their moments or gradients in
-   between, and every exit of the training loop and the end of each batch
-   finish the pass (hpj__adam_job_finish): the model is whole whenever
-   anything else can see it (0.11.2). */
+   encoder first, thread 1 taking blocks beside its products
+   (hpj__lin_side), and the rest runs on both threads before the context
+   path. Nothing reads the encoder's parameters, its EMA copy, their
+   moments or gradients in between, and every exit of the training loop
+   and the end of each batch finish the pass (hpj__adam_job_finish): the
+   model is whole whenever anything else can see it (0.11.2). */
 static void hpj__adam_park(hpj__trainer *tr, float lr, float gscale, float mom, int nidle) {
     hpj__adam_job *j = &tr->pend;
     hpj_model *m = tr->m;
@@ -10612,6 +10616,17 @@ static void hpj__adam_park(hpj__trainer *tr, float lr, float gscale, float mom, 
     }
     hpj__adam_job_run(j, 0, eb);
     j->next = eb;
+}
+
+/* Waits until another thread of the team sets *flag (after its writes:
+   OpenMP's producer / consumer pattern, a flush on both sides). */
+static void hpj__wait_flag(int *flag) {
+    int seen;
+    do {
+        HPJ__OMP(atomic read)
+        seen = *flag;
+    } while (!seen);
+    HPJ__OMP(flush)
 }
 
 /* The context path's forward: patch tokens z and structural queries p of
@@ -10711,7 +10726,9 @@ static double hpj__wtime(void) {
    statistics after the context path's, so they keep their update terms
    (HPJ__TRAIN_DEFER) and hpj__gnn_defer_apply applies them after the
    join. bs follows the measured times of the last step at this
-   resolution, so that both threads end together. */
+   resolution, so that both threads end together (thread 1's context path
+   timed without its wait for the target input: with the wait, a thread 1
+   done first looked as busy as thread 0 and bs stayed where it was). */
 static void hpj__fwd_split(hpj__trainer *tr, hpj__step_ws *w, int l, int32_t B, int32_t T, int32_t Tm,
                            uint64_t drop_seed) {
     hpj_model *m = tr->m;
@@ -10721,7 +10738,7 @@ static void hpj__fwd_split(hpj__trainer *tr, hpj__step_ws *w, int l, int32_t B, 
     bs = HPJ__MAX(0, HPJ__MIN(B, bs));
     HPJ__OMP(parallel num_threads(2))
     {
-        int id = 0, nth = 1, seen;
+        int id = 0, nth = 1;
         double f0 = hpj__flops, t0 = hpj__wtime(), t1;
 #ifdef _OPENMP
         id = omp_get_thread_num();
@@ -10741,14 +10758,10 @@ static void hpj__fwd_split(hpj__trainer *tr, hpj__step_ws *w, int l, int32_t B, 
         if (id == 1 || nth == 1) { /* (a team of one runs both parts) */
             t0 = hpj__wtime();
             hpj__fwd_context(tr, w, B, T, drop_seed);
-            do {
-                HPJ__OMP(atomic read)
-                seen = ready;
-            } while (!seen);
-            HPJ__OMP(flush)
+            tm[2] = hpj__wtime() - t0; /* (without the wait below: what bs can balance) */
+            hpj__wait_flag(&ready);
             t1 = hpj__wtime();
             hpj__fwd_ema(tr, w, bs, B, B, T, Tm, w->wsum + m->Fh);
-            tm[2] = t1 - t0;
             tm[3] = hpj__wtime() - t1;
             if (id == 1) fl1 = hpj__flops - f0;
         }
@@ -10839,7 +10852,7 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
        the online encoder) and the target path (z of the targets, the EMA
        encoder's means m(u)), one after the other or side by side -- */
     if (hpj__split_ok(m)) {
-        hpj__adam_job_finish(&tr->pend);
+        hpj__adam_job_finish(&tr->pend); /* (nothing parked: hpj__park_ok) */
         hpj__fwd_split(tr, &w, l, B, T, Tm, drop_seed);
     } else {
         /* the target path's patch encoder first, with the last step's
