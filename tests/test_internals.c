@@ -17,6 +17,16 @@
 #include <omp.h>
 #endif
 
+/* A small model at d = 32 with two blocks, batches of 64 graphs. */
+static void park_config(hpj_config *c) {
+    hpj_config_default(c);
+    hpj_config_set(c, "dim", "32");
+    hpj_config_set(c, "heads", "2");
+    hpj_config_set(c, "blocks", "2");
+    hpj_config_set(c, "ffn", "64");
+    hpj_config_set(c, "batch_size", "64");
+}
+
 static int32_t *all_ids(const hpj_dataset *ds) {
     int32_t *g = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds->num_graphs), i;
     for (i = 0; i < ds->num_graphs; ++i) g[i] = i;
@@ -31,7 +41,9 @@ static int32_t *all_ids(const hpj_dataset *ds) {
    interleave many times. The model (parameters, EMA copy, Adam's
    moments), the embeddings and what the progress callback sees after
    every batch have the bits of a run on one thread, where nothing is
-   parked; with two threads blocks did run beside products. */
+   parked, also when the run is made of two calls (each returns with its
+   last step's pass applied); with two threads blocks did run beside
+   products. */
 typedef struct park_seen {
     const hpj_model *m;
     uint64_t h[16];
@@ -56,55 +68,57 @@ static void test_park(void) {
     const char *dir = test_dataset("MUTAG");
     hpj_dataset ds;
     hpj_config c;
-    hpj_model m[2];
-    park_seen seen[2];
+    hpj_model m[3];
+    park_seen seen[3];
     int32_t *gs;
-    float *H[2];
+    float *H[3];
     int t;
     size_t n;
     if (!dir) return;
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
     gs = all_ids(&ds);
     n = (size_t)ds.num_graphs * 3 * 32;
-    for (t = 0; t < 2; ++t) { /* t = 0: one thread, t = 1: two */
-        hpj_config_default(&c);
-        hpj_config_set(&c, "dim", "32");
-        hpj_config_set(&c, "heads", "2");
-        hpj_config_set(&c, "blocks", "2");
+    for (t = 0; t < 3; ++t) { /* t = 0: one thread, t = 1: two, t = 2: two, the run in two calls */
+        park_config(&c);
         hpj_config_set(&c, "rw_dim", "5");
         hpj_config_set(&c, "resolutions", "2,4,8");
         hpj_config_set(&c, "targets", "1,2,3");
         hpj_config_set(&c, "epochs", "2");
         hpj_config_set(&c, "lr", "1e-3");
         hpj_config_set(&c, "seed", "5");
-        hpj_config_set(&c, "ffn", "64");
-        hpj_config_set(&c, "batch_size", "64");
         hpj_config_set(&c, "gnn_out_linear", "1");
         hpj_config_set(&c, "dropout", "0.1");
         hpj_config_set(&c, "weight_decay", "0.01");
         hpj_config_set(&c, "clip", "1");
-        omp_set_num_threads(t + 1);
+        omp_set_num_threads(t ? 2 : 1);
         hpj__side_done = 0;
         memset(&seen[t], 0, sizeof seen[t]);
         seen[t].m = &m[t];
         H[t] = (float *)malloc(sizeof(float) * n);
         CHECK_OK(hpj_model_init(&m[t], &c, &ds));
-        CHECK_OK(hpj_pretrain(&m[t], &ds, gs, ds.num_graphs, 0, park_progress, &seen[t]));
+        if (t < 2) {
+            CHECK_OK(hpj_pretrain(&m[t], &ds, gs, ds.num_graphs, 0, park_progress, &seen[t]));
+        } else { /* each call ends with the pass parked by its last step applied */
+            CHECK_OK(hpj_pretrain_until(&m[t], &ds, gs, ds.num_graphs, 1, park_progress, &seen[t]));
+            CHECK_OK(hpj_pretrain_until(&m[t], &ds, gs, ds.num_graphs, 2, park_progress, &seen[t]));
+        }
         CHECK_OK(hpj_embed(&m[t], &ds, gs, ds.num_graphs, H[t]));
         if (t == 0) CHECK_MSG(hpj__side_done == 0, "one thread ran %lld blocks beside products", (long long)hpj__side_done);
         else CHECK_MSG(hpj__side_done > 1000, "two threads ran only %lld blocks beside products", (long long)hpj__side_done);
     }
     omp_set_num_threads(2);
     CHECK_EQ_INT(seen[0].n, 6); /* 2 epochs of 3 batches */
-    CHECK_MSG(seen[0].n == seen[1].n && memcmp(seen[0].h, seen[1].h, sizeof seen[0].h) == 0,
-              "the model seen by progress differs between 1 and 2 threads");
-    CHECK_MSG(memcmp(m[0].params, m[1].params, sizeof(float) * m[0].num_params) == 0, "parameters differ");
-    CHECK_MSG(memcmp(m[0].ema, m[1].ema, sizeof(float) * m[0].enc_count) == 0, "EMA copies differ");
-    CHECK_MSG(memcmp(m[0].adam_m, m[1].adam_m, sizeof(float) * m[0].num_params) == 0 &&
-                  memcmp(m[0].adam_v, m[1].adam_v, sizeof(float) * m[0].num_params) == 0,
-              "Adam's moments differ");
-    CHECK_MSG(memcmp(H[0], H[1], sizeof(float) * n) == 0, "embeddings differ");
-    for (t = 0; t < 2; ++t) {
+    for (t = 1; t < 3; ++t) {
+        CHECK_MSG(seen[0].n == seen[t].n && memcmp(seen[0].h, seen[t].h, sizeof seen[0].h) == 0,
+                  "run %d: the model seen by progress differs from one thread's", t);
+        CHECK_MSG(memcmp(m[0].params, m[t].params, sizeof(float) * m[0].num_params) == 0, "run %d: parameters differ", t);
+        CHECK_MSG(memcmp(m[0].ema, m[t].ema, sizeof(float) * m[0].enc_count) == 0, "run %d: EMA copies differ", t);
+        CHECK_MSG(memcmp(m[0].adam_m, m[t].adam_m, sizeof(float) * m[0].num_params) == 0 &&
+                      memcmp(m[0].adam_v, m[t].adam_v, sizeof(float) * m[0].num_params) == 0,
+                  "run %d: Adam's moments differ", t);
+        CHECK_MSG(memcmp(H[0], H[t], sizeof(float) * n) == 0, "run %d: embeddings differ", t);
+    }
+    for (t = 0; t < 3; ++t) {
         free(H[t]);
         hpj_model_free(&m[t]);
     }
@@ -116,8 +130,45 @@ static void test_park(void) {
 #endif
 }
 
+/* A run that fails (lr = 1 makes the targets overflow within a few steps)
+   leaves the model of its last good step, parked pass applied: the bits
+   of the same failure on one thread. */
+static void test_park_failure(void) {
+#ifdef _OPENMP
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    hpj_config c;
+    hpj_model m[2];
+    int32_t *gs;
+    int t;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    gs = all_ids(&ds);
+    for (t = 0; t < 2; ++t) {
+        park_config(&c);
+        hpj_config_set(&c, "lr", "1");
+        omp_set_num_threads(t + 1);
+        CHECK_OK(hpj_model_init(&m[t], &c, &ds));
+        CHECK_EQ_INT(hpj_pretrain(&m[t], &ds, gs, ds.num_graphs, 0, NULL, NULL), HPJ_ERR_NUMERIC);
+    }
+    omp_set_num_threads(2);
+    CHECK_MSG(m[0].step >= 2 && m[0].step == m[1].step, "failed after %lld and %lld steps", (long long)m[0].step,
+              (long long)m[1].step);
+    CHECK_MSG(memcmp(m[0].params, m[1].params, sizeof(float) * m[0].num_params) == 0 &&
+                  memcmp(m[0].ema, m[1].ema, sizeof(float) * m[0].enc_count) == 0 &&
+                  memcmp(m[0].adam_v, m[1].adam_v, sizeof(float) * m[0].num_params) == 0,
+              "the model after the failure differs between 1 and 2 threads");
+    for (t = 0; t < 2; ++t) hpj_model_free(&m[t]);
+    free(gs);
+    hpj_dataset_free(&ds);
+#else
+    test_skipped = 1;
+    printf("  skipped: needs OpenMP (two threads)\n");
+#endif
+}
 
 const test_case internals_tests[] = {
     {"internals.park", test_park},
+    {"internals.park_failure", test_park_failure},
 };
 const int internals_tests_count = (int)(sizeof internals_tests / sizeof internals_tests[0]);
