@@ -88,9 +88,10 @@
        or shared machine set OMP_WAIT_POLICY=passive: libgomp's default
        spin-waiting loses badly when a core is taken by another process.
        With exactly two threads, training also runs independent pieces
-       side by side, one per thread (see 0.11.0 below); nested parallel
-       regions must then be inactive (OpenMP's default), which the
-       library checks before it does so.
+       side by side, one per thread (see 0.11.0 below), and one thread
+       runs part of the optimizer pass beside the next step's products
+       (0.11.2); nested parallel regions must then be inactive (OpenMP's
+       default), which the library checks before it does so.
        The portable loops and the AVX-512 / AVX2 paths give the same bits
        only if the compiler keeps a * b + c as two roundings: the
        implementation turns contraction off for clang (#pragma STDC
