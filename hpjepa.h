@@ -115,10 +115,12 @@
               pass before the context path. Parking stops while one thread
               beside a product streams under 0.6 of the pair's measured
               rate (vCPUs on two dies, each with its own memory link:
-              ~0.47) and is probed again every 16 passes. Paired, each
+              ~0.47), one pass in 16 then probing it. Paired, each
               batch once per variant: near DD 1.019-1.025, PROTEINS
-              d = 512 1.022; far 1.003-1.017. Test internals.park (a
-              white-box build: tests/test_internals.c).
+              d = 512 1.022; far 1.003-1.017. Tests internals.park and
+              internals.park_failure (a white-box build:
+              tests/test_internals.c). hpj__fwd_split's balance now times
+              thread 1 without its wait for thread 0.
        0.11.1 (same bits as 0.11.0) the optimizer pass leaves the online
               encoder's q and k rows alone while they are idle: a
               one-token context gives them exactly zero gradient, so with
@@ -9593,8 +9595,9 @@ static void hpj__lin(float *out, const float *in, const float *W, const float *b
    left then run on both threads. The pass is memory-bound and one thread
    streams it nearly as fast as two, while the product is compute-bound:
    side by side they share the cores better than one after the other (DD,
-   d = 512: a pass at ~100 blocks / ms on one thread beside a product
-   against ~118 on two alone; the product ~8 % slower on its one thread).
+   d = 512, the vCPUs near: a pass at ~92-100 thousand blocks / ms on one
+   thread beside a product against ~115-118 on two alone; the product ~8 %
+   slower on its one thread).
    A row's bits do not depend on the rows around it, nor a block's on the
    other blocks: the same bits. Thread 1 times its blocks (side->r1, for
    hpj__adam_park). */
@@ -10595,14 +10598,12 @@ static void hpj__adam_park(hpj__trainer *tr, float lr, float gscale, float mom, 
        more than ~0.55 of the team's rate (the product loses about half the
        team on that time): two vCPUs sharing a last-level cache ran it at
        ~0.80, on two dies (each with its own memory link) ~0.47. The
-       placement can change during a run, so every HPJ__PARK_PROBE passes
-       the other choice runs once and refreshes its rate. */
-    if (park && ++j->probe >= HPJ__PARK_PROBE) {
-        j->probe = 0;
-        park = slow;
-    } else if (park) {
-        park = !slow;
-    }
+       placement can change during a run: the team's rate is measured at
+       every batch's end (the finish of its last step's pass), and while
+       parking is off one pass in HPJ__PARK_PROBE parks to measure the
+       other rate again. */
+    if (park && slow && ++j->probe >= HPJ__PARK_PROBE) j->probe = 0; /* a probe: park */
+    else if (park) park = !slow;
     j->m = m;
     j->t = m->step + 1;
     j->lr = lr;
