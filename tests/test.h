@@ -5,6 +5,7 @@
 #define HPJ_TEST_H
 #include <stdio.h>
 #include <math.h>
+#include <stdint.h>
 
 typedef struct test_case {
     const char *name; /* "module.what" */
@@ -22,6 +23,9 @@ const char *test_data_dir(void);
 const char *test_dataset(const char *name);
 /* A scratch file path unique to this run: "<tmpdir>/hpj_test_<pid>_<tag>". */
 const char *test_tmpfile(const char *tag);
+/* The ids 0 .. num_graphs - 1 of a dataset, malloc'd (the caller frees). */
+struct hpj_dataset;
+int32_t *test_all_graphs(const struct hpj_dataset *ds);
 
 #define CHECK(cond)                                                       \
     do {                                                                  \

@@ -27,11 +27,12 @@ static void park_config(hpj_config *c) {
     hpj_config_set(c, "batch_size", "64");
 }
 
-static int32_t *all_ids(const hpj_dataset *ds) {
-    int32_t *g = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds->num_graphs), i;
-    for (i = 0; i < ds->num_graphs; ++i) g[i] = i;
-    return g;
+#ifndef _OPENMP
+static void skip_without_openmp(void) {
+    test_skipped = 1;
+    printf("  skipped: needs OpenMP (two threads)\n");
 }
+#endif
 
 /* Parking (0.11.2): with the two paths one after the other (here at any
    d: HPJ__SPLIT_MAX_D 0) and two threads, a step leaves the online
@@ -76,7 +77,7 @@ static void test_park(void) {
     size_t n;
     if (!dir) return;
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
-    gs = all_ids(&ds);
+    gs = test_all_graphs(&ds);
     n = (size_t)ds.num_graphs * 3 * 32;
     for (t = 0; t < 3; ++t) { /* t = 0: one thread, t = 1: two, t = 2: two, the run in two calls */
         park_config(&c);
@@ -125,8 +126,7 @@ static void test_park(void) {
     free(gs);
     hpj_dataset_free(&ds);
 #else
-    test_skipped = 1;
-    printf("  skipped: needs OpenMP (two threads)\n");
+    skip_without_openmp();
 #endif
 }
 
@@ -143,7 +143,7 @@ static void test_park_failure(void) {
     int t;
     if (!dir) return;
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
-    gs = all_ids(&ds);
+    gs = test_all_graphs(&ds);
     for (t = 0; t < 2; ++t) {
         park_config(&c);
         hpj_config_set(&c, "lr", "1");
@@ -162,8 +162,7 @@ static void test_park_failure(void) {
     free(gs);
     hpj_dataset_free(&ds);
 #else
-    test_skipped = 1;
-    printf("  skipped: needs OpenMP (two threads)\n");
+    skip_without_openmp();
 #endif
 }
 

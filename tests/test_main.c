@@ -61,6 +61,12 @@ const char *test_tmpfile(const char *tag) {
     return b;
 }
 
+int32_t *test_all_graphs(const hpj_dataset *ds) {
+    int32_t *g = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds->num_graphs + 1), i;
+    for (i = 0; g && i < ds->num_graphs; ++i) g[i] = i;
+    return g;
+}
+
 /* Module tables, each defined in its tests/test_<module>.c. */
 #ifndef TEST_MODULES
 #define TEST_MODULES(X) X(core) X(partition) X(nn) X(model) X(probe) X(internals)

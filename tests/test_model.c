@@ -468,12 +468,6 @@ static void log_progress(void *u, const hpj_progress *p) {
     lg->epochs++;
 }
 
-static int32_t *all_graphs(const hpj_dataset *ds) {
-    int32_t *g = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds->num_graphs), i;
-    for (i = 0; i < ds->num_graphs; ++i) g[i] = i;
-    return g;
-}
-
 static void test_loss_decreases(void) {
     const char *dir = test_dataset("MUTAG");
     hpj_dataset ds;
@@ -488,7 +482,7 @@ static void test_loss_decreases(void) {
     hpj_config_set(&c, "epochs", "5");
     hpj_config_set(&c, "dim", "16");
     CHECK_OK(hpj_model_init(&m, &c, &ds));
-    gs = all_graphs(&ds);
+    gs = test_all_graphs(&ds);
     memset(&lg, 0, sizeof lg);
     CHECK_OK(hpj_pretrain(&m, &ds, gs, ds.num_graphs, 0, log_progress, &lg));
     CHECK_EQ_INT(lg.epochs, 5);
@@ -506,7 +500,7 @@ static void test_loss_decreases(void) {
 static float *train_and_embed_w(const hpj_dataset *ds, int threads, hpj_model *keep, int wide) {
     hpj_config c;
     hpj_model m;
-    int32_t *gs = all_graphs(ds);
+    int32_t *gs = test_all_graphs(ds);
     float *H = (float *)malloc(sizeof(float) * (size_t)ds->num_graphs * 3 * (wide ? 64 : 8));
 #ifdef _OPENMP
     omp_set_num_threads(threads);
@@ -572,7 +566,7 @@ static float *trained_mutag(const char *dir, hpj_dataset *ds, int32_t **gs, size
         test_report(__FILE__, __LINE__, "%s", hpj_last_error());
         return NULL;
     }
-    *gs = all_graphs(ds);
+    *gs = test_all_graphs(ds);
     *n = (size_t)ds->num_graphs * 3 * 8;
     a = train_and_embed(ds, 2, m);
     if (!a) {
