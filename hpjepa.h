@@ -782,6 +782,8 @@ typedef struct hpj_tokens {
     int64_t *ptr;           /* (num_patches+1)                               */
     int32_t *nodes;         /* (ptr[num_patches]) local node ids             */
     int32_t *ncore;         /* (num_patches) core-region size of each patch  */
+    int32_t *nedge;         /* (num_patches) edges induced on each patch
+                               (directed CSR entries between its nodes)      */
     float *rw;              /* (num_patches, rw_dim)                         */
 } hpj_tokens;
 
@@ -4991,7 +4993,7 @@ HPJDEF void hpj_tok_options_default(hpj_tok_options *o) {
 }
 
 HPJDEF void hpj_tokens_free(hpj_tokens *t) {
-    hpj__free(t->k); hpj__free(t->patch0); hpj__free(t->ptr); hpj__free(t->nodes); hpj__free(t->ncore); hpj__free(t->rw);
+    hpj__free(t->k); hpj__free(t->patch0); hpj__free(t->ptr); hpj__free(t->nodes); hpj__free(t->ncore); hpj__free(t->nedge); hpj__free(t->rw);
     memset(t, 0, sizeof(*t));
 }
 
@@ -5142,8 +5144,9 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
     parts = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)part_of[(int64_t)G * L] + 1), "tokens");
     t.ptr = (int64_t *)hpj__calloc((size_t)total_patches + 1, sizeof(int64_t), "tokens");
     t.ncore = (int32_t *)hpj__calloc((size_t)total_patches + 1, sizeof(int32_t), "tokens");
+    t.nedge = (int32_t *)hpj__calloc((size_t)total_patches + 1, sizeof(int32_t), "tokens");
     t.rw = (float *)hpj__calloc((size_t)total_patches + 1, sizeof(float) * (size_t)o->rw_dim, "tokens");
-    if (!parts || !t.ptr || !t.ncore || !t.rw) { st = HPJ_ERR_NOMEM; goto done; }
+    if (!parts || !t.ptr || !t.ncore || !t.nedge || !t.rw) { st = HPJ_ERR_NOMEM; goto done; }
 #ifdef _OPENMP
     nthreads = omp_get_max_threads();
 #endif
@@ -5219,6 +5222,14 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
                     t.ptr[gp] = pos;
                     memcpy(t.nodes + pos, w->list, sizeof(int32_t) * (size_t)m);
                     pos += m;
+                    {   /* its induced edges: entries between nodes stamped p
+                           (the training step's path count reads them here
+                           instead of walking the patch every step) */
+                        int32_t ne = 0;
+                        for (j = 0; j < m; ++j)
+                            for (i = gr.rowptr[w->list[j]]; i < gr.rowptr[w->list[j] + 1]; ++i) ne += w->stamp[gr.col[i]] == p;
+                        t.nedge[gp] = ne;
+                    }
                     {   /* reduce the node RWSE over the patch */
                         float *dst = t.rw + (size_t)gp * o->rw_dim;
                         const float *src = node_rw + (size_t)ds->node_ptr[g] * o->rw_dim;
@@ -9016,7 +9027,7 @@ static void hpj__path_count(const hpj_dataset *ds, const hpj_tokens *tk, hpj__it
     HPJ__OMP(parallel for schedule(dynamic, 16) reduction(+ : c, e, ng) num_threads(ps->nthr) if (S >= 64))
     for (s = 0; s < S; ++s) {
         int32_t *stamp = hpj__pscr_mine(ps);
-        it[s].ne = hpj__item_edges(ds, tk, it + s, stamp, 0, 0, NULL, NULL, NULL);
+        it[s].ne = tk->nedge ? tk->nedge[it[s].patch] : hpj__item_edges(ds, tk, it + s, stamp, 0, 0, NULL, NULL, NULL);
         e += it[s].ne;
         c += tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch];
         if (groups && hpj__run_start(it, s)) ng += it[s].ng = hpj__run_groups(tk, it, S, s, stamp, NULL, NULL, 0);

@@ -40,6 +40,7 @@ static void same_tokens(const hpj_tokens *a, const hpj_tokens *b, int32_t slots)
         FUZZ_ASSERT(memcmp(a->nodes, b->nodes, sizeof(int32_t) * (size_t)a->ptr[a->num_patches]) == 0);
     if (a->num_patches) {
         FUZZ_ASSERT(memcmp(a->ncore, b->ncore, sizeof(int32_t) * (size_t)a->num_patches) == 0);
+        FUZZ_ASSERT(memcmp(a->nedge, b->nedge, sizeof(int32_t) * (size_t)a->num_patches) == 0);
         FUZZ_ASSERT(memcmp(a->rw, b->rw, sizeof(float) * (size_t)a->num_patches * (size_t)a->rw_dim) == 0);
     }
 }

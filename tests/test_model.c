@@ -86,6 +86,24 @@ static void test_rwse_random_graphs(void) {
     }
 }
 
+/* CSR entries of g between nodes of the ascending list (len entries),
+   by binary search: the brute-force count of a patch's induced edges. */
+static int32_t induced_edges(const hpj_graph *g, const int32_t *list, int64_t len) {
+    int64_t j;
+    int32_t ne = 0, i;
+    for (j = 0; j < len; ++j)
+        for (i = g->rowptr[list[j]]; i < g->rowptr[list[j] + 1]; ++i) {
+            int64_t lo = 0, hi = len;
+            while (lo < hi) {
+                int64_t mid = (lo + hi) / 2;
+                if (list[mid] < g->col[i]) lo = mid + 1;
+                else hi = mid;
+            }
+            ne += lo < len && list[lo] == g->col[i];
+        }
+    return ne;
+}
+
 static void test_tokens_invariants(void) {
     const char *dir = test_dataset("MUTAG");
     hpj_dataset ds;
@@ -115,6 +133,7 @@ static void test_tokens_invariants(void) {
                 CHECK(tk.ncore[p0 + p] >= 1); /* non-empty core region */
                 CHECK(b - a >= tk.ncore[p0 + p]);
                 for (j = a + 1; j < b; ++j) CHECK(tk.nodes[j - 1] < tk.nodes[j]); /* ascending, unique */
+                CHECK_EQ_INT(tk.nedge[p0 + p], induced_edges(&gr, tk.nodes + a, b - a));
                 total_core += tk.ncore[p0 + p];
                 if (K >= gr.n) CHECK_EQ_INT(tk.ncore[p0 + p], 1); /* one node per region */
             }
