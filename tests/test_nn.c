@@ -1209,72 +1209,132 @@ static double att_ref(const att_ctx *c, int b, int i, int d) {
     return o;
 }
 
+/* The arithmetic of hpj_attention_forward's loop, written out for one
+   output row and 16-float heads: its dot products (hpj__dot: 16 lanes, a
+   fused first step, the tree l + 8, l + 4, (0 + 2) + (1 + 3)), expf, and
+   axpys in key order, each step fused where the library's are
+   (FP_FAST_FMAF). With AVX-512 the library runs such heads in registers
+   (hpj__att_fwd16); its bits must be these. */
+#if defined(FP_FAST_FMAF)
+#define ATT_FMAF(a, b, c) fmaf((a), (b), (c))
+#else
+#define ATT_FMAF(a, b, c) ((a) * (b) + (c))
+#endif
+static void att_row16(const att_ctx *c, int b, int h, int i, float *o, float *p) {
+    int ld = 3 * c->D, j, l;
+    const float *base = c->qkv + (size_t)b * c->T * ld, *q = base + i * ld + h * 16;
+    const uint8_t *km = c->km ? c->km + b * c->T : NULL;
+    float mx = 0.0f, sum = 0.0f, inv, scale = 1.0f / sqrtf(16.0f);
+    int any = 0;
+    for (j = 0; j < c->T; ++j) {
+        float acc[16];
+        const float *k = base + j * ld + c->D + h * 16;
+        if (km && !km[j]) {
+            p[j] = 0.0f;
+            continue;
+        }
+        for (l = 0; l < 16; ++l) acc[l] = ATT_FMAF(q[l], k[l], 0.0f);
+        for (l = 0; l < 8; ++l) acc[l] += acc[l + 8];
+        for (l = 0; l < 4; ++l) acc[l] += acc[l + 4];
+        p[j] = ((acc[0] + acc[2]) + (acc[1] + acc[3])) * scale;
+        if (!any || p[j] > mx) mx = p[j];
+        any = 1;
+    }
+    for (l = 0; l < 16; ++l) o[l] = 0.0f;
+    if (!any) return;
+    for (j = 0; j < c->T; ++j) {
+        if (km && !km[j]) continue;
+        p[j] = expf(p[j] - mx);
+        sum += p[j];
+    }
+    inv = 1.0f / sum;
+    for (j = 0; j < c->T; ++j) {
+        float w;
+        if (km && !km[j]) continue;
+        p[j] *= inv;
+        w = c->adj ? p[j] * c->adj[((size_t)b * c->T + i) * c->T + j] : p[j];
+        for (l = 0; l < 16; ++l) o[l] = ATT_FMAF(w, base[j * ld + 2 * c->D + h * 16 + l], o[l]);
+    }
+}
+
 static void test_attention(void) {
     hpj_rng r;
     att_ctx c;
     /* batch 0: keys 1 and 4 masked; batch 1: all keys valid; batch 2: all masked */
     uint8_t km[15] = {1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0};
-    int variant, i, j, d;
+    int variant, shape, i, j, d;
     size_t nq;
     hpj_rng_seed(&r, 81);
-    c.B = 3;
-    c.T = 5;
-    c.D = 40; /* head width 20: a full 16-lane block and a tail */
-    c.H = 2;
-    nq = (size_t)c.B * c.T * 3 * c.D;
-    c.qkv = fbuf(nq);
-    c.out = fbuf((size_t)c.B * c.T * c.D);
-    c.att = fbuf((size_t)c.B * c.H * c.T * c.T);
-    c.w = fbuf((size_t)c.B * c.T * c.D);
-    for (variant = 0; variant < 3; ++variant) {
-        float *adj = fbuf((size_t)c.B * c.T * c.T), *g = fbuf(nq), *g2 = fbuf(nq);
-        fill_uniform(c.qkv, nq, -1.5f, 1.5f, &r);
-        fill_uniform(c.w, (size_t)c.B * c.T * c.D, -1, 1, &r);
-        fill_uniform(adj, (size_t)c.B * c.T * c.T, 0.0f, 2.0f, &r);
-        c.km = variant >= 1 ? km : NULL;
-        c.adj = variant == 2 ? adj : NULL;
-        att_loss(&c);
-        for (i = 0; i < c.B; ++i)
-            for (j = 0; j < c.T; ++j)
-                for (d = 0; d < c.D; ++d)
-                    CHECK_MSG(fabs(c.out[((size_t)i * c.T + j) * c.D + d] - att_ref(&c, i, j, d)) < 1e-5,
-                              "variant %d: out[%d][%d][%d] = %g, want %g", variant, i, j, d,
-                              c.out[((size_t)i * c.T + j) * c.D + d], att_ref(&c, i, j, d));
-        for (i = 0; i < 3; ++i)
-            hpj_attention_backward(i ? g2 : g, c.w, c.qkv, c.att, c.km, c.adj, c.B, c.T, c.D, c.H);
-        CHECK(!doubles("dqkv", g, g2, nq));
-        CHECK_MSG(!gradcheck("attention dqkv", att_loss, &c, c.qkv, g, nq, 1e-2f, 2e-2, 400, &r), "variant %d", variant);
-        if (c.km) {
-            /* masked keys: exactly zero k and v gradient; and their values do
-               not change the output at all */
-            float *out0 = fbuf((size_t)c.B * c.T * c.D);
-            int b, t;
-            for (b = 0; b < c.B; ++b)
-                for (t = 0; t < c.T; ++t) {
-                    const float *gt = g + ((size_t)b * c.T + t) * 3 * c.D;
-                    for (d = c.D; d < 3 * c.D; ++d)
-                        if (!km[b * c.T + t]) CHECK_MSG(gt[d] == 0.0f, "masked key b%d t%d has gradient %g", b, t, gt[d]);
-                    if (b == 2) /* every key masked: zero output and zero q gradient */
-                        for (d = 0; d < c.D; ++d) {
-                            CHECK(gt[d] == 0.0f);
-                            CHECK(c.out[((size_t)b * c.T + t) * c.D + d] == 0.0f);
-                        }
-                }
-            att_loss(&c); /* gradcheck left c.out at a perturbed point */
-            memcpy(out0, c.out, sizeof(float) * c.B * c.T * c.D);
-            for (d = c.D; d < 3 * c.D; ++d) c.qkv[(0 * c.T + 1) * 3 * c.D + d] = 1e6f; /* batch 0 key 1 */
+    for (shape = 0; shape < 2; ++shape) {
+        c.B = 3;
+        c.T = 5;
+        c.D = shape ? 32 : 40; /* head width 20 (a full 16-lane block and a tail), then 16 (one register) */
+        c.H = 2;
+        nq = (size_t)c.B * c.T * 3 * c.D;
+        c.qkv = fbuf(nq);
+        c.out = fbuf((size_t)c.B * c.T * c.D);
+        c.att = fbuf((size_t)c.B * c.H * c.T * c.T);
+        c.w = fbuf((size_t)c.B * c.T * c.D);
+        for (variant = 0; variant < 3; ++variant) {
+            float *adj = fbuf((size_t)c.B * c.T * c.T), *g = fbuf(nq), *g2 = fbuf(nq);
+            fill_uniform(c.qkv, nq, -1.5f, 1.5f, &r);
+            fill_uniform(c.w, (size_t)c.B * c.T * c.D, -1, 1, &r);
+            fill_uniform(adj, (size_t)c.B * c.T * c.T, 0.0f, 2.0f, &r);
+            c.km = variant >= 1 ? km : NULL;
+            c.adj = variant == 2 ? adj : NULL;
             att_loss(&c);
-            CHECK(bits_equal(out0, c.out, (size_t)c.B * c.T * c.D));
-            free(out0);
+            for (i = 0; i < c.B; ++i)
+                for (j = 0; j < c.T; ++j)
+                    for (d = 0; d < c.D; ++d)
+                        CHECK_MSG(fabs(c.out[((size_t)i * c.T + j) * c.D + d] - att_ref(&c, i, j, d)) < 1e-5,
+                                  "variant %d: out[%d][%d][%d] = %g, want %g", variant, i, j, d,
+                                  c.out[((size_t)i * c.T + j) * c.D + d], att_ref(&c, i, j, d));
+            if (c.D == 32) /* 16-float heads: the loop's exact bits, output and weights */
+                for (i = 0; i < c.B; ++i)
+                    for (j = 0; j < c.T; ++j)
+                        for (d = 0; d < c.H; ++d) {
+                            float o[16], p[5];
+                            att_row16(&c, i, d, j, o, p);
+                            CHECK_MSG(bits_equal(o, c.out + ((size_t)i * c.T + j) * c.D + d * 16, 16),
+                                      "variant %d: 16-float head %d of b%d t%d differs from the loop's bits", variant, d, i, j);
+                            CHECK(bits_equal(p, c.att + (((size_t)i * c.H + d) * c.T + j) * c.T, 5));
+                        }
+            for (i = 0; i < 3; ++i)
+                hpj_attention_backward(i ? g2 : g, c.w, c.qkv, c.att, c.km, c.adj, c.B, c.T, c.D, c.H);
+            CHECK(!doubles("dqkv", g, g2, nq));
+            CHECK_MSG(!gradcheck("attention dqkv", att_loss, &c, c.qkv, g, nq, 1e-2f, 2e-2, 400, &r), "variant %d", variant);
+            if (c.km) {
+                /* masked keys: exactly zero k and v gradient; and their values do
+                   not change the output at all */
+                float *out0 = fbuf((size_t)c.B * c.T * c.D);
+                int b, t;
+                for (b = 0; b < c.B; ++b)
+                    for (t = 0; t < c.T; ++t) {
+                        const float *gt = g + ((size_t)b * c.T + t) * 3 * c.D;
+                        for (d = c.D; d < 3 * c.D; ++d)
+                            if (!km[b * c.T + t]) CHECK_MSG(gt[d] == 0.0f, "masked key b%d t%d has gradient %g", b, t, gt[d]);
+                        if (b == 2) /* every key masked: zero output and zero q gradient */
+                            for (d = 0; d < c.D; ++d) {
+                                CHECK(gt[d] == 0.0f);
+                                CHECK(c.out[((size_t)b * c.T + t) * c.D + d] == 0.0f);
+                            }
+                    }
+                att_loss(&c); /* gradcheck left c.out at a perturbed point */
+                memcpy(out0, c.out, sizeof(float) * c.B * c.T * c.D);
+                for (d = c.D; d < 3 * c.D; ++d) c.qkv[(0 * c.T + 1) * 3 * c.D + d] = 1e6f; /* batch 0 key 1 */
+                att_loss(&c);
+                CHECK(bits_equal(out0, c.out, (size_t)c.B * c.T * c.D));
+                free(out0);
+            }
+            free(adj);
+            free(g);
+            free(g2);
         }
-        free(adj);
-        free(g);
-        free(g2);
+        free(c.qkv);
+        free(c.out);
+        free(c.att);
+        free(c.w);
     }
-    free(c.qkv);
-    free(c.out);
-    free(c.att);
-    free(c.w);
 }
 
 /* ---- transformer block -------------------------------------------------- */
