@@ -5249,8 +5249,10 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
                            (the training step's path count reads them here
                            instead of walking the patch every step) */
                         int32_t ne = 0;
-                        for (j = 0; j < m; ++j)
-                            for (i = gr.rowptr[w->list[j]]; i < gr.rowptr[w->list[j] + 1]; ++i) ne += w->stamp[gr.col[i]] == p;
+                        for (j = 0; j < m; ++j) {
+                            int32_t u = w->list[j];
+                            for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) ne += w->stamp[gr.col[i]] == p;
+                        }
                         t.nedge[gp] = ne;
                     }
                     {   /* reduce the node RWSE over the patch */
