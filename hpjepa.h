@@ -114,7 +114,8 @@
               next's: 32 row streams at once are more than the hardware
               prefetchers follow. With the paths side by side, the
               folded target's colsum(W2) is computed once (thread 0,
-              before its flag) instead of by both threads (hpj__wsum).
+              before its flag, in hpj__fwd_target_input) instead of by
+              both threads.
               Attention with 16-float heads (d = 128, 8 heads) runs each
               head row in one AVX-512 register (hpj__att_fwd16: the same
               operations, so the same bits; test nn.attention compares
@@ -10429,18 +10430,12 @@ static void hpj__enc_forward(hpj_model *m, hpj__enc_ws *w, const hpj_block_param
    block's multiply-adds at FFN width 4d (a quarter at 2d), 1/12 of a
    4-block encoder's (1/16 at 2d). The sums are regrouped, so m(u) matches
    the full output's mean up to float rounding (test model.target_fold).
-   mu (B*T) gets m(u) of every token; wsum (F) gets colsum(W2) of the last
-   block (hpj__wsum), or holds it already when have_wsum. fold = 0
+   mu (B*T) gets m(u) of every token; wsum (F) holds colsum(W2) of the
+   last block (hpj__fwd_target_input computes it once a step). fold = 0
    (config target_fold) runs the whole encoder and sums its output
    instead, the bits of 0.7.1. */
-static void hpj__wsum(float *wsum, const hpj_block_params *last, int D, int F) {
-    hpj__zero(wsum, (size_t)F);
-    hpj__colsum_add(wsum, last->W2, D, F, F); /* W2 is (D, F) */
-    hpj__flops += 2.0 * (double)D * F;
-}
-
 static void hpj__enc_forward_mean(hpj_model *m, hpj__enc_ws *w, const hpj_block_params *blk, const uint8_t *mask,
-                                  const float *adj, double *mu, float *wsum, int have_wsum, int fold) {
+                                  const float *adj, double *mu, const float *wsum, int fold) {
     int i, t, nb = w->nblocks, D = m->D, F = m->Fh, N = w->B * w->T;
     const float *xs = w->x[nb], *as = NULL; /* per token: D values to sum (and F to dot with wsum) */
     double sb = 0.0;
@@ -10451,12 +10446,11 @@ static void hpj__enc_forward_mean(hpj_model *m, hpj__enc_ws *w, const hpj_block_
         hpj_block_cache *c = &w->cache[nb - 1];
         hpj__enc_blocks(m, w, blk, mask, adj, nb - 1);
         hpj__block_front(c, w->x[nb - 1], p, mask, adj, w->B, w->T, D, m->H, F, m->cfg.ffn_act);
-        if (!have_wsum) hpj__wsum(wsum, p, D, F);
         for (i = 0; i < D; ++i) sb += p->b2[i];
         xs = c->x1;
         as = c->fch_act;
         hpj__enc_flops(m, w->B, w->T, hpj__block_single(w->T, mask, adj), 1.0);
-        hpj__flops -= 2.0 * N * (double)F * (D - 1); /* the product (hpj__wsum counts the colsum) */
+        hpj__flops -= 2.0 * N * (double)F * (D - 1); /* the product (hpj__fwd_target_input counts the colsum) */
     }
     HPJ__OMP(parallel for schedule(static) if ((int64_t)N * (D + F) >= HPJ__PAR_ELEMS))
     for (t = 0; t < N; ++t) {
@@ -10790,9 +10784,18 @@ static void hpj__fwd_context(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32
 }
 
 /* The EMA encoder's input: z of the targets only (stop-gradient), Tm slots
-   per graph (masked past a graph's targets), and the overlap adjacency. */
+   per graph (masked past a graph's targets), the overlap adjacency, and
+   for the folded last block (hpj__enc_forward_mean) its colsum(W2), once
+   a step for every part of the encoder (with the paths side by side both
+   threads computed it: ~1 % of a d = 128 step). */
 static void hpj__fwd_target_input(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t Tm) {
-    int32_t b, D = tr->m->D;
+    hpj_model *m = tr->m;
+    int32_t b, D = m->D, nb = m->cfg.blocks;
+    if (m->cfg.target_fold && nb > 0) {
+        hpj__zero(w->wsum, (size_t)m->Fh);
+        hpj__colsum_add(w->wsum, m->tgt[nb - 1].W2, D, m->Fh, m->Fh); /* W2 is (D, F) */
+        hpj__flops += 2.0 * (double)D * m->Fh;
+    }
     for (b = 0; b < B; ++b) {
         int32_t t0 = tr->tptr[b], nt = tr->tptr[b + 1] - t0, j;
         for (j = 0; j < Tm; ++j) {
@@ -10829,17 +10832,15 @@ static void hpj__enc_view(hpj__enc_ws *v, const hpj__enc_ws *w, int b0, int b1, 
    than Tm targets; without one (always so at Tm = 1, as B counts only
    graphs with targets) attention skips the mask tests, and one-token
    blocks skip q, k and the softmax: the same bits as an all-ones mask.
-   have_wsum: w->wsum holds the last block's colsum(W2) already
-   (hpj__enc_forward_mean). */
-static void hpj__fwd_ema(hpj__trainer *tr, hpj__step_ws *w, int32_t b0, int32_t b1, int32_t B, int32_t T, int32_t Tm,
-                         int have_wsum) {
+   After hpj__fwd_target_input. */
+static void hpj__fwd_ema(hpj__trainer *tr, hpj__step_ws *w, int32_t b0, int32_t b1, int32_t B, int32_t T, int32_t Tm) {
     hpj_model *m = tr->m;
     hpj__enc_ws v;
     size_t r = (size_t)b0 * Tm;
     if (b1 <= b0) return;
     hpj__enc_view(&v, &w->et, b0, b1, m->D, m->H, m->Fh);
     hpj__enc_forward_mean(m, &v, m->tgt, T == B * Tm ? NULL : w->tmask + r, w->adj ? w->adj + r * Tm : NULL, w->mu + r,
-                          w->wsum, have_wsum, m->cfg.target_fold);
+                          w->wsum, m->cfg.target_fold);
 }
 
 /* Whether the two paths' forwards run side by side (hpj__fwd_split): two
@@ -10893,14 +10894,11 @@ static void hpj__fwd_split(hpj__trainer *tr, hpj__step_ws *w, int l, int32_t B, 
         if (id == 0) {
             hpj__gnn_forward(m, &w->gt, tmode, 0);
             hpj__fwd_target_input(tr, w, B, Tm);
-            /* the folded last block's colsum(W2), once for both threads
-               (each computed it: ~1 % of a d = 128 step) */
-            if (m->cfg.target_fold && m->cfg.blocks > 0) hpj__wsum(w->wsum, &m->tgt[m->cfg.blocks - 1], m->D, m->Fh);
             HPJ__OMP(flush) /* the target input is written before the flag (OpenMP's producer / consumer pattern) */
             HPJ__OMP(atomic write)
             ready = 1;
             t1 = hpj__wtime();
-            hpj__fwd_ema(tr, w, 0, bs, B, T, Tm, 1);
+            hpj__fwd_ema(tr, w, 0, bs, B, T, Tm);
             tm[0] = t1 - t0;
             tm[1] = hpj__wtime() - t1;
         }
@@ -10910,7 +10908,7 @@ static void hpj__fwd_split(hpj__trainer *tr, hpj__step_ws *w, int l, int32_t B, 
             tm[2] = hpj__wtime() - t0; /* (without the wait below: what bs can balance) */
             hpj__wait_flag(&ready);
             t1 = hpj__wtime();
-            hpj__fwd_ema(tr, w, bs, B, B, T, Tm, 1);
+            hpj__fwd_ema(tr, w, bs, B, B, T, Tm);
             tm[3] = hpj__wtime() - t1;
             if (id == 1) fl1 = hpj__flops - f0;
         }
@@ -11016,7 +11014,7 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
         hpj__fwd_context(tr, &w, B, T, drop_seed);
         if (tmode == HPJ__TRAIN_DEFER) hpj__gnn_defer_apply(m, &w.gt);
         hpj__fwd_target_input(tr, &w, B, Tm);
-        hpj__fwd_ema(tr, &w, 0, B, B, T, Tm, 0);
+        hpj__fwd_ema(tr, &w, 0, B, B, T, Tm);
     }
     /* targets Phi(u) = [cosh m(u), sinh m(u)] */
     for (b = 0; b < B; ++b) {
