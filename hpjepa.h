@@ -7413,9 +7413,11 @@ HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, con
 
 /* The GINE forward for both edge layouts: e[k] at e + k * estride, so
    estride = D gives one feature per edge and estride = 0 one shared
-   feature; e = NULL means no edge feature. */
+   feature; e = NULL means no edge feature. rows (if not NULL): output row
+   i aggregates row rows[i]; hmap (if not NULL): row r of the input is
+   row hmap[r] of h (a previous layer's class rows, not copied out). */
 static void hpj__gine_fwd(float *out, const float *h, const float *e, ptrdiff_t estride, const int32_t *rowptr,
-                          const int32_t *col, int N, int D, float eps, const int32_t *rows) {
+                          const int32_t *col, int N, int D, float eps, const int32_t *rows, const int32_t *hmap) {
     int i;
     if (N <= 0 || D <= 0) return;
     /* (rows increase: rowptr[rows[N - 1] + 1] bounds the entries read) */
@@ -7424,13 +7426,13 @@ static void hpj__gine_fwd(float *out, const float *h, const float *e, ptrdiff_t 
     for (i = 0; i < N; ++i) {
         int32_t r = rows ? rows[i] : i; /* output row i is row r's aggregation */
         float *o = out + (ptrdiff_t)i * D;
-        const float *hi = h + (ptrdiff_t)r * D;
+        const float *hi = h + (ptrdiff_t)(hmap ? hmap[r] : r) * D;
         float s = 1.0f + eps;
         int j, k;
         HPJ__OMP(simd)
         for (j = 0; j < D; ++j) o[j] = s * hi[j];
         for (k = rowptr[r]; k < rowptr[r + 1]; ++k) {
-            const float *hj = h + (ptrdiff_t)col[k] * D;
+            const float *hj = h + (ptrdiff_t)(hmap ? hmap[col[k]] : col[k]) * D;
             if (e) {
                 const float *ek = e + (ptrdiff_t)k * estride;
                 HPJ__OMP(simd)
@@ -7448,7 +7450,7 @@ static void hpj__gine_fwd(float *out, const float *h, const float *e, ptrdiff_t 
 
 HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const int32_t *rowptr, const int32_t *col,
                              int N, int D, float eps) {
-    hpj__gine_fwd(out, h, e, D, rowptr, col, N, D, eps, NULL);
+    hpj__gine_fwd(out, h, e, D, rowptr, col, N, D, eps, NULL, NULL);
 }
 
 /* deps += sum_i dout[i].h[i] over 64 fixed row blocks, in double. */
@@ -7520,7 +7522,7 @@ HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *do
 
 HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, const int32_t *rowptr,
                                     const int32_t *col, int N, int D, float eps) {
-    hpj__gine_fwd(out, h, e, 0, rowptr, col, N, D, eps, NULL);
+    hpj__gine_fwd(out, h, e, 0, rowptr, col, N, D, eps, NULL, NULL);
 }
 
 /* t[j] = [h[j] + e[j] > 0] t[j] and acc[j] += t[j] (in double) over w
@@ -9345,6 +9347,7 @@ typedef struct hpj__gnn_ws {
     float *bntmp;/* (3 layers, 2D + 1) the BatchNorms' HPJ__TRAIN_DEFER terms */
     hpj__adam_job *side; /* a parked optimizer pass that a second thread runs
                             beside the forward's products (hpj__lin_side), or NULL */
+    int fwd_only; /* no backward follows (hpj__gnn_forward may leave class rows unexpanded) */
 } hpj__gnn_ws;
 
 /* First-layer classes. On the table path the first layer's t1 of a copy
@@ -9494,11 +9497,13 @@ static void hpj__cols_zero(float *x, int32_t U, int D, int c0, int w) {
     }
 }
 
-/* dst row k = src row idx[k] for k < U (dst and src apart). */
-static void hpj__rows_gather(float *dst, const float *src, const int32_t *idx, int32_t U, int D) {
+/* dst row k = src row idx[k] for k < U (dst and src apart); with map,
+   src row map[idx[k]]. */
+static void hpj__rows_gather(float *dst, const float *src, const int32_t *idx, const int32_t *map, int32_t U, int D) {
     int32_t k;
     HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
-    for (k = 0; k < U; ++k) memcpy(dst + (size_t)k * D, src + (size_t)idx[k] * D, sizeof(float) * (size_t)D);
+    for (k = 0; k < U; ++k)
+        memcpy(dst + (size_t)k * D, src + (size_t)(map ? map[idx[k]] : idx[k]) * D, sizeof(float) * (size_t)D);
 }
 
 /* Copies the U class rows (rows 0..U-1 of x) out to the C copies, in
@@ -9645,6 +9650,7 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
     size_t CD = (size_t)C * D, SD = (size_t)S * D;
     float *pool[5] = {NULL, NULL, NULL, NULL, NULL};
     memset(w, 0, sizeof(*w));
+    w->fwd_only = fwd_only;
     hpj__path_bind(a, &w->path, S, C, E, NG);
     if (table) {
         size_t nA = (size_t)nt * (1 + ne);
@@ -10003,12 +10009,20 @@ static void hpj__gnn_defer_apply(hpj_model *m, const hpj__gnn_ws *w) {
         }
 }
 
+/* Whether a forward-only patch encoder leaves a layer's class rows
+   unexpanded for a next layer on classes (tests/test_internals.c turns it
+   off to compare the bits; hpj__cls_mapped counts the layers that read
+   through the map). */
+static int hpj__cls_map = 1;
+static HPJ__TLS int64_t hpj__cls_mapped;
+
 /* Forward of the patch encoder over a filled path: w->z gets the tokens. */
 static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t drop_seed) {
     const hpj__path *p = &w->path;
     int i, D = m->D, C = p->C, S = p->S, nt = 0, ne = 0;
     size_t CD = (size_t)C * D;
     hpj_bn_stats *bn = &m->bn;
+    const int32_t *hmap = NULL; /* the last layer's classes when its output is still in class rows */
     if (w->ty) { /* h0 and the first layer's t1 from the table */
         hpj__table_forward(m, w);
         hpj__table_dims(m, &nt, &ne);
@@ -10029,6 +10043,10 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
         if (i > 0 && mode != HPJ__EVAL && L->cls && !L->mask && (i == 1 ? w->ncls : w->lay[i - 1].ncls))
             hpj__gnn_layer_classes(w, i, nt, ne);
         N = hpj__gnn_rows(w, i, &cnt, &cls, &rep);
+        if (hmap && (L->hm || !rep)) { /* this layer reads copies */
+            hpj__cls_expand(L->hin, hmap, NULL, C, D);
+            hmap = NULL;
+        }
         if (L->hm) { /* patch mixing, then copy averaging (layers > 0) */
             int32_t c;
             hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
@@ -10049,16 +10067,18 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
             hpj__copy_avg(L->h, L->hm, p, D);
         }
         if (i > 0 || !w->ty) { /* with classes, only the representatives' rows */
-            hpj__gine_fwd(L->agg, L->h, w->e, m->edge_onehot ? D : 0, p->rowptr, p->col, N, D, q->eps[0], rep);
+            hpj__gine_fwd(L->agg, L->h, w->e, m->edge_onehot ? D : 0, p->rowptr, p->col, N, D, q->eps[0], rep, hmap);
             hpj__lin_side(w->side, L->t1, L->agg, q->W1, NULL, N, D, D);
         }
         hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, mode,
                 hpj__gnn_bntmp(w, i, 1, D), 1, cnt, C, i > 0);
         hpj__lin_side(w->side, L->t2, L->r1, q->W2, NULL, N, D, D);
         if (rep) { /* the residual's class rows, summed onto in place */
-            hpj__rows_gather(L->sum, L->h, rep, N, D);
+            hpj__rows_gather(L->sum, L->h, rep, hmap, N, D);
             res = L->sum;
         }
+        hpj__cls_mapped += hmap != NULL;
+        hmap = NULL;
         /* ra2 = ReLU(BN2(t2)); sum = h + r2 with r2 = dropout(ra2) (= ra2
            without dropout: then the BatchNorm pass also forms the sum) */
         hpj__bn_res(L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], N, D, mode,
@@ -10070,7 +10090,13 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
             for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
         }
         if (q->Wout) hpj__lin_side(w->side, L->out, L->sum, q->Wout, q->bout, N, D, D);
-        if (cls && !hpj__gnn_top_cls(m, w, i)) hpj__cls_expand(L->out, cls, NULL, C, D); /* classes -> copies */
+        /* classes -> copies; without a backward, a next layer that runs on
+           classes reads the class rows through cls instead (the same
+           values: the same bits, one (C, D) pass less) */
+        if (cls && !hpj__gnn_top_cls(m, w, i)) {
+            if (w->fwd_only && hpj__cls_map && i + 1 < m->cfg.gnn_layers) hmap = cls;
+            else hpj__cls_expand(L->out, cls, NULL, C, D);
+        }
     }
     i = m->cfg.gnn_layers - 1;
     hpj__segment_mean_idx(w->z, w->lay[i].out, hpj__gnn_top_cls(m, w, i) ? w->lay[i].cls : NULL, p->seg, S, D);
