@@ -6383,23 +6383,58 @@ static HPJ__INLINE void hpj__axpy(float *y, float a, const float *x, int n) {
     for (i = 0; i < n; ++i) y[i] = HPJ__FMAF(a, x[i], y[i]);
 }
 
+#if defined(HPJ__GEMM_AVX512)
+/* 64 columns of hpj__colsum_add in eight registers of doubles: each lane
+   adds its column's rows in row order, as the loop below (the same bits),
+   eight independent sums a row instead of the loop's one chain of 16
+   columns. */
+#define HPJ__CS_DECL(k) __m512d a##k = _mm512_setzero_pd();
+#define HPJ__CS_ADD(k) a##k = _mm512_add_pd(a##k, _mm512_cvtps_pd(_mm256_loadu_ps(r + 8 * k)));
+#define HPJ__CS_PUT(k) _mm256_storeu_ps(dst + 8 * k, _mm256_add_ps(_mm256_loadu_ps(dst + 8 * k), _mm512_cvtpd_ps(a##k)));
+static void hpj__colsum64(float *dst, const float *src, int N, ptrdiff_t lds) {
+    int i;
+    HPJ__R8(HPJ__CS_DECL)
+    for (i = 0; i < N; ++i) {
+        const float *r = src + (ptrdiff_t)i * lds;
+        HPJ__R8(HPJ__CS_ADD)
+    }
+    HPJ__R8(HPJ__CS_PUT)
+}
+#undef HPJ__CS_DECL
+#undef HPJ__CS_ADD
+#undef HPJ__CS_PUT
+#endif
+
 /* dst (D) += column sums of src (N, D) (row stride lds), each column summed
-   in double in row order; parallel over column blocks of 16. */
+   in double in row order; parallel over column blocks of 64. */
 static void hpj__colsum_add(float *dst, const float *src, int N, int D, ptrdiff_t lds) {
-    int nb = (D + 15) / 16;
+    int nb = (D + 63) / 64, vec = 0;
     int jb;
+#if defined(HPJ__GEMM_AVX512)
+    vec = hpj_gemm_isa() == HPJ_GEMM_AVX512;
+#endif
     HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
     for (jb = 0; jb < nb; ++jb) {
-        double acc[16];
-        int j0 = jb * 16, w = HPJ__MIN(16, D - j0), i, j;
-        for (j = 0; j < 16; ++j) acc[j] = 0.0;
-        for (i = 0; i < N; ++i) {
-            const float *r = src + (ptrdiff_t)i * lds + j0;
-            HPJ__OMP(simd)
-            for (j = 0; j < w; ++j) acc[j] += r[j];
+        int b0 = jb * 64, b1 = HPJ__MIN(D, b0 + 64), j0;
+#if defined(HPJ__GEMM_AVX512)
+        if (vec && b1 - b0 == 64) {
+            hpj__colsum64(dst + b0, src + b0, N, lds);
+            continue;
         }
-        for (j = 0; j < w; ++j) dst[j0 + j] += (float)acc[j];
+#endif
+        for (j0 = b0; j0 < b1; j0 += 16) {
+            double acc[16];
+            int w = HPJ__MIN(16, b1 - j0), i, j;
+            for (j = 0; j < 16; ++j) acc[j] = 0.0;
+            for (i = 0; i < N; ++i) {
+                const float *r = src + (ptrdiff_t)i * lds + j0;
+                HPJ__OMP(simd)
+                for (j = 0; j < w; ++j) acc[j] += r[j];
+            }
+            for (j = 0; j < w; ++j) dst[j0 + j] += (float)acc[j];
+        }
     }
+    (void)vec;
 }
 
 /* ==== nn: linear ==== */

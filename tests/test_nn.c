@@ -198,6 +198,41 @@ static void test_gemm_degenerate(void) {
     CHECK(C[0] == 0.0f);
 }
 
+/* The bias gradient of hpj_linear_backward, db += the column sums of dout,
+   each column summed in double in row order and added to db once: the
+   same bits as that arithmetic written out here, on every kernel (the
+   AVX-512 one sums 64 columns in registers), at widths with a partial
+   block of 64 and of 16 columns. */
+static void test_linear_bias_grad(void) {
+    int N = 131, Din = 5, widths[3] = {64, 150, 7}, wi, isa, c, i;
+    hpj_rng r;
+    hpj_rng_seed(&r, 9);
+    for (wi = 0; wi < 3; ++wi) {
+        int Dout = widths[wi];
+        float *dout = fbuf((size_t)N * Dout), *inp = fbuf((size_t)N * Din), *W = fbuf((size_t)Dout * Din);
+        float *dinp = fbuf((size_t)N * Din), *dW = fbuf((size_t)Dout * Din), *db = fbuf((size_t)Dout);
+        float *want = fbuf((size_t)Dout);
+        fill_uniform(dout, (size_t)N * Dout, -1, 1, &r);
+        for (i = 0; i < N * Dout; i += 17) dout[i] *= 1e6f; /* sums that float alone would round differently */
+        fill_uniform(inp, (size_t)N * Din, -1, 1, &r);
+        fill_uniform(W, (size_t)Dout * Din, -1, 1, &r);
+        for (c = 0; c < Dout; ++c) {
+            double acc = 0.0;
+            for (i = 0; i < N; ++i) acc += dout[(size_t)i * Dout + c];
+            want[c] = 0.5f + (float)acc;
+        }
+        for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
+            if (hpj_gemm_set_isa(isa) != 0) continue;
+            for (c = 0; c < Dout; ++c) db[c] = 0.5f;
+            hpj_linear_backward(dinp, dW, db, dout, inp, W, N, Din, Dout);
+            CHECK_MSG(bits_equal(db, want, (size_t)Dout), "bias gradient, %d columns, %s: not the column sums in double",
+                      Dout, hpj_gemm_isa_name(isa));
+        }
+        hpj_gemm_set_isa(-1);
+        free(dout); free(inp); free(W); free(dinp); free(dW); free(db); free(want);
+    }
+}
+
 /* Every kernel gives the same bits when the target has a fast fma (they
    all do acc = fma(a, b, acc) in the same k order). */
 static void test_gemm_kernels_agree(void) {
@@ -1976,6 +2011,7 @@ static void test_rowblock_sums_threads(void) {
 const test_case nn_tests[] = {
     {"nn.gemm_naive", test_gemm_naive},
     {"nn.gemm_degenerate", test_gemm_degenerate},
+    {"nn.linear_bias_grad", test_linear_bias_grad},
     {"nn.gemm_kernels_agree", test_gemm_kernels_agree},
     {"nn.gemm_small_path", test_gemm_small_path},
     {"nn.gemm_swapped_path", test_gemm_swapped_path},
