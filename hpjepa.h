@@ -7071,12 +7071,47 @@ static double hpj__bn_total(const double *p, int D, int c) {
     return t;
 }
 
+#if defined(HPJ__GEMM_AVX512)
+/* 64 channels of hpj__bn_part in eight registers of doubles (each lane
+   the loop's arithmetic in row order: the same bits), instead of reading
+   and writing the sums in memory for every row. */
+#define HPJ__BP_DECL(k) __m512d a##k = _mm512_setzero_pd(), m##k = m ? _mm512_loadu_pd(m + 8 * k) : a##k;
+#define HPJ__BP_ROW(k)                                                           \
+    {                                                                            \
+        __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(x + 8 * k));                 \
+        if (m) {                                                                 \
+            v = _mm512_sub_pd(v, m##k);                                          \
+            v = _mm512_mul_pd(v, v);                                             \
+        }                                                                        \
+        a##k = _mm512_add_pd(a##k, cnt ? _mm512_mul_pd(n, v) : v);               \
+    }
+#define HPJ__BP_PUT(k) _mm512_storeu_pd(p + 8 * k, a##k);
+static void hpj__bn_part64(double *p, const float *inp, int D, int r0, int r1, const double *m, const int32_t *cnt) {
+    int r;
+    HPJ__R8(HPJ__BP_DECL)
+    for (r = r0; r < r1; ++r) {
+        const float *x = inp + (ptrdiff_t)r * D;
+        __m512d n = _mm512_set1_pd(cnt ? (double)cnt[r] : 1.0);
+        HPJ__R8(HPJ__BP_ROW)
+    }
+    HPJ__R8(HPJ__BP_PUT)
+}
+#undef HPJ__BP_DECL
+#undef HPJ__BP_ROW
+#undef HPJ__BP_PUT
+#endif
+
 /* Block b's sums over channels [c0, c0 + w): p[c] = the sum over the
    block's rows of x[c] (m = NULL) or of (x[c] - m[c])^2, in row order;
    with cnt, row r counted cnt[r] times (a class of equal rows). */
 static void hpj__bn_part(double *p, const float *inp, int N, int D, int b, int c0, int w, const double *m,
                          const int32_t *cnt) {
     int r, c, r1 = hpj__bn_r(N, b + 1);
+#if defined(HPJ__GEMM_AVX512)
+    if (hpj_gemm_isa() == HPJ_GEMM_AVX512) /* 64 channels at a time, the rest below */
+        for (; w >= 64; c0 += 64, w -= 64, p += 64, m = m ? m + 64 : NULL)
+            hpj__bn_part64(p, inp + c0, D, hpj__bn_r(N, b), r1, m, cnt);
+#endif
     for (c = 0; c < w; ++c) p[c] = 0.0;
     for (r = hpj__bn_r(N, b); r < r1; ++r) {
         const float *x = inp + (ptrdiff_t)r * D + c0;

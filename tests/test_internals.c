@@ -208,9 +208,49 @@ static void test_cls_map(void) {
     hpj_dataset_free(&ds);
 }
 
+/* BatchNorm's channel sums (hpj__bn_part: 64 channels in registers on
+   the AVX-512 kernel) give the bits of the portable loops: training-mode
+   output, statistics and running statistics, with and without class
+   counts (a later GINE layer's classes), on the row-block path (large N,
+   two threads) and the panel path (small N), with a partial block of 64
+   channels. */
+static void test_bn_sums_isas(void) {
+    int sizes[2] = {1500, 40}, D = 100, si, k, isa, i;
+    hpj_rng r;
+    hpj_rng_seed(&r, 4);
+    for (si = 0; si < 2; ++si)
+        for (k = 0; k < 2; ++k) {
+            int N = sizes[si], ntot = 0, nres = 0;
+            float *x = (float *)malloc(sizeof(float) * (size_t)N * D), *g = (float *)malloc(sizeof(float) * D);
+            float *b = (float *)malloc(sizeof(float) * D), *o[3];
+            int32_t *cnt = k ? (int32_t *)malloc(sizeof(int32_t) * (size_t)N) : NULL;
+            for (i = 0; i < N * D; ++i) x[i] = 3.0f * hpj_rng_uniform(&r) - 1.0f + (i % D) * 0.25f;
+            for (i = 0; i < D; ++i) g[i] = 0.5f + hpj_rng_uniform(&r), b[i] = hpj_rng_uniform(&r) - 0.5f;
+            for (i = 0; cnt && i < N; ++i) ntot += cnt[i] = 1 + i % 5;
+            for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
+                float *y, *mean, *rstd, *rm, *rv;
+                if (hpj_gemm_set_isa(isa) != 0) continue;
+                o[nres] = y = (float *)calloc((size_t)N * D + 4 * D, sizeof(float));
+                mean = y + (size_t)N * D, rstd = mean + D, rm = rstd + D, rv = rm + D;
+                for (i = 0; i < D; ++i) rv[i] = 1.0f;
+                hpj__bn_train(y, mean, rstd, rm, rv, x, g, b, N, D, 0.1f, 1e-5f, 1, NULL, NULL, cnt, cnt ? ntot : N);
+                if (nres > 0)
+                    CHECK_MSG(memcmp(o[0], y, sizeof(float) * ((size_t)N * D + 4 * D)) == 0,
+                              "BatchNorm, %d rows%s: %s differs from the portable loops", N, cnt ? ", classes" : "",
+                              hpj_gemm_isa_name(isa));
+                ++nres;
+            }
+            hpj_gemm_set_isa(-1);
+            CHECK(nres >= 1);
+            for (i = 0; i < nres; ++i) free(o[i]);
+            free(x); free(g); free(b); free(cnt);
+        }
+}
+
 const test_case internals_tests[] = {
     {"internals.park", test_park},
     {"internals.park_failure", test_park_failure},
     {"internals.cls_map", test_cls_map},
+    {"internals.bn_sums_isas", test_bn_sums_isas},
 };
 const int internals_tests_count = (int)(sizeof internals_tests / sizeof internals_tests[0]);
