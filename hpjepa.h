@@ -5343,13 +5343,16 @@ done:
 
 /* A micro-kernel: C tile (mr x nr, mr <= MR, nr <= NR) from a packed A
    sliver ap (kc, MR) and a B sliver bp (kc rows of NR floats, row stride
-   ldbk; entries past nr are never read when they are outside B). */
+   ldbk; entries past nr are never read when they are outside B). cin (if
+   not NULL, first K block only): the row that every row of the old C is
+   taken to be (a bias row, for beta C = the bias), read instead of C. */
 typedef void (*hpj__gemm_kernel)(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
-                                 ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first);
+                                 ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first, const float *cin);
 /* A kernel for MR full rows of op(A) read in place (A's leading dimension
    lda; the kernel knows whether A is transposed). */
 typedef void (*hpj__gemm_rows_kernel)(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
-                                      float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first);
+                                      float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first,
+                                      const float *cin);
 
 /* Stores one finished accumulator value (the rule in the banner above). */
 static HPJ__INLINE float hpj__gemm_out(float acc, float cold, float alpha, float beta, int first) {
@@ -5362,15 +5365,16 @@ static HPJ__INLINE float hpj__gemm_out(float acc, float cold, float alpha, float
    Clang keep them in vector registers and vectorize the 16-wide rows -- */
 #define HPJ__PMR 4
 #define HPJ__PNR 16
-static HPJ__INLINE void hpj__gemm_store_row(float *ci, const float *acc, int nr, float alpha, float beta, int first) {
+static HPJ__INLINE void hpj__gemm_store_row(float *ci, const float *acc, int nr, float alpha, float beta, int first,
+                                            const float *cin) {
     int j;
     if (first && beta == 0.0f)
         for (j = 0; j < nr; ++j) ci[j] = alpha * acc[j];
     else
-        for (j = 0; j < nr; ++j) ci[j] = hpj__gemm_out(acc[j], ci[j], alpha, beta, first);
+        for (j = 0; j < nr; ++j) ci[j] = hpj__gemm_out(acc[j], cin ? cin[j] : ci[j], alpha, beta, first);
 }
 static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c, ptrdiff_t ldc,
-                               int mr, int nr, float alpha, float beta, int first) {
+                               int mr, int nr, float alpha, float beta, int first, const float *cin) {
     /* B always comes packed here (zero-padded to 16 columns): a copy of
        partial rows inside the k loop would keep the accumulators out of
        registers */
@@ -5387,10 +5391,10 @@ static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff
             c3[j] = HPJ__FMAF(a3, b[j], c3[j]);
         }
     }
-    hpj__gemm_store_row(c, c0, nr, alpha, beta, first);
-    if (mr > 1) hpj__gemm_store_row(c + ldc, c1, nr, alpha, beta, first);
-    if (mr > 2) hpj__gemm_store_row(c + 2 * ldc, c2, nr, alpha, beta, first);
-    if (mr > 3) hpj__gemm_store_row(c + 3 * ldc, c3, nr, alpha, beta, first);
+    hpj__gemm_store_row(c, c0, nr, alpha, beta, first, cin);
+    if (mr > 1) hpj__gemm_store_row(c + ldc, c1, nr, alpha, beta, first, cin);
+    if (mr > 2) hpj__gemm_store_row(c + 2 * ldc, c2, nr, alpha, beta, first, cin);
+    if (mr > 3) hpj__gemm_store_row(c + 3 * ldc, c3, nr, alpha, beta, first, cin);
 }
 
 #if !defined(HPJ_NO_SIMD) && (defined(__AVX512F__) || defined(__AVX2__)) && \
@@ -5434,8 +5438,9 @@ static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff
             t0_ = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, ci_), t0_);                      \
             t1_ = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, ci_ + 16), t1_);                 \
         } else if (beta != 0.0f) {                                                         \
-            t0_ = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci_), t0_);                \
-            t1_ = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci_ + 16), t1_);           \
+            const float *si_ = cin ? cin : ci_;                                            \
+            t0_ = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, si_), t0_);                \
+            t1_ = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, si_ + 16), t1_);           \
         }                                                                                  \
         _mm512_mask_storeu_ps(ci_, m0, t0_);                                               \
         _mm512_mask_storeu_ps(ci_ + 16, m1, t1_);                                          \
@@ -5450,7 +5455,7 @@ static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff
    bit, is the same for all three. */
 static HPJ__ALWAYS_INLINE void hpj__zkern(int kc, const float *ap, ptrdiff_t ais, ptrdiff_t aks, const float *bp,
                                           ptrdiff_t ldbk, float *c, ptrdiff_t ldc, int mr, int nr, float alpha,
-                                          float beta, int first) {
+                                          float beta, int first, const float *cin) {
     __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
     __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
@@ -5482,8 +5487,9 @@ static HPJ__ALWAYS_INLINE void hpj__zkern(int kc, const float *ap, ptrdiff_t ais
     HPJ__R8(HPJ__ZSTORE)
 }
 static void hpj__gemm_kernel_avx512(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
-                                    ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first) {
-    hpj__zkern(kc, ap, 1, HPJ__ZMR, bp, ldbk, c, ldc, mr, nr, alpha, beta, first);
+                                    ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first,
+                                    const float *cin) {
+    hpj__zkern(kc, ap, 1, HPJ__ZMR, bp, ldbk, c, ldc, mr, nr, alpha, beta, first, cin);
 }
 /* 8 full rows of op(A) read in place, without packing, which for the
    narrow products of this model (N = d) costs a quarter of the kernel's
@@ -5492,12 +5498,14 @@ static void hpj__gemm_kernel_avx512(int kc, const float *ap, const float *bp, pt
    (M, K), row i at a + i lda; cols: A stored (K, M) (a weight gradient),
    the 8 values of step k contiguous at a + k lda. */
 static void hpj__gemm_kernel_avx512_rows(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
-                                         float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first) {
-    hpj__zkern(kc, a, lda, 1, bp, ldbk, c, ldc, HPJ__ZMR, nr, alpha, beta, first);
+                                         float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first,
+                                         const float *cin) {
+    hpj__zkern(kc, a, lda, 1, bp, ldbk, c, ldc, HPJ__ZMR, nr, alpha, beta, first, cin);
 }
 static void hpj__gemm_kernel_avx512_cols(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
-                                         float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first) {
-    hpj__zkern(kc, a, 1, lda, bp, ldbk, c, ldc, HPJ__ZMR, nr, alpha, beta, first);
+                                         float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first,
+                                         const float *cin) {
+    hpj__zkern(kc, a, 1, lda, bp, ldbk, c, ldc, HPJ__ZMR, nr, alpha, beta, first, cin);
 }
 #endif
 
@@ -5533,8 +5541,9 @@ static void hpj__gemm_kernel_avx512_cols(int kc, const float *a, ptrdiff_t lda, 
             t0_ = _mm256_add_ps(LD(ci_, k0), t0_);                                         \
             t1_ = _mm256_add_ps(LD(ci_ + 8, k1), t1_);                                     \
         } else if (beta != 0.0f) {                                                         \
-            t0_ = _mm256_fmadd_ps(vb, LD(ci_, k0), t0_);                                   \
-            t1_ = _mm256_fmadd_ps(vb, LD(ci_ + 8, k1), t1_);                               \
+            const float *si_ = cin ? cin : ci_;                                            \
+            t0_ = _mm256_fmadd_ps(vb, LD(si_, k0), t0_);                                   \
+            t1_ = _mm256_fmadd_ps(vb, LD(si_ + 8, k1), t1_);                               \
         }                                                                                  \
         ST(ci_, k0, t0_);                                                                  \
         ST(ci_ + 8, k1, t1_);                                                              \
@@ -5554,7 +5563,7 @@ static void hpj__gemm_kernel_avx512_cols(int kc, const float *a, ptrdiff_t lda, 
    48-51 -> 69-72 GFLOP/s measured inside the training step). */
 static HPJ__INLINE_ALWAYS void hpj__ykern(int kc, const float *ap, ptrdiff_t ais, ptrdiff_t aks, const float *bp,
                                           ptrdiff_t ldbk, float *c, ptrdiff_t ldc, int mr, int nr, float alpha,
-                                          float beta, int first, int pfl) {
+                                          float beta, int first, const float *cin, int pfl) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), lane);
     __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr - 8), lane);
@@ -5584,18 +5593,20 @@ static HPJ__INLINE_ALWAYS void hpj__ykern(int kc, const float *ap, ptrdiff_t ais
     }
 }
 static void hpj__gemm_kernel_avx2(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
-                                  ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first) {
-    hpj__ykern(kc, ap, 1, HPJ__YMR, bp, ldbk, c, ldc, mr, nr, alpha, beta, first, 0);
+                                  ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first, const float *cin) {
+    hpj__ykern(kc, ap, 1, HPJ__YMR, bp, ldbk, c, ldc, mr, nr, alpha, beta, first, cin, 0);
 }
 /* 6 full rows of op(A) read in place (as hpj__gemm_kernel_avx512_rows and
    _cols) */
 static void hpj__gemm_kernel_avx2_rows(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
-                                       float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first) {
-    hpj__ykern(kc, a, lda, 1, bp, ldbk, c, ldc, HPJ__YMR, nr, alpha, beta, first, 0);
+                                       float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first,
+                                       const float *cin) {
+    hpj__ykern(kc, a, lda, 1, bp, ldbk, c, ldc, HPJ__YMR, nr, alpha, beta, first, cin, 0);
 }
 static void hpj__gemm_kernel_avx2_cols(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
-                                       float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first) {
-    hpj__ykern(kc, a, 1, lda, bp, ldbk, c, ldc, HPJ__YMR, nr, alpha, beta, first, 1);
+                                       float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first,
+                                       const float *cin) {
+    hpj__ykern(kc, a, 1, lda, bp, ldbk, c, ldc, HPJ__YMR, nr, alpha, beta, first, cin, 1);
 }
 #endif
 
@@ -5649,7 +5660,8 @@ typedef struct hpj__gemm_job {
     int packB;  /* 1: copy B blocks into the thread's buffer first */
     float *bshared; /* B buffer the threads fill together (thread 0's) */
     const float *bias; /* non-NULL (beta = 1): C starts as this row in every
-                          row, written by the tile loop (hpj__gemm_bias_rows) */
+                          row; the first K block's kernels read it in place
+                          of C (their cin), so C is never filled with it */
 } hpj__gemm_job;
 
 #if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
@@ -5801,15 +5813,6 @@ static void hpj__gemm_pack_b(float *bp, const hpj__gemm_job *g, int j0, int nc, 
 static HPJ__TLS float hpj__gemm_bbuf[HPJ__GEMM_BFULL];
 static HPJ__TLS float hpj__gemm_abuf[HPJ__GEMM_KC * HPJ__GEMM_MC];
 
-/* Rows [i0, i0 + mr) x columns [j0, j1) of C set to the bias row, just
-   before the first K block's kernels read them (hpj_linear_forward's bias:
-   the same C, so the same bits, as a separate fill pass, without that
-   pass writing all of C and the other core reading it back). */
-static void hpj__gemm_bias_rows(const hpj__gemm_job *g, int i0, int mr, int j0, int j1) {
-    int r;
-    for (r = 0; r < mr; ++r)
-        memcpy(g->C + (ptrdiff_t)(i0 + r) * g->ldc + j0, g->bias + j0, sizeof(float) * (size_t)(j1 - j0));
-}
 
 /* All M rows of C set to the bias row (the paths that do not tile). */
 static int64_t hpj__par_elems(void);
@@ -5842,10 +5845,10 @@ static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int 
                wait, 9000 x 512 x 512 +5-7 %). */
             per = g->transA ? 0 : (nx * nl + (tcn - tc) - 1) / HPJ__MAX(1, tcn - tc);
             q = qr = ql = 0; /* line q is line ql of row qr */
-            if (first && g->bias) hpj__gemm_bias_rows(g, i0, mr, tc * NR, HPJ__MIN(g->N, tcn * NR));
             for (t = tc; t < tcn; ++t) {
                 int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
                 float *c = g->C + (ptrdiff_t)i0 * g->ldc + jj;
+                const float *cin = first && g->bias ? g->bias + jj : NULL;
                 for (e = HPJ__MIN(nx * nl, q + per); q < e; ++q) {
                     HPJ__PREFETCH(a + (ptrdiff_t)(MR + qr) * g->lda + ql * 16);
                     if (++ql == nl) {
@@ -5855,10 +5858,11 @@ static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int 
                 }
                 for (r = 0; r < nx; ++r) HPJ__PREFETCHW(c + (ptrdiff_t)(MR + r) * g->ldc);
                 if (mr == MR)
-                    g->krows(kc, a, g->lda, bb + (t - tc) * bstride, ldbk, c, g->ldc, nr, g->alpha, g->beta, first);
+                    g->krows(kc, a, g->lda, bb + (t - tc) * bstride, ldbk, c, g->ldc, nr, g->alpha, g->beta, first,
+                             cin);
                 else
                     g->kern(kc, hpj__gemm_abuf, bb + (t - tc) * bstride, ldbk, c, g->ldc, mr, nr, g->alpha, g->beta,
-                            first);
+                            first, cin);
             }
         }
         return;
@@ -5870,11 +5874,10 @@ static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int 
         for (s = sb; s < se; ++s) {
             int i0 = s * MR, mr = HPJ__MIN(MR, g->M - i0);
             const float *ap = hpj__gemm_abuf + (s - sb) * astride;
-            if (first && g->bias) hpj__gemm_bias_rows(g, i0, mr, tc * NR, HPJ__MIN(g->N, tcn * NR));
             for (t = tc; t < tcn; ++t) {
                 int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
                 g->kern(kc, ap, bb + (t - tc) * bstride, ldbk, g->C + (ptrdiff_t)i0 * g->ldc + jj, g->ldc, mr, nr,
-                        g->alpha, g->beta, first);
+                        g->alpha, g->beta, first, first && g->bias ? g->bias + jj : NULL);
             }
         }
     }
@@ -6260,7 +6263,6 @@ static void hpj__gemm_impl(int transA, int transB, int M, int N, int K, float al
         const float *bb = bbuf;
         ptrdiff_t ldbk = g.nr, bstride = (ptrdiff_t)K * g.nr;
         int i0, t;
-        if (bias) hpj__gemm_fill_bias(bias, C, M, N, ldc);
         if (!g.transB && g.kern != hpj__gemm_kernel_c) { /* B in place */
             bb = B;
             ldbk = ldb;
@@ -6277,9 +6279,9 @@ static void hpj__gemm_impl(int transA, int transB, int M, int N, int K, float al
                 int nr = HPJ__MIN(g.nr, N - t * g.nr);
                 if (inplace)
                     g.krows(K, transA ? A + i0 : A + (ptrdiff_t)i0 * lda, lda, bb + t * bstride, ldbk, c, ldc, nr, alpha,
-                            beta, 1);
+                            beta, 1, bias ? bias + t * g.nr : NULL);
                 else
-                    g.kern(K, abuf, bb + t * bstride, ldbk, c, ldc, mr, nr, alpha, beta, 1);
+                    g.kern(K, abuf, bb + t * bstride, ldbk, c, ldc, mr, nr, alpha, beta, 1, bias ? bias + t * g.nr : NULL);
             }
         }
         return;
