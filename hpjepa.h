@@ -7180,13 +7180,30 @@ static void hpj__bn_stat(int c, double s, double q, float *mean, float *rstd, fl
     if (running_var && N > 1) running_var[c] = hpj__bn_run(running_var[c], (float)(q / (N - 1)), momentum);
 }
 
-/* Rows r0..r1 of the BatchNorm output (and of sum = res + out). */
+/* Rows r0..r1 of the BatchNorm output (and of sum = res + out). out =
+   NULL (with sum): only the sum, each row's output made 256 channels at
+   a time on the stack (a forward with no backward never reads it). */
 static void hpj__bn_out_rows(float *out, const float *inp, const float *mean, const float *rstd, const float *gamma,
                              const float *beta, int r0, int r1, int D, int relu, const float *res, float *sum) {
     int i, c;
     for (i = r0; i < r1; ++i) {
         const float *x = inp + (ptrdiff_t)i * D;
-        float *y = out + (ptrdiff_t)i * D;
+        float *y;
+        if (!out) {
+            float t[HPJ__BN_PANEL];
+            const float *r = res + (ptrdiff_t)i * D;
+            float *o = sum + (ptrdiff_t)i * D;
+            int c0, w;
+            for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
+                w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
+                hpj__bn_row_any(t, x + c0, mean + c0, rstd + c0, gamma ? gamma + c0 : NULL, beta ? beta + c0 : NULL, w,
+                                relu, 0);
+                HPJ__OMP(simd)
+                for (c = 0; c < w; ++c) o[c0 + c] = r[c0 + c] + t[c];
+            }
+            continue;
+        }
+        y = out + (ptrdiff_t)i * D;
         hpj__bn_row_any(y, x, mean, rstd, gamma, beta, D, relu, 0);
         if (sum) {
             const float *r = res + (ptrdiff_t)i * D;
@@ -10153,8 +10170,9 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
         hmap = NULL;
         /* ra2 = ReLU(BN2(t2)); sum = h + r2 with r2 = dropout(ra2) (= ra2
            without dropout: then the BatchNorm pass also forms the sum) */
-        hpj__bn_res(L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], N, D, mode,
-                    hpj__gnn_bntmp(w, i, 2, D), 1, res, L->mask ? NULL : L->sum, cnt, C, i > 0);
+        hpj__bn_res(w->fwd_only && mode != HPJ__EVAL && !L->mask ? NULL : L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g,
+                    q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], N, D, mode, hpj__gnn_bntmp(w, i, 2, D), 1, res,
+                    L->mask ? NULL : L->sum, cnt, C, i > 0);
         if (L->mask) {
             size_t t;
             hpj_dropout_forward(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i);

@@ -247,10 +247,43 @@ static void test_bn_sums_isas(void) {
         }
 }
 
+/* BatchNorm with the residual sum only (out = NULL: the target path's
+   patch encoder, which never reads the BatchNorm output itself) gives the
+   sum's bits of the call that also writes the output, with and without
+   class counts, at a width past one stack panel of channels, and with the
+   sum written in place over the residual (a layer on classes). */
+static void test_bn_sum_only(void) {
+    int N = 300, D = 300, k, inplace, i;
+    hpj_rng r;
+    hpj_rng_seed(&r, 8);
+    for (k = 0; k < 2; ++k)
+        for (inplace = 0; inplace < 2; ++inplace) {
+            size_t nd = (size_t)N * D;
+            float *x = (float *)malloc(sizeof(float) * nd), *res = (float *)malloc(sizeof(float) * nd);
+            float *y = (float *)malloc(sizeof(float) * nd), *s1 = (float *)malloc(sizeof(float) * nd);
+            float *s2 = (float *)malloc(sizeof(float) * nd), *g = (float *)malloc(sizeof(float) * D);
+            float *b = (float *)malloc(sizeof(float) * D), st[4 * 300];
+            int32_t *cnt = k ? (int32_t *)malloc(sizeof(int32_t) * (size_t)N) : NULL;
+            int ntot = 0;
+            for (i = 0; i < (int)nd; ++i) x[i] = 2.0f * hpj_rng_uniform(&r) - 1.0f, res[i] = hpj_rng_uniform(&r);
+            for (i = 0; i < D; ++i) g[i] = 0.5f + hpj_rng_uniform(&r), b[i] = hpj_rng_uniform(&r) - 0.5f;
+            for (i = 0; cnt && i < N; ++i) ntot += cnt[i] = 1 + i % 3;
+            if (inplace) memcpy(s1, res, sizeof(float) * nd), memcpy(s2, res, sizeof(float) * nd);
+            hpj__bn_train(y, st, st + D, NULL, NULL, x, g, b, N, D, 0.1f, 1e-5f, 1, inplace ? s1 : res, s1, cnt,
+                          cnt ? ntot : N);
+            hpj__bn_train(NULL, st + 2 * D, st + 3 * D, NULL, NULL, x, g, b, N, D, 0.1f, 1e-5f, 1, inplace ? s2 : res, s2,
+                          cnt, cnt ? ntot : N);
+            CHECK_MSG(memcmp(s1, s2, sizeof(float) * nd) == 0, "BatchNorm sum only%s%s: the sum differs",
+                      cnt ? ", classes" : "", inplace ? ", in place" : "");
+            free(x); free(res); free(y); free(s1); free(s2); free(g); free(b); free(cnt);
+        }
+}
+
 const test_case internals_tests[] = {
     {"internals.park", test_park},
     {"internals.park_failure", test_park_failure},
     {"internals.cls_map", test_cls_map},
     {"internals.bn_sums_isas", test_bn_sums_isas},
+    {"internals.bn_sum_only", test_bn_sum_only},
 };
 const int internals_tests_count = (int)(sizeof internals_tests / sizeof internals_tests[0]);
