@@ -7543,7 +7543,7 @@ HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const i
 }
 
 /* deps += sum_i dout[i].h[i] over 64 fixed row blocks, in double. */
-static void hpj__gine_deps(float *deps, const float *dout, const float *h, int N, int D, int par) {
+static void hpj__gine_deps(float *deps, const float *dout, const float *h, const int32_t *hmap, int N, int D, int par) {
     double part[HPJ__NBLK], tot = 0.0;
     int b;
     (void)par;
@@ -7551,7 +7551,7 @@ static void hpj__gine_deps(float *deps, const float *dout, const float *h, int N
     for (b = 0; b < HPJ__NBLK; ++b) {
         int64_t r0 = (int64_t)N * b / HPJ__NBLK, r1 = (int64_t)N * (b + 1) / HPJ__NBLK, r;
         double s = 0.0;
-        for (r = r0; r < r1; ++r) s += hpj__dot(dout + r * D, h + r * D, D);
+        for (r = r0; r < r1; ++r) s += hpj__dot(dout + r * D, h + (hmap ? hmap[r] : r) * D, D);
         part[b] = s;
     }
     for (b = 0; b < HPJ__NBLK; ++b) tot += part[b];
@@ -7603,7 +7603,7 @@ HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *do
             }
         }
     }
-    if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
+    if (deps) hpj__gine_deps(deps, dout, h, NULL, N, D, par);
 }
 
 /* Columns per task of hpj_gine_backward_shared (256-byte row slices). */
@@ -7652,9 +7652,9 @@ static void hpj__gine_mask_acc(double *acc, float *t, const float *hr, const flo
    panels of HPJ__GINE_DC: t = the sum of dout over the row's neighbours,
    masked by [h + e > 0] and added to acc (c1 - c0 doubles, in row order);
    dh += (1 + eps) dout + t. */
-static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const float *h, const float *e,
-                              const int32_t *rowptr, const int32_t *col, int r0, int r1, int D, int c0, int c1,
-                              float s) {
+static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const float *h, const int32_t *hmap,
+                              const float *e, const int32_t *rowptr, const int32_t *col, int r0, int r1, int D, int c0,
+                              int c1, float s) {
     int r, p0, j, k;
     for (r = r0; r < r1; ++r)
         for (p0 = c0; p0 < c1; p0 += HPJ__GINE_DC) {
@@ -7667,7 +7667,7 @@ static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const f
                 HPJ__OMP(simd)
                 for (j = 0; j < w; ++j) t[j] += dn[j];
             }
-            hpj__gine_mask_acc(acc + (p0 - c0), t, h + (ptrdiff_t)r * D + p0, e + p0, w);
+            hpj__gine_mask_acc(acc + (p0 - c0), t, h + (ptrdiff_t)(hmap ? hmap[r] : r) * D + p0, e + p0, w);
             if (dh) {
                 float *g = dh + (ptrdiff_t)r * D + p0;
                 HPJ__OMP(simd)
@@ -7676,9 +7676,11 @@ static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const f
         }
 }
 
-HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
-                                     const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
-                                     float eps) {
+/* hpj_gine_backward_shared with hmap (as hpj__gine_fwd's: row r of the
+   input is row hmap[r] of h, or r without it). */
+static void hpj__gine_back_sh(float *dh, float *de, float *deps, const float *dout, const float *h,
+                              const int32_t *hmap, const float *e, const int32_t *rowptr, const int32_t *col, int N,
+                              int D, float eps) {
     int par;
     float s = 1.0f + eps;
     double *ws;
@@ -7699,7 +7701,8 @@ HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const fl
                 for (b = 0; b < HPJ__BN_RB; ++b) {
                     double *p = ws + (size_t)b * D;
                     for (c = 0; c < D; ++c) p[c] = 0.0;
-                    hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, 0, D, s);
+                    hpj__gine_sh_rows(p, dh, dout, h, hmap, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, 0,
+                                      D, s);
                 }
                 if (de) {
                     HPJ__OMP(for schedule(static))
@@ -7715,7 +7718,7 @@ HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const fl
                 for (j = 0; j < w; ++j) acc[j] = 0.0;
                 for (b = 0; b < HPJ__BN_RB; ++b) {
                     for (j = 0; j < w; ++j) p[j] = 0.0;
-                    hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, c0,
+                    hpj__gine_sh_rows(p, dh, dout, h, hmap, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, c0,
                                       c0 + w, s);
                     for (j = 0; j < w; ++j) acc[j] += p[j];
                 }
@@ -7724,7 +7727,13 @@ HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const fl
             }
         }
     }
-    if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
+    if (deps) hpj__gine_deps(deps, dout, h, hmap, N, D, par);
+}
+
+HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
+                                     const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
+                                     float eps) {
+    hpj__gine_back_sh(dh, de, deps, dout, h, NULL, e, rowptr, col, N, D, eps);
 }
 
 HPJDEF hpj_status hpj_csr_reverse(int32_t *rev, const int32_t *rowptr, const int32_t *col, int N) {
@@ -9408,6 +9417,7 @@ typedef struct hpj__gnn_layer {
     /* classes of layers > 0 (hpj__gnn_layer_classes), as the first layer's: */
     int32_t ncls;               /* classes U, 0 = the layer runs per copy        */
     int32_t *cls, *crep, *ccnt; /* (C) or NULL where the layer never has classes */
+    const int32_t *hmap;        /* h read through this class map (hpj__cls_map) */
 } hpj__gnn_layer;
 
 typedef struct hpj__gnn_ws {
@@ -9436,7 +9446,7 @@ typedef struct hpj__gnn_ws {
     float *bntmp;/* (3 layers, 2D + 1) the BatchNorms' HPJ__TRAIN_DEFER terms */
     hpj__adam_job *side; /* a parked optimizer pass that a second thread runs
                             beside the forward's products (hpj__lin_side), or NULL */
-    int fwd_only; /* no backward follows (hpj__gnn_forward may leave class rows unexpanded) */
+    int fwd_only; /* no backward follows */
 } hpj__gnn_ws;
 
 /* First-layer classes. On the table path the first layer's t1 of a copy
@@ -10098,10 +10108,13 @@ static void hpj__gnn_defer_apply(hpj_model *m, const hpj__gnn_ws *w) {
         }
 }
 
-/* Whether a forward-only patch encoder leaves a layer's class rows
-   unexpanded for a next layer on classes (tests/test_internals.c turns it
-   off to compare the bits; hpj__cls_mapped counts the layers that read
-   through the map). */
+/* Whether the patch encoder leaves a layer's class rows unexpanded for a
+   next layer on classes, which reads them through the class map (its
+   GINE forward and residual gather; with a backward, its GINE backward
+   too, which has the map only for shared edge features: with per-edge
+   labels the rows are copied out as before). tests/test_internals.c turns
+   it off to compare the bits; hpj__cls_mapped counts the layers that read
+   through the map. */
 static int hpj__cls_map = 1;
 static HPJ__TLS int64_t hpj__cls_mapped;
 
@@ -10136,6 +10149,7 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
             hpj__cls_expand(L->hin, hmap, NULL, C, D);
             hmap = NULL;
         }
+        L->hmap = hmap;
         if (L->hm) { /* patch mixing, then copy averaging (layers > 0) */
             int32_t c;
             hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
@@ -10180,11 +10194,12 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
             for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
         }
         if (q->Wout) hpj__lin_side(w->side, L->out, L->sum, q->Wout, q->bout, N, D, D);
-        /* classes -> copies; without a backward, a next layer that runs on
+        /* classes -> copies, or (hpj__cls_map) a next layer that runs on
            classes reads the class rows through cls instead (the same
-           values: the same bits, one (C, D) pass less) */
+           values: the same bits, one (C, D) pass less, and the gathers
+           read U rows instead of C) */
         if (cls && !hpj__gnn_top_cls(m, w, i)) {
-            if (w->fwd_only && hpj__cls_map && i + 1 < m->cfg.gnn_layers) hmap = cls;
+            if (hpj__cls_map && i + 1 < m->cfg.gnn_layers && (w->fwd_only || !m->edge_onehot)) hmap = cls;
             else hpj__cls_expand(L->out, cls, NULL, C, D);
         }
     }
@@ -10407,7 +10422,7 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
         if (m->edge_onehot)
             hpj_gine_backward(dh, b->de, gq->eps, t1, L->h, w->e, p->rowptr, p->col, p->rev, C, D, q->eps[0]);
         else
-            hpj_gine_backward_shared(dh, b->de, gq->eps, t1, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
+            hpj__gine_back_sh(dh, b->de, gq->eps, t1, L->h, L->hmap, w->e, p->rowptr, p->col, C, D, q->eps[0]);
         if (L->hm) {
             int32_t s;
             /* h = A hm (copy averaging, symmetric): dhm into t2 */
