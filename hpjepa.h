@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.11.3 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.11.4 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -103,6 +103,28 @@
        each reproducible and thread-count independent.
 
    RECENT CHANGES
+       0.11.4 (same bits as 0.11.3) the patch encoder no longer copies a
+              layer's class rows out to every copy when the next layer
+              runs on classes: that layer's GINE forward, residual gather
+              and (with shared edge features) GINE backward read the rows
+              through the class map (hpj__cls_map), and its gathers touch
+              U rows instead of C. The target path, which never reads it,
+              forms its GINE blocks' residual sum without writing the
+              BatchNorm output (hpj__bn_out_rows with out = NULL). A biased
+              product's first K block reads the bias row in place of C (the
+              kernels' cin) instead of the tile loop copying it into every
+              C row first. Column sums (bias gradients) and BatchNorm's
+              channel sums keep 64 columns in registers of doubles on the
+              AVX-512 path, each lane in row order as the loops (the same
+              bits; tests nn.linear_bias_grad, internals.bn_sums_isas).
+              Paired, each batch once per variant, PROTEINS d = 128: class
+              map 1.014-1.018 (target path) and 1.012-1.017 (context
+              path), column sums 1.006-1.012, bias rows 1.006-1.009,
+              BatchNorm sums 1.002-1.011; DD: BatchNorm sum only totals
+              1.021-1.035. The 0.11.3 and 0.11.4 binaries alternating,
+              vCPUs near: d = 128 +3.6-9 % a pair (5928 / 6202, 6079 /
+              6300, 5893 / 6199, 5873 / 6259; earlier 5185 / 5556, 5508 /
+              5985 graphs/s), DD +1 % (102.5 / 103.2, 102.4 / 103.5).
        0.11.3 (same bits as 0.11.2) hpj_tokens has nedge, the number of
               edges induced on each patch (directed CSR entries between
               its nodes), counted once by hpj_tokens_build: a training
@@ -439,7 +461,7 @@
 
 #define HPJEPA_VERSION_MAJOR 0
 #define HPJEPA_VERSION_MINOR 11
-#define HPJEPA_VERSION_PATCH 3
+#define HPJEPA_VERSION_PATCH 4
 
 #ifndef HPJDEF
 #ifdef HPJ_STATIC
