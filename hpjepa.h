@@ -9594,7 +9594,10 @@ static void hpj__gnn_layer_classes(hpj__gnn_ws *w, int i, int nt, int ne) {
     HPJ__OMP(parallel for schedule(static) if (C >= HPJ__PAR_COPIES))
     for (c = 0; c < C; ++c) { /* each row's keys (neighbour's class, edge type), sorted */
         int32_t a = p->rowptr[c], n = p->rowptr[c + 1] - a, j;
-        for (j = 0; j < n; ++j) w->lsky[a + j] = pc[p->col[a + j]] * ne + (w->ky[a + j] - nt) % ne;
+        if (ne == 1) /* one edge type (none labelled): the neighbour's class alone, no division */
+            for (j = 0; j < n; ++j) w->lsky[a + j] = pc[p->col[a + j]];
+        else
+            for (j = 0; j < n; ++j) w->lsky[a + j] = pc[p->col[a + j]] * ne + (w->ky[a + j] - nt) % ne;
         hpj__keys_sort(w->lsky + a, n);
     }
     L->ncls = hpj__classes_number(p, pc, w->lsky, L->cls, L->crep, L->ccnt, w->chash, w->chcap, C - (C + 15) / 16);
