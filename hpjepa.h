@@ -117,7 +117,8 @@
               channel sums keep 64 columns in registers of doubles on the
               AVX-512 path, each lane in row order as the loops (the same
               bits; tests nn.linear_bias_grad, internals.bn_sums_isas).
-              Paired, each batch once per variant, PROTEINS d = 128: class
+              Later layers' class keys skip an integer division per entry
+              when there is one edge type. Paired, each batch once per variant, PROTEINS d = 128: class
               map 1.014-1.018 (target path) and 1.012-1.017 (context
               path), column sums 1.006-1.012, bias rows 1.006-1.009,
               BatchNorm sums 1.002-1.011; DD: BatchNorm sum only totals
@@ -10149,7 +10150,7 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
     int i, D = m->D, C = p->C, S = p->S, nt = 0, ne = 0;
     size_t CD = (size_t)C * D;
     hpj_bn_stats *bn = &m->bn;
-    const int32_t *hmap = NULL; /* the last layer's classes when its output is still in class rows */
+    const int32_t *hmap = NULL; /* the previous layer's classes while its output is still in class rows */
     if (w->ty) { /* h0 and the first layer's t1 from the table */
         hpj__table_forward(m, w);
         hpj__table_dims(m, &nt, &ne);
