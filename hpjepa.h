@@ -7203,38 +7203,26 @@ static void hpj__bn_stat(int c, double s, double q, float *mean, float *rstd, fl
     if (running_var && N > 1) running_var[c] = hpj__bn_run(running_var[c], (float)(q / (N - 1)), momentum);
 }
 
-/* Rows r0..r1 of the BatchNorm output (and of sum = res + out). out =
-   NULL (with sum): only the sum, each row's output made 256 channels at
-   a time on the stack (a forward with no backward never reads it). */
+/* Rows r0..r1 of the BatchNorm output (and of sum = res + out), by
+   panels of HPJ__BN_PANEL channels. out = NULL (with sum): only the sum,
+   each panel's output made on the stack (a forward with no backward never
+   reads it). */
 static void hpj__bn_out_rows(float *out, const float *inp, const float *mean, const float *rstd, const float *gamma,
                              const float *beta, int r0, int r1, int D, int relu, const float *res, float *sum) {
-    int i, c;
-    for (i = r0; i < r1; ++i) {
-        const float *x = inp + (ptrdiff_t)i * D;
-        float *y;
-        if (!out) {
-            float t[HPJ__BN_PANEL];
-            const float *r = res + (ptrdiff_t)i * D;
-            float *o = sum + (ptrdiff_t)i * D;
-            int c0, w;
-            for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
-                w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
-                hpj__bn_row_any(t, x + c0, mean + c0, rstd + c0, gamma ? gamma + c0 : NULL, beta ? beta + c0 : NULL, w,
-                                relu, 0);
+    int i, c, c0, w;
+    for (i = r0; i < r1; ++i)
+        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
+            float t[HPJ__BN_PANEL], *y = out ? out + (ptrdiff_t)i * D + c0 : t;
+            w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
+            hpj__bn_row_any(y, inp + (ptrdiff_t)i * D + c0, mean + c0, rstd + c0, gamma ? gamma + c0 : NULL,
+                            beta ? beta + c0 : NULL, w, relu, 0);
+            if (sum) {
+                const float *r = res + (ptrdiff_t)i * D + c0;
+                float *o = sum + (ptrdiff_t)i * D + c0;
                 HPJ__OMP(simd)
-                for (c = 0; c < w; ++c) o[c0 + c] = r[c0 + c] + t[c];
+                for (c = 0; c < w; ++c) o[c] = r[c] + y[c];
             }
-            continue;
         }
-        y = out + (ptrdiff_t)i * D;
-        hpj__bn_row_any(y, x, mean, rstd, gamma, beta, D, relu, 0);
-        if (sum) {
-            const float *r = res + (ptrdiff_t)i * D;
-            float *o = sum + (ptrdiff_t)i * D;
-            HPJ__OMP(simd)
-            for (c = 0; c < D; ++c) o[c] = r[c] + y[c];
-        }
-    }
 }
 
 /* BatchNorm forward (training mode), optionally fused with a ReLU on the
