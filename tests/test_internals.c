@@ -259,7 +259,8 @@ static void test_bn_sums_isas(void) {
    class counts, at a width past one stack panel of channels, and with the
    sum written in place over the residual (a layer on classes). */
 static void test_bn_sum_only(void) {
-    int N = 300, D = 300, k, inplace, i;
+    enum { BN_D = 300 }; /* channels (the statistics buffer st is sized by it) */
+    int N = 300, D = BN_D, k, inplace, i;
     hpj_rng r;
     hpj_rng_seed(&r, 8);
     for (k = 0; k < 2; ++k)
@@ -268,7 +269,7 @@ static void test_bn_sum_only(void) {
             float *x = (float *)malloc(sizeof(float) * nd), *res = (float *)malloc(sizeof(float) * nd);
             float *y = (float *)malloc(sizeof(float) * nd), *s1 = (float *)malloc(sizeof(float) * nd);
             float *s2 = (float *)malloc(sizeof(float) * nd), *g = (float *)malloc(sizeof(float) * D);
-            float *b = (float *)malloc(sizeof(float) * D), st[4 * 300];
+            float *b = (float *)malloc(sizeof(float) * D), st[4 * BN_D];
             int32_t *cnt = k ? (int32_t *)malloc(sizeof(int32_t) * (size_t)N) : NULL;
             int ntot = 0;
             for (i = 0; i < (int)nd; ++i) x[i] = 2.0f * hpj_rng_uniform(&r) - 1.0f, res[i] = hpj_rng_uniform(&r);
