@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.11.4 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.11.5 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -103,6 +103,19 @@
        each reproducible and thread-count independent.
 
    RECENT CHANGES
+       0.11.5 (same bits as 0.11.4) with the two paths side by side
+              (hpj__fwd_split) each path's thread builds that path's
+              inputs (node copies, edges, features, classes) and the
+              targets Phi of its share of the EMA encoder's graphs, and
+              the context path's thread forms the predictor's input: work
+              that ran in parallel regions or on thread 0 alone before and
+              after the split. PROTEINS d = 128 1.002-1.007 median (the
+              inputs), 1.000-1.004 (Phi and q), each batch once per
+              variant. The path builders' per-thread stamp goes by the
+              innermost team of more than one thread (a region nested in
+              the split has one). Test model.target_overflow: the m(u)
+              overflow stops a step with the same reason on 1 and 2
+              threads, and target_clamp guards it.
        0.11.4 (same bits as 0.11.3) the patch encoder no longer copies a
               layer's class rows out to every copy when the next layer
               runs on classes: that layer's GINE forward, residual gather
@@ -462,7 +475,7 @@
 
 #define HPJEPA_VERSION_MAJOR 0
 #define HPJEPA_VERSION_MINOR 11
-#define HPJEPA_VERSION_PATCH 4
+#define HPJEPA_VERSION_PATCH 5
 
 #ifndef HPJDEF
 #ifdef HPJ_STATIC
@@ -9172,11 +9185,20 @@ static hpj_status hpj__pscr_init(hpj__pscr *ps, const hpj_dataset *ds) {
     return HPJ_OK;
 }
 
-/* The calling thread's stamp. */
+/* The calling thread's stamp: its number in the innermost team of more
+   than one thread (inside a region nested in hpj__fwd_split's, a team of
+   one, omp_get_thread_num() is 0 on both of the split's threads; active
+   regions do not nest here, hpj__two_ok). */
 static int32_t *hpj__pscr_mine(const hpj__pscr *ps) {
     int t = 0;
 #ifdef _OPENMP
-    t = omp_get_thread_num();
+    int l;
+    for (l = omp_get_level(); l > 0; --l)
+        if (omp_get_team_size(l) > 1) {
+            t = omp_get_ancestor_thread_num(l);
+            break;
+        }
+    if (t >= ps->nthr) t = 0; /* (cannot happen: regions use at most nthr threads) */
 #endif
     return ps->buf + (size_t)t * (size_t)ps->maxn;
 }
@@ -10913,6 +10935,54 @@ static void hpj__wait_flag(int *flag) {
     HPJ__OMP(flush)
 }
 
+/* A path's inputs: its node copies, their edges (CSR, with the reverse
+   entries hpj_gine_backward reads for the context path, ctx = 1) and
+   features. */
+static void hpj__path_inputs(hpj__trainer *tr, hpj__gnn_ws *w, const hpj__item *it, int ctx) {
+    const hpj_model *m = tr->m;
+    hpj__path_fill(tr->ds, &tr->tk, it, &w->path, &tr->ps, ctx && m->edge_onehot);
+    hpj__path_features(m, tr->ds, w);
+}
+
+/* The targets Phi(u) = [cosh m(u), sinh m(u)] of graphs b0 .. b1 - 1
+   into w->yt, m(u) clamped to +-target_clamp when that is set. Returns -1,
+   or the first of these targets (in graph order) whose m(u) would make
+   cosh / sinh overflow float, its m(u) in *bad. */
+static int32_t hpj__targets_phi(const hpj__trainer *tr, hpj__step_ws *w, int32_t b0, int32_t b1, int32_t Tm,
+                                double *bad) {
+    const hpj_config *cfg = &tr->m->cfg;
+    int32_t b;
+    for (b = b0; b < b1; ++b) {
+        int32_t t0 = tr->tptr[b], nt = tr->tptr[b + 1] - t0, j;
+        for (j = 0; j < nt; ++j) {
+            double mu = w->mu[(size_t)b * Tm + j];
+            if (cfg->target_clamp > 0.0f) mu = mu > cfg->target_clamp ? cfg->target_clamp : mu < -cfg->target_clamp ? -cfg->target_clamp : mu;
+            if (!(fabs(mu) < 88.0)) {
+                *bad = mu;
+                return t0 + j;
+            }
+            w->yt[(size_t)(t0 + j) * 2] = (float)cosh(mu);
+            w->yt[(size_t)(t0 + j) * 2 + 1] = (float)sinh(mu);
+        }
+    }
+    return -1;
+}
+
+/* The predictor's input q_t = s_c + p_t for each target t of each context c. */
+static void hpj__pred_input(const hpj__trainer *tr, hpj__step_ws *w, int32_t B) {
+    const hpj_model *m = tr->m;
+    int32_t b, D = m->D;
+    for (b = 0; b < B; ++b) {
+        int32_t t;
+        for (t = tr->tptr[b]; t < tr->tptr[b + 1]; ++t) {
+            int d;
+            const float *sc = w->ec.x[m->cfg.blocks] + (size_t)b * D, *pt = w->pt.p + (size_t)t * D;
+            float *q = w->pr.a[0] + (size_t)t * D;
+            for (d = 0; d < D; ++d) q[d] = sc[d] + pt[d];
+        }
+    }
+}
+
 /* The context path's forward: patch tokens z and structural queries p of
    the contexts (and p of the targets, for the predictor), x = z + p (token
    dropout on it), online encoder: s. */
@@ -11008,12 +11078,19 @@ static double hpj__wtime(void) {
 #endif
 }
 
-/* The two paths side by side, each on one thread: thread 0 runs the
-   target path's patch encoder and then the EMA encoder on the first bs
-   graphs; thread 1 the context path and then the EMA encoder on the rest
-   (once thread 0's target input is ready). Each operation is the one of
-   the serial order with the same inputs, and no result bit depends on
-   the thread count or on bs, so the bits are those of the serial order,
+/* The two paths side by side, each on one thread: thread 0 builds the
+   target path's inputs (hpj__path_inputs), runs its patch encoder and
+   then the EMA encoder and the targets Phi on the first bs graphs;
+   thread 1 builds the context path's inputs, runs the context path, forms
+   the predictor's input, then the EMA encoder and the targets Phi of the
+   rest (once thread 0's target input is ready). *badt, *badmu: the first
+   target whose m(u) overflows, as hpj__targets_phi (or -1). The inputs
+   built here instead of in parallel regions before the split: PROTEINS
+   d = 128 1.002-1.007 median in five paired runs (tools/paired_step.py);
+   the targets Phi and the predictor's input here: 1.000-1.004 (neutral,
+   kept: work off the serial path). Each operation is the one of the
+   serial order with the same inputs, and no result bit depends on the
+   thread count or on bs, so the bits are those of the serial order,
    with one care: the target path's BatchNorms update the running
    statistics after the context path's, so they keep their update terms
    (HPJ__TRAIN_DEFER) and hpj__gnn_defer_apply applies them after the
@@ -11022,11 +11099,12 @@ static double hpj__wtime(void) {
    timed without its wait for the target input: with the wait, a thread 1
    done first looked as busy as thread 0 and bs stayed where it was). */
 static void hpj__fwd_split(hpj__trainer *tr, hpj__step_ws *w, int l, int32_t B, int32_t T, int32_t Tm,
-                           uint64_t drop_seed) {
+                           uint64_t drop_seed, int32_t *badt, double *badmu) {
     hpj_model *m = tr->m;
     int tmode = tr->mode == HPJ__TRAIN ? HPJ__TRAIN_DEFER : HPJ__TRAIN_FROZEN, ready = 0;
     double f = tr->split[l] > 0.0 ? tr->split[l] : 0.5, fl1 = 0.0, tm[4] = {0, 0, 0, 0};
-    int32_t bs = (int32_t)(f * B + 0.5);
+    int32_t bs = (int32_t)(f * B + 0.5), bad[2] = {-1, -1};
+    double bmu[2] = {0.0, 0.0};
     bs = HPJ__MAX(0, HPJ__MIN(B, bs));
     HPJ__OMP(parallel num_threads(2))
     {
@@ -11037,6 +11115,7 @@ static void hpj__fwd_split(hpj__trainer *tr, hpj__step_ws *w, int l, int32_t B, 
         nth = omp_get_num_threads();
 #endif
         if (id == 0) {
+            hpj__path_inputs(tr, &w->gt, tr->tgt, 0);
             hpj__gnn_forward(m, &w->gt, tmode, 0);
             hpj__fwd_target_input(tr, w, B, Tm);
             HPJ__OMP(flush) /* the target input is written before the flag (OpenMP's producer / consumer pattern) */
@@ -11044,21 +11123,27 @@ static void hpj__fwd_split(hpj__trainer *tr, hpj__step_ws *w, int l, int32_t B, 
             ready = 1;
             t1 = hpj__wtime();
             hpj__fwd_ema(tr, w, 0, bs, B, T, Tm);
+            bad[0] = hpj__targets_phi(tr, w, 0, bs, Tm, &bmu[0]);
             tm[0] = t1 - t0;
             tm[1] = hpj__wtime() - t1;
         }
         if (id == 1 || nth == 1) { /* (a team of one runs both parts) */
             t0 = hpj__wtime();
+            hpj__path_inputs(tr, &w->gc, tr->ctx, 1);
             hpj__fwd_context(tr, w, B, T, drop_seed);
+            hpj__pred_input(tr, w, B);
             tm[2] = hpj__wtime() - t0; /* (without the wait below: what bs can balance) */
             hpj__wait_flag(&ready);
             t1 = hpj__wtime();
             hpj__fwd_ema(tr, w, bs, B, B, T, Tm);
+            bad[1] = hpj__targets_phi(tr, w, bs, B, Tm, &bmu[1]);
             tm[3] = hpj__wtime() - t1;
             if (id == 1) fl1 = hpj__flops - f0;
         }
     }
     hpj__flops += fl1;
+    *badt = bad[0] >= 0 ? bad[0] : bad[1]; /* the first in graph order */
+    *badmu = bad[0] >= 0 ? bmu[0] : bmu[1];
     if (tmode == HPJ__TRAIN_DEFER) hpj__gnn_defer_apply(m, &w->gt);
     /* next bs: thread 0's patch encoder + bs graphs' EMA time = thread 1's
        context path + the rest, at this step's EMA time per graph */
@@ -11113,8 +11198,9 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     size_t mark;
     hpj_status st;
     uint64_t drop_seed = cfg->seed ^ 0xD50FULL;
-    int train_drop = (tr->mode == HPJ__TRAIN);
-    double L_sum;
+    int train_drop = (tr->mode == HPJ__TRAIN), split = hpj__split_ok(m);
+    int32_t badt = -1; /* a target whose m(u) overflows cosh / sinh (hpj__targets_phi) */
+    double L_sum, badmu = 0.0;
     *loss = 0.0;
     *active = 0;
     B = hpj__sample(tr, batch, nb, l, &T);
@@ -11133,19 +11219,19 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     hpj__step_bind(&tr->arena, m, &w, B, T, Tm, cc, ct, train_drop);
 
     /* -- inputs -- */
-    hpj__path_fill(ds, &tr->tk, tr->ctx, &w.gc.path, &tr->ps, m->edge_onehot); /* rev: hpj_gine_backward's */
-    hpj__path_fill(ds, &tr->tk, tr->tgt, &w.gt.path, &tr->ps, 0);              /* no backward */
-    hpj__path_features(m, ds, &w.gc);
-    hpj__path_features(m, ds, &w.gt);
+    if (!split) { /* (side by side, each path's thread builds its own: hpj__fwd_split) */
+        hpj__path_inputs(tr, &w.gc, tr->ctx, 1);
+        hpj__path_inputs(tr, &w.gt, tr->tgt, 0);
+    }
     if (!tr->grads_zero) memset(m->grads, 0, sizeof(float) * m->num_params);
     tr->grads_zero = 0;
 
     /* -- forward: the context path (patch tokens z and structural queries p,
        the online encoder) and the target path (z of the targets, the EMA
        encoder's means m(u)), one after the other or side by side -- */
-    if (hpj__split_ok(m)) {
+    if (split) {
         hpj__adam_job_finish(&tr->pend); /* (nothing parked: hpj__park_ok) */
-        hpj__fwd_split(tr, &w, l, B, T, Tm, drop_seed);
+        hpj__fwd_split(tr, &w, l, B, T, Tm, drop_seed, &badt, &badmu); /* (with the targets Phi and q) */
     } else {
         /* the target path's patch encoder first, with the last step's
            parked optimizer pass beside its products (hpj__adam_park); its
@@ -11160,38 +11246,21 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
         if (tmode == HPJ__TRAIN_DEFER) hpj__gnn_defer_apply(m, &w.gt);
         hpj__fwd_target_input(tr, &w, B, Tm);
         hpj__fwd_ema(tr, &w, 0, B, B, T, Tm);
+        badt = hpj__targets_phi(tr, &w, 0, B, Tm, &badmu);
+        hpj__pred_input(tr, &w, B);
     }
-    /* targets Phi(u) = [cosh m(u), sinh m(u)] */
-    for (b = 0; b < B; ++b) {
-        int32_t t0 = tr->tptr[b], nt = tr->tptr[b + 1] - t0, j;
-        for (j = 0; j < nt; ++j) {
-            double mu = w.mu[(size_t)b * Tm + j];
-            if (cfg->target_clamp > 0.0f) mu = mu > cfg->target_clamp ? cfg->target_clamp : mu < -cfg->target_clamp ? -cfg->target_clamp : mu;
-            if (!(fabs(mu) < 88.0)) {
-                hpj_arena_reset(&tr->arena, mark);
-                return hpj__fail(HPJ_ERR_NUMERIC,
-                                 "epoch %lld, step %lld, resolution %d (K=%d): target mean m(u) = %g makes cosh/sinh "
-                                 "overflow float; set target_clamp (e.g. 20) to guard",
-                                 (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], mu);
-            }
-            w.yt[(size_t)(t0 + j) * 2] = (float)cosh(mu);
-            w.yt[(size_t)(t0 + j) * 2 + 1] = (float)sinh(mu);
-        }
+    if (badt >= 0) {
+        hpj_arena_reset(&tr->arena, mark);
+        return hpj__fail(HPJ_ERR_NUMERIC,
+                         "epoch %lld, step %lld, resolution %d (K=%d): target mean m(u) = %g makes cosh/sinh "
+                         "overflow float; set target_clamp (e.g. 20) to guard",
+                         (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], badmu);
     }
     if (tr->targets) {
         if (tr->reuse_targets) memcpy(w.yt, tr->targets, sizeof(float) * 2 * (size_t)T);
         else memcpy(tr->targets, w.yt, sizeof(float) * 2 * (size_t)T);
     }
-    /* predictor on s_c + p_t */
-    for (b = 0; b < B; ++b) {
-        int32_t t;
-        for (t = tr->tptr[b]; t < tr->tptr[b + 1]; ++t) {
-            int d;
-            const float *sc = w.ec.x[cfg->blocks] + (size_t)b * D, *pt = w.pt.p + (size_t)t * D;
-            float *q = w.pr.a[0] + (size_t)t * D;
-            for (d = 0; d < D; ++d) q[d] = sc[d] + pt[d];
-        }
-    }
+    /* predictor on q = s_c + p_t (hpj__pred_input) */
     hpj__pred_forward(m, &w.pr, drop_seed);
     /* loss: SmoothL1 per coordinate, averaged over 2 coordinates and all T
        selected targets of the minibatch (the paper's Z_l normaliser) */

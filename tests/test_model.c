@@ -994,6 +994,56 @@ static void test_target_fold(void) {
    epoch (shuffle, edge-dropped partition, targets, dropout) is a function of
    the seed, the epoch and the step. The config exercises all of them, with
    a cosine schedule, warmup, clipping and a growing EMA momentum. */
+/* A target mean m(u) past what cosh / sinh can hold in float stops the step
+   with HPJ_ERR_NUMERIC and a reason naming the step, the resolution and
+   the guard, on 1 thread and on 2 (where the two halves of the batch's
+   targets are computed on the two threads side by side, hpj__fwd_split:
+   the same first target, so the same reason); with target_clamp set the
+   same model gives a finite loss. The EMA copy of the last block's output
+   bias, raised to 1000, moves every m(u) by about 1000. */
+static void test_target_overflow(void) {
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    int32_t gs[32];
+    int i, t, clamp;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    for (i = 0; i < 32; ++i) gs[i] = i;
+    for (clamp = 0; clamp < 2; ++clamp) {
+        hpj_config c;
+        hpj_model m;
+        char why[2][512];
+        tiny_config(&c);
+        if (clamp) CHECK_OK(hpj_config_set(&c, "target_clamp", "20"));
+        CHECK_OK(hpj_model_init(&m, &c, &ds));
+        for (i = 0; i < m.D; ++i) m.tgt[m.cfg.blocks - 1].b2[i] = 1000.0f;
+        for (t = 0; t < 2; ++t) {
+            double L = 0.0;
+            hpj_status st;
+#ifdef _OPENMP
+            omp_set_num_threads(t + 1);
+#endif
+            st = hpj_model_loss(&m, &ds, gs, 32, 1, 11, NULL, 0, &L);
+            if (clamp) {
+                CHECK_MSG(st == HPJ_OK && L == L && L < 1e30, "target_clamp 20, %d thread(s): status %d, loss %g", t + 1,
+                          (int)st, L);
+                continue;
+            }
+            CHECK_EQ_INT(st, HPJ_ERR_NUMERIC);
+            snprintf(why[t], sizeof why[t], "%s", hpj_last_error());
+            CHECK_MSG(strstr(why[t], "resolution 2 (K=4)") && strstr(why[t], "target mean m(u)") &&
+                          strstr(why[t], "target_clamp"),
+                      "%d thread(s): reason \"%s\"", t + 1, why[t]);
+        }
+        if (!clamp) CHECK_MSG(strcmp(why[0], why[1]) == 0, "1 thread: \"%s\", 2 threads: \"%s\"", why[0], why[1]);
+#ifdef _OPENMP
+        omp_set_num_threads(2);
+#endif
+        hpj_model_free(&m);
+    }
+    hpj_dataset_free(&ds);
+}
+
 static void test_resume_exact(void) {
     const char *dir = test_dataset("MUTAG");
     hpj_dataset ds;
@@ -1089,6 +1139,7 @@ const test_case model_tests[] = {
     {"model.ema_update_rule", test_ema_update_rule},
     {"model.qk_idle", test_qk_idle},
     {"model.target_fold", test_target_fold},
+    {"model.target_overflow", test_target_overflow},
     {"model.loss_decreases", test_loss_decreases},
     {"model.deterministic_and_threads", test_deterministic_and_threads},
     {"model.checkpoint", test_checkpoint},

@@ -11,14 +11,17 @@ when the program exits, prints one line per phase to stderr:
 
 (summed over every step of the run; the percentages are of the phases'
 sum, which leaves out the sampling of contexts and targets at the head of
-each step). Phases, in step order: inputs (the batch paths and features),
+each step). Phases, in step order: inputs (the batch paths and features;
+with the paths side by side, only the gradient zeroing: hpj__fwd_split
+builds them),
 ctx (the context path's forward: patch encoder, structural queries, online
 encoder), gnnT (the patch encoder on the target patches), encT/fwd (the
 targets' input copy and the EMA target encoder; when the two paths run side
 by side, hpj__fwd_split, the whole forward, and ctx and gnnT stay 0; set
 HPJ__SPLIT_MAX_D to 0 in the scratch copy to time the paths one after the
 other), tgt+ (the targets Phi and
-the predictor's input), pred, predB (loss and predictor backward), encB,
+the predictor's input; with the paths side by side hpj__fwd_split forms
+both, and tgt+ is only the overflow check), pred, predB (loss and predictor backward), encB,
 peB, gnnB (the backwards), adam (gradient norm, the fused Adam / EMA pass).
 Build it with `bash tools/paired_step.sh OUTDIR` and run, from the
 repository root, for example
@@ -44,7 +47,7 @@ MARKS = [
     ("    /* -- forward: the context path", "inputs"),
     ("        hpj__gnn_forward(m, &w.gt,", "ctx"),
     ("        hpj__fwd_target_input(tr, &w, B, Tm);", "gnnT"),
-    ("    /* targets Phi(u)", "encT/fwd"),
+    ("    if (badt >= 0) {", "encT/fwd"),
     ("    hpj__pred_forward(m, &w.pr, drop_seed);", "tgt+"),
     ("    /* loss: SmoothL1", "pred"),
     ("    hpj__enc_backward(m, &w.ec, w.ds, w.dx, NULL);", "predB"),
