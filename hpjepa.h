@@ -113,9 +113,12 @@
               inputs), 1.000-1.004 (Phi and q), each batch once per
               variant. The path builders' per-thread stamp goes by the
               innermost team of more than one thread (a region nested in
-              the split has one). Test model.target_overflow: the m(u)
-              overflow stops a step with the same reason on 1 and 2
-              threads, and target_clamp guards it.
+              the split has one). The backward's sums of the
+              predictor's input gradient over each context's targets
+              (ds_c) run on the team (1.001-1.003). Test
+              model.target_overflow: the m(u) overflow stops a step with
+              the same reason on 1 and 2 threads, and target_clamp
+              guards it.
        0.11.4 (same bits as 0.11.3) the patch encoder no longer copies a
               layer's class rows out to every copy when the next layer
               runs on classes: that layer's GINE forward, residual gather
@@ -11276,6 +11279,7 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     /* -- backward -- */
     hpj__pred_backward(m, &w.pr, w.dy, w.dq);
     /* q_t = s_c + p_t: ds_c = sum of dq over c's targets, dp_t = dq_t */
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)T * D >= HPJ__PAR_ELEMS))
     for (b = 0; b < B; ++b) {
         int32_t t, d;
         float *o = w.ds + (size_t)b * D;
