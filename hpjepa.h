@@ -9201,7 +9201,8 @@ static int32_t *hpj__pscr_mine(const hpj__pscr *ps) {
             t = omp_get_ancestor_thread_num(l);
             break;
         }
-    if (t >= ps->nthr) t = 0; /* (cannot happen: regions use at most nthr threads) */
+    if (t >= ps->nthr) t = 0; /* (cannot happen: the builders' regions use at most nthr threads, and
+                                     hpj__step splits the paths only when nthr >= 2) */
 #endif
     return ps->buf + (size_t)t * (size_t)ps->maxn;
 }
@@ -11201,7 +11202,10 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     size_t mark;
     hpj_status st;
     uint64_t drop_seed = cfg->seed ^ 0xD50FULL;
-    int train_drop = (tr->mode == HPJ__TRAIN), split = hpj__split_ok(m);
+    /* (the split's two threads each need a stamp of the path builders: a
+       thread count raised after the trainer was made, from a progress
+       callback, runs the paths one after the other) */
+    int train_drop = (tr->mode == HPJ__TRAIN), split = hpj__split_ok(m) && tr->ps.nthr >= 2;
     int32_t badt = -1; /* a target whose m(u) overflows cosh / sinh (hpj__targets_phi) */
     double L_sum, badmu = 0.0;
     *loss = 0.0;

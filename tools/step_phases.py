@@ -19,10 +19,10 @@ encoder), gnnT (the patch encoder on the target patches), encT/fwd (the
 targets' input copy and the EMA target encoder; when the two paths run side
 by side, hpj__fwd_split, the whole forward, and ctx and gnnT stay 0; set
 HPJ__SPLIT_MAX_D to 0 in the scratch copy to time the paths one after the
-other), tgt+ (the targets Phi and
-the predictor's input; with the paths side by side hpj__fwd_split forms
-both, and tgt+ is only the overflow check), pred, predB (loss and predictor backward), encB,
-peB, gnnB (the backwards), adam (gradient norm, the fused Adam / EMA pass).
+other), tgt+ (the targets Phi and the predictor's input; with the paths
+side by side hpj__fwd_split forms both, and tgt+ is only the overflow
+check), pred, predB (loss and predictor backward), encB, peB, gnnB (the
+backwards), adam (gradient norm, the fused Adam / EMA pass).
 Build it with `bash tools/paired_step.sh OUTDIR` and run, from the
 repository root, for example
 
