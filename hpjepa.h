@@ -134,9 +134,10 @@
               AVX-512 path, each lane in row order as the loops (the same
               bits; tests nn.linear_bias_grad, internals.bn_sums_isas).
               Later layers' class keys skip an integer division per entry
-              when there is one edge type. Paired, each batch once per variant, PROTEINS d = 128: class
-              map 1.014-1.018 (target path) and 1.012-1.017 (context
-              path), column sums 1.006-1.012, bias rows 1.006-1.009,
+              when there is one edge type. Paired, each batch once per
+              variant, PROTEINS d = 128: class map 1.014-1.018 (target
+              path) and 1.012-1.017 (context path), column sums
+              1.006-1.012, bias rows 1.006-1.009,
               BatchNorm sums 1.002-1.011; DD: BatchNorm sum only totals
               1.021-1.035. The 0.11.3 and 0.11.4 binaries alternating,
               vCPUs near: d = 128 +3.6-9 % a pair (5928 / 6202, 6079 /
