@@ -1159,6 +1159,11 @@ typedef struct hpj_block_cache {
     float *ln2_rstd; /* (B*T) */
     float *fch;      /* (B*T, F) */
     float *fch_act;  /* (B*T, F) */
+    float *dact;     /* (B*T, F) or NULL (hpj_block_cache_bind's choice):
+                        with GELU, the forward also writes GELU'(fch) here
+                        and the backward multiplies by it instead of
+                        recomputing it (the same bits); it may be fch
+                        itself, which the forward then overwrites */
 } hpj_block_cache;
 HPJDEF size_t hpj_block_cache_count(int B, int T, int D, int H, int F);
 HPJDEF void hpj_block_cache_bind(hpj_block_cache *c, float *flat, int B, int T, int D, int H, int F);
@@ -6545,11 +6550,20 @@ static int hpj__two_ok(void) {
 #endif
 }
 
-/* Part 0 or 1 of hpj__linear_back2. */
+/* y (n) = 0 + y g: the GELU backward with GELU' at hand (hpj__gelu16's
+   set form: 0 + the gradient, which turns a -0 into +0) */
+static void hpj__gate_mul(float *y, const float *g, size_t n) {
+    int64_t i, nn = (int64_t)n;
+    HPJ__OMP(simd)
+    for (i = 0; i < nn; ++i) y[i] = 0.0f + y[i] * g[i];
+}
+
+/* Part 0 or 1 of hpj__linear_back2g. */
 static void hpj__linear_back_part(int part, float *dinp, float beta, float *dW, float *db, const float *dout,
-                                  const float *inp, const float *W, int N, int Din, int Dout) {
+                                  const float *inp, const float *W, int N, int Din, int Dout, const float *gate) {
     if (part == 0) {
         if (dinp) hpj_gemm(0, 0, N, Din, Dout, 1.0f, dout, Dout, W, Din, beta, dinp, Din);
+        if (dinp && gate) hpj__gate_mul(dinp, gate, (size_t)N * Din);
         return;
     }
     if (dW) hpj_gemm(1, 0, Dout, Din, N, 1.0f, dout, Dout, inp, Din, 1.0f, dW, Din);
@@ -6567,18 +6581,28 @@ static void hpj__linear_back_part(int part, float *dinp, float beta, float *dW, 
 #ifndef HPJ__PAIR_MACS
 #define HPJ__PAIR_MACS 4e7
 #endif
-static void hpj__linear_back2(float *dinp, float beta, float *dW, float *db, const float *dout, const float *inp,
-                              const float *W, int N, int Din, int Dout) {
+/* hpj__linear_back2 with gate (N x Din) non-NULL (beta = 0 then): dinp
+   multiplied by it in place after its product, on the same thread (the
+   block's GELU backward, hpj_block_cache's dact). */
+static void hpj__linear_back2g(float *dinp, float beta, float *dW, float *db, const float *dout, const float *inp,
+                               const float *W, int N, int Din, int Dout, const float *gate) {
     int part;
     if (N <= 0) return;
     if (dinp && (dW || db) && (double)N * Din * Dout <= HPJ__PAIR_MACS && hpj__two_ok()) {
         HPJ__OMP(parallel for num_threads(2) schedule(static, 1))
-        for (part = 0; part < 2; ++part) hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
+        for (part = 0; part < 2; ++part)
+            hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout, gate);
     } else {
         /* (not one region with an if clause: inside an inactive region,
            libgomp gives every nested region of the GEMMs a new team) */
-        for (part = 0; part < 2; ++part) hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
+        for (part = 0; part < 2; ++part)
+            hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout, gate);
     }
+}
+
+static void hpj__linear_back2(float *dinp, float beta, float *dW, float *db, const float *dout, const float *inp,
+                              const float *W, int N, int Din, int Dout) {
+    hpj__linear_back2g(dinp, beta, dW, db, dout, inp, W, N, Din, Dout, NULL);
 }
 
 HPJDEF void hpj_linear_backward(float *dinp, float *dW, float *db, const float *dout, const float *inp,
@@ -6747,21 +6771,28 @@ static HPJ__INLINE __m512 hpj__ncdf16(__m512 x) {
     return _mm512_mask_blend_ps(small, q, _mm512_add_ps(HPJ__C(0.5f), _mm512_mul_ps(HPJ__C(0.5f), e)));
 }
 
-/* Elements [16 b0, 16 b1) (clipped to n) of the GELU forward (dout = NULL)
-   or backward (set: y = 0 + the gradient, without reading y). */
-static void hpj__gelu16(float *y, const float *x, const float *dout, size_t n, int64_t b0, int64_t b1, int set) {
+/* phi(x), the normal density */
+static HPJ__INLINE __m512 hpj__pdf16(__m512 v) {
+    return _mm512_mul_ps(HPJ__C(0.3989422804014327f), hpj__expf16(_mm512_mul_ps(_mm512_mul_ps(HPJ__C(-0.5f), v), v)));
+}
+
+/* Elements [16 b0, 16 b1) (clipped to n) of the GELU forward (dout = NULL;
+   der: also GELU'(x) there, or NULL) or backward (set: y = 0 + the
+   gradient, without reading y). der may be x itself. */
+static void hpj__gelu16(float *y, float *der, const float *x, const float *dout, size_t n, int64_t b0, int64_t b1,
+                        int set) {
     int64_t b;
     for (b = b0; b < b1; ++b) {
         size_t i = (size_t)b * 16, w = n - i < 16 ? n - i : 16;
         __mmask16 k = (__mmask16)(w == 16 ? 0xFFFFu : (1u << w) - 1u);
         __m512 v = _mm512_maskz_loadu_ps(k, x + i);
         if (!dout) {
-            _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(v, hpj__ncdf16(v)));
+            __m512 p = hpj__ncdf16(v);
+            _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(v, p));
+            if (der) _mm512_mask_storeu_ps(der + i, k, _mm512_add_ps(p, _mm512_mul_ps(v, hpj__pdf16(v))));
         } else { /* dinp += dout (Phi(x) + x phi(x)) */
-            __m512 pdf = _mm512_mul_ps(HPJ__C(0.3989422804014327f),
-                                       hpj__expf16(_mm512_mul_ps(_mm512_mul_ps(HPJ__C(-0.5f), v), v)));
             __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dout + i),
-                                     _mm512_add_ps(hpj__ncdf16(v), _mm512_mul_ps(v, pdf)));
+                                     _mm512_add_ps(hpj__ncdf16(v), _mm512_mul_ps(v, hpj__pdf16(v))));
             _mm512_mask_storeu_ps(y + i, k, _mm512_add_ps(set ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(k, y + i), g));
         }
     }
@@ -6810,9 +6841,14 @@ static HPJ__INLINE __m256 hpj__ncdf8(__m256 x) {
     return _mm256_blendv_ps(q, e, small);
 }
 
-/* Elements [8 b0, 8 b1) (clipped to n) of the GELU forward (dout = NULL)
-   or backward (set: as hpj__gelu16). */
-static void hpj__gelu8(float *y, const float *x, const float *dout, size_t n, int64_t b0, int64_t b1, int set) {
+static HPJ__INLINE __m256 hpj__pdf8(__m256 v) {
+    return _mm256_mul_ps(HPJ__C(0.3989422804014327f), hpj__expf8(_mm256_mul_ps(_mm256_mul_ps(HPJ__C(-0.5f), v), v)));
+}
+
+/* Elements [8 b0, 8 b1) (clipped to n) of the GELU forward (dout = NULL;
+   der as in hpj__gelu16) or backward (set: as hpj__gelu16). */
+static void hpj__gelu8(float *y, float *der, const float *x, const float *dout, size_t n, int64_t b0, int64_t b1,
+                       int set) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     int64_t b;
     for (b = b0; b < b1; ++b) {
@@ -6821,13 +6857,17 @@ static void hpj__gelu8(float *y, const float *x, const float *dout, size_t n, in
         __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), lane);
         __m256 v = w == 8 ? _mm256_loadu_ps(x + i) : _mm256_maskload_ps(x + i, k), r;
         if (!dout) {
-            r = _mm256_mul_ps(v, hpj__ncdf8(v));
+            __m256 p = hpj__ncdf8(v);
+            r = _mm256_mul_ps(v, p);
+            if (der) {
+                __m256 dv = _mm256_add_ps(p, _mm256_mul_ps(v, hpj__pdf8(v)));
+                if (w == 8) _mm256_storeu_ps(der + i, dv);
+                else _mm256_maskstore_ps(der + i, k, dv);
+            }
         } else { /* dinp += dout (Phi(x) + x phi(x)) */
-            __m256 pdf = _mm256_mul_ps(HPJ__C(0.3989422804014327f),
-                                       hpj__expf8(_mm256_mul_ps(_mm256_mul_ps(HPJ__C(-0.5f), v), v)));
             __m256 dy = w == 8 ? _mm256_loadu_ps(dout + i) : _mm256_maskload_ps(dout + i, k);
             __m256 y0 = set ? _mm256_setzero_ps() : w == 8 ? _mm256_loadu_ps(y + i) : _mm256_maskload_ps(y + i, k);
-            r = _mm256_add_ps(y0, _mm256_mul_ps(dy, _mm256_add_ps(hpj__ncdf8(v), _mm256_mul_ps(v, pdf))));
+            r = _mm256_add_ps(y0, _mm256_mul_ps(dy, _mm256_add_ps(hpj__ncdf8(v), _mm256_mul_ps(v, hpj__pdf8(v)))));
         }
         if (w == 8) _mm256_storeu_ps(y + i, r);
         else _mm256_maskstore_ps(y + i, k, r); /* (slow on AMD: tails only) */
@@ -6839,15 +6879,15 @@ static void hpj__gelu8(float *y, const float *x, const float *dout, size_t n, in
 /* The GELU forward (dout = NULL) or backward with the AVX-512 or AVX2
    kernel when that is the selected ISA (hpj_gemm_set_isa); 0: use the C
    loops. Threads share the work in runs of 1024 elements. */
-static int hpj__gelu_vec(float *y, const float *x, const float *dout, size_t n, int set) {
+static int hpj__gelu_vec(float *y, float *der, const float *x, const float *dout, size_t n, int set) {
     int isa = hpj_gemm_isa();
     int64_t b, nb;
-    (void)b, (void)nb, (void)y, (void)x, (void)dout, (void)n, (void)set;
+    (void)b, (void)nb, (void)y, (void)der, (void)x, (void)dout, (void)n, (void)set;
 #if defined(HPJ__GEMM_AVX512)
     if (isa == HPJ_GEMM_AVX512) {
         nb = ((int64_t)n + 15) / 16;
         HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
-        for (b = 0; b < nb; b += 64) hpj__gelu16(y, x, dout, n, b, HPJ__MIN(nb, b + 64), set);
+        for (b = 0; b < nb; b += 64) hpj__gelu16(y, der, x, dout, n, b, HPJ__MIN(nb, b + 64), set);
         return 1;
     }
 #endif
@@ -6855,7 +6895,7 @@ static int hpj__gelu_vec(float *y, const float *x, const float *dout, size_t n, 
     if (isa == HPJ_GEMM_AVX2) {
         nb = ((int64_t)n + 7) / 8;
         HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 32))
-        for (b = 0; b < nb; b += 128) hpj__gelu8(y, x, dout, n, b, HPJ__MIN(nb, b + 128), set);
+        for (b = 0; b < nb; b += 128) hpj__gelu8(y, der, x, dout, n, b, HPJ__MIN(nb, b + 128), set);
         return 1;
     }
 #endif
@@ -6863,24 +6903,38 @@ static int hpj__gelu_vec(float *y, const float *x, const float *dout, size_t n, 
     return 0;
 }
 
-HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n) {
+/* hpj_gelu_forward; der (n) non-NULL: also GELU'(inp) = Phi + x phi, the
+   factor hpj__gelu_back would compute (the same operations, so the same
+   bits). der may be inp itself. */
+static void hpj__gelu_fwd(float *out, float *der, const float *inp, size_t n) {
     int64_t b, nb = ((int64_t)n + 15) / 16;
-    if (hpj__gelu_vec(out, inp, NULL, n, 0)) return;
+    if (hpj__gelu_vec(out, der, inp, NULL, n, 0)) return;
     HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
     for (b = 0; b < nb; ++b) {
-        float t[16];
+        float t[16], p[16];
         int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b);
         hpj__ld16(t, inp + 16 * b, w);
-        for (l = 0; l < 16; ++l) t[l] = t[l] * hpj__ncdf(t[l]);
+        for (l = 0; l < 16; ++l) p[l] = hpj__ncdf(t[l]);
+        if (der) {
+            float d[16];
+            for (l = 0; l < 16; ++l) {
+                float pdf = 0.3989422804014327f * hpj__expf(-0.5f * t[l] * t[l]);
+                d[l] = p[l] + t[l] * pdf;
+            }
+            hpj__st16(der + 16 * b, d, w);
+        }
+        for (l = 0; l < 16; ++l) t[l] = t[l] * p[l];
         hpj__st16(out + 16 * b, t, w);
     }
 }
+
+HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n) { hpj__gelu_fwd(out, NULL, inp, n); }
 
 /* hpj_gelu_backward; set: into a dinp taken as zeros (not read: the
    block's backward saves zeroing it and reading it back). */
 static void hpj__gelu_back(float *dinp, const float *dout, const float *inp, size_t n, int set) {
     int64_t b, nb = ((int64_t)n + 15) / 16;
-    if (hpj__gelu_vec(dinp, inp, dout, n, set)) return;
+    if (hpj__gelu_vec(dinp, NULL, inp, dout, n, set)) return;
     /* out = x Phi(x): dout/dx = Phi(x) + x phi(x) */
     HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
     for (b = 0; b < nb; ++b) {
@@ -8184,6 +8238,7 @@ HPJDEF void hpj_block_cache_bind(hpj_block_cache *c, float *flat, int B, int T, 
     c->ln2_rstd = c->ln2_mean + hpj__r16(bt);
     c->fch = c->ln2_rstd + hpj__r16(bt);
     c->fch_act = c->fch + hpj__r16(bt * (size_t)F);
+    c->dact = NULL;
 }
 
 HPJDEF size_t hpj_block_scratch_count(int B, int T, int D, int H, int F) {
@@ -8230,7 +8285,7 @@ static void hpj__block_front(hpj_block_cache *c, const float *inp, const hpj_blo
     hpj__add_inplace(c->x1, inp, nd);
     hpj_layernorm_forward(c->ln2, c->ln2_mean, c->ln2_rstd, c->x1, p->ln2_g, p->ln2_b, N, D, 1e-5f);
     hpj_linear_forward(c->fch, c->ln2, p->W1, p->b1, N, D, F);
-    if (act == HPJ_ACT_GELU) hpj_gelu_forward(c->fch_act, c->fch, (size_t)N * F);
+    if (act == HPJ_ACT_GELU) hpj__gelu_fwd(c->fch_act, c->dact, c->fch, (size_t)N * F);
     else hpj_relu_forward(c->fch_act, c->fch, (size_t)N * F);
 }
 
@@ -8256,10 +8311,16 @@ HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *d
     if (N <= 0 || (!dinp && !dp)) return;
     /* y = x1 + fch_act W2^T + b2 */
     memcpy(dx1, dout, nd * sizeof(float));
-    hpj__linear_back2(dF1, 0.0f, dp ? dp->W2 : NULL, dp ? dp->b2 : NULL, dout, c->fch_act, p->W2, N, F, D);
+    if (act == HPJ_ACT_GELU && c->dact) { /* with the forward's GELU'(fch): dF2 = 0 + dF1 GELU', in place */
+        hpj__linear_back2g(dF1, 0.0f, dp ? dp->W2 : NULL, dp ? dp->b2 : NULL, dout, c->fch_act, p->W2, N, F, D,
+                           c->dact);
+        dF2 = dF1;
+    } else {
+        hpj__linear_back2(dF1, 0.0f, dp ? dp->W2 : NULL, dp ? dp->b2 : NULL, dout, c->fch_act, p->W2, N, F, D);
+    }
     /* fch_act = act(fch); GELU writes dF2 as if it were zeros */
     if (act == HPJ_ACT_GELU) {
-        hpj__gelu_back(dF2, dF1, c->fch, nf, 1);
+        if (!c->dact) hpj__gelu_back(dF2, dF1, c->fch, nf, 1);
     } else {
         memset(dF2, 0, nf * sizeof(float));
         hpj_relu_backward(dF2, dF1, c->fch_act, nf);
@@ -10562,6 +10623,9 @@ static void hpj__enc_bind(hpj_arena *a, const hpj_model *m, hpj__enc_ws *w, int 
         if (train || i == 0) {
             float *flat = hpj_arena_floats(a, cc + 1);
             hpj_block_cache_bind(&w->cache[i], flat, B, T, D, H, F);
+            /* the backward reads the GELU's input only through GELU':
+               the forward overwrites fch with it */
+            if (train && m->cfg.ffn_act == HPJ_ACT_GELU) w->cache[i].dact = w->cache[i].fch;
         } else {
             w->cache[i] = w->cache[0];
         }

@@ -1552,6 +1552,76 @@ static void test_block_single(void) {
     free(c.w);
 }
 
+/* A cache with dact set (the training encoder's: fch itself, or a buffer
+   of its own) gives the GELU block the same output and the same gradients,
+   bit for bit, as one without (the backward then recomputes GELU' from
+   fch), on every compiled ISA, for one-token and masked sequences, with
+   pre-activations spread over the erfc range and a lane tail (F = 40). */
+static void test_block_dact(void) {
+    hpj_rng r;
+    int isa, T, mode;
+    const int B = 3, D = 16, H = 4, F = 40;
+    uint8_t km[15] = {1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1};
+    size_t np = hpj_block_param_count(D, F), cc = hpj_block_cache_count(B, 5, D, H, F);
+    float *flat = fbuf(np), *cflat = fbuf(cc), *own = fbuf((size_t)B * 5 * F);
+    float *scratch = fbuf(hpj_block_scratch_count(B, 5, D, H, F));
+    float *x = fbuf((size_t)B * 5 * D), *w = fbuf((size_t)B * 5 * D);
+    float *out[3], *dx[3], *gp[3];
+    hpj_block_params p;
+    hpj_rng_seed(&r, 97);
+    for (mode = 0; mode < 3; ++mode) {
+        out[mode] = fbuf((size_t)B * 5 * D);
+        dx[mode] = fbuf((size_t)B * 5 * D);
+        gp[mode] = fbuf(np);
+    }
+    hpj_block_params_bind(&p, flat, D, F);
+    hpj_block_params_init(&p, D, F, &r);
+    fill_uniform(p.b1, F, -3.0f, 3.0f, &r); /* fch past |x| = sqrt 2 (the erfc branch) in many lanes */
+    fill_uniform(p.W1, (size_t)F * D, -1.0f, 1.0f, &r);
+    fill_uniform(x, (size_t)B * 5 * D, -2.0f, 2.0f, &r);
+    fill_uniform(w, (size_t)B * 5 * D, -1.0f, 1.0f, &r);
+    for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
+        if (hpj_gemm_set_isa(isa) != 0) continue;
+        for (T = 1; T <= 5; T += 4) {
+            size_t nx = (size_t)B * T * D;
+            const uint8_t *mask = T == 1 ? NULL : km;
+            int far = 0;
+            for (mode = 0; mode < 3; ++mode) { /* dact NULL, fch, a buffer of its own */
+                hpj_block_cache c;
+                hpj_block_params g;
+                size_t i;
+                hpj_block_cache_bind(&c, cflat, B, T, D, H, F);
+                CHECK(c.dact == NULL);
+                c.dact = mode == 0 ? NULL : mode == 1 ? c.fch : own;
+                memset(gp[mode], 0, np * sizeof(float));
+                memset(dx[mode], 0, nx * sizeof(float));
+                hpj_block_params_bind(&g, gp[mode], D, F);
+                hpj_block_forward(out[mode], &c, x, &p, mask, NULL, B, T, D, H, F, HPJ_ACT_GELU);
+                if (mode == 2)
+                    for (i = 0; i < (size_t)B * T * F; ++i) far += fabsf(c.fch[i]) > 1.5f;
+                hpj_block_backward(dx[mode], &g, w, x, &p, &c, scratch, mask, NULL, B, T, D, H, F, HPJ_ACT_GELU);
+            }
+            CHECK_MSG(far > B * T * F / 8, "isa %d T %d: only %d pre-activations in the erfc range", isa, T, far);
+            for (mode = 1; mode < 3; ++mode)
+                CHECK_MSG(bits_equal(out[0], out[mode], nx) && bits_equal(dx[0], dx[mode], nx) &&
+                              bits_equal(gp[0], gp[mode], np),
+                          "isa %d T %d: dact %s changes the block's bits", isa, T, mode == 1 ? "= fch" : "buffer");
+        }
+    }
+    hpj_gemm_set_isa(-1);
+    for (mode = 0; mode < 3; ++mode) {
+        free(out[mode]);
+        free(dx[mode]);
+        free(gp[mode]);
+    }
+    free(flat);
+    free(cflat);
+    free(own);
+    free(scratch);
+    free(x);
+    free(w);
+}
+
 /* ---- losses ------------------------------------------------------------- */
 
 typedef struct {
@@ -2032,6 +2102,7 @@ const test_case nn_tests[] = {
     {"nn.attention", test_attention},
     {"nn.block", test_block},
     {"nn.block_single", test_block_single},
+    {"nn.block_dact", test_block_dact},
     {"nn.losses", test_losses},
     {"nn.adam", test_adam},
     {"nn.adam_blocks", test_adam_blocks},
