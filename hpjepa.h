@@ -10598,12 +10598,25 @@ static void hpj__pe_backward(hpj_model *m, const hpj__pe_ws *w, int32_t S, const
 
 /* ==== model: token encoders (online f_theta and EMA target) =============== */
 
+/* Floats of one scratch of hpj__enc_backward's pipeline, and whether the
+   pipeline can run: one-token sequences, products small enough to pair
+   (hpj__linear_back2). */
+static size_t hpj__pipe_count(int N, int D, int F) {
+    size_t nd = (size_t)N * D, nf = (size_t)N * F;
+    return 4 * hpj__r16(nd) + 2 * hpj__r16(nf);
+}
+static int hpj__enc_pipe_fits(const hpj_model *m, int B, int T) {
+    return T == 1 && m->cfg.blocks > 0 && (double)B * m->D * HPJ__MAX(m->D, m->Fh) <= HPJ__PAIR_MACS;
+}
+
 typedef struct hpj__enc_ws {
     int B, T, nblocks, train;
     float *x[HPJ_MAX_BLOCKS + 1];          /* (B*T, D) block inputs; x[nblocks] = output */
     hpj_block_cache cache[HPJ_MAX_BLOCKS]; /* one per block when training, else shared */
     float *scratch;                        /* backward scratch                         */
     float *dA, *dB;                        /* (B*T, D)                                 */
+    float *pipe[2];                        /* hpj__enc_backward's two-thread pipeline's
+                                              scratches (hpj__enc_pipe_fits), or NULL */
 } hpj__enc_ws;
 
 static void hpj__enc_bind(hpj_arena *a, const hpj_model *m, hpj__enc_ws *w, int B, int T, int train) {
@@ -10634,6 +10647,8 @@ static void hpj__enc_bind(hpj_arena *a, const hpj_model *m, hpj__enc_ws *w, int 
         w->scratch = hpj_arena_floats(a, hpj_block_scratch_count(B, T, D, H, F) + 1);
         w->dA = hpj_arena_floats(a, BTD);
         w->dB = hpj_arena_floats(a, BTD);
+        if (hpj__enc_pipe_fits(m, B, T) && hpj__two_ok())
+            for (i = 0; i < 2; ++i) w->pipe[i] = hpj_arena_floats(a, hpj__pipe_count(B, D, F) + 1);
     }
 }
 
@@ -10699,6 +10714,150 @@ static void hpj__enc_forward_mean(hpj_model *m, hpj__enc_ws *w, const hpj_block_
     }
 }
 
+/* Waits until another thread of the team has set *ctr to v or more (after
+   its writes: OpenMP's producer / consumer pattern, a flush on both
+   sides); hpj__post sets it. */
+static void hpj__wait_count(int *ctr, int v) {
+    int seen;
+    do {
+        HPJ__OMP(atomic read)
+        seen = *ctr;
+    } while (seen < v);
+    HPJ__OMP(flush)
+}
+static void hpj__post(int *ctr, int v) {
+    HPJ__OMP(flush)
+    HPJ__OMP(atomic write)
+    *ctr = v;
+    (void)v; /* (GCC 12 takes v in an atomic write as set but not used) */
+}
+
+/* The online encoder's backward on two threads as a pipeline, for
+   one-token sequences (the context path: every block on the v-only path)
+   whose products are small enough to pair (hpj__linear_back2): one thread
+   runs the chain of input gradients (the four products' dX, the GELU
+   factor, the LayerNorms' dinp, the residuals) block after block, the
+   other follows with everything nothing downstream waits for (the weight
+   and bias gradients, the LayerNorms' gain and shift gradients), each
+   task as soon as the chain has posted its input. One parallel region for
+   the encoder instead of about six per block, and the chain no longer
+   waits at every pair for the slower half. Every gradient is computed as
+   in hpj_block_backward by one thread (the same bits); the two scratches
+   (hpj__enc_ws's pipe, by block parity) keep the inputs of the parameter
+   tasks until they are done. The chain runs on thread 1, the thread of
+   the context path when the paths run side by side (hpj__fwd_split),
+   whose caches still hold the encoder's weights and activations.
+   Paired, each batch once per variant, PROTEINS d = 128: vCPUs far apart
+   1.019-1.034, near 1.002-1.013 (the chain on thread 0: 1.001-1.009 far,
+   1.00 near); DD 1.013-1.014 (totals 1.014-1.022). */
+#define HPJ__PIPE_TASKS 5
+/* tests/test_internals.c turns the pipeline off to compare the bits,
+   and sets hpj__pipe_lag (seconds) to hold each parameter task back, so
+   that the chain runs ahead as far as the waits let it; hpj__enc_pipes
+   counts the backwards the pipeline ran */
+static int hpj__enc_pipe_on = 1;
+static double hpj__pipe_lag;
+static int64_t hpj__enc_pipes;
+
+typedef struct hpj__pipe_blk {
+    float *dx1, *dln2, *datty, *dln1, *dF1, *dF2; /* (N, D) x 4, (N, F) x 2 */
+} hpj__pipe_blk;
+
+static void hpj__pipe_bind(hpj__pipe_blk *k, float *s, const hpj_block_cache *c, int N, int D, int F) {
+    size_t nd = hpj__r16((size_t)N * D);
+    k->dx1 = s;
+    k->dln2 = s + nd;
+    k->datty = s + 2 * nd;
+    k->dln1 = s + 3 * nd;
+    k->dF1 = s + 4 * nd;
+    k->dF2 = c->dact ? k->dF1 : k->dF1 + hpj__r16((size_t)N * F); /* (the GELU factor applied in place) */
+}
+
+/* The chain: the input gradients; *done1 counts the parameter tasks
+   done, *posted the chain's inputs ready (task q of the pipeline reads
+   input q). */
+static void hpj__pipe_chain(hpj_model *m, hpj__enc_ws *w, const float *dy, float *dx, int *posted, int *done1) {
+    int i, nb = w->nblocks, N = w->B, D = m->D, F = m->Fh, act = m->cfg.ffn_act;
+    size_t nd = (size_t)N * D, nf = (size_t)N * F;
+    const float *dcur = dy;
+    float *bufs[2];
+    bufs[0] = w->dA;
+    bufs[1] = w->dB;
+    for (i = nb - 1; i >= 0; --i) {
+        const hpj_block_params *p = &m->p.blk[i];
+        const hpj_block_cache *c = &w->cache[i];
+        float *dnext = (i == 0) ? dx : bufs[i & 1], *Wv = p->Wqkv + 2 * (size_t)D * D;
+        int q = HPJ__PIPE_TASKS * (nb - 1 - i);
+        hpj__pipe_blk k;
+        hpj__pipe_bind(&k, w->pipe[i & 1], c, N, D, F);
+        /* block i + 2's tasks, on this scratch, are done */
+        if (i + 2 < nb) hpj__wait_count(done1, q - HPJ__PIPE_TASKS);
+        hpj__post(posted, q + 1); /* task 0 reads dcur */
+        /* y = x1 + fch_act W2^T + b2 */
+        memcpy(k.dx1, dcur, nd * sizeof(float));
+        hpj__linear_back_part(0, k.dF1, 0.0f, NULL, NULL, dcur, NULL, p->W2, N, F, D,
+                              act == HPJ_ACT_GELU ? c->dact : NULL);
+        if (act == HPJ_ACT_GELU) {
+            if (!c->dact) hpj__gelu_back(k.dF2, k.dF1, c->fch, nf, 1);
+        } else {
+            memset(k.dF2, 0, nf * sizeof(float));
+            hpj_relu_backward(k.dF2, k.dF1, c->fch_act, nf);
+        }
+        hpj__post(posted, q + 2); /* task 1 reads dF2 */
+        /* fch = ln2 W1^T + b1; ln2 = LN(x1) */
+        hpj__linear_back_part(0, k.dln2, 0.0f, NULL, NULL, k.dF2, NULL, p->W1, N, D, F, NULL);
+        hpj_layernorm_backward(k.dx1, NULL, NULL, k.dln2, c->x1, p->ln2_g, c->ln2_mean, c->ln2_rstd, N, D);
+        hpj__post(posted, q + 3); /* task 2 reads dln2 and dx1 */
+        /* x1 = x + atty Wo^T + bo; atty = v = ln1 Wv^T + bv */
+        hpj__linear_back_part(0, k.datty, 0.0f, NULL, NULL, k.dx1, NULL, p->Wo, N, D, D, NULL);
+        hpj__post(posted, q + 4); /* task 3 reads datty */
+        hpj__linear_back_part(0, k.dln1, 0.0f, NULL, NULL, k.datty, NULL, Wv, N, D, D, NULL);
+        hpj__post(posted, q + 5); /* task 4 reads dln1 */
+        /* ln1 = LN(x), and the residual; dnext is block i + 1's dcur
+           (task 0 of block i + 1 read it) */
+        if (i + 1 < nb) hpj__wait_count(done1, q - HPJ__PIPE_TASKS + 1);
+        hpj__zero(dnext, nd);
+        hpj_layernorm_backward(dnext, NULL, NULL, k.dln1, w->x[i], p->ln1_g, c->ln1_mean, c->ln1_rstd, N, D);
+        hpj__add_inplace(dnext, k.dx1, nd);
+        dcur = dnext;
+    }
+}
+
+/* The other part: the gradients of the parameters, task by task. */
+static void hpj__pipe_params(hpj_model *m, hpj__enc_ws *w, const float *dy, int *posted, int *done1) {
+    int nb = w->nblocks, N = w->B, D = m->D, F = m->Fh, q;
+    for (q = 0; q < HPJ__PIPE_TASKS * nb; ++q) {
+        int i = nb - 1 - q / HPJ__PIPE_TASKS;
+        const hpj_block_params *p = &m->p.blk[i];
+        hpj_block_params *g = &m->g.blk[i];
+        const hpj_block_cache *c = &w->cache[i];
+        const float *dcur = i == nb - 1 ? dy : (i + 1) & 1 ? w->dB : w->dA;
+        hpj__pipe_blk k;
+        hpj__pipe_bind(&k, w->pipe[i & 1], c, N, D, F);
+        hpj__wait_count(posted, q + 1);
+        if (hpj__pipe_lag > 0.0) {
+            double t0 = hpj__wtime();
+            while (hpj__wtime() - t0 < hpj__pipe_lag) continue;
+        }
+        switch (q % HPJ__PIPE_TASKS) {
+        case 0: hpj__linear_back_part(1, NULL, 0.0f, g->W2, g->b2, dcur, c->fch_act, p->W2, N, F, D, NULL); break;
+        case 1: hpj__linear_back_part(1, NULL, 0.0f, g->W1, g->b1, k.dF2, c->ln2, p->W1, N, D, F, NULL); break;
+        case 2:
+            hpj_layernorm_backward(NULL, g->ln2_g, g->ln2_b, k.dln2, c->x1, p->ln2_g, c->ln2_mean, c->ln2_rstd, N, D);
+            hpj__linear_back_part(1, NULL, 0.0f, g->Wo, g->bo, k.dx1, c->atty, p->Wo, N, D, D, NULL);
+            break;
+        case 3:
+            hpj__linear_back_part(1, NULL, 0.0f, g->Wqkv + 2 * (size_t)D * D, g->bqkv + 2 * D, k.datty, c->ln1,
+                                  p->Wqkv + 2 * (size_t)D * D, N, D, D, NULL);
+            break;
+        default:
+            hpj_layernorm_backward(NULL, g->ln1_g, g->ln1_b, k.dln1, w->x[i], p->ln1_g, c->ln1_mean, c->ln1_rstd, N,
+                                   D);
+        }
+        hpj__post(done1, q + 1);
+    }
+}
+
 /* dx (B*T, D) = d(output)/d(input)^T dy, accumulating parameter grads. */
 static void hpj__enc_backward(hpj_model *m, hpj__enc_ws *w, const float *dy, float *dx, const uint8_t *mask) {
     int i;
@@ -10708,6 +10867,25 @@ static void hpj__enc_backward(hpj_model *m, hpj__enc_ws *w, const float *dy, flo
     bufs[0] = w->dA;
     bufs[1] = w->dB;
     if (w->nblocks == 0) { memcpy(dx, dy, sizeof(float) * n); return; }
+    if (hpj__enc_pipe_on && !mask && w->pipe[0] && hpj__two_ok()) {
+        int posted = 0, done1 = 0, two = 0;
+        HPJ__OMP(parallel num_threads(2))
+        {
+            int id = 0;
+#ifdef _OPENMP
+            id = omp_get_thread_num();
+            HPJ__OMP(single)
+            two = omp_get_num_threads() == 2;
+#endif
+            if (two && id == 1) hpj__pipe_chain(m, w, dy, dx, &posted, &done1);
+            if (two && id == 0) hpj__pipe_params(m, w, dy, &posted, &done1);
+        }
+        if (two) {
+            hpj__enc_pipes++;
+            hpj__enc_flops(m, w->B, w->T, 1, 2.0);
+            return;
+        }
+    }
     for (i = w->nblocks - 1; i >= 0; --i) {
         float *dnext = (i == 0) ? dx : bufs[i & 1];
         hpj__zero(dnext, n);
@@ -10993,16 +11171,8 @@ static void hpj__adam_park(hpj__trainer *tr, float lr, float gscale, float mom, 
     j->next = eb;
 }
 
-/* Waits until another thread of the team sets *flag (after its writes:
-   OpenMP's producer / consumer pattern, a flush on both sides). */
-static void hpj__wait_flag(int *flag) {
-    int seen;
-    do {
-        HPJ__OMP(atomic read)
-        seen = *flag;
-    } while (!seen);
-    HPJ__OMP(flush)
-}
+/* Waits until another thread of the team sets *flag (hpj__wait_count). */
+static void hpj__wait_flag(int *flag) { hpj__wait_count(flag, 1); }
 
 /* A path's inputs: its node copies, their edges (CSR, with the reverse
    entries hpj_gine_backward reads for the context path, ctx = 1) and

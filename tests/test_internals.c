@@ -166,6 +166,55 @@ static void test_park_failure(void) {
 #endif
 }
 
+/* The online encoder's two-thread backward pipeline (hpj__enc_backward,
+   0.11.6): training with it and without (each block's backward in turn)
+   gives the same bits, with ReLU and GELU (the forward's GELU' in the
+   cache), two blocks and five (the scratches by block parity: the chain
+   waits for the parameter tasks of block i + 2), with the parameter tasks
+   held back (hpj__pipe_lag) in the five-block runs, and it ran. */
+static void test_enc_pipe(void) {
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    int32_t *gs;
+    int act, blocks;
+#ifndef _OPENMP
+    skip_without_openmp();
+    return;
+#endif
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    gs = test_all_graphs(&ds);
+    for (act = 0; act < 2; ++act)
+        for (blocks = 2; blocks <= 5; blocks += 3) {
+            hpj_model m[2];
+            int k;
+            for (k = 0; k < 2; ++k) { /* k = 0: block by block, 1: the pipeline */
+                hpj_config c;
+                park_config(&c);
+                hpj_config_set(&c, "blocks", blocks == 2 ? "2" : "5");
+                hpj_config_set(&c, "ffn_act", act ? "gelu" : "relu");
+                hpj_config_set(&c, "ffn", "40");
+                hpj_config_set(&c, "epochs", "1");
+                hpj_config_set(&c, "seed", "4");
+                hpj__enc_pipe_on = k;
+                hpj__enc_pipes = 0;
+                hpj__pipe_lag = blocks == 5 ? 2e-5 : 0.0;
+                CHECK_OK(hpj_model_init(&m[k], &c, &ds));
+                CHECK_OK(hpj_pretrain(&m[k], &ds, gs, ds.num_graphs, 0, NULL, NULL));
+                hpj__pipe_lag = 0.0;
+                if (k == 0) CHECK_MSG(hpj__enc_pipes == 0, "the pipeline ran while off");
+                else CHECK_MSG(hpj__enc_pipes >= 9, "the pipeline ran %lld times", (long long)hpj__enc_pipes);
+            }
+            hpj__enc_pipe_on = 1;
+            CHECK_MSG(memcmp(m[0].params, m[1].params, sizeof(float) * m[0].num_params) == 0 &&
+                          memcmp(m[0].ema, m[1].ema, sizeof(float) * m[0].enc_count) == 0,
+                      "%s, %d blocks: the model trained with the pipeline differs", act ? "gelu" : "relu", blocks);
+            for (k = 0; k < 2; ++k) hpj_model_free(&m[k]);
+        }
+    free(gs);
+    hpj_dataset_free(&ds);
+}
+
 /* The patch encoder leaves a layer's class rows unexpanded when the next
    layer runs on classes, which reads them through the class map
    (hpj__cls_map), forward and (without edge labels) backward: training
@@ -290,6 +339,7 @@ const test_case internals_tests[] = {
     {"internals.park", test_park},
     {"internals.park_failure", test_park_failure},
     {"internals.cls_map", test_cls_map},
+    {"internals.enc_pipe", test_enc_pipe},
     {"internals.bn_sums_isas", test_bn_sums_isas},
     {"internals.bn_sum_only", test_bn_sum_only},
 };
