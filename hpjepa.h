@@ -103,6 +103,22 @@
        each reproducible and thread-count independent.
 
    RECENT CHANGES
+       0.11.6 (same bits as 0.11.5) the online encoder's backward with
+              two threads and one-token contexts (the context path) is one
+              parallel region run as a pipeline (hpj__enc_backward): thread
+              1, which ran the context path's forward, takes the chain of
+              input gradients block after block, thread 0 the weight, bias
+              and LayerNorm parameter gradients as the chain posts their
+              inputs, instead of about six regions a block, each pairing a
+              product's two halves. The training encoder's forward keeps
+              GELU'(fch) in the block cache (hpj_block_cache.dact, new;
+              NULL from hpj_block_cache_bind: recomputed as before) and the
+              backward multiplies by it beside the W2 input-gradient
+              product instead of recomputing it in a pass of its own.
+              Paired, each batch once per variant, PROTEINS d = 128: GELU'
+              1.012-1.016 median, pipeline 1.002-1.013 with the vCPUs near
+              and 1.019-1.034 far (its chain on thread 0: 1.00-1.009); DD
+              1.013-1.014. Tests nn.block_dact, internals.enc_pipe.
        0.11.5 (same bits as 0.11.4) with the two paths side by side
               (hpj__fwd_split) each path's thread builds that path's
               inputs (node copies, edges, features, classes) and the
@@ -479,7 +495,7 @@
 
 #define HPJEPA_VERSION_MAJOR 0
 #define HPJEPA_VERSION_MINOR 11
-#define HPJEPA_VERSION_PATCH 5
+#define HPJEPA_VERSION_PATCH 6
 
 #ifndef HPJDEF
 #ifdef HPJ_STATIC
