@@ -115,10 +115,16 @@
               NULL from hpj_block_cache_bind: recomputed as before) and the
               backward multiplies by it beside the W2 input-gradient
               product instead of recomputing it in a pass of its own.
+              Attention with 16-float heads, 8 at a time (d = 128, 8
+              heads; the EMA encoder's 2-4 targets): a query's eight dots
+              with a key reduced by one tree of shuffles, the softmax's
+              bookkeeping on the heads' lanes (hpj__att_fwd16x8).
               Paired, each batch once per variant, PROTEINS d = 128: GELU'
               1.012-1.016 median, pipeline 1.002-1.013 with the vCPUs near
-              and 1.019-1.034 far (its chain on thread 0: 1.00-1.009); DD
-              1.013-1.014. Tests nn.block_dact, internals.enc_pipe.
+              and 1.019-1.034 far (its chain on thread 0: 1.00-1.009),
+              attention 1.004-1.007 (five runs); DD 1.013-1.014. Tests
+              nn.block_dact, internals.enc_pipe; nn.attention checks the
+              8-head path's bits against the loop's arithmetic.
        0.11.5 (same bits as 0.11.4) with the two paths side by side
               (hpj__fwd_split) each path's thread builds that path's
               inputs (node copies, edges, features, classes) and the
@@ -8092,6 +8098,84 @@ static void hpj__att_fwd16(float *out, float *att, const float *qkv, const uint8
         _mm512_storeu_ps(out + ((ptrdiff_t)b * T + i) * D + h * 16, o);
     }
 }
+/* Eight 16-float heads of a graph at once, heads 8 g .. 8 g + 7 (hd = 16
+   and H a multiple of 8: d = 128 with 8 heads; T <= HPJ__ATT_T8): a
+   query's eight dot products with a key are reduced together by a tree of
+   shuffles whose every lane adds what hpj__dot16 adds, in its order (lane
+   l + 8, then l + 4, then (0 + 2) + (1 + 3)), and the softmax's compares,
+   sums and quotient run on the eight heads' lanes (expf lane by lane), so
+   the same bits as hpj__att_fwd16 head by head. The EMA encoder's
+   attention over 2-4 targets: 4 dots and 4 softmax weights a query and
+   head, where the per-head reductions and scalar bookkeeping cost more
+   than the arithmetic. */
+#define HPJ__ATT_T8 32
+static void hpj__att_fwd16x8(float *out, float *att, const float *qkv, const uint8_t *km, const float *adj, int b,
+                             int g, int T, int D, int H, float scale) {
+    ptrdiff_t ld = 3 * (ptrdiff_t)D;
+    const float *base = qkv + (ptrdiff_t)b * T * ld + g * 128;
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    float sc[HPJ__ATT_T8][8], e[8];
+    int i, j, h;
+    for (i = 0; i < T; ++i) {
+        __m512 q[8], o[8];
+        __m256 mx = _mm256_setzero_ps(), sum = _mm256_setzero_ps(), inv;
+        const float *a = adj ? adj + ((ptrdiff_t)b * T + i) * T : NULL;
+        float *pa = att + (((ptrdiff_t)b * H + g * 8) * T + i) * T; /* head h's row at pa + h T T */
+        int any = 0;
+        for (h = 0; h < 8; ++h) {
+            q[h] = _mm512_loadu_ps(base + i * ld + h * 16);
+            o[h] = _mm512_setzero_ps();
+        }
+        for (j = 0; j < T; ++j) {
+            const float *k = base + j * ld + D;
+            __m512 p[8], x01, x23, x45, x67, y0, y1, z;
+            __m256 sj;
+            if (km && !km[j]) {
+                for (h = 0; h < 8; ++h) pa[(ptrdiff_t)h * T * T + j] = 0.0f;
+                continue;
+            }
+            for (h = 0; h < 8; ++h) p[h] = HPJ__FMA16(q[h], _mm512_loadu_ps(k + h * 16), _mm512_setzero_ps());
+            /* lanes l + 8: x01 = [p0's 8 | p1's 8], ... */
+            x01 = _mm512_add_ps(_mm512_shuffle_f32x4(p[0], p[1], 0x44), _mm512_shuffle_f32x4(p[0], p[1], 0xEE));
+            x23 = _mm512_add_ps(_mm512_shuffle_f32x4(p[2], p[3], 0x44), _mm512_shuffle_f32x4(p[2], p[3], 0xEE));
+            x45 = _mm512_add_ps(_mm512_shuffle_f32x4(p[4], p[5], 0x44), _mm512_shuffle_f32x4(p[4], p[5], 0xEE));
+            x67 = _mm512_add_ps(_mm512_shuffle_f32x4(p[6], p[7], 0x44), _mm512_shuffle_f32x4(p[6], p[7], 0xEE));
+            /* lanes l + 4: y0 = [p0's 4 | p1's 4 | p2's 4 | p3's 4] */
+            y0 = _mm512_add_ps(_mm512_shuffle_f32x4(x01, x23, 0x88), _mm512_shuffle_f32x4(x01, x23, 0xDD));
+            y1 = _mm512_add_ps(_mm512_shuffle_f32x4(x45, x67, 0x88), _mm512_shuffle_f32x4(x45, x67, 0xDD));
+            /* 0 + 2 and 1 + 3: 128-bit lane k = [pk's two | p(k+4)'s two] */
+            z = _mm512_add_ps(_mm512_shuffle_ps(y0, y1, 0x44), _mm512_shuffle_ps(y0, y1, 0xEE));
+            /* the last sum: lane 4k head k, lane 4k + 1 head k + 4 */
+            z = _mm512_add_ps(_mm512_shuffle_ps(z, z, 0x88), _mm512_shuffle_ps(z, z, 0xDD));
+            sj = _mm256_mul_ps(_mm512_castps512_ps256(_mm512_permutexvar_ps(order, z)), _mm256_set1_ps(scale));
+            mx = any ? _mm256_blendv_ps(mx, sj, _mm256_cmp_ps(sj, mx, _CMP_GT_OQ)) : sj;
+            any = 1;
+            _mm256_storeu_ps(sc[j], sj);
+        }
+        if (any) {
+            for (j = 0; j < T; ++j) { /* exp(p - mx), summed in key order */
+                __m256 ej;
+                if (km && !km[j]) continue;
+                _mm256_storeu_ps(e, _mm256_sub_ps(_mm256_loadu_ps(sc[j]), mx));
+                for (h = 0; h < 8; ++h) e[h] = expf(e[h]);
+                ej = _mm256_loadu_ps(e);
+                sum = _mm256_add_ps(sum, ej);
+                _mm256_storeu_ps(sc[j], ej);
+            }
+            inv = _mm256_div_ps(_mm256_set1_ps(1.0f), sum);
+            for (j = 0; j < T; ++j) {
+                if (km && !km[j]) continue;
+                _mm256_storeu_ps(e, _mm256_mul_ps(_mm256_loadu_ps(sc[j]), inv));
+                for (h = 0; h < 8; ++h) {
+                    pa[(ptrdiff_t)h * T * T + j] = e[h];
+                    o[h] = HPJ__FMA16(_mm512_set1_ps(a ? e[h] * a[j] : e[h]), _mm512_loadu_ps(base + j * ld + 2 * D + h * 16),
+                                      o[h]);
+                }
+            }
+        }
+        for (h = 0; h < 8; ++h) _mm512_storeu_ps(out + ((ptrdiff_t)b * T + i) * D + g * 128 + h * 16, o[h]);
+    }
+}
 #undef HPJ__FMA16
 #endif
 
@@ -8101,6 +8185,16 @@ HPJDEF void hpj_attention_forward(float *out, float *att, const float *qkv, cons
     float scale = 1.0f / sqrtf((float)hd);
     ptrdiff_t ld = 3 * (ptrdiff_t)D;
     if (B <= 0 || T <= 0 || hd <= 0) return;
+#if defined(HPJ__GEMM_AVX512)
+    if (hd == 16 && H % 8 == 0 && T <= HPJ__ATT_T8 && hpj_gemm_isa() == HPJ_GEMM_AVX512) {
+        int bg, G = H / 8;
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)B * H * T * T * hd >= HPJ__PAR_ELEMS))
+        for (bg = 0; bg < B * G; ++bg)
+            hpj__att_fwd16x8(out, att, qkv, keymask ? keymask + (ptrdiff_t)(bg / G) * T : NULL, adj, bg / G, bg % G, T,
+                             D, H, scale);
+        return;
+    }
+#endif
     HPJ__OMP(parallel for schedule(static) if ((int64_t)B * H * T * T * hd >= HPJ__PAR_ELEMS))
     for (bh = 0; bh < B * H; ++bh) {
         int b = bh / H, h = bh % H, i, j;

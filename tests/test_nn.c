@@ -1300,11 +1300,14 @@ static void test_attention(void) {
     int variant, shape, i, j, d;
     size_t nq;
     hpj_rng_seed(&r, 81);
-    for (shape = 0; shape < 2; ++shape) {
+    for (shape = 0; shape < 3; ++shape) {
         c.B = 3;
         c.T = 5;
-        c.D = shape ? 32 : 40; /* head width 20 (a full 16-lane block and a tail), then 16 (one register) */
-        c.H = 2;
+        /* head width 20 (a full 16-lane block and a tail), then 16 (one
+           register), then 16 with 8 heads (hpj__att_fwd16x8: the eight
+           heads' dots and softmax together) */
+        c.D = shape == 0 ? 40 : shape == 1 ? 32 : 128;
+        c.H = shape == 2 ? 8 : 2;
         nq = (size_t)c.B * c.T * 3 * c.D;
         c.qkv = fbuf(nq);
         c.out = fbuf((size_t)c.B * c.T * c.D);
@@ -1324,7 +1327,7 @@ static void test_attention(void) {
                         CHECK_MSG(fabs(c.out[((size_t)i * c.T + j) * c.D + d] - att_ref(&c, i, j, d)) < 1e-5,
                                   "variant %d: out[%d][%d][%d] = %g, want %g", variant, i, j, d,
                                   c.out[((size_t)i * c.T + j) * c.D + d], att_ref(&c, i, j, d));
-            if (c.D == 32) /* 16-float heads: the loop's exact bits, output and weights */
+            if (c.D == 16 * c.H) /* 16-float heads: the loop's exact bits, output and weights */
                 for (i = 0; i < c.B; ++i)
                     for (j = 0; j < c.T; ++j)
                         for (d = 0; d < c.H; ++d) {
