@@ -6715,6 +6715,9 @@ static HPJ__INLINE float hpj__ncdf(float x) {
     return a < 1.0f ? 0.5f + 0.5f * e : q;
 }
 
+/* phi(x), the normal density (GELU' = Phi + x phi) */
+static HPJ__INLINE float hpj__pdf(float x) { return 0.3989422804014327f * hpj__expf(-0.5f * x * x); }
+
 /* Copies w <= 16 floats to a 16-float block, zero-padded. */
 static HPJ__INLINE void hpj__ld16(float *t, const float *x, int w) {
     int l;
@@ -6939,10 +6942,7 @@ static void hpj__gelu_fwd(float *out, float *der, const float *inp, size_t n) {
         for (l = 0; l < 16; ++l) p[l] = hpj__ncdf(t[l]);
         if (der) {
             float d[16];
-            for (l = 0; l < 16; ++l) {
-                float pdf = 0.3989422804014327f * hpj__expf(-0.5f * t[l] * t[l]);
-                d[l] = p[l] + t[l] * pdf;
-            }
+            for (l = 0; l < 16; ++l) d[l] = p[l] + t[l] * hpj__pdf(t[l]);
             hpj__st16(der + 16 * b, d, w);
         }
         for (l = 0; l < 16; ++l) t[l] = t[l] * p[l];
@@ -6966,10 +6966,7 @@ static void hpj__gelu_back(float *dinp, const float *dout, const float *inp, siz
         hpj__ld16(g, dout + 16 * b, w);
         if (set) memset(d, 0, sizeof(d));
         else hpj__ld16(d, dinp + 16 * b, w);
-        for (l = 0; l < 16; ++l) {
-            float pdf = 0.3989422804014327f * hpj__expf(-0.5f * x[l] * x[l]);
-            d[l] += g[l] * (hpj__ncdf(x[l]) + x[l] * pdf);
-        }
+        for (l = 0; l < 16; ++l) d[l] += g[l] * (hpj__ncdf(x[l]) + x[l] * hpj__pdf(x[l]));
         hpj__st16(dinp + 16 * b, d, w);
     }
 }
@@ -8408,6 +8405,23 @@ HPJDEF void hpj_block_forward(float *out, hpj_block_cache *c, const float *inp, 
     hpj__add_inplace(out, c->x1, (size_t)N * D);
 }
 
+/* The FFN activation's backward (fch_act = act(fch)) from dF1, the
+   gradient of fch_act, into dF2 (GELU and ReLU write it as if it were
+   zeros); returns where the gradient of fch is: dF1 itself when the
+   forward kept GELU' (c->dact), which hpj__act_gate handed to the W2
+   input-gradient product to multiply by. */
+static const float *hpj__act_gate(const hpj_block_cache *c, int act) { return act == HPJ_ACT_GELU ? c->dact : NULL; }
+static float *hpj__act_back(const hpj_block_cache *c, int act, float *dF1, float *dF2, size_t nf) {
+    if (hpj__act_gate(c, act)) return dF1;
+    if (act == HPJ_ACT_GELU) {
+        hpj__gelu_back(dF2, dF1, c->fch, nf, 1);
+    } else {
+        memset(dF2, 0, nf * sizeof(float));
+        hpj_relu_backward(dF2, dF1, c->fch_act, nf);
+    }
+    return dF2;
+}
+
 HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *dout, const float *inp,
                                const hpj_block_params *p, const hpj_block_cache *c, float *scratch,
                                const uint8_t *keymask, const float *adj, int B, int T, int D, int H, int F, int act) {
@@ -8421,20 +8435,9 @@ HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *d
     if (N <= 0 || (!dinp && !dp)) return;
     /* y = x1 + fch_act W2^T + b2 */
     memcpy(dx1, dout, nd * sizeof(float));
-    if (act == HPJ_ACT_GELU && c->dact) { /* with the forward's GELU'(fch): dF2 = 0 + dF1 GELU', in place */
-        hpj__linear_back2g(dF1, 0.0f, dp ? dp->W2 : NULL, dp ? dp->b2 : NULL, dout, c->fch_act, p->W2, N, F, D,
-                           c->dact);
-        dF2 = dF1;
-    } else {
-        hpj__linear_back2(dF1, 0.0f, dp ? dp->W2 : NULL, dp ? dp->b2 : NULL, dout, c->fch_act, p->W2, N, F, D);
-    }
-    /* fch_act = act(fch); GELU writes dF2 as if it were zeros */
-    if (act == HPJ_ACT_GELU) {
-        if (!c->dact) hpj__gelu_back(dF2, dF1, c->fch, nf, 1);
-    } else {
-        memset(dF2, 0, nf * sizeof(float));
-        hpj_relu_backward(dF2, dF1, c->fch_act, nf);
-    }
+    hpj__linear_back2g(dF1, 0.0f, dp ? dp->W2 : NULL, dp ? dp->b2 : NULL, dout, c->fch_act, p->W2, N, F, D,
+                       hpj__act_gate(c, act));
+    dF2 = hpj__act_back(c, act, dF1, dF2, nf);
     /* fch = ln2 W1^T + b1 */
     hpj__linear_back2(dD, 0.0f, dp ? dp->W1 : NULL, dp ? dp->b1 : NULL, dF2, c->ln2, p->W1, N, D, F);
     /* ln2 = LN(x1) */
@@ -10873,14 +10876,14 @@ typedef struct hpj__pipe_blk {
     float *dx1, *dln2, *datty, *dln1, *dF1, *dF2; /* (N, D) x 4, (N, F) x 2 */
 } hpj__pipe_blk;
 
-static void hpj__pipe_bind(hpj__pipe_blk *k, float *s, const hpj_block_cache *c, int N, int D, int F) {
+static void hpj__pipe_bind(hpj__pipe_blk *k, float *s, const hpj_block_cache *c, int act, int N, int D, int F) {
     size_t nd = hpj__r16((size_t)N * D);
     k->dx1 = s;
     k->dln2 = s + nd;
     k->datty = s + 2 * nd;
     k->dln1 = s + 3 * nd;
     k->dF1 = s + 4 * nd;
-    k->dF2 = c->dact ? k->dF1 : k->dF1 + hpj__r16((size_t)N * F); /* (the GELU factor applied in place) */
+    k->dF2 = hpj__act_gate(c, act) ? k->dF1 : k->dF1 + hpj__r16((size_t)N * F); /* (as hpj__act_back returns) */
 }
 
 /* The chain: the input gradients; *done1 counts the parameter tasks
@@ -10899,20 +10902,14 @@ static void hpj__pipe_chain(hpj_model *m, hpj__enc_ws *w, const float *dy, float
         float *dnext = (i == 0) ? dx : bufs[i & 1], *Wv = p->Wqkv + 2 * (size_t)D * D;
         int q = HPJ__PIPE_TASKS * (nb - 1 - i);
         hpj__pipe_blk k;
-        hpj__pipe_bind(&k, w->pipe[i & 1], c, N, D, F);
+        hpj__pipe_bind(&k, w->pipe[i & 1], c, act, N, D, F);
         /* block i + 2's tasks, on this scratch, are done */
         if (i + 2 < nb) hpj__wait_count(done1, q - HPJ__PIPE_TASKS);
         hpj__post(posted, q + 1); /* task 0 reads dcur */
         /* y = x1 + fch_act W2^T + b2 */
         memcpy(k.dx1, dcur, nd * sizeof(float));
-        hpj__linear_back_part(0, k.dF1, 0.0f, NULL, NULL, dcur, NULL, p->W2, N, F, D,
-                              act == HPJ_ACT_GELU ? c->dact : NULL);
-        if (act == HPJ_ACT_GELU) {
-            if (!c->dact) hpj__gelu_back(k.dF2, k.dF1, c->fch, nf, 1);
-        } else {
-            memset(k.dF2, 0, nf * sizeof(float));
-            hpj_relu_backward(k.dF2, k.dF1, c->fch_act, nf);
-        }
+        hpj__linear_back_part(0, k.dF1, 0.0f, NULL, NULL, dcur, NULL, p->W2, N, F, D, hpj__act_gate(c, act));
+        hpj__act_back(c, act, k.dF1, k.dF2, nf);
         hpj__post(posted, q + 2); /* task 1 reads dF2 */
         /* fch = ln2 W1^T + b1; ln2 = LN(x1) */
         hpj__linear_back_part(0, k.dln2, 0.0f, NULL, NULL, k.dF2, NULL, p->W1, N, D, F, NULL);
@@ -10935,7 +10932,7 @@ static void hpj__pipe_chain(hpj_model *m, hpj__enc_ws *w, const float *dy, float
 
 /* The other part: the gradients of the parameters, task by task. */
 static void hpj__pipe_params(hpj_model *m, hpj__enc_ws *w, const float *dy, int *posted, int *done1) {
-    int nb = w->nblocks, N = w->B, D = m->D, F = m->Fh, q;
+    int nb = w->nblocks, N = w->B, D = m->D, F = m->Fh, act = m->cfg.ffn_act, q;
     for (q = 0; q < HPJ__PIPE_TASKS * nb; ++q) {
         int i = nb - 1 - q / HPJ__PIPE_TASKS;
         const hpj_block_params *p = &m->p.blk[i];
@@ -10943,7 +10940,7 @@ static void hpj__pipe_params(hpj_model *m, hpj__enc_ws *w, const float *dy, int 
         const hpj_block_cache *c = &w->cache[i];
         const float *dcur = i == nb - 1 ? dy : (i + 1) & 1 ? w->dB : w->dA;
         hpj__pipe_blk k;
-        hpj__pipe_bind(&k, w->pipe[i & 1], c, N, D, F);
+        hpj__pipe_bind(&k, w->pipe[i & 1], c, act, N, D, F);
         hpj__wait_count(posted, q + 1);
         if (hpj__pipe_lag > 0.0) {
             double t0 = hpj__wtime();
@@ -10970,7 +10967,7 @@ static void hpj__pipe_params(hpj_model *m, hpj__enc_ws *w, const float *dy, int 
 
 /* dx (B*T, D) = d(output)/d(input)^T dy, accumulating parameter grads. */
 static void hpj__enc_backward(hpj_model *m, hpj__enc_ws *w, const float *dy, float *dx, const uint8_t *mask) {
-    int i;
+    int i, two = 0;
     size_t n = (size_t)w->B * w->T * m->D;
     const float *dcur = dy;
     float *bufs[2];
@@ -10978,7 +10975,7 @@ static void hpj__enc_backward(hpj_model *m, hpj__enc_ws *w, const float *dy, flo
     bufs[1] = w->dB;
     if (w->nblocks == 0) { memcpy(dx, dy, sizeof(float) * n); return; }
     if (hpj__enc_pipe_on && !mask && w->pipe[0] && hpj__two_ok()) {
-        int posted = 0, done1 = 0, two = 0;
+        int posted = 0, done1 = 0;
         HPJ__OMP(parallel num_threads(2))
         {
             int id = 0;
@@ -10990,13 +10987,9 @@ static void hpj__enc_backward(hpj_model *m, hpj__enc_ws *w, const float *dy, flo
             if (two && id == 1) hpj__pipe_chain(m, w, dy, dx, &posted, &done1);
             if (two && id == 0) hpj__pipe_params(m, w, dy, &posted, &done1);
         }
-        if (two) {
-            hpj__enc_pipes++;
-            hpj__enc_flops(m, w->B, w->T, 1, 2.0);
-            return;
-        }
+        hpj__enc_pipes += two;
     }
-    for (i = w->nblocks - 1; i >= 0; --i) {
+    for (i = w->nblocks - 1; i >= 0 && !two; --i) { /* (block by block when the pipeline did not run) */
         float *dnext = (i == 0) ? dx : bufs[i & 1];
         hpj__zero(dnext, n);
         hpj_block_backward(dnext, &m->g.blk[i], dcur, w->x[i], &m->p.blk[i], &w->cache[i], w->scratch, mask, NULL, w->B,
@@ -11281,8 +11274,6 @@ static void hpj__adam_park(hpj__trainer *tr, float lr, float gscale, float mom, 
     j->next = eb;
 }
 
-/* Waits until another thread of the team sets *flag (hpj__wait_count). */
-static void hpj__wait_flag(int *flag) { hpj__wait_count(flag, 1); }
 
 /* A path's inputs: its node copies, their edges (CSR, with the reverse
    entries hpj_gine_backward reads for the context path, ctx = 1) and
@@ -11467,9 +11458,7 @@ static void hpj__fwd_split(hpj__trainer *tr, hpj__step_ws *w, int l, int32_t B, 
             hpj__path_inputs(tr, &w->gt, tr->tgt, 0);
             hpj__gnn_forward(m, &w->gt, tmode, 0);
             hpj__fwd_target_input(tr, w, B, Tm);
-            HPJ__OMP(flush) /* the target input is written before the flag (OpenMP's producer / consumer pattern) */
-            HPJ__OMP(atomic write)
-            ready = 1;
+            hpj__post(&ready, 1); /* (after the target input) */
             t1 = hpj__wtime();
             hpj__fwd_ema(tr, w, 0, bs, B, T, Tm);
             bad[0] = hpj__targets_phi(tr, w, 0, bs, Tm, &bmu[0]);
@@ -11482,7 +11471,7 @@ static void hpj__fwd_split(hpj__trainer *tr, hpj__step_ws *w, int l, int32_t B, 
             hpj__fwd_context(tr, w, B, T, drop_seed);
             hpj__pred_input(tr, w, B);
             tm[2] = hpj__wtime() - t0; /* (without the wait below: what bs can balance) */
-            hpj__wait_flag(&ready);
+            hpj__wait_count(&ready, 1);
             t1 = hpj__wtime();
             hpj__fwd_ema(tr, w, bs, B, B, T, Tm);
             bad[1] = hpj__targets_phi(tr, w, bs, B, Tm, &bmu[1]);
