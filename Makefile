@@ -103,7 +103,8 @@ $(B)/bench_optional: tools/bench_optional.c $(HDRS)
 
 CHECKS := $(B)/check-cxx.o $(B)/check-pedantic.o $(B)/check-embedded.o $(B)/bench_optional
 TEST_BUILDS := all $(B)/tests $(B)/tests-asan $(B)/tests-noomp $(B)/hpjepa-asan $(CHECKS) $(TCC_BUILDS) $(CLANG_BUILDS)
-# the suite's builds run one job per core unless make already runs with -j
+# the suite's builds run one job per core unless make already has a
+# jobserver (make -jN test, N > 1)
 # (from nothing on 2 cores: 6.2 min one after another, 3.4 min side by side)
 NPROC ?= $(shell nproc 2>/dev/null || echo 1)
 test:
