@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.11.5 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.11.6 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 

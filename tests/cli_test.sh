@@ -34,6 +34,13 @@ else
     echo "  (no $DATA or python3: dataset checks skipped)"
 fi
 
+# -- the version: the header's title line names the one the program reports
+# (HPJEPA_VERSION_*), so that a release bump cannot leave it behind --
+ver=$("$HPJ" --version 2>/dev/null | awk '{ print $2 }')
+title=$(head -n 1 hpjepa.h | sed -n 's/^.* - v\([0-9][0-9.]*\) - .*$/\1/p')
+if [ -n "$ver" ] && [ "$title" = "$ver" ]; then ok "version $ver in the header's title line"
+else bad "version in the header's title line" "hpjepa --version '$ver', hpjepa.h line 1 'v$title'"; fi
+
 # -- usage and bad input --
 expect_fail "stats: no argument" "usage" "$HPJ" stats
 expect_fail "stats: missing folder" "cannot open" "$HPJ" stats "$TMP/NOPE"
