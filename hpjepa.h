@@ -10040,9 +10040,10 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
         } else {
             L->r2 = L->ra2;
         }
-        L->out = !m->cfg.gnn_out_linear ? L->sum
+        L->out = !m->cfg.gnn_out_linear      ? L->sum
+                 : i + 1 == m->cfg.gnn_layers ? hpj_arena_floats(a, SD + 1) /* the patch means (hpj__gnn_forward) */
                  : fwd_only                   ? f[1]
-                                              : hpj_arena_floats(a, i + 1 < m->cfg.gnn_layers ? CD + 1 : SD + 1);
+                                              : hpj_arena_floats(a, CD + 1);
         L->b1m = hpj_arena_floats(a, (size_t)D); L->b1r = hpj_arena_floats(a, (size_t)D);
         L->b2m = hpj_arena_floats(a, (size_t)D); L->b2r = hpj_arena_floats(a, (size_t)D);
         if (table && i > 0 && m->cfg.layer_classes && !mixing && !L->mask) { /* used in training modes only */
