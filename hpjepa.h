@@ -10439,12 +10439,11 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t dr
        out = sum without Wout); its Wout, a linear map, runs on the means:
        S rows instead of C */
     i = m->cfg.gnn_layers - 1;
-    if (m->p.gnn[i].Wout) {
-        hpj__gnn_layer *L = &w->lay[i];
-        hpj__segment_mean_idx(L->out, L->sum, hpj__gnn_top_cls(m, w, i) ? L->cls : NULL, p->seg, S, D);
-        hpj__lin_side(w->side, w->z, L->out, m->p.gnn[i].Wout, m->p.gnn[i].bout, S, D, D);
-    } else {
-        hpj__segment_mean_idx(w->z, w->lay[i].sum, hpj__gnn_top_cls(m, w, i) ? w->lay[i].cls : NULL, p->seg, S, D);
+    {
+        const hpj__gnn_layer *L = &w->lay[i];
+        const hpj_gnn_params *q = &m->p.gnn[i];
+        hpj__segment_mean_idx(q->Wout ? L->out : w->z, L->sum, hpj__gnn_top_cls(m, w, i) ? L->cls : NULL, p->seg, S, D);
+        if (q->Wout) hpj__lin_side(w->side, w->z, L->out, q->Wout, q->bout, S, D, D);
     }
 }
 
