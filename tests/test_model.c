@@ -359,23 +359,27 @@ static void test_model_first_layer_classes(void) {
 }
 
 /* hpj_model_loss on graphs gs at resolutions 1..3 gives the same loss and
-   gradient bits on 1 and 2 threads; what names the case. */
+   gradient bits on 1, 2 and 3 threads (two threads take the side-by-side
+   paths, three the plain team ones); what names the case. */
 static void check_threads_same(hpj_model *m, const hpj_dataset *ds, const int32_t *gs, int n, const char *what) {
     float *g1 = (float *)malloc(sizeof(float) * m->num_params);
     int l, t;
     for (l = 0; l < 3 && g1; ++l) {
-        double L[2];
-        for (t = 0; t < 2; ++t) {
+        double L[3];
+        for (t = 0; t < 3; ++t) {
 #ifdef _OPENMP
             omp_set_num_threads(t + 1);
 #endif
             CHECK_OK(hpj_model_loss(m, ds, gs, n, l, 11, NULL, 0, &L[t]));
-            if (t == 0) memcpy(g1, m->grads, sizeof(float) * m->num_params);
+            if (t == 0) {
+                memcpy(g1, m->grads, sizeof(float) * m->num_params);
+                continue;
+            }
+            CHECK_MSG(memcmp(&L[0], &L[t], sizeof(double)) == 0, "%s, resolution %d: loss %.17g on 1 thread, %.17g on %d",
+                      what, l + 1, L[0], L[t], t + 1);
+            CHECK_MSG(memcmp(g1, m->grads, sizeof(float) * m->num_params) == 0,
+                      "%s, resolution %d: gradients differ between 1 and %d threads", what, l + 1, t + 1);
         }
-        CHECK_MSG(memcmp(&L[0], &L[1], sizeof(double)) == 0, "%s, resolution %d: loss %.17g on 1 thread, %.17g on 2", what,
-                  l + 1, L[0], L[1]);
-        CHECK_MSG(memcmp(g1, m->grads, sizeof(float) * m->num_params) == 0,
-                  "%s, resolution %d: gradients differ between 1 and 2 threads", what, l + 1);
     }
 #ifdef _OPENMP
     omp_set_num_threads(2);
@@ -569,10 +573,13 @@ static void test_deterministic_and_threads(void) {
     /* wide enough for the parallel paths of the patch encoder's layers */
     a = train_and_embed_w(&ds, 2, NULL, 1);
     c = train_and_embed_w(&ds, 1, NULL, 1);
-    CHECK_MSG(a && c, "training failed: %s", hpj_last_error());
-    CHECK_MSG(memcmp(a, c, (size_t)ds.num_graphs * 3 * 64 * sizeof(float)) == 0,
+    b = train_and_embed_w(&ds, 3, NULL, 1); /* no side-by-side pieces, 3-way tiles */
+    CHECK_MSG(a && b && c, "training failed: %s", hpj_last_error());
+    CHECK_MSG(a && c && memcmp(a, c, (size_t)ds.num_graphs * 3 * 64 * sizeof(float)) == 0,
               "d = 64, batch 128: 1 and 2 threads gave different embeddings");
-    free(a); free(c);
+    CHECK_MSG(b && c && memcmp(b, c, (size_t)ds.num_graphs * 3 * 64 * sizeof(float)) == 0,
+              "d = 64, batch 128: 1 and 3 threads gave different embeddings");
+    free(a); free(b); free(c);
     hpj_dataset_free(&ds);
 }
 
