@@ -288,6 +288,14 @@ if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --se
    [ "$(wc -l < "$TMP/lnemb.done")" -eq 3 ] && [ -f "$TMP/lnemb.s2f3.npy" ] && [ ! -f "$TMP/lnemb.s1f1.npy" ]; then
     ok "eval: --lanes with a fold log runs only the missing folds"
 else bad "eval: --lanes with a fold log runs only the missing folds" "$(head -c 400 "$TMP/ln2.err")"; fi
+# stderr is a file here, not a terminal: a line per epoch, no carriage returns
+# (one lane and lanes alike)
+if grep -q "^    folds 1-3: epoch 1/1$" "$TMP/ln2.err" && ! grep -q "$(printf '\r')" "$TMP/ln2.err" &&
+   OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --set epochs=2 --folds 3 --seeds 1 --threads 1 \
+       >/dev/null 2>"$TMP/ep.err" && [ "$(grep -c '^    epoch [12]/2$' "$TMP/ep.err")" -eq 6 ] &&
+   grep -q '^  seed 1 fold  3: accuracy ' "$TMP/ep.err" && ! grep -q "$(printf '\r')" "$TMP/ep.err"; then
+    ok "eval: progress in a log is a line per epoch"
+else bad "eval: progress in a log is a line per epoch" "$(head -c 300 "$TMP/ep.err" | od -c | head -5)"; fi
 expect_fail "eval: --lanes out of range" "lanes: 0 is out of range" "$HPJ" eval data/DEMO --config "$MCFG" --lanes 0
 # a fold's seconds under --lanes are its own lane's time plus its probe,
 # never more than the whole run (the first fold of a group once counted

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int cli_model_options(const char *cmd, int argc, char **argv, int i, hpj_config *cfg, int *consumed);
 int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds);
@@ -30,7 +31,8 @@ static const char *eval_usage =
     "  fold_std=<mean over seeds of the std across folds> (Graph-JEPA's figure).\n"
     "  Seeds are seed, seed+1, ... (config key seed), numbered 1, 2, ...;\n"
     "  --first-seed N starts at number N (seed + N - 1), so a long protocol can\n"
-    "  run in parts that tools/merge_reports.py joins. Per-fold lines go to stderr;\n"
+    "  run in parts that tools/merge_reports.py joins. Per-fold lines go to stderr\n"
+    "  (after its epochs: counted in place on a terminal, a line each in a log);\n"
     "  --report PREFIX writes PREFIX.md and PREFIX.json with every fold's numbers\n"
     "  and PREFIX.graphs.csv with every test prediction (seed,fold,graph,nodes,\n"
     "  edges,label,pred,correct; regression: ...,target,pred,abs_err), which\n"
@@ -460,12 +462,22 @@ done:
     return rc;
 }
 
+/* The end of an epoch of a fold's pretraining ("    " what "epoch k/E"): on
+   a terminal one line redrawn in place, which the fold's result line then
+   overwrites; in a log (stderr not a terminal) a line per epoch, as
+   `pretrain` writes, instead of carriage returns. */
+static void epoch_progress(const char *what, const hpj_progress *p) {
+    static int tty = -1;
+    if (tty < 0) tty = isatty(2);
+    fprintf(stderr, tty ? "\r    %sepoch %d/%d" : "    %sepoch %d/%d\n", what, p->epoch + 1, p->epochs);
+    if (tty && p->epoch + 1 == p->epochs) fputc('\r', stderr);
+    fflush(stderr);
+}
+
 static void on_fold_progress(void *user, const hpj_progress *p) {
     int *quiet = (int *)user;
     if (*quiet || !p->epoch_done) return;
-    fprintf(stderr, "\r    epoch %d/%d", p->epoch + 1, p->epochs);
-    if (p->epoch + 1 == p->epochs) fputc('\r', stderr);
-    fflush(stderr);
+    epoch_progress("", p);
 }
 
 /* Loads PREFIX.s<s+1>f<f+1>.hpj (--from-models) and checks it has the
@@ -541,11 +553,11 @@ typedef struct lane_progress { int *quiet; int first, last; } lane_progress;
 
 static void on_lanes_progress(void *user, const hpj_progress *p) { /* lane 0 speaks for its group */
     lane_progress *lp = (lane_progress *)user;
+    char what[48];
     if (*lp->quiet || !p->epoch_done) return;
-    if (lp->first == lp->last) fprintf(stderr, "\r    fold %d: epoch %d/%d", lp->first, p->epoch + 1, p->epochs);
-    else fprintf(stderr, "\r    folds %d-%d: epoch %d/%d", lp->first, lp->last, p->epoch + 1, p->epochs);
-    if (p->epoch + 1 == p->epochs) fputc('\r', stderr);
-    fflush(stderr);
+    if (lp->first == lp->last) snprintf(what, sizeof what, "fold %d: ", lp->first);
+    else snprintf(what, sizeof what, "folds %d-%d: ", lp->first, lp->last);
+    epoch_progress(what, p);
 }
 
 /* --checkpoint-every: a fold's pretraining is saved every `every` epochs to
@@ -878,8 +890,12 @@ int cmd_eval(int argc, char **argv) {
             for (f = 0; f < nf; ++f)
                 if (load_fold_model(from_mod, s0 + s, f, &cfg, out_path, sizeof out_path, NULL)) goto done;
     }
-    fprintf(stderr, "hpjepa eval: %s, %s, %s mode, %lld seeds x %s\n", ds.name, regression ? "regression" : "classification",
-            cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, regression ? "train/val/test split" : "folds");
+    if (regression)
+        fprintf(stderr, "hpjepa eval: %s, regression, %s mode, %lld seed%s x the train/val/test split\n", ds.name,
+                cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, seeds == 1 ? "" : "s");
+    else
+        fprintf(stderr, "hpjepa eval: %s, classification, %s mode, %lld seed%s x %lld folds\n", ds.name,
+                cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, seeds == 1 ? "" : "s", folds);
     for (s = 0; s < seeds; ++s) {
         hpj_config cs = cfg;
         double fold_scores[1000];
