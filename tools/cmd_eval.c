@@ -890,12 +890,13 @@ int cmd_eval(int argc, char **argv) {
             for (f = 0; f < nf; ++f)
                 if (load_fold_model(from_mod, s0 + s, f, &cfg, out_path, sizeof out_path, NULL)) goto done;
     }
-    if (regression)
-        fprintf(stderr, "hpjepa eval: %s, regression, %s mode, %lld seed%s x the train/val/test split\n", ds.name,
-                cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, seeds == 1 ? "" : "s");
-    else
-        fprintf(stderr, "hpjepa eval: %s, classification, %s mode, %lld seed%s x %lld folds\n", ds.name,
-                cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, seeds == 1 ? "" : "s", folds);
+    {
+        char split[48];
+        if (regression) snprintf(split, sizeof split, "the train/val/test split");
+        else snprintf(split, sizeof split, "%lld folds", folds);
+        fprintf(stderr, "hpjepa eval: %s, %s, %s mode, %lld seed%s x %s\n", ds.name, regression ? "regression" : "classification",
+                cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, seeds == 1 ? "" : "s", split);
+    }
     for (s = 0; s < seeds; ++s) {
         hpj_config cs = cfg;
         double fold_scores[1000];
