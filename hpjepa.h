@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.12.0 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.12.1 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -103,6 +103,11 @@
        each reproducible and thread-count independent.
 
    RECENT CHANGES
+       0.12.1  a B that is not transposed is packed row by row (each row
+              of the block read front to back, dealt out to the column
+              slivers) instead of sliver by sliver (one cache line per
+              row, a stride the prefetchers do not follow): PROTEINS
+              d = 128 training step 1.033 (paired, AMD Zen 3); same bits.
        0.12.0  the last GINE layer's Linear_out (gnn_out_linear = 1, the
               reference block and every paper config) runs on the patch
               means: z = mean_p(sum) Wout^T + bout instead of
@@ -514,7 +519,7 @@
 
 #define HPJEPA_VERSION_MAJOR 0
 #define HPJEPA_VERSION_MINOR 12
-#define HPJEPA_VERSION_PATCH 0
+#define HPJEPA_VERSION_PATCH 1
 
 #ifndef HPJDEF
 #ifdef HPJ_STATIC
@@ -5829,59 +5834,81 @@ static void hpj__gemm_pack_a(float *ap, const hpj__gemm_job *g, int i0, int mc, 
     }
 }
 
+/* hpj__gemm_pack_b for a B that is not transposed, (K, N) with contiguous
+   rows: row by row, each row of the block read once from front to back
+   and dealt out to the slivers. Copying sliver by sliver instead reads
+   one cache line per row, rows ldb apart: a stride the prefetchers do not
+   run ahead of, and such a B (a weight the forward used long before, an
+   activation of the forward) comes from L3 or memory. PROTEINS d = 128
+   training step (2 Zen 3 threads, rdtsc about each packing): 128 x 512 x
+   128 nn and tn 3.3-3.5 -> 1.3-1.5 cycles per element, 128 x 128 x 512
+   nn 2.3-2.5 -> 1.4; each batch once per order (tools/paired_step.py):
+   the d = 128 step 1.033 and 1.034 (medians of 89 and 134 batches), DD
+   and PROTEINS d = 512 unchanged (1.000, 0.986). The same bits: only the
+   order of the copies moved. */
+static void hpj__gemm_pack_b_rows(float *bp, const hpj__gemm_job *g, int j0, int nc, int p0, int kc) {
+    int NR = g->nr, full = nc / NR, rest = nc - full * NR, s, j, k;
+    ptrdiff_t ss = (ptrdiff_t)kc * NR; /* sliver stride */
+    const float *b = g->B + (ptrdiff_t)p0 * g->ldb + j0;
+    for (k = 0; k < kc; ++k, b += g->ldb) {
+        float *o = bp + (ptrdiff_t)k * NR;
+        /* full slivers: fixed-size copies (a variable size stays scalar) */
+        if (NR == 16)
+            for (s = 0; s < full; ++s) memcpy(o + s * ss, b + s * 16, 16 * sizeof(float));
+        else if (NR == 32)
+            for (s = 0; s < full; ++s) memcpy(o + s * ss, b + s * 32, 32 * sizeof(float));
+        else
+            for (s = 0; s < full; ++s) memcpy(o + s * ss, b + s * NR, (size_t)NR * sizeof(float));
+        if (rest) { /* the last sliver: its columns, then zeros */
+            float *ol = o + full * ss;
+            const float *bl = b + full * NR;
+            for (j = 0; j < rest; ++j) ol[j] = bl[j];
+            for (; j < NR; ++j) ol[j] = 0.0f;
+        }
+    }
+}
+
 /* Packs op(B)(p0..p0+kc-1, j0..j0+nc-1) into slivers of NR columns:
    sliver s holds (kc, NR) at bp + s*kc*NR, zero columns past nc. */
 static void hpj__gemm_pack_b(float *bp, const hpj__gemm_job *g, int j0, int nc, int p0, int kc) {
     int NR = g->nr, s, j, k;
+    if (!g->transB) { /* B is (K, N): rows are contiguous */
+        hpj__gemm_pack_b_rows(bp, g, j0, nc, p0, kc);
+        return;
+    }
+    /* B is (N, K): transpose 8 x 8 blocks, then the rest */
     for (s = 0; s * NR < nc; ++s) {
         float *o = bp + (ptrdiff_t)s * kc * NR;
         int w = HPJ__MIN(NR, nc - s * NR), jj = j0 + s * NR;
-        if (!g->transB) { /* B is (K, N): rows are contiguous */
-            const float *b = g->B + (ptrdiff_t)p0 * g->ldb + jj;
-            /* full slivers: fixed-size copies (the loop below stays scalar) */
-            if (NR == 32 && w == 32) {
-                for (k = 0; k < kc; ++k, b += g->ldb, o += 32) memcpy(o, b, 32 * sizeof(float));
-                continue;
-            }
-            if (NR == 16 && w == 16) {
-                for (k = 0; k < kc; ++k, b += g->ldb, o += 16) memcpy(o, b, 16 * sizeof(float));
-                continue;
-            }
-            for (k = 0; k < kc; ++k, b += g->ldb, o += NR) {
-                for (j = 0; j < w; ++j) o[j] = b[j];
-                for (; j < NR; ++j) o[j] = 0.0f;
-            }
-        } else { /* B is (N, K): transpose 8 x 8 blocks, then the rest */
-            const float *b = g->B + (ptrdiff_t)jj * g->ldb + p0;
-            int j8 = 0, k0 = 0;
+        const float *b = g->B + (ptrdiff_t)jj * g->ldb + p0;
+        int j8 = 0, k0 = 0;
 #if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
-            int wn = HPJ__MIN(NR, nc - (s + 1) * NR); /* columns of the next sliver (<= 0: none) */
-            for (k0 = 0; k0 + 8 <= kc; k0 += 8) {
-                /* every 16 k (a cache line of each row), hint the line
-                   64 floats ahead in the order the rows are read: this
-                   sliver's rows, then the next one's. A forward product's
-                   B is a weight the optimizer has just written, read
-                   here for the first time in the step, 32 rows at once
-                   (more streams than the prefetchers follow): PROTEINS
-                   d = 128 training step 1.016-1.018 (each batch once per
-                   variant, tools/paired_step.py, vCPUs near and far);
-                   d = 512 and DD unchanged (0.997, 1.001) */
-                if ((k0 & 15) == 0) {
-                    if (k0 + 64 < kc)
-                        for (j8 = 0; j8 < w; ++j8) HPJ__PREFETCH(b + (ptrdiff_t)j8 * g->ldb + k0 + 64);
-                    else if (k0 + 64 - kc < kc)
-                        for (j8 = 0; j8 < wn; ++j8) HPJ__PREFETCH(b + (ptrdiff_t)(NR + j8) * g->ldb + k0 + 64 - kc);
-                }
-                for (j8 = 0; j8 + 8 <= w; j8 += 8) hpj__tr8x8(b + (ptrdiff_t)j8 * g->ldb + k0, g->ldb, o + k0 * NR + j8, NR);
+        int wn = HPJ__MIN(NR, nc - (s + 1) * NR); /* columns of the next sliver (<= 0: none) */
+        for (k0 = 0; k0 + 8 <= kc; k0 += 8) {
+            /* every 16 k (a cache line of each row), hint the line
+               64 floats ahead in the order the rows are read: this
+               sliver's rows, then the next one's. A forward product's
+               B is a weight the optimizer has just written, read
+               here for the first time in the step, 32 rows at once
+               (more streams than the prefetchers follow): PROTEINS
+               d = 128 training step 1.016-1.018 (each batch once per
+               variant, tools/paired_step.py, vCPUs near and far);
+               d = 512 and DD unchanged (0.997, 1.001) */
+            if ((k0 & 15) == 0) {
+                if (k0 + 64 < kc)
+                    for (j8 = 0; j8 < w; ++j8) HPJ__PREFETCH(b + (ptrdiff_t)j8 * g->ldb + k0 + 64);
+                else if (k0 + 64 - kc < kc)
+                    for (j8 = 0; j8 < wn; ++j8) HPJ__PREFETCH(b + (ptrdiff_t)(NR + j8) * g->ldb + k0 + 64 - kc);
             }
-            j8 = w & ~7; /* columns done for k < k0 */
+            for (j8 = 0; j8 + 8 <= w; j8 += 8) hpj__tr8x8(b + (ptrdiff_t)j8 * g->ldb + k0, g->ldb, o + k0 * NR + j8, NR);
+        }
+        j8 = w & ~7; /* columns done for k < k0 */
 #endif
-            /* the rest: columns j8.. of rows k < k0 (none in a full
-               sliver: start at k0), all of rows k >= k0, zeros past w */
-            for (k = j8 == NR ? k0 : 0; k < kc; ++k) {
-                for (j = k < k0 ? j8 : 0; j < w; ++j) o[k * NR + j] = b[(ptrdiff_t)j * g->ldb + k];
-                for (; j < NR; ++j) o[k * NR + j] = 0.0f;
-            }
+        /* the rest: columns j8.. of rows k < k0 (none in a full
+           sliver: start at k0), all of rows k >= k0, zeros past w */
+        for (k = j8 == NR ? k0 : 0; k < kc; ++k) {
+            for (j = k < k0 ? j8 : 0; j < w; ++j) o[k * NR + j] = b[(ptrdiff_t)j * g->ldb + k];
+            for (; j < NR; ++j) o[k * NR + j] = 0.0f;
         }
     }
 }
