@@ -107,7 +107,11 @@
               of the block read front to back, dealt out to the column
               slivers) instead of sliver by sliver (one cache line per
               row, a stride the prefetchers do not follow): PROTEINS
-              d = 128 training step 1.033 (paired, AMD Zen 3); same bits.
+              d = 128 training step 1.033 (paired, AMD Zen 3); the
+              online encoder's backward pipeline: the chain's thread, its
+              chain done, takes the parameter tasks thread 0 has not
+              started (d = 128 1.011-1.023, DD 1.013, d = 512 1.012,
+              paired); same bits.
        0.12.0  the last GINE layer's Linear_out (gnn_out_linear = 1, the
               reference block and every paper config) runs on the patch
               means: z = mean_p(sum) Wout^T + bout instead of
@@ -10919,7 +10923,9 @@ static void hpj__post(int *ctr, int v) {
    whose caches still hold the encoder's weights and activations.
    Paired, each batch once per variant, PROTEINS d = 128: vCPUs far apart
    1.019-1.034, near 1.002-1.013 (the chain on thread 0: 1.001-1.009 far,
-   1.00 near); DD 1.013-1.014 (totals 1.014-1.022). */
+   1.00 near); DD 1.013-1.014 (totals 1.014-1.022). Since 0.12.1 the
+   chain's thread also takes the parameter tasks left when its chain is
+   done (hpj__pipe_params). */
 #define HPJ__PIPE_TASKS 5
 /* tests/test_internals.c turns the pipeline off to compare the bits,
    and sets hpj__pipe_lag (seconds) to hold each parameter task back, so
@@ -10987,38 +10993,64 @@ static void hpj__pipe_chain(hpj_model *m, hpj__enc_ws *w, const float *dy, float
     }
 }
 
-/* The other part: the gradients of the parameters, task by task. */
-static void hpj__pipe_params(hpj_model *m, hpj__enc_ws *w, const float *dy, int *posted, int *done1) {
-    int nb = w->nblocks, N = w->B, D = m->D, F = m->Fh, act = m->cfg.ffn_act, q;
-    for (q = 0; q < HPJ__PIPE_TASKS * nb; ++q) {
-        int i = nb - 1 - q / HPJ__PIPE_TASKS;
-        const hpj_block_params *p = &m->p.blk[i];
-        hpj_block_params *g = &m->g.blk[i];
-        const hpj_block_cache *c = &w->cache[i];
-        const float *dcur = i == nb - 1 ? dy : (i + 1) & 1 ? w->dB : w->dA;
-        hpj__pipe_blk k;
-        hpj__pipe_bind(&k, w->pipe[i & 1], c, act, N, D, F);
+/* Parameter task q (block nb - 1 - q / HPJ__PIPE_TASKS): the gradients of
+   the parameters whose input the chain posted as its input q. */
+static void hpj__pipe_task(hpj_model *m, hpj__enc_ws *w, const float *dy, int q) {
+    int nb = w->nblocks, N = w->B, D = m->D, F = m->Fh, act = m->cfg.ffn_act;
+    int i = nb - 1 - q / HPJ__PIPE_TASKS;
+    const hpj_block_params *p = &m->p.blk[i];
+    hpj_block_params *g = &m->g.blk[i];
+    const hpj_block_cache *c = &w->cache[i];
+    const float *dcur = i == nb - 1 ? dy : (i + 1) & 1 ? w->dB : w->dA;
+    hpj__pipe_blk k;
+    hpj__pipe_bind(&k, w->pipe[i & 1], c, act, N, D, F);
+    switch (q % HPJ__PIPE_TASKS) {
+    case 0: hpj__linear_back_part(1, NULL, 0.0f, g->W2, g->b2, dcur, c->fch_act, p->W2, N, F, D, NULL); break;
+    case 1: hpj__linear_back_part(1, NULL, 0.0f, g->W1, g->b1, k.dF2, c->ln2, p->W1, N, D, F, NULL); break;
+    case 2:
+        hpj_layernorm_backward(NULL, g->ln2_g, g->ln2_b, k.dln2, c->x1, p->ln2_g, c->ln2_mean, c->ln2_rstd, N, D);
+        hpj__linear_back_part(1, NULL, 0.0f, g->Wo, g->bo, k.dx1, c->atty, p->Wo, N, D, D, NULL);
+        break;
+    case 3:
+        hpj__linear_back_part(1, NULL, 0.0f, g->Wqkv + 2 * (size_t)D * D, g->bqkv + 2 * D, k.datty, c->ln1,
+                              p->Wqkv + 2 * (size_t)D * D, N, D, D, NULL);
+        break;
+    default:
+        hpj_layernorm_backward(NULL, g->ln1_g, g->ln1_b, k.dln1, w->x[i], p->ln1_g, c->ln1_mean, c->ln1_rstd, N, D);
+    }
+}
+
+/* The other part: the parameter tasks, each claimed from *next (so both
+   threads can take them) once the chain has posted its input. Thread 0
+   runs this beside the chain and posts *done1 (it claims in order while
+   the chain runs, so the count means "tasks below done"); the chain's
+   thread joins in when its chain is done (done1 = NULL: nothing reads
+   the count any more) and takes what is left, instead of waiting at the
+   region's end for thread 0's last tasks. Which thread runs a task never
+   changes a bit (each is one thread's products into its own gradients).
+   PROTEINS d = 128 (2 Zen 3 threads, vCPUs near): thread 0's part took
+   4.27 ms a backward against the chain's 3.22; taking what is left, the
+   chain's thread runs 3.6 of the 20 tasks and ends at 3.52 ms. Paired,
+   each batch once per variant (tools/paired_step.py): d = 128 medians
+   1.023, 1.011, 1.014; DD 1.013; PROTEINS d = 512 1.012. */
+static int64_t hpj__pipe_stolen; /* tasks the chain's thread took (tests) */
+static void hpj__pipe_params(hpj_model *m, hpj__enc_ws *w, const float *dy, int *posted, int *done1, int *next) {
+    int q, nq = HPJ__PIPE_TASKS * w->nblocks;
+    for (;;) {
+        HPJ__OMP(atomic capture)
+        q = (*next)++;
+        if (q >= nq) break;
         hpj__wait_count(posted, q + 1);
-        if (hpj__pipe_lag > 0.0) {
+        if (done1 && hpj__pipe_lag > 0.0) {
             double t0 = hpj__wtime();
             while (hpj__wtime() - t0 < hpj__pipe_lag) continue;
         }
-        switch (q % HPJ__PIPE_TASKS) {
-        case 0: hpj__linear_back_part(1, NULL, 0.0f, g->W2, g->b2, dcur, c->fch_act, p->W2, N, F, D, NULL); break;
-        case 1: hpj__linear_back_part(1, NULL, 0.0f, g->W1, g->b1, k.dF2, c->ln2, p->W1, N, D, F, NULL); break;
-        case 2:
-            hpj_layernorm_backward(NULL, g->ln2_g, g->ln2_b, k.dln2, c->x1, p->ln2_g, c->ln2_mean, c->ln2_rstd, N, D);
-            hpj__linear_back_part(1, NULL, 0.0f, g->Wo, g->bo, k.dx1, c->atty, p->Wo, N, D, D, NULL);
-            break;
-        case 3:
-            hpj__linear_back_part(1, NULL, 0.0f, g->Wqkv + 2 * (size_t)D * D, g->bqkv + 2 * D, k.datty, c->ln1,
-                                  p->Wqkv + 2 * (size_t)D * D, N, D, D, NULL);
-            break;
-        default:
-            hpj_layernorm_backward(NULL, g->ln1_g, g->ln1_b, k.dln1, w->x[i], p->ln1_g, c->ln1_mean, c->ln1_rstd, N,
-                                   D);
+        hpj__pipe_task(m, w, dy, q);
+        if (done1) hpj__post(done1, q + 1);
+        else {
+            HPJ__OMP(atomic update)
+            hpj__pipe_stolen++;
         }
-        hpj__post(done1, q + 1);
     }
 }
 
@@ -11032,7 +11064,7 @@ static void hpj__enc_backward(hpj_model *m, hpj__enc_ws *w, const float *dy, flo
     bufs[1] = w->dB;
     if (w->nblocks == 0) { memcpy(dx, dy, sizeof(float) * n); return; }
     if (hpj__enc_pipe_on && !mask && w->pipe[0] && hpj__two_ok()) {
-        int posted = 0, done1 = 0;
+        int posted = 0, done1 = 0, next = 0;
         HPJ__OMP(parallel num_threads(2))
         {
             int id = 0;
@@ -11041,8 +11073,11 @@ static void hpj__enc_backward(hpj_model *m, hpj__enc_ws *w, const float *dy, flo
             HPJ__OMP(single)
             two = omp_get_num_threads() == 2;
 #endif
-            if (two && id == 1) hpj__pipe_chain(m, w, dy, dx, &posted, &done1);
-            if (two && id == 0) hpj__pipe_params(m, w, dy, &posted, &done1);
+            if (two && id == 1) {
+                hpj__pipe_chain(m, w, dy, dx, &posted, &done1);
+                hpj__pipe_params(m, w, dy, &posted, NULL, &next); /* the tasks left */
+            }
+            if (two && id == 0) hpj__pipe_params(m, w, dy, &posted, &done1, &next);
         }
         hpj__enc_pipes += two;
     }
