@@ -11028,7 +11028,7 @@ static void hpj__pipe_task(hpj_model *m, hpj__enc_ws *w, const float *dy, int q)
    the count any more) and takes what is left, instead of waiting at the
    region's end for thread 0's last tasks. Which thread runs a task never
    changes a bit (each is one thread's products into its own gradients).
-   PROTEINS d = 128 (2 Zen 3 threads, vCPUs near): thread 0's part took
+   PROTEINS d = 128 (2 Zen 3 threads): thread 0's part took
    4.27 ms a backward against the chain's 3.22; taking what is left, the
    chain's thread runs 3.6 of the 20 tasks and ends at 3.52 ms. Paired,
    each batch once per variant (tools/paired_step.py): d = 128 medians
