@@ -10929,10 +10929,13 @@ static void hpj__post(int *ctr, int v) {
 #define HPJ__PIPE_TASKS 5
 /* tests/test_internals.c turns the pipeline off to compare the bits,
    and sets hpj__pipe_lag (seconds) to hold each parameter task back, so
-   that the chain runs ahead as far as the waits let it; hpj__enc_pipes
-   counts the backwards the pipeline ran */
+   that the chain runs ahead as far as the waits let it, and
+   hpj__pipe_hold, so that thread 0 leaves the last task (which the chain
+   never waits for) to the chain's thread; hpj__enc_pipes counts the
+   backwards the pipeline ran */
 static int hpj__enc_pipe_on = 1;
 static double hpj__pipe_lag;
+static int hpj__pipe_hold;
 static int64_t hpj__enc_pipes;
 
 typedef struct hpj__pipe_blk {
@@ -11037,8 +11040,13 @@ static int64_t hpj__pipe_stolen; /* tasks the chain's thread took (tests) */
 static void hpj__pipe_params(hpj_model *m, hpj__enc_ws *w, const float *dy, int *posted, int *done1, int *next) {
     int q, nq = HPJ__PIPE_TASKS * w->nblocks;
     for (;;) {
-        HPJ__OMP(atomic capture)
-        q = (*next)++;
+        if (hpj__pipe_hold) { /* (tests: both threads claim under one lock) */
+            HPJ__OMP(critical(hpj__pipe_claim))
+            q = done1 && *next >= nq - 1 ? nq : (*next)++;
+        } else {
+            HPJ__OMP(atomic capture)
+            q = (*next)++;
+        }
         if (q >= nq) break;
         hpj__wait_count(posted, q + 1);
         if (done1 && hpj__pipe_lag > 0.0) {
