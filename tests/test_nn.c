@@ -429,8 +429,10 @@ static void test_gemm_threads(void) {
        AVX-512 kernel and A read in place, 300 x 600 x 600 takes column
        tiles instead: the rule in hpj__gemm_team); few rows;
        128 rows, where a transposed A raises the row blocks to 32 rows:
-       B shared whole, B shared block by block (the weight-gradient shape,
-       K = node copies). On 2 and 3 threads, each also with alpha and
+       B shared whole, and the weight-gradient shape (K = node copies),
+       where a transposed A with B too large to share whole gives each
+       thread its own rows and its own packed B (as 300 x 600 x 600 on 2
+       and 3 threads). On 2 and 3 threads, each also with alpha and
        beta (C accumulated into, as the backward passes do). */
     int shapes[7][3] = {{300, 200, 600},  {64, 512, 100},  {1000, 40, 70},  {300, 600, 600},
                         {9, 700, 300},    {128, 130, 1100}, {128, 130, 2300}};
