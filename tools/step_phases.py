@@ -14,15 +14,18 @@ sum, which leaves out the sampling of contexts and targets at the head of
 each step). Phases, in step order: inputs (the batch paths and features;
 with the paths side by side, only the gradient zeroing: hpj__fwd_split
 builds them),
-ctx (the context path's forward: patch encoder, structural queries, online
-encoder), gnnT (the patch encoder on the target patches), encT/fwd (the
-targets' input copy and the EMA target encoder; when the two paths run side
-by side, hpj__fwd_split, the whole forward, and ctx and gnnT stay 0; set
-HPJ__SPLIT_MAX_D to 0 in the scratch copy to time the paths one after the
-other), tgt+ (the targets Phi and the predictor's input; with the paths
-side by side hpj__fwd_split forms both, and tgt+ is only the overflow
-check), pred, predB (loss and predictor backward), encB, peB, gnnB (the
-backwards), adam (gradient norm, the fused Adam / EMA pass).
+gnnT (the patch encoder on the target patches, with the last step's
+parked optimizer pass beside its products), ctx (the wait for that pass,
+then the context path's forward: patch encoder, structural queries, online
+encoder), encT/fwd (the targets' deferred BatchNorm statistics, input copy,
+EMA target encoder, Phi and the predictor's input; when the two paths run
+side by side, hpj__fwd_split, the whole forward, and gnnT and ctx stay 0;
+set HPJ__SPLIT_MAX_D to 0 in the scratch copy to time the paths one after
+the other), tgt+ (the overflow check and the targets' copy), pred, predB
+(loss and predictor backward), encB, peB, gnnB (the backwards; gnnB is the
+context path's patch encoder, the only one that takes gradients), adam
+(gradient norm, and the optimizer pass parked for the next step's
+products, or run here when it cannot be parked).
 Build it with `bash tools/paired_step.sh OUTDIR` and run, from the
 repository root, for example
 
@@ -45,8 +48,8 @@ STEP_END = "/* ==== model: training loop"
 MARKS = [
     ("    /* -- inputs -- */", None),
     ("    /* -- forward: the context path", "inputs"),
-    ("        hpj__gnn_forward(m, &w.gt,", "ctx"),
-    ("        hpj__fwd_target_input(tr, &w, B, Tm);", "gnnT"),
+    ("        w.gt.side = NULL;", "gnnT"),
+    ("        if (tmode == HPJ__TRAIN_DEFER) hpj__gnn_defer_apply(m, &w.gt);", "ctx"),
     ("    if (badt >= 0) {", "encT/fwd"),
     ("    hpj__pred_forward(m, &w.pr, drop_seed);", "tgt+"),
     ("    /* loss: SmoothL1", "pred"),
