@@ -6067,23 +6067,6 @@ static void hpj__gemm_team(hpj__gemm_job *g, int nth) {
         (double)g->M * g->K <= 768.0 * g->N)
         rows = 0;
 #endif
-    if (rows && g->transA && !g->krows && nrb <= 4 * nth && (size_t)ns * NR * (size_t)g->K > HPJ__GEMM_BFULL) {
-        /* A weight gradient over many node copies (M, N <= ~512, K in the
-           thousands): B shared block by block would cost two barriers a K
-           block for a handful of row blocks each, whose uneven ends (and a
-           B half packed by the other core) leave a thread waiting at every
-           block. Each thread takes its own share of the rows through every
-           K block instead, packing all of B for itself (the packing is
-           done twice; nothing waits). 2 Zen 3 threads, tn 512 x 512 x
-           5646 99-117 -> 104-128 GFLOP/s, 128 x 512 x 5646 65-82 ->
-           93-116; DD d = 512 training steps paired 1.005-1.028 (vCPUs
-           near and far). Which thread computes a row never changes it. */
-        int per = (ms + nth - 1) / nth, i;
-        HPJ__OMP(for schedule(dynamic, 1) nowait)
-        for (i = 0; i < nth; ++i)
-            if (i * per < ms) hpj__gemm_rect(g, i * per, HPJ__MIN(ms, (i + 1) * per), 0, ns);
-        return;
-    }
     if (rows && (size_t)ns * NR * (size_t)g->K <= HPJ__GEMM_BFULL) {
         /* all of B fits the shared buffer: pack it once (sliver t holds
            its K rows at t*K*NR, so K block p0 starts p0*NR further), then
@@ -6105,6 +6088,23 @@ static void hpj__gemm_team(hpj__gemm_job *g, int nth) {
     }
     if (rows) { /* B block by B block */
         int tc, p0, i;
+        if (g->transA && !g->krows && nrb <= 4 * nth) {
+            /* A weight gradient over many node copies (M, N <= ~512, K in the
+               thousands): B shared block by block would cost two barriers a K
+               block for a handful of row blocks each, whose uneven ends (and a
+               B half packed by the other core) leave a thread waiting at every
+               block. Each thread takes its own share of the rows through every
+               K block instead, packing all of B for itself (the packing is
+               done twice; nothing waits). 2 Zen 3 threads, tn 512 x 512 x
+               5646 99-117 -> 104-128 GFLOP/s, 128 x 512 x 5646 65-82 ->
+               93-116; DD d = 512 training steps paired 1.005-1.028 (vCPUs
+               near and far). Which thread computes a row never changes it. */
+            int per = (ms + nth - 1) / nth;
+            HPJ__OMP(for schedule(dynamic, 1) nowait)
+            for (i = 0; i < nth; ++i)
+                if (i * per < ms) hpj__gemm_rect(g, i * per, HPJ__MIN(ms, (i + 1) * per), 0, ns);
+            return;
+        }
         for (tc = 0; tc < ns; tc += nc_sl) {
             int tcn = HPJ__MIN(ns, tc + nc_sl);
             for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC) {

@@ -283,9 +283,9 @@ static void test_cls_map(void) {
    multiply-add passed the output check and failed this one). */
 static void test_bn_sums_isas(void) {
     int sizes[3] = {1500, 40, 20}, D = 100, si, k, isa, i;
-    double *ps[3], dm[100];
+    double *ps[3], dm[100]; /* (D channels) */
     hpj_rng r;
-    for (i = 0; i < 3; ++i) ps[i] = (double *)malloc(sizeof(double) * 2 * HPJ__BN_RB * 100);
+    for (i = 0; i < 3; ++i) ps[i] = (double *)malloc(sizeof(double) * 2 * HPJ__BN_RB * (size_t)D);
     hpj_rng_seed(&r, 4);
     for (si = 0; si < 3; ++si)
         for (k = 0; k < 2; ++k) {
