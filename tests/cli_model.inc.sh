@@ -124,9 +124,10 @@ PY
     expect_fail "paired: runs on other folds" "is in fold .* but fold" python3 tools/paired.py "$TMP/rep" "$TMP/moved"
     expect_fail "paired: missing report" "nope.graphs.csv: No such file" python3 tools/paired.py "$TMP/rep" "$TMP/nope"
 else bad "eval: --first-seed parts joined" "$(cat "$TMP/join.out" 2>/dev/null)"; fi
-# tools/paired_step.py, tools/step_phases.py and tools/gemm_shapes.py
-# still find the text they patch in hpjepa.h (the batch loop of
-# hpj_pretrain; the phases of hpj__step; hpj__gemm_impl), the scratch
+# tools/paired_step.py, tools/step_phases.py, tools/gemm_shapes.py and
+# tools/split_balance.py still find the text they patch in hpjepa.h (the
+# batch loop of hpj_pretrain; the phases of hpj__step; hpj__gemm_impl;
+# hpj__fwd_split), the scratch
 # headers they write compile, and a usage error is one line
 scratch_tool() { # NAME MARKER WHAT
     if python3 "tools/$1.py" "$TMP/$1" >/dev/null 2>"$TMP/$1.err" && grep -q "$2" "$TMP/$1/hpjepa.h" &&
@@ -140,6 +141,7 @@ if command -v python3 >/dev/null; then
     scratch_tool paired_step 'hpj__exp_v = v_;' "the batch loop of hpjepa.h"
     scratch_tool step_phases 'HPJ__PH(11);' "the phases of hpj__step"
     scratch_tool gemm_shapes 'hpj__gs_dump' "the GEMM entry of hpjepa.h"
+    scratch_tool split_balance 'hpj__sb_add(l,' "the side-by-side forward of hpjepa.h"
 fi
 # tools/same_bits.sh: one binary against itself trains the same bytes; a
 # different seed for the second is caught; usage errors are one line
