@@ -30,3 +30,16 @@ def write(out, src):
     with open(path, "w") as f:
         f.write(src)
     return path
+
+
+def insert_before(prog, body, where, marks):
+    """body with each (text, insert) of marks applied: insert goes right
+    before text, which must occur once in body (checked for every text
+    first; otherwise a one-line error naming `where`, the function whose
+    body it is, and exit 1)."""
+    for text, _ in marks:
+        if body.count(text) != 1:
+            fail(prog, "hpjepa.h: %r not found once in %s; update this script" % (text.strip().split("\n")[0], where))
+    for text, insert in marks:
+        body = body.replace(text, insert + text, 1)
+    return body

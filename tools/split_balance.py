@@ -80,11 +80,7 @@ def main():
     b = src.find("\n}\n", a)
     if b < 0:
         fail("hpjepa.h: the end of hpj__fwd_split not found; update this script")
-    body = src[a:b]
-    for text, before in MARKS:
-        if body.count(text) != 1:
-            fail("hpjepa.h: %r not found once in hpj__fwd_split; update this script" % text.strip())
-        body = body.replace(text, before + text, 1)
+    body = scratch_header.insert_before("split_balance", src[a:b], "hpj__fwd_split", MARKS)
     src = src[:a] + PRE + body + src[b:]
     path = scratch_header.write(out, src)
     print("wrote %s; build it with: bash tools/paired_step.sh %s" % (path, out))

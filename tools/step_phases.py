@@ -70,15 +70,10 @@ def main():
     if src.count(STEP) != 1 or src.count(STEP_END) != 1:
         fail("hpjepa.h: the step function or the training-loop section not found once; update this script")
     a, b = src.index(STEP), src.index(STEP_END)
-    body = src[a:b]
-    for text, _ in MARKS:
-        if body.count(text) != 1:
-            fail("hpjepa.h: %r not found once in hpj__step; update this script" % text.strip().split("\n")[0])
-    names = []
-    for i, (text, name) in enumerate(MARKS):
-        once = "    hpj__ph_once();\n" if i == 0 else ""
-        body = body.replace(text, "%s    HPJ__PH(%d);\n%s" % (once, i, text), 1)
-        names.append(name or "")
+    inserts = [(text, "%s    HPJ__PH(%d);\n" % ("    hpj__ph_once();\n" if i == 0 else "", i))
+               for i, (text, _) in enumerate(MARKS)]
+    body = scratch_header.insert_before("step_phases", src[a:b], "hpj__step", inserts)
+    names = [name or "" for _, name in MARKS]
     n = len(MARKS)
     pre = """static double hpj__ph_t[%d], hpj__ph_t0;
 static const char *hpj__ph_name[%d] = {%s};
