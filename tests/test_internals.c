@@ -363,6 +363,41 @@ static void test_bn_sum_only(void) {
         }
 }
 
+/* Column sums (the bias gradients): every kernel gives the bits of the
+   definition, each column summed in double in row order, then rounded
+   once and added to dst, for widths with and without a tail past the
+   vector blocks, row strides past the width, and one row. */
+static void test_colsum_isas(void) {
+    static const int shape[5][3] = {{1, 7, 7}, {37, 100, 103}, {3000, 128, 128}, {500, 512, 520}, {64, 64, 64}};
+    int si, isa, i, j, runs;
+    hpj_rng r;
+    hpj_rng_seed(&r, 12);
+    for (si = 0; si < 5; ++si) {
+        int N = shape[si][0], D = shape[si][1], lds = shape[si][2];
+        float *src = (float *)malloc(sizeof(float) * (size_t)N * lds), *d0 = (float *)malloc(sizeof(float) * D);
+        float *ref = (float *)malloc(sizeof(float) * D), *dst = (float *)malloc(sizeof(float) * D);
+        for (i = 0; i < N * lds; ++i) /* magnitudes 1e-3 .. 1e3: a float sum would round differently */
+            src[i] = (2.0f * hpj_rng_uniform(&r) - 1.0f) * (float)pow(10.0, (double)(i % 7) - 3.0);
+        for (j = 0; j < D; ++j) {
+            double acc = 0.0;
+            d0[j] = hpj_rng_uniform(&r) - 0.5f;
+            for (i = 0; i < N; ++i) acc += (double)src[(size_t)i * lds + j];
+            ref[j] = d0[j] + (float)acc;
+        }
+        for (isa = HPJ_GEMM_PORTABLE, runs = 0; isa <= HPJ_GEMM_AVX512; ++isa) {
+            if (hpj_gemm_set_isa(isa) != 0) continue;
+            memcpy(dst, d0, sizeof(float) * D);
+            hpj__colsum_add(dst, src, N, D, lds);
+            CHECK_MSG(memcmp(dst, ref, sizeof(float) * D) == 0, "column sums %d x %d (stride %d): %s differs", N, D,
+                      lds, hpj_gemm_isa_name(isa));
+            ++runs;
+        }
+        hpj_gemm_set_isa(-1);
+        CHECK(runs >= 1);
+        free(src); free(d0); free(ref); free(dst);
+    }
+}
+
 const test_case internals_tests[] = {
     {"internals.park", test_park},
     {"internals.park_failure", test_park_failure},
@@ -370,5 +405,6 @@ const test_case internals_tests[] = {
     {"internals.enc_pipe", test_enc_pipe},
     {"internals.bn_sums_isas", test_bn_sums_isas},
     {"internals.bn_sum_only", test_bn_sum_only},
+    {"internals.colsum_isas", test_colsum_isas},
 };
 const int internals_tests_count = (int)(sizeof internals_tests / sizeof internals_tests[0]);
