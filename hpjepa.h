@@ -105,7 +105,7 @@
    RECENT CHANGES
        0.12.3  column sums (the bias gradients) on AVX2 keep 32 sums in
               registers instead of reloading 16 from memory every row:
-              3.5-4x faster alone (one AMD Zen 3 thread, 3000 x 128 and
+              3.3-3.6x faster alone (one AMD Zen 3 thread, 3000 x 128 and
               500 x 512); PROTEINS d = 128 training step 1.010-1.013
               (paired), DD and d = 512 within noise; same bits (test
               internals.colsum_isas checks every kernel against the
