@@ -6571,25 +6571,20 @@ static void hpj__colsum32(float *dst, const float *src, int N, ptrdiff_t lds) HP
 /* dst (D) += column sums of src (N, D) (row stride lds), each column summed
    in double in row order; parallel over column blocks of 64. */
 static void hpj__colsum_add(float *dst, const float *src, int N, int D, ptrdiff_t lds) {
-    int nb = (D + 63) / 64, vec = 0;
+    int nb = (D + 63) / 64, isa = hpj_gemm_isa();
     int jb;
-#if defined(HPJ__GEMM_AVX2)
-    vec = hpj_gemm_isa() == HPJ_GEMM_AVX2;
-#endif
-#if defined(HPJ__GEMM_AVX512)
-    vec = hpj_gemm_isa() == HPJ_GEMM_AVX512 ? 2 : vec;
-#endif
     HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
     for (jb = 0; jb < nb; ++jb) {
         int b0 = jb * 64, b1 = HPJ__MIN(D, b0 + 64), j0 = b0;
 #if defined(HPJ__GEMM_AVX512)
-        if (vec == 2 && b1 - b0 == 64) {
+        if (isa == HPJ_GEMM_AVX512 && b1 - b0 == 64) {
             hpj__colsum64(dst + b0, src + b0, N, lds);
             continue;
         }
 #endif
 #if defined(HPJ__GEMM_AVX2)
-        for (; vec && j0 + 32 <= b1; j0 += 32) hpj__colsum32(dst + j0, src + j0, N, lds);
+        /* (and the 32-column rest of a block with the AVX-512 kernel) */
+        for (; isa >= HPJ_GEMM_AVX2 && j0 + 32 <= b1; j0 += 32) hpj__colsum32(dst + j0, src + j0, N, lds);
 #endif
         for (; j0 < b1; j0 += 16) {
             double acc[16];
@@ -6603,7 +6598,7 @@ static void hpj__colsum_add(float *dst, const float *src, int N, int D, ptrdiff_
             for (j = 0; j < w; ++j) dst[j0 + j] += (float)acc[j];
         }
     }
-    (void)vec;
+    (void)isa;
 }
 
 /* ==== nn: linear ==== */
