@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.12.3 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.12.4 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -103,6 +103,15 @@
        each reproducible and thread-count independent.
 
    RECENT CHANGES
+       0.12.4  LayerNorm's dgamma / dbeta sums keep their columns in
+              registers (32 on AVX-512, 16 on AVX2) instead of a stack
+              array reloaded every row: alone, one AMD Zen 5 thread,
+              3000 x 128 126 -> 58 us and 500 x 512 64 -> 46 us with
+              AVX-512 (110 -> 93 and 77 -> 74 us in an AVX2 build);
+              PROTEINS d = 128 training step 1.006 (two paired runs on
+              Zen 5, AVX-512; 1.003 in the AVX2 build), DD and d = 512
+              within noise; same bits (test internals.ln_gb_isas checks
+              every kernel against the definition).
        0.12.3  column sums (the bias gradients) on AVX2 keep 32 sums in
               registers instead of reloading 16 from memory every row:
               3.3-3.6x faster alone (one AMD Zen 3 thread, 3000 x 128 and
@@ -538,7 +547,7 @@
 
 #define HPJEPA_VERSION_MAJOR 0
 #define HPJEPA_VERSION_MINOR 12
-#define HPJEPA_VERSION_PATCH 3
+#define HPJEPA_VERSION_PATCH 4
 
 #ifndef HPJDEF
 #ifdef HPJ_STATIC
@@ -7222,6 +7231,48 @@ HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const fl
     }
 }
 
+/* LayerNorm's dgamma / dbeta sums over one strip of columns, in registers
+   of doubles: sg[j] = the sum over the rows, in row order, of dy[j] xhat[j]
+   (xhat = (x - mean) rstd in float; the product of two floats is exact in
+   double, so a fused multiply-add gives the same bits as the scalar loop's
+   product and sum), sb[j] = the sum of dy[j]. The scalar loop in
+   hpj_layernorm_backward keeps its sums in a stack array, which GCC adds
+   each row to through a store and a reload (as hpj__colsum_add's did).
+   One kernel for the two widths: L lanes of doubles (vector type VD,
+   intrinsics W..) and of floats (VS, H..), four registers of each sum,
+   so 4 L columns. */
+#define HPJ__LG_ROW(k, L, VD, VS, W, H)                                                              \
+    {                                                                                                \
+        VS xh = H##_mul_ps(H##_sub_ps(H##_loadu_ps(x + L * k), H##_set1_ps(mu)), H##_set1_ps(rs)); \
+        VD y = W##_cvtps_pd(H##_loadu_ps(dy + L * k));                                               \
+        g##k = W##_fmadd_pd(y, W##_cvtps_pd(xh), g##k);                                              \
+        b##k = W##_add_pd(b##k, y);                                                                  \
+    }
+#define HPJ__LG_KERNEL(NAME, L, VD, VS, W, H)                                                                     \
+    static void NAME(double *sg, double *sb, const float *dout, const float *inp, const float *mean,              \
+                     const float *rstd, int N, int D) {                                                           \
+        int r;                                                                                                    \
+        VD g0 = W##_setzero_pd(), g1 = g0, g2 = g0, g3 = g0, b0 = g0, b1 = g0, b2 = g0, b3 = g0;                  \
+        for (r = 0; r < N; ++r) {                                                                                 \
+            const float *x = inp + (ptrdiff_t)r * D, *dy = dout + (ptrdiff_t)r * D;                               \
+            float mu = mean[r], rs = rstd[r];                                                                     \
+            HPJ__LG_ROW(0, L, VD, VS, W, H)                                                                       \
+            HPJ__LG_ROW(1, L, VD, VS, W, H)                                                                       \
+            HPJ__LG_ROW(2, L, VD, VS, W, H)                                                                       \
+            HPJ__LG_ROW(3, L, VD, VS, W, H)                                                                       \
+        }                                                                                                         \
+        W##_storeu_pd(sg, g0), W##_storeu_pd(sg + L, g1), W##_storeu_pd(sg + 2 * L, g2), W##_storeu_pd(sg + 3 * L, g3); \
+        W##_storeu_pd(sb, b0), W##_storeu_pd(sb + L, b1), W##_storeu_pd(sb + 2 * L, b2), W##_storeu_pd(sb + 3 * L, b3); \
+    }
+#if defined(HPJ__GEMM_AVX512)
+HPJ__LG_KERNEL(hpj__ln_gb32, 8, __m512d, __m256, _mm512, _mm256) /* 32 columns */
+#endif
+#if defined(HPJ__GEMM_AVX2)
+HPJ__LG_KERNEL(hpj__ln_gb16, 4, __m256d, __m128, _mm256, _mm) /* 16 columns */
+#endif
+#undef HPJ__LG_KERNEL
+#undef HPJ__LG_ROW
+
 HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                    const float *gamma, const float *mean, const float *rstd, int N, int D) {
     int i;
@@ -7237,26 +7288,43 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
         }
     }
     if (dgamma || dbeta) {
-        int nb = (D + 15) / 16, jb;
+        /* blocks of 32 columns: one strip in registers with the AVX-512
+           kernel, two with AVX2's, the loop below otherwise (and in the
+           last block's tail) */
+        int nb = (D + 31) / 32, jb, isa = hpj_gemm_isa();
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
         for (jb = 0; jb < nb; ++jb) {
-            double sg[16], sb[16];
-            int j0 = jb * 16, w = HPJ__MIN(16, D - j0), r, j;
-            for (j = 0; j < 16; ++j) sg[j] = sb[j] = 0.0;
-            for (r = 0; r < N; ++r) {
-                const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
-                float mu = mean[r], rs = rstd[r];
-                HPJ__OMP(simd)
-                for (j = 0; j < w; ++j) {
-                    sg[j] += (double)dy[j] * ((x[j] - mu) * rs);
-                    sb[j] += dy[j];
+            double sg[32], sb[32];
+            int b0 = jb * 32, b1 = HPJ__MIN(D, b0 + 32), j0 = b0, w, r, j;
+#if defined(HPJ__GEMM_AVX512)
+            if (isa == HPJ_GEMM_AVX512 && b1 - b0 == 32) {
+                hpj__ln_gb32(sg, sb, dout + b0, inp + b0, mean, rstd, N, D);
+                j0 = b1;
+            }
+#endif
+#if defined(HPJ__GEMM_AVX2)
+            for (; isa >= HPJ_GEMM_AVX2 && j0 + 16 <= b1; j0 += 16)
+                hpj__ln_gb16(sg + (j0 - b0), sb + (j0 - b0), dout + j0, inp + j0, mean, rstd, N, D);
+#endif
+            if ((w = b1 - j0) > 0) { /* the rest of the block, in the same order (the same bits) */
+                double *g = sg + (j0 - b0), *bs = sb + (j0 - b0);
+                for (j = 0; j < w; ++j) g[j] = bs[j] = 0.0;
+                for (r = 0; r < N; ++r) {
+                    const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
+                    float mu = mean[r], rs = rstd[r];
+                    HPJ__OMP(simd)
+                    for (j = 0; j < w; ++j) {
+                        g[j] += (double)dy[j] * ((x[j] - mu) * rs);
+                        bs[j] += dy[j];
+                    }
                 }
             }
-            for (j = 0; j < w; ++j) {
-                if (dgamma) dgamma[j0 + j] += (float)sg[j];
-                if (dbeta) dbeta[j0 + j] += (float)sb[j];
+            for (j = 0; j < b1 - b0; ++j) {
+                if (dgamma) dgamma[b0 + j] += (float)sg[j];
+                if (dbeta) dbeta[b0 + j] += (float)sb[j];
             }
         }
+        (void)isa;
     }
 }
 

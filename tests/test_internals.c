@@ -398,6 +398,63 @@ static void test_colsum_isas(void) {
     }
 }
 
+/* hpj_layernorm_backward's dgamma / dbeta: every kernel (AVX-512 strips of
+   32 columns, AVX2 strips of 16, the loop in tails and on the portable
+   path) against the definition: per column, in row order, the double sum
+   of dy times xhat = (x - mean) rstd rounded to float, rounded once and
+   added to what dgamma / dbeta held. */
+static void test_ln_gb_isas(void) {
+    static const int shape[6][2] = {{1, 7}, {37, 16}, {300, 128}, {29, 40}, {64, 520}, {5, 33}};
+    int si, isa, i, j, runs;
+    hpj_rng r;
+    hpj_rng_seed(&r, 13);
+    for (si = 0; si < 6; ++si) {
+        int N = shape[si][0], D = shape[si][1];
+        size_t nd = (size_t)N * D;
+        float *x = (float *)malloc(sizeof(float) * nd), *dy = (float *)malloc(sizeof(float) * nd);
+        float *mu = (float *)malloc(sizeof(float) * N), *rs = (float *)malloc(sizeof(float) * N);
+        float *g0 = (float *)malloc(sizeof(float) * D), *b0 = (float *)malloc(sizeof(float) * D);
+        float *rg = (float *)malloc(sizeof(float) * D), *rb = (float *)malloc(sizeof(float) * D);
+        float *dg = (float *)malloc(sizeof(float) * D), *db = (float *)malloc(sizeof(float) * D);
+        for (i = 0; i < (int)nd; ++i) { /* magnitudes 1e-3 .. 1e3: a float sum would round differently */
+            x[i] = (2.0f * hpj_rng_uniform(&r) - 1.0f) * (float)pow(10.0, (double)(i % 7) - 3.0);
+            dy[i] = (2.0f * hpj_rng_uniform(&r) - 1.0f) * (float)pow(10.0, (double)(i % 5) - 2.0);
+        }
+        for (i = 0; i < N; ++i) {
+            mu[i] = hpj_rng_uniform(&r) - 0.5f;
+            rs[i] = 0.1f + 3.0f * hpj_rng_uniform(&r);
+        }
+        for (j = 0; j < D; ++j) {
+            double sg = 0.0, sb = 0.0;
+            g0[j] = hpj_rng_uniform(&r) - 0.5f;
+            b0[j] = hpj_rng_uniform(&r) - 0.5f;
+            for (i = 0; i < N; ++i) {
+                float xh = (x[(size_t)i * D + j] - mu[i]) * rs[i];
+                sg += (double)dy[(size_t)i * D + j] * (double)xh;
+                sb += (double)dy[(size_t)i * D + j];
+            }
+            rg[j] = g0[j] + (float)sg;
+            rb[j] = b0[j] + (float)sb;
+        }
+        for (isa = HPJ_GEMM_PORTABLE, runs = 0; isa <= HPJ_GEMM_AVX512; ++isa) {
+            if (hpj_gemm_set_isa(isa) != 0) continue;
+            memcpy(dg, g0, sizeof(float) * D);
+            memcpy(db, b0, sizeof(float) * D);
+            hpj_layernorm_backward(NULL, dg, db, dy, x, NULL, mu, rs, N, D);
+            CHECK_MSG(memcmp(dg, rg, sizeof(float) * D) == 0 && memcmp(db, rb, sizeof(float) * D) == 0,
+                      "layernorm dgamma / dbeta %d x %d: %s differs", N, D, hpj_gemm_isa_name(isa));
+            memcpy(dg, g0, sizeof(float) * D); /* dgamma alone */
+            hpj_layernorm_backward(NULL, dg, NULL, dy, x, NULL, mu, rs, N, D);
+            CHECK_MSG(memcmp(dg, rg, sizeof(float) * D) == 0, "layernorm dgamma alone %d x %d: %s differs", N, D,
+                      hpj_gemm_isa_name(isa));
+            ++runs;
+        }
+        hpj_gemm_set_isa(-1);
+        CHECK(runs >= 1);
+        free(x); free(dy); free(mu); free(rs); free(g0); free(b0); free(rg); free(rb); free(dg); free(db);
+    }
+}
+
 const test_case internals_tests[] = {
     {"internals.park", test_park},
     {"internals.park_failure", test_park_failure},
@@ -406,5 +463,6 @@ const test_case internals_tests[] = {
     {"internals.bn_sums_isas", test_bn_sums_isas},
     {"internals.bn_sum_only", test_bn_sum_only},
     {"internals.colsum_isas", test_colsum_isas},
+    {"internals.ln_gb_isas", test_ln_gb_isas},
 };
 const int internals_tests_count = (int)(sizeof internals_tests / sizeof internals_tests[0]);
