@@ -7235,7 +7235,8 @@ HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const fl
    of doubles: sg[j] = the sum over the rows, in row order, of dy[j] xhat[j]
    (xhat = (x - mean) rstd in float; the product of two floats is exact in
    double, so a fused multiply-add gives the same bits as the scalar loop's
-   product and sum), sb[j] = the sum of dy[j]. The scalar loop in
+   product and sum), sb[j] = the sum of dy[j] (hpj__colsum_add's sum, kept
+   in this pass so that dy is read once for both). The scalar loop in
    hpj_layernorm_backward keeps its sums in a stack array, which GCC adds
    each row to through a store and a reload (as hpj__colsum_add's did).
    One kernel for the two widths: L lanes of doubles (vector type VD,
@@ -7261,8 +7262,14 @@ HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const fl
             HPJ__LG_ROW(2, L, VD, VS, W, H)                                                                       \
             HPJ__LG_ROW(3, L, VD, VS, W, H)                                                                       \
         }                                                                                                         \
-        W##_storeu_pd(sg, g0), W##_storeu_pd(sg + L, g1), W##_storeu_pd(sg + 2 * L, g2), W##_storeu_pd(sg + 3 * L, g3); \
-        W##_storeu_pd(sb, b0), W##_storeu_pd(sb + L, b1), W##_storeu_pd(sb + 2 * L, b2), W##_storeu_pd(sb + 3 * L, b3); \
+        W##_storeu_pd(sg, g0);                                                                                    \
+        W##_storeu_pd(sg + L, g1);                                                                                \
+        W##_storeu_pd(sg + 2 * L, g2);                                                                            \
+        W##_storeu_pd(sg + 3 * L, g3);                                                                            \
+        W##_storeu_pd(sb, b0);                                                                                    \
+        W##_storeu_pd(sb + L, b1);                                                                                \
+        W##_storeu_pd(sb + 2 * L, b2);                                                                            \
+        W##_storeu_pd(sb + 3 * L, b3);                                                                            \
     }
 #if defined(HPJ__GEMM_AVX512)
 HPJ__LG_KERNEL(hpj__ln_gb32, 8, __m512d, __m256, _mm512, _mm256) /* 32 columns */
