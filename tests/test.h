@@ -27,6 +27,17 @@ const char *test_tmpfile(const char *tag);
 struct hpj_dataset;
 int32_t *test_all_graphs(const struct hpj_dataset *ds);
 
+/* The statement (or block) after it, once for each GEMM kernel set that
+   this build and CPU have (portable, AVX2, AVX-512), with that set selected
+   by hpj_gemm_set_isa; isa is the caller's int. The runner restores the
+   default after every test, so a CHECK that returns from inside the loop
+   leaves no kernel set behind; a test that goes on after the loop calls
+   hpj_gemm_set_isa(-1) itself. */
+#define FOR_EACH_GEMM_ISA(isa)                                            \
+    for ((isa) = HPJ_GEMM_PORTABLE; (isa) <= HPJ_GEMM_AVX512; ++(isa))    \
+        if (hpj_gemm_set_isa(isa) != 0) {                                 \
+        } else
+
 #define CHECK(cond)                                                       \
     do {                                                                  \
         if (!(cond)) {                                                    \

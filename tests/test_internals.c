@@ -296,9 +296,8 @@ static void test_bn_sums_isas(void) {
             for (i = 0; i < N * D; ++i) x[i] = 3.0f * hpj_rng_uniform(&r) - 1.0f + (i % D) * 0.25f;
             for (i = 0; i < D; ++i) g[i] = 0.5f + hpj_rng_uniform(&r), b[i] = hpj_rng_uniform(&r) - 0.5f;
             for (i = 0; cnt && i < N; ++i) ntot += cnt[i] = 1 + i % 5;
-            for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
+            FOR_EACH_GEMM_ISA(isa) {
                 float *y, *mean, *rstd, *rm, *rv;
-                if (hpj_gemm_set_isa(isa) != 0) continue;
                 o[nres] = y = (float *)calloc((size_t)N * D + 4 * D, sizeof(float));
                 mean = y + (size_t)N * D, rstd = mean + D, rm = rstd + D, rv = rm + D;
                 for (i = 0; i < D; ++i) rv[i] = 1.0f;
@@ -384,8 +383,8 @@ static void test_colsum_isas(void) {
             for (i = 0; i < N; ++i) acc += (double)src[(size_t)i * lds + j];
             ref[j] = d0[j] + (float)acc;
         }
-        for (isa = HPJ_GEMM_PORTABLE, runs = 0; isa <= HPJ_GEMM_AVX512; ++isa) {
-            if (hpj_gemm_set_isa(isa) != 0) continue;
+        runs = 0;
+        FOR_EACH_GEMM_ISA(isa) {
             memcpy(dst, d0, sizeof(float) * D);
             hpj__colsum_add(dst, src, N, D, lds);
             CHECK_MSG(memcmp(dst, ref, sizeof(float) * D) == 0, "column sums %d x %d (stride %d): %s differs", N, D,
@@ -436,8 +435,8 @@ static void test_ln_gb_isas(void) {
             rg[j] = g0[j] + (float)sg;
             rb[j] = b0[j] + (float)sb;
         }
-        for (isa = HPJ_GEMM_PORTABLE, runs = 0; isa <= HPJ_GEMM_AVX512; ++isa) {
-            if (hpj_gemm_set_isa(isa) != 0) continue;
+        runs = 0;
+        FOR_EACH_GEMM_ISA(isa) {
             memcpy(dg, g0, sizeof(float) * D);
             memcpy(db, b0, sizeof(float) * D);
             hpj_layernorm_backward(NULL, dg, db, dy, x, NULL, mu, rs, N, D);

@@ -162,8 +162,7 @@ static void test_gemm_naive(void) {
     hpj_rng r;
     int isa, layout, t;
     hpj_rng_seed(&r, 11);
-    for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
-        if (hpj_gemm_set_isa(isa) != 0) continue; /* not compiled in */
+    FOR_EACH_GEMM_ISA(isa) {
         for (layout = 0; layout < 4; ++layout) {
             int ta = layout & 1, tb = layout >> 1;
             /* every small size 1..37 in each dimension, paired at random */
@@ -221,8 +220,7 @@ static void test_linear_bias_grad(void) {
             for (i = 0; i < N; ++i) acc += dout[(size_t)i * Dout + c];
             want[c] = 0.5f + (float)acc;
         }
-        for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
-            if (hpj_gemm_set_isa(isa) != 0) continue;
+        FOR_EACH_GEMM_ISA(isa) {
             for (c = 0; c < Dout; ++c) db[c] = 0.5f;
             hpj_linear_backward(dinp, dW, db, dout, inp, W, N, Din, Dout);
             CHECK_MSG(bits_equal(db, want, (size_t)Dout), "bias gradient, %d columns, %s: not the column sums in double",
@@ -289,8 +287,7 @@ static void test_gemm_swapped_path(void) {
     fill_uniform(B, (size_t)(K + 7) * (N + 7), -1, 1, &r);
     Cb[0] = fbuf((size_t)Mb * ldc);
     Cb[1] = fbuf((size_t)Mb * ldc);
-    for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
-        if (hpj_gemm_set_isa(isa) != 0) continue;
+    FOR_EACH_GEMM_ISA(isa) {
         for (layout = 0; layout < 4; ++layout) {
             int ta = layout & 1, tb = layout >> 1, lda = (ta ? Mb : K) + 5, ldb = (tb ? K : N) + 7;
             for (k = 0; k < 2; ++k) { /* the blocked path's rows, beta = -2 and 0 */
@@ -337,8 +334,7 @@ static void test_linear_bias_tiles(void) {
     fill_uniform(inp, (size_t)301 * 300, -1, 1, &r);
     fill_uniform(W, (size_t)263 * 300, -1, 1, &r);
     fill_uniform(b, 263, -1, 1, &r);
-    for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
-        if (hpj_gemm_set_isa(isa) != 0) continue;
+    FOR_EACH_GEMM_ISA(isa) {
         for (sh = 0; sh < 4; ++sh) {
             int N = shape[sh][0], Din = shape[sh][1], Dout = shape[sh][2], row;
             for (row = 0; row < N; ++row) memcpy(ref + (size_t)row * Dout, b, sizeof(float) * (size_t)Dout);
@@ -369,8 +365,7 @@ static void test_gemm_small_path(void) {
     hpj_rng_seed(&r, 13);
     fill_uniform(A, (size_t)Mb * K, -1, 1, &r);
     fill_uniform(B, (size_t)K * N, -1, 1, &r);
-    for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
-        if (hpj_gemm_set_isa(isa) != 0) continue;
+    FOR_EACH_GEMM_ISA(isa) {
         for (layout = 0; layout < 4; ++layout) {
             int ta = layout & 1, tb = layout >> 1;
             for (i = 0; i < Mb * N; ++i) Cb[i] = 0.5f;
@@ -678,8 +673,7 @@ static void test_activations(void) {
         }
         x[1] = 0.0f, x[2] = -0.0f, x[4] = INFINITY, x[5] = -INFINITY, x[8] = NAN, x[10] = 1.0f, x[11] = -1.0f;
         x[13] = 3.93f * 1.41421356f, x[16] = -124.0f, x[17] = 124.0f, x[19] = 1e-30f;
-        for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
-            if (hpj_gemm_set_isa(isa) != 0) continue;
+        FOR_EACH_GEMM_ISA(isa) {
             isas[nisa] = isa;
             y[nisa] = fbuf(nn);
             d[nisa] = fbuf(nn);
@@ -1585,8 +1579,7 @@ static void test_block_dact(void) {
     fill_uniform(p.W1, (size_t)F * D, -1.0f, 1.0f, &r);
     fill_uniform(x, (size_t)B * 5 * D, -2.0f, 2.0f, &r);
     fill_uniform(w, (size_t)B * 5 * D, -1.0f, 1.0f, &r);
-    for (isa = HPJ_GEMM_PORTABLE; isa <= HPJ_GEMM_AVX512; ++isa) {
-        if (hpj_gemm_set_isa(isa) != 0) continue;
+    FOR_EACH_GEMM_ISA(isa) {
         for (T = 1; T <= 5; T += 4) {
             size_t nx = (size_t)B * T * D;
             const uint8_t *mask = T == 1 ? NULL : km;
