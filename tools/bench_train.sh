@@ -32,8 +32,8 @@ echo "## Training throughput (forward + backward + Adam + EMA, all resolutions, 
 echo
 echo "Host: $(peer_host_line)."
 echo
-echo "| dataset | d | batch | hpjepa graphs/s | torch graphs/s | ratio | ratio per round | GFLOP/batch (ours / torch) | hpjepa GFLOP/s | peak MB (ours / torch) | core round trip ns |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| dataset | d | batch | hpjepa graphs/s | torch graphs/s | ratio | ratio per round | ratio, the peer's collate timed | GFLOP/batch (ours / torch) | hpjepa GFLOP/s | peak MB (ours / torch) | core round trip ns |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 # one reading of the two threads' cache-line round trip, in ns (empty without OpenMP)
 round_trip() { ./hpjepa bench cores --rounds 20000 --trials 3 2>/dev/null | sed -n 's/^round_trip_ns=\([0-9.]*\).*/\1/p' | tee -a build/bench/cores.txt; }
 placed=""
@@ -79,7 +79,7 @@ for spec in "PROTEINS proteins 512 proteins_d512 $STEPS" "PROTEINS proteins 128 
         # the peer with its best OpenBLAS kernels (peer_blas_choose above)
         if /usr/bin/time -f "%M" -o build/bench/time_torch.txt /usr/bin/python3 "$PEERS/torch_hpjepa.py" --dataset "$peer" --d "$d" \
             --threads "$THREADS" --steps "$steps" --json build/bench/torch.json >/dev/null 2>build/bench/torch.err; then
-            pj=$(/usr/bin/python3 -c "import json;j=json.loads(open('build/bench/torch.json').read().splitlines()[-1]);print('%.1f %.1f' % (j['graphs_per_s'], j['gflop_per_step']))" 2>/dev/null)
+            pj=$(/usr/bin/python3 -c "import json;j=json.loads(open('build/bench/torch.json').read().splitlines()[-1]);print('%.1f %.1f %.1f' % (j['graphs_per_s'], j['gflop_per_step'], j['B'] * 1e3 / (j['step_ms_median'] + j['collate_ms'])))" 2>/dev/null)
             [ -n "$pj" ] && echo "$pj" >>build/bench/peer.txt
             echo "peak $(( $(tail -1 build/bench/time_torch.txt) / 1024 ))" >>build/bench/peer.txt
             # this round's pair (the host drifts within minutes, so a
@@ -104,11 +104,16 @@ for spec in "PROTEINS proteins 512 proteins_d512 $STEPS" "PROTEINS proteins 128 
     m_ours=$(sed -n 's/.*peak_mb=\([0-9.]*\).*/\1/p' build/bench/ours.txt | median)
     g_t=$(grep -v '^peak' build/bench/peer.txt | cut -d' ' -f1 | median)
     gb_t=$(grep -v '^peak' build/bench/peer.txt | cut -d' ' -f2 | median)
+    # the peer's speed with its collate (the batch's sampling and patch
+    # arrays, built before its timed steps) added to its median step, as
+    # ours builds its batches inside each timed step
+    g_te=$(grep -v '^peak' build/bench/peer.txt | cut -d' ' -f3 | median)
     m_t=$(sed -n 's/^peak //p' build/bench/peer.txt | median)
     ratio=$(awk -v a="$g_ours" -v b="$g_t" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else print "-" }')
     rounds=$(span "%.2f-%.2fx" <build/bench/pairs.txt)
+    ratio_e=$(awk -v a="$g_ours" -v b="$g_te" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else print "-" }')
     cores=$(span "%.0f-%.0f" <build/bench/cores.txt)
-    echo "| $ds | $d | $bs | ${g_ours:-fail} | ${g_t:-n/a} | $ratio | $rounds | ${gb_ours:--} / ${gb_t:--} | ${f_ours:--} | ${m_ours:--} / ${m_t:--} | $cores |"
+    echo "| $ds | $d | $bs | ${g_ours:-fail} | ${g_t:-n/a} | $ratio | $rounds | $ratio_e | ${gb_ours:--} / ${gb_t:--} | ${f_ours:--} | ${m_ours:--} / ${m_t:--} | $cores |"
     placed+="- $ds d=$d rounds by placement: $(sort -k1,1 -k2g build/bench/placed.txt | awk '
         { n[$1]++; if (!($1 in lo)) lo[$1] = $2; hi[$1] = $2 }
         END { s = ""; split("near far mixed", k, " ")
@@ -119,6 +124,7 @@ echo
 echo "Targets: PROTEINS d=512 >= 1.5x torch, PROTEINS d=128 >= 3x, DD d=512 >= 1.5x."
 echo "$PEER_BLAS_NOTE"
 echo "Our PROTEINS/DD are the real datasets; the peer's are synthetic look-alikes of the same sizes."
+echo "Batch preparation: hpjepa.h samples each batch's contexts and targets and builds its patch arrays inside every timed step (tools/step_phases.py's 'inputs' phase, sampling left out: 4 % of the step at PROTEINS d = 128); the peer builds all its batches before its timed steps (its collate, one Python thread, collate_ms in its JSON) and reuses them. The ratio column is the peer's step alone (the targets' definition); 'the peer's collate timed' adds its mean collate a batch to its median step, so both sides count the same work."
 echo "The peer takes one Adam + EMA step per batch, on the mean of the four resolutions' losses; hpjepa.h takes one per resolution (the paper's rule: four per batch here); the peer's schedule would make our step 5-8 % faster (reports/bench_train.md, 2026-11-27, tenth session)."
 echo "'core round trip ns': \`./hpjepa bench cores\` before, between and after each round's two runs (range): a shared host's hypervisor moves the two vCPUs between nearby cores (~75-85 ns) and far-apart ones (~360-420 ns), and both sides' two-thread speeds move with it. A round whose readings disagree ran its two sides in different placements: the rounds below are split by placement (ratio range, count); compare like with like."
 printf "%s" "$placed"
