@@ -38,6 +38,8 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 round_trip() { ./hpjepa bench cores --rounds 20000 --trials 3 2>/dev/null | sed -n 's/^round_trip_ns=\([0-9.]*\).*/\1/p' | tee -a build/bench/cores.txt; }
 placed=""
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+# "A / B" as "1.23x", "-" unless both are positive numbers
+x_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else print "-" }'; }
 # the smallest and largest value of stdin as "lo-hi" in the printf format $1 (two values), "-" for none
 span() { sort -g | awk -v f="$1" '{ a[NR] = $1 } END { if (NR) printf f, a[1], a[NR]; else print "-" }'; }
 # the fifth field is the number of timed batches: STEPS, 5 times as many
@@ -109,9 +111,9 @@ for spec in "PROTEINS proteins 512 proteins_d512 $STEPS" "PROTEINS proteins 128 
     # ours builds its batches inside each timed step
     g_te=$(grep -v '^peak' build/bench/peer.txt | cut -d' ' -f3 | median)
     m_t=$(sed -n 's/^peak //p' build/bench/peer.txt | median)
-    ratio=$(awk -v a="$g_ours" -v b="$g_t" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else print "-" }')
+    ratio=$(x_ratio "$g_ours" "$g_t")
     rounds=$(span "%.2f-%.2fx" <build/bench/pairs.txt)
-    ratio_e=$(awk -v a="$g_ours" -v b="$g_te" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else print "-" }')
+    ratio_e=$(x_ratio "$g_ours" "$g_te")
     cores=$(span "%.0f-%.0f" <build/bench/cores.txt)
     echo "| $ds | $d | $bs | ${g_ours:-fail} | ${g_t:-n/a} | $ratio | $rounds | $ratio_e | ${gb_ours:--} / ${gb_t:--} | ${f_ours:--} | ${m_ours:--} / ${m_t:--} | $cores |"
     placed+="- $ds d=$d rounds by placement: $(sort -k1,1 -k2g build/bench/placed.txt | awk '
