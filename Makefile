@@ -16,15 +16,14 @@ LDLIBS  := -lm
 B       := build
 
 HDRS     := hpjepa.h
-# tools/gen_*.c and tools/bench_*.c are standalone helper programs, not part of the CLI
-CLI_SRC  := $(filter-out tools/gen_%.c tools/bench_%.c,$(wildcard tools/*.c))
+CLI_SRC  := $(wildcard tools/cli/*.c)
 TEST_SRC := tests/impl.c $(wildcard tests/test_*.c)
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 
 .PHONY: all examples test test-builds demo bench fuzz clean
 all: hpjepa examples
 
-hpjepa: $(CLI_SRC) tools/cli.h $(HDRS)
+hpjepa: $(CLI_SRC) tools/cli/cli.h $(HDRS)
 	$(CC) $(CFLAGS) -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
 
 examples: $(EXAMPLES)
@@ -41,7 +40,7 @@ $(B)/tests-asan: $(TEST_SRC) tests/test.h $(HDRS)
 	$(CC) $(CSTD) -O1 -g $(ARCH) $(WARN) $(OMP) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	    -fno-omit-frame-pointer -o $@ $(TEST_SRC) $(LDLIBS)
 # the command-line program under ASan + UBSan (the CLI checks run with it too)
-$(B)/hpjepa-asan: $(CLI_SRC) tools/cli.h $(HDRS)
+$(B)/hpjepa-asan: $(CLI_SRC) tools/cli/cli.h $(HDRS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) -O1 -g $(ARCH) $(WARN) $(OMP) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	    -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
@@ -70,7 +69,7 @@ TCC_BUILDS := $(if $(TCC),$(B)/tests-tcc $(B)/check-tcc-cli $(B)/hpjepa-portable
 $(B)/tests-tcc: $(TEST_SRC) tests/test.h $(HDRS)
 	@mkdir -p $(B)
 	$(TCC) -Wall -Werror -o $@ $(TEST_SRC) -lm
-$(B)/check-tcc-cli: $(CLI_SRC) tools/cli.h $(HDRS) $(wildcard examples/*.c)
+$(B)/check-tcc-cli: $(CLI_SRC) tools/cli/cli.h $(HDRS) $(wildcard examples/*.c)
 	@mkdir -p $(B)
 	$(TCC) -Wall -Werror -D_POSIX_C_SOURCE=200809L -o $(B)/hpjepa-tcc $(CLI_SRC) -lm
 	for e in examples/*.c; do $(TCC) -Wall -Werror -I. -o $(B)/example-tcc $$e -lm || exit 1; done
@@ -92,16 +91,11 @@ $(B)/tests-clang: $(TEST_SRC) tests/test.h $(HDRS)
 
 # gcc with the portable kernels and nothing tuned to this CPU: the same bits
 # as the tcc build (a command-line check compares their embeddings)
-$(B)/hpjepa-portable: $(CLI_SRC) tools/cli.h $(HDRS)
+$(B)/hpjepa-portable: $(CLI_SRC) tools/cli/cli.h $(HDRS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) -O2 $(WARN) -Wno-unknown-pragmas -DHPJ_NO_SIMD -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
 
-# the optional-operand microbenchmark (tools/bench_optional.sh runs it)
-$(B)/bench_optional: tools/bench_optional.c $(HDRS)
-	@mkdir -p $(B)
-	$(CC) $(CFLAGS) -o $@ tools/bench_optional.c $(LDLIBS)
-
-CHECKS := $(B)/check-cxx.o $(B)/check-pedantic.o $(B)/check-embedded.o $(B)/bench_optional
+CHECKS := $(B)/check-cxx.o $(B)/check-pedantic.o $(B)/check-embedded.o
 TEST_BUILDS := all $(B)/tests $(B)/tests-asan $(B)/tests-noomp $(B)/hpjepa-asan $(CHECKS) $(TCC_BUILDS) $(CLANG_BUILDS)
 # the suite's builds run one job per core unless make already has a
 # jobserver (make -jN test, N > 1)
@@ -113,13 +107,13 @@ test:
 test-builds: $(TEST_BUILDS)
 
 demo: all
-	@bash tools/demo.sh
+	@bash tools/demo/demo.sh
 
 bench: all
-	@bash tools/bench.sh
+	@bash tools/bench/bench.sh
 
 fuzz:
-	@bash tools/fuzz.sh
+	@bash tests/fuzz.sh
 
 clean:
 	rm -rf $(B) hpjepa

@@ -1,5 +1,5 @@
 # Sourced by tests/cli_test.sh: the bench scripts' shared rule for the
-# peer's OpenBLAS kernels (tools/peer_blas.sh), on made-up CPU flag lists.
+# peer's OpenBLAS kernels (tools/bench/peer_blas.sh), on made-up CPU flag lists.
 # An inherited OPENBLAS_CORETYPE=Haswell once gave the training peer its
 # AVX2 kernels on an AVX-512 CPU; these pin the rule down.
 
@@ -8,7 +8,7 @@ peer_blas_case() {
     local name=$1 flags=$2 over=$3 want=$4 got
     if [ "$flags" = "-" ]; then rm -f "$TMP/cpuinfo"; else printf 'flags\t\t: fpu sse2 %s\n' "$flags" >"$TMP/cpuinfo"; fi
     got=$(OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512 PEER_CORETYPE=$over PEER_BLAS_CPUINFO="$TMP/cpuinfo" bash -c '
-        . tools/peer_blas.sh; peer_blas_choose
+        . tools/bench/peer_blas.sh; peer_blas_choose
         echo "${OPENBLAS_CORETYPE:--} ${OPENBLAS_L2_SIZE:--} ${PEER_BLAS_CORE:--}"' 2>&1)
     if [ "$got" = "$want - ${want}" ]; then ok "peer_blas: $name ($want)"; else bad "peer_blas: $name" "got '$got', expected '$want - $want'"; fi
 }

@@ -87,11 +87,11 @@ PY
     [ "$chk" = ok ] && ok "eval: graphs.csv agrees with the fold scores" || bad "eval: graphs.csv agrees with the fold scores" "$chk"
 else bad "eval: graphs.csv written" "missing $TMP/rep.graphs.csv or python3"; fi
 # a protocol in parts: seeds 1 and 2 run separately (--first-seed) and joined
-# by tools/merge_reports.py give the 2-seed report: the same fold scores,
+# by tools/paper/merge_reports.py give the 2-seed report: the same fold scores,
 # aggregates and predictions
 "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --report "$TMP/part1" >/dev/null 2>&1
 "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --first-seed 2 --quiet --report "$TMP/part2" >/dev/null 2>&1
-if command -v python3 >/dev/null && python3 tools/merge_reports.py "$TMP/joined" "$TMP/part2" "$TMP/part1" >"$TMP/join.out" 2>&1; then
+if command -v python3 >/dev/null && python3 tools/paper/merge_reports.py "$TMP/joined" "$TMP/part2" "$TMP/part1" >"$TMP/join.out" 2>&1; then
     chk=$(python3 - "$TMP/rep.json" "$TMP/joined.json" <<'PY'
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
@@ -104,58 +104,39 @@ PY
        [ "$(tail -1 "$TMP/joined.out")" = "$(tail -1 "$TMP/join.out" | cut -d' ' -f1,2)" ] &&
        [ "$(tail -1 "$TMP/joined.out")" = "$out" ]; then ok "eval: --first-seed parts joined = one run"
     else bad "eval: --first-seed parts joined = one run" "$chk $(cat "$TMP/join.out") / $out"; fi
-    expect_fail "merge_reports: overlapping seeds" "seed number 1 is in both" python3 tools/merge_reports.py "$TMP/j2" "$TMP/part1" "$TMP/rep"
+    expect_fail "merge_reports: overlapping seeds" "seed number 1 is in both" python3 tools/paper/merge_reports.py "$TMP/j2" "$TMP/part1" "$TMP/rep"
     sed 's/dim = 8/dim = 9/' "$TMP/part2.json" > "$TMP/part3.json"; cp "$TMP/part2.graphs.csv" "$TMP/part3.graphs.csv"
-    expect_fail "merge_reports: another config" "config differs.*dim = 9" python3 tools/merge_reports.py "$TMP/j2" "$TMP/part1" "$TMP/part3"
+    expect_fail "merge_reports: another config" "config differs.*dim = 9" python3 tools/paper/merge_reports.py "$TMP/j2" "$TMP/part1" "$TMP/part3"
     [ ! -e "$TMP/j2.json" ] && ok "merge_reports: no output after failures" || bad "merge_reports: no output after failures"
-    # tools/paired.py: a run against its own parts joined differs nowhere
-    if pr=$(python3 tools/paired.py "$TMP/rep" "$TMP/joined" 2>&1) && echo "$pr" | grep -q 'mean A - B over seeds: +0.0000 (sign-flip permutation p = 1 ' &&
+    # tools/paper/paired.py: a run against its own parts joined differs nowhere
+    if pr=$(python3 tools/paper/paired.py "$TMP/rep" "$TMP/joined" 2>&1) && echo "$pr" | grep -q 'mean A - B over seeds: +0.0000 (sign-flip permutation p = 1 ' &&
        echo "$pr" | grep -q 'folds: A ahead 0, behind 0, level 6' && echo "$pr" | grep -q 'only A right 0, only B right 0 (McNemar exact p = 1)'; then
         ok "paired: a run against itself"
     else bad "paired: a run against itself" "$pr"; fi
     sed 's/^\(1,[0-9]*,[0-9]*,[0-9]*,[0-9]*,[0-9]*,[0-9]*,\)1$/\10/' "$TMP/rep.graphs.csv" > "$TMP/worse.graphs.csv"
-    if pr=$(python3 tools/paired.py "$TMP/rep" "$TMP/worse" 2>&1) &&
+    if pr=$(python3 tools/paper/paired.py "$TMP/rep" "$TMP/worse" 2>&1) &&
        [ "$(grep -c '^1,.*,1$' "$TMP/rep.graphs.csv")" -gt 0 ] &&
        echo "$pr" | grep -q "only A right $(grep -c '^1,.*,1$' "$TMP/rep.graphs.csv"), only B right 0" &&
        echo "$pr" | grep -q "seed 1: A $(python3 -c "import json,sys;r=[x['score'] for x in json.load(open(sys.argv[1]))['rows'] if x['seed']==1];print('%.4f'%(sum(r)/len(r)))" "$TMP/rep.json")  B 0.0000"; then
         ok "paired: per-seed accuracies and discordant predictions"
     else bad "paired: per-seed accuracies and discordant predictions" "$pr"; fi
     awk -F, -v OFS=, 'NR == 2 { $2 = $2 % 3 + 1 } { print }' "$TMP/rep.graphs.csv" > "$TMP/moved.graphs.csv"
-    expect_fail "paired: runs on other folds" "is in fold .* but fold" python3 tools/paired.py "$TMP/rep" "$TMP/moved"
-    expect_fail "paired: missing report" "nope.graphs.csv: No such file" python3 tools/paired.py "$TMP/rep" "$TMP/nope"
+    expect_fail "paired: runs on other folds" "is in fold .* but fold" python3 tools/paper/paired.py "$TMP/rep" "$TMP/moved"
+    expect_fail "paired: missing report" "nope.graphs.csv: No such file" python3 tools/paper/paired.py "$TMP/rep" "$TMP/nope"
 else bad "eval: --first-seed parts joined" "$(cat "$TMP/join.out" 2>/dev/null)"; fi
-# tools/paired_step.py, tools/step_phases.py, tools/gemm_shapes.py and
-# tools/split_balance.py still find the text they patch in hpjepa.h (the
-# batch loop of hpj_pretrain; the phases of hpj__step; hpj__gemm_impl;
-# hpj__fwd_split), the scratch
-# headers they write compile, and a usage error is one line
-scratch_tool() { # NAME MARKER WHAT
-    if python3 "tools/$1.py" "$TMP/$1" >/dev/null 2>"$TMP/$1.err" && grep -q "$2" "$TMP/$1/hpjepa.h" &&
-       printf '#define HPJEPA_IMPLEMENTATION\n#include "hpjepa.h"\n' |
-           ${CC:-cc} -std=c99 -fopenmp -fsyntax-only -I"$TMP/$1" -x c - 2>>"$TMP/$1.err"; then
-        ok "$1: patches and compiles $3"
-    else bad "$1: patches and compiles $3" "$(head -c 300 "$TMP/$1.err")"; fi
-    expect_fail "$1: usage" "usage: python3 tools/$1.py OUTDIR" python3 "tools/$1.py"
-}
-if command -v python3 >/dev/null; then
-    scratch_tool paired_step 'hpj__exp_v = v_;' "the batch loop of hpjepa.h"
-    scratch_tool step_phases 'HPJ__PH(11);' "the phases of hpj__step"
-    scratch_tool gemm_shapes 'hpj__gs_dump' "the GEMM entry of hpjepa.h"
-    scratch_tool split_balance 'hpj__sb_add(l,' "the side-by-side forward of hpjepa.h"
-fi
-# tools/same_bits.sh: one binary against itself trains the same bytes; a
+# tools/bench/same_bits.sh: one binary against itself trains the same bytes; a
 # different seed for the second is caught; usage errors are one line
-if [ "$(bash tools/same_bits.sh "$HPJ" "$HPJ" demo 2>&1)" = "demo: same ($(OMP_WAIT_POLICY=passive "$HPJ" pretrain data/DEMO \
+if [ "$(bash tools/bench/same_bits.sh "$HPJ" "$HPJ" demo 2>&1)" = "demo: same ($(OMP_WAIT_POLICY=passive "$HPJ" pretrain data/DEMO \
         --config data/configs/DEMO.cfg --set epochs=1 --out "$TMP/sb.ckpt" --save-optimizer --threads 2 --quiet >/dev/null 2>&1 &&
         md5sum <"$TMP/sb.ckpt" | cut -c1-32))" ]; then
     ok "same_bits: a binary against itself"
-else bad "same_bits: a binary against itself" "$(bash tools/same_bits.sh "$HPJ" "$HPJ" demo 2>&1 | head -c 300)"; fi
-if sb=$(SAME_BITS_SET_NEW="seed=2" bash tools/same_bits.sh "$HPJ" "$HPJ" demo 2>&1); then
+else bad "same_bits: a binary against itself" "$(bash tools/bench/same_bits.sh "$HPJ" "$HPJ" demo 2>&1 | head -c 300)"; fi
+if sb=$(SAME_BITS_SET_NEW="seed=2" bash tools/bench/same_bits.sh "$HPJ" "$HPJ" demo 2>&1); then
     bad "same_bits: another seed differs" "exit 0: $sb"
 elif echo "$sb" | grep -q "^demo: DIFFER ([0-9a-f]\{32\} [0-9a-f]\{32\})$"; then ok "same_bits: another seed differs"
 else bad "same_bits: another seed differs" "$sb"; fi
-expect_fail "same_bits: usage" "usage: bash tools/same_bits.sh OLD_BIN NEW_BIN" bash tools/same_bits.sh "$HPJ"
-expect_fail "same_bits: unknown case" "unknown case 'bogus'" bash tools/same_bits.sh "$HPJ" "$HPJ" bogus
+expect_fail "same_bits: usage" "usage: bash tools/bench/same_bits.sh OLD_BIN NEW_BIN" bash tools/bench/same_bits.sh "$HPJ"
+expect_fail "same_bits: unknown case" "unknown case 'bogus'" bash tools/bench/same_bits.sh "$HPJ" "$HPJ" bogus
 # probe_select = cv: the penalty comes from probe_alpha x 10^-3..10^3 (here
 # probe_alpha = 0.5), chosen per fold on the training folds, and is reported
 expect_fail "eval: bad probe_select" "bad value 'maybe' for key 'probe_select'" "$HPJ" eval data/DEMO --config "$MCFG" --set probe_select=maybe

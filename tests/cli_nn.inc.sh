@@ -24,16 +24,3 @@ expect_fail "bench gemm: bad secs" "secs: -1 is outside" "$HPJ" bench gemm 5 5 5
 expect_fail "bench gemm: unknown option" "unknown option '--fast'" "$HPJ" bench gemm 5 5 5 --fast
 expect_fail "bench gemm: too large" "needs .* GB" "$HPJ" bench gemm 1048576 1048576 1048576
 
-# -- bench cores: the round trip of a cache line between the two threads --
-out=$("$HPJ" bench cores --rounds 2000 --trials 3 2>"$TMP/err"); rc=$?
-if [ $rc -eq 0 ] && echo "$out" | grep -qE '^round_trip_ns=[0-9]+\.[0-9] min_ns=[0-9]+\.[0-9] max_ns=[0-9]+\.[0-9]$' &&
-   echo "$out" | awk -F'[= ]' '{ exit !($2 > 0 && $4 > 0 && $4 <= $2 && $2 <= $6) }'; then
-    ok "bench cores: one line, min <= median <= max ($out)"
-elif [ $rc -eq 1 ] && grep -qE 'without OpenMP|needs two (threads|CPUs)' "$TMP/err"; then
-    echo "  (bench cores: $(cat "$TMP/err"))"
-else bad "bench cores: result line" "exit=$rc out='$out' stderr: $(head -c 200 "$TMP/err")"; fi
-"$HPJ" bench cores --help | grep -q "round_trip_ns=" && ok "bench cores --help" || bad "bench cores --help"
-expect_fail "bench cores: one thread" "needs two threads|without OpenMP" env OMP_THREAD_LIMIT=1 "$HPJ" bench cores --rounds 10
-expect_fail "bench cores: bad rounds" "rounds: 0 is out of range" "$HPJ" bench cores --rounds 0
-expect_fail "bench cores: missing value" "trials needs a value" "$HPJ" bench cores --trials
-expect_fail "bench cores: stray argument" "unexpected argument 'x'" "$HPJ" bench cores x

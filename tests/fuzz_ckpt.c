@@ -1,5 +1,5 @@
 /* libFuzzer harness of the checkpoint reader (hpj_model_deserialize).
-   Built and run by tools/fuzz.sh (`make fuzz`) with clang
+   Built and run by tests/fuzz.sh (`make fuzz`) with clang
    -fsanitize=fuzzer,address,undefined; not part of `make test`.
 
    A random change to a checkpoint almost always breaks its CRC, which the
@@ -7,7 +7,7 @@
    four bytes of each input before reading it, and the fuzzer reaches the
    header, the config text and the tensor sizes behind it. (A second read
    of the input as given, CRC and all, must fail or agree with the first.)
-   tools/fuzz.sh writes seeds: small checkpoints from `hpjepa pretrain`.
+   tests/fuzz.sh writes seeds: small checkpoints from `hpjepa pretrain`.
 
    Besides "no crash, no leak, no undefined behaviour, no hang", it checks
    the reader's contract and traps when it is broken:

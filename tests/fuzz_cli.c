@@ -1,7 +1,7 @@
 /* libFuzzer harness of the command-line program's own readers: the .npy
    reader (cli_read_npy) and the inputs of `hpjepa plot` (an eval report's
    graphs.csv, a pretrain loss log, an eval report's JSON). Built by
-   tools/fuzz.sh with every tools/ source (tools/hpjepa.c's main renamed)
+   tests/fuzz.sh with every tools/cli/ source (tools/cli/hpjepa.c's main renamed)
    and clang -fsanitize=fuzzer,address,undefined; not part of `make test`.
 
    Input: byte 0 picks the reader (b % 4: npy, quartiles, loss, sweep), the
@@ -11,7 +11,7 @@
    plot leaves no SVG behind. The reasons it prints are not checked here
    (the CLI tests check them). */
 #define _POSIX_C_SOURCE 200809L
-#include "../tools/cli.h"
+#include "../tools/cli/cli.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* libFuzzer harness of the config parser (hpj_config_parse, `key = value`
-   lines). Built and run by tools/fuzz.sh (`make fuzz`) with clang
+   lines). Built and run by tests/fuzz.sh (`make fuzz`) with clang
    -fsanitize=fuzzer,address,undefined; not part of `make test`.
 
    Besides "no crash, no undefined behaviour, no hang", it checks the

@@ -1,5 +1,5 @@
 /* libFuzzer harness of the METIS-format reader (hpj_graph_parse_metis).
-   Built and run by tools/fuzz.sh (`make fuzz`) with clang
+   Built and run by tests/fuzz.sh (`make fuzz`) with clang
    -fsanitize=fuzzer,address,undefined; not part of `make test`.
 
    Besides "no crash, no leak, no undefined behaviour, no hang", it checks

@@ -1,6 +1,6 @@
 /* libFuzzer harness of the whole model: random small datasets and random
    tiny configs through hpj_model_init, hpj_pretrain (one epoch) and
-   hpj_embed. Built and run by tools/fuzz.sh (`make fuzz`) with clang
+   hpj_embed. Built and run by tests/fuzz.sh (`make fuzz`) with clang
    -fsanitize=fuzzer,address,undefined; not part of `make test`.
 
    Input layout (every byte string is some valid call):

@@ -1,5 +1,5 @@
 /* libFuzzer harness of the multilevel partitioner (hpj_partition). Built
-   and run by tools/fuzz.sh (`make fuzz`) with clang
+   and run by tests/fuzz.sh (`make fuzz`) with clang
    -fsanitize=fuzzer,address,undefined; not part of `make test`.
 
    Input layout (every byte string is some valid call):

@@ -1,6 +1,6 @@
 /* libFuzzer harness of the tokenizer (hpj_tokens_build): the resolution
    bank, the partitions and the 1-hop patches of random small datasets.
-   Built and run by tools/fuzz.sh (`make fuzz`) with clang
+   Built and run by tests/fuzz.sh (`make fuzz`) with clang
    -fsanitize=fuzzer,address,undefined; not part of `make test`.
 
    Input layout (every byte string is some valid call):

@@ -1,5 +1,5 @@
 /* libFuzzer harness of the TUDataset reader (hpj_dataset_parse_tu).
-   Built and run by tools/fuzz.sh (`make fuzz`) with clang
+   Built and run by tests/fuzz.sh (`make fuzz`) with clang
    -fsanitize=fuzzer,address,undefined; not part of `make test`.
 
    Input layout: two bytes little-endian = which of the 9 files are present
@@ -7,7 +7,7 @@
    graph_attributes, node_labels, node_attributes, edge_labels,
    edge_attributes, split), then the texts of the present files in that
    order, separated by the byte 0x1F (a missing text is empty).
-   tools/fuzz.sh writes seeds in this layout from small valid datasets.
+   tests/fuzz.sh writes seeds in this layout from small valid datasets.
 
    Besides "no crash, no leak, no undefined behaviour, no hang", it checks
    the reader's contract and traps when it is broken:

@@ -4,12 +4,12 @@
 # graphs.csv} (eval --report) plus .out (result lines) and .err (per-fold
 # lines); a job whose .json already exists is skipped, so the script can be
 # stopped and started again. Usage:
-#   bash tools/reproduce.sh [JOB ...]      (no JOB: every job, in order)
-#   bash tools/reproduce.sh --list
+#   bash tools/paper/reproduce.sh [JOB ...]      (no JOB: every job, in order)
+#   bash tools/paper/reproduce.sh --list
 # Environment: HPJ_DATA (default ../shared/data), SEEDS (default 1; the
 # paper's table uses 5), FIRST_SEED (default 1: seeds FIRST_SEED ..
 # FIRST_SEED+SEEDS-1, the job named <name>_seedsA-B, so a 5-seed protocol can
-# run in parts that tools/merge_reports.py joins), LANES (jobs run side by side, default 1), THREADS
+# run in parts that tools/paper/merge_reports.py joins), LANES (jobs run side by side, default 1), THREADS
 # (OpenMP threads per job, default 2 / LANES); results are the same bits
 # either way. Measured on this 2-core machine: two 1-thread copies of the
 # PROTEINS Graph-JEPA `bench train` did 15-24 % more work than one 2-thread
@@ -32,7 +32,7 @@
 # another key). REDDIT-BINARY_hp_clamp20_1seed's fold log is from 0.5.0; a
 # 0.5.0 binary to continue it: git worktree add /tmp/v050 ba3a6d5 &&
 # make -C /tmp/v050 hpjepa, then HPJEPA=/tmp/v050/hpjepa THREADS=2
-# FOLD_LANES=2 bash tools/reproduce.sh REDDIT-BINARY_hp_clamp20_1seed.
+# FOLD_LANES=2 bash tools/paper/reproduce.sh REDDIT-BINARY_hp_clamp20_1seed.
 # A 0.5.0 binary that also checkpoints folds (the same bits and key as
 # 0.5.0; session 16 ran REDDIT folds 7-8 with one, build/hpjepa-s16r):
 # git worktree add /tmp/v050r ba3a6d5 && git diff a73570c 2f77654 --
@@ -43,7 +43,7 @@
 # so on a machine whose build/ survives, a job cut off mid-fold continues
 # that fold from its last epoch (the same bits); CKPT_EVERY=0 turns it off.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DATA=${HPJ_DATA:-../shared/data}
 LANES=${LANES:-1}
 case $LANES in 1|2|3|4|5|6|7|8) ;; *) echo "reproduce.sh: LANES must be 1..8, got '$LANES'" >&2; exit 2 ;; esac
@@ -51,7 +51,7 @@ THREADS=${THREADS:-$(( LANES >= 2 ? 1 : 2 ))}
 SEEDS=${SEEDS:-1}
 FIRST_SEED=${FIRST_SEED:-1}
 case $SEEDS$FIRST_SEED in *[!0-9]*) echo "reproduce.sh: SEEDS and FIRST_SEED must be numbers" >&2; exit 2 ;; esac
-R=reports
+R=tools/paper/reports
 mkdir -p "$R" "$R/folds" build/analysis
 HPJEPA=${HPJEPA:-./hpjepa}
 [ "$HPJEPA" != ./hpjepa ] || [ -x ./hpjepa ] || make -s hpjepa
@@ -94,7 +94,7 @@ JOBS=(
   "PROTEINS_hp_models_1seed|PROTEINS|data/configs/PROTEINS.cfg|--save-models build/analysis/PROTEINS_hp_models --save-embeddings build/analysis/PROTEINS_hp_models"
   "PROTEINS_hp_gjtarget_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set target_adj=1 --set ema_init=independent --set probe_select=cv --save-models build/analysis/PROTEINS_hp_gjtarget_models"
   # seeds 2.. of PROTEINS_hp_models_1seed (FIRST_SEED=2 SEEDS=4), embeddings beside seed 1's:
-  # join the reports with tools/merge_reports.py
+  # join the reports with tools/paper/merge_reports.py
   "PROTEINS_hp_more_1seed|PROTEINS|data/configs/PROTEINS.cfg|--save-embeddings build/analysis/PROTEINS_hp_models"
   "ZINC-12K_gj_trainemb_1seed|ZINC-12K|data/configs/graph-jepa/ZINC-12K.cfg|--set train_embed=repartition"
   "PROTEINS_hp_adamw_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set optimizer=adamw --set probe_select=cv --save-embeddings build/analysis/PROTEINS_hp_adamw_1seed"

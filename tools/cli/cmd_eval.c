@@ -60,7 +60,7 @@ static const char *eval_usage =
     "  line under the same key as PREFIX.done, and a fold already recorded there\n"
     "  under that key is not run again: its results are read back, the same bits.\n"
     "  A few kilobytes per fold, so a protocol of many hours can continue on\n"
-    "  another machine (tools/reproduce.sh keeps them in reports/folds/).\n"
+    "  another machine (tools/paper/reproduce.sh keeps them in tools/paper/reports/folds/).\n"
     "  --lanes J pretrains J folds of a seed at once, each on threads / J threads\n"
     "  (at least 1), then probes them in order: the same results (the bits do not\n"
     "  depend on the thread count), J times the memory. On 2 cores, IMDB-MULTI\n"

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Figures and tables of the paper's analyses (sections 5.3-5.4) from the runs
-# of tools/reproduce.sh: accuracy per node-count quartile (HP-JEPA vs
+# of tools/paper/reproduce.sh: accuracy per node-count quartile (HP-JEPA vs
 # Graph-JEPA mode), the resolution-bank sweep, the PROTEINS t-SNE case study
 # and the pretraining loss curves. Writes reports/figures/*.svg and
 # reports/analysis.md; a figure whose inputs are missing is skipped with a
-# note. Usage: bash tools/analysis.sh
+# note. Usage: bash tools/paper/analysis.sh
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DATA=${HPJ_DATA:-../shared/data}
-R=reports
+R=tools/paper/reports
 F=$R/figures
 mkdir -p "$F"
 [ -x ./hpjepa ] || make -s hpjepa
@@ -17,7 +17,7 @@ PREV=$(cat "$OUT" 2>/dev/null || true) # to keep results whose inputs (build/) a
 {
     echo "# Analyses (paper sections 5.3-5.4)"
     echo
-    echo "Produced by \`bash tools/analysis.sh\` from the runs of \`bash tools/reproduce.sh\`"
+    echo "Produced by \`bash tools/paper/analysis.sh\` from the runs of \`bash tools/paper/reproduce.sh\`"
     echo "(the quartiles over the seeds both methods have, the sweeps one seed x 10 folds, as the"
     echo "paper's sensitivity figure). Figures: \`reports/figures/\`."
 } >"$OUT"
@@ -106,7 +106,7 @@ for m in hp gj; do
         echo "![tsne $m](figures/PROTEINS_tsne_$m.svg)" >>"$OUT"
         echo >>"$OUT"
     else
-        echo "(not run yet: build/analysis/PROTEINS_$m.npy, see tools/reproduce.sh case_study)" >>"$OUT"
+        echo "(not run yet: build/analysis/PROTEINS_$m.npy, see tools/paper/reproduce.sh case_study)" >>"$OUT"
     fi
 done
 
@@ -116,7 +116,7 @@ if have "$R/PROTEINS_hp_loss.csv" "$R/PROTEINS_gj_loss.csv"; then
         "$R/PROTEINS_hp_loss.csv" "$R/PROTEINS_gj_loss.csv" >/dev/null 2>>"$OUT.err"
     echo "![loss](figures/PROTEINS_loss.svg)" >>"$OUT"
 else
-    echo "(not run yet: reports/PROTEINS_{hp,gj}_loss.csv)" >>"$OUT"
+    echo "(not run yet: tools/paper/reports/PROTEINS_{hp,gj}_loss.csv)" >>"$OUT"
 fi
 if [ -s "$OUT.err" ]; then echo "some figures failed, see $OUT.err" >&2; else rm -f "$OUT.err"; fi
 echo "wrote $OUT and $F/" >&2

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# `make bench`: runs every tools/bench_*.sh (each compares one part of
+# `make bench`: runs every tools/bench/bench_*.sh (each compares one part of
 # hpjepa.h with its peer from ../shared/peers in the same run) and collects
 # their Markdown output in build/bench/RESULTS.md.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 mkdir -p build/bench
 out=build/bench/RESULTS.md
 {
@@ -11,8 +11,8 @@ out=build/bench/RESULTS.md
     echo
 } > "$out"
 status=0
-for b in tools/bench_*.sh; do
-    [ "$b" = tools/bench.sh ] && continue
+for b in tools/bench/bench_*.sh; do
+    [ "$b" = tools/bench/bench.sh ] && continue
     echo "=== $b" >&2
     if ! bash "$b" | tee -a "$out"; then
         echo "=== $b FAILED" >&2

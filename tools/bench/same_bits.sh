@@ -5,7 +5,7 @@
 # claims "same bits" (a faster kernel, another tiling), run it against a
 # build of the commit before:
 #
-#   bash tools/same_bits.sh OLD_BIN NEW_BIN [CASES]
+#   bash tools/bench/same_bits.sh OLD_BIN NEW_BIN [CASES]
 #
 # CASES, comma-separated (default: mutag,imdb_gj,proteins128,dd512):
 #   demo        data/DEMO, data/configs/DEMO.cfg, 1 epoch (under a second)
@@ -20,7 +20,7 @@
 # Prints one line per case, "CASE: same (md5)" or "CASE: DIFFER (md5 md5)",
 # and exits 1 if any case differs or fails to train, 2 on bad usage.
 set -u
-usage="usage: bash tools/same_bits.sh OLD_BIN NEW_BIN [demo,mutag,imdb_gj,proteins128,dd512]"
+usage="usage: bash tools/bench/same_bits.sh OLD_BIN NEW_BIN [demo,mutag,imdb_gj,proteins128,dd512]"
 [ $# -ge 2 ] && [ $# -le 3 ] || { echo "$usage" >&2; exit 2; }
 old=$1
 new=$2
@@ -32,7 +32,7 @@ abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
 old=$(abs "$old")
 new=$(abs "$new")
 [ -n "${HPJ_DATA:-}" ] && [ -d "$HPJ_DATA" ] && HPJ_DATA=$(cd "$HPJ_DATA" && pwd)
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DATA=${HPJ_DATA:-../shared/data}
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT

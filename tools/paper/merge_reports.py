@@ -8,7 +8,7 @@ OUT.out (the eval result lines), aggregated as eval does (mean over folds
 per seed, then mean and population std over seeds; fold_std = mean over
 seeds of the population std across folds). Wall time is the sum of the parts.
 
-  python3 tools/merge_reports.py OUT PART [PART ...]
+  python3 tools/paper/merge_reports.py OUT PART [PART ...]
 
 PART is a report prefix (PART.json and PART.graphs.csv must exist). The parts
 must agree on dataset, metric, folds and config (every key but `seed` and
@@ -121,7 +121,7 @@ def main(argv):
         merged["resumed_folds"] = resumed
     md = ["# hpjepa eval: %s\n" % first["dataset"],
           "%s = %.4f +- %.4f (mean over folds per seed, then mean/std over %d seeds, %s); mean fold std %.4f; "
-          "wall time %.1f s (sum of %d parts, joined by tools/merge_reports.py: %s)\n"
+          "wall time %.1f s (sum of %d parts, joined by tools/paper/merge_reports.py: %s)\n"
           % (metric, mean, sd, len(seeds), seed_text, fstd, wall, len(parts), ", ".join(parts)),
           "| seed | fold | %s | train |" % ("test mae" if metric == "mae" else "test accuracy"),
           "|---|---|---|---|"]

@@ -12,7 +12,7 @@ without the test graphs, unlike picking the best res<l> row afterwards).
 No pretraining, so a
 probe question (which alpha, which readout) costs seconds, not hours.
 
-usage: /usr/bin/python3 tools/probe_study.py REPORT EMB L [ALPHA ...]
+usage: /usr/bin/python3 tools/paper/probe_study.py REPORT EMB L [ALPHA ...]
   REPORT, EMB: the prefixes given to `hpjepa eval ... --report REPORT
   --save-embeddings EMB` (reads REPORT.graphs.csv for the folds and labels
   and EMB.s<seed>f<fold>.npy for the embeddings); L: the number of

@@ -25,10 +25,10 @@ if ! $PY -c "import sklearn, numpy" 2>/dev/null; then
     echo "bench_probe: installing the peer (Debian python3-sklearn python3-numpy) ..." >&2
     apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-sklearn python3-numpy >&2
 fi
-# The peer's OpenBLAS kernels: the rule of tools/peer_blas.sh (SkylakeX on
+# The peer's OpenBLAS kernels: the rule of tools/bench/peer_blas.sh (SkylakeX on
 # an AVX-512 CPU, whatever OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE the shell
 # had), the same for every bench script.
-# shellcheck source=tools/peer_blas.sh
+# shellcheck source=tools/bench/peer_blas.sh
 . "$(dirname "$0")/peer_blas.sh"
 peer_blas_choose
 NOTE=${PEER_BLAS_NOTE%.}

@@ -18,7 +18,7 @@
 # 128"), HPJ_DATA (datasets, default ../shared/data), BENCH_LARGE=0 or
 # BENCH_DATASETS=0 to skip a part.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 R=${R:-3}
 KS=${BENCH_KS:-"2 4 8 16 32 64 128"}
 DATA=${HPJ_DATA:-../shared/data}

@@ -1,7 +1,7 @@
 /* cli.h - shared pieces of the hpjepa command-line program. */
 #ifndef HPJ_CLI_H
 #define HPJ_CLI_H
-#include "../hpjepa.h"
+#include "../../hpjepa.h"
 
 /* Each subcommand: argv[0] is the subcommand name. Returns the exit code:
    0 ok, 1 failure (reason already printed), 2 usage error. */
@@ -13,7 +13,6 @@ int cmd_embed(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_bench_train(int argc, char **argv);
 int cmd_bench_probe(int argc, char **argv);
-int cmd_bench_cores(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 
 /* Prints "hpjepa <cmd>: <message>" on stderr (one line). */

@@ -12,7 +12,7 @@
 # the highest of the R medians (the machine is shared: this keeps the runs
 # that were not disturbed) and the best single batch is shown too.
 #
-# The peer's OpenBLAS kernels follow tools/peer_blas.sh (SkylakeX on an
+# The peer's OpenBLAS kernels follow tools/bench/peer_blas.sh (SkylakeX on an
 # AVX-512 CPU, whatever OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE the shell had);
 # the core the sgemm program reports is printed with the table.
 #
@@ -24,7 +24,7 @@
 # Environment: R (default 3), SECS (default 0.4), THREADS (default 2),
 # BENCH_GEMM_SHAPES (default "512x512x512 12800x512x512 64x512x512").
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 R=${R:-3}
 SECS=${SECS:-0.4}
 THREADS=${THREADS:-2}
@@ -48,7 +48,7 @@ fi
 if [ ! -x "$B/sgemm_openblas" ] || [ "$PEERS/sgemm_openblas.c" -nt "$B/sgemm_openblas" ]; then
     gcc -O2 -march=native "$PEERS/sgemm_openblas.c" -o "$B/sgemm_openblas" -lopenblas
 fi
-# shellcheck source=tools/peer_blas.sh
+# shellcheck source=tools/bench/peer_blas.sh
 . "$(dirname "$0")/peer_blas.sh"
 peer_blas_choose
 core=$(SHAPES=8x8x8 "$B/sgemm_openblas" 0.001 1 | sed -n 's/^# core: //p')

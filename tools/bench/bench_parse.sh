@@ -9,10 +9,10 @@
 # read, parse, symmetrise, deduplicate, build CSR) and the whole process
 # wall time. MB/s = dataset text bytes / load time. Medians of REPS runs
 # (default 5). Prints a Markdown table. Run from the repository root after
-# `make` (tools/bench.sh does both); installs python3-pandas from Debian if
+# `make` (tools/bench/bench.sh does both); installs python3-pandas from Debian if
 # missing. Env: REPS, HPJ_DATA (default ../shared/data), DATASETS.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DATA=${HPJ_DATA:-../shared/data}
 REPS=${REPS:-5}
 PY=/usr/bin/python3

@@ -53,10 +53,10 @@ fi
 FLAGS="-std=c99 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I$INC"
 for t in $TARGETS; do
     if [ "$t" = cli ]; then # the program's sources, its main renamed (libFuzzer brings one)
-        cli_src=$(ls tools/*.c | grep -v -e tools/hpjepa.c -e 'tools/gen_' -e 'tools/bench_' | tr '\n' ' ')
-        echo "fuzz: $CC_FUZZ $FLAGS -D_POSIX_C_SOURCE=200809L -c -Dmain=hpjepa_main -o $B/cli_main.o tools/hpjepa.c"
+        cli_src=$(ls tools/cli/*.c | grep -v -e tools/cli/hpjepa.c | tr '\n' ' ')
+        echo "fuzz: $CC_FUZZ $FLAGS -D_POSIX_C_SOURCE=200809L -c -Dmain=hpjepa_main -o $B/cli_main.o tools/cli/hpjepa.c"
         echo "fuzz: $CC_FUZZ $FLAGS -D_POSIX_C_SOURCE=200809L -o $B/fuzz_cli tests/fuzz_cli.c $B/cli_main.o $cli_src -lm"
-        "$CC_FUZZ" $FLAGS -D_POSIX_C_SOURCE=200809L -c -Dmain=hpjepa_main -o "$B/cli_main.o" tools/hpjepa.c || exit 1
+        "$CC_FUZZ" $FLAGS -D_POSIX_C_SOURCE=200809L -c -Dmain=hpjepa_main -o "$B/cli_main.o" tools/cli/hpjepa.c || exit 1
         "$CC_FUZZ" $FLAGS -D_POSIX_C_SOURCE=200809L -o "$B/fuzz_cli" tests/fuzz_cli.c "$B/cli_main.o" $cli_src -lm || exit 1
         continue
     fi
@@ -175,11 +175,11 @@ printf '\x04\x01\x07\x02\xff\xff\xff\x05\x0a\x09\x00\x01\x01\x02\x02\x03\x03\x04
 ./hpjepa embed "$S/ckpt/untrained" data/DEMO --out "$B/seed.npy" >/dev/null 2>&1 &&
     { printf '\x00'; head -c 1200 "$B/seed.npy"; } >"$S/cli/npy_cut" &&
     { printf '\x04'; cat "$B/seed.npy"; } >"$S/cli/npy_whole"
-for f in reports/MUTAG_gj_5seed.graphs.csv reports/DD_gj_1seed.graphs.csv; do
+for f in $(ls tools/paper/reports/*.graphs.csv 2>/dev/null | head -n 2); do
     [ -f "$f" ] && { printf '\x01'; head -n 60 "$f"; } >"$S/cli/$(basename "$f" .csv)"
 done
 printf '\x02epoch,step,resolution,K,loss\n1,10,1,2,0.5\n1,10,2,4,0.25\n2,20,1,2,0.125\n2,20,2,4,0.0625\n' >"$S/cli/loss"
-for f in reports/PROTEINS_hp_cv_bank248_1seed.json reports/MUTAG_gj_5seed.json; do
+for f in $(ls tools/paper/reports/*.json 2>/dev/null | head -n 2); do
     [ -f "$f" ] && { printf '\x03'; cat "$f"; } >"$S/cli/$(basename "$f")"
 done
 

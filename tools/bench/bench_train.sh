@@ -3,7 +3,7 @@
 # (../shared/peers/torch_hpjepa.py, tuned environment), 2 threads, same run.
 # Prints a Markdown table: graphs/s (median batch), ratio, GFLOP/s, peak memory.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DATA=${HPJ_DATA:-../shared/data}
 PEERS=${HPJ_PEERS:-../shared/peers}
 THREADS=${THREADS:-2}
@@ -20,12 +20,12 @@ fi
 mkdir -p build/bench
 [ -x ./hpjepa ] || make -s hpjepa >&2
 R=${R:-3}
-# The peer's OpenBLAS kernels: the rule of tools/peer_blas.sh (SkylakeX on
+# The peer's OpenBLAS kernels: the rule of tools/bench/peer_blas.sh (SkylakeX on
 # an AVX-512 CPU, whatever OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE the shell
 # inherited; PEER_CORETYPE overrides). An inherited OPENBLAS_CORETYPE=Haswell
 # once handed this peer its AVX2 kernels on an AVX-512 CPU (DD: 30-34
 # graphs/s inside this script, 46-52 with SkylakeX).
-# shellcheck source=tools/peer_blas.sh
+# shellcheck source=tools/bench/peer_blas.sh
 . "$(dirname "$0")/peer_blas.sh"
 peer_blas_choose
 echo "## Training throughput (forward + backward + Adam + EMA, all resolutions, $THREADS threads)"
@@ -131,4 +131,4 @@ echo "The peer takes one Adam + EMA step per batch, on the mean of the four reso
 echo "'core round trip ns': \`./hpjepa bench cores\` before, between and after each round's two runs (range): a shared host's hypervisor moves the two vCPUs between nearby cores (~75-85 ns) and far-apart ones (~360-420 ns), and both sides' two-thread speeds move with it. A round whose readings disagree ran its two sides in different placements: the rounds below are split by placement (ratio range, count); compare like with like."
 printf "%s" "$placed"
 echo "Each side ran $R times${PLACED:+ (or more, up to $((3 * R)), until $PLACED rounds ran in one placement)}, alternating; the table shows the medians of the per-run median batch; 'ratio per round' is the range of ours / torch over the rounds (each round's two runs are seconds apart, so it is less exposed to the host's drift)."
-echo "Command: \`bash tools/bench_train.sh\` (THREADS, STEPS, STEPS_DD, R, PLACED, ONLY env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps N\` (N = $STEPS for PROTEINS d = 512, $(( STEPS * MULT128 )) at d = 128, $STEPS_DD for DD; the peer the same)."
+echo "Command: \`bash tools/bench/bench_train.sh\` (THREADS, STEPS, STEPS_DD, R, PLACED, ONLY env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps N\` (N = $STEPS for PROTEINS d = 512, $(( STEPS * MULT128 )) at d = 128, $STEPS_DD for DD; the peer the same)."

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Paired comparison of two `hpjepa eval --report` runs on the same folds.
 
-  python3 tools/paired.py A B [--markdown]
+  python3 tools/paper/paired.py A B [--markdown]
 
 A and B are report prefixes (A.graphs.csv and B.graphs.csv must exist), for
 example reports/MUTAG_hp_5seed and reports/MUTAG_gj_5seed. Both runs must be
@@ -87,7 +87,7 @@ def main(argv):
     args = [a for a in argv if not a.startswith("--")]
     md = "--markdown" in argv
     if len(args) != 2 or any(a.startswith("--") and a != "--markdown" for a in argv):
-        sys.stderr.write("paired: usage: python3 tools/paired.py A B [--markdown] (see --help)\n")
+        sys.stderr.write("paired: usage: python3 tools/paper/paired.py A B [--markdown] (see --help)\n")
         return 2
     A, B = read_run(args[0]), read_run(args[1])
     seeds = sorted({s for s, _ in A} & {s for s, _ in B})

@@ -4,7 +4,7 @@
 # and writes a Markdown table.
 #
 # Usage:
-#   bash tools/readout_study.sh DATASET CONFIG MODELS_PREFIX OUT.md [SETTING ...]
+#   bash tools/paper/readout_study.sh DATASET CONFIG MODELS_PREFIX OUT.md [SETTING ...]
 # DATASET is a folder under $HPJ_DATA (default ../shared/data); the models
 # come from `eval --save-models MODELS_PREFIX` with the same CONFIG, seed
 # and folds (one seed). A SETTING is a space-separated list of key=value
@@ -12,7 +12,7 @@
 # train_embed=repartition, rw_reduce=mean, both, and each of these with
 # probe_select=cv. THREADS (default 1) threads per eval.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ $# -lt 4 ]; then sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; fi
 DATA=${HPJ_DATA:-../shared/data}
 THREADS=${THREADS:-1}
@@ -32,7 +32,7 @@ trap 'rm -f "$tmp"' EXIT
     echo
     echo "Models: \`$models.s1f<fold>.hpj\` (\`eval --save-models\`, config \`$cfg\`, one seed x 10 folds)."
     echo "Each row: \`./hpjepa eval $DATA/$ds --config $cfg --seeds 1 --from-models $models --set ...\`"
-    echo "($THREADS thread(s); \`tools/readout_study.sh\`, $(date -u +%Y-%m-%d))."
+    echo "($THREADS thread(s); \`tools/paper/readout_study.sh\`, $(date -u +%Y-%m-%d))."
     echo
     echo "| settings (--set) | accuracy | fold std | seconds |"
     echo "|---|---|---|---|"

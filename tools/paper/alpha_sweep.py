@@ -4,7 +4,7 @@ pretrained on ALL graphs of a dataset (transductive: it shows how the
 logistic probe's accuracy depends on the penalty; it is not a protocol
 number). Used to read the paper's alpha_probe (see README, Reproduction).
 
-usage: /usr/bin/python3 tools/alpha_sweep.py EMB.npy GRAPH_LABELS.txt L
+usage: /usr/bin/python3 tools/paper/alpha_sweep.py EMB.npy GRAPH_LABELS.txt L
   EMB.npy: `hpjepa embed MODEL DATASET --out EMB.npy` (concat readout, L
   resolutions); prints 10-fold (StratifiedKFold, seed 12345) test and
   train accuracy of LogisticRegression(C = 1/alpha) for the uniform and

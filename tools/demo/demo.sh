@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # `make demo`: pretrain and evaluate on the synthetic DEMO set (4 classes =
-# local motif x global arrangement; see tools/gen_demo.c) with HP-JEPA,
+# local motif x global arrangement; see tools/demo/gen_demo.c) with HP-JEPA,
 # Graph-JEPA mode and an untrained encoder, 5-fold CV, and print them side
 # by side. About a minute or two on 2 cores.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 [ -x ./hpjepa ] || make -s hpjepa
 FOLDS=${FOLDS:-5}
 SEEDS=${SEEDS:-1}

@@ -302,7 +302,6 @@ static const char *main_usage =
     "                                            GEMM throughput\n"
     "  bench train DATASET_DIR --config FILE [--steps N]\n"
     "  bench probe ...                           probe fitting speed\n"
-    "  bench cores [--rounds N] [--trials T]     round trip of a cache line between 2 threads\n"
     "  plot quartiles|sweep|tsne|loss ... --out F.svg\n"
     "                                            SVG figures of the analyses\n";
 
@@ -326,14 +325,13 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "plot")) return cmd_plot(argc - 1, argv + 1);
     if (!strcmp(c, "bench")) {
         if (argc < 3 || cli_is_help(argv[2])) {
-            fputs("usage: hpjepa bench gemm|train|probe|cores ... (e.g. hpjepa bench gemm --help)\n", argc < 3 ? stderr : stdout);
+            fputs("usage: hpjepa bench gemm|train|probe ... (e.g. hpjepa bench gemm --help)\n", argc < 3 ? stderr : stdout);
             return argc < 3 ? 2 : 0;
         }
         if (!strcmp(argv[2], "gemm")) return cmd_bench_gemm(argc - 2, argv + 2);
         if (!strcmp(argv[2], "train")) return cmd_bench_train(argc - 2, argv + 2);
         if (!strcmp(argv[2], "probe")) return cmd_bench_probe(argc - 2, argv + 2);
-        if (!strcmp(argv[2], "cores")) return cmd_bench_cores(argc - 2, argv + 2);
-        cli_error("bench", "unknown benchmark '%s' (gemm, train, probe, cores)", argv[2]);
+        cli_error("bench", "unknown benchmark '%s' (gemm, train, probe)", argv[2]);
         return 2;
     }
     fprintf(stderr, "hpjepa: unknown command '%s' (try hpjepa --help)\n", c);
