@@ -2,7 +2,7 @@
 """Probe-penalty sweep with scikit-learn on the embeddings of a model
 pretrained on ALL graphs of a dataset (transductive: it shows how the
 logistic probe's accuracy depends on the penalty; it is not a protocol
-number). Used to read the paper's alpha_probe (see README, Reproduction).
+number). Used to read the paper's alpha_probe (see tools/RESULTS.md).
 
 usage: /usr/bin/python3 tools/paper/alpha_sweep.py EMB.npy GRAPH_LABELS.txt L
   EMB.npy: `hpjepa embed MODEL DATASET --out EMB.npy` (concat readout, L
