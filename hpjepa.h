@@ -84,9 +84,13 @@
        OpenMP (-fopenmp) is optional. Parallel loops write disjoint
        outputs and every sum is taken by one thread in a fixed order, so
        results are bit-identical for any thread count and repeated runs.
-       All randomness flows from explicit seeds through hpj_rng. On a busy
-       or shared machine set OMP_WAIT_POLICY=passive: libgomp's default
-       spin-waiting loses badly when a core is taken by another process.
+       All randomness flows from explicit seeds through hpj_rng. Because
+       of that, training, embedding and logistic probes may change their
+       team size between units of work: they time T threads against one
+       now and then and keep the faster (a team whose threads cannot all
+       run at once, on a machine where another process holds a core,
+       waits at every barrier and is slower than one thread);
+       hpj_set_adaptive_threads(0) turns this off.
        With exactly two threads, training also runs independent pieces
        side by side, one per thread (see 0.11.0 below), and one thread
        runs part of the optimizer pass beside the next step's products
@@ -975,11 +979,10 @@ HPJDEF void hpj_tokens_free(hpj_tokens *t);
    GCC/Clang vectorize (see hpj_gemm_set_isa).
    Threads: when M*N*K >= 64^3, the calling thread's OpenMP team shares
    out tiles of C dynamically (a call from inside a parallel region runs
-   on its own thread). On a machine busy with other processes, run with
-   OMP_WAIT_POLICY=passive: libgomp's default spin-waiting otherwise burns
-   the time slices a preempted team mate needs. Determinism: every
-   element is summed over K in
-   blocks of 256, in increasing k with one fma per step, so the bits of C
+   on its own thread). A caller that makes many small products on a
+   machine busy with other processes may do better with one thread (the
+   training loop chooses so by itself; see hpj_set_adaptive_threads).
+   Determinism: every element is summed over K in blocks of 256, in increasing k with one fma per step, so the bits of C
    depend neither on the thread count nor on which kernel ran.
    Memory: nothing is allocated; each thread packs into 1.1 MiB of
    thread-local buffers, so concurrent calls from several threads are safe.
@@ -1492,6 +1495,17 @@ typedef struct hpj_progress {
     /* (the library keeps no clock: the callback times what it needs)    */
 } hpj_progress;
 typedef void (*hpj_progress_fn)(void *user, const hpj_progress *p);
+
+/* Team size under load. With OpenMP, hpj_pretrain and hpj_embed start
+   with omp_get_max_threads() threads (cfg.threads sets it when > 0) and,
+   between minibatches, time the team against one thread now and then and
+   keep the faster: on a machine where another process holds a core, a
+   team whose threads cannot all run at once waits at every barrier of the
+   step, and one thread is then faster. The results are the same bits for
+   any team size, so this changes speed only. 0 keeps the team size fixed
+   (benchmarks); 1 (the default) adapts. Set it before training starts;
+   it is one setting for the process. */
+HPJDEF void hpj_set_adaptive_threads(int on);
 
 /* Per-resolution JEPA pretraining on the graphs `train` (count n_train):
    epochs m->epoch .. cfg.epochs - 1 (all of them for a new model); for
@@ -9533,6 +9547,12 @@ static hpj_status hpj__pscr_init(hpj__pscr *ps, const hpj_dataset *ds) {
     return HPJ_OK;
 }
 
+/* The team of the path builders' loops: no more threads than the scratch
+   has stamps, nor than the current team size (hpj__gov may lower it). */
+#ifdef _OPENMP
+static int hpj__pscr_team(const hpj__pscr *ps) { return HPJ__MIN(ps->nthr, omp_get_max_threads()); }
+#endif
+
 /* The calling thread's stamp: its number in the innermost team of more
    than one thread (inside a region nested in hpj__fwd_split's, a team of
    one, omp_get_thread_num() is 0 on both of the split's threads; active
@@ -9616,7 +9636,7 @@ static void hpj__path_count(const hpj_dataset *ds, const hpj_tokens *tk, hpj__it
                             const hpj__pscr *ps, int groups, int64_t *C, int64_t *E, int64_t *NG) {
     int32_t s;
     int64_t c = 0, e = 0, ng = 0;
-    HPJ__OMP(parallel for schedule(dynamic, 16) reduction(+ : c, e, ng) num_threads(ps->nthr) if (S >= 64))
+    HPJ__OMP(parallel for schedule(dynamic, 16) reduction(+ : c, e, ng) num_threads(hpj__pscr_team(ps)) if (S >= 64))
     for (s = 0; s < S; ++s) {
         int32_t *stamp = hpj__pscr_mine(ps);
         it[s].ne = tk->nedge ? tk->nedge[it[s].patch] : hpj__item_edges(ds, tk, it + s, stamp, 0, 0, NULL, NULL, NULL);
@@ -9659,7 +9679,7 @@ static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hp
     p->seg[S] = c;
     p->rowptr[c] = e;
     HPJ_ASSERT(c == p->C && e == p->E);
-    HPJ__OMP(parallel for schedule(dynamic, 16) num_threads(ps->nthr) if (S >= 64))
+    HPJ__OMP(parallel for schedule(dynamic, 16) num_threads(hpj__pscr_team(ps)) if (S >= 64))
     for (s = 0; s < S; ++s) {
         const int32_t *nodes = tk->nodes + tk->ptr[it[s].patch];
         int32_t j, c0 = p->seg[s], nb = (int32_t)ds->node_ptr[it[s].g];
@@ -9686,7 +9706,7 @@ static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hp
             ng += it[s].ng;
         }
     HPJ_ASSERT(ng == p->NG);
-    HPJ__OMP(parallel for schedule(dynamic, 16) num_threads(ps->nthr) if (S >= 64))
+    HPJ__OMP(parallel for schedule(dynamic, 16) num_threads(hpj__pscr_team(ps)) if (S >= 64))
     for (s = 0; s < S; ++s) {
         int32_t g0, g1, k, j, c0 = p->seg[s], c1, acc;
         if (!hpj__run_start(it, s)) continue;
@@ -11948,6 +11968,133 @@ static hpj_status hpj__trainer_tokens(hpj__trainer *tr, const int32_t *graphs, i
     return hpj_tokens_build(tr->ds, tr->node_rw, graphs, n, &o, &tr->tk);
 }
 
+/* ==== threads: the team size follows the machine's load ====
+   A training step is a long chain of short parallel loops, and each loop
+   ends at a barrier where the team waits for its slowest thread. That is
+   cheap while every thread owns a core. When another process takes one of
+   the cores, a thread of the team is often descheduled: the others then
+   wait at each barrier for the scheduler to give it its core back, and T
+   threads can run many times slower than one. No waiting policy fixes
+   that (spinning burns the waiter's turn; sleeping adds a wake-up to every
+   loop), so the training and embedding loops measure instead: they time
+   each unit of work (a minibatch, an embedding chunk) per unit of size,
+   run a unit with the other team size (1 or T) now and then, and keep the
+   faster one. A trial of the losing size costs what one of its units
+   takes, so trials come after HPJ__GOV_RATIO times that much time spent
+   on the winner, and further apart while the choice holds. The choice
+   carries over from one call to the next (per calling thread), so the
+   folds of a protocol do not each start by learning it again.
+   Results never depend on the team size (see the threads contract at the
+   top), so all of this changes speed only, never a bit.
+   hpj_set_adaptive_threads(0) keeps the team at T (benchmarks do). */
+static int hpj__adaptive = 1;
+HPJDEF void hpj_set_adaptive_threads(int on) { hpj__adaptive = on != 0; }
+
+#ifndef HPJ__GOV_RATIO
+#define HPJ__GOV_RATIO 32.0   /* time on the winner per unit of trial time */
+#endif
+#define HPJ__GOV_BACKOFF 16.0 /* trials at most this much further apart as the choice holds */
+#define HPJ__GOV_CAP 60.0     /* seconds: backing off stops here (a load may have gone) */
+#define HPJ__GOV_MARGIN 1.10  /* the other size must be this much faster to win */
+enum { HPJ__GOV_TRAIN, HPJ__GOV_EMBED, HPJ__GOV_PROBE, HPJ__GOV_KINDS };
+
+typedef struct hpj__gov {
+    int T;          /* the team size asked for (omp_get_max_threads() at the start); 0: unset */
+    int cur;        /* the size in use between trials: 1 or T */
+    int size;       /* the size of the unit in flight */
+    double rate[2]; /* work per second: [0] one thread, [1] T threads (0: not measured) */
+    double last[2]; /* seconds of the last unit run with each size */
+    double waited;  /* seconds on `cur` since the last trial */
+    double wait;    /* seconds on `cur` before the next trial */
+    double backoff; /* 1, 2, 4, ... while trials confirm `cur` */
+    double t0;      /* when the unit in flight started */
+} hpj__gov;
+
+/* Each kind of unit keeps its own rates (a minibatch's work and an
+   embedding chunk's are measured differently). */
+#ifdef _OPENMP
+static HPJ__TLS hpj__gov hpj__gov_state[HPJ__GOV_KINDS];
+
+/* Takes the unit's size (any fixed measure) and seconds, and picks the size to keep. */
+static void hpj__gov_measure(hpj__gov *g, double work, double dt) {
+    int i = g->size > 1, other;
+    double rate = work / dt, cost;
+    if (!(dt > 0.0) || !(rate > 0.0)) return;
+    g->last[i] = dt;
+    if (g->size == g->cur) {
+        /* the current size: a running mean that follows a change of load */
+        g->rate[i] = g->rate[i] > 0.0 ? 0.75 * g->rate[i] + 0.25 * rate : rate;
+        g->waited += dt;
+        return;
+    }
+    g->rate[i] = rate; /* a trial: one fresh measurement of the other size */
+    if (rate > HPJ__GOV_MARGIN * g->rate[g->cur > 1]) {
+        g->cur = g->size; /* the other size wins */
+        g->backoff = 1.0;
+    } else if (g->backoff < HPJ__GOV_BACKOFF) {
+        g->backoff *= 2.0;
+    }
+    other = g->cur > 1 ? 0 : 1;
+    cost = HPJ__GOV_RATIO * g->last[other];
+    g->wait = cost * g->backoff;
+    if (g->wait > HPJ__GOV_CAP) g->wait = HPJ__MAX(HPJ__GOV_CAP, cost);
+    g->waited = 0.0;
+}
+
+/* The size of the next unit: the other one once `wait` seconds are spent. */
+static int hpj__gov_pick(hpj__gov *g) {
+    g->size = g->waited > g->wait ? (g->cur == 1 ? g->T : 1) : g->cur;
+    return g->size;
+}
+
+#endif
+
+/* Starts a unit of the given kind: sets the team size for its parallel
+   loops and starts its clock. The state carries over from the last unit
+   of the kind while the team size asked for (omp_get_max_threads()) stays
+   the same. NULL: nothing to choose (one thread, no OpenMP, adapting
+   switched off, or inside a parallel region). */
+static hpj__gov *hpj__gov_begin(int kind) {
+#ifdef _OPENMP
+    hpj__gov *g = &hpj__gov_state[kind];
+    int T = omp_get_max_threads();
+    if (!hpj__adaptive || omp_in_parallel() || T <= 1) return NULL;
+    if (g->T != T) {
+        memset(g, 0, sizeof *g);
+        g->T = g->cur = T;
+        g->backoff = 1.0; /* wait = 0: the other size is tried after the first unit */
+    }
+    omp_set_num_threads(hpj__gov_pick(g));
+    g->t0 = omp_get_wtime();
+    return g;
+#else
+    (void)kind;
+    return NULL;
+#endif
+}
+
+/* Ends the unit begun by hpj__gov_begin: takes its rate (work: its size
+   in the kind's measure; 0 on a failure path: nothing is learnt) and
+   gives the caller back the team size it had. Safe to call twice. */
+static void hpj__gov_end(hpj__gov *g, double work) {
+#ifdef _OPENMP
+    if (!g) return;
+    if (work > 0.0) hpj__gov_measure(g, work, omp_get_wtime() - g->t0);
+    omp_set_num_threads(g->T);
+#else
+    (void)g;
+    (void)work;
+#endif
+}
+
+/* The nodes of a minibatch's graphs: the size of a training unit. */
+static int64_t hpj__batch_nodes(const hpj_dataset *ds, const int32_t *graphs, int32_t n) {
+    int64_t s = 0;
+    int32_t i;
+    for (i = 0; i < n; ++i) s += ds->node_ptr[graphs[i] + 1] - ds->node_ptr[graphs[i]];
+    return s;
+}
+
 static void hpj__set_threads(const hpj_config *c) {
 #ifdef _OPENMP
     if (c->threads > 0) omp_set_num_threads(c->threads);
@@ -11967,6 +12114,7 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
     int64_t e, steps_per_epoch = 0;
     hpj_progress pg;
     uint8_t *eligible = NULL; /* (G * L): k_l(g) >= 2 (depends only on n) */
+    hpj__gov *gov = NULL;
     if (n_train < 1) return hpj__fail(HPJ_ERR_INPUT, "pretrain: no training graphs");
     if (m->epoch < 0) return hpj__fail(HPJ_ERR_INPUT, "pretrain: the model's epoch count is negative");
     if (m->epoch >= until) return HPJ_OK; /* nothing left of the run */
@@ -12028,6 +12176,7 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
             for (bi = 0; bi < nb; ++bi) {
                 int l;
                 int32_t b0 = bi * bs, bn = HPJ__MIN(n_train, b0 + bs) - b0;
+                gov = hpj__gov_begin(HPJ__GOV_TRAIN);
                 for (l = 0; l < c->L; ++l) {
                     double loss;
                     int active;
@@ -12036,6 +12185,7 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
                     if (active) { pg.loss[l] += loss; pg.loss_count[l]++; }
                 }
                 hpj__adam_job_finish(&tr.pend); /* the model whole before progress sees the batch */
+                hpj__gov_end(gov, (double)(hpj__batch_nodes(ds, order + b0, bn) + bn));
                 graphs_done += bn;
                 if (progress) {
                     pg.batch = bi + 1;
@@ -12052,6 +12202,7 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
     }
 done:
     hpj__adam_job_finish(&tr.pend); /* a step that succeeded is applied whole, whatever stopped the run */
+    hpj__gov_end(gov, 0.0); /* (a failed batch) */
     if (m->step > 0) m->adam_state = 1;
     hpj__free(order);
     hpj__free(eligible);
@@ -12122,6 +12273,7 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
     hpj__item *items = NULL;
     int32_t i, l, D = m->D, L = c->L, kmax = 1;
     double saved_flops = hpj__flops;
+    hpj__gov *gov = NULL;
     for (i = 0; i < n; ++i)
         if (graphs[i] < 0 || graphs[i] >= ds->num_graphs)
             return hpj__fail(HPJ_ERR_INPUT, "embed: graph index %d outside 0..%d", graphs[i], ds->num_graphs - 1);
@@ -12163,6 +12315,7 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
                 for (j = 0; j < k; ++j) { items[S].g = g; items[S].slot = j; items[S].patch = p0 + j; ++S; }
             }
             if (S == 0) { start = end; continue; }
+            gov = hpj__gov_begin(HPJ__GOV_EMBED);
             hpj__path_count(ds, &tr.tk, items, S, &tr.ps, hpj__path_groups(m), &cnt[0], &cnt[1], &cnt[2]);
             hpj_arena_init_measure(&meas);
             hpj__gnn_bind(&meas, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL, 1);
@@ -12209,6 +12362,7 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
                 for (d = 0; d < D; ++d) h[d] /= (float)k;
             }
             hpj_arena_reset(&tr.arena, mark);
+            hpj__gov_end(gov, (double)copies + B);
             start = end;
         }
     }
@@ -12218,6 +12372,7 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
             break;
         }
 done:
+    hpj__gov_end(gov, 0.0); /* (a failed chunk) */
     hpj__flops = saved_flops;
     hpj__free(items);
     hpj__trainer_free(&tr);
@@ -12994,6 +13149,7 @@ static double hpj__pb_logi_eval(hpj__pb_logi *L, const double *theta, double *g,
     const int K = L->K, d = L->d;
     const double *W = theta, *c = theta + (size_t)K * d;
     hpj__pb_pass P;
+    hpj__gov *gov;
     double F = 0.0, ww = 0.0;
     int k, b;
     size_t j;
@@ -13018,7 +13174,9 @@ static double hpj__pb_logi_eval(hpj__pb_logi *L, const double *theta, double *g,
     P.gs = L->gs;
     P.work = L->work;
     for (b = 0; b < L->nb; ++b) L->loss[b] = 0.0;
+    gov = hpj__gov_begin(HPJ__GOV_PROBE); /* an L-BFGS fit makes hundreds of these passes */
     hpj__pb_run(&P);
+    hpj__gov_end(gov, (double)L->n * d * K + 1.0);
     hpj__pb_reduce(L->G, L->nb, (size_t)K * d, L->Graw);
     hpj__pb_reduce(L->gs, L->nb, (size_t)K, L->gsum);
     for (b = 0; b < L->nb; ++b) F += L->loss[b];

@@ -6,6 +6,7 @@
 #define HPJ__SPLIT_MAX_D 0 /* the two paths one after the other at any d */
 #define HPJ__SIDE_ROWS 16  /* hpj__lin_side's chunks, tiny */
 #define HPJ__SIDE_BLOCKS 4
+#define HPJ__GOV_RATIO 0.0 /* hpj__gov tries the other team size every other unit */
 #if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wunused-function" /* the API, unused here */
 #endif
@@ -76,6 +77,7 @@ static void test_park(void) {
     int t;
     size_t n;
     if (!dir) return;
+    hpj_set_adaptive_threads(0); /* two threads in every batch, so blocks run beside products */
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
     gs = test_all_graphs(&ds);
     n = (size_t)ds.num_graphs * 3 * 32;
@@ -108,6 +110,7 @@ static void test_park(void) {
         else CHECK_MSG(hpj__side_done > 1000, "two threads ran only %lld blocks beside products", (long long)hpj__side_done);
     }
     omp_set_num_threads(2);
+    hpj_set_adaptive_threads(1);
     CHECK_EQ_INT(seen[0].n, 6); /* 2 epochs of 3 batches */
     for (t = 1; t < 3; ++t) {
         CHECK_MSG(seen[0].n == seen[t].n && memcmp(seen[0].h, seen[t].h, sizeof seen[0].h) == 0,
@@ -186,6 +189,7 @@ static void test_enc_pipe(void) {
     return;
 #endif
     if (!dir) return;
+    hpj_set_adaptive_threads(0); /* two threads in every batch, so the pipeline runs */
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
     gs = test_all_graphs(&ds);
     for (act = 0; act < 2; ++act)
@@ -220,6 +224,7 @@ static void test_enc_pipe(void) {
                       "%s, %d blocks: the model trained with the pipeline differs", act ? "gelu" : "relu", blocks);
             for (k = 0; k < 2; ++k) hpj_model_free(&m[k]);
         }
+    hpj_set_adaptive_threads(1);
     free(gs);
     hpj_dataset_free(&ds);
 }
@@ -454,6 +459,95 @@ static void test_ln_gb_isas(void) {
     }
 }
 
+/* The team-size governor (hpj__gov) on made-up timings: it tries the other
+   size after the first unit, switches when that is more than 10 % faster,
+   waits HPJ__GOV_RATIO times a trial's cost before the next trial (0 in
+   this file: every other unit) and gives the caller its team back. */
+static void test_gov_choice(void) {
+#ifdef _OPENMP
+    hpj__gov g;
+    int i;
+    memset(&g, 0, sizeof g);
+    g.T = g.cur = 4;
+    g.backoff = 1.0;
+    CHECK_EQ_INT(hpj__gov_pick(&g), 4); /* the first unit: the team asked for */
+    hpj__gov_measure(&g, 100.0, 1.0);    /* 100 a second on 4 threads */
+    CHECK_EQ_INT(hpj__gov_pick(&g), 1); /* then a trial of one thread */
+    hpj__gov_measure(&g, 100.0, 0.5);    /* 200 a second: one thread wins */
+    CHECK_EQ_INT(g.cur, 1);
+    CHECK_NEAR(g.wait, 0.0, 0.0, 1e-12); /* HPJ__GOV_RATIO 0 here: no wait */
+    CHECK_EQ_INT(hpj__gov_pick(&g), 1); /* a unit on the winner first */
+    hpj__gov_measure(&g, 100.0, 0.5);
+    CHECK_EQ_INT(hpj__gov_pick(&g), 4); /* then the loser again */
+    hpj__gov_measure(&g, 100.0, 0.48);   /* 208 a second: not 10 % better */
+    CHECK_EQ_INT(g.cur, 1);
+    CHECK_NEAR(g.backoff, 2.0, 0.0, 1e-12); /* the choice held: trials further apart */
+    for (i = 0; i < 3; ++i) { /* the load goes: 4 threads at 400 a second */
+        hpj__gov_pick(&g);
+        hpj__gov_measure(&g, 100.0, g.size == 1 ? 0.5 : 0.25);
+    }
+    CHECK_EQ_INT(g.cur, 4);
+    CHECK_NEAR(g.backoff, 1.0, 0.0, 1e-12);
+    hpj__gov_measure(&g, 100.0, 0.0); /* a unit too short for the clock changes nothing */
+    CHECK_EQ_INT(g.cur, 4);
+#else
+    skip_without_openmp();
+#endif
+}
+
+/* Training and embedding while the governor switches between one and two
+   threads every other unit give the bits of a fixed team, and the calls
+   give the caller its team size back. */
+static void test_gov_same_bits(void) {
+#ifdef _OPENMP
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    hpj_config c;
+    hpj_model m[2];
+    int32_t *gs;
+    float *H[2];
+    int t;
+    size_t n;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    gs = test_all_graphs(&ds);
+    n = (size_t)ds.num_graphs * 3 * 32;
+    for (t = 0; t < 2; ++t) { /* t = 0: two threads throughout; 1: switching */
+        park_config(&c);
+        hpj_config_set(&c, "resolutions", "2,4,8");
+        hpj_config_set(&c, "targets", "1,2,3");
+        hpj_config_set(&c, "batch_size", "16");
+        hpj_config_set(&c, "epochs", "2");
+        hpj_config_set(&c, "dropout", "0.1");
+        hpj_set_adaptive_threads(t);
+        memset(hpj__gov_state, 0, sizeof hpj__gov_state);
+        omp_set_num_threads(2);
+        H[t] = (float *)malloc(sizeof(float) * n);
+        CHECK_OK(hpj_model_init(&m[t], &c, &ds));
+        CHECK_OK(hpj_pretrain(&m[t], &ds, gs, ds.num_graphs, 0, NULL, NULL));
+        CHECK_OK(hpj_embed(&m[t], &ds, gs, ds.num_graphs, H[t]));
+        CHECK_EQ_INT(omp_get_max_threads(), 2);
+        if (t) CHECK_MSG(hpj__gov_state[HPJ__GOV_TRAIN].T == 2 && hpj__gov_state[HPJ__GOV_TRAIN].rate[0] > 0.0 &&
+                             hpj__gov_state[HPJ__GOV_TRAIN].rate[1] > 0.0,
+                         "the governor did not time both team sizes");
+    }
+    hpj_set_adaptive_threads(1);
+    CHECK_MSG(memcmp(m[0].params, m[1].params, sizeof(float) * m[0].num_params) == 0 &&
+                  memcmp(m[0].ema, m[1].ema, sizeof(float) * m[0].enc_count) == 0 &&
+                  memcmp(m[0].adam_v, m[1].adam_v, sizeof(float) * m[0].num_params) == 0,
+              "the model trained with switching team sizes differs");
+    CHECK_MSG(memcmp(H[0], H[1], sizeof(float) * n) == 0, "the embeddings differ");
+    for (t = 0; t < 2; ++t) {
+        free(H[t]);
+        hpj_model_free(&m[t]);
+    }
+    free(gs);
+    hpj_dataset_free(&ds);
+#else
+    skip_without_openmp();
+#endif
+}
+
 const test_case internals_tests[] = {
     {"internals.park", test_park},
     {"internals.park_failure", test_park_failure},
@@ -463,5 +557,7 @@ const test_case internals_tests[] = {
     {"internals.bn_sum_only", test_bn_sum_only},
     {"internals.colsum_isas", test_colsum_isas},
     {"internals.ln_gb_isas", test_ln_gb_isas},
+    {"internals.gov_choice", test_gov_choice},
+    {"internals.gov_same_bits", test_gov_same_bits},
 };
 const int internals_tests_count = (int)(sizeof internals_tests / sizeof internals_tests[0]);

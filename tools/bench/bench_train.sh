@@ -32,11 +32,8 @@ echo "## Training throughput (forward + backward + Adam + EMA, all resolutions, 
 echo
 echo "Host: $(peer_host_line)."
 echo
-echo "| dataset | d | batch | hpjepa graphs/s | torch graphs/s | ratio | ratio per round | ratio, the peer's collate timed | GFLOP/batch (ours / torch) | hpjepa GFLOP/s | peak MB (ours / torch) | core round trip ns |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-# one reading of the two threads' cache-line round trip, in ns (empty without OpenMP)
-round_trip() { ./hpjepa bench cores --rounds 20000 --trials 3 2>/dev/null | sed -n 's/^round_trip_ns=\([0-9.]*\).*/\1/p' | tee -a build/bench/cores.txt; }
-placed=""
+echo "| dataset | d | batch | hpjepa graphs/s | torch graphs/s | ratio | ratio per round | ratio, the peer's collate timed | GFLOP/batch (ours / torch) | hpjepa GFLOP/s | peak MB (ours / torch) |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 # "A / B" as "1.23x", "-" unless both are positive numbers
 x_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else print "-" }'; }
@@ -49,7 +46,7 @@ MULT128=5
 # DD's timed batches cover one epoch (1178 graphs: 37 batches of 32, the
 # first 2 warm-up): its graphs have 30 to 5748 nodes, and the first 10
 # batches alone are ~6 % heavier than the epoch (99.8 against 94.5 GEMM
-# GFLOP a batch; reports/bench_train.md, 2026-11-28): 8 timed batches
+# GFLOP a batch): 8 timed batches
 # measured those batches, not the dataset
 STEPS_DD=${STEPS_DD:-35}
 for spec in "PROTEINS proteins 512 proteins_d512 $STEPS" "PROTEINS proteins 128 proteins_d128 $((STEPS * MULT128))" "DD dd 512 dd_d512 $STEPS_DD"; do
@@ -59,24 +56,11 @@ for spec in "PROTEINS proteins 512 proteins_d512 $STEPS" "PROTEINS proteins 128 
     case ",${ONLY:-$4}," in *",$4,"*) ;; *) continue ;; esac
     ds=$1; peer=$2; d=$3; cfg=data/configs/bench/$4.cfg
     bs=$(sed -n 's/^batch_size = //p' "$cfg")
-    : >build/bench/ours.txt; : >build/bench/peer.txt; : >build/bench/pairs.txt; : >build/bench/cores.txt
-    : >build/bench/placed.txt
-    # R alternating runs of each side; each run reports the median batch.
-    # PLACED=k: then more rounds, up to 3 R in all, until k rounds ran with
-    # both sides in one placement (near or far; see below), so that like
-    # can be compared with like when the vCPUs move every few minutes
-    r=0
-    while :; do
-        settled=$(grep -cv '^mixed' build/bench/placed.txt || true)
-        if [ "$r" -ge "$R" ] && { [ "${PLACED:-0}" -le "${settled:-0}" ] || [ "$r" -ge $((3 * R)) ]; }; then break; fi
-        r=$((r + 1))
-        # where the hypervisor has put the two vCPUs, before, between and
-        # after the round's two runs (tools/cmd_bench_cores.c: ~75-85 ns
-        # near, ~360-420 ns far apart)
-        c1=$(round_trip)
+    : >build/bench/ours.txt; : >build/bench/peer.txt; : >build/bench/pairs.txt
+    # R alternating runs of each side; each run reports the median batch
+    for r in $(seq "$R"); do
         ours=$(/usr/bin/time -f "%M" -o build/bench/time_ours.txt ./hpjepa bench train "$DATA/$ds" --config "$cfg" --steps "$steps" --threads "$THREADS" 2>/dev/null | tail -1)
         echo "$ours" >>build/bench/ours.txt
-        c2=$(round_trip)
         rm -f build/bench/torch.json
         # the peer with its best OpenBLAS kernels (peer_blas_choose above)
         if /usr/bin/time -f "%M" -o build/bench/time_torch.txt /usr/bin/python3 "$PEERS/torch_hpjepa.py" --dataset "$peer" --d "$d" \
@@ -90,13 +74,6 @@ for spec in "PROTEINS proteins 512 proteins_d512 $STEPS" "PROTEINS proteins 128 
             g2=${pj%% *}
             if [ -n "$g1" ] && [ -n "$g2" ]; then
                 awk -v a="$g1" -v b="$g2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f\n", a / b }' >>build/bench/pairs.txt
-                c3=$(round_trip)
-                # the round's placement: near (all three readings < 200 ns),
-                # far (all > 250 ns) or mixed
-                awk -v a="$g1" -v b="$g2" -v x="$c1" -v y="$c2" -v z="$c3" 'BEGIN {
-                    if (!(a > 0 && b > 0) || x == "" || y == "" || z == "") exit
-                    p = (x < 200 && y < 200 && z < 200) ? "near" : (x > 250 && y > 250 && z > 250) ? "far" : "mixed"
-                    printf "%s %.3f\n", p, a / b }' >>build/bench/placed.txt
             fi
         fi
     done
@@ -114,21 +91,13 @@ for spec in "PROTEINS proteins 512 proteins_d512 $STEPS" "PROTEINS proteins 128 
     ratio=$(x_ratio "$g_ours" "$g_t")
     rounds=$(span "%.2f-%.2fx" <build/bench/pairs.txt)
     ratio_e=$(x_ratio "$g_ours" "$g_te")
-    cores=$(span "%.0f-%.0f" <build/bench/cores.txt)
-    echo "| $ds | $d | $bs | ${g_ours:-fail} | ${g_t:-n/a} | $ratio | $rounds | $ratio_e | ${gb_ours:--} / ${gb_t:--} | ${f_ours:--} | ${m_ours:--} / ${m_t:--} | $cores |"
-    placed+="- $ds d=$d rounds by placement: $(sort -k1,1 -k2g build/bench/placed.txt | awk '
-        { n[$1]++; if (!($1 in lo)) lo[$1] = $2; hi[$1] = $2 }
-        END { s = ""; split("near far mixed", k, " ")
-              for (i = 1; i <= 3; ++i) if (n[k[i]]) s = s sprintf("%s%s %.2f-%.2fx (%d)", s == "" ? "" : ", ", k[i], lo[k[i]], hi[k[i]], n[k[i]])
-              print s == "" ? "-" : s }')"$'\n'
+    echo "| $ds | $d | $bs | ${g_ours:-fail} | ${g_t:-n/a} | $ratio | $rounds | $ratio_e | ${gb_ours:--} / ${gb_t:--} | ${f_ours:--} | ${m_ours:--} / ${m_t:--} |"
 done
 echo
 echo "Targets: PROTEINS d=512 >= 1.5x torch, PROTEINS d=128 >= 3x, DD d=512 >= 1.5x."
 echo "$PEER_BLAS_NOTE"
 echo "Our PROTEINS/DD are the real datasets; the peer's are synthetic look-alikes of the same sizes."
-echo "Batch preparation: hpjepa.h samples each batch's contexts and targets and builds its patch arrays inside every timed step (tools/step_phases.py's 'inputs' phase, sampling left out: 4 % of the step at PROTEINS d = 128); the peer builds all its batches before its timed steps (its collate, one Python thread, collate_ms in its JSON) and reuses them. The ratio column is the peer's step alone (the targets' definition); 'the peer's collate timed' adds its mean collate a batch to its median step, so both sides count the same work."
-echo "The peer takes one Adam + EMA step per batch, on the mean of the four resolutions' losses; hpjepa.h takes one per resolution (the paper's rule: four per batch here); the peer's schedule would make our step 5-8 % faster (reports/bench_train.md, 2026-11-27, tenth session)."
-echo "'core round trip ns': \`./hpjepa bench cores\` before, between and after each round's two runs (range): a shared host's hypervisor moves the two vCPUs between nearby cores (~75-85 ns) and far-apart ones (~360-420 ns), and both sides' two-thread speeds move with it. A round whose readings disagree ran its two sides in different placements: the rounds below are split by placement (ratio range, count); compare like with like."
-printf "%s" "$placed"
-echo "Each side ran $R times${PLACED:+ (or more, up to $((3 * R)), until $PLACED rounds ran in one placement)}, alternating; the table shows the medians of the per-run median batch; 'ratio per round' is the range of ours / torch over the rounds (each round's two runs are seconds apart, so it is less exposed to the host's drift)."
-echo "Command: \`bash tools/bench/bench_train.sh\` (THREADS, STEPS, STEPS_DD, R, PLACED, ONLY env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps N\` (N = $STEPS for PROTEINS d = 512, $(( STEPS * MULT128 )) at d = 128, $STEPS_DD for DD; the peer the same)."
+echo "Batch preparation: hpjepa.h samples each batch's contexts and targets and builds its patch arrays inside every timed step (a few % of the step at PROTEINS d = 128); the peer builds all its batches before its timed steps (its collate, one Python thread, collate_ms in its JSON) and reuses them. The ratio column is the peer's step alone (the targets' definition); 'the peer's collate timed' adds its mean collate a batch to its median step, so both sides count the same work."
+echo "The peer takes one Adam + EMA step per batch, on the mean of the four resolutions' losses; hpjepa.h takes one per resolution (the paper's rule: four per batch here); the peer's schedule would make our step 5-8 % faster (tools/RESULTS.md)."
+echo "Each side ran $R times, alternating; the table shows the medians of the per-run median batch; 'ratio per round' is the range of ours / torch over the rounds (each round's two runs are seconds apart, so it is less exposed to the host's drift)."
+echo "Command: \`bash tools/bench/bench_train.sh\` (THREADS, STEPS, STEPS_DD, R, ONLY env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps N\` (N = $STEPS for PROTEINS d = 512, $(( STEPS * MULT128 )) at d = 128, $STEPS_DD for DD; the peer the same)."
