@@ -36,13 +36,15 @@
        status & errors      hpj_status, hpj_last_error
        rng                  hpj_rng: xoshiro256** seeded by splitmix64, streams
        arena                64-byte aligned bump allocator, mark/reset, measuring
-       graph                CSR graph, TUDataset reader, METIS-format I/O
+       graph                CSR graph, TUDataset reader, datasets from
+                            in-memory CSR arrays, METIS-format I/O
        partition            multilevel k-way / recursive bisection (METIS family)
        tokenizer            RWSE, resolution bank, 1-hop patches (hpj_tokens_build)
        nn                   GEMM, linear, activations, dropout, LayerNorm,
                             BatchNorm, GINE, pooling, attention, Transformer
                             block, losses, Adam/AdamW, schedules, clipping, EMA
-       config               hpj_config: every setting, `key = value` files
+       config               hpj_config: every setting, `key = value` files,
+                            the table of keys (hpj_config_keys)
        model                parameters, patch encoder, structural queries,
                             token encoders, predictor, per-resolution step,
                             hpj_pretrain, hpj_embed, readouts
@@ -673,11 +675,13 @@ HPJDEF hpj_status hpj_graph_check(const hpj_graph *g);
    sizes present (read and ignored), b = vertex weights, c = edge weights;
    ncon must be 1 when given. Lines starting with '%' are comments. Line i
    after the header lists vertex i's [size] [weight] then neighbour ids
-   (1-based), each followed by its weight when c = 1. Self-loops are dropped
-   (and counted in self_loops); the adjacency must be symmetric. */
+   (1-based), each followed by its weight when c = 1. Every number is a
+   plain integer (METIS itself would read "3.0" as 3 and silently drop the
+   rest of the line: rejected here), a vertex may not list itself (METIS's
+   graphchk calls a self-loop a format error) and the adjacency must be
+   symmetric. */
 typedef struct hpj_metis_info {
-    int64_t self_loops; /* dropped self-loop entries */
-    int has_vwgt, has_ewgt;
+    int has_vwgt, has_ewgt; /* 1: the file had vertex / edge weights */
 } hpj_metis_info;
 
 HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char *name,
@@ -702,8 +706,9 @@ typedef struct hpj_dataset {
     int32_t num_graphs;   /* G                                             */
     int64_t num_nodes;    /* N, summed over graphs                         */
     int64_t num_edges;    /* E, directed CSR entries summed over graphs    */
-    int64_t self_loops;   /* self-loop lines seen in _A.txt and dropped    */
-    int64_t dup_lines;    /* _A.txt lines whose directed edge repeats      */
+    int64_t self_loops;   /* self-loop lines (or CSR entries) dropped      */
+    int64_t dup_lines;    /* lines (or CSR entries) whose directed edge
+                             repeats an earlier one, dropped               */
     int64_t *node_ptr;    /* (G+1)                                         */
     int64_t *edge_ptr;    /* (G+1)                                         */
     int32_t *rowptr;      /* (N+G) per-graph local CSR offsets             */
@@ -746,12 +751,60 @@ typedef struct hpj_tu_text {
 
 /* Suffix of each file kind: "A", "graph_indicator", ... "split". */
 HPJDEF const char *hpj_tu_suffix(hpj_tu_file f);
+/* The files' rules: _A.txt lines are "row, col" pairs of 1-based node ids
+   (plain integers; "2.0" is rejected), each edge of an undirected graph
+   listed in one or both directions; self-loops are dropped (counted in
+   self_loops) and repeated lines too (dup_lines). Label files take one
+   integer per line (an integral float such as "1.0" is read as 1);
+   attribute files one or more reals per line, the same count on every
+   line. Every failure names file:line. */
 HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *out);
 #ifndef HPJ_NO_STDIO
 /* dir is the dataset folder (".../PROTEINS"); its last path component is
    the dataset name, so files are dir/NAME_A.txt etc. */
 HPJDEF hpj_status hpj_dataset_load_tu(const char *dir, hpj_dataset *out);
 #endif
+
+/* -- datasets from graphs in memory --
+   G graphs held as one CSR over all their N nodes: the nodes of graph g
+   are numbered node_ptr[g] .. node_ptr[g+1]-1 in a global numbering, node
+   v's adjacency entries are col[row_ptr[v] .. row_ptr[v+1]-1], and each
+   entry is a neighbour's id LOCAL to the graph (0 .. n_g - 1, n_g =
+   node_ptr[g+1] - node_ptr[g]). A batched PyTorch Geometric edge_index
+   sorted by source gives it once each graph's first node id is
+   subtracted from the targets. The arrays are only read;
+   hpj_dataset_from_csr copies what it keeps. */
+typedef struct hpj_csr_graphs {
+    int32_t num_graphs;          /* G                                                        */
+    const int64_t *node_ptr;     /* (G+1) graph g owns nodes node_ptr[g] .. node_ptr[g+1]-1   */
+    const int64_t *row_ptr;      /* (N+1) node v's neighbours are col[row_ptr[v] .. row_ptr[v+1]-1] */
+    const int32_t *col;          /* (E) neighbour ids local to the graph, 0 .. n_g-1          */
+    const int32_t *node_label;   /* (N) or NULL: categorical node features                   */
+    const float *node_attr;      /* (N, node_attr_dim) or NULL                               */
+    int32_t node_attr_dim;
+    const int32_t *graph_label;  /* (G) raw class values, or NULL for regression            */
+    const float *target;         /* (G, target_dim) regression targets, or NULL              */
+    int32_t target_dim;
+    const int32_t *edge_label;   /* (E) or NULL: categorical edge features, per entry         */
+    const float *edge_attr;      /* (E, edge_attr_dim) or NULL, per entry                    */
+    int32_t edge_attr_dim;
+} hpj_csr_graphs;
+
+/* Builds a dataset from in-memory graphs, exactly as hpj_dataset_parse_tu
+   would from TU files listing the same entries in the same order (row,
+   then col: entry e of node v is the line "v+1, col[e]+1" in global ids):
+   every entry u->v also gives v->u, so a graph may list each edge once
+   or in both directions; self-loops are dropped (counted in self_loops),
+   repeated entries too (dup_lines); an edge keeps the label / attributes
+   of its first listing. Graph labels are mapped to classes 0..C-1 in
+   ascending order of their raw values (class_value keeps the raw ones);
+   split is NULL. Give exactly one of graph_label (classification) and
+   target (regression). Every graph needs at least one node. name (NULL:
+   "dataset") is copied into ds->name. Errors: HPJ_ERR_INPUT with the first
+   problem (e.g. "dataset_from_csr: graph 3: node 2 lists neighbour 7, the
+   graph has 5 nodes"), HPJ_ERR_NOMEM; *out is zeroed on failure. Free the
+   result with hpj_dataset_free. */
+HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *name, hpj_dataset *out);
 HPJDEF void hpj_dataset_free(hpj_dataset *ds);
 /* A view of graph g (no copy; valid while ds lives). */
 HPJDEF hpj_graph hpj_dataset_graph(const hpj_dataset *ds, int32_t g);
@@ -1322,7 +1375,9 @@ typedef struct hpj_config {
     int32_t K[HPJ_MAX_RES];        /* resolutions: capacities, e.g. 2,4,8,16         */
     int32_t M[HPJ_MAX_RES];        /* targets: M_l per resolution, e.g. 1,2,3,4      */
     int dim;                       /* d, token width                                  */
-    int blocks, heads, ffn;        /* Transformer blocks, heads, FFN width (0 = 2d)   */
+    int blocks, heads;             /* Transformer blocks, attention heads             */
+    int ffn;                       /* FFN hidden width F; 0 = 2 x dim, which follows
+                                      a changed dim (the shipped configs use 0)      */
     int ffn_act;                   /* ffn_act: relu | gelu                            */
     int gnn_layers;                /* GINE layers of the patch encoder                */
     int rw_dim;                    /* d_RW                                            */
@@ -1330,7 +1385,7 @@ typedef struct hpj_config {
     int pred_layers;               /* predictor linear layers (reference: 3)          */
     int target_adj;                /* 1: target encoder weights attention by patch
                                       overlap (Graph-JEPA's Hadamard encoder)         */
-    int ema_copy_init;             /* ema_init: copy (1) | independent (0)            */
+    int ema_copy_init;             /* ema_init: independent (0) | copy (1)            */
     int patch_mixing;              /* 1: patch-mean mixing + copy averaging between
                                       GNN layers (the reference)                      */
     int gnn_out_linear;            /* 1: GINE block ends in Linear_out (the reference);
@@ -1377,7 +1432,7 @@ typedef struct hpj_config {
                                       reference uses a constant); 0: off             */
     int readout;                   /* readout: concat | uniform | task                */
     float lambda_unif;             /* uniform share of the task weighting             */
-    float probe_alpha;             /* probe penalty (DESIGN.md definition)            */
+    float probe_alpha;             /* probe penalty, as hpj_probe_options.alpha       */
     int probe_select;              /* probe_select: fixed (0) | cv (1): `hpjepa eval`
                                       picks the classification probe's penalty from
                                       probe_alpha x 10^-3..10^3 by 5-fold CV on the
@@ -1396,6 +1451,31 @@ typedef struct hpj_config {
 HPJDEF void hpj_config_default(hpj_config *c);
 /* Sets one key from its text value; HPJ_ERR_INPUT names the key and value. */
 HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *value);
+
+/* The keys hpj_config_set accepts, one table that drives the parser (so a
+   key is in it or not accepted at all): for tools that list or check
+   settings, and for the tests that hold every key to its range and to
+   the round trip through a checkpoint. */
+typedef enum hpj_config_kind {
+    HPJ_KEY_INT = 0,  /* an integer in lo..hi                                   */
+    HPJ_KEY_REAL = 1, /* a number in lo..hi, kept as a float (the range is
+                         compared in float, so every float that hpj_config_format
+                         writes for an accepted value reads back the same)     */
+    HPJ_KEY_WORD = 2, /* one of `words`; the n-th word sets the value n         */
+    HPJ_KEY_LIST = 3, /* 1..HPJ_MAX_RES comma-separated integers in lo..hi      */
+    HPJ_KEY_SEED = 4  /* an unsigned 64-bit integer                             */
+} hpj_config_kind;
+typedef struct hpj_config_key {
+    const char *name;  /* as written in config files, e.g. "dim"              */
+    int kind;          /* hpj_config_kind                                     */
+    double lo, hi;     /* INT, REAL, LIST: the accepted range                 */
+    const char *words; /* WORD: the accepted words, space-separated           */
+    size_t offset;     /* where the value lives: offsetof(hpj_config, field),
+                          an int (INT, WORD), float (REAL), int32_t[HPJ_MAX_RES]
+                          (LIST; `resolutions` also sets L) or uint64_t (SEED) */
+} hpj_config_key;
+/* The table of every key; *count (if not NULL) gets its length. */
+HPJDEF const hpj_config_key *hpj_config_keys(int *count);
 /* Parses `key = value` lines (# comments); name is used in messages. */
 HPJDEF hpj_status hpj_config_parse(hpj_config *c, const char *text, size_t len, const char *name);
 #ifndef HPJ_NO_STDIO
@@ -1600,7 +1680,8 @@ typedef enum hpj_probe_precision {
 } hpj_probe_precision;
 
 typedef struct hpj_probe_options {
-    double alpha;    /* penalty as in ../DESIGN.md (>= 0); default 1.0           */
+    double alpha;    /* penalty (>= 0), as hpj_ridge_fit and hpj_logreg_fit define
+                        it (logreg: sklearn's C = 1/alpha); default 1.0          */
     int standardize; /* 1: z-score features with the training mean and
                         population std (std 0 -> 1) before fitting; default 0    */
     double tol;      /* logreg: stop when ||grad||_inf <= tol * max(1, ||grad_0||_inf),
@@ -1673,6 +1754,11 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X /*(n, d)*/, const int32_t *y /*(
 /* scores (n, m->c) = X W^T + b, summed in double. Parallel over rows. */
 HPJDEF void hpj_linear_model_predict(const hpj_linear_model *m, const float *X /*(n, m->d)*/, int n,
                                      float *scores /*(n, m->c)*/);
+/* The predicted class of each row: cls[i] = the argmax of row i's scores
+   (hpj_argmax_row's rule), 0..m->c - 1; map it back to a raw label with
+   the dataset's class_value. Does nothing when n < 1 or a pointer is NULL. */
+HPJDEF void hpj_linear_model_classify(const hpj_linear_model *m, const float *X /*(n, m->d)*/, int n,
+                                      int32_t *cls /*(n)*/);
 /* Fraction of rows whose argmax score equals y (0 when n < 1). */
 HPJDEF double hpj_linear_model_accuracy(const hpj_linear_model *m, const float *X /*(n, m->d)*/,
                                         const int32_t *y /*(n)*/, int n);
@@ -2287,6 +2373,8 @@ typedef struct hpj__scan {
     const char *p, *end;
     const char *file; /* name for messages, e.g. "PROTEINS_A.txt" */
     int64_t line;     /* 1-based physical line of p                       */
+    int lenient;      /* 1: an integral float such as "2.0" reads as an
+                         integer (label files; ids stay strict)           */
 } hpj__scan;
 
 static void hpj__scan_init(hpj__scan *s, const char *text, size_t len, const char *file) {
@@ -2294,6 +2382,7 @@ static void hpj__scan_init(hpj__scan *s, const char *text, size_t len, const cha
     s->end = text + len;
     s->file = file;
     s->line = 1;
+    s->lenient = 0;
 }
 
 static int hpj__is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == ',' || c == '\f' || c == '\v'; }
@@ -2338,9 +2427,10 @@ static hpj_status hpj__scan_err(const hpj__scan *s, const char *what) {
     return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: %s", s->file, (long long)s->line, what);
 }
 
-/* Reads one integer token (optional sign, decimal digits; a float token
-   with an integral value such as "1.0" or "-1e0" is accepted too, since
-   some TU exports write labels that way). */
+/* Reads one integer token (optional sign, decimal digits). A scanner set
+   lenient also takes a float token with an integral value such as "1.0"
+   or "-1e0", since some TU exports write labels that way; node ids,
+   graph sizes and METIS fields must be plain integers. */
 static hpj_status hpj__scan_i64(hpj__scan *s, int64_t *out, const char *what) {
     const char *q;
     int neg = 0, digits = 0;
@@ -2355,7 +2445,7 @@ static hpj_status hpj__scan_i64(hpj__scan *s, int64_t *out, const char *what) {
         ++q;
         ++digits;
     }
-    if (q < s->end && (*q == '.' || *q == 'e' || *q == 'E')) {
+    if (s->lenient && q < s->end && (*q == '.' || *q == 'e' || *q == 'E')) {
         /* integral-valued float such as "2.0" */
         char buf[64];
         size_t n = 0;
@@ -2507,7 +2597,8 @@ static hpj_status hpj__write_atomic(const char *path, const void *data, size_t l
     if (strlen(path) + 16 > sizeof tmp) return hpj__fail(HPJ_ERR_IO, "%s: path too long", path);
     snprintf(tmp, sizeof tmp, "%s.tmp~", path);
     f = fopen(tmp, "wb");
-    if (!f) return hpj__fail(HPJ_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    /* the message names the caller's path, not the temporary one */
+    if (!f) return hpj__fail(HPJ_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     bad = (len && fwrite(data, 1, len, f) != len);
     bad |= (fflush(f) != 0);
     bad |= (fclose(f) != 0);
@@ -2582,7 +2673,7 @@ static int hpj__metis_next_record(hpj__scan *s) {
 HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char *name, hpj_graph_owned *out,
                                         hpj_metis_info *info) {
     hpj__scan s;
-    int64_t n64, m64, fmt = 0, ncon = 1, v, total = 0, loops = 0, hline;
+    int64_t n64, m64, fmt = 0, ncon = 1, v, total = 0, hline;
     int64_t *vline = NULL; /* (n) file line of each vertex, for messages */
     int has_size, has_vw, has_ew;
     int32_t n, *rowptr = NULL, *col = NULL, *vw = NULL, *ew = NULL;
@@ -2673,7 +2764,11 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
                 if (!hpj__scan_peek(&s)) { st = hpj__scan_err(&s, "neighbour without its edge weight"); goto fail; }
                 if ((st = hpj__scan_i32(&s, &w, 1, INT32_MAX, "edge weight"))) goto fail;
             }
-            if (u - 1 == v) { ++loops; continue; }
+            if (u - 1 == v) {
+                st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: vertex %lld lists itself (a self-loop, not allowed in the format)",
+                               name, (long long)s.line, (long long)v + 1);
+                goto fail;
+            }
             if (total >= (int64_t)cap) {
                 st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: more adjacency entries than 2m = %lld from the header", name,
                                (long long)s.line, (long long)cap);
@@ -2694,9 +2789,9 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
         }
         if (!hpj__scan_next_line(&s)) break;
     }
-    if (total + loops != 2 * m64 && total != 2 * m64) {
+    if (total != 2 * m64) {
         st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: header says m=%lld edges but the lines hold %lld adjacency entries",
-                       name, (long long)hline, (long long)m64, (long long)(total + loops));
+                       name, (long long)hline, (long long)m64, (long long)total);
         goto fail;
     }
     /* sort each adjacency list (METIS files need not be sorted), check for
@@ -2746,7 +2841,6 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
     out->g = g;
     out->mem = mem;
     if (info) {
-        info->self_loops = loops;
         info->has_vwgt = has_vw;
         info->has_ewgt = has_ew;
     }
@@ -2905,6 +2999,7 @@ static hpj_status hpj__tu_int_rows(const char *text, size_t len, const char *fil
     hpj_status st;
     int32_t lo = INT32_MAX, hi = INT32_MIN;
     hpj__scan_init(&s, text, len, file);
+    s.lenient = 1; /* labels: "1.0" is the label 1 */
     while (hpj__scan_content_line(&s)) {
         int32_t v = 0;
         if (r >= rows)
@@ -2928,6 +3023,107 @@ static hpj_status hpj__tu_int_rows(const char *text, size_t len, const char *fil
 static int hpj__cmp_i32(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return (x > y) - (x < y);
+}
+
+/* ---- what the TU reader and hpj_dataset_from_csr share, so that both
+   treat edges and labels alike ---- */
+
+/* The per-graph CSR of a dataset from its explicit directed entries.
+   ds->num_graphs, num_nodes and node_ptr are set on entry. esrc / edst
+   hold d entries in global node ids (self-loops already left out) and
+   eline the record (file line or input entry) of each; the three arrays
+   and order / tmp have room for 2d, cnt for num_nodes + 1. Every entry
+   gets its reverse, appended after all explicit ones, and a stable sort by
+   (source, target) then puts the earliest explicit listing of a directed
+   edge first (else the earliest reverse): that one is kept, later
+   explicit repeats count in dup_lines. On return order[k] is the entry
+   behind CSR entry k, so eline[order[k]] is the record whose label and
+   attributes entry k takes. Sets num_edges, dup_lines, edge_ptr, rowptr
+   and col. */
+static hpj_status hpj__dataset_edges(hpj_dataset *ds, int32_t *esrc, int32_t *edst, int32_t *eline, int64_t d,
+                                     int32_t *order, int32_t *tmp, int64_t *cnt, const char *name) {
+    int64_t i, k, explicit_n = d, N = ds->num_nodes;
+    int32_t g, G = ds->num_graphs;
+    for (i = 0; i < explicit_n; ++i) { esrc[d] = edst[i]; edst[d] = esrc[i]; eline[d] = eline[i]; ++d; }
+    hpj__sort_pairs(d, (int32_t)N, esrc, edst, order, tmp, cnt);
+    for (k = 0, i = 0; i < d; ++i) { /* drop repeats; count repeated explicit entries */
+        int32_t e = order[i];
+        if (k > 0 && esrc[order[k - 1]] == esrc[e] && edst[order[k - 1]] == edst[e]) {
+            if (e < explicit_n) ++ds->dup_lines;
+            continue;
+        }
+        order[k++] = e;
+    }
+    ds->num_edges = k;
+    ds->edge_ptr = (int64_t *)hpj__calloc((size_t)G + 1, sizeof(int64_t), name);
+    ds->rowptr = (int32_t *)hpj__calloc((size_t)(N + G), sizeof(int32_t), name);
+    ds->col = (int32_t *)hpj__calloc((size_t)ds->num_edges, sizeof(int32_t), name);
+    if (!ds->edge_ptr || !ds->rowptr || !ds->col) return HPJ_ERR_NOMEM;
+    for (k = 0, g = 0; g < G; ++g) { /* per-graph CSR with local ids */
+        int64_t v0 = ds->node_ptr[g], v1 = ds->node_ptr[g + 1], v;
+        int32_t *rp = ds->rowptr + v0 + g;
+        ds->edge_ptr[g] = k;
+        rp[0] = 0;
+        for (v = v0; v < v1; ++v) {
+            while (k < ds->num_edges && esrc[order[k]] == v) {
+                ds->col[k] = (int32_t)(edst[order[k]] - v0);
+                ++k;
+            }
+            rp[v - v0 + 1] = (int32_t)(k - ds->edge_ptr[g]);
+        }
+    }
+    ds->edge_ptr[G] = k;
+    return HPJ_OK;
+}
+
+/* Edge labels (one per record) copied to the CSR entries that
+   hpj__dataset_edges made of the records. */
+static hpj_status hpj__dataset_edge_labels(hpj_dataset *ds, const int32_t *eline, const int32_t *order, const int32_t *lab,
+                                           const char *name) {
+    int64_t i;
+    ds->edge_label = (int32_t *)hpj__calloc((size_t)ds->num_edges + 1, sizeof(int32_t), name);
+    if (!ds->edge_label) return HPJ_ERR_NOMEM;
+    for (i = 0; i < ds->num_edges; ++i) ds->edge_label[i] = lab[eline[order[i]]];
+    return HPJ_OK;
+}
+
+/* The same for edge attributes, w per record (attr may be NULL when there
+   are no records). */
+static hpj_status hpj__dataset_edge_attrs(hpj_dataset *ds, const int32_t *eline, const int32_t *order, const float *attr,
+                                          int32_t w, const char *name) {
+    int64_t i;
+    ds->edge_attr_dim = w;
+    ds->edge_attr = (float *)hpj__calloc((size_t)ds->num_edges + 1, (size_t)w * sizeof(float), name);
+    if (!ds->edge_attr) return HPJ_ERR_NOMEM;
+    for (i = 0; i < ds->num_edges; ++i)
+        memcpy(ds->edge_attr + (size_t)i * (size_t)w, attr + (size_t)eline[order[i]] * (size_t)w, (size_t)w * sizeof(float));
+    return HPJ_OK;
+}
+
+/* Replaces the raw labels in ds->graph_label by classes 0..C-1 in
+   ascending order of the raw values, which class_value keeps. */
+static hpj_status hpj__dataset_classes(hpj_dataset *ds, const char *name) {
+    int32_t G = ds->num_graphs, c, g;
+    int32_t *sorted = (int32_t *)hpj__calloc((size_t)G, sizeof(int32_t), name);
+    if (!sorted) return HPJ_ERR_NOMEM;
+    memcpy(sorted, ds->graph_label, (size_t)G * sizeof(int32_t));
+    qsort(sorted, (size_t)G, sizeof(int32_t), hpj__cmp_i32);
+    for (c = 0, g = 0; g < G; ++g)
+        if (g == 0 || sorted[g] != sorted[g - 1]) sorted[c++] = sorted[g];
+    ds->num_classes = c;
+    ds->class_value = (int32_t *)hpj__calloc((size_t)c, sizeof(int32_t), name);
+    if (!ds->class_value) { hpj__free(sorted); return HPJ_ERR_NOMEM; }
+    memcpy(ds->class_value, sorted, (size_t)c * sizeof(int32_t));
+    hpj__free(sorted);
+    for (g = 0; g < G; ++g) { /* binary search the class index */
+        int32_t lo = 0, hi = c - 1, v = ds->graph_label[g];
+        while (lo < hi) {
+            int32_t mid = (lo + hi) / 2;
+            if (ds->class_value[mid] < v) lo = mid + 1; else hi = mid;
+        }
+        ds->graph_label[g] = lo;
+    }
+    return HPJ_OK;
 }
 
 HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *out) {
@@ -2976,6 +3172,7 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
     gind = (int32_t *)hpj__calloc((size_t)N, sizeof(int32_t), name);
     if (!gind) return HPJ_ERR_NOMEM;
     hpj__scan_init(&s, files->text[HPJ_TU_GRAPH_INDICATOR], files->len[HPJ_TU_GRAPH_INDICATOR], fname[HPJ_TU_GRAPH_INDICATOR]);
+    s.lenient = 1; /* read like a label file: "2.0" is graph 2 */
     for (i = 0; i < N; ++i) {
         int32_t gid;
         hpj__scan_content_line(&s);
@@ -3034,68 +3231,23 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
         else { esrc[d] = u; edst[d] = v; eline[d] = (int32_t)i; ++d; }
         hpj__scan_next_line(&s);
     }
-    {   /* implied reverse directions come after every explicit entry, so a
-           stable sort puts an explicit listing first */
-        int64_t k = d;
-        for (i = 0; i < k; ++i) { esrc[d] = edst[i]; edst[d] = esrc[i]; eline[d] = eline[i]; ++d; }
-    }
-    hpj__sort_pairs(d, (int32_t)N, esrc, edst, order, tmp, cnt);
-    {   /* drop repeats; count duplicate explicit lines */
-        int64_t k = 0, explicit_n = d / 2;
-        for (i = 0; i < d; ++i) {
-            int32_t e = order[i];
-            if (k > 0 && esrc[order[k - 1]] == esrc[e] && edst[order[k - 1]] == edst[e]) {
-                if (e < explicit_n) ++ds.dup_lines;
-                continue;
-            }
-            order[k++] = e;
-        }
-        ds.num_edges = k;
-    }
-    ds.edge_ptr = (int64_t *)hpj__calloc((size_t)G + 1, sizeof(int64_t), name);
-    ds.rowptr = (int32_t *)hpj__calloc((size_t)(N + G), sizeof(int32_t), name);
-    ds.col = (int32_t *)hpj__calloc((size_t)ds.num_edges, sizeof(int32_t), name);
-    if (!ds.edge_ptr || !ds.rowptr || !ds.col) { st = HPJ_ERR_NOMEM; goto done; }
-    {   /* per-graph CSR with local ids */
-        int64_t k = 0;
-        int32_t g;
-        for (g = 0; g < G; ++g) {
-            int64_t v0 = ds.node_ptr[g], v1 = ds.node_ptr[g + 1], v;
-            int32_t *rp = ds.rowptr + v0 + g;
-            ds.edge_ptr[g] = k;
-            rp[0] = 0;
-            for (v = v0; v < v1; ++v) {
-                while (k < ds.num_edges && esrc[order[k]] == v) {
-                    ds.col[k] = (int32_t)(edst[order[k]] - v0);
-                    ++k;
-                }
-                rp[v - v0 + 1] = (int32_t)(k - ds.edge_ptr[g]);
-            }
-        }
-        ds.edge_ptr[G] = k;
-    }
+    if ((st = hpj__dataset_edges(&ds, esrc, edst, eline, d, order, tmp, cnt, name))) goto done;
     /* edge labels: one per A record, then copied to the entries they name */
     if (files->text[HPJ_TU_EDGE_LABELS]) {
         const char *fn = fname[HPJ_TU_EDGE_LABELS];
         lab_line = (int32_t *)hpj__calloc((size_t)m + 1, sizeof(int32_t), name);
-        ds.edge_label = (int32_t *)hpj__calloc((size_t)ds.num_edges + 1, sizeof(int32_t), name);
-        if (!lab_line || !ds.edge_label) { st = HPJ_ERR_NOMEM; goto done; }
+        if (!lab_line) { st = HPJ_ERR_NOMEM; goto done; }
         if ((st = hpj__tu_int_rows(files->text[HPJ_TU_EDGE_LABELS], files->len[HPJ_TU_EDGE_LABELS], fn, m, "edge lines in A",
                                    lab_line, &ds.edge_label_min, &ds.edge_label_max)))
             goto done;
-        for (i = 0; i < ds.num_edges; ++i) ds.edge_label[i] = lab_line[eline[order[i]]];
+        if ((st = hpj__dataset_edge_labels(&ds, eline, order, lab_line, name))) goto done;
     }
     if (files->text[HPJ_TU_EDGE_ATTRIBUTES]) {
         int32_t w;
         if ((st = hpj__tu_real_rows(files->text[HPJ_TU_EDGE_ATTRIBUTES], files->len[HPJ_TU_EDGE_ATTRIBUTES],
                                     fname[HPJ_TU_EDGE_ATTRIBUTES], m, "edge lines in A", &eattr_line, &w)))
             goto done;
-        ds.edge_attr_dim = w;
-        ds.edge_attr = (float *)hpj__calloc((size_t)ds.num_edges + 1, (size_t)w * sizeof(float), name);
-        if (!ds.edge_attr) { st = HPJ_ERR_NOMEM; goto done; }
-        for (i = 0; i < ds.num_edges; ++i)
-            memcpy(ds.edge_attr + (size_t)i * (size_t)w, eattr_line + (size_t)eline[order[i]] * (size_t)w,
-                   (size_t)w * sizeof(float));
+        if ((st = hpj__dataset_edge_attrs(&ds, eline, order, eattr_line, w, name))) goto done;
     }
     if (files->text[HPJ_TU_NODE_LABELS]) {
         ds.node_label = (int32_t *)hpj__calloc((size_t)N, sizeof(int32_t), name);
@@ -3112,33 +3264,13 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
             goto done;
     }
     if (files->text[HPJ_TU_GRAPH_LABELS]) {
-        int32_t *sorted, c, g;
         ds.graph_label = (int32_t *)hpj__calloc((size_t)G, sizeof(int32_t), name);
-        sorted = (int32_t *)hpj__calloc((size_t)G, sizeof(int32_t), name);
-        if (!ds.graph_label || !sorted) { hpj__free(sorted); st = HPJ_ERR_NOMEM; goto done; }
+        if (!ds.graph_label) { st = HPJ_ERR_NOMEM; goto done; }
         if ((st = hpj__tu_int_rows(files->text[HPJ_TU_GRAPH_LABELS], files->len[HPJ_TU_GRAPH_LABELS],
                                    fname[HPJ_TU_GRAPH_LABELS], G, "graphs in graph_indicator", ds.graph_label, NULL,
-                                   NULL))) {
-            hpj__free(sorted);
+                                   NULL)))
             goto done;
-        }
-        memcpy(sorted, ds.graph_label, (size_t)G * sizeof(int32_t));
-        qsort(sorted, (size_t)G, sizeof(int32_t), hpj__cmp_i32);
-        for (c = 0, g = 0; g < G; ++g)
-            if (g == 0 || sorted[g] != sorted[g - 1]) sorted[c++] = sorted[g];
-        ds.num_classes = c;
-        ds.class_value = (int32_t *)hpj__calloc((size_t)c, sizeof(int32_t), name);
-        if (!ds.class_value) { hpj__free(sorted); st = HPJ_ERR_NOMEM; goto done; }
-        memcpy(ds.class_value, sorted, (size_t)c * sizeof(int32_t));
-        hpj__free(sorted);
-        for (g = 0; g < G; ++g) { /* binary search the class index */
-            int32_t lo = 0, hi = c - 1, v = ds.graph_label[g];
-            while (lo < hi) {
-                int32_t mid = (lo + hi) / 2;
-                if (ds.class_value[mid] < v) lo = mid + 1; else hi = mid;
-            }
-            ds.graph_label[g] = lo;
-        }
+        if ((st = hpj__dataset_classes(&ds, name))) goto done;
     }
     if (files->text[HPJ_TU_GRAPH_ATTRIBUTES]) {
         if ((st = hpj__tu_real_rows(files->text[HPJ_TU_GRAPH_ATTRIBUTES], files->len[HPJ_TU_GRAPH_ATTRIBUTES],
@@ -3179,6 +3311,179 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
 done:
     hpj__free(gind); hpj__free(esrc); hpj__free(edst); hpj__free(eline); hpj__free(order); hpj__free(tmp);
     hpj__free(cnt); hpj__free(lab_line); hpj__free(eattr_line);
+    if (st) { hpj_dataset_free(&ds); return st; }
+    *out = ds;
+    return HPJ_OK;
+}
+
+/* rows x w floats must all be finite (what the TU reader accepts). */
+static hpj_status hpj__csr_finite(const float *x, int64_t rows, int32_t w, const char *what) {
+    int64_t r;
+    int32_t k;
+    for (r = 0; r < rows; ++r)
+        for (k = 0; k < w; ++k) {
+            float f = x[(size_t)r * (size_t)w + (size_t)k];
+            if (!(f == f) || f > FLT_MAX || f < -FLT_MAX)
+                return hpj__fail(HPJ_ERR_INPUT, "dataset_from_csr: %s[%lld][%d] is NaN or infinite", what, (long long)r, k);
+        }
+    return HPJ_OK;
+}
+
+/* A copy of rows x w floats. */
+static float *hpj__csr_copy(const float *x, int64_t rows, int32_t w) {
+    size_t count;
+    float *y;
+    if (hpj__mul_size((size_t)rows, (size_t)w, &count)) {
+        hpj__fail(HPJ_ERR_NOMEM, "dataset_from_csr: size overflow (%lld x %d floats)", (long long)rows, w);
+        return NULL;
+    }
+    y = (float *)hpj__calloc(count + 1, sizeof(float), "dataset_from_csr");
+    if (y) memcpy(y, x, count * sizeof(float));
+    return y;
+}
+
+/* Labels as the TU reader takes them: INT32_MIN is out (a one-hot width
+   max - min + 1 must fit an int32). min / max may be NULL. */
+static hpj_status hpj__csr_labels(const int32_t *src, int64_t n, const char *what, int32_t *vmin, int32_t *vmax) {
+    int64_t i;
+    int32_t lo = INT32_MAX, hi = INT32_MIN;
+    for (i = 0; i < n; ++i) {
+        if (src[i] == INT32_MIN)
+            return hpj__fail(HPJ_ERR_INPUT, "dataset_from_csr: %s[%lld] = %d is below the minimum %d", what, (long long)i,
+                             (int)src[i], INT32_MIN + 1);
+        if (src[i] < lo) lo = src[i];
+        if (src[i] > hi) hi = src[i];
+    }
+    if (vmin) *vmin = n ? lo : 0;
+    if (vmax) *vmax = n ? hi : 0;
+    return HPJ_OK;
+}
+
+/* A width that goes with its array: 1..2^20 when the array is given, 0
+   when it is not. */
+static hpj_status hpj__csr_width(const void *arr, int32_t w, const char *arr_name, const char *w_name) {
+    if (arr && (w < 1 || w > (1 << 20)))
+        return hpj__fail(HPJ_ERR_INPUT, "dataset_from_csr: %s = %d, expected 1..%d with %s", w_name, w, 1 << 20, arr_name);
+    if (!arr && w != 0) return hpj__fail(HPJ_ERR_INPUT, "dataset_from_csr: %s = %d but %s is NULL", w_name, w, arr_name);
+    return HPJ_OK;
+}
+
+HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *name, hpj_dataset *out) {
+    static const char *fn = "dataset_from_csr";
+    hpj_dataset ds;
+    hpj_status st = HPJ_OK;
+    int32_t *esrc = NULL, *edst = NULL, *eline = NULL, *order = NULL, *tmp = NULL;
+    int64_t *cnt = NULL, N, E, v, d = 0;
+    int32_t G, g;
+    memset(&ds, 0, sizeof ds);
+    if (!out) return hpj__fail(HPJ_ERR_INPUT, "%s: out is NULL", fn);
+    memset(out, 0, sizeof(*out));
+    if (!in) return hpj__fail(HPJ_ERR_INPUT, "%s: in is NULL", fn);
+    if (!name) name = "dataset";
+    G = in->num_graphs;
+    /* -- check everything before allocating -- */
+    if (G < 1) return hpj__fail(HPJ_ERR_INPUT, "%s: num_graphs = %d, need at least one graph", fn, G);
+    if (!in->node_ptr || !in->row_ptr)
+        return hpj__fail(HPJ_ERR_INPUT, "%s: %s is NULL", fn, !in->node_ptr ? "node_ptr" : "row_ptr");
+    if (in->node_ptr[0] != 0) return hpj__fail(HPJ_ERR_INPUT, "%s: node_ptr[0] = %lld, expected 0", fn, (long long)in->node_ptr[0]);
+    for (g = 0; g < G; ++g)
+        if (in->node_ptr[g + 1] <= in->node_ptr[g])
+            return hpj__fail(HPJ_ERR_INPUT, "%s: node_ptr[%d] = %lld after node_ptr[%d] = %lld: graph %d needs at least one node", fn,
+                             g + 1, (long long)in->node_ptr[g + 1], g, (long long)in->node_ptr[g], g);
+        else if (in->node_ptr[g + 1] > INT32_MAX - 2)
+            return hpj__fail(HPJ_ERR_INPUT, "%s: node_ptr[%d] = %lld: more than 2^31 - 3 nodes", fn, g + 1,
+                             (long long)in->node_ptr[g + 1]);
+    N = in->node_ptr[G];
+    if (in->row_ptr[0] != 0) return hpj__fail(HPJ_ERR_INPUT, "%s: row_ptr[0] = %lld, expected 0", fn, (long long)in->row_ptr[0]);
+    for (v = 0; v < N; ++v)
+        if (in->row_ptr[v + 1] < in->row_ptr[v])
+            return hpj__fail(HPJ_ERR_INPUT, "%s: row_ptr[%lld] = %lld after row_ptr[%lld] = %lld: row_ptr must not decrease",
+                             fn, (long long)v + 1, (long long)in->row_ptr[v + 1], (long long)v, (long long)in->row_ptr[v]);
+    E = in->row_ptr[N];
+    /* the TU reader's limit: every entry and its reverse fit an int32 */
+    if (E > INT32_MAX / 2 - 1) return hpj__fail(HPJ_ERR_INPUT, "%s: row_ptr[N] = %lld entries exceed 2^30 - 2", fn, (long long)E);
+    if (E > 0 && !in->col) return hpj__fail(HPJ_ERR_INPUT, "%s: col is NULL with %lld entries", fn, (long long)E);
+    for (g = 0; g < G; ++g) {
+        int64_t v0 = in->node_ptr[g], n = in->node_ptr[g + 1] - v0, e;
+        for (v = v0; v < v0 + n; ++v)
+            for (e = in->row_ptr[v]; e < in->row_ptr[v + 1]; ++e)
+                if (in->col[e] < 0 || in->col[e] >= n)
+                    return hpj__fail(HPJ_ERR_INPUT, "%s: graph %d: node %lld lists neighbour %d, the graph has %lld nodes (col[%lld])",
+                                     fn, g, (long long)(v - v0), (int)in->col[e], (long long)n, (long long)e);
+    }
+    if (!in->graph_label && !in->target)
+        return hpj__fail(HPJ_ERR_INPUT, "%s: neither graph_label (classification) nor target (regression) is given", fn);
+    if (in->graph_label && in->target)
+        return hpj__fail(HPJ_ERR_INPUT, "%s: both graph_label and target are given: pass one, for classification or regression",
+                         fn);
+    if ((st = hpj__csr_width(in->node_attr, in->node_attr_dim, "node_attr", "node_attr_dim")) ||
+        (st = hpj__csr_width(in->target, in->target_dim, "target", "target_dim")) ||
+        (st = hpj__csr_width(in->edge_attr, in->edge_attr_dim, "edge_attr", "edge_attr_dim")))
+        return st;
+    if (in->node_label && (st = hpj__csr_labels(in->node_label, N, "node_label", NULL, NULL))) return st;
+    if (in->edge_label && (st = hpj__csr_labels(in->edge_label, E, "edge_label", NULL, NULL))) return st;
+    if (in->graph_label && (st = hpj__csr_labels(in->graph_label, G, "graph_label", NULL, NULL))) return st;
+    if ((in->node_attr && (st = hpj__csr_finite(in->node_attr, N, in->node_attr_dim, "node_attr"))) ||
+        (in->edge_attr && (st = hpj__csr_finite(in->edge_attr, E, in->edge_attr_dim, "edge_attr"))) ||
+        (in->target && (st = hpj__csr_finite(in->target, G, in->target_dim, "target"))))
+        return st;
+
+    /* -- build: the entries in input order, as the TU reader takes A's lines -- */
+    {
+        size_t nl = strlen(name);
+        if (nl >= sizeof ds.name) nl = sizeof ds.name - 1;
+        memcpy(ds.name, name, nl);
+    }
+    ds.num_graphs = G;
+    ds.num_nodes = N;
+    ds.node_ptr = (int64_t *)hpj__calloc((size_t)G + 1, sizeof(int64_t), fn);
+    esrc = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
+    edst = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
+    eline = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
+    order = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
+    tmp = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
+    cnt = (int64_t *)hpj__calloc((size_t)N + 1, sizeof(int64_t), fn);
+    if (!ds.node_ptr || !esrc || !edst || !eline || !order || !tmp || !cnt) { st = HPJ_ERR_NOMEM; goto done; }
+    memcpy(ds.node_ptr, in->node_ptr, sizeof(int64_t) * ((size_t)G + 1));
+    for (g = 0; g < G; ++g) {
+        int64_t v0 = in->node_ptr[g], e;
+        for (v = v0; v < in->node_ptr[g + 1]; ++v)
+            for (e = in->row_ptr[v]; e < in->row_ptr[v + 1]; ++e) {
+                int64_t u = v0 + in->col[e];
+                if (u == v) { ++ds.self_loops; continue; }
+                esrc[d] = (int32_t)v; edst[d] = (int32_t)u; eline[d] = (int32_t)e; ++d;
+            }
+    }
+    if ((st = hpj__dataset_edges(&ds, esrc, edst, eline, d, order, tmp, cnt, fn))) goto done;
+    if (in->edge_label) {
+        (void)hpj__csr_labels(in->edge_label, E, "edge_label", &ds.edge_label_min, &ds.edge_label_max);
+        if ((st = hpj__dataset_edge_labels(&ds, eline, order, in->edge_label, fn))) goto done;
+    }
+    if (in->edge_attr) {
+        if ((st = hpj__dataset_edge_attrs(&ds, eline, order, in->edge_attr, in->edge_attr_dim, fn))) goto done;
+    }
+    if (in->node_label) {
+        ds.node_label = (int32_t *)hpj__calloc((size_t)N, sizeof(int32_t), fn);
+        if (!ds.node_label) { st = HPJ_ERR_NOMEM; goto done; }
+        memcpy(ds.node_label, in->node_label, sizeof(int32_t) * (size_t)N);
+        (void)hpj__csr_labels(in->node_label, N, "node_label", &ds.node_label_min, &ds.node_label_max);
+    }
+    if (in->node_attr) {
+        if (!(ds.node_attr = hpj__csr_copy(in->node_attr, N, in->node_attr_dim))) { st = HPJ_ERR_NOMEM; goto done; }
+        ds.node_attr_dim = in->node_attr_dim;
+    }
+    if (in->graph_label) {
+        ds.graph_label = (int32_t *)hpj__calloc((size_t)G, sizeof(int32_t), fn);
+        if (!ds.graph_label) { st = HPJ_ERR_NOMEM; goto done; }
+        memcpy(ds.graph_label, in->graph_label, sizeof(int32_t) * (size_t)G);
+        if ((st = hpj__dataset_classes(&ds, fn))) goto done;
+    }
+    if (in->target) {
+        if (!(ds.target = hpj__csr_copy(in->target, G, in->target_dim))) { st = HPJ_ERR_NOMEM; goto done; }
+        ds.target_dim = in->target_dim;
+    }
+done:
+    hpj__free(esrc); hpj__free(edst); hpj__free(eline); hpj__free(order); hpj__free(tmp); hpj__free(cnt);
     if (st) { hpj_dataset_free(&ds); return st; }
     *out = ds;
     return HPJ_OK;
@@ -9022,6 +9327,70 @@ HPJDEF void hpj_config_default(hpj_config *c) {
 
 static int hpj__streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
 
+/* The table of keys: one line per key, the field it sets, its kind and
+   range (or words, the n-th setting the value n). */
+#define HPJ__CONFIG_KEYS(X)                                                          \
+    X(mode, "mode", HPJ_KEY_WORD, 0, 0, "hp graph-jepa")                             \
+    X(K, "resolutions", HPJ_KEY_LIST, 1, 1 << 20, NULL)                              \
+    X(M, "targets", HPJ_KEY_LIST, 1, 1 << 20, NULL)                                  \
+    X(dim, "dim", HPJ_KEY_INT, 2, 8192, NULL)                                        \
+    X(blocks, "blocks", HPJ_KEY_INT, 0, 64, NULL)                                    \
+    X(heads, "heads", HPJ_KEY_INT, 1, 256, NULL)                                     \
+    X(ffn, "ffn", HPJ_KEY_INT, 0, 65536, NULL)                                       \
+    X(ffn_act, "ffn_act", HPJ_KEY_WORD, 0, 0, "relu gelu")                           \
+    X(gnn_layers, "gnn_layers", HPJ_KEY_INT, 1, 16, NULL)                            \
+    X(rw_dim, "rw_dim", HPJ_KEY_INT, 1, 256, NULL)                                   \
+    X(rw_reduce, "rw_reduce", HPJ_KEY_WORD, 0, 0, "max mean")                        \
+    X(pred_layers, "pred_layers", HPJ_KEY_INT, 1, 8, NULL)                           \
+    X(target_adj, "target_adj", HPJ_KEY_INT, 0, 1, NULL)                             \
+    X(ema_copy_init, "ema_init", HPJ_KEY_WORD, 0, 0, "independent copy")             \
+    X(patch_mixing, "patch_mixing", HPJ_KEY_INT, 0, 1, NULL)                         \
+    X(gnn_out_linear, "gnn_out_linear", HPJ_KEY_INT, 0, 1, NULL)                     \
+    X(input_table, "input_table", HPJ_KEY_INT, 0, 1, NULL)                           \
+    X(lr, "lr", HPJ_KEY_REAL, 0.0, 10.0, NULL)                                       \
+    X(min_lr, "min_lr", HPJ_KEY_REAL, 0.0, 10.0, NULL)                               \
+    X(weight_decay, "weight_decay", HPJ_KEY_REAL, 0.0, 10.0, NULL)                   \
+    X(optimizer, "optimizer", HPJ_KEY_WORD, 0, 0, "adam adamw")                      \
+    X(batch_size, "batch_size", HPJ_KEY_INT, 1, 1 << 20, NULL)                       \
+    X(epochs, "epochs", HPJ_KEY_INT, 0, 1 << 20, NULL)                               \
+    X(schedule, "schedule", HPJ_KEY_WORD, 0, 0, "constant cosine")                   \
+    X(warmup, "warmup", HPJ_KEY_REAL, 0.0, 1e6, NULL)                                \
+    X(dropout, "dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL)                             \
+    X(token_dropout, "token_dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL)                 \
+    X(clip, "clip", HPJ_KEY_REAL, 0.0, 1e9, NULL)                                    \
+    X(beta, "beta", HPJ_KEY_REAL, 1e-12, 1e9, NULL)                                  \
+    X(ema_start, "ema_start", HPJ_KEY_REAL, 0.0, 1.0, NULL)                          \
+    X(ema_end, "ema_end", HPJ_KEY_REAL, 0.0, 1.0, NULL)                              \
+    X(edge_drop, "edge_drop", HPJ_KEY_REAL, 0.0, 0.99, NULL)                         \
+    X(repartition, "repartition", HPJ_KEY_INT, 0, 1, NULL)                           \
+    X(target_clamp, "target_clamp", HPJ_KEY_REAL, 0.0, 80.0, NULL)                   \
+    X(target_fold, "target_fold", HPJ_KEY_INT, 0, 1, NULL)                           \
+    X(layer_classes, "layer_classes", HPJ_KEY_INT, 0, 1, NULL)                       \
+    X(part_method, "partition", HPJ_KEY_WORD, 0, 0, "kway rb")                       \
+    X(part_trials, "partition_trials", HPJ_KEY_INT, 0, 1000, NULL)                   \
+    X(node_vocab, "node_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL)                       \
+    X(edge_vocab, "edge_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL)                       \
+    X(node_attr, "node_attr", HPJ_KEY_INT, 0, 1, NULL)                               \
+    X(node_degree, "node_degree", HPJ_KEY_INT, 0, 4095, NULL)                        \
+    X(readout, "readout", HPJ_KEY_WORD, 0, 0, "concat uniform task")                 \
+    X(lambda_unif, "lambda_unif", HPJ_KEY_REAL, 0.0, 1.0, NULL)                      \
+    X(probe_alpha, "probe_alpha", HPJ_KEY_REAL, 0.0, 1e12, NULL)                     \
+    X(probe_select, "probe_select", HPJ_KEY_WORD, 0, 0, "fixed cv")                  \
+    X(train_embed, "train_embed", HPJ_KEY_WORD, 0, 0, "fixed repartition")           \
+    X(seed, "seed", HPJ_KEY_SEED, 0, 0, NULL)                                        \
+    X(threads, "threads", HPJ_KEY_INT, 0, 4096, NULL)
+
+#define HPJ__KEY_ROW(field, name, kind, lo, hi, words) {name, kind, lo, hi, words, offsetof(hpj_config, field)},
+static const hpj_config_key hpj__config_keys[] = {HPJ__CONFIG_KEYS(HPJ__KEY_ROW)};
+#undef HPJ__KEY_ROW
+#undef HPJ__CONFIG_KEYS
+#define HPJ__NUM_KEYS ((int)(sizeof hpj__config_keys / sizeof hpj__config_keys[0]))
+
+HPJDEF const hpj_config_key *hpj_config_keys(int *count) {
+    if (count) *count = HPJ__NUM_KEYS;
+    return hpj__config_keys;
+}
+
 /* Parses a whole integer / real / comma list; 0 on success. */
 static int hpj__parse_long(const char *v, long lo, long hi, long *out) {
     char *end;
@@ -9033,14 +9402,23 @@ static int hpj__parse_long(const char *v, long lo, long hi, long *out) {
     *out = x;
     return 0;
 }
+/* The value is kept as a float, so the range is compared in float: the
+   text hpj_config_format writes for an accepted value ("%.9g", which
+   reads back to the same float) then passes the check again, even where
+   the float lies just outside the decimal bound (0.99 is kept as
+   0.99000001, above 0.99 in double). */
 static int hpj__parse_float(const char *v, double lo, double hi, float *out) {
     char *end;
     double x;
+    float f;
     if (!*v) return -1;
     x = strtod(v, &end);
     while (*end == ' ' || *end == '\t') ++end;
-    if (*end || !(x >= lo && x <= hi)) return -1;
-    *out = (float)x;
+    if (*end || !(x == x)) return -1;
+    if (x > FLT_MAX || x < -FLT_MAX) return -1; /* no float holds it */
+    f = (float)x;
+    if (!(f >= (float)lo && f <= (float)hi)) return -1;
+    *out = f;
     return 0;
 }
 static int hpj__parse_list(const char *v, int32_t *out, int *count, long lo, long hi) {
@@ -9061,105 +9439,99 @@ static int hpj__parse_list(const char *v, int32_t *out, int *count, long lo, lon
     *count = n;
     return 0;
 }
+/* The position of v among the space-separated words, or -1. */
+static int hpj__word_index(const char *words, const char *v) {
+    size_t n = strlen(v);
+    int k = 0;
+    const char *w = words;
+    while (*w) {
+        size_t len = strcspn(w, " ");
+        if (len == n && n && !memcmp(w, v, n)) return k;
+        w += len;
+        while (*w == ' ') ++w;
+        ++k;
+    }
+    return -1;
+}
 
 HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) {
-    long x;
-    int n, bad = 0; /* 1: bad value; 2: an integer outside [blo, bhi]; 3: a number; 4: not e0 or e1; 5: a list */
-    double blo = 0.0, bhi = 0.0;
-    const char *e0 = "", *e1 = "";
-    int32_t list[HPJ_MAX_RES];
-#define HPJ__INT(name, field, lo, hi) \
-    else if (hpj__streq(key, name)) { \
-        if (hpj__parse_long(v, lo, hi, &x)) { bad = 2; blo = lo; bhi = hi; } else c->field = (int)x; }
-#define HPJ__FLT(name, field, lo, hi) \
-    else if (hpj__streq(key, name)) { if (hpj__parse_float(v, lo, hi, &c->field)) { bad = 3; blo = lo; bhi = hi; } }
-#define HPJ__ENUM2(name, field, s0, v0, s1, v1) \
-    else if (hpj__streq(key, name)) { \
-        if (hpj__streq(v, s0)) c->field = v0; else if (hpj__streq(v, s1)) c->field = v1; else { bad = 4; e0 = s0; e1 = s1; } }
+    const hpj_config_key *k = NULL;
+    char *field;
+    int i;
     if (!key || !v) return hpj__fail(HPJ_ERR_INPUT, "config: NULL key or value");
-    if (0) {}
-    else if (hpj__streq(key, "mode")) {
-        if (hpj__streq(v, "hp") || hpj__streq(v, "hp-jepa")) c->mode = HPJ_MODE_HP;
-        else if (hpj__streq(v, "graph-jepa") || hpj__streq(v, "gj")) c->mode = HPJ_MODE_GRAPH_JEPA;
-        else { bad = 4; e0 = "hp"; e1 = "graph-jepa"; }
-    } else if (hpj__streq(key, "resolutions")) {
-        if (hpj__parse_list(v, list, &n, 1, 1 << 20)) bad = 5;
-        else { c->L = n; memcpy(c->K, list, sizeof(int32_t) * (size_t)n); }
-    } else if (hpj__streq(key, "targets")) {
-        if (hpj__parse_list(v, list, &n, 1, 1 << 20)) bad = 5;
-        else {
-            int l;
-            for (l = 0; l < HPJ_MAX_RES; ++l) c->M[l] = list[l < n ? l : n - 1]; /* last value repeats */
+    for (i = 0; i < HPJ__NUM_KEYS; ++i)
+        if (hpj__streq(key, hpj__config_keys[i].name)) { k = &hpj__config_keys[i]; break; }
+    if (!k) return hpj__fail(HPJ_ERR_INPUT, "config: unknown key '%s'", key);
+    field = (char *)c + k->offset;
+    switch (k->kind) {
+    case HPJ_KEY_INT: {
+        long x;
+        if (hpj__parse_long(v, (long)k->lo, (long)k->hi, &x))
+            return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (an integer in %.0f..%.0f)", v, key, k->lo,
+                             k->hi);
+        *(int *)field = (int)x;
+        return HPJ_OK;
+    }
+    case HPJ_KEY_REAL:
+        if (hpj__parse_float(v, k->lo, k->hi, (float *)field))
+            return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (a number in %g..%g)", v, key, k->lo, k->hi);
+        return HPJ_OK;
+    case HPJ_KEY_WORD: {
+        int w = hpj__word_index(k->words, v);
+        /* older spellings of the two methods */
+        if (w < 0 && field == (char *)&c->mode) w = hpj__streq(v, "hp-jepa") ? 0 : hpj__streq(v, "gj") ? 1 : -1;
+        if (w < 0) { /* the words as "a or b", "a, b or c" */
+            char list[160];
+            size_t n = 0;
+            int j, nw = 0;
+            const char *p;
+            for (p = k->words; *p; p += strspn(p, " ")) { p += strcspn(p, " "); ++nw; }
+            for (j = 0, p = k->words; j < nw && n + 40 < sizeof list; ++j) {
+                size_t len = strcspn(p, " ");
+                const char *sep = j == 0 ? "" : j == nw - 1 ? " or " : ", ";
+                memcpy(list + n, sep, strlen(sep));
+                n += strlen(sep);
+                memcpy(list + n, p, len < 32 ? len : 32);
+                n += len < 32 ? len : 32;
+                p += len;
+                p += strspn(p, " ");
+            }
+            list[n] = 0;
+            return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (%s)", v, key, list);
         }
+        *(int *)field = w;
+        return HPJ_OK;
     }
-    HPJ__INT("dim", dim, 2, 8192)
-    HPJ__INT("blocks", blocks, 0, 64)
-    HPJ__INT("heads", heads, 1, 256)
-    HPJ__INT("ffn", ffn, 0, 65536)
-    HPJ__ENUM2("ffn_act", ffn_act, "relu", HPJ_ACT_RELU, "gelu", HPJ_ACT_GELU)
-    HPJ__INT("gnn_layers", gnn_layers, 1, 16)
-    HPJ__INT("rw_dim", rw_dim, 1, 256)
-    HPJ__ENUM2("rw_reduce", rw_reduce, "max", HPJ_RW_MAX, "mean", HPJ_RW_MEAN)
-    HPJ__INT("pred_layers", pred_layers, 1, 8)
-    HPJ__INT("target_adj", target_adj, 0, 1)
-    HPJ__ENUM2("ema_init", ema_copy_init, "copy", 1, "independent", 0)
-    HPJ__INT("patch_mixing", patch_mixing, 0, 1)
-    HPJ__INT("gnn_out_linear", gnn_out_linear, 0, 1)
-    HPJ__INT("input_table", input_table, 0, 1)
-    HPJ__FLT("lr", lr, 0.0, 10.0)
-    HPJ__FLT("min_lr", min_lr, 0.0, 10.0)
-    HPJ__FLT("weight_decay", weight_decay, 0.0, 10.0)
-    HPJ__ENUM2("optimizer", optimizer, "adam", HPJ_OPT_ADAM, "adamw", HPJ_OPT_ADAMW)
-    HPJ__INT("batch_size", batch_size, 1, 1 << 20)
-    HPJ__INT("epochs", epochs, 0, 1 << 20)
-    HPJ__ENUM2("schedule", schedule, "constant", HPJ_SCHED_CONSTANT, "cosine", HPJ_SCHED_COSINE)
-    HPJ__FLT("warmup", warmup, 0.0, 1e6)
-    HPJ__FLT("dropout", dropout, 0.0, 0.99)
-    HPJ__FLT("token_dropout", token_dropout, 0.0, 0.99)
-    HPJ__FLT("clip", clip, 0.0, 1e9)
-    HPJ__FLT("beta", beta, 1e-12, 1e9)
-    HPJ__FLT("ema_start", ema_start, 0.0, 1.0)
-    HPJ__FLT("ema_end", ema_end, 0.0, 1.0)
-    HPJ__FLT("edge_drop", edge_drop, 0.0, 0.99)
-    HPJ__INT("repartition", repartition, 0, 1)
-    HPJ__FLT("target_clamp", target_clamp, 0.0, 80.0)
-    HPJ__INT("target_fold", target_fold, 0, 1)
-    HPJ__INT("layer_classes", layer_classes, 0, 1)
-    HPJ__ENUM2("partition", part_method, "kway", HPJ_PART_KWAY, "rb", HPJ_PART_RB)
-    HPJ__INT("partition_trials", part_trials, 0, 1000)
-    HPJ__INT("node_vocab", node_vocab, 0, 1 << 20)
-    HPJ__INT("edge_vocab", edge_vocab, 0, 1 << 20)
-    HPJ__INT("node_attr", node_attr, 0, 1)
-    HPJ__INT("node_degree", node_degree, 0, 4095)
-    else if (hpj__streq(key, "readout")) {
-        if (hpj__streq(v, "concat")) c->readout = HPJ_READOUT_CONCAT;
-        else if (hpj__streq(v, "uniform")) c->readout = HPJ_READOUT_UNIFORM;
-        else if (hpj__streq(v, "task")) c->readout = HPJ_READOUT_TASK;
-        else { bad = 4; e0 = "concat, uniform"; e1 = "task"; }
+    case HPJ_KEY_LIST: {
+        int32_t list[HPJ_MAX_RES];
+        int n, l;
+        if (hpj__parse_list(v, list, &n, (long)k->lo, (long)k->hi))
+            return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (1 to %d comma-separated integers >= 1)", v,
+                             key, HPJ_MAX_RES);
+        if (field == (char *)c->K) { /* resolutions: their count is L */
+            c->L = n;
+            memcpy(c->K, list, sizeof(int32_t) * (size_t)n);
+        } else { /* targets: the last value repeats over the remaining slots */
+            for (l = 0; l < HPJ_MAX_RES; ++l) c->M[l] = list[l < n ? l : n - 1];
+        }
+        return HPJ_OK;
     }
-    HPJ__FLT("lambda_unif", lambda_unif, 0.0, 1.0)
-    HPJ__FLT("probe_alpha", probe_alpha, 0.0, 1e12)
-    HPJ__ENUM2("probe_select", probe_select, "fixed", 0, "cv", 1)
-    HPJ__ENUM2("train_embed", train_embed, "fixed", 0, "repartition", 1)
-    else if (hpj__streq(key, "seed")) {
-        char *end;
-        unsigned long long sv = strtoull(v, &end, 10);
-        if (!*v || *end || *v == '-') bad = 1; else c->seed = (uint64_t)sv;
+    default: { /* HPJ_KEY_SEED: decimal digits up to 2^64 - 1 (strtoull would
+                  take "-1" and wrap, and saturate on overflow) */
+        const char *d = v;
+        size_t n;
+        uint64_t sv = 0;
+        while (*d == ' ' || *d == '\t') ++d;
+        while (*d == '0' && d[1] >= '0' && d[1] <= '9') ++d; /* leading zeros */
+        n = strspn(d, "0123456789");
+        if (!n || d[n + strspn(d + n, " \t")] || n > 20 || (n == 20 && strncmp(d, "18446744073709551615", 20) > 0))
+            return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (an integer in 0..18446744073709551615)", v,
+                             key);
+        for (; n; --n, ++d) sv = sv * 10 + (uint64_t)(*d - '0');
+        *(uint64_t *)field = (uint64_t)sv;
+        return HPJ_OK;
     }
-    HPJ__INT("threads", threads, 0, 4096)
-    else return hpj__fail(HPJ_ERR_INPUT, "config: unknown key '%s'", key);
-#undef HPJ__INT
-#undef HPJ__FLT
-#undef HPJ__ENUM2
-    if (bad == 2)
-        return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (an integer in %.0f..%.0f)", v, key, blo, bhi);
-    if (bad == 3) return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (a number in %g..%g)", v, key, blo, bhi);
-    if (bad == 4) return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (%s or %s)", v, key, e0, e1);
-    if (bad == 5)
-        return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (1 to %d comma-separated integers >= 1)", v, key,
-                         HPJ_MAX_RES);
-    if (bad) return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s'", v, key);
-    return HPJ_OK;
+    }
 }
 
 HPJDEF hpj_status hpj_config_check(const hpj_config *c) {
@@ -14303,26 +14675,36 @@ HPJDEF int32_t hpj_argmax_row(const float *s, int c) {
     return best;
 }
 
+/* The class a linear model gives one row x (d): the argmax of its scores,
+   by hpj_argmax_row's rule (the first on ties, NaNs never win). */
+static int32_t hpj__lm_class(const hpj_linear_model *m, const float *x) {
+    float best = 0.0f;
+    int c, arg = 0, found = 0;
+    for (c = 0; c < m->c; ++c) {
+        float v = (float)((double)m->b[c] + hpj__pb_dotff(x, m->W + (size_t)c * m->d, m->d));
+        if (v != v) continue;
+        if (!found || v > best) {
+            best = v;
+            arg = c;
+            found = 1;
+        }
+    }
+    return (int32_t)arg;
+}
+
+HPJDEF void hpj_linear_model_classify(const hpj_linear_model *m, const float *X, int n, int32_t *cls) {
+    int i;
+    if (!m || !m->W || !m->b || !X || !cls || n < 1) return;
+    HPJ__OMP(parallel for schedule(static) if ((double)n * m->d * m->c > HPJ__PB_PAR))
+    for (i = 0; i < n; ++i) cls[i] = hpj__lm_class(m, X + (size_t)i * m->d);
+}
+
 HPJDEF double hpj_linear_model_accuracy(const hpj_linear_model *m, const float *X, const int32_t *y, int n) {
     long hits = 0;
     int i;
     if (!m || !m->W || !m->b || !X || !y || n < 1) return 0.0;
     HPJ__OMP(parallel for schedule(static) reduction(+ : hits) if ((double)n * m->d * m->c > HPJ__PB_PAR))
-    for (i = 0; i < n; ++i) {
-        const float *x = X + (size_t)i * m->d;
-        float best = 0.0f;
-        int c, arg = 0, found = 0;
-        for (c = 0; c < m->c; ++c) {
-            float v = (float)((double)m->b[c] + hpj__pb_dotff(x, m->W + (size_t)c * m->d, m->d));
-            if (v != v) continue;
-            if (!found || v > best) {
-                best = v;
-                arg = c;
-                found = 1;
-            }
-        }
-        hits += (arg == y[i]);
-    }
+    for (i = 0; i < n; ++i) hits += (hpj__lm_class(m, X + (size_t)i * m->d) == y[i]);
     return (double)hits / (double)n;
 }
 

@@ -1,7 +1,7 @@
 /* load_dataset.c - read a TUDataset folder and summarise it.
-   usage: load_dataset DATASET_DIR   (e.g. ../shared/data/MUTAG) */
+   usage: load_dataset DATASET_DIR   (e.g. data/DEMO) */
 #define HPJEPA_IMPLEMENTATION
-#include "../hpjepa.h"
+#include "hpjepa.h"
 #include <stdio.h>
 
 int main(int argc, char **argv) {

@@ -2,7 +2,7 @@
    the bundled multilevel partitioner; an m x m grid cut in two costs m.
    usage: partition_grid [K] */
 #define HPJEPA_IMPLEMENTATION
-#include "../hpjepa.h"
+#include "hpjepa.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,7 +15,8 @@ int main(int argc, char **argv) {
     if (k < 1) { fprintf(stderr, "K must be >= 1\n"); return 2; }
     u = (int32_t *)malloc(sizeof(int32_t) * 2 * M * M);
     v = (int32_t *)malloc(sizeof(int32_t) * 2 * M * M);
-    part = (int32_t *)malloc(sizeof(int32_t) * M * M);
+    part = (int32_t *)malloc(sizeof(int32_t) * M * M); /* one part per vertex */
+    if (!u || !v || !part) { fprintf(stderr, "out of memory\n"); return 1; }
     for (i = 0; i < M; ++i)
         for (j = 0; j < M; ++j) { /* right and down neighbours */
             if (j + 1 < M) { u[e] = i * M + j; v[e] = i * M + j + 1; ++e; }

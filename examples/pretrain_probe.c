@@ -3,9 +3,10 @@
    encoder, and fit a logistic-regression probe on 80% of the graphs.
    usage: pretrain_probe DATASET_DIR   (e.g. data/DEMO) */
 #define HPJEPA_IMPLEMENTATION
-#include "../hpjepa.h"
+#include "hpjepa.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv) {
     hpj_dataset ds;
@@ -16,17 +17,13 @@ int main(int argc, char **argv) {
     int32_t *all, *fold, *tr, *te, ntr = 0, nte = 0, g;
     float *H, *Xtr, *Xte;
     int width;
+    static const char setup[] = "dim = 64\nheads = 4\nblocks = 2\nepochs = 5\nbatch_size = 32\nlr = 1e-3\n";
     if (argc < 2) { fprintf(stderr, "usage: %s DATASET_DIR\n", argv[0]); return 2; }
     if (hpj_dataset_load_tu(argv[1], &ds) != HPJ_OK) { fprintf(stderr, "%s\n", hpj_last_error()); return 1; }
-    hpj_config_default(&cfg);              /* the paper's architecture ... */
-    hpj_config_set(&cfg, "dim", "64");     /* ... at toy width, 5 epochs */
-    hpj_config_set(&cfg, "ffn", "128");
-    hpj_config_set(&cfg, "heads", "4");
-    hpj_config_set(&cfg, "blocks", "2");
-    hpj_config_set(&cfg, "epochs", "5");
-    hpj_config_set(&cfg, "batch_size", "32");
-    hpj_config_set(&cfg, "lr", "1e-3");
+    hpj_config_default(&cfg); /* the paper's architecture at toy width, 5 epochs */
+    if (hpj_config_parse(&cfg, setup, strlen(setup), "setup") != HPJ_OK) { fprintf(stderr, "%s\n", hpj_last_error()); return 1; }
     all = (int32_t *)malloc(sizeof(int32_t) * ds.num_graphs * 4);
+    if (!all) { fprintf(stderr, "out of memory\n"); return 1; }
     fold = all + ds.num_graphs; tr = fold + ds.num_graphs; te = tr + ds.num_graphs;
     for (g = 0; g < ds.num_graphs; ++g) all[g] = g;
     if (hpj_model_init(&m, &cfg, &ds) != HPJ_OK ||
@@ -36,9 +33,13 @@ int main(int argc, char **argv) {
     }
     width = cfg.L * cfg.dim; /* concat readout: one d-vector per resolution */
     H = (float *)malloc(sizeof(float) * (size_t)ds.num_graphs * width * 3);
+    if (!H) { fprintf(stderr, "out of memory\n"); return 1; }
     Xtr = H + (size_t)ds.num_graphs * width; Xte = Xtr + (size_t)ds.num_graphs * width;
     if (hpj_embed(&m, &ds, all, ds.num_graphs, H) != HPJ_OK) { fprintf(stderr, "%s\n", hpj_last_error()); return 1; }
-    hpj_stratified_folds(ds.graph_label, ds.num_graphs, ds.num_classes, 5, 1, fold); /* 1 fold out of 5 = test */
+    if (hpj_stratified_folds(ds.graph_label, ds.num_graphs, ds.num_classes, 5, 1, fold) != HPJ_OK) { /* fold 0 = test */
+        fprintf(stderr, "%s\n", hpj_last_error());
+        return 1;
+    }
     for (g = 0; g < ds.num_graphs; ++g) {
         if (fold[g] == 0) { memcpy(Xte + (size_t)nte * width, H + (size_t)g * width, sizeof(float) * width); te[nte++] = g; }
         else { memcpy(Xtr + (size_t)ntr * width, H + (size_t)g * width, sizeof(float) * width); tr[ntr++] = ds.graph_label[g]; }

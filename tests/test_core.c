@@ -1,4 +1,5 @@
-/* Tests of the core: status, rng, arena, graphs, METIS and TU readers.
+/* Tests of the core: status, rng, arena, graphs, METIS and TU readers,
+   datasets from CSR arrays, the config keys' round trip.
    Everything goes through the public API. Bad-input tests check the status,
    the one-line reason (file:line and the offending value) and that the
    failed call left its outputs zeroed; the ASan stage of `make test` checks
@@ -756,8 +757,8 @@ static void test_metis_headers(void) {
         hpj_metis_info info;
         hpj_status st = metis_parse(cases[i].text, &g, &info);
         CHECK_MSG(st == HPJ_OK, "case %d: %s", i, hpj_last_error());
-        CHECK_MSG(info.has_vwgt == cases[i].has_vw && info.has_ewgt == cases[i].has_ew && info.self_loops == 0,
-                  "case %d: info %d %d %lld", i, info.has_vwgt, info.has_ewgt, (long long)info.self_loops);
+        CHECK_MSG(info.has_vwgt == cases[i].has_vw && info.has_ewgt == cases[i].has_ew, "case %d: info %d %d", i,
+                  info.has_vwgt, info.has_ewgt);
         expect_graph(&g.g, 4, rp, col, cases[i].has_vw ? vw : NULL, cases[i].has_ew ? ew : NULL);
         hpj_graph_owned_free(&g);
         CHECK_MSG(!test_failed, "in case %d: \"%s\"", i, cases[i].text);
@@ -820,14 +821,13 @@ static void test_metis_comments_blank_crlf(void) {
     }
 }
 
-static void test_metis_unsorted_selfloops(void) {
+static void test_metis_unsorted(void) {
     hpj_graph_owned g;
     hpj_metis_info info;
-    {   /* unsorted lists and one self-loop (vertex 1 lists itself) */
+    {   /* unsorted lists */
         static const int32_t rp[5] = {0, 2, 5, 7, 8};
         static const int32_t col[8] = {1, 2, 0, 2, 3, 0, 1, 1};
-        CHECK_OK(metis_parse("4 4\n3 1 2\n3 1 4\n2 1\n2\n", &g, &info));
-        CHECK_EQ_INT(info.self_loops, 1);
+        CHECK_OK(metis_parse("4 4\n3 2\n3 1 4\n2 1\n2\n", &g, &info));
         SUB(expect_graph(&g.g, 4, rp, col, NULL, NULL));
         hpj_graph_owned_free(&g);
     }
@@ -837,23 +837,6 @@ static void test_metis_unsorted_selfloops(void) {
         static const int32_t ew[6] = {5, 6, 5, 7, 6, 7};
         CHECK_OK(metis_parse("3 3 1\n3 6 2 5\n3 7 1 5\n2 7 1 6\n", &g, &info));
         SUB(expect_graph(&g.g, 3, rp, col, NULL, ew));
-        hpj_graph_owned_free(&g);
-        /* a weighted self-loop is dropped with its weight */
-        CHECK_OK(metis_parse("3 3 1\n3 6 1 9 2 5\n3 7 1 5\n2 7 1 6\n", &g, &info));
-        CHECK_EQ_INT(info.self_loops, 1);
-        SUB(expect_graph(&g.g, 3, rp, col, NULL, ew));
-        hpj_graph_owned_free(&g);
-    }
-    {   /* m may count the self-loops or not */
-        static const int32_t rp[3] = {0, 1, 2};
-        static const int32_t col[2] = {1, 0};
-        CHECK_OK(metis_parse("2 2\n2 1\n1 2\n", &g, &info));
-        CHECK_EQ_INT(info.self_loops, 2);
-        SUB(expect_graph(&g.g, 2, rp, col, NULL, NULL));
-        hpj_graph_owned_free(&g);
-        CHECK_OK(metis_parse("2 1\n2 1\n1 2\n", &g, &info));
-        CHECK_EQ_INT(info.self_loops, 2);
-        SUB(expect_graph(&g.g, 2, rp, col, NULL, NULL));
         hpj_graph_owned_free(&g);
     }
 }
@@ -903,7 +886,7 @@ static void test_metis_roundtrip(void) {
         CHECK_OK(hpj_graph_write_metis(path, &g));
         CHECK(!file_exists(tmp_path));
         CHECK_OK(hpj_graph_read_metis(path, &back, &info));
-        CHECK(info.has_vwgt == with_vw && info.has_ewgt == with_ew && info.self_loops == 0);
+        CHECK(info.has_vwgt == with_vw && info.has_ewgt == with_ew);
         expect_graph(&back.g, g.n, g.rowptr, g.col, g.vwgt, g.ewgt);
         hpj_graph_owned_free(&back);
         hpj_graph_owned_free(&src);
@@ -994,6 +977,20 @@ static void test_metis_bad_input(void) {
         {"3 2\n2\n1 x\n\n", 0, "bad.graph:3: expected an integer (got 'x')"},
         {"3 2\n2\n1 3;\n2\n", 0, "bad.graph:3: expected an integer (got '3;')"},
         {"3 2\n2\n1 1.5\n2\n", 0, "bad.graph:3: expected an integer (got '1.5')"},
+        /* every number is a plain integer ("3.0": METIS would take 3 and drop the rest of the line) */
+        {"3 2\n2\n1 3.0\n2\n", 0, "bad.graph:3: expected an integer (got '3.0')"},
+        {"3 2\n2\n1 3e0\n2\n", 0, "bad.graph:3: expected an integer (got '3e0')"},
+        {"3.0 2\n2\n1 3\n2\n", 0, "bad.graph:1: expected an integer (got '3.0')"},
+        {"3 2.0\n2\n1 3\n2\n", 0, "bad.graph:1: expected an integer (got '2.0')"},
+        {"2 1 1\n2 5.0\n1 5\n", 0, "bad.graph:2: expected an integer (got '5.0')"},
+        {"2 1 10\n7.0 2\n1 1\n", 0, "bad.graph:2: expected an integer (got '7.0')"},
+        {"2 1 100\n1.0 2\n1 1\n", 0, "bad.graph:2: expected an integer (got '1.0')"},
+        /* self-loops (METIS's graphchk rejects them), with or without weights, and
+           wherever m would count them */
+        {"4 4\n3 1 2\n3 1 4\n2 1\n2\n", 0, "bad.graph:2: vertex 1 lists itself (a self-loop"},
+        {"3 3 1\n3 6 1 9 2 5\n3 7 1 5\n2 7 1 6\n", 0, "bad.graph:2: vertex 1 lists itself"},
+        {"2 2\n2 1\n1 2\n", 0, "bad.graph:2: vertex 1 lists itself"},
+        {"% c\n2 1\n2\n% c\n1 2\n", 0, "bad.graph:5: vertex 2 lists itself"},
         {"2 1 10\nw 2\n1 1\n", 0, "bad.graph:2: expected an integer (got 'w')"},
         {"2 1 100\nsz 2\n1 1\n", 0, "bad.graph:2: expected an integer (got 'sz')"},
         /* neighbour ids */
@@ -1504,14 +1501,15 @@ static void test_tu_awkward_valid(void) {
         for (f = 0; f < HPJ_TU_NUM_FILES; ++f) sb_free(&crlf[f]);
     }
     /* trailing spaces/tabs, blank lines (leading, inside, trailing), no
-       final newline, varied separators, integral floats as integers */
+       final newline, varied separators, integral floats as integers in
+       the label files and the graph indicator (not in A: node ids) */
     tu_base_text(&t);
     tu_set(&t, HPJ_TU_A, "\n  1,2  \n2\t1\n\n 2 ,  3\t\n3,2\r\n\n4, 5\n5, 4");
     tu_set(&t, HPJ_TU_GRAPH_INDICATOR, "1 \n1\t\n\n1\n2.0\n2\n\n\n");
     tu_set(&t, HPJ_TU_GRAPH_LABELS, "\n1\n\n-1   ");
-    tu_set(&t, HPJ_TU_NODE_LABELS, "0\n1\n2\n0\n1\n \t \n");
+    tu_set(&t, HPJ_TU_NODE_LABELS, "0\n1.0\n2\n0e0\n1\n \t \n");
     tu_set(&t, HPJ_TU_NODE_ATTRIBUTES, "0.5,1\n  1.5 , 2.0\n2.5 3\n\n3.5,\t4\n45e-1, 5 \n");
-    tu_set(&t, HPJ_TU_EDGE_LABELS, "1\n1\n\n2\n2\n3\n3");
+    tu_set(&t, HPJ_TU_EDGE_LABELS, "1\n1.0\n\n2\n2\n3\n30e-1");
     tu_set(&t, HPJ_TU_SPLIT, "train \n\ntest\r\n");
     CHECK_OK(hpj_dataset_parse_tu(&t, &ds));
     d = ds_diff(&base, &ds);
@@ -1587,6 +1585,9 @@ static void test_tu_bad_input(void) {
         {HPJ_TU_A, "4294967297, 1\n", 0, -1, HPJ_ERR_FORMAT, "T_A.txt:1: node id 4294967297 is above the maximum 5"},
         {HPJ_TU_A, "1, 99999999999999999999\n", 0, -1, HPJ_ERR_FORMAT, "T_A.txt:1: integer overflows 64 bits"},
         {HPJ_TU_A, "1.5, 2\n", 0, -1, HPJ_ERR_FORMAT, "T_A.txt:1: expected an integer (got '1.5')"},
+        /* node ids are plain integers, even integral floats are not (labels may be) */
+        {HPJ_TU_A, "1, 2\n2.0, 3\n", 0, -1, HPJ_ERR_FORMAT, "T_A.txt:2: expected an integer (got '2.0')"},
+        {HPJ_TU_A, "1, 2e0\n", 0, -1, HPJ_ERR_FORMAT, "T_A.txt:1: expected an integer (got '2e0')"},
         {HPJ_TU_A, "0x1, 2\n", 0, -1, HPJ_ERR_FORMAT, "T_A.txt:1: expected an integer (got '0x1')"},
         {HPJ_TU_A, "1; 2\n", 0, -1, HPJ_ERR_FORMAT, "T_A.txt:1: expected an integer (got '1;')"},
         {HPJ_TU_A, "1, 2\n3\n", 0, -1, HPJ_ERR_FORMAT, "T_A.txt:2: expected two node ids"},
@@ -1801,6 +1802,574 @@ static void test_tu_load_files(void) {
     CHECK_REASON("cannot take a dataset name");
     CHECK(all_zero(&ds, sizeof ds));
     hpj_dataset_free(&mem);
+}
+
+/* ==== datasets from CSR arrays ========================================== */
+
+/* Graphs in CSR form and their arrays (malloc'd), for hpj_dataset_from_csr. */
+typedef struct csr_set {
+    hpj_csr_graphs in;
+    int64_t *node_ptr, *row_ptr;
+    int32_t *col, *node_label, *graph_label, *edge_label;
+    float *node_attr, *target, *edge_attr;
+} csr_set;
+
+static void csr_set_free(csr_set *c) {
+    free(c->node_ptr); free(c->row_ptr); free(c->col); free(c->node_label); free(c->graph_label);
+    free(c->edge_label); free(c->node_attr); free(c->target); free(c->edge_attr);
+    memset(c, 0, sizeof *c);
+}
+
+/* Random graphs of 1..9 nodes whose rows list random neighbours: in one
+   direction or both, repeated, self-loops included, in random order;
+   random features of every kind that trial's coin flips ask for. */
+static int csr_random(uint64_t seed, csr_set *c) {
+    hpj_rng r = hpj_rng_stream(seed, 3, 0);
+    int32_t G = 1 + (int32_t)hpj_rng_below(&r, 6), g, k, na, ea, td;
+    int64_t N = 0, E = 0, v, e, cap;
+    int regression = (int)hpj_rng_below(&r, 3) == 0;
+    memset(c, 0, sizeof *c);
+    c->node_ptr = (int64_t *)calloc((size_t)G + 1, sizeof(int64_t));
+    if (!c->node_ptr) return -1;
+    for (g = 0; g < G; ++g) c->node_ptr[g + 1] = c->node_ptr[g] + 1 + (int64_t)hpj_rng_below(&r, 9);
+    N = c->node_ptr[G];
+    cap = N * 12;
+    c->row_ptr = (int64_t *)calloc((size_t)N + 1, sizeof(int64_t));
+    c->col = (int32_t *)calloc((size_t)cap + 1, sizeof(int32_t));
+    if (!c->row_ptr || !c->col) return -1;
+    for (g = 0; g < G; ++g) {
+        int64_t v0 = c->node_ptr[g], n = c->node_ptr[g + 1] - v0;
+        for (v = v0; v < v0 + n; ++v) {
+            int32_t deg = (int32_t)hpj_rng_below(&r, 6);
+            for (k = 0; k < deg; ++k) {
+                int32_t u = (int32_t)hpj_rng_below(&r, (uint32_t)n);
+                if (hpj_rng_below(&r, 8) == 0) u = (int32_t)(v - v0); /* a self-loop */
+                c->col[E++] = u;
+            }
+            c->row_ptr[v + 1] = E;
+        }
+    }
+    /* mirror about half of the entries in their reverse rows, appended to
+       those rows, so that edges come listed once or twice */
+    {
+        int64_t *rp2 = (int64_t *)calloc((size_t)N + 1, sizeof(int64_t));
+        int32_t *col2 = (int32_t *)calloc((size_t)cap * 2 + 1, sizeof(int32_t));
+        int64_t *extra = (int64_t *)calloc((size_t)N + 1, sizeof(int64_t));
+        int32_t *gof = (int32_t *)calloc((size_t)N + 1, sizeof(int32_t));
+        int64_t E2 = 0, i;
+        unsigned char *mirror = (unsigned char *)calloc((size_t)E + 1, 1);
+        if (!rp2 || !col2 || !extra || !gof || !mirror) return -1;
+        for (g = 0; g < G; ++g)
+            for (v = c->node_ptr[g]; v < c->node_ptr[g + 1]; ++v) gof[v] = g;
+        for (e = 0; e < E; ++e) mirror[e] = (unsigned char)hpj_rng_below(&r, 2);
+        for (v = 0; v < N; ++v) {
+            for (e = c->row_ptr[v]; e < c->row_ptr[v + 1]; ++e) col2[E2++] = c->col[e];
+            /* the reverses of mirrored entries u -> v (u earlier or later) */
+            for (i = c->node_ptr[gof[v]]; i < c->node_ptr[gof[v] + 1]; ++i)
+                for (e = c->row_ptr[i]; e < c->row_ptr[i + 1]; ++e)
+                    if (mirror[e] && c->node_ptr[gof[v]] + c->col[e] == v) col2[E2++] = (int32_t)(i - c->node_ptr[gof[v]]);
+            rp2[v + 1] = E2;
+        }
+        free(c->row_ptr); free(c->col); free(extra); free(gof); free(mirror);
+        c->row_ptr = rp2;
+        c->col = col2;
+        E = E2;
+    }
+    /* features: each kind on a coin flip */
+    if (hpj_rng_below(&r, 2)) {
+        c->node_label = (int32_t *)malloc(sizeof(int32_t) * (size_t)N);
+        for (v = 0; v < N; ++v) c->node_label[v] = (int32_t)hpj_rng_below(&r, 7) - 2;
+    }
+    na = (int32_t)hpj_rng_below(&r, 3);
+    if (na) {
+        c->node_attr = (float *)malloc(sizeof(float) * (size_t)(N * na));
+        for (v = 0; v < N * na; ++v) c->node_attr[v] = (float)(hpj_rng_normal(&r) * 3.0);
+    }
+    if (E > 0 && hpj_rng_below(&r, 2)) {
+        c->edge_label = (int32_t *)malloc(sizeof(int32_t) * (size_t)E);
+        for (e = 0; e < E; ++e) c->edge_label[e] = (int32_t)hpj_rng_below(&r, 1000) - 500;
+    }
+    ea = E > 0 ? (int32_t)hpj_rng_below(&r, 3) : 0;
+    if (ea) {
+        c->edge_attr = (float *)malloc(sizeof(float) * (size_t)(E * ea));
+        for (e = 0; e < E * ea; ++e) c->edge_attr[e] = (float)hpj_rng_uniform(&r);
+    }
+    td = regression ? 1 + (int32_t)hpj_rng_below(&r, 3) : 0;
+    if (regression) {
+        c->target = (float *)malloc(sizeof(float) * (size_t)(G * td));
+        for (g = 0; g < G * td; ++g) c->target[g] = (float)(hpj_rng_normal(&r) * 10.0);
+    } else {
+        c->graph_label = (int32_t *)malloc(sizeof(int32_t) * (size_t)G);
+        for (g = 0; g < G; ++g) c->graph_label[g] = (int32_t)hpj_rng_below(&r, 3) * 7 - 5;
+    }
+    c->in.num_graphs = G;
+    c->in.node_ptr = c->node_ptr;
+    c->in.row_ptr = c->row_ptr;
+    c->in.col = c->col;
+    c->in.node_label = c->node_label;
+    c->in.node_attr = c->node_attr;
+    c->in.node_attr_dim = na;
+    c->in.graph_label = c->graph_label;
+    c->in.target = c->target;
+    c->in.target_dim = td;
+    c->in.edge_label = c->edge_label;
+    c->in.edge_attr = c->edge_attr;
+    c->in.edge_attr_dim = ea;
+    return 0;
+}
+
+/* The TU files of the same graphs: A lists the entries in CSR order (row,
+   then col), in global 1-based ids. files[] hold the texts. */
+static void csr_to_tu(const hpj_csr_graphs *in, const char *name, sbuf files[HPJ_TU_NUM_FILES], hpj_tu_text *t) {
+    int32_t G = in->num_graphs, g, k;
+    int64_t N = in->node_ptr[G], v, e;
+    memset(files, 0, sizeof(sbuf) * HPJ_TU_NUM_FILES);
+    for (g = 0; g < G; ++g)
+        for (v = in->node_ptr[g]; v < in->node_ptr[g + 1]; ++v) {
+            sb_printf(&files[HPJ_TU_GRAPH_INDICATOR], "%d\n", g + 1);
+            for (e = in->row_ptr[v]; e < in->row_ptr[v + 1]; ++e) {
+                sb_printf(&files[HPJ_TU_A], "%lld, %lld\n", (long long)v + 1, (long long)(in->node_ptr[g] + in->col[e] + 1));
+                if (in->edge_label) sb_printf(&files[HPJ_TU_EDGE_LABELS], "%d\n", in->edge_label[e]);
+                for (k = 0; in->edge_attr && k < in->edge_attr_dim; ++k)
+                    sb_printf(&files[HPJ_TU_EDGE_ATTRIBUTES], "%.9g%s", in->edge_attr[e * in->edge_attr_dim + k],
+                              k + 1 < in->edge_attr_dim ? ", " : "\n");
+            }
+        }
+    for (v = 0; v < N; ++v) {
+        if (in->node_label) sb_printf(&files[HPJ_TU_NODE_LABELS], "%d\n", in->node_label[v]);
+        for (k = 0; in->node_attr && k < in->node_attr_dim; ++k)
+            sb_printf(&files[HPJ_TU_NODE_ATTRIBUTES], "%.9g%s", in->node_attr[v * in->node_attr_dim + k],
+                      k + 1 < in->node_attr_dim ? ", " : "\n");
+    }
+    for (g = 0; g < G; ++g) {
+        if (in->graph_label) sb_printf(&files[HPJ_TU_GRAPH_LABELS], "%d\n", in->graph_label[g]);
+        for (k = 0; in->target && k < in->target_dim; ++k)
+            sb_printf(&files[HPJ_TU_GRAPH_ATTRIBUTES], "%.9g%s", in->target[g * in->target_dim + k],
+                      k + 1 < in->target_dim ? ", " : "\n");
+    }
+    tu_init(t, name);
+    tu_set(t, HPJ_TU_A, sb_str(&files[HPJ_TU_A]));
+    tu_set(t, HPJ_TU_GRAPH_INDICATOR, sb_str(&files[HPJ_TU_GRAPH_INDICATOR]));
+    if (in->graph_label) tu_set(t, HPJ_TU_GRAPH_LABELS, sb_str(&files[HPJ_TU_GRAPH_LABELS]));
+    if (in->target) tu_set(t, HPJ_TU_GRAPH_ATTRIBUTES, sb_str(&files[HPJ_TU_GRAPH_ATTRIBUTES]));
+    if (in->node_label) tu_set(t, HPJ_TU_NODE_LABELS, sb_str(&files[HPJ_TU_NODE_LABELS]));
+    if (in->node_attr) tu_set(t, HPJ_TU_NODE_ATTRIBUTES, sb_str(&files[HPJ_TU_NODE_ATTRIBUTES]));
+    if (in->edge_label) tu_set(t, HPJ_TU_EDGE_LABELS, sb_str(&files[HPJ_TU_EDGE_LABELS]));
+    if (in->edge_attr) tu_set(t, HPJ_TU_EDGE_ATTRIBUTES, sb_str(&files[HPJ_TU_EDGE_ATTRIBUTES]));
+}
+
+/* The base TU set "T" (tu_base) as CSR arrays: graph 0 the path 0-1-2,
+   graph 1 the edge 0-1, every edge listed in both directions. */
+static const int64_t csr_node_ptr[3] = {0, 3, 5};
+static const int64_t csr_row_ptr[6] = {0, 1, 3, 4, 5, 6};
+static const int32_t csr_col[6] = {1, 0, 2, 1, 1, 0};
+static const int32_t csr_node_label[5] = {0, 1, 2, 0, 1};
+static const float csr_node_attr[10] = {0.5f, 1, 1.5f, 2, 2.5f, 3, 3.5f, 4, 4.5f, 5};
+static const int32_t csr_edge_label[6] = {1, 1, 2, 2, 3, 3};
+static const float csr_edge_attr[12] = {1, 0, 1, 0, 2, 0, 2, 0, 3, 0, 3, 0};
+static const int32_t csr_graph_label[2] = {1, -1};
+static const float csr_target[2] = {0.25f, -1.5f};
+
+static hpj_csr_graphs csr_base(void) {
+    hpj_csr_graphs in;
+    memset(&in, 0, sizeof in);
+    in.num_graphs = 2;
+    in.node_ptr = csr_node_ptr;
+    in.row_ptr = csr_row_ptr;
+    in.col = csr_col;
+    in.node_label = csr_node_label;
+    in.node_attr = csr_node_attr;
+    in.node_attr_dim = 2;
+    in.graph_label = csr_graph_label;
+    in.edge_label = csr_edge_label;
+    in.edge_attr = csr_edge_attr;
+    in.edge_attr_dim = 2;
+    return in;
+}
+
+/* The base set built both ways: every field identical, for classification
+   and for regression, and with each optional array left out. */
+static void test_csr_matches_tu(void) {
+    hpj_csr_graphs in = csr_base();
+    hpj_tu_text t;
+    hpj_dataset a, b;
+    const char *d;
+    int variant;
+    for (variant = 0; variant < 6; ++variant) {
+        in = csr_base();
+        tu_base_text(&t);
+        t.text[HPJ_TU_SPLIT] = NULL; /* a CSR set has no split */
+        if (variant == 1) { /* regression */
+            in.graph_label = NULL;
+            in.target = csr_target;
+            in.target_dim = 1;
+            t.text[HPJ_TU_GRAPH_LABELS] = NULL;
+        } else {
+            t.text[HPJ_TU_GRAPH_ATTRIBUTES] = NULL;
+        }
+        if (variant == 2) { in.node_label = NULL; t.text[HPJ_TU_NODE_LABELS] = NULL; }
+        if (variant == 3) { in.node_attr = NULL; in.node_attr_dim = 0; t.text[HPJ_TU_NODE_ATTRIBUTES] = NULL; }
+        if (variant == 4) { in.edge_label = NULL; t.text[HPJ_TU_EDGE_LABELS] = NULL; }
+        if (variant == 5) { in.edge_attr = NULL; in.edge_attr_dim = 0; t.text[HPJ_TU_EDGE_ATTRIBUTES] = NULL; }
+        CHECK_OK(hpj_dataset_parse_tu(&t, &a));
+        memset(&b, 0xAB, sizeof b);
+        CHECK_MSG(hpj_dataset_from_csr(&in, "T", &b) == HPJ_OK, "variant %d: %s", variant, hpj_last_error());
+        SUB(expect_dataset_consistent(&b));
+        d = ds_diff(&a, &b);
+        CHECK_MSG(d == NULL, "variant %d: %s differs", variant, d);
+        hpj_dataset_free(&a);
+        hpj_dataset_free(&b);
+    }
+    /* what the base set holds, spelled out */
+    in = csr_base();
+    CHECK_OK(hpj_dataset_from_csr(&in, NULL, &b));
+    CHECK(strcmp(b.name, "dataset") == 0);
+    CHECK(b.num_graphs == 2 && b.num_nodes == 5 && b.num_edges == 6 && b.self_loops == 0 && b.dup_lines == 0);
+    CHECK(b.num_classes == 2 && b.class_value[0] == -1 && b.class_value[1] == 1);
+    CHECK(b.graph_label[0] == 1 && b.graph_label[1] == 0);
+    CHECK(b.node_label_min == 0 && b.node_label_max == 2 && b.edge_label_min == 1 && b.edge_label_max == 3);
+    CHECK(b.split == NULL && b.target == NULL && b.target_dim == 0);
+    hpj_dataset_free(&b);
+    /* a long name is cut to fit */
+    CHECK_OK(hpj_dataset_from_csr(&in, "a-name-longer-than-the-sixty-three-characters-that-a-dataset-name-holds", &b));
+    CHECK_EQ_INT(strlen(b.name), 63);
+    hpj_dataset_free(&b);
+}
+
+/* Random graphs (one or both directions, repeats, self-loops, every kind
+   of feature) built from CSR arrays and from the TU text of the same
+   entries: identical datasets. */
+static void test_csr_random_matches_tu(void) {
+    int trial;
+    for (trial = 0; trial < 60; ++trial) {
+        csr_set c;
+        sbuf files[HPJ_TU_NUM_FILES];
+        hpj_tu_text t;
+        hpj_dataset a, b;
+        const char *d;
+        int f;
+        CHECK(csr_random(9000 + (uint64_t)trial, &c) == 0);
+        csr_to_tu(&c.in, "R", files, &t);
+        CHECK_MSG(hpj_dataset_parse_tu(&t, &a) == HPJ_OK, "trial %d: %s", trial, hpj_last_error());
+        CHECK_MSG(hpj_dataset_from_csr(&c.in, "R", &b) == HPJ_OK, "trial %d: %s", trial, hpj_last_error());
+        expect_dataset_consistent(&b);
+        d = ds_diff(&a, &b);
+        CHECK_MSG(d == NULL, "trial %d: %s differs\nA:\n%s", trial, d, sb_str(&files[HPJ_TU_A]));
+        hpj_dataset_free(&a);
+        hpj_dataset_free(&b);
+        for (f = 0; f < HPJ_TU_NUM_FILES; ++f) sb_free(&files[f]);
+        csr_set_free(&c);
+        if (test_failed) return;
+    }
+}
+
+typedef struct csr_bad_case {
+    int what;           /* which mutation of the base set (see the switch) */
+    const char *reason; /* expected substring */
+} csr_bad_case;
+
+static void test_csr_bad_input(void) {
+    static const int64_t np_first[3] = {1, 3, 5}, np_down[3] = {0, 3, 2}, np_empty[4] = {0, 3, 3, 5};
+    static const int64_t rp_first[6] = {1, 1, 3, 4, 5, 6}, rp_down[6] = {0, 1, 3, 2, 5, 6};
+    static const int32_t col_big[6] = {1, 0, 3, 1, 1, 0}, col_neg[6] = {1, 0, 2, 1, -1, 0}, col_other[6] = {1, 0, 2, 1, 2, 0};
+    static const int32_t min_label[6] = {1, 1, 2, INT32_MIN, 3, 3};
+    static const csr_bad_case cases[] = {
+        {0, "dataset_from_csr: num_graphs = 0, need at least one graph"},
+        {1, "dataset_from_csr: num_graphs = -1"},
+        {2, "dataset_from_csr: node_ptr is NULL"},
+        {3, "dataset_from_csr: row_ptr is NULL"},
+        {4, "dataset_from_csr: node_ptr[0] = 1, expected 0"},
+        {5, "dataset_from_csr: node_ptr[2] = 2 after node_ptr[1] = 3: graph 1 needs at least one node"},
+        {6, "dataset_from_csr: node_ptr[2] = 3 after node_ptr[1] = 3: graph 1 needs at least one node"},
+        {7, "dataset_from_csr: row_ptr[0] = 1, expected 0"},
+        {8, "dataset_from_csr: row_ptr[3] = 2 after row_ptr[2] = 3: row_ptr must not decrease"},
+        {9, "dataset_from_csr: col is NULL with 6 entries"},
+        {10, "dataset_from_csr: graph 0: node 1 lists neighbour 3, the graph has 3 nodes (col[2])"},
+        {11, "dataset_from_csr: graph 1: node 0 lists neighbour -1, the graph has 2 nodes (col[4])"},
+        {12, "dataset_from_csr: graph 1: node 0 lists neighbour 2, the graph has 2 nodes"},
+        {13, "dataset_from_csr: neither graph_label (classification) nor target (regression) is given"},
+        {14, "dataset_from_csr: both graph_label and target are given"},
+        {15, "dataset_from_csr: target_dim = 0, expected 1..1048576 with target"},
+        {16, "dataset_from_csr: node_attr_dim = 2 but node_attr is NULL"},
+        {17, "dataset_from_csr: node_attr[1][0] is NaN or infinite"},
+        {18, "dataset_from_csr: target[1][0] is NaN or infinite"},
+        {19, "dataset_from_csr: edge_attr[5][1] is NaN or infinite"},
+        {20, "dataset_from_csr: edge_label[3] = -2147483648 is below the minimum -2147483647"},
+        {21, "dataset_from_csr: node_label[3] = -2147483648 is below the minimum"},
+        {22, "dataset_from_csr: graph_label[1] = -2147483648 is below the minimum"},
+        {23, "dataset_from_csr: edge_attr_dim = 2000000, expected 1..1048576 with edge_attr"},
+    };
+    float na_nan[10], tg_inf[2] = {0.5f, INFINITY}, ea_nan[12];
+    int32_t gl_min[2] = {1, INT32_MIN};
+    int i;
+    memcpy(na_nan, csr_node_attr, sizeof na_nan);
+    na_nan[2] = NAN;
+    memcpy(ea_nan, csr_edge_attr, sizeof ea_nan);
+    ea_nan[11] = -INFINITY;
+    for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); ++i) {
+        hpj_csr_graphs in = csr_base();
+        hpj_dataset ds;
+        switch (cases[i].what) {
+        case 0: in.num_graphs = 0; break;
+        case 1: in.num_graphs = -1; break;
+        case 2: in.node_ptr = NULL; break;
+        case 3: in.row_ptr = NULL; break;
+        case 4: in.node_ptr = np_first; break;
+        case 5: in.node_ptr = np_down; break;
+        case 6: in.node_ptr = np_empty; in.num_graphs = 3; in.graph_label = NULL; in.target = tg_inf; in.target_dim = 1; break;
+        case 7: in.row_ptr = rp_first; break;
+        case 8: in.row_ptr = rp_down; break;
+        case 9: in.col = NULL; break;
+        case 10: in.col = col_big; break;
+        case 11: in.col = col_neg; break;
+        case 12: in.col = col_other; break;
+        case 13: in.graph_label = NULL; break;
+        case 14: in.target = csr_target; in.target_dim = 1; break;
+        case 15: in.graph_label = NULL; in.target = csr_target; break;
+        case 16: in.node_attr = NULL; break;
+        case 17: in.node_attr = na_nan; break;
+        case 18: in.graph_label = NULL; in.target = tg_inf; in.target_dim = 1; break;
+        case 19: in.edge_attr = ea_nan; break;
+        case 20: in.edge_label = min_label; break;
+        case 21: in.node_label = min_label; break;
+        case 22: in.graph_label = gl_min; break;
+        case 23: in.edge_attr_dim = 2000000; break;
+        }
+        memset(&ds, 0xAB, sizeof ds);
+        hpj_clear_error();
+        CHECK_MSG(hpj_dataset_from_csr(&in, "B", &ds) == HPJ_ERR_INPUT, "case %d: status not input (%s)", i,
+                  hpj_last_error());
+        CHECK_MSG(strstr(hpj_last_error(), cases[i].reason) != NULL, "case %d: expected \"%s\" in \"%s\"", i,
+                  cases[i].reason, hpj_last_error());
+        CHECK_MSG(reason_is_one_line(), "case %d: reason is not one line", i);
+        CHECK_MSG(all_zero(&ds, sizeof ds), "case %d: output not zeroed", i);
+    }
+    {   /* NULL in or out */
+        hpj_csr_graphs in = csr_base();
+        hpj_dataset ds;
+        memset(&ds, 0xAB, sizeof ds);
+        CHECK_STATUS(hpj_dataset_from_csr(NULL, "B", &ds), HPJ_ERR_INPUT);
+        CHECK_REASON("in is NULL");
+        CHECK(all_zero(&ds, sizeof ds));
+        CHECK_STATUS(hpj_dataset_from_csr(&in, "B", NULL), HPJ_ERR_INPUT);
+        CHECK_REASON("out is NULL");
+    }
+}
+
+/* ==== config: every key through a checkpoint's config text ============== */
+
+/* The first key whose value differs between two configs, or NULL. Lists
+   compare their first L entries (the rest is never read). */
+static const char *config_diff(const hpj_config *a, const hpj_config *b) {
+    int n, i;
+    const hpj_config_key *keys = hpj_config_keys(&n);
+    for (i = 0; i < n; ++i) {
+        const char *pa = (const char *)a + keys[i].offset, *pb = (const char *)b + keys[i].offset;
+        size_t size = keys[i].kind == HPJ_KEY_SEED ? sizeof(uint64_t) : keys[i].kind == HPJ_KEY_REAL ? sizeof(float) : sizeof(int);
+        if (keys[i].kind == HPJ_KEY_LIST) {
+            if (a->L != b->L) return "L";
+            size = sizeof(int32_t) * (size_t)a->L;
+        }
+        if (memcmp(pa, pb, size) != 0) return keys[i].name; /* floats bit for bit */
+    }
+    return NULL;
+}
+
+/* Sets key = value through the parser, writes the config text a
+   checkpoint stores, reads it into a fresh config and compares. */
+static void config_roundtrip(const char *key, const char *value) {
+    hpj_config c, d;
+    char line[256], text[4096], text2[4096];
+    size_t n, n2;
+    const char *diff;
+    hpj_config_default(&c);
+    snprintf(line, sizeof line, "%s = %s\n", key, value);
+    CHECK_MSG(hpj_config_parse(&c, line, strlen(line), "x.cfg") == HPJ_OK, "%s = %s rejected: %s", key, value,
+              hpj_last_error());
+    n = hpj_config_format(&c, text, sizeof text);
+    CHECK(n < sizeof text);
+    hpj_config_default(&d);
+    CHECK_MSG(hpj_config_parse(&d, text, n, "ckpt") == HPJ_OK, "%s = %s: the written config does not read back: %s", key,
+              value, hpj_last_error());
+    diff = config_diff(&c, &d);
+    CHECK_MSG(diff == NULL, "%s = %s: '%s' differs after the round trip", key, value, diff);
+    n2 = hpj_config_format(&d, text2, sizeof text2);
+    CHECK_MSG(n2 == n && memcmp(text, text2, n) == 0, "%s = %s: the text is not a fixed point", key, value);
+}
+
+/* A value the parser must refuse, leaving the config as it was. */
+static void config_rejects(const char *key, const char *value) {
+    hpj_config c, def;
+    char line[256];
+    hpj_config_default(&c);
+    hpj_config_default(&def);
+    snprintf(line, sizeof line, "%s = %s\n", key, value);
+    CHECK_MSG(hpj_config_parse(&c, line, strlen(line), "x.cfg") == HPJ_ERR_FORMAT, "%s = %s accepted", key, value);
+    CHECK_MSG(strstr(hpj_last_error(), "x.cfg:1: bad value") != NULL && strstr(hpj_last_error(), key) != NULL,
+              "%s = %s: reason \"%s\"", key, value, hpj_last_error());
+    CHECK_MSG(config_diff(&c, &def) == NULL, "%s = %s: a rejected value changed the config", key, value);
+}
+
+/* Every key of the table (so a new key is covered as soon as it exists):
+   its range edges, values just inside and just outside them, and a few
+   between, each set through the parser and read back from the text a
+   checkpoint stores, field for field; values outside are refused. */
+static void test_config_keys_roundtrip(void) {
+    int n, i, kinds[5] = {0, 0, 0, 0, 0};
+    const hpj_config_key *keys = hpj_config_keys(&n);
+    char v[64 * 20];
+    CHECK(n >= 40);
+    for (i = 0; i < n; ++i) {
+        const hpj_config_key *k = &keys[i];
+        CHECK(k->kind >= HPJ_KEY_INT && k->kind <= HPJ_KEY_SEED);
+        kinds[k->kind]++;
+        if (k->kind == HPJ_KEY_INT) {
+            double vals[5];
+            int j;
+            vals[0] = k->lo; vals[1] = k->lo + 1; vals[2] = floor((k->lo + k->hi) / 2); vals[3] = k->hi - 1; vals[4] = k->hi;
+            for (j = 0; j < 5; ++j) {
+                if (vals[j] < k->lo || vals[j] > k->hi) continue;
+                snprintf(v, sizeof v, "%.0f", vals[j]);
+                SUB(config_roundtrip(k->name, v));
+            }
+            snprintf(v, sizeof v, "%.0f", k->lo - 1);
+            SUB(config_rejects(k->name, v));
+            snprintf(v, sizeof v, "%.0f", k->hi + 1);
+            SUB(config_rejects(k->name, v));
+            SUB(config_rejects(k->name, "1.5"));
+        } else if (k->kind == HPJ_KEY_REAL) {
+            float flo = (float)k->lo, fhi = (float)k->hi;
+            float vals[6];
+            int j;
+            vals[0] = flo; vals[1] = fhi;
+            vals[2] = nextafterf(flo, INFINITY); vals[3] = nextafterf(fhi, -INFINITY); /* just inside */
+            vals[4] = (float)((k->lo + k->hi) / 2); vals[5] = (float)(k->lo + (k->hi - k->lo) * 1e-3);
+            /* the decimal bounds as a person writes them ("0.99": its float
+               lies above 0.99 and is written 0.99000001) */
+            snprintf(v, sizeof v, "%g", k->lo);
+            SUB(config_roundtrip(k->name, v));
+            snprintf(v, sizeof v, "%g", k->hi);
+            SUB(config_roundtrip(k->name, v));
+            for (j = 0; j < 6; ++j) {
+                snprintf(v, sizeof v, "%.9g", (double)vals[j]);
+                SUB(config_roundtrip(k->name, v));
+            }
+            snprintf(v, sizeof v, "%.9g", (double)nextafterf(flo, -INFINITY)); /* just outside */
+            SUB(config_rejects(k->name, v));
+            snprintf(v, sizeof v, "%.9g", (double)nextafterf(fhi, INFINITY));
+            SUB(config_rejects(k->name, v));
+            SUB(config_rejects(k->name, "nan"));
+            SUB(config_rejects(k->name, "inf"));
+            SUB(config_rejects(k->name, "1e39"));
+            SUB(config_rejects(k->name, "0.5x"));
+        } else if (k->kind == HPJ_KEY_WORD) {
+            const char *p = k->words;
+            int words = 0;
+            while (*p) {
+                size_t len = strcspn(p, " ");
+                memcpy(v, p, len);
+                v[len] = 0;
+                SUB(config_roundtrip(k->name, v));
+                ++words;
+                p += len;
+                p += strspn(p, " ");
+            }
+            CHECK_MSG(words >= 2, "%s: %d words", k->name, words);
+            SUB(config_rejects(k->name, "no-such-word"));
+            SUB(config_rejects(k->name, ""));
+        } else if (k->kind == HPJ_KEY_LIST) {
+            int j;
+            snprintf(v, sizeof v, "%.0f", k->lo);
+            SUB(config_roundtrip(k->name, v));
+            snprintf(v, sizeof v, "%.0f", k->hi);
+            SUB(config_roundtrip(k->name, v));
+            snprintf(v, sizeof v, "%.0f,%.0f, %.0f", k->lo + 1, k->hi, k->hi - 1);
+            SUB(config_roundtrip(k->name, v));
+            v[0] = 0; /* the most entries a list takes */
+            for (j = 0; j < HPJ_MAX_RES; ++j) snprintf(v + strlen(v), sizeof v - strlen(v), "%s%d", j ? "," : "", 2 + j);
+            SUB(config_roundtrip(k->name, v));
+            strcat(v, ",3");
+            SUB(config_rejects(k->name, v));
+            snprintf(v, sizeof v, "%.0f", k->lo - 1);
+            SUB(config_rejects(k->name, v));
+            snprintf(v, sizeof v, "2,%.0f", k->hi + 1);
+            SUB(config_rejects(k->name, v));
+            SUB(config_rejects(k->name, "2,"));
+            SUB(config_rejects(k->name, "2;4"));
+        } else {
+            SUB(config_roundtrip(k->name, "0"));
+            SUB(config_roundtrip(k->name, "1"));
+            SUB(config_roundtrip(k->name, "007"));
+            SUB(config_roundtrip(k->name, "18446744073709551614"));
+            SUB(config_roundtrip(k->name, "18446744073709551615"));
+            SUB(config_rejects(k->name, "18446744073709551616"));
+            SUB(config_rejects(k->name, "99999999999999999999"));
+            SUB(config_rejects(k->name, "-1"));
+            SUB(config_rejects(k->name, "1e3"));
+            SUB(config_rejects(k->name, ""));
+        }
+    }
+    for (i = 0; i < 5; ++i) CHECK_MSG(kinds[i] >= 1, "no key of kind %d", i);
+    {   /* a name not in the table; the reasons name the range or the words */
+        hpj_config c;
+        hpj_config_default(&c);
+        CHECK_STATUS(hpj_config_set(&c, "frobnicate", "1"), HPJ_ERR_INPUT);
+        CHECK_REASON("unknown key 'frobnicate'");
+        CHECK_STATUS(hpj_config_set(&c, "dim", "9000"), HPJ_ERR_INPUT);
+        CHECK_REASON("bad value '9000' for key 'dim' (an integer in 2..8192)");
+        CHECK_STATUS(hpj_config_set(&c, "edge_drop", "1"), HPJ_ERR_INPUT);
+        CHECK_REASON("bad value '1' for key 'edge_drop' (a number in 0..0.99)");
+        CHECK_STATUS(hpj_config_set(&c, "readout", "x"), HPJ_ERR_INPUT);
+        CHECK_REASON("bad value 'x' for key 'readout' (concat, uniform or task)");
+        CHECK_STATUS(hpj_config_set(&c, "ema_init", "x"), HPJ_ERR_INPUT);
+        CHECK_REASON("(independent or copy)");
+        /* the methods' other spellings */
+        CHECK_OK(hpj_config_set(&c, "mode", "gj"));
+        CHECK_EQ_INT(c.mode, HPJ_MODE_GRAPH_JEPA);
+        CHECK_OK(hpj_config_set(&c, "mode", "hp-jepa"));
+        CHECK_EQ_INT(c.mode, HPJ_MODE_HP);
+        CHECK_OK(hpj_config_set(&c, "ema_init", "independent"));
+        CHECK_EQ_INT(c.ema_copy_init, 0);
+        CHECK_OK(hpj_config_set(&c, "ema_init", "copy"));
+        CHECK_EQ_INT(c.ema_copy_init, 1);
+    }
+}
+
+/* A model configured at the top of every real-valued key's range
+   (edge_drop = 0.99, the documented maximum, among them) is saved and
+   loaded back: the same config (before the fix: "0.99000001 is out of
+   range", so a trained model could not be loaded). */
+static void test_config_checkpoint_roundtrip(void) {
+    hpj_csr_graphs in = csr_base();
+    hpj_dataset ds;
+    hpj_config c;
+    hpj_model m, back;
+    const char *path = test_tmpfile("cfg.hpj");
+    int n, i;
+    const hpj_config_key *keys = hpj_config_keys(&n);
+    CHECK_OK(hpj_dataset_from_csr(&in, "T", &ds));
+    hpj_config_default(&c);
+    CHECK_OK(hpj_config_set(&c, "dim", "8"));
+    CHECK_OK(hpj_config_set(&c, "heads", "2"));
+    CHECK_OK(hpj_config_set(&c, "blocks", "1"));
+    CHECK_OK(hpj_config_set(&c, "rw_dim", "3"));
+    CHECK_OK(hpj_config_set(&c, "resolutions", "2,4"));
+    CHECK_OK(hpj_config_set(&c, "seed", "18446744073709551615"));
+    for (i = 0; i < n; ++i)
+        if (keys[i].kind == HPJ_KEY_REAL) {
+            char v[64];
+            snprintf(v, sizeof v, "%g", keys[i].hi);
+            CHECK_OK(hpj_config_set(&c, keys[i].name, v));
+        }
+    CHECK_OK(hpj_model_init(&m, &c, &ds));
+    CHECK_OK(hpj_model_save(&m, path, 1));
+    CHECK_MSG(hpj_model_load(&back, path) == HPJ_OK, "%s", hpj_last_error());
+    CHECK_MSG(config_diff(&m.cfg, &back.cfg) == NULL, "%s differs", config_diff(&m.cfg, &back.cfg));
+    CHECK(back.cfg.edge_drop == 0.99f && back.num_params == m.num_params);
+    hpj_model_free(&back);
+    hpj_model_free(&m);
+    hpj_dataset_free(&ds);
+    remove(path);
 }
 
 /* ==== the shared datasets =============================================== */
@@ -2027,7 +2596,7 @@ const test_case core_tests[] = {
     {"core.graph_check", test_graph_check},
     {"core.metis_headers", test_metis_headers},
     {"core.metis_comments_blank_crlf", test_metis_comments_blank_crlf},
-    {"core.metis_unsorted_selfloops", test_metis_unsorted_selfloops},
+    {"core.metis_unsorted", test_metis_unsorted},
     {"core.metis_roundtrip", test_metis_roundtrip},
     {"core.metis_read_file", test_metis_read_file},
     {"core.metis_bad_input", test_metis_bad_input},
@@ -2041,6 +2610,11 @@ const test_case core_tests[] = {
     {"core.tu_awkward_valid", test_tu_awkward_valid},
     {"core.tu_bad_input", test_tu_bad_input},
     {"core.tu_load_files", test_tu_load_files},
+    {"core.csr_matches_tu", test_csr_matches_tu},
+    {"core.csr_random_matches_tu", test_csr_random_matches_tu},
+    {"core.csr_bad_input", test_csr_bad_input},
+    {"core.config_keys_roundtrip", test_config_keys_roundtrip},
+    {"core.config_checkpoint_roundtrip", test_config_checkpoint_roundtrip},
     {"core.data_mutag", test_data_mutag},
     {"core.data_proteins", test_data_proteins},
     {"core.data_imdb_binary", test_data_imdb_binary},

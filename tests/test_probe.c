@@ -562,6 +562,46 @@ static void test_predict_argmax(void) {
     CHECK_EQ_INT(hpj_argmax_row(t1, 0), 0);
 }
 
+/* hpj_linear_model_classify gives each row the argmax of its scores, by
+   hpj_argmax_row's rule, and agrees with the accuracy; rows large enough
+   for the parallel loop, ties and NaN rows included. */
+static void test_linear_classify(void) {
+    enum { N = 3000, D = 16, C = 5 };
+    float *X = rand_matrix(N, D, 77, 1.0), *W = rand_matrix(C, D, 78, 1.0), *s;
+    float b[C] = {0.1f, -0.2f, 0.0f, 0.3f, 0.1f};
+    int32_t *cls, *y, keep[2] = {-7, -7};
+    hpj_linear_model m;
+    int i, hits = 0;
+    s = (float *)malloc(sizeof(float) * N * C);
+    cls = (int32_t *)malloc(sizeof(int32_t) * N);
+    y = (int32_t *)malloc(sizeof(int32_t) * N);
+    CHECK(X && W && s && cls && y);
+    memcpy(W + 4 * D, W + 0 * D, sizeof(float) * D); /* class 4 = class 0 but for the bias: ties where b ties */
+    X[5 * D + 3] = NAN;                               /* a row of NaN scores: class 0 */
+    memset(&m, 0, sizeof m);
+    m.d = D;
+    m.c = C;
+    m.W = W;
+    m.b = b;
+    for (i = 0; i < N; ++i) y[i] = (int32_t)(i % C);
+    hpj_linear_model_classify(&m, X, N, cls);
+    hpj_linear_model_predict(&m, X, N, s);
+    for (i = 0; i < N; ++i) {
+        CHECK_MSG(cls[i] == hpj_argmax_row(s + (size_t)i * C, C), "row %d: class %d, argmax %d", i, cls[i],
+                  hpj_argmax_row(s + (size_t)i * C, C));
+        CHECK(cls[i] != 4); /* class 0 wins every tie with it */
+        hits += (cls[i] == y[i]);
+    }
+    CHECK_EQ_INT(cls[5], 0);
+    CHECK_NEAR(hpj_linear_model_accuracy(&m, X, y, N), (double)hits / N, 0, 0);
+    /* n < 1 or a NULL pointer: nothing is written */
+    hpj_linear_model_classify(&m, X, 0, keep);
+    hpj_linear_model_classify(NULL, X, 2, keep);
+    hpj_linear_model_classify(&m, NULL, 2, keep);
+    CHECK(keep[0] == -7 && keep[1] == -7);
+    free(X); free(W); free(s); free(cls); free(y);
+}
+
 /* ---- folds ---- */
 
 static void test_folds_stratified(void) {
@@ -837,6 +877,7 @@ const test_case probe_tests[] = {
     {"probe.logreg_separable", test_logreg_separable},
     {"probe.logreg_absent_class", test_logreg_absent_class},
     {"probe.predict_argmax", test_predict_argmax},
+    {"probe.linear_classify", test_linear_classify},
     {"probe.folds_stratified", test_folds_stratified},
     {"probe.folds_bad_input", test_folds_bad_input},
     {"probe.resweight_uniform", test_resweight_uniform},
