@@ -12349,9 +12349,9 @@ static hpj_status hpj__trainer_tokens(hpj__trainer *tr, const int32_t *graphs, i
    threads can run many times slower than one. No waiting policy fixes
    that (spinning burns the waiter's turn; sleeping adds a wake-up to every
    loop), so the training and embedding loops measure instead: they time
-   each unit of work (a minibatch, an embedding chunk) per unit of size,
-   run a unit with the other team size (1 or T) now and then, and keep the
-   faster one. A trial of the losing size costs what one of its units
+   each unit of work (a minibatch, an embedding chunk, a probe's pass over
+   the data) per unit of work done, run a unit with the other team size
+   (1 or T) now and then, and keep the faster one. A trial of the losing size costs what one of its units
    takes, so trials come after HPJ__GOV_RATIO times that much time spent
    on the winner, and further apart while the choice holds. The choice
    carries over from one call to the next (per calling thread), so the
@@ -12379,11 +12379,13 @@ typedef struct hpj__gov {
     double waited;  /* seconds on `cur` since the last trial */
     double wait;    /* seconds on `cur` before the next trial */
     double backoff; /* 1, 2, 4, ... while trials confirm `cur` */
-    double t0;      /* when the unit in flight started */
+    double t0, f0;  /* when the unit in flight started, and hpj__flops then */
+    int warm;       /* the unit in flight warms up a call: not measured */
 } hpj__gov;
 
-/* Each kind of unit keeps its own rates (a minibatch's work and an
-   embedding chunk's are measured differently). */
+/* Each kind of unit keeps its own rates. Training and embedding measure a
+   unit's work by the GEMM flops it counted (chunks of different
+   resolutions cost differently per node); probes by the size of the pass. */
 #ifdef _OPENMP
 static HPJ__TLS hpj__gov hpj__gov_state[HPJ__GOV_KINDS];
 
@@ -12397,6 +12399,9 @@ static void hpj__gov_measure(hpj__gov *g, double work, double dt) {
         /* the current size: a running mean that follows a change of load */
         g->rate[i] = g->rate[i] > 0.0 ? 0.75 * g->rate[i] + 0.25 * rate : rate;
         g->waited += dt;
+        /* a unit slower than the other size was at its last trial: the
+           load has changed, so the trial is due now */
+        if (HPJ__GOV_MARGIN * rate < g->rate[!i]) g->waited = HPJ__MAX(g->waited, g->wait + dt);
         return;
     }
     g->rate[i] = rate; /* a trial: one fresh measurement of the other size */
@@ -12421,12 +12426,14 @@ static int hpj__gov_pick(hpj__gov *g) {
 
 #endif
 
-/* Starts a unit of the given kind: sets the team size for its parallel
-   loops and starts its clock. The state carries over from the last unit
-   of the kind while the team size asked for (omp_get_max_threads()) stays
-   the same. NULL: nothing to choose (one thread, no OpenMP, adapting
-   switched off, or inside a parallel region). */
-static hpj__gov *hpj__gov_begin(int kind) {
+/* A call that works in units of one kind (hpj_pretrain: minibatches)
+   enters the kind's state first: it carries over from the last call while
+   the team size asked for (omp_get_max_threads()) stays the same, and the
+   call's other parallel loops (partitioning between epochs, setup) run
+   with the size it holds. hpj__gov_leave gives the caller back the team
+   size it had. NULL: nothing to choose (one thread, no OpenMP, adapting
+   switched off, or inside a parallel region); every call takes NULL. */
+static hpj__gov *hpj__gov_enter(int kind) {
 #ifdef _OPENMP
     hpj__gov *g = &hpj__gov_state[kind];
     int T = omp_get_max_threads();
@@ -12434,10 +12441,9 @@ static hpj__gov *hpj__gov_begin(int kind) {
     if (g->T != T) {
         memset(g, 0, sizeof *g);
         g->T = g->cur = T;
-        g->backoff = 1.0; /* wait = 0: the other size is tried after the first unit */
+        g->backoff = 1.0; /* wait = 0: the other size is tried after the first measured unit */
     }
-    omp_set_num_threads(hpj__gov_pick(g));
-    g->t0 = omp_get_wtime();
+    omp_set_num_threads(g->cur);
     return g;
 #else
     (void)kind;
@@ -12445,26 +12451,44 @@ static hpj__gov *hpj__gov_begin(int kind) {
 #endif
 }
 
-/* Ends the unit begun by hpj__gov_begin: takes its rate (work: its size
-   in the kind's measure; 0 on a failure path: nothing is learnt) and
-   gives the caller back the team size it had. Safe to call twice. */
+/* Starts a unit: sets the team size for its parallel loops (a trial of
+   the other size when due) and starts its clock. warm = 1 for the first
+   unit of a call, which also grows buffers and touches fresh memory: it
+   runs with the current size and is not measured. */
+static void hpj__gov_begin(hpj__gov *g, int warm) {
+#ifdef _OPENMP
+    if (!g) return;
+    g->warm = warm;
+    omp_set_num_threads(warm ? (g->size = g->cur) : hpj__gov_pick(g));
+    g->f0 = hpj__flops;
+    g->t0 = omp_get_wtime();
+#else
+    (void)g;
+    (void)warm;
+#endif
+}
+
+/* Ends the unit: takes its rate (work: its size in the kind's measure, or
+   < 0 for the flops counted since hpj__gov_begin) and goes back to the
+   size kept. */
 static void hpj__gov_end(hpj__gov *g, double work) {
 #ifdef _OPENMP
     if (!g) return;
-    if (work > 0.0) hpj__gov_measure(g, work, omp_get_wtime() - g->t0);
-    omp_set_num_threads(g->T);
+    if (work < 0.0) work = hpj__flops - g->f0;
+    if (work > 0.0 && !g->warm) hpj__gov_measure(g, work, omp_get_wtime() - g->t0);
+    omp_set_num_threads(g->cur);
 #else
     (void)g;
     (void)work;
 #endif
 }
 
-/* The nodes of a minibatch's graphs: the size of a training unit. */
-static int64_t hpj__batch_nodes(const hpj_dataset *ds, const int32_t *graphs, int32_t n) {
-    int64_t s = 0;
-    int32_t i;
-    for (i = 0; i < n; ++i) s += ds->node_ptr[graphs[i] + 1] - ds->node_ptr[graphs[i]];
-    return s;
+static void hpj__gov_leave(hpj__gov *g) {
+#ifdef _OPENMP
+    if (g) omp_set_num_threads(g->T);
+#else
+    (void)g;
+#endif
 }
 
 static void hpj__set_threads(const hpj_config *c) {
@@ -12495,7 +12519,11 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
             return hpj__fail(HPJ_ERR_INPUT, "pretrain: graph index %d outside 0..%d", train[i], ds->num_graphs - 1);
     hpj__set_threads(c);
     hpj__flops = 0.0;
-    if ((st = hpj__trainer_init(&tr, m, ds, bs))) return st;
+    gov = hpj__gov_enter(HPJ__GOV_TRAIN);
+    if ((st = hpj__trainer_init(&tr, m, ds, bs))) {
+        hpj__gov_leave(gov);
+        return st;
+    }
     order = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)n_train, "pretrain");
     eligible = (uint8_t *)hpj__calloc((size_t)ds->num_graphs * c->L + 1, 1, "pretrain");
     if (!order || !eligible) { st = HPJ_ERR_NOMEM; goto done; }
@@ -12548,7 +12576,7 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
             for (bi = 0; bi < nb; ++bi) {
                 int l;
                 int32_t b0 = bi * bs, bn = HPJ__MIN(n_train, b0 + bs) - b0;
-                gov = hpj__gov_begin(HPJ__GOV_TRAIN);
+                hpj__gov_begin(gov, e == e0 && bi == 0);
                 for (l = 0; l < c->L; ++l) {
                     double loss;
                     int active;
@@ -12557,7 +12585,7 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
                     if (active) { pg.loss[l] += loss; pg.loss_count[l]++; }
                 }
                 hpj__adam_job_finish(&tr.pend); /* the model whole before progress sees the batch */
-                hpj__gov_end(gov, (double)(hpj__batch_nodes(ds, order + b0, bn) + bn));
+                hpj__gov_end(gov, -1.0);
                 graphs_done += bn;
                 if (progress) {
                     pg.batch = bi + 1;
@@ -12574,7 +12602,7 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
     }
 done:
     hpj__adam_job_finish(&tr.pend); /* a step that succeeded is applied whole, whatever stopped the run */
-    hpj__gov_end(gov, 0.0); /* (a failed batch) */
+    hpj__gov_leave(gov);
     if (m->step > 0) m->adam_state = 1;
     hpj__free(order);
     hpj__free(eligible);
@@ -12646,11 +12674,16 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
     int32_t i, l, D = m->D, L = c->L, kmax = 1;
     double saved_flops = hpj__flops;
     hpj__gov *gov = NULL;
+    int first_chunk = 1;
     for (i = 0; i < n; ++i)
         if (graphs[i] < 0 || graphs[i] >= ds->num_graphs)
             return hpj__fail(HPJ_ERR_INPUT, "embed: graph index %d outside 0..%d", graphs[i], ds->num_graphs - 1);
     hpj__set_threads(c);
-    if ((st = hpj__trainer_init(&tr, m, ds, 1))) return st;
+    gov = hpj__gov_enter(HPJ__GOV_EMBED);
+    if ((st = hpj__trainer_init(&tr, m, ds, 1))) {
+        hpj__gov_leave(gov);
+        return st;
+    }
     if ((st = hpj__trainer_tokens(&tr, graphs, n, train, epoch))) goto done;
     for (i = 0; i < (int32_t)((size_t)ds->num_graphs * L); ++i) kmax = HPJ__MAX(kmax, tr.tk.k[i]);
     memset(out, 0, sizeof(float) * (size_t)n * L * D);
@@ -12687,7 +12720,8 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
                 for (j = 0; j < k; ++j) { items[S].g = g; items[S].slot = j; items[S].patch = p0 + j; ++S; }
             }
             if (S == 0) { start = end; continue; }
-            gov = hpj__gov_begin(HPJ__GOV_EMBED);
+            hpj__gov_begin(gov, first_chunk);
+            first_chunk = 0;
             hpj__path_count(ds, &tr.tk, items, S, &tr.ps, hpj__path_groups(m), &cnt[0], &cnt[1], &cnt[2]);
             hpj_arena_init_measure(&meas);
             hpj__gnn_bind(&meas, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL, 1);
@@ -12734,7 +12768,7 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
                 for (d = 0; d < D; ++d) h[d] /= (float)k;
             }
             hpj_arena_reset(&tr.arena, mark);
-            hpj__gov_end(gov, (double)copies + B);
+            hpj__gov_end(gov, -1.0);
             start = end;
         }
     }
@@ -12744,7 +12778,7 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
             break;
         }
 done:
-    hpj__gov_end(gov, 0.0); /* (a failed chunk) */
+    hpj__gov_leave(gov);
     hpj__flops = saved_flops;
     hpj__free(items);
     hpj__trainer_free(&tr);
@@ -13546,9 +13580,11 @@ static double hpj__pb_logi_eval(hpj__pb_logi *L, const double *theta, double *g,
     P.gs = L->gs;
     P.work = L->work;
     for (b = 0; b < L->nb; ++b) L->loss[b] = 0.0;
-    gov = hpj__gov_begin(HPJ__GOV_PROBE); /* an L-BFGS fit makes hundreds of these passes */
+    gov = hpj__gov_enter(HPJ__GOV_PROBE); /* an L-BFGS fit makes hundreds of these passes */
+    hpj__gov_begin(gov, 0);
     hpj__pb_run(&P);
     hpj__gov_end(gov, (double)L->n * d * K + 1.0);
+    hpj__gov_leave(gov);
     hpj__pb_reduce(L->G, L->nb, (size_t)K * d, L->Graw);
     hpj__pb_reduce(L->gs, L->nb, (size_t)K, L->gsum);
     for (b = 0; b < L->nb; ++b) F += L->loss[b];

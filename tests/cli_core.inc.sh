@@ -74,6 +74,9 @@ rm "$d/C_graph_labels.txt"; printf '0.5\n-1e-3\n' >"$d/C_graph_attributes.txt"
 core_same "a regression set" "$d" "graphs=2 classes=0 avg_nodes=2.50 avg_edges=1.50"
 d=$(core_ds slash)
 core_same "a trailing slash on the folder" "$d/"
+d=$(core_ds float_labels)
+printf '1.0\n-1e0\n' >"$d/C_graph_labels.txt"; printf '0\n1.0\n2\n0\n1\n' >"$d/C_node_labels.txt"
+core_same "integral floats in the label files" "$d"
 
 # -- bad input: one line naming file and line, non-zero exit, no crash --
 d=$(core_ds noA); rm "$d/C_A.txt"
@@ -93,6 +96,7 @@ core_bad a_beyond      A '1, 2\n\n2, 6\n'          'C_A\.txt:3: node id 6 is abo
 core_bad a_int32       A '4294967297, 1\n'         'C_A\.txt:1: node id 4294967297 is above the maximum 5'
 core_bad a_int64       A '1, 99999999999999999999\n' 'C_A\.txt:1: integer overflows 64 bits'
 core_bad a_float       A '1.5, 2\n'                'C_A\.txt:1: expected an integer \(got .1\.5.\)'
+core_bad a_float_id    A '1, 2\n2.0, 3\n'         'C_A\.txt:2: expected an integer \(got .2\.0.\)'
 core_bad a_one_id      A '1, 2\n3\n'               'C_A\.txt:2: expected two node ids'
 core_bad a_three_ids   A '1, 2, 3\n'               'C_A\.txt:1: unexpected extra field'
 core_bad a_two_graphs  A '1, 2\n3, 4\n'            'C_A\.txt:2: edge joins node 3 \(graph 1\) and node 4 \(graph 2\)'
@@ -146,3 +150,19 @@ fi
     # a one-field line whose integral-float token is longer than 63 chars
     core_bad a_long_token A "1.$(printf '0%.0s' $(seq 61))2\n" 'C_A\.txt:1:'
 }
+
+# the API tour (examples/tour.c, built by `make`): the whole path from a TU
+# folder, and from graphs built in memory ("-"), to a test accuracy;
+# HPJ_EXAMPLES names the folder of the built examples (make test sets it)
+tour_ex=${HPJ_EXAMPLES:-build/examples}
+if [ -x "$tour_ex/tour" ]; then
+    for tour_src in data/DEMO -; do
+        tour_out=$("$tour_ex/tour" "$tour_src" 2>&1); tour_rc=$?
+        tour_line=$(echo "$tour_out" | grep -E '^test accuracy [01]\.[0-9]{3} \([0-9]+ of [0-9]+ graphs\)$')
+        if [ $tour_rc -eq 0 ] && [ -n "$tour_line" ]; then ok "examples/tour $tour_src: $tour_line"
+        else bad "examples/tour $tour_src" "exit=$tour_rc: $(echo "$tour_out" | head -c 300)"; fi
+    done
+    expect_fail "examples/tour: a missing folder" "^tour: .*NOPE_A\.txt: cannot open" "$tour_ex/tour" "$TMP/NOPE"
+else
+    bad "examples/tour" "$tour_ex/tour is not built (run make, or set HPJ_EXAMPLES)"
+fi

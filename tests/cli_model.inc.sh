@@ -51,11 +51,13 @@ else bad "embed: .npy of 400 x 16 float32" "$(cat "$TMP/em.out")"; fi
     ok "embed: uniform readout width" || bad "embed: uniform readout width"
 # two compilers, the same bits: tcc and gcc (-O2, portable kernels, nothing
 # tuned to the CPU) pretrain the same model and embed with it identically
-if [ -x build/hpjepa-tcc ] && [ -x build/hpjepa-portable ]; then
-    if build/hpjepa-tcc pretrain data/DEMO --config "$MCFG" --out "$TMP/mt" --quiet >/dev/null 2>&1 &&
-       build/hpjepa-portable pretrain data/DEMO --config "$MCFG" --out "$TMP/mp" --quiet >/dev/null 2>&1 &&
-       cmp -s "$TMP/mt" "$TMP/mp" && build/hpjepa-tcc embed "$TMP/mt" data/DEMO --out "$TMP/et.npy" >/dev/null 2>&1 &&
-       build/hpjepa-portable embed "$TMP/mt" data/DEMO --out "$TMP/ep.npy" >/dev/null 2>&1 && cmp -s "$TMP/et.npy" "$TMP/ep.npy"; then
+# (HPJ_BUILD: the build folder of make test, which exports it)
+HB=${HPJ_BUILD:-build}
+if [ -x "$HB/hpjepa-tcc" ] && [ -x "$HB/hpjepa-portable" ]; then
+    if "$HB/hpjepa-tcc" pretrain data/DEMO --config "$MCFG" --out "$TMP/mt" --quiet >/dev/null 2>&1 &&
+       "$HB/hpjepa-portable" pretrain data/DEMO --config "$MCFG" --out "$TMP/mp" --quiet >/dev/null 2>&1 &&
+       cmp -s "$TMP/mt" "$TMP/mp" && "$HB/hpjepa-tcc" embed "$TMP/mt" data/DEMO --out "$TMP/et.npy" >/dev/null 2>&1 &&
+       "$HB/hpjepa-portable" embed "$TMP/mt" data/DEMO --out "$TMP/ep.npy" >/dev/null 2>&1 && cmp -s "$TMP/et.npy" "$TMP/ep.npy"; then
         ok "tcc and gcc builds: the same checkpoint and embeddings, bit for bit"
     else bad "tcc and gcc builds: the same checkpoint and embeddings, bit for bit"; fi
 else echo "  (no tcc build: the cross-compiler check skipped)"; fi
@@ -228,7 +230,7 @@ head -2 "$TMP/fl.folds" > "$TMP/fl.cut" && sed -n 3p "$TMP/fl.folds" | head -c 1
 if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --quiet --fold-log "$TMP/fl.folds" \
        --report "$TMP/fl_cont" >/dev/null 2>"$TMP/fl.err" &&
    grep -q 'fl.folds:3: dropping an incomplete last line' "$TMP/fl.err" &&
-   [ "$(grep -c 'restored from' "$TMP/fl.err")" -eq 2 ] && grep -q 'seed 1 fold  2: .*restored from' "$TMP/fl.err" &&
+   [ "$(grep -c 'restored from' "$TMP/fl.err")" -eq 2 ] && grep -q 'seed 1/2 fold  2/3: .*restored from' "$TMP/fl.err" &&
    [ "$(wc -l < "$TMP/fl.folds")" -eq 6 ] && [ "$(grep -c '^s[12]f[123] ' "$TMP/fl.folds")" -eq 6 ] &&
    cmp -s "$TMP/fl_full.graphs.csv" "$TMP/fl_cont.graphs.csv" && grep -q '"restored_folds": 2, ' "$TMP/fl_cont.json" &&
    [ "$(grep -o '"\(score\|train\|alpha\)": [0-9.e-]*' "$TMP/fl_full.json")" = "$(grep -o '"\(score\|train\|alpha\)": [0-9.e-]*' "$TMP/fl_cont.json")" ] &&
@@ -254,7 +256,7 @@ if ! "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP
    [ "$(grep -c "fl_bad.folds: the record of seed 1 fold 2 does not match this fold's test graphs" "$TMP/fl3.err")" -eq 1 ]; then
     ok "eval: fold log record of another fold's graphs is an error"
 else bad "eval: fold log record of another fold's graphs is an error" "$(head -c 300 "$TMP/fl3.err")"; fi
-expect_fail "eval: unwritable fold log" "cannot open for appending" \
+expect_fail "eval: unwritable fold log" "nodir/x\.folds: cannot create" \
     "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --fold-log "$TMP/nodir/x.folds"
 # --lanes: two folds pretrained at once give the same report; with a fold
 # log holding seed 1, only seed 2's folds run (in lanes)
@@ -266,19 +268,22 @@ else bad "eval: --lanes 2 gives the report of one lane" "$(head -c 300 "$TMP/ln.
 head -3 "$TMP/fl.folds" > "$TMP/ln.folds"
 if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --lanes 3 --threads 2 \
        --fold-log "$TMP/ln.folds" --save-embeddings "$TMP/lnemb" --report "$TMP/ln2" >/dev/null 2>"$TMP/ln2.err" &&
-   [ "$(grep -c 'restored from' "$TMP/ln2.err")" -eq 3 ] && grep -q 'folds 1-3: epoch 1/1' "$TMP/ln2.err" &&
+   [ "$(grep -c 'restored from' "$TMP/ln2.err")" -eq 3 ] && grep -q '^  seed 2/2 fold  3/3: accuracy ' "$TMP/ln2.err" &&
    cmp -s "$TMP/fl_full.graphs.csv" "$TMP/ln2.graphs.csv" && [ "$(wc -l < "$TMP/ln.folds")" -eq 6 ] &&
    [ "$(wc -l < "$TMP/lnemb.done")" -eq 3 ] && [ -f "$TMP/lnemb.s2f3.npy" ] && [ ! -f "$TMP/lnemb.s1f1.npy" ]; then
     ok "eval: --lanes with a fold log runs only the missing folds"
 else bad "eval: --lanes with a fold log runs only the missing folds" "$(head -c 400 "$TMP/ln2.err")"; fi
-# stderr is a file here, not a terminal: a line per epoch, no carriage returns
-# (one lane and lanes alike)
-if grep -q "^    folds 1-3: epoch 1/1$" "$TMP/ln2.err" && ! grep -q "$(printf '\r')" "$TMP/ln2.err" &&
+# stderr is a file here, not a terminal: a line per fold (seed i/S, fold
+# j/F, the ETA of the run until the last), no epoch lines, no carriage
+# returns (one lane and lanes alike)
+if ! grep -q "epoch" "$TMP/ln2.err" && ! grep -q "$(printf '\r')" "$TMP/ln2.err" &&
    OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --set epochs=2 --folds 3 --seeds 1 --threads 1 \
-       >/dev/null 2>"$TMP/ep.err" && [ "$(grep -c '^    epoch [12]/2$' "$TMP/ep.err")" -eq 6 ] &&
-   grep -q '^  seed 1 fold  3: accuracy ' "$TMP/ep.err" && ! grep -q "$(printf '\r')" "$TMP/ep.err"; then
-    ok "eval: progress in a log is a line per epoch"
-else bad "eval: progress in a log is a line per epoch" "$(head -c 300 "$TMP/ep.err" | od -c | head -5)"; fi
+       >/dev/null 2>"$TMP/ep.err" && ! grep -q "epoch" "$TMP/ep.err" &&
+   [ "$(grep -cE '^  seed 1/1 fold  [12]/3: accuracy [0-9.]+ \(train [0-9.]+\)  [0-9.]+ s, ETA [0-9hms]+$' "$TMP/ep.err")" -eq 2 ] &&
+   grep -qE '^  seed 1/1 fold  3/3: accuracy [0-9.]+ \(train [0-9.]+\)  [0-9.]+ s$' "$TMP/ep.err" &&
+   [ "$(wc -l < "$TMP/ep.err")" -eq 5 ] && ! grep -q "$(printf '\r')" "$TMP/ep.err"; then
+    ok "eval: progress in a log is a line per fold with the run's ETA"
+else bad "eval: progress in a log is a line per fold with the run's ETA" "$(head -c 400 "$TMP/ep.err")"; fi
 expect_fail "eval: --lanes out of range" "lanes: 0 is out of range" "$HPJ" eval data/DEMO --config "$MCFG" --lanes 0
 # a fold's seconds under --lanes are its own lane's time plus its probe,
 # never more than the whole run (the first fold of a group once counted
@@ -344,10 +349,144 @@ else bad "eval: --from-models reproduces the run that saved them" "$(tail -1 "$T
 expect_fail "eval: --from-models with another dim" "mod.s1f1.hpj: the model's mode, dim or resolutions differ" "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --set dim=16 --from-models "$TMP/mod"
 expect_fail "eval: --from-models, missing files" "mod.s2f1.hpj: cannot open" "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 2 --from-models "$TMP/mod"
 expect_fail "eval: --from-models with --save-models" "excludes" "$HPJ" eval data/DEMO --config "$MCFG" --from-models "$TMP/mod" --save-models "$TMP/x"
-expect_fail "eval: unwritable --save-models fails first" "nodir/m.s1f1.hpj.tmp~: cannot create" "$HPJ" eval data/DEMO --config "$MCFG" --save-models "$TMP/nodir/m"
+expect_fail "eval: unwritable --save-models fails first" "nodir/m\.s1f1\.hpj: cannot create" "$HPJ" eval data/DEMO --config "$MCFG" --save-models "$TMP/nodir/m"
 expect_fail "eval: --save- and --from-embeddings together" "exclude each other" "$HPJ" eval data/DEMO --config "$MCFG" --from-embeddings "$TMP/emb" --save-embeddings "$TMP/x"
-expect_fail "eval: unwritable --save-embeddings fails first" "nodir/e.s1f1.npy.tmp~: cannot create" "$HPJ" eval data/DEMO --config "$MCFG" --save-embeddings "$TMP/nodir/e"
-expect_fail "eval: unwritable --report fails first" "nodir/r.json.tmp~: cannot create" "$HPJ" eval data/DEMO --config "$MCFG" --report "$TMP/nodir/r"
+expect_fail "eval: unwritable --save-embeddings fails first" "nodir/e\.s1f1\.npy: cannot create" "$HPJ" eval data/DEMO --config "$MCFG" --save-embeddings "$TMP/nodir/e"
+expect_fail "eval: unwritable --report fails first" "nodir/r\.json: cannot create" "$HPJ" eval data/DEMO --config "$MCFG" --report "$TMP/nodir/r"
 out=$("$HPJ" bench train data/DEMO --config "$MCFG" --steps 2 --warmup 1 2>/dev/null | tail -1)
 echo "$out" | grep -qE '^graphs_per_s=[0-9.]+ gflops=[0-9.]+' && ok "bench train: result line" || bad "bench train: result line" "$out"
 for c in pretrain embed eval; do "$HPJ" $c --help | grep -q "usage: hpjepa $c" && ok "$c --help" || bad "$c --help"; done
+# progress on a terminal (a pseudo-terminal from util-linux `script`): the
+# redrawn lines of eval (seed i/S, fold j/F, the fold's epoch, the run's
+# ETA) and pretrain's bar fit the width, from COLUMNS or from the terminal
+# itself (stty), so that they never wrap; one seed has no std
+if script -qec true /dev/null >/dev/null 2>&1; then
+    rows_fit() { # FILE COLS: the redrawn rows (split at CR and LF: those ending
+                 # in the clear-to-end escape) are there, each shorter than COLS
+        tr '\r' '\n' < "$1" | grep $'\x1b\\[K$' | sed 's/\x1b\[K//g' |
+            awk -v c="$2" 'length($0) >= c { bad = 1 } END { exit bad || NR == 0 }'
+    }
+    OMP_WAIT_POLICY=passive COLUMNS=60 script -qec "$HPJ eval data/DEMO --config $MCFG --set epochs=2 --folds 3 --seeds 1 --threads 1" \
+        /dev/null >"$TMP/tty_eval.txt" 2>&1
+    if rows_fit "$TMP/tty_eval.txt" 60 &&
+       tr '\r' '\n' < "$TMP/tty_eval.txt" | sed 's/\x1b\[K//g' | grep -qE '^\[[#.]{10,}\] seed 1/1 fold 3/3 epoch 2/2 \| ETA [0-9hms]+$' &&
+       grep -q 'seed 1/1 fold  3/3: accuracy ' "$TMP/tty_eval.txt" && grep -q '^accuracy=[01]\.[0-9]* std=n/a' "$TMP/tty_eval.txt"; then
+        ok "eval on a terminal: a redrawn line with seed, fold, epoch and ETA, within COLUMNS=60"
+    else bad "eval on a terminal: a redrawn line with seed, fold, epoch and ETA, within COLUMNS=60" "$(tr '\r' '\n' < "$TMP/tty_eval.txt" | head -c 400)"; fi
+    OMP_WAIT_POLICY=passive script -qec "stty cols 80 rows 24; unset COLUMNS; $HPJ pretrain data/DEMO --config $MCFG --set resolutions=2,4,8,16 --set targets=1,2,3,4 --set epochs=2 --out $TMP/tty_m" \
+        /dev/null >"$TMP/tty_pt.txt" 2>&1
+    if rows_fit "$TMP/tty_pt.txt" 80 && tr '\r' '\n' < "$TMP/tty_pt.txt" | sed 's/\x1b\[K//g' | grep -qE '^\[[#.]{10,}\] epoch 2/2 loss( [0-9.e-]+ *){4} \| ETA' &&
+       grep -q '^model=' "$TMP/tty_pt.txt"; then
+        ok "pretrain on an 80-column terminal: the bar with four resolutions' losses fits"
+    else bad "pretrain on an 80-column terminal: the bar with four resolutions' losses fits" "$(tr '\r' '\n' < "$TMP/tty_pt.txt" | awk '{ print length($0) }' | sort -n | tail -1) columns"; fi
+else echo "  (no util-linux script: the terminal progress checks skipped)"; fi
+out=$(OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 2 --seeds 1 --threads 1 2>/dev/null | tail -1)
+[ -n "$out" ] && echo "$out" | grep -qE '^accuracy=[01]\.[0-9]{4} std=n/a$' && ok "eval: one seed prints std=n/a ($out)" || bad "eval: one seed prints std=n/a" "$out"
+[ -f "$TMP/rg.out" ] && grep -qE '^mae=[0-9.]+ std=n/a$' "$TMP/rg.out" && ok "eval: one seed of a regression prints std=n/a" ||
+    bad "eval: one seed of a regression prints std=n/a" "$(cat "$TMP/rg.out" 2>/dev/null)"
+# make demo never swallows an error: a protocol eval refuses (FOLDS=1) stops
+# the demo with the program's one-line reason and its exit status
+HPJEPA_BIN=$HPJ FOLDS=1 bash tools/demo/demo.sh >"$TMP/demo.out" 2>"$TMP/demo.err"; rc=$?
+[ $rc -eq 2 ] && grep -q '^hpjepa eval: --folds: 1 is out of range' "$TMP/demo.err" && grep -q '^make demo: failed (exit 2)' "$TMP/demo.err" &&
+   [ "$(wc -l < "$TMP/demo.err")" -eq 2 ] && ok "make demo: a failing run's reason and exit status come through" ||
+    bad "make demo: a failing run's reason and exit status come through" "exit $rc: $(cat "$TMP/demo.err")"
+
+# -- outputs: every command checks its output paths before its work, and its
+# messages name them as the user gave them (never PATH.tmp~). The dataset or
+# input given here does not exist, so a check made after reading it would
+# report that instead --
+# out_first NAME PATTERN CMD...: one line matching PATTERN, no "tmp~" in it
+out_first() {
+    local name=$1 pat=$2; shift 2
+    expect_fail "$name" "$pat" "$@"
+    grep -q 'tmp~' "$TMP/err" && bad "$name: the message names the temporary file" "$(cat "$TMP/err")"
+}
+out_first "pretrain: unwritable --out fails before the dataset is read" "nodir/m\.hpj: cannot create" \
+    "$HPJ" pretrain "$TMP/NOPE" --config "$MCFG" --out "$TMP/nodir/m.hpj"
+out_first "pretrain: unwritable --loss-log fails before the dataset is read" "nodir/l\.csv: cannot create" \
+    "$HPJ" pretrain "$TMP/NOPE" --config "$MCFG" --out "$TMP/lo.hpj" --loss-log "$TMP/nodir/l.csv"
+out_first "pretrain: --out naming a folder fails first" "is a folder" "$HPJ" pretrain "$TMP/NOPE" --config "$MCFG" --out "$TMP"
+out_first "embed: unwritable --out fails before the model is read" "nodir/e\.npy: cannot create" \
+    "$HPJ" embed "$TMP/nope.hpj" "$TMP/NOPE" --out "$TMP/nodir/e.npy"
+out_first "eval: unwritable --report fails before the dataset is read" "nodir/r\.json: cannot create" \
+    "$HPJ" eval "$TMP/NOPE" --config "$MCFG" --report "$TMP/nodir/r"
+out_first "plot: unwritable --out fails before the inputs are read" "nodir/p\.svg: cannot create" \
+    "$HPJ" plot loss --out "$TMP/nodir/p.svg" "$TMP/nope.csv"
+out_first "partition: unwritable --out fails before the graph is read" "nodir/p\.txt: cannot create" \
+    "$HPJ" partition "$TMP/nope.graph" 4 --out "$TMP/nodir/p.txt"
+[ ! -e "$TMP/lo.hpj" ] && [ -z "$(ls "$TMP" | grep 'tmp~')" ] && ok "outputs checked first: nothing left behind" ||
+    bad "outputs checked first: nothing left behind" "$(ls "$TMP" | grep -e 'tmp~' -e '^lo.hpj')"
+
+# -- a config value at its documented maximum survives the checkpoint: embed
+# reads back the config pretrain wrote (edge_drop = 0.99 once came back as
+# 0.99000001, out of range, after the training was done) --
+if "$HPJ" pretrain data/DEMO --config "$MCFG" --set edge_drop=0.99 --set epochs=1 --save-optimizer --quiet \
+       --out "$TMP/ed.hpj" >/dev/null 2>"$TMP/ed.err" &&
+   "$HPJ" embed "$TMP/ed.hpj" data/DEMO --out "$TMP/ed.npy" >/dev/null 2>>"$TMP/ed.err" &&
+   "$HPJ" pretrain data/DEMO --resume "$TMP/ed.hpj" --out "$TMP/ed2.hpj" --quiet >/dev/null 2>>"$TMP/ed.err"; then
+    ok "pretrain --set edge_drop=0.99, then embed and --resume from the checkpoint"
+else bad "pretrain --set edge_drop=0.99, then embed and --resume from the checkpoint" "$(head -c 300 "$TMP/ed.err")"; fi
+
+# -- interruption: SIGINT / SIGTERM remove the temporary files, print one
+# line and exit with 130 / 143; a run that can continue says how --
+# interrupt_run SIG CONDITION CMD...: runs CMD in the background (with job
+# control: a background job of a script otherwise inherits SIGINT ignored,
+# and the program keeps an ignored signal ignored), waits until CONDITION
+# (shell code) holds, at most 120 s, then sends SIG; irc = its exit code,
+# its stderr in $TMP/int.err
+interrupt_run() {
+    local sig=$1 cond=$2 pid k
+    shift 2
+    set -m
+    "$@" >/dev/null 2>"$TMP/int.err" &
+    pid=$!
+    set +m
+    for k in $(seq 1200); do
+        eval "$cond" && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -s "$sig" "$pid" 2>/dev/null
+    wait "$pid"
+    irc=$?
+}
+LCFG=$TMP/long.cfg # epochs enough for minutes: always interrupted
+printf 'dim = 8\nheads = 2\nblocks = 1\nffn = 16\nrw_dim = 4\nresolutions = 2,4\ntargets = 1,2\nepochs = 100000\nbatch_size = 64\n' >"$LCFG"
+mkdir -p "$TMP/int1" "$TMP/int2" "$TMP/int3"
+# pretrain, SIGINT while the loss log is open: nothing written
+interrupt_run INT "[ -e '$TMP/int1/loss.csv.tmp~' ]" \
+    "$HPJ" pretrain data/DEMO --config "$LCFG" --out "$TMP/int1/m.hpj" --loss-log "$TMP/int1/loss.csv" --quiet
+if [ $irc -eq 130 ] && [ "$(cat "$TMP/int.err")" = "hpjepa pretrain: interrupted; nothing written" ] &&
+   [ -z "$(ls -A "$TMP/int1")" ]; then ok "pretrain: SIGINT exits 130, one line, no file left"
+else bad "pretrain: SIGINT exits 130, one line, no file left" "exit=$irc $(head -c 300 "$TMP/int.err"); left: $(ls -A "$TMP/int1")"; fi
+# pretrain with a checkpoint every epoch, SIGTERM after the first: the
+# checkpoint stays, and the message gives the command that continues it
+interrupt_run TERM "[ -e '$TMP/int2/m.hpj' ]" \
+    "$HPJ" pretrain data/DEMO --config "$LCFG" --out "$TMP/int2/m.hpj" --checkpoint-every 1 --quiet
+again=$(sed -n 's/^hpjepa pretrain: interrupted; .*int2\/m\.hpj holds epoch \([0-9]*\) of 100000: continue with hpjepa \(.*\)$/\1 \2/p' "$TMP/int.err")
+if [ $irc -eq 143 ] && [ "$(wc -l <"$TMP/int.err")" -eq 1 ] && [ "$(ls -A "$TMP/int2")" = "m.hpj" ] &&
+   [ "${again#* }" = "pretrain data/DEMO --resume $TMP/int2/m.hpj --out $TMP/int2/m.hpj --checkpoint-every 1" ]; then
+    ok "pretrain: SIGTERM exits 143, keeps the last checkpoint and says how to continue"
+else bad "pretrain: SIGTERM exits 143, keeps the last checkpoint and says how to continue" \
+    "exit=$irc $(head -c 400 "$TMP/int.err"); left: $(ls -A "$TMP/int2")"; fi
+# the command it gives continues the run (one more epoch here)
+e=${again%% *}
+read -ra words <<<"${again#* }"
+if [ -n "$e" ] && "$HPJ" "${words[@]}" --until-epoch $((e + 1)) --quiet >"$TMP/int2.out" 2>&1 &&
+   grep -q " epoch=$((e + 1))/100000 " "$TMP/int2.out"; then ok "pretrain: the interrupted run continues with the command it gave"
+else bad "pretrain: the interrupted run continues with the command it gave" "$(head -c 300 "$TMP/int2.out")"; fi
+# eval with a fold log, SIGINT after a finished fold: the log keeps it (whole
+# lines), no report or temporary file, and the same command continues
+printf 'dim = 8\nheads = 2\nblocks = 1\nffn = 16\nrw_dim = 4\nresolutions = 2,4\ntargets = 1,2\nepochs = 10\nbatch_size = 64\n' >"$TMP/int3.cfg"
+interrupt_run INT "[ -s '$TMP/int3/f.folds' ]" "$HPJ" eval data/DEMO --config "$TMP/int3.cfg" --folds 2 --seeds 1000 --quiet \
+    --fold-log "$TMP/int3/f.folds" --report "$TMP/int3/r"
+if [ $irc -eq 130 ] && [ "$(grep -c 'interrupted' "$TMP/int.err")" -eq 1 ] &&
+   tail -n 1 "$TMP/int.err" | grep -qE "^hpjepa eval: interrupted; [0-9]+ finished folds? kept in .*int3/f\.folds: run the same command \(with --fold-log .*int3/f\.folds\) to continue$" &&
+   [ "$(ls -A "$TMP/int3")" = "f.folds" ] && [ "$(tail -c 1 "$TMP/int3/f.folds" | od -An -c | tr -d ' ')" = '\n' ]; then
+    ok "eval: SIGINT exits 130, keeps the finished folds and says how to continue"
+else bad "eval: SIGINT exits 130, keeps the finished folds and says how to continue" \
+    "exit=$irc $(tail -n 1 "$TMP/int.err" | head -c 300); left: $(ls -A "$TMP/int3")"; fi
+if "$HPJ" eval data/DEMO --config "$TMP/int3.cfg" --folds 2 --seeds 1 --quiet --fold-log "$TMP/int3/f.folds" \
+       >/dev/null 2>"$TMP/int3.err" && grep -q 'restored from' "$TMP/int3.err"; then
+    ok "eval: a run on the interrupted one's fold log restores its folds"
+else bad "eval: a run on the interrupted one's fold log restores its folds" "$(head -c 300 "$TMP/int3.err")"; fi

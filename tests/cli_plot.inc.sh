@@ -60,13 +60,25 @@ if "$HPJ" plot sweep --out "$PL/s.svg" "K=2,4=$PL/s1.json" "K=2,4,8=$PL/s2.json"
 else bad "plot sweep: table" "$(cat "$PL/s.out")"; fi
 svg_ok "plot sweep: well-formed SVG" "$PL/s.svg"
 
-# -- loss: two files, one panel each
+# -- loss: two files, one panel each; l2 is a Graph-JEPA-mode log (P, its
+#    patches, where an HP-JEPA log has K)
 { echo epoch,step,resolution,K,loss; for e in 1 2 3; do echo "$e,$((e * 4)),1,2,0.$((9 - e))"; echo "$e,$((e * 4)),2,4,0.00$e"; done; } >"$PL/l1.csv"
-{ echo epoch,step,resolution,K,loss; echo 1,4,1,32,0.5; echo 2,8,1,32,0.25; } >"$PL/l2.csv"
-"$HPJ" plot loss --out "$PL/l.svg" "$PL/l1.csv" "$PL/l2.csv" >"$PL/l.out" 2>/dev/null && grep -q '^| l1.csv | 4 | 3 | 0.001 | 0.003 |$' "$PL/l.out" &&
-    ok "plot loss: table" || bad "plot loss: table" "$(cat "$PL/l.out")"
+{ echo epoch,step,resolution,P,loss; echo 1,4,1,32,0.5; echo 2,8,1,32,0.25; } >"$PL/l2.csv"
+"$HPJ" plot loss --out "$PL/l.svg" "$PL/l1.csv" "$PL/l2.csv" >"$PL/l.out" 2>/dev/null && grep -q '^| l1 | K = 4 | 3 | 0.001 | 0.003 |$' "$PL/l.out" &&
+   grep -q '^| l2 | P = 32 | 2 | 0.5 | 0.25 |$' "$PL/l.out" && ok "plot loss: table" || bad "plot loss: table" "$(cat "$PL/l.out")"
 svg_ok "plot loss: well-formed SVG" "$PL/l.svg"
 grep -q "log scale" "$PL/l.svg" && ok "plot loss: log axis for a 800x range" || bad "plot loss: log axis for a 800x range"
+# LABEL=FILE as the other kinds take it: the panels are titled by the labels,
+# not the file names; the Graph-JEPA panel's legend says P = 32, never K = 32
+if "$HPJ" plot loss --out "$PL/lab.svg" "HP-JEPA=$PL/l1.csv" "Graph-JEPA mode=$PL/l2.csv" >"$PL/lab.out" 2>/dev/null &&
+   grep -q 'font-weight="bold">HP-JEPA</text>' "$PL/lab.svg" && grep -q 'font-weight="bold">Graph-JEPA mode</text>' "$PL/lab.svg" &&
+   ! grep -q 'l[12]\.csv' "$PL/lab.svg" && grep -q '>P = 32</text>' "$PL/lab.svg" && ! grep -q 'K = 32' "$PL/lab.svg" &&
+   grep -q '>K = 4</text>' "$PL/lab.svg" && grep -q '^| Graph-JEPA mode | P = 32 | 2 |' "$PL/lab.out"; then
+    ok "plot loss: LABEL=FILE titles the panels; Graph-JEPA mode's level is P"
+else bad "plot loss: LABEL=FILE titles the panels; Graph-JEPA mode's level is P" "$(grep -o '>[^<]*</text>' "$PL/lab.svg" | head -8 | tr '\n' ' ')"; fi
+{ echo epoch,step,resolution,Q,loss; echo 1,4,1,2,0.5; } >"$PL/lq.csv"
+expect_fail "plot loss: neither K nor P in the header" "lq.csv:1: expected the header 'epoch,step,resolution,K,loss' \(or P for K\)" \
+    "$HPJ" plot loss --out "$PL/bad.svg" "$PL/lq.csv"
 
 # -- tsne: 300 graphs (paths of 2..6 nodes) in 3 classes, embeddings = 3
 #    well-separated Gaussian clusters by class; 300 >= the parallel threshold
@@ -108,6 +120,22 @@ EOF
     # passive waiting: on a busy 2-core machine spinning barriers crawl
     OMP_WAIT_POLICY=passive OMP_NUM_THREADS=2 $TS --out "$PL/t2.svg" >/dev/null 2>&1
     cmp -s "$PL/t1.svg" "$PL/t2.svg" && ok "plot tsne: 1 vs 2 threads, same bytes" || bad "plot tsne: 1 vs 2 threads, same bytes"
+    # the figure fits a page: natural width at most 1000 px (legends under
+    # the panels), and the class colours are not the quartiles' (4 quartile
+    # + 3 class colours among the points); a regression set's target
+    # quartiles get colours of their own too
+    w=$(sed -n 's/^<svg [^>]* width="\([0-9]*\)".*/\1/p' "$PL/t1.svg")
+    fills() { grep -o '<circle [^>]*r="2.6" fill="#[0-9A-Fa-f]*"' "$1" | sed 's/.*fill="//; s/"$//' | sort -u | wc -l; }
+    if [ -n "$w" ] && [ "$w" -le 1000 ] && [ "$(fills "$PL/t1.svg")" -eq 7 ]; then
+        ok "plot tsne: at most 1000 px wide ($w), class colours apart from the quartiles'"
+    else bad "plot tsne: at most 1000 px wide, class colours apart from the quartiles'" "width $w, $(fills "$PL/t1.svg") colours"; fi
+    mkdir -p "$PL/SYNR"
+    cp "$PL/SYN/SYN_A.txt" "$PL/SYNR/SYNR_A.txt"; cp "$PL/SYN/SYN_graph_indicator.txt" "$PL/SYNR/SYNR_graph_indicator.txt"
+    awk '{ printf "%.1f\n", NR % 7 }' "$PL/SYN/SYN_graph_labels.txt" >"$PL/SYNR/SYNR_graph_attributes.txt"
+    if OMP_NUM_THREADS=1 "$HPJ" plot tsne "$PL/SYNR" "$PL/emb.npy" --iters 50 --out "$PL/tr.svg" >/dev/null 2>&1 &&
+       [ "$(fills "$PL/tr.svg")" -eq 8 ] && grep -q "coloured by target quartile" "$PL/tr.svg"; then
+        ok "plot tsne: target quartiles apart from the node-count quartiles' colours"
+    else bad "plot tsne: target quartiles apart from the node-count quartiles' colours" "$(fills "$PL/tr.svg" 2>/dev/null) colours"; fi
     expect_fail "plot tsne: .npy with a wrong row count" "short.npy: has 299 rows but SYN has 300 graphs" \
         "$HPJ" plot tsne "$PL/SYN" "$PL/short.npy" --out "$PL/bad.svg"
     expect_fail "plot tsne: .npy of float64" "f8.npy: descr is '<f8', expected '<f4'" "$HPJ" plot tsne "$PL/SYN" "$PL/f8.npy" --out "$PL/bad.svg"
@@ -121,6 +149,17 @@ EOF
 else
     echo "  (no python3: plot tsne checks skipped)"
 fi
+
+# -- every kind: a viewBox and a natural size that scales down to a narrower
+#    window or column (max-width), so no figure is cut
+for f in q s l t1; do
+    [ -f "$PL/$f.svg" ] || continue
+    if grep -qE '^<svg [^>]*width="([0-9]+)" height="([0-9]+)" viewBox="0 0 [0-9]+ [0-9]+" style="max-width: 100%; height: auto"' "$PL/$f.svg"; then
+        ok "plot: $f.svg scales down (viewBox, max-width 100%)"
+    else bad "plot: $f.svg scales down (viewBox, max-width 100%)" "$(grep -m1 '^<svg' "$PL/$f.svg")"; fi
+done
+w=$(sed -n 's/^<svg [^>]* width="\([0-9]*\)".*/\1/p' "$PL/lab.svg")
+[ -n "$w" ] && [ "$w" -le 1000 ] && ok "plot loss: two panels within 1000 px ($w)" || bad "plot loss: two panels within 1000 px" "width $w"
 
 # -- bad input: one stderr line, non-zero exit, no output file
 { echo seed,fold,graph,nodes; echo 1,1,0,3; } >"$PL/hdr.graphs.csv"

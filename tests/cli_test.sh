@@ -2,8 +2,9 @@
 # Command-line tests of ./hpjepa: result lines, error messages, exit codes.
 # Prints "N passed, N failed". Run from the repository root.
 set -u
-# HPJEPA_BIN: the program under test (default ./hpjepa; make test also runs
-# these checks with an ASan + UBSan build of it)
+# HPJEPA_BIN: the program under test (default ./hpjepa; make test runs
+# these checks with BUILD/hpjepa, built with warnings as errors, and with an
+# ASan + UBSan build of it)
 HPJ=${HPJEPA_BIN:-./hpjepa}
 PASS=0; FAIL=0
 DATA=${HPJ_DATA:-../shared/data}

@@ -1,4 +1,4 @@
-/* Shared by the libFuzzer harnesses tests/fuzz_*.c (built by tools/fuzz.sh):
+/* Shared by the libFuzzer harnesses tests/fuzz_*.c (built by the Makefile):
    the contract check that traps, and the checks every reader's failure
    must pass. Define FUZZ_TAG (the harness name) before including this,
    after hpjepa.h. */

@@ -1,68 +1,84 @@
 #!/usr/bin/env bash
-# make fuzz: libFuzzer runs of the readers of outside input (TU datasets,
-#   METIS graphs, config files, checkpoints, and the program's own .npy,
-#   graphs.csv, loss-log and report readers), of the partitioner, the
-#   tokenizer and the whole model (init, one epoch, embeddings). Builds
-#   tests/fuzz_{tu,metis,config,ckpt,partition,tokens,model,cli}.c into
-#   build/fuzz/ with clang
-#   -fsanitize=fuzzer,address,undefined, writes a seed corpus from small valid
-#   files (synthetic ones, slices of ../shared/data when present, the configs
-#   in data/configs/, tiny checkpoints written by ./hpjepa pretrain), runs
-#   each harness and prints executions and crashes. Exit status 1 if any
-#   harness crashed (the reproducer is in build/fuzz/artifacts/).
+# The libFuzzer harnesses tests/fuzz_{tu,metis,config,ckpt,partition,tokens,
+# model,cli}.c: the readers of outside input (TU datasets, METIS graphs,
+# config files, checkpoints, and the program's own .npy, graphs.csv,
+# loss-log and report readers), the partitioner, the tokenizer and the whole
+# model (init, one epoch, embeddings). The Makefile builds them with clang
+# -fsanitize=fuzzer,address,undefined into BUILD/fuzz/. Each harness runs on
+# a corpus folder of its own, the committed regression corpus
+# tests/fuzz-corpus/<harness>/ (inputs that once broke a contract, and edge
+# cases) and seeds written here from small valid files (synthetic ones,
+# slices of ../shared/data when present, the configs in data/configs/,
+# tiny checkpoints written by hpjepa pretrain).
+# Usage:
+#   tests/fuzz.sh                make fuzz: builds (installing clang and its
+#                                libFuzzer runtime if missing), runs each
+#                                harness FUZZ_SECONDS on a corpus that grows
+#                                from run to run, prints a table of executions
+#                                and crashes; exit 1 if any crashed (the
+#                                reproducer is in BUILD/fuzz/artifacts/)
+#   tests/fuzz.sh --regression   a stage of make test: the harnesses that make
+#                                test-builds made, a few seconds each from a
+#                                fresh corpus, as many at once as cores; a line
+#                                per harness and "N passed, N failed"
 # Environment:
-#   FUZZ_SECONDS   seconds per harness (default 60)
+#   FUZZ_SECONDS   seconds per harness (default 60; --regression: 3)
 #   FUZZ_RUNS      stop each harness after this many inputs instead
 #   FUZZ_TARGETS   which harnesses (default "tu metis config ckpt partition tokens model cli")
 #   FUZZ_MAX_LEN   largest input in bytes (default 16384)
 #   FUZZ_INCLUDE   folder holding the hpjepa.h to fuzz (default: this repository)
+#   FUZZ_B         the make build folder BUILD (default build)
+#   FUZZ_JOBS      harnesses run at once with --regression (default: cores)
+#   HPJEPA_BIN     the program that writes the seed checkpoints (default
+#                  ./hpjepa, built first; --regression: BUILD/hpjepa)
 #   CLANG          the compiler (default: clang, else clang-14)
-# Run from the repository root or anywhere (it changes to the root). Not part
-# of `make test`: CI does not need clang.
+# Run from the repository root or anywhere (it changes to the root).
 set -u
 cd "$(dirname "$0")/.."
-ROOT=$(pwd)
-SECONDS_EACH=${FUZZ_SECONDS:-60}
+MODE=long
+[ "${1:-}" = "--regression" ] && MODE=regression
+if [ $MODE = regression ]; then SECONDS_EACH=${FUZZ_SECONDS:-3}; else SECONDS_EACH=${FUZZ_SECONDS:-60}; fi
 TARGETS=${FUZZ_TARGETS:-"tu metis config ckpt partition tokens model cli"}
 MAX_LEN=${FUZZ_MAX_LEN:-16384}
-INC=${FUZZ_INCLUDE:-$ROOT}
+INC=${FUZZ_INCLUDE:-.}
 DATA=${HPJ_DATA:-../shared/data}
-B=build/fuzz
-
-CC_FUZZ=${CLANG:-}
-if [ -z "$CC_FUZZ" ]; then
-    if command -v clang >/dev/null; then CC_FUZZ=clang
-    elif command -v clang-14 >/dev/null; then CC_FUZZ=clang-14
-    fi
-fi
-probe_fuzzer() { # can this clang link a libFuzzer binary?
-    printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' \
-        >"$B/probe.c"
-    "$CC_FUZZ" -fsanitize=fuzzer -o "$B/probe" "$B/probe.c" >/dev/null 2>&1
-}
+FB=${FUZZ_B:-build}
+B=$FB/fuzz
 mkdir -p "$B"
-if [ -z "$CC_FUZZ" ] || ! probe_fuzzer; then
-    echo "fuzz: clang with libFuzzer missing; installing clang and libclang-rt-14-dev from Debian" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev >/dev/null
-    CC_FUZZ=${CLANG:-clang}
-    command -v "$CC_FUZZ" >/dev/null || CC_FUZZ=clang-14
-    if ! probe_fuzzer; then echo "fuzz: cannot build a libFuzzer binary with $CC_FUZZ" >&2; exit 1; fi
-fi
 
-FLAGS="-std=c99 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I$INC"
-for t in $TARGETS; do
-    if [ "$t" = cli ]; then # the program's sources, its main renamed (libFuzzer brings one)
-        cli_src=$(ls tools/cli/*.c | grep -v -e tools/cli/hpjepa.c | tr '\n' ' ')
-        echo "fuzz: $CC_FUZZ $FLAGS -D_POSIX_C_SOURCE=200809L -c -Dmain=hpjepa_main -o $B/cli_main.o tools/cli/hpjepa.c"
-        echo "fuzz: $CC_FUZZ $FLAGS -D_POSIX_C_SOURCE=200809L -o $B/fuzz_cli tests/fuzz_cli.c $B/cli_main.o $cli_src -lm"
-        "$CC_FUZZ" $FLAGS -D_POSIX_C_SOURCE=200809L -c -Dmain=hpjepa_main -o "$B/cli_main.o" tools/cli/hpjepa.c || exit 1
-        "$CC_FUZZ" $FLAGS -D_POSIX_C_SOURCE=200809L -o "$B/fuzz_cli" tests/fuzz_cli.c "$B/cli_main.o" $cli_src -lm || exit 1
-        continue
+if [ $MODE = regression ]; then
+    HPJ=${HPJEPA_BIN:-$FB/hpjepa}
+    for t in $TARGETS; do
+        [ -x "$B/fuzz_$t" ] || { echo "fuzz: $B/fuzz_$t missing (make B=$FB test-builds builds it)" >&2; exit 1; }
+    done
+else
+    CC_FUZZ=${CLANG:-}
+    if [ -z "$CC_FUZZ" ]; then
+        if command -v clang >/dev/null; then CC_FUZZ=clang
+        elif command -v clang-14 >/dev/null; then CC_FUZZ=clang-14
+        fi
     fi
-    echo "fuzz: $CC_FUZZ $FLAGS -o $B/fuzz_$t tests/fuzz_$t.c -lm"
-    "$CC_FUZZ" $FLAGS -o "$B/fuzz_$t" "tests/fuzz_$t.c" -lm || exit 1
-done
+    probe_fuzzer() { # can this clang link a libFuzzer binary?
+        printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' \
+            >"$B/probe.c"
+        "$CC_FUZZ" -fsanitize=fuzzer -o "$B/probe" "$B/probe.c" >/dev/null 2>&1
+    }
+    if [ -z "$CC_FUZZ" ] || ! probe_fuzzer; then
+        echo "fuzz: clang with libFuzzer missing; installing clang and libclang-rt-14-dev from Debian" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev >/dev/null
+        CC_FUZZ=${CLANG:-clang}
+        command -v "$CC_FUZZ" >/dev/null || CC_FUZZ=clang-14
+        if ! probe_fuzzer; then echo "fuzz: cannot build a libFuzzer binary with $CC_FUZZ" >&2; exit 1; fi
+    fi
+    # the library compiled once, each harness linked to it (see the Makefile);
+    # another header: compiled afresh (make compares times, not folders)
+    [ -n "${FUZZ_INCLUDE:-}" ] && rm -f "$B/impl.o"
+    make --no-print-directory B="$FB" FUZZ_CC="$CC_FUZZ" FUZZ_INC="$INC" fuzz-builds || exit 1
+    if [ -n "${HPJEPA_BIN:-}" ]; then HPJ=$HPJEPA_BIN
+    else make -s hpjepa >&2 || exit 1; HPJ=./hpjepa
+    fi
+fi
 
 # ---- seeds ----------------------------------------------------------------
 S=$B/seeds
@@ -139,13 +155,12 @@ printf 'mode = graph-jepa\r\nresolutions = 32\ntargets = 4 # comment\n\n\t dim\t
 
 # checkpoints: tiny models of the demo dataset, with and without the
 # optimizer state, untrained and after one epoch (a few KB each)
-make -s hpjepa >&2 || exit 1
 tiny="--set dim=4 --set heads=1 --set blocks=1 --set ffn=4 --set gnn_layers=1 --set rw_dim=2 --set pred_layers=1"
 tiny="$tiny --set resolutions=2,4 --set targets=1 --set batch_size=64 --quiet --threads 1"
-./hpjepa pretrain data/DEMO --config data/configs/DEMO.cfg $tiny --set epochs=0 --out "$S/ckpt/untrained" >/dev/null &&
-    ./hpjepa pretrain data/DEMO --config data/configs/DEMO.cfg $tiny --set epochs=1 --save-optimizer \
+"$HPJ" pretrain data/DEMO --config data/configs/DEMO.cfg $tiny --set epochs=0 --out "$S/ckpt/untrained" >/dev/null &&
+    "$HPJ" pretrain data/DEMO --config data/configs/DEMO.cfg $tiny --set epochs=1 --save-optimizer \
         --out "$S/ckpt/trained_opt" >/dev/null &&
-    ./hpjepa pretrain data/DEMO --config data/configs/graph-jepa/MUTAG.cfg $tiny --set resolutions=8 --set epochs=0 \
+    "$HPJ" pretrain data/DEMO --config data/configs/graph-jepa/MUTAG.cfg $tiny --set resolutions=8 --set epochs=0 \
         --set gnn_out_linear=1 --out "$S/ckpt/gj" >/dev/null || { echo "fuzz: cannot write seed checkpoints" >&2; exit 1; }
 
 # partitioner: a 6 x 6 grid into 4 (kway) and into 5 (rb, two cuts), a
@@ -171,8 +186,8 @@ printf '\x01\x1f\x00\x53\x02\x04\x09\x0c\x0b\x00\x01\x00\x02\x00\x03\x00\x04\x00
 printf '\x04\x01\x07\x02\xff\xff\xff\x05\x0a\x09\x00\x01\x01\x02\x02\x03\x03\x04\x04\x05\x05\x06\x06\x07\x07\x08\x08\x09\x00\x00' >"$S/model/all_switches"
 
 # the program's readers: byte 0 picks one (0 npy, 1 graphs.csv, 2 loss log,
-# 3 report JSON), the rest is the file; seeds from real outputs of ./hpjepa
-./hpjepa embed "$S/ckpt/untrained" data/DEMO --out "$B/seed.npy" >/dev/null 2>&1 &&
+# 3 report JSON), the rest is the file; seeds from real outputs of the program
+"$HPJ" embed "$S/ckpt/untrained" data/DEMO --out "$B/seed.npy" >/dev/null 2>&1 &&
     { printf '\x00'; head -c 1200 "$B/seed.npy"; } >"$S/cli/npy_cut" &&
     { printf '\x04'; cat "$B/seed.npy"; } >"$S/cli/npy_whole"
 for f in $(ls tools/paper/reports/*.graphs.csv 2>/dev/null | head -n 2); do
@@ -198,33 +213,90 @@ cp "$B/partition.dict" "$B/model.dict"
 printf '"HPJEPA\\x0d\\x0a"\n"\\xff\\xff\\xff\\x7f"\n"\\x00\\x00\\x80\\x7f"\n"\\x00\\x00\\xc0\\x7f"\n"\\x01\\x00\\x00\\x00"\n' >>"$B/ckpt.dict"
 
 # ---- runs -----------------------------------------------------------------
-status=0
-summary=()
-for t in $TARGETS; do
-    corpus=$B/corpus_$t
-    art=$B/artifacts/$t
-    rm -rf "$art" # reproducers of this run only (the corpus is kept and grows)
+# make fuzz keeps what it finds in $B/corpus_T (it grows from run to run);
+# the regression stage starts each time from nothing in $B/regress/, so
+# that it never touches that corpus
+if [ $MODE = regression ]; then R=$B/regress; else R=$B; fi
+# run_harness T SECONDS: one harness on its corpus folder (new inputs go
+# there), the committed corpus and the seeds; its log in $R/fuzz_T.log, the
+# reproducer of a failure in $R/artifacts/T/
+run_harness() {
+    local t=$1 secs=$2 corpus=$R/corpus_$t art=$R/artifacts/$t limit dirs
+    rm -rf "$art" # reproducers of this run only
+    [ $MODE = regression ] && rm -rf "$corpus" # only the committed inputs and the seeds
     mkdir -p "$corpus" "$art"
-    log=$B/fuzz_$t.log
-    limit="-max_total_time=$SECONDS_EACH"
+    dirs=("$corpus")
+    [ -d "tests/fuzz-corpus/$t" ] && dirs+=("tests/fuzz-corpus/$t")
+    dirs+=("$S/$t")
+    limit="-max_total_time=$secs"
     [ -n "${FUZZ_RUNS:-}" ] && limit="-runs=$FUZZ_RUNS"
-    echo "fuzz: running $t ($limit), log $log"
     ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         "$B/fuzz_$t" $limit -max_len="$MAX_LEN" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-        -dict="$B/$t.dict" -artifact_prefix="$art/" "$corpus" "$S/$t" >"$log" 2>&1
-    rc=$?
+        -dict="$B/$t.dict" -artifact_prefix="$art/" "${dirs[@]}" >"$R/fuzz_$t.log" 2>&1
+}
+# run_stats T: "executions seconds exec/s" of its finished run
+run_stats() {
+    local log=$R/fuzz_$1.log runs secs speed
     runs=$(grep -E '^stat::number_of_executed_units:' "$log" | awk '{ print $2 }' | tail -1)
     [ -z "$runs" ] && runs=$(grep -oE 'Done [0-9]+ runs' "$log" | awk '{ print $2 }' | tail -1)
     secs=$(grep -oE 'Done [0-9]+ runs in [0-9]+ second' "$log" | awk '{ print $5 }' | tail -1)
     speed=$(grep -E '^stat::average_exec_per_sec:' "$log" | awk '{ print $2 }' | tail -1)
-    ncorp=$(find "$corpus" -type f | wc -l)
-    crashes=$(find "$art" -type f | wc -l)
+    echo "${runs:-?} ${secs:-?} ${speed:-?}"
+}
+failed_lines() { # the lines of a failure's log worth reading
+    grep -E '^==[0-9]+==ERROR|^SUMMARY|broken contract|out-of-memory|Test unit written' "$R/fuzz_$1.log" | head -5
+}
+
+if [ $MODE = regression ]; then
+    jobs_max=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
+    pids=()
+    for t in $TARGETS; do
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do sleep 0.2; done
+        run_harness "$t" "$SECONDS_EACH" &
+        pids+=($!)
+    done
+    pass=0
+    fail=0
+    k=0
+    for t in $TARGETS; do # reported in order
+        wait "${pids[$k]}"
+        rc=$?
+        k=$((k + 1))
+        read -r runs secs _ < <(run_stats "$t")
+        ncommitted=$(find "tests/fuzz-corpus/$t" -type f 2>/dev/null | wc -l)
+        nseeds=$(find "$S/$t" -type f | wc -l)
+        crashes=$(find "$R/artifacts/$t" -type f | wc -l)
+        what="fuzz $t: $ncommitted committed + $nseeds seed inputs"
+        if [ $rc -eq 0 ] && [ "$crashes" -eq 0 ]; then
+            pass=$((pass + 1))
+            echo "[       OK ] $what, then $runs executions in $secs s"
+        else
+            fail=$((fail + 1))
+            echo "[  FAILED  ] $what: exit $rc after $runs executions; see $R/fuzz_$t.log and $R/artifacts/$t/"
+            failed_lines "$t" | sed 's/^/    /'
+        fi
+    done
+    echo "$pass passed, $fail failed"
+    [ $fail -eq 0 ]
+    exit
+fi
+
+status=0
+summary=()
+for t in $TARGETS; do
+    if [ -n "${FUZZ_RUNS:-}" ]; then how="$FUZZ_RUNS runs"; else how="$SECONDS_EACH s"; fi
+    echo "fuzz: running $t ($how), log $R/fuzz_$t.log"
+    run_harness "$t" "$SECONDS_EACH"
+    rc=$?
+    read -r runs secs speed < <(run_stats "$t")
+    ncorp=$(find "$R/corpus_$t" -type f | wc -l)
+    crashes=$(find "$R/artifacts/$t" -type f | wc -l)
     if [ $rc -ne 0 ] || [ "$crashes" -ne 0 ]; then
         status=1
-        echo "fuzz: $t FAILED (exit $rc); see $log and $art/" >&2
-        grep -E '^==[0-9]+==ERROR|^SUMMARY|broken contract|out-of-memory|Test unit written' "$log" | head -5 >&2
+        echo "fuzz: $t FAILED (exit $rc); see $R/fuzz_$t.log and $R/artifacts/$t/" >&2
+        failed_lines "$t" >&2
     fi
-    summary+=("| $t | ${secs:-?} | ${runs:-?} | ${speed:-?} | $ncorp | $crashes |")
+    summary+=("| $t | $secs | $runs | $speed | $ncorp | $crashes |")
 done
 echo
 echo "| harness | seconds | executions | exec/s | corpus files | crashes |"

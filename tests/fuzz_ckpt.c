@@ -1,6 +1,7 @@
 /* libFuzzer harness of the checkpoint reader (hpj_model_deserialize).
-   Built and run by tests/fuzz.sh (`make fuzz`) with clang
-   -fsanitize=fuzzer,address,undefined; not part of `make test`.
+   Built by the Makefile with clang
+   -fsanitize=fuzzer,address,undefined; make test runs it for seconds on
+   tests/fuzz-corpus/ and fresh seeds, make fuzz for minutes.
 
    A random change to a checkpoint almost always breaks its CRC, which the
    reader checks first; so the harness writes the right CRC into the last

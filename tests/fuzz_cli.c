@@ -1,8 +1,9 @@
 /* libFuzzer harness of the command-line program's own readers: the .npy
    reader (cli_read_npy) and the inputs of `hpjepa plot` (an eval report's
    graphs.csv, a pretrain loss log, an eval report's JSON). Built by
-   tests/fuzz.sh with every tools/cli/ source (tools/cli/hpjepa.c's main renamed)
-   and clang -fsanitize=fuzzer,address,undefined; not part of `make test`.
+   the Makefile with the program's sources (all but main, tools/cli/hpjepa.c)
+   and clang -fsanitize=fuzzer,address,undefined; make test runs it for
+   seconds on tests/fuzz-corpus/ and fresh seeds, make fuzz for minutes.
 
    Input: byte 0 picks the reader (b % 4: npy, quartiles, loss, sweep), the
    rest is the file's content, written to a temporary file that the

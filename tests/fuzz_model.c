@@ -1,7 +1,8 @@
 /* libFuzzer harness of the whole model: random small datasets and random
    tiny configs through hpj_model_init, hpj_pretrain (one epoch) and
-   hpj_embed. Built and run by tests/fuzz.sh (`make fuzz`) with clang
-   -fsanitize=fuzzer,address,undefined; not part of `make test`.
+   hpj_embed. Built by the Makefile with clang
+   -fsanitize=fuzzer,address,undefined; make test runs it for seconds on
+   tests/fuzz-corpus/ and fresh seeds, make fuzz for minutes.
 
    Input layout (every byte string is some valid call):
      byte 0   mode (bit 0: graph-jepa), L = 1 + (b >> 1) % 3 resolutions

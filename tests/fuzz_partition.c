@@ -1,6 +1,7 @@
 /* libFuzzer harness of the multilevel partitioner (hpj_partition). Built
-   and run by tests/fuzz.sh (`make fuzz`) with clang
-   -fsanitize=fuzzer,address,undefined; not part of `make test`.
+   by the Makefile with clang
+   -fsanitize=fuzzer,address,undefined; make test runs it for seconds on
+   tests/fuzz-corpus/ and fresh seeds, make fuzz for minutes.
 
    Input layout (every byte string is some valid call):
      byte 0   k = 1 + b % 40

@@ -1,7 +1,8 @@
 /* libFuzzer harness of the tokenizer (hpj_tokens_build): the resolution
    bank, the partitions and the 1-hop patches of random small datasets.
-   Built and run by tests/fuzz.sh (`make fuzz`) with clang
-   -fsanitize=fuzzer,address,undefined; not part of `make test`.
+   Built by the Makefile with clang
+   -fsanitize=fuzzer,address,undefined; make test runs it for seconds on
+   tests/fuzz-corpus/ and fresh seeds, make fuzz for minutes.
 
    Input layout (every byte string is some valid call):
      byte 0   L = 1 + b % 4 resolutions; byte 1..L: K_l = 1 + b % 96

@@ -1,6 +1,7 @@
 /* libFuzzer harness of the TUDataset reader (hpj_dataset_parse_tu).
-   Built and run by tests/fuzz.sh (`make fuzz`) with clang
-   -fsanitize=fuzzer,address,undefined; not part of `make test`.
+   Built by the Makefile with clang
+   -fsanitize=fuzzer,address,undefined; make test runs it for seconds on
+   tests/fuzz-corpus/ and fresh seeds, make fuzz for minutes.
 
    Input layout: two bytes little-endian = which of the 9 files are present
    (bit f = hpj_tu_file f: A, graph_indicator, graph_labels,

@@ -28,6 +28,8 @@ run_stage() { # name, command...
     fi
 }
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+export HPJ_EXAMPLES=${HPJ_EXAMPLES:-$B/examples} # the command-line tests run examples/tour
+export HPJ_BUILD=$B # where the command-line tests find the tcc and portable builds
 run_stage "unit tests (-O2, OpenMP)" "./$B/tests"
 run_stage "unit tests (no OpenMP)" "./$B/tests-noomp"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
@@ -42,15 +44,25 @@ if [ -x "$B/tests-tcc" ]; then
 else
     echo "=== unit tests (tcc): skipped, tcc is not installed (apt-get install tcc)"
 fi
-run_stage "command-line tests" bash tests/cli_test.sh
+# the program as make test built it: warnings are errors there
+HPJEPA_BIN=$B/hpjepa run_stage "command-line tests" bash tests/cli_test.sh
 # the same checks with the program built under ASan + UBSan: every error path
 # of the command line (bad files, fold logs, .npy headers, lanes) without
 # a memory error, a leak or undefined behaviour
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 HPJEPA_BIN=$B/hpjepa-asan \
     run_stage "command-line tests (ASan + UBSan build)" bash tests/cli_test.sh
+# every libFuzzer harness for a few seconds on the committed corpus
+# (tests/fuzz-corpus/) and fresh seeds: an input that once broke a contract
+# fails here; one pass or fail per harness
+if [ -x "$B/fuzz/fuzz_config" ]; then
+    FUZZ_B=$B HPJEPA_BIN=$B/hpjepa run_stage "fuzz harnesses (seconds each; make fuzz runs minutes)" bash tests/fuzz.sh --regression
+else
+    echo "=== fuzz harnesses: SKIPPED, not counted: clang cannot link a libFuzzer binary (install clang and libclang-rt-dev)"
+fi
 rm -f "$log"
 echo "=== C++, -std=c99 -pedantic and HPJ_NO_STDIO builds of the header compiled cleanly"
 [ -x "$B/tests-tcc" ] && echo "=== tcc built the unit suite, the program and the examples with -Wall -Werror"
+[ -x "$B/hpjepa-clang" ] && echo "=== clang built the program with -Werror"
 echo "=== stages failed: $stage_fail"
 echo "$total_pass passed, $total_fail failed"
 [ "$stage_fail" -eq 0 ] && [ "$total_fail" -eq 0 ]

@@ -488,6 +488,13 @@ static void test_gov_choice(void) {
     }
     CHECK_EQ_INT(g.cur, 4);
     CHECK_NEAR(g.backoff, 1.0, 0.0, 1e-12);
+    g.wait = 100.0; /* trials far apart, as after many confirmations ... */
+    g.waited = 0.0;
+    hpj__gov_pick(&g);
+    hpj__gov_measure(&g, 100.0, 0.25);
+    CHECK_EQ_INT(hpj__gov_pick(&g), 4); /* ... while 4 threads keep their speed */
+    hpj__gov_measure(&g, 100.0, 5.0); /* a load arrives: 20 a second, below one thread's 200 */
+    CHECK_EQ_INT(hpj__gov_pick(&g), 1); /* the trial is due at once */
     hpj__gov_measure(&g, 100.0, 0.0); /* a unit too short for the clock changes nothing */
     CHECK_EQ_INT(g.cur, 4);
 #else

@@ -1,4 +1,5 @@
-/* cli.h - shared pieces of the hpjepa command-line program. */
+/* cli.h - shared pieces of the hpjepa command-line program: the subcommands
+   (cmd_*.c) and the helpers they share (cli.c). */
 #ifndef HPJ_CLI_H
 #define HPJ_CLI_H
 #include "../../hpjepa.h"
@@ -25,16 +26,40 @@ void cli_error(const char *cmd, const char *fmt, ...)
    reason otherwise. `what` names the argument in the message. */
 int cli_parse_int(const char *cmd, const char *what, const char *s, long long lo, long long hi, long long *out);
 int cli_parse_double(const char *cmd, const char *what, const char *s, double *out);
+/* The model commands' shared options (--config, --set, --threads, --seed):
+   *consumed gets the arguments used at argv[i] (0: not one of them); -1
+   with a printed reason on a bad value. */
+int cli_model_options(const char *cmd, int argc, char **argv, int i, hpj_config *cfg, int *consumed);
+/* Loads a TU dataset folder; -1 with a printed reason. */
+int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds);
 /* Atomic output files: cli_create opens PATH.tmp~ for writing (its name
    goes to tmp, cap bytes); cli_commit closes it and renames it onto path,
    or removes it when `bad` is set or the writes failed; cli_discard closes
    and removes it without a message. cli_create / cli_commit print the
-   reason and return NULL / -1 on failure, so a failed command never leaves
-   a partial file behind. */
+   reason (naming PATH) and return NULL / -1 on failure, so a failed command
+   never leaves a partial file behind; an interrupted one neither (below). */
 #include <stdio.h>
 FILE *cli_create(const char *cmd, const char *path, char *tmp, size_t cap);
 int cli_commit(const char *cmd, FILE *f, int bad, const char *tmp, const char *path);
 void cli_discard(FILE *f, const char *tmp);
+/* Interruption. cli_signals_init (main, before the command runs) makes
+   SIGINT and SIGTERM remove every watched temporary file, print the
+   command's interruption note and exit with 130 / 143. cli_temp_watch
+   watches PATH.tmp~ until cli_temp_unwatch(slot) (cli_create / cli_commit
+   do it for their files; wrap library calls that write PATH atomically);
+   -1 (nothing watched) when all slots are taken. cli_interrupt_note sets
+   what follows "hpjepa CMD: interrupted; " (default "nothing written"): a
+   resumable run says there how to continue. */
+void cli_signals_init(const char *cmd);
+int cli_temp_watch(const char *path);
+void cli_temp_unwatch(int slot);
+void cli_interrupt_note(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+/* hpj_model_save with PATH.tmp~ watched. */
+hpj_status cli_model_save(const hpj_model *m, const char *path, int with_optimizer);
 /* Writes rows x cols float32 values as a C-order .npy file (format 1.0),
    atomically as above; 0 or -1 with a printed reason. */
 int cli_write_npy(const char *cmd, const char *path, const float *x, int64_t rows, int64_t cols);
@@ -42,8 +67,9 @@ int cli_write_npy(const char *cmd, const char *path, const float *x, int64_t row
    fortran_order False, the shape against the file size, finite values.
    Returns malloc'd (rows, cols) data, or NULL with a printed reason. */
 float *cli_read_npy(const char *cmd, const char *path, long long *rows, long long *cols);
-/* 0 if PATH can be created (checked by creating and removing PATH.tmp~),
-   else -1 with a printed reason: lets a long command fail before its work. */
+/* 0 if PATH can be created (checked by creating and removing PATH.tmp~;
+   an existing folder is refused), else -1 with a printed reason: every
+   command checks its outputs so that it fails before its work. */
 int cli_check_writable(const char *cmd, const char *path);
 /* Wall-clock seconds (monotonic). */
 double cli_now(void);
@@ -58,4 +84,12 @@ double cli_sort_median(double *x, int n);
 long long cli_part_end(long long done, long long every, long long until);
 /* 1 if s is "-h" or "--help". */
 int cli_is_help(const char *s);
+/* Progress on stderr (cmd_model.c). cli_tty_width: 0 when stderr is not a
+   terminal (write plain lines then), else the columns a redrawn line may
+   use. cli_fmt_time: "1h02m", "3m04s", "12s". cli_progress_line redraws
+   the terminal's progress line, "[####....] text" in width - 1 columns:
+   the bar narrows or goes, then `brief` (may be NULL) replaces `full`. */
+int cli_tty_width(void);
+void cli_fmt_time(double seconds, char *buf, size_t cap);
+void cli_progress_line(int width, double frac, const char *full, const char *brief);
 #endif

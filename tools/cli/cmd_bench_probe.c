@@ -1,7 +1,7 @@
 /* hpjepa bench probe - fit time and accuracy of the linear probes on the
-   synthetic feature sets of ../shared/peers/probe_bench.py (the sklearn
-   peer), regenerated here from the recipe in that script's docstring or
-   read from the files its --save option writes. */
+   synthetic feature sets of probe_bench.py (the scikit-learn peer of make
+   bench, not part of this repository), regenerated here from the recipe in
+   that script's docstring or read from the files its --save option writes. */
 #include "cli.h"
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@ static const char *bench_probe_usage =
     "                          [--data DIR] [--custom N,DIM,C,SIGNAL,SEED]\n"
     "  Fits hpjepa.h's probes (hpj_logreg_fit with C = 1/alpha semantics, hpj_ridge_fit\n"
     "  on one-hot targets, argmax prediction) on the synthetic sets of\n"
-    "  ../shared/peers/probe_bench.py, so the numbers compare with scikit-learn's:\n"
+    "  probe_bench.py (make bench's peer), so the numbers compare with scikit-learn's:\n"
     "    proteins_like  1113 x 2048, 2 classes, signal 0.08, seed 1\n"
     "    large5         4999 x 3584, 5 classes, signal 0.06, seed 2\n"
     "  The data are regenerated bit-for-bit from the splitmix64 recipe of\n"

@@ -16,9 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int cli_model_options(const char *cmd, int argc, char **argv, int i, hpj_config *cfg, int *consumed);
-int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds);
-
 static const char *eval_usage =
     "usage: hpjepa eval DATASET_DIR --config FILE [--folds N] [--seeds N] [--first-seed N]\n"
     "                   [--set key=value ...] [--threads T] [--report PREFIX]\n"
@@ -27,12 +24,14 @@ static const char *eval_usage =
     "                   [--fold-log FILE] [--lanes J] [--checkpoint-every N] [--quiet]\n"
     "  Runs the whole protocol and ends with accuracy=<mean> std=<std> (classification,\n"
     "  fractions) or mae=<mean> std=<std> (regression): the mean over folds per seed,\n"
-    "  then mean and std across seeds (the paper's aggregation). Also prints\n"
-    "  fold_std=<mean over seeds of the std across folds> (Graph-JEPA's figure).\n"
-    "  Seeds are seed, seed+1, ... (config key seed), numbered 1, 2, ...;\n"
-    "  --first-seed N starts at number N (seed + N - 1), so a long protocol can\n"
-    "  run in parts that tools/merge_reports.py joins. Per-fold lines go to stderr\n"
-    "  (after its epochs: counted in place on a terminal, a line each in a log);\n"
+    "  then mean and std across seeds (the paper's aggregation; std=n/a for one\n"
+    "  seed). Also prints fold_std=<mean over seeds of the std across folds>\n"
+    "  (Graph-JEPA's figure). Seeds are seed, seed+1, ... (config key seed),\n"
+    "  numbered 1, 2, ...; --first-seed N starts at number N (seed + N - 1), so a\n"
+    "  long protocol can run in parts that tools/paper/merge_reports.py joins.\n"
+    "  Progress goes to stderr: on a terminal a line redrawn in place (seed i/S,\n"
+    "  fold j/F, the fold's epoch, the ETA of the whole run); then, as in a log,\n"
+    "  a line per fold with its result and the ETA.\n"
     "  --report PREFIX writes PREFIX.md and PREFIX.json with every fold's numbers\n"
     "  and PREFIX.graphs.csv with every test prediction (seed,fold,graph,nodes,\n"
     "  edges,label,pred,correct; regression: ...,target,pred,abs_err), which\n"
@@ -61,6 +60,8 @@ static const char *eval_usage =
     "  under that key is not run again: its results are read back, the same bits.\n"
     "  A few kilobytes per fold, so a protocol of many hours can continue on\n"
     "  another machine (tools/paper/reproduce.sh keeps them in tools/paper/reports/folds/).\n"
+    "  Interrupted (Ctrl-C, kill), eval removes its partial files and says how to\n"
+    "  continue: with the same --fold-log, or --save-embeddings and --resume.\n"
     "  --lanes J pretrains J folds of a seed at once, each on threads / J threads\n"
     "  (at least 1), then probes them in order: the same results (the bits do not\n"
     "  depend on the thread count), J times the memory. On 2 cores, IMDB-MULTI\n"
@@ -462,22 +463,75 @@ done:
     return rc;
 }
 
-/* The end of an epoch of a fold's pretraining ("    " what "epoch k/E"): on
-   a terminal one line redrawn in place, which the fold's result line then
-   overwrites; in a log (stderr not a terminal) a line per epoch, as
-   `pretrain` writes, instead of carriage returns. */
-static void epoch_progress(const char *what, const hpj_progress *p) {
-    static int tty = -1;
-    if (tty < 0) tty = isatty(2);
-    fprintf(stderr, tty ? "\r    %sepoch %d/%d" : "    %sepoch %d/%d\n", what, p->epoch + 1, p->epochs);
-    if (tty && p->epoch + 1 == p->epochs) fputc('\r', stderr);
-    fflush(stderr);
+/* ---- progress: where the protocol is, how long the rest will take ------- */
+
+/* On a terminal, while folds pretrain, one line redrawn in place:
+   "[###...] seed i/S fold j/F epoch e/E | ETA" (--lanes: the group's folds
+   j-k), erased before the fold's result line. In a log (stderr not a
+   terminal) nothing until the fold is done; its result line carries the
+   same counters, so a log reads a line per fold. The ETA is for the whole
+   run: the time so far, scaled by the folds left over the folds done, the
+   folds pretraining now counted by their share of epochs done. Folds
+   restored from a fold log or resumed from PREFIX.done take no time and
+   count for neither. */
+typedef struct eval_meter {
+    int quiet, tty;
+    int seeds, folds;         /* as shown: the last seed number, folds per seed */
+    int seed, first, last, n; /* the folds pretraining now: seed, folds first..last (1-based), n of them */
+    int todo, done;           /* folds this run computes: in all, finished */
+    int epoch0;               /* the epoch the current folds started from (a resumed fold: > 0); -1: not seen yet */
+    double t0, last_draw;     /* t0: when the first computed fold started (< 0: none yet) */
+    int shown;                /* a progress line is on the terminal */
+} eval_meter;
+
+static void meter_begin(eval_meter *mt, int seed, int first, int last, int n) {
+    mt->seed = seed;
+    mt->first = first;
+    mt->last = last;
+    mt->n = n;
+    mt->epoch0 = -1;
+    if (mt->t0 < 0) mt->t0 = cli_now();
 }
 
-static void on_fold_progress(void *user, const hpj_progress *p) {
-    int *quiet = (int *)user;
-    if (*quiet || !p->epoch_done) return;
-    epoch_progress("", p);
+/* "ETA 3m04s" for the rest of the run, the current folds `frac` done; ""
+   while nothing is done to scale from. */
+static void meter_eta(const eval_meter *mt, double frac, char *buf, size_t cap) {
+    double units = mt->done + mt->n * frac, left = mt->todo - units;
+    char t[32];
+    buf[0] = 0;
+    if (mt->t0 < 0 || units <= 0.0) return;
+    cli_fmt_time(left > 0.0 ? (cli_now() - mt->t0) * left / units : 0.0, t, sizeof t);
+    snprintf(buf, cap, "ETA %s", t);
+}
+
+/* The current folds are done (count of them finished): the progress line
+   goes, so that the next line starts on a clean row. */
+static void meter_end(eval_meter *mt, int count) {
+    mt->done += count;
+    mt->n = 0;
+    if (mt->shown) fputs("\r\033[K", stderr);
+    mt->shown = 0;
+}
+
+static void on_meter_progress(void *user, const hpj_progress *p) { /* with lanes, lane 0 speaks for its group */
+    eval_meter *mt = (eval_meter *)user;
+    char full[200], brief[120], fold[48], eta[48];
+    double now = cli_now(), frac;
+    int left;
+    if (mt->epoch0 < 0) mt->epoch0 = p->epoch;
+    if (mt->quiet || !mt->tty) return;
+    if (!p->epoch_done && now - mt->last_draw < 0.2) return;
+    mt->last_draw = now;
+    left = p->epochs - mt->epoch0;
+    frac = left > 0 ? (p->epoch - mt->epoch0 + (p->batches ? (double)p->batch / p->batches : 1.0)) / left : 1.0;
+    meter_eta(mt, frac, eta, sizeof eta);
+    if (mt->first == mt->last) snprintf(fold, sizeof fold, "fold %d/%d", mt->first, mt->folds);
+    else snprintf(fold, sizeof fold, "folds %d-%d/%d", mt->first, mt->last, mt->folds);
+    snprintf(full, sizeof full, "seed %d/%d %s epoch %d/%d%s%s", mt->seed, mt->seeds, fold, p->epoch + 1, p->epochs,
+             eta[0] ? " | " : "", eta);
+    snprintf(brief, sizeof brief, "%s epoch %d/%d%s%s", fold, p->epoch + 1, p->epochs, eta[0] ? " " : "", eta);
+    cli_progress_line(cli_tty_width(), mt->todo > 0 ? (mt->done + mt->n * frac) / mt->todo : 1.0, full, brief);
+    mt->shown = 1;
 }
 
 /* Loads PREFIX.s<s+1>f<f+1>.hpj (--from-models) and checks it has the
@@ -549,17 +603,6 @@ typedef struct eval_lane {
     char err[512];
 } eval_lane;
 
-typedef struct lane_progress { int *quiet; int first, last; } lane_progress;
-
-static void on_lanes_progress(void *user, const hpj_progress *p) { /* lane 0 speaks for its group */
-    lane_progress *lp = (lane_progress *)user;
-    char what[48];
-    if (*lp->quiet || !p->epoch_done) return;
-    if (lp->first == lp->last) snprintf(what, sizeof what, "fold %d: ", lp->first);
-    else snprintf(what, sizeof what, "folds %d-%d: ", lp->first, lp->last);
-    epoch_progress(what, p);
-}
-
 /* --checkpoint-every: a fold's pretraining is saved every `every` epochs to
    PREFIX.s<seed>f<fold>.<key>.part.hpj (with the optimizer state; the key of
    PREFIX.done, so another version or config never picks it up), and with
@@ -579,24 +622,28 @@ static void fold_ckpt_path(const fold_ckpt *ck, int seed_no, int fold, char *pat
 static int fold_part_save(const hpj_model *m, const char *path, double seconds, char *err, size_t cap) {
     char sec[1120], tmp[1130];
     FILE *f;
-    int bad;
-    if (hpj_model_save(m, path, 1) != HPJ_OK) {
+    int bad, slot;
+    if (cli_model_save(m, path, 1) != HPJ_OK) {
         snprintf(err, cap, "%s", hpj_last_error());
         return -1;
     }
     snprintf(sec, sizeof sec, "%s.sec", path);
     snprintf(tmp, sizeof tmp, "%s.tmp~", sec);
+    slot = cli_temp_watch(sec);
     if (!(f = fopen(tmp, "w"))) {
-        snprintf(err, cap, "%.400s: cannot create", tmp);
+        cli_temp_unwatch(slot);
+        snprintf(err, cap, "%.400s: cannot create", sec);
         return -1;
     }
     bad = fprintf(f, "%.1f\n", seconds) < 0;
     bad |= fclose(f) != 0;
     if (bad || rename(tmp, sec) != 0) {
         remove(tmp);
+        cli_temp_unwatch(slot);
         snprintf(err, cap, "%.400s: write failed", sec);
         return -1;
     }
+    cli_temp_unwatch(slot);
     return 0;
 }
 
@@ -685,7 +732,7 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
     if (save_mod) {
         m->cfg.threads = cs->threads; /* a lane's model is saved as a one-lane run saves it */
         snprintf(path, sizeof path, "%s.s%df%d.hpj", save_mod, seed_no, fold + 1);
-        if (hpj_model_save(m, path, 0) != HPJ_OK) {
+        if (cli_model_save(m, path, 0) != HPJ_OK) {
             snprintf(err, cap, "%s", hpj_last_error());
             hpj_model_free(m);
             return -1;
@@ -702,9 +749,9 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
 
 /* Pretrains fold `fold` of seed config cs (training graphs: fold[g] != fold)
    on `threads` threads and embeds every graph into lane->H; on failure
-   lane->err says why. */
+   lane->err says why. mt: the progress meter (lane 0 only), or NULL. */
 static void run_lane(eval_lane *lane, int fold, const int32_t *fold_of, const hpj_dataset *ds, const hpj_config *cs,
-                     int threads, const char *save_mod, const fold_ckpt *ck, int seed_no, int quiet, lane_progress *lp) {
+                     int threads, const char *save_mod, const fold_ckpt *ck, int seed_no, int quiet, eval_meter *mt) {
     hpj_config c = *cs;
     hpj_model m;
     int32_t g, ntr = 0;
@@ -717,11 +764,28 @@ static void run_lane(eval_lane *lane, int fold, const int32_t *fold_of, const hp
     if (fold_model_start(&m, &c, ds, ck, seed_no, fold, quiet, &prior, lane->err, sizeof lane->err)) return;
     t0 -= prior; /* a resumed fold's time includes its earlier parts */
     lane->prior = prior;
-    if (fold_embeddings(&m, 1, cs, ds, lane->tr, ntr, save_mod, ck, t0, seed_no, fold, lp ? on_lanes_progress : NULL, lp,
+    if (fold_embeddings(&m, 1, cs, ds, lane->tr, ntr, save_mod, ck, t0, seed_no, fold, mt ? on_meter_progress : NULL, mt,
                         lane->ids, lane->scratch, lane->H, lane->err, sizeof lane->err))
         return;
     lane->failed = 0;
     lane->seconds = cli_now() - t0;
+}
+
+/* What an interrupted eval says: how the same protocol continues from the
+   folds already on disk (the fold log; PREFIX.done and the part files), or
+   what it leaves (the models of --save-models are complete files). */
+static void eval_interrupt_note(const char *fold_log_path, int nlogged, const char *save_emb, int resume, long long every,
+                                const char *save_mod) {
+    if (fold_log_path && nlogged > 0)
+        cli_interrupt_note("%d finished fold%s kept in %s: run the same command (with --fold-log %s) to continue", nlogged,
+                           nlogged == 1 ? "" : "s", fold_log_path, fold_log_path);
+    else if (save_emb)
+        cli_interrupt_note("%s.done records the finished folds%s: run the same command%s to continue", save_emb,
+                           every ? " (a fold cut off, its part file)" : "", resume ? "" : " with --resume");
+    else if (save_mod)
+        cli_interrupt_note("no report; the finished folds' models are kept (%s.s<seed>f<fold>.hpj)", save_mod);
+    else
+        cli_interrupt_note("nothing written");
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -733,9 +797,10 @@ int cmd_eval(int argc, char **argv) {
     char out_path[1100]; /* an output file name: the checks below, then each fold's .npy */
     long long folds = 10, seeds = -1, first_seed = 1, nlanes = 1, every = 0;
     fold_ckpt ck;
+    eval_meter mt;
     eval_lane *lanes = NULL;
     int lane_threads = 1;
-    int i, s0 = 0, quiet = 0, rc = 1, regression, nrows = 0, s, f, resume = 0, nresumed = 0, nrestored = 0;
+    int i, s0 = 0, quiet = 0, rc = 1, regression, nrows = 0, s, f, resume = 0, nresumed = 0, nrestored = 0, nlogged = 0;
     uint64_t key = 0;
     double resumed_seconds = 0.0; /* recorded time of the resumed and restored folds */
     int32_t *fold = NULL, *tr = NULL, *te = NULL, *ids = NULL, *ytr = NULL, g;
@@ -795,9 +860,12 @@ int cmd_eval(int argc, char **argv) {
     if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); return 2; }
     /* output paths are checked before hours of pretraining */
     if (report) {
+        static const char *const ext[3] = {"json", "md", "graphs.csv"};
         if (strlen(report) > 1000) { cli_error("eval", "--report: prefix too long"); return 2; }
-        snprintf(out_path, sizeof out_path, "%s.json", report);
-        if (cli_check_writable("eval", out_path)) return 2;
+        for (i = 0; i < 3; ++i) {
+            snprintf(out_path, sizeof out_path, "%s.%s", report, ext[i]);
+            if (cli_check_writable("eval", out_path)) return 2;
+        }
     }
     if (save_emb) {
         if (strlen(save_emb) > 1000) { cli_error("eval", "--save-embeddings: prefix too long"); return 2; }
@@ -808,6 +876,9 @@ int cmd_eval(int argc, char **argv) {
         snprintf(out_path, sizeof out_path, "%s.s%df1.hpj", save_mod, s0 + 1);
         if (cli_check_writable("eval", out_path)) return 2;
     }
+    /* its folder here; appending to the file itself once the dataset (and
+       so the log's key) is known */
+    if (fold_log_path && cli_check_writable("eval", fold_log_path)) return 2;
     if (cli_load_dataset("eval", dir, &ds)) return 1;
     regression = ds.num_classes == 0;
     if (regression && (!ds.target || !ds.split)) {
@@ -828,11 +899,19 @@ int cmd_eval(int argc, char **argv) {
     if (fold_log_path) {
         FILE *t;
         if (fold_log_load(&flog, fold_log_path, key, ds.num_graphs)) goto done;
-        if (!(t = fopen(fold_log_path, "a")) || fclose(t)) {
-            cli_error("eval", "%s: cannot open for appending", fold_log_path);
-            goto done;
+        /* an existing log must take lines; a new one is created by its first
+           line (its folder was checked above), so that a run stopped before
+           any fold leaves no empty log */
+        if ((t = fopen(fold_log_path, "r")) != NULL) {
+            fclose(t);
+            if (!(t = fopen(fold_log_path, "a")) || fclose(t)) {
+                cli_error("eval", "%s: cannot open for appending", fold_log_path);
+                goto done;
+            }
         }
     }
+    nlogged = flog.n;
+    eval_interrupt_note(fold_log_path, nlogged, save_emb, resume, every, save_mod);
     {
         size_t G = (size_t)ds.num_graphs, LD = (size_t)cfg.L * cfg.dim;
         fold = (int32_t *)malloc(sizeof(int32_t) * G);
@@ -897,6 +976,19 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "hpjepa eval: %s, %s, %s mode, %lld seed%s x %s\n", ds.name, regression ? "regression" : "classification",
                 cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, seeds == 1 ? "" : "s", split);
     }
+    memset(&mt, 0, sizeof mt);
+    mt.quiet = quiet;
+    mt.tty = cli_tty_width() > 0;
+    mt.seeds = s0 + (int)seeds;
+    mt.folds = regression ? 1 : (int)folds;
+    mt.t0 = -1.0;
+    for (s = 0; s < seeds; ++s) /* the folds to compute: not in the fold log, not resumed */
+        for (f = 0; f < mt.folds; ++f) {
+            double unused;
+            if (fold_log_path && fold_log_find(&flog, s0 + s + 1, f + 1)) continue;
+            if (resume && resume_lookup(save_emb, s0 + s + 1, f + 1, key, &unused)) continue;
+            ++mt.todo;
+        }
     for (s = 0; s < seeds; ++s) {
         hpj_config cs = cfg;
         double fold_scores[1000];
@@ -952,8 +1044,8 @@ int cmd_eval(int argc, char **argv) {
                 ++nrows;
                 ++nrestored;
                 resumed_seconds += fr->seconds;
-                fprintf(stderr, "  seed %d fold %2d: %s %.4f (train %.4f)  %.1f s, restored from %s\n", s0 + s + 1, f + 1,
-                        regression ? "mae" : "accuracy", fr->score, fr->train, fr->seconds, fold_log_path);
+                fprintf(stderr, "  seed %d/%d fold %2d/%d: %s %.4f (train %.4f)  %.1f s, restored from %s\n", s0 + s + 1, mt.seeds,
+                        f + 1, nf, regression ? "mae" : "accuracy", fr->score, fr->train, fr->seconds, fold_log_path);
                 continue;
             }
             if (resume && resume_lookup(save_emb, s0 + s + 1, f + 1, key, &t_rec)) {
@@ -970,22 +1062,20 @@ int cmd_eval(int argc, char **argv) {
                 for (j = 0; j < nlanes && lanes[j].fold != f; ++j) {}
                 if (j == nlanes) { /* not yet: start a group at this fold */
                     int group[64] = {0}; /* group[0] is f: this fold was not restored above */
-                    lane_progress lp;
                     for (ff = f; ff < nf && nl < nlanes; ++ff) {
                         double unused;
                         if (fold_log_path && fold_log_find(&flog, s0 + s + 1, ff + 1)) continue;
                         if (resume && resume_lookup(save_emb, s0 + s + 1, ff + 1, key, &unused)) continue;
                         group[nl++] = ff;
                     }
-                    lp.quiet = &quiet;
-                    lp.first = group[0] + 1;
-                    lp.last = group[nl - 1] + 1;
+                    meter_begin(&mt, s0 + s + 1, group[0] + 1, group[nl - 1] + 1, nl);
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nl) schedule(static, 1)
 #endif
                     for (j = 0; j < nl; ++j)
                         run_lane(&lanes[j], group[j], fold, &ds, &cs, lane_threads, save_mod, &ck, s0 + s + 1, quiet,
-                                 j == 0 ? &lp : NULL);
+                                 j == 0 ? &mt : NULL);
+                    meter_end(&mt, nl);
                     for (j = 0; j < nl; ++j)
                         if (lanes[j].failed) {
                             cli_error("eval", "%s", lanes[j].err);
@@ -1000,12 +1090,16 @@ int cmd_eval(int argc, char **argv) {
                 t0 -= lanes[j].seconds; /* the fold's time includes its lane's */
                 resumed_seconds += lanes[j].prior;
             } else if (from_emb) { /* this fold's embeddings from an earlier run (checked above) */
+                meter_begin(&mt, s0 + s + 1, f + 1, f + 1, 1);
                 if (read_fold_embeddings(from_emb, s0 + s + 1, f + 1, &ds, &cfg, H, out_path, sizeof out_path,
                                          " (replaced during the run)"))
                     goto done;
+                meter_end(&mt, 1);
             } else {
                 char err[512];
                 double prior = 0.0;
+                int bad;
+                meter_begin(&mt, s0 + s + 1, f + 1, f + 1, 1);
                 if (from_mod) { /* this fold's model from an earlier run (--save-models) */
                     if (load_fold_model(from_mod, s0 + s, f, &cfg, out_path, sizeof out_path, &m)) goto done;
                 } else if (fold_model_start(&m, &cs, &ds, &ck, s0 + s + 1, f, quiet, &prior, err, sizeof err)) {
@@ -1014,8 +1108,10 @@ int cmd_eval(int argc, char **argv) {
                 }
                 t0 -= prior; /* a resumed fold's time includes its earlier parts */
                 resumed_seconds += prior;
-                if (fold_embeddings(&m, !from_mod, &cs, &ds, tr, ntr, save_mod, &ck, t0, s0 + s + 1, f, on_fold_progress, &quiet,
-                                    ids, Xte, H, err, sizeof err)) { /* Xte: free scratch here */
+                bad = fold_embeddings(&m, !from_mod, &cs, &ds, tr, ntr, save_mod, &ck, t0, s0 + s + 1, f, on_meter_progress, &mt,
+                                      ids, Xte, H, err, sizeof err); /* Xte: free scratch here */
+                meter_end(&mt, 1);
+                if (bad) {
                     cli_error("eval", "%s", err);
                     goto done;
                 }
@@ -1132,13 +1228,21 @@ int cmd_eval(int argc, char **argv) {
             memcpy(row->omega, omega, sizeof omega);
             fold_scores[f] = score;
             ++nrows;
-            if (fold_log_path && fold_log_append(&flog, key, row, cfg.L, te, nte, preds + (size_t)s * ds.num_graphs)) goto done;
-            fprintf(stderr, "  seed %d fold %2d: %s %.4f (train %.4f)  %.1f s\n", s0 + s + 1, f + 1, regression ? "mae" : "accuracy",
-                    score, tscore, row->seconds);
+            if (fold_log_path) {
+                if (fold_log_append(&flog, key, row, cfg.L, te, nte, preds + (size_t)s * ds.num_graphs)) goto done;
+                eval_interrupt_note(fold_log_path, ++nlogged, save_emb, resume, every, save_mod);
+            }
+            {
+                char eta[48];
+                meter_eta(&mt, 0.0, eta, sizeof eta);
+                fprintf(stderr, "  seed %d/%d fold %2d/%d: %s %.4f (train %.4f)  %.1f s%s%s\n", s0 + s + 1, mt.seeds, f + 1, nf,
+                        regression ? "mae" : "accuracy", score, tscore, row->seconds, eta[0] && mt.done < mt.todo ? ", " : "",
+                        mt.done < mt.todo ? eta : "");
+            }
         }
         seed_mean[s] = mean_of(fold_scores, nf);
         seed_std[s] = std_of(fold_scores, nf);
-        fprintf(stderr, "  seed %d: mean %.4f (fold std %.4f)\n", s0 + s + 1, seed_mean[s], seed_std[s]);
+        fprintf(stderr, "  seed %d/%d: mean %.4f (fold std %.4f)\n", s0 + s + 1, mt.seeds, seed_mean[s], seed_std[s]);
     }
     {
         double mean = mean_of(seed_mean, (int)seeds), sd = std_of(seed_mean, (int)seeds), fstd = mean_of(seed_std, (int)seeds);
@@ -1202,7 +1306,9 @@ int cmd_eval(int argc, char **argv) {
             if (bad) goto done;
         }
         printf("fold_std=%.4f seconds=%.1f\n", fstd, wall);
-        printf("%s=%.4f std=%.4f\n", regression ? "mae" : "accuracy", mean, sd);
+        /* the std is over seeds: one seed has none (0.0000 would read as no spread) */
+        if (seeds == 1) printf("%s=%.4f std=n/a\n", regression ? "mae" : "accuracy", mean);
+        else printf("%s=%.4f std=%.4f\n", regression ? "mae" : "accuracy", mean, sd);
     }
     rc = 0;
 done:

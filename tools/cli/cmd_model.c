@@ -1,54 +1,89 @@
-/* cmd_model.c - the model subcommands of hpjepa: pretrain, embed, bench train
-   (and the shared option parsing that eval uses too). */
+/* cmd_model.c - the model subcommands of hpjepa: pretrain, embed, bench train. */
 #include "cli.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 
-/* ---- shared: dataset + config options ------------------------------------ */
+/* ---- progress ------------------------------------------------------------- */
 
-int cli_model_options(const char *cmd, int argc, char **argv, int i, hpj_config *cfg, int *consumed) {
-    const char *a = argv[i];
-    *consumed = 0;
-    if (!strcmp(a, "--config")) {
-        if (i + 1 >= argc) { cli_error(cmd, "--config needs a FILE"); return -1; }
-        if (hpj_config_load(cfg, argv[i + 1]) != HPJ_OK) { cli_error(cmd, "%s", hpj_last_error()); return -1; }
-        *consumed = 2;
-    } else if (!strcmp(a, "--set")) {
-        char key[128], *eq;
-        if (i + 1 >= argc) { cli_error(cmd, "--set needs key=value"); return -1; }
-        eq = strchr(argv[i + 1], '=');
-        if (!eq || eq == argv[i + 1] || (size_t)(eq - argv[i + 1]) >= sizeof key) {
-            cli_error(cmd, "--set expects key=value, got '%s'", argv[i + 1]);
-            return -1;
-        }
-        memcpy(key, argv[i + 1], (size_t)(eq - argv[i + 1]));
-        key[eq - argv[i + 1]] = 0;
-        if (hpj_config_set(cfg, key, eq + 1) != HPJ_OK) { cli_error(cmd, "--set %s", hpj_last_error()); return -1; }
-        *consumed = 2;
-    } else if (!strcmp(a, "--threads")) {
-        long long t;
-        if (i + 1 >= argc || cli_parse_int(cmd, "--threads", argv[i + 1], 1, 4096, &t)) return -1;
-        cfg->threads = (int)t;
-        *consumed = 2;
-    } else if (!strcmp(a, "--seed")) {
-        long long t;
-        if (i + 1 >= argc || cli_parse_int(cmd, "--seed", argv[i + 1], 0, (long long)1 << 62, &t)) return -1;
-        cfg->seed = (uint64_t)t;
-        *consumed = 2;
+/* Progress lines that a terminal redraws in place must stay on one row: a
+   line that wraps leaves its first part behind at every redraw. So the
+   width is asked each time (the window may be resized): COLUMNS when the
+   user sets it, else the terminal's own, else the 80 of a classic one. */
+int cli_tty_width(void) {
+    const char *e;
+    if (!isatty(2)) return 0;
+    e = getenv("COLUMNS");
+    if (e && *e) {
+        char *end;
+        long v = strtol(e, &end, 10);
+        if (!*end && v > 0 && v < 10000) return (int)v;
     }
-    return 0;
+#ifdef TIOCGWINSZ
+    {
+        struct winsize ws;
+        if (ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return (int)ws.ws_col;
+    }
+#endif
+    return 80;
 }
 
-/* ---- progress ------------------------------------------------------------- */
+void cli_fmt_time(double s, char *buf, size_t n) {
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+    else if (t >= 60) snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, n, "%lds", t);
+}
+
+/* The candidates, best first: the full text behind a bar, the brief one
+   behind a bar, each alone, then the brief one cut. A bar narrower than 10
+   cells says too little to be worth the room. The last column stays empty:
+   a terminal that has written there wraps on the next character. Each
+   text is measured at the longest it has been plus a few cells, so that
+   the bar keeps its width while the numbers after it change length. */
+void cli_progress_line(int width, double frac, const char *full, const char *brief) {
+    enum { MIN_BAR = 10, MAX_BAR = 30, SLACK = 4 };
+    static int longest_full, longest_brief;
+    char line[600];
+    int room = width - 1, n = 0, i, bar = 0, len, filled, lf, lb;
+    const char *t = full;
+    if (!brief) brief = full;
+    if (room > 512) room = 512;
+    if (room < 1) room = 1;
+    if ((lf = (int)strlen(full)) + SLACK > longest_full) longest_full = lf + SLACK;
+    if ((lb = (int)strlen(brief)) + SLACK > longest_brief) longest_brief = lb + SLACK;
+    if (longest_full + 3 + MIN_BAR <= room) t = full, len = longest_full;
+    else if (longest_brief + 3 + MIN_BAR <= room) t = brief, len = longest_brief;
+    else if (lf <= room) t = full, len = lf;
+    else t = brief, len = lb;
+    if (len + 3 + MIN_BAR <= room) bar = room - len - 3 < MAX_BAR ? room - len - 3 : MAX_BAR;
+    len = (int)strlen(t);
+    if (len > room - (bar ? bar + 3 : 0)) len = room - (bar ? bar + 3 : 0);
+    frac = frac < 0.0 ? 0.0 : frac > 1.0 ? 1.0 : frac;
+    filled = (int)(frac * bar + 0.5);
+    line[n++] = '\r';
+    if (bar) {
+        line[n++] = '[';
+        for (i = 0; i < bar; ++i) line[n++] = i < filled ? '#' : '.';
+        line[n++] = ']';
+        line[n++] = ' ';
+    }
+    memcpy(line + n, t, (size_t)len);
+    n += len;
+    memcpy(line + n, "\033[K", 3); /* clear what a longer line left */
+    n += 3;
+    fwrite(line, 1, (size_t)n, stderr);
+    fflush(stderr);
+}
 
 typedef struct cli_progress {
     int tty, quiet, L;
     double t_start, t_epoch, last_draw;
     const hpj_config *cfg;
-    FILE *loss_log; /* --loss-log: epoch,step,resolution,K,loss rows */
+    FILE *loss_log; /* --loss-log: epoch,step,resolution,K (or P),loss rows */
     /* benchmark timing: time of each completed batch */
     double *batch_t;
     int nbatch, cap;
@@ -57,18 +92,13 @@ typedef struct cli_progress {
     int64_t last_count[HPJ_MAX_RES];
 } cli_progress;
 
-static void fmt_time(double s, char *buf, size_t n) {
-    long t = (long)(s + 0.5);
-    if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, (t / 60) % 60);
-    else if (t >= 60) snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
-    else snprintf(buf, n, "%lds", t);
-}
-
+/* A redrawn bar on a terminal (fitted to its width, a line kept per
+   epoch), a line per epoch in a log. */
 static void on_progress(void *user, const hpj_progress *p) {
     cli_progress *cp = (cli_progress *)user;
     double now = cli_now();
-    char line[512], eta[32], el[32];
-    int n = 0, l, width = 24, filled;
+    char full[512], brief[256], losses[256], short_losses[160], eta[32], el[32];
+    int n = 0, nb = 0, l;
     double frac = p->total_steps ? (double)p->step / (double)p->total_steps : 0.0;
     double eps_s = now - cp->t_epoch;
     if (cp->batch_t && cp->nbatch < cp->cap) cp->batch_t[cp->nbatch++] = now;
@@ -86,27 +116,24 @@ static void on_progress(void *user, const hpj_progress *p) {
     if (!cp->tty && !p->epoch_done) return;
     if (cp->tty && !p->epoch_done && now - cp->last_draw < 0.2) return;
     cp->last_draw = now;
-    fmt_time(now - cp->t_start, el, sizeof el);
-    fmt_time(p->step > cp->step0 ? (now - cp->t_start) * (double)(p->total_steps - p->step) / (double)(p->step - cp->step0) : 0.0,
-             eta, sizeof eta);
-    filled = (int)(frac * width + 0.5);
-    if (cp->tty) {
-        n += snprintf(line + n, sizeof line - (size_t)n, "\r[");
-        for (l = 0; l < width; ++l) line[n++] = l < filled ? '#' : '.';
-        n += snprintf(line + n, sizeof line - (size_t)n, "] ");
+    cli_fmt_time(now - cp->t_start, el, sizeof el);
+    cli_fmt_time(p->step > cp->step0 ? (now - cp->t_start) * (double)(p->total_steps - p->step) / (double)(p->step - cp->step0) : 0.0,
+                 eta, sizeof eta);
+    losses[0] = short_losses[0] = 0;
+    for (l = 0; l < cp->L; ++l) {
+        double v = p->loss_count[l] ? p->loss[l] / (double)p->loss_count[l] : 0.0;
+        n += snprintf(losses + n, sizeof losses - (size_t)n, " %.4g", v);
+        nb += snprintf(short_losses + nb, sizeof short_losses - (size_t)nb, " %-7.3g", v); /* a column per resolution */
     }
-    n += snprintf(line + n, sizeof line - (size_t)n, "epoch %d/%d batch %d/%d loss", p->epoch + 1, p->epochs, p->batch,
-                  p->batches);
-    for (l = 0; l < cp->L && n < (int)sizeof line - 40; ++l)
-        n += snprintf(line + n, sizeof line - (size_t)n, " %.4g", p->loss_count[l] ? p->loss[l] / (double)p->loss_count[l] : 0.0);
-    n += snprintf(line + n, sizeof line - (size_t)n, " | %.1f graphs/s | %s elapsed, ETA %s",
-                  eps_s > 0 ? (double)p->graphs_done / eps_s : 0.0, el, eta);
+    snprintf(full, sizeof full, "epoch %d/%d batch %d/%d loss%s | %.1f graphs/s | %s elapsed, ETA %s", p->epoch + 1,
+             p->epochs, p->batch, p->batches, losses, eps_s > 0 ? (double)p->graphs_done / eps_s : 0.0, el, eta);
     if (cp->tty) {
-        fputs(line, stderr);
-        fputs("\033[K", stderr);
+        int width = cli_tty_width();
+        snprintf(brief, sizeof brief, "epoch %d/%d loss%s | ETA %s", p->epoch + 1, p->epochs, short_losses, eta);
+        cli_progress_line(width ? width : 80, frac, full, brief);
         if (p->epoch_done) fputc('\n', stderr);
     } else {
-        fputs(line, stderr);
+        fputs(full, stderr);
         fputc('\n', stderr);
     }
     fflush(stderr);
@@ -120,14 +147,6 @@ static void progress_init(cli_progress *cp, const hpj_config *cfg, int quiet) {
     cp->L = cfg->L;
     cp->cfg = cfg;
     cp->t_start = cp->t_epoch = cli_now();
-}
-
-int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds) {
-    if (hpj_dataset_load_tu(dir, ds) != HPJ_OK) {
-        cli_error(cmd, "%s", hpj_last_error());
-        return -1;
-    }
-    return 0;
 }
 
 /* ---- pretrain ------------------------------------------------------------- */
@@ -145,7 +164,7 @@ static const char *pretrain_usage =
     "  a resolution took no step>.\n"
     "  Progress goes to stderr (a bar on a terminal, one line per epoch otherwise).\n"
     "  --loss-log writes epoch,step,resolution,K,loss (the epoch's mean loss per\n"
-    "  resolution) for `hpjepa plot loss`.\n"
+    "  resolution; P for K in Graph-JEPA mode, its patches) for `hpjepa plot loss`.\n"
     "  --save-optimizer keeps the Adam moments in MODEL, so it can be resumed.\n"
     "  --checkpoint-every N writes MODEL (with the optimizer state) after every\n"
     "  N-th epoch as well, so an interrupted run loses at most N epochs.\n"
@@ -155,6 +174,8 @@ static const char *pretrain_usage =
     "  the three above) to its configured epochs, with the config stored in\n"
     "  MODEL0 (--config, --set and --seed are refused; --threads is free): with\n"
     "  the same dataset and --split, the same bits as a run never stopped.\n"
+    "  Interrupted (Ctrl-C, kill), it removes its partial files and says how to\n"
+    "  continue: with --resume MODEL after a --checkpoint-every checkpoint.\n"
     "  Config keys: see data/configs/*.cfg and the README.\n";
 
 int cmd_pretrain(int argc, char **argv) {
@@ -162,7 +183,7 @@ int cmd_pretrain(int argc, char **argv) {
     hpj_dataset ds;
     hpj_model m;
     const char *dir = NULL, *out = NULL, *split = NULL, *loss_log = NULL, *resume = NULL;
-    char log_tmp[4200];
+    char log_tmp[4200], again[3200];
     int i, save_opt = 0, quiet = 0, rc = 1, cfg_given = 0, l;
     long long every = 0, until = 0;
     int32_t *train = NULL, n = 0, g;
@@ -207,8 +228,17 @@ int cmd_pretrain(int argc, char **argv) {
         return 2;
     }
     if (!resume && hpj_config_check(&cfg) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); return 2; }
+    /* the outputs are checked before the work: a run of hours must not fail
+       at its end on a mistyped folder */
+    if (cli_check_writable("pretrain", out) || (loss_log && cli_check_writable("pretrain", loss_log))) return 2;
+    /* how an interrupted run continues: the same command on its checkpoint */
+    snprintf(again, sizeof again, "hpjepa pretrain %.1000s --resume %.1000s --out %.1000s%s%s", dir, out, out,
+             split ? " --split " : "", split ? split : "");
+    if (until) snprintf(again + strlen(again), sizeof again - strlen(again), " --until-epoch %lld", until);
+    if (every) snprintf(again + strlen(again), sizeof again - strlen(again), " --checkpoint-every %lld", every);
     if (resume) {
         int threads = cfg.threads;
+        cli_interrupt_note("nothing written; %s is unchanged: run the same command to continue", resume);
         if (hpj_model_load(&m, resume) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done; }
         if (!m.adam_state) {
             cli_error("pretrain", "%s: saved without the optimizer state (write it with --save-optimizer, "
@@ -240,7 +270,8 @@ int cmd_pretrain(int argc, char **argv) {
     cp.step0 = m.step;
     if (loss_log) { /* written next to its final name, renamed when training succeeded */
         if (!(cp.loss_log = cli_create("pretrain", loss_log, log_tmp, sizeof log_tmp))) goto done;
-        fputs("epoch,step,resolution,K,loss\n", cp.loss_log);
+        /* the level's size: K parts (HP-JEPA) or P patches (Graph-JEPA mode) */
+        fputs(cfg.mode == HPJ_MODE_HP ? "epoch,step,resolution,K,loss\n" : "epoch,step,resolution,P,loss\n", cp.loss_log);
     }
     t0 = cli_now();
     /* in parts of `every` epochs, each part's model written with its
@@ -252,12 +283,16 @@ int cmd_pretrain(int argc, char **argv) {
             cli_error("pretrain", "%s", hpj_last_error());
             goto done;
         }
-        if (next < until && hpj_model_save(&m, out, 1) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done; }
+        if (next < until) {
+            if (cli_model_save(&m, out, 1) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done; }
+            cli_interrupt_note("%s holds epoch %lld of %d: continue with %s", out, (long long)next, cfg.epochs, again);
+        }
     }
-    if (hpj_model_save(&m, out, save_opt || every || until < cfg.epochs) != HPJ_OK) {
+    if (cli_model_save(&m, out, save_opt || every || until < cfg.epochs) != HPJ_OK) {
         cli_error("pretrain", "%s", hpj_last_error());
         goto done;
     }
+    cli_interrupt_note("%s written%s", out, loss_log ? "; not the loss log" : "");
     if (cp.loss_log) {
         FILE *f = cp.loss_log;
         cp.loss_log = NULL;
@@ -315,6 +350,7 @@ int cmd_embed(int argc, char **argv) {
     }
     if (!mpath || !dir) { cli_error("embed", "expected MODEL and DATASET_DIR (see --help)"); return 2; }
     if (!out) { cli_error("embed", "missing --out FILE.npy"); return 2; }
+    if (cli_check_writable("embed", out)) return 2;
     if (hpj_model_load(&m, mpath) != HPJ_OK) { cli_error("embed", "%s", hpj_last_error()); return 1; }
     if (threads) m.cfg.threads = threads;
     if (readout < 0) readout = m.cfg.readout == HPJ_READOUT_UNIFORM ? HPJ_READOUT_UNIFORM : HPJ_READOUT_CONCAT;
@@ -362,6 +398,7 @@ int cmd_bench_train(int argc, char **argv) {
     cli_progress cp;
     double *dts = NULL, t0;
     struct rusage ru;
+    hpj_set_adaptive_threads(0); /* the speed of the team asked for, like the peer's */
     hpj_config_default(&cfg);
     for (i = 1; i < argc; ++i) {
         int used;
@@ -409,11 +446,10 @@ int cmd_bench_train(int argc, char **argv) {
     }
     {
         int k, nt = 0;
-        double total = 0.0, med, gf;
+        double med, gf;
         for (k = (int)warm; k < (int)(steps + warm); ++k) {
             double prev = k == 0 ? t0 : cp.batch_t[k - 1];
             dts[nt++] = cp.batch_t[k] - prev;
-            total += cp.batch_t[k] - prev;
         }
         med = cli_sort_median(dts, nt);
         getrusage(RUSAGE_SELF, &ru);

@@ -23,7 +23,7 @@ static const char *partition_usage =
     "  --ntrials N        initial partitioning trials (default 0 = automatic)\n"
     "  --out FILE         write one 0-based part id per line\n"
     "  --many             GRAPH_FILE holds many graphs, each with its own header\n"
-    "                     line (as ../shared/peers/metis_bench reads); prints\n"
+    "                     line (as make bench's METIS driver reads); prints\n"
     "                     graphs=<int> edgecut=<mean> imbalance=<mean> parts=<mean>\n"
     "                     seconds=<total>; --out gets all graphs' ids in order\n";
 
@@ -67,6 +67,15 @@ static long long next_graph(const char *text, size_t len) {
         ++lines;
     }
     return (long long)p;
+}
+
+/* hpj_partition_write (atomic through OUT.tmp~) with that file watched, so
+   an interruption removes it. */
+static hpj_status write_parts(const char *out, const int32_t *part, int32_t n) {
+    int slot = cli_temp_watch(out);
+    hpj_status st = hpj_partition_write(out, part, n);
+    cli_temp_unwatch(slot);
+    return st;
 }
 
 static int run_many(const char *cmd, const char *path, int32_t K, const hpj_part_options *opt, int reps,
@@ -155,7 +164,7 @@ static int run_many(const char *cmd, const char *path, int32_t K, const hpj_part
             memcpy(all + at, parts[i], sizeof(int32_t) * (size_t)gs[i].g.n);
             at += gs[i].g.n;
         }
-        st = total_n > INT32_MAX ? HPJ_ERR_INPUT : hpj_partition_write(out, all, (int32_t)total_n);
+        st = total_n > INT32_MAX ? HPJ_ERR_INPUT : write_parts(out, all, (int32_t)total_n);
         free(all);
         if (st != HPJ_OK) { cli_error(cmd, "%s", total_n > INT32_MAX ? "too many vertices for --out" : hpj_last_error()); goto done; }
     }
@@ -234,6 +243,7 @@ int cmd_partition(int argc, char **argv) {
         return 2;
     }
     if (cli_parse_int(cmd, "K", kstr, 1, INT32_MAX, &v)) return 2;
+    if (out && cli_check_writable(cmd, out)) return 2; /* before the work */
     if (many) return run_many(cmd, path, (int32_t)v, &opt, reps, out);
     if (hpj_graph_read_metis(path, &g, NULL) != HPJ_OK) {
         cli_error(cmd, "%s", hpj_last_error());
@@ -262,7 +272,7 @@ int cmd_partition(int argc, char **argv) {
     }
     hpj_part_work_free(work);
     if (hpj_partition_evaluate(&g.g, (int32_t)v, part, &s) != HPJ_OK ||
-        (out && hpj_partition_write(out, part, g.g.n) != HPJ_OK)) {
+        (out && write_parts(out, part, g.g.n) != HPJ_OK)) {
         cli_error(cmd, "%s", hpj_last_error());
         free(part);
         hpj_graph_owned_free(&g);

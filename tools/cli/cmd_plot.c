@@ -29,6 +29,14 @@ static const char *const palette[8] = {"#0072B2", "#E69F00", "#009E73", "#D55E00
 /* Quartiles are ordinal: light blue -> blue -> orange -> vermillion stays
    distinguishable under the common colour-vision deficiencies. */
 static const char *const quartile_colour[4] = {"#56B4E9", "#0072B2", "#E69F00", "#D55E00"};
+/* Classes and target quartiles sit beside the node-count quartiles in the
+   t-SNE figure, so they take colours of their own: a class coloured like a
+   quartile would read as that quartile. Classes: Paul Tol's muted scheme
+   without its cyan and rose (near the quartiles' sky blue and vermillion)
+   first; target quartiles: ColorBrewer's purple-green, ordinal too. */
+static const char *const class_colour[8] = {"#117733", "#AA4499", "#332288", "#999933",
+                                            "#882255", "#44AA99", "#DDCC77", "#CC6677"};
+static const char *const target_quartile_colour[4] = {"#7B3294", "#C2A5CF", "#A6DBA0", "#008837"};
 
 /* ==== utilities: files, lines, numbers ==================================== */
 
@@ -278,13 +286,15 @@ static void svg_line(sbuf *b, double xa, double ya, double xb, double yb, const 
               colour, width);
 }
 
-/* Document header, white background and the centred bold title. */
+/* Document header, white background and the centred bold title. The
+   figure has its natural size (a page never blows it up) and scales down
+   with its viewBox to a narrower window or column (never cut). */
 static void svg_begin(sbuf *b, double w, double h, const char *title) {
     double size = 17;
     while (size > 10 && text_w(title, size) > w - 20) size -= 1;
     sb_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                  "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" height=\"%.0f\" "
-                 "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n<title>",
+                 "viewBox=\"0 0 %.0f %.0f\" style=\"max-width: 100%%; height: auto\" font-family=\"sans-serif\">\n<title>",
               w, h, w, h);
     sb_escape(b, title);
     sb_printf(b, "</title>\n<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n", w, h);
@@ -458,6 +468,22 @@ static void draw_legend(sbuf *b, double x, double y, int n, const char *const *l
     }
 }
 
+/* The legend in columns under a panel `width` px wide, filled down then
+   across: as many columns as fit (at least one). Returns its height. */
+static double draw_legend_grid(sbuf *b, double x, double y, double width, int n, const char *const *labels,
+                               const char *const *colours, legend_kind kind) {
+    double colw = legend_width(labels, n) + 12;
+    int cols = (int)((width + 12) / colw), rows, c;
+    if (cols < 1) cols = 1;
+    if (cols > n) cols = n;
+    rows = n ? (n + cols - 1) / cols : 0;
+    for (c = 0; c * rows < n; ++c) {
+        int k = n - c * rows < rows ? n - c * rows : rows;
+        draw_legend(b, x + c * colw, y, k, labels + c * rows, colours + c * rows, kind);
+    }
+    return 20.0 * rows;
+}
+
 /* ---- grouped bar chart (quartiles, sweep) ------------------------------------- */
 
 typedef struct bar_chart {
@@ -589,6 +615,7 @@ static int parse_opts(int argc, char **argv, const char *usage, int tsne, plot_o
         else { cli_error(CMD, "more than %d inputs", MAX_INPUTS); return 2; }
     }
     if (!o->out) { cli_error(CMD, "missing --out FILE.svg (see hpjepa plot %s --help)", argv[0]); return 2; }
+    if (cli_check_writable(CMD, o->out)) return 2; /* before reading inputs (t-SNE takes minutes) */
     return 0;
 }
 
@@ -1172,20 +1199,29 @@ done:
 /* ==== plot loss =================================================================== */
 
 static const char *loss_usage =
-    "usage: hpjepa plot loss --out F.svg [--title T] LOG.csv [LOG.csv ...]\n"
+    "usage: hpjepa plot loss --out F.svg [--title T] LABEL=LOG.csv [LABEL=LOG.csv ...]\n"
     "  Pretraining loss per resolution from `hpjepa pretrain --loss-log FILE`\n"
-    "  (header epoch,step,resolution,K,loss; one row per epoch and level). One\n"
-    "  line per resolution (legend K = ...), x = epoch. Several files give one\n"
-    "  panel per file side by side (up to 3 per row, titled by the file name)\n"
-    "  sharing the y axis, so the panels compare directly. The y axis is log10\n"
-    "  when the largest loss is more than 20x the smallest (the axis says so).\n"
-    "  Prints a Markdown table of the first and last loss per resolution.\n";
+    "  (header epoch,step,resolution,K,loss, or P for K from a Graph-JEPA-mode\n"
+    "  run; one row per epoch and level). One line per resolution (legend\n"
+    "  K = ... parts, or P = ... patches), x = epoch. Several files give one\n"
+    "  panel per file side by side (up to 2 per row, titled by their LABEL; a\n"
+    "  bare LOG.csv is labelled by its name) sharing the y axis, so the panels\n"
+    "  compare directly. The y axis is log10 when the largest loss is more than\n"
+    "  20x the smallest (the axis says so). Prints a Markdown table of the first\n"
+    "  and last loss per resolution.\n";
 
 #define LOSS_MAX_RES 64
 
 typedef struct loss_pt { double epoch, loss; int line; } loss_pt;
 typedef struct loss_curve { int K, n, cap, first_line; loss_pt *pt; } loss_curve;
-typedef struct loss_file { const char *path; loss_curve c[LOSS_MAX_RES]; int max_epoch; } loss_file;
+typedef struct loss_file {
+    const char *path;
+    char label[256];
+    int named;       /* the label was given (LABEL=LOG.csv) */
+    char level;      /* 'K' (parts of an HP-JEPA resolution) or 'P' (Graph-JEPA mode's patches) */
+    loss_curve c[LOSS_MAX_RES];
+    int max_epoch;
+} loss_file;
 
 static int cmp_loss_pt(const void *a, const void *b) {
     const loss_pt *x = (const loss_pt *)a, *y = (const loss_pt *)b;
@@ -1202,10 +1238,11 @@ static int loss_load(loss_file *lf) {
     if (!buf) return -1;
     lines_init(&r, buf, len);
     s = next_line(&r);
-    if (!s || strcmp(s, "epoch,step,resolution,K,loss")) {
-        cli_error(CMD, "%s:%d: expected the header 'epoch,step,resolution,K,loss'", lf->path, s ? r.line : 1);
+    if (!s || (strcmp(s, "epoch,step,resolution,K,loss") && strcmp(s, "epoch,step,resolution,P,loss"))) {
+        cli_error(CMD, "%s:%d: expected the header 'epoch,step,resolution,K,loss' (or P for K)", lf->path, s ? r.line : 1);
         goto done;
     }
+    lf->level = s[22]; /* the K or the P */
     while ((s = next_line(&r))) {
         long long v[4];
         double loss;
@@ -1214,7 +1251,8 @@ static int loss_load(loss_file *lf) {
         if (nf != 5) { cli_error(CMD, "%s:%d: expected 5 comma-separated fields, got %d", lf->path, r.line, nf); goto done; }
         for (k = 0; k < 4; ++k)
             if (!to_ll(f[k], k == 1 ? 0 : 1, hi[k], &v[k])) {
-                cli_error(CMD, "%s:%d: %s '%s' is not an integer in %d..%lld", lf->path, r.line, names[k], f[k], k == 1 ? 0 : 1, hi[k]);
+                cli_error(CMD, "%s:%d: %s '%s' is not an integer in %d..%lld", lf->path, r.line,
+                          k == 3 && lf->level == 'P' ? "P" : names[k], f[k], k == 1 ? 0 : 1, hi[k]);
                 goto done;
             }
         if (!to_dbl(f[4], &loss) || loss < 0) {
@@ -1223,8 +1261,8 @@ static int loss_load(loss_file *lf) {
         }
         c = &lf->c[v[2] - 1];
         if (c->n && c->K != v[3]) {
-            cli_error(CMD, "%s:%d: resolution %lld has K = %lld here but %d on line %d", lf->path, r.line, v[2], v[3], c->K,
-                      c->first_line);
+            cli_error(CMD, "%s:%d: resolution %lld has %c = %lld here but %d on line %d", lf->path, r.line, v[2], lf->level, v[3],
+                      c->K, c->first_line);
             goto done;
         }
         if (c->n == c->cap) {
@@ -1276,7 +1314,8 @@ static int cmd_plot_loss(int argc, char **argv) {
     if (!lf) { cli_error(CMD, "out of memory"); return 1; }
     rc = 1;
     for (i = 0; i < nf; ++i) {
-        lf[i].path = o.pos[i];
+        if (label_file(o.pos[i], ".csv", lf[i].label, sizeof lf[i].label, &lf[i].path)) goto done;
+        lf[i].named = lf[i].path != o.pos[i];
         if (loss_load(&lf[i])) goto done;
         for (l = 0; l < LOSS_MAX_RES; ++l) {
             int k;
@@ -1293,12 +1332,12 @@ static int cmd_plot_loss(int argc, char **argv) {
     for (i = 0; i < nf; ++i)
         for (l = 0; l < LOSS_MAX_RES; ++l) {
             char lab[32];
-            snprintf(lab, sizeof lab, "K = %d", lf[i].c[l].K);
+            snprintf(lab, sizeof lab, "%c = %d", lf[i].level, lf[i].c[l].K);
             if (lf[i].c[l].n && text_w(lab, 12) + 30 > legw) legw = text_w(lab, 12) + 30;
         }
-    cols = nf < 3 ? nf : 3;
+    cols = nf < 2 ? nf : 2; /* two 300-px panels a row keep the figure under ~1000 px */
     rowsn = (nf + cols - 1) / cols;
-    PW = 84 + 400 + 20 + legw + 16;
+    PW = 84 + 300 + 20 + legw + 16;
     W = cols * PW + 8;
     H = 48 + rowsn * PH + 8;
     snprintf(title, sizeof title, "%s", o.title ? o.title : "Pretraining loss per resolution");
@@ -1309,11 +1348,11 @@ static int cmd_plot_loss(int argc, char **argv) {
         char lab[LOSS_MAX_RES][32];
         double ox = 8 + (i % cols) * PW, oy = 48 + (i / cols) * PH;
         int nl = 0;
-        frame_place(&f, ox + 84, oy + 34, 400, 250);
+        frame_place(&f, ox + 84, oy + 34, 300, 250);
         axis_linear(&f.ax, 1, lf[i].max_epoch, 6, 1, 1);
         if (ylog) axis_log(&f.ay, lo, hi);
         else axis_linear(&f.ay, lo, hi, 5, 0, 1);
-        if (nf > 1) svg_text(&b, f.x + f.w / 2, oy + 22, 13, "middle", " font-weight=\"bold\"", "%s", base_name(lf[i].path));
+        if (nf > 1 || lf[i].named) svg_text(&b, f.x + f.w / 2, oy + 22, 13, "middle", " font-weight=\"bold\"", "%s", lf[i].label);
         draw_frame(&b, &f, 1, "epoch", ylabel);
         for (l = 0; l < LOSS_MAX_RES; ++l) {
             const loss_curve *c = &lf[i].c[l];
@@ -1328,7 +1367,7 @@ static int cmd_plot_loss(int argc, char **argv) {
                 for (k = 0; k < c->n; ++k)
                     sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.8\" fill=\"%s\"/>\n", ax_px(&f.ax, c->pt[k].epoch),
                               ax_px(&f.ay, c->pt[k].loss), col);
-            snprintf(lab[nl], sizeof lab[nl], "K = %d", c->K);
+            snprintf(lab[nl], sizeof lab[nl], "%c = %d", lf[i].level, c->K);
             labels[nl] = lab[nl];
             colours[nl++] = col;
         }
@@ -1336,14 +1375,14 @@ static int cmd_plot_loss(int argc, char **argv) {
     }
     rc = svg_finish(&b, o.out) ? 1 : 0;
     if (!rc) {
-        printf("| file | K | epochs | first loss | last loss |\n|---|---|---|---|---|\n");
+        printf("| run | level | epochs | first loss | last loss |\n|---|---|---|---|---|\n");
         for (i = 0; i < nf; ++i)
             for (l = 0; l < LOSS_MAX_RES; ++l) {
                 const loss_curve *c = &lf[i].c[l];
                 if (!c->n) continue;
                 printf("| ");
-                md_cell(base_name(lf[i].path));
-                printf(" | %d | %d | %.6g | %.6g |\n", c->K, c->n, c->pt[0].loss, c->pt[c->n - 1].loss);
+                md_cell(lf[i].label);
+                printf(" | %c = %d | %d | %.6g | %.6g |\n", lf[i].level, c->K, c->n, c->pt[0].loss, c->pt[c->n - 1].loss);
             }
     }
 done:
@@ -1590,9 +1629,11 @@ static double knn_agreement(const double *Y, int n, const int *group, int k) {
     return total ? (double)same / total : 0.0;
 }
 
-/* One scatter panel: frame, points in draw order, legend at the right. */
+/* One scatter panel: frame, points in draw order, the legend in columns
+   under the x axis title (`width` px wide from x = lx). */
 static void tsne_panel(sbuf *b, const plot_frame *f, const char *title, const double *Y, const int32_t *order, int n,
-                       const int *group, const char *const *colours, int ngroups, const char *const *labels) {
+                       const int *group, const char *const *colours, int ngroups, const char *const *labels, double lx,
+                       double width) {
     int i;
     svg_text(b, f->x + f->w / 2, f->y - 12, 14, "middle", " font-weight=\"bold\"", "%s", title);
     draw_frame(b, f, 1, "t-SNE 1", "t-SNE 2");
@@ -1601,7 +1642,7 @@ static void tsne_panel(sbuf *b, const plot_frame *f, const char *title, const do
         sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.6\" fill=\"%s\" fill-opacity=\"0.8\"/>\n", ax_px(&f->ax, Y[2 * g]),
                   ax_px(&f->ay, Y[2 * g + 1]), colours[group[g]]);
     }
-    draw_legend(b, f->x + f->w + 18, f->y, ngroups, labels, colours, LEGEND_DOT);
+    draw_legend_grid(b, lx, f->y + f->h + 54, width, ngroups, labels, colours, LEGEND_DOT);
 }
 
 static int cmd_plot_tsne(int argc, char **argv) {
@@ -1681,7 +1722,7 @@ static int cmd_plot_tsne(int argc, char **argv) {
         else snprintf(name, sizeof name, "class %d", ds.class_value[i]);
         snprintf(lab_c[i], sizeof lab_c[i], "%s: %d", name, c);
         lc[i] = lab_c[i];
-        cc[i] = regression ? quartile_colour[i] : palette[i % 8];
+        cc[i] = regression ? target_quartile_colour[i] : class_colour[i % 8];
     }
     /* a shuffled draw order, so no group systematically hides another */
     {
@@ -1698,44 +1739,64 @@ static int cmd_plot_tsne(int argc, char **argv) {
             if (Y[2 * i + k] > hi[k]) hi[k] = Y[2 * i + k];
         }
     }
-    /* the frame takes the map's aspect ratio within 240..440 px a side, one
-       scale for both axes */
+    /* the frame takes the map's aspect ratio within 200..360 px a side, one
+       scale for both axes: two panels side by side stay under ~930 px, and
+       the legends go under them, so the figure fits a page or a laptop
+       window at its natural size */
     {
         double sx = hi[0] - lo[0] + 1e-12, sy = hi[1] - lo[1] + 1e-12;
-        scale = 440 / (sx > sy ? sx : sy) * 0.94;
+        scale = 360 / (sx > sy ? sx : sy) * 0.94;
         fw = sx * scale / 0.94;
         fh = sy * scale / 0.94;
-        if (fw < 240) fw = 240;
-        if (fh < 240) fh = 240;
+        if (fw < 200) fw = 200;
+        if (fh < 200) fh = 200;
         cx = (lo[0] + hi[0]) / 2;
         cy = (lo[1] + hi[1]) / 2;
     }
     {
-        double qa = knn_agreement(Y, n, qgroup, TSNE_KNN), ca = knn_agreement(Y, n, cgroup, TSNE_KNN), lw, PW, W, H;
+        double qa = knn_agreement(Y, n, qgroup, TSNE_KNN), ca = knn_agreement(Y, n, cgroup, TSNE_KNN), PW, W, H, LW, legh, lh;
         plot_frame f;
         sbuf b = {0};
         int k;
         const char *cname = regression ? "target quartile" : "class";
-        lw = legend_width(lq, 4);
-        if (legend_width(lc, ncls) > lw) lw = legend_width(lc, ncls);
-        PW = 84 + fw + 18 + lw + 16;
-        W = 2 * PW + 8;
-        H = 80 + (fh > ncls * 20 ? fh : ncls * 20) + 50 + 34;
+        char foot2[256];
+        LW = fw > 360 ? fw : 360; /* the legends' width under each frame */
+        PW = 72 + LW + 24;
+        W = 2 * PW + 16;
+        /* the legends' height: measured by drawing them into a scratch buffer */
+        {
+            sbuf scratch = {0};
+            legh = draw_legend_grid(&scratch, 0, 0, LW, 4, lq, quartile_colour, LEGEND_DOT);
+            lh = draw_legend_grid(&scratch, 0, 0, LW, ncls, lc, cc, LEGEND_DOT);
+            if (lh > legh) legh = lh;
+            free(scratch.p);
+        }
+        /* the footnote: one line, or two split after the KL when too long */
+        snprintf(foot, sizeof foot, "Exact t-SNE: %d graphs, perplexity %.4g, %lld iterations, seed %lld, KL %.4f.", n, perp,
+                 o.iters, o.seed, kl);
+        snprintf(foot2, sizeof foot2, "10-NN agreement in the map: %s %.3f, quartile %.3f.", cname, ca, qa);
+        if (text_w(foot, 11) + text_w(foot2, 11) + 7 < W - 24) {
+            size_t nf = strlen(foot);
+            snprintf(foot + nf, sizeof foot - nf, " %s", foot2);
+            foot2[0] = 0;
+        }
+        H = 80 + fh + 54 + legh + 16 + (foot2[0] ? 32 : 16) + 8;
         if (o.title) snprintf(title, sizeof title, "%s", o.title);
         else snprintf(title, sizeof title, "t-SNE of %s embeddings (%s)", ds.name, base_name(o.pos[1]));
         svg_begin(&b, W, H, title);
         for (k = 0; k < 2; ++k) {
-            frame_place(&f, 8 + k * PW + 84, 80, fw, fh);
+            frame_place(&f, 8 + k * PW + 72 + (LW - fw) / 2, 80, fw, fh);
             axis_linear(&f.ax, cx - fw / 2 / scale, cx + fw / 2 / scale, 5, 0, 0);
             axis_linear(&f.ay, cy - fh / 2 / scale, cy + fh / 2 / scale, 5, 0, 0);
-            if (k == 0) tsne_panel(&b, &f, "coloured by node-count quartile", Y, order, n, qgroup, quartile_colour, 4, lq);
-            else tsne_panel(&b, &f, regression ? "coloured by target quartile" : "coloured by class", Y, order, n, cgroup, cc, ncls, lc);
+            if (k == 0)
+                tsne_panel(&b, &f, "coloured by node-count quartile", Y, order, n, qgroup, quartile_colour, 4, lq, 8 + k * PW + 72,
+                           LW);
+            else
+                tsne_panel(&b, &f, regression ? "coloured by target quartile" : "coloured by class", Y, order, n, cgroup, cc, ncls,
+                           lc, 8 + k * PW + 72, LW);
         }
-        snprintf(foot, sizeof foot,
-                 "Exact t-SNE: %d graphs, perplexity %.4g, %lld iterations, seed %lld, KL %.4f. "
-                 "10-NN agreement in the map: %s %.3f, quartile %.3f.",
-                 n, perp, o.iters, o.seed, kl, cname, ca, qa);
-        svg_text(&b, 12, H - 14, 11, "start", " fill=\"#555555\"", "%s", foot);
+        svg_text(&b, 12, H - 14 - (foot2[0] ? 16 : 0), 11, "start", " fill=\"#555555\"", "%s", foot);
+        if (foot2[0]) svg_text(&b, 12, H - 14, 11, "start", " fill=\"#555555\"", "%s", foot2);
         rc = svg_finish(&b, o.out) ? 1 : 0;
         free(b.p);
         if (!rc) {

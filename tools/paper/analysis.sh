@@ -14,6 +14,7 @@ mkdir -p "$F"
 [ -x ./hpjepa ] || make -s hpjepa
 OUT=$R/analysis.md
 PREV=$(cat "$OUT" 2>/dev/null || true) # to keep results whose inputs (build/) are gone
+rm -f "$OUT.err" # this run's failures only
 {
     echo "# Analyses (paper sections 5.3-5.4)"
     echo
@@ -113,7 +114,7 @@ done
 section "Pretraining loss per resolution (PROTEINS, all graphs)"
 if have "$R/PROTEINS_hp_loss.csv" "$R/PROTEINS_gj_loss.csv"; then
     ./hpjepa plot loss --out "$F/PROTEINS_loss.svg" --title "PROTEINS: pretraining loss per resolution" \
-        "$R/PROTEINS_hp_loss.csv" "$R/PROTEINS_gj_loss.csv" >/dev/null 2>>"$OUT.err"
+        "HP-JEPA=$R/PROTEINS_hp_loss.csv" "Graph-JEPA mode=$R/PROTEINS_gj_loss.csv" >/dev/null 2>>"$OUT.err"
     echo "![loss](figures/PROTEINS_loss.svg)" >>"$OUT"
 else
     echo "(not run yet: tools/paper/reports/PROTEINS_{hp,gj}_loss.csv)" >>"$OUT"

@@ -147,9 +147,10 @@ def main(argv):
 
     write_atomic(out + ".graphs.csv", "\n".join([csv_header] + csv_rows) + "\n")
     write_atomic(out + ".md", "\n".join(md))
-    write_atomic(out + ".out", "fold_std=%.4f seconds=%.1f\n%s=%.4f std=%.4f\n" % (fstd, wall, metric, mean, sd))
+    sd_text = "n/a" if len(seeds) == 1 else "%.4f" % sd  # as eval prints it: one seed has no std over seeds
+    write_atomic(out + ".out", "fold_std=%.4f seconds=%.1f\n%s=%.4f std=%s\n" % (fstd, wall, metric, mean, sd_text))
     write_atomic(out + ".json", json.dumps(merged, indent=1) + "\n")
-    sys.stdout.write("%s=%.4f std=%.4f fold_std=%.4f seeds=%s\n" % (metric, mean, sd, fstd, seed_text))
+    sys.stdout.write("%s=%.4f std=%s fold_std=%.4f seeds=%s\n" % (metric, mean, sd_text, fstd, seed_text))
     return 0
 
 
