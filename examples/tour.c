@@ -1,45 +1,15 @@
-/* tour.c - the whole path in one program: load a TUDataset folder (or build
-   toy graphs in memory from CSR arrays), pretrain HP-JEPA on the training
-   graphs (no labels), embed every graph with the frozen encoder, fit a
-   linear probe on the training split and classify the test split.
-   usage: tour [DATASET_DIR]   (default data/DEMO; "-" = toy graphs) */
+/* tour.c - the whole path in one program: load a TUDataset folder (or
+   build graphs in memory: graphs_in_memory.c), pretrain HP-JEPA on the
+   training graphs (no labels), embed every graph with the frozen encoder,
+   fit a linear probe on the training split and classify the test split.
+   usage: tour [DATASET_DIR]   (default data/DEMO) */
 #define HPJEPA_IMPLEMENTATION
 #include "hpjepa.h"
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* Every call that can fail returns a status; the reason is one line. */
 #define TRY(call) do { if ((call) != HPJ_OK) { fprintf(stderr, "tour: %s\n", hpj_last_error()); return 1; } } while (0)
-
-/* 60 graphs of 6..13 nodes: cycles (label 0) and stars (label 1), each
-   edge listed in both directions, as one CSR over all graphs. */
-static hpj_status toy_graphs(hpj_dataset *ds) {
-    enum { G = 60 };
-    static int64_t node_ptr[G + 1], row_ptr[G * 13 + 1];
-    static int32_t col[G * 13 * 2], label[G];
-    hpj_csr_graphs in;
-    int64_t v = 0, e = 0;
-    int32_t g, i, n;
-    for (g = 0; g < G; ++g) {
-        n = 6 + g % 8;
-        label[g] = g % 2;
-        for (i = 0; i < n; ++i, ++v) {
-            if (label[g] == 0) { col[e++] = (i + n - 1) % n; col[e++] = (i + 1) % n; }
-            else if (i == 0) { int32_t j; for (j = 1; j < n; ++j) col[e++] = j; }
-            else col[e++] = 0;
-            row_ptr[v + 1] = e;
-        }
-        node_ptr[g + 1] = v;
-    }
-    memset(&in, 0, sizeof in);
-    in.num_graphs = G;
-    in.node_ptr = node_ptr;   /* (G+1) */
-    in.row_ptr = row_ptr;     /* (N+1) */
-    in.col = col;             /* (E) neighbour ids local to each graph */
-    in.graph_label = label;   /* (G) raw labels: classes 0..C-1 in ascending order */
-    return hpj_dataset_from_csr(&in, "TOY", ds);
-}
 
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "data/DEMO";
@@ -50,8 +20,7 @@ int main(int argc, char **argv) {
     int32_t *fold, *train, *test, *ytr, *pred, ntr = 0, nte = 0, g, hits = 0, L, D;
     float *H, *Xtr, *Xte;
 
-    if (strcmp(dir, "-") == 0) TRY(toy_graphs(&ds));
-    else TRY(hpj_dataset_load_tu(dir, &ds)); /* dir/NAME_A.txt, NAME_graph_indicator.txt, ... */
+    TRY(hpj_dataset_load_tu(dir, &ds)); /* dir/NAME_A.txt, NAME_graph_indicator.txt, ... */
     if (ds.num_classes < 2) { fprintf(stderr, "tour: %s has no class labels\n", ds.name); return 1; }
 
     /* 1. the defaults are the paper's architecture; a small, quick model here */
