@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.12.4 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.13.0 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -109,6 +109,17 @@
        each reproducible and thread-count independent.
 
    RECENT CHANGES
+       0.13.0  Training, embedding and logistic probes choose their team
+              size (T or one thread) by timing units of work, so a busy
+              core no longer slows them many times over
+              (hpj_set_adaptive_threads; the same bits for any size).
+              hpj_dataset_from_csr builds a dataset from graphs in memory.
+              Readers reject float node ids in TU edge lists and float
+              tokens or self-loops in METIS files (hpj_metis_info loses
+              self_loops). Every accepted config value survives a
+              checkpoint (real ranges compared in float: edge_drop = 0.99
+              loads again); hpj_config_keys lists the keys;
+              hpj_linear_model_classify. Bits unchanged.
        0.12.4  LayerNorm's dgamma / dbeta sums keep their columns in
               registers (32 on AVX-512, 16 on AVX2) instead of a stack
               array reloaded every row: alone, one AMD Zen 5 thread,
@@ -552,8 +563,8 @@
 #include <stdint.h>
 
 #define HPJEPA_VERSION_MAJOR 0
-#define HPJEPA_VERSION_MINOR 12
-#define HPJEPA_VERSION_PATCH 4
+#define HPJEPA_VERSION_MINOR 13
+#define HPJEPA_VERSION_PATCH 0
 
 #ifndef HPJDEF
 #ifdef HPJ_STATIC
