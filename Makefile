@@ -5,6 +5,7 @@
 #   make bench      benchmarks against the peers in ../shared/peers
 #   make fuzz       libFuzzer runs of every reader of outside input, the partitioner, the tokenizer and the model
 #                   (clang; minutes each, where make test gives each harness seconds)
+#   make mpi        ./hpjepa-mpi: eval's folds spread over MPI processes (needs mpicc)
 CC      ?= cc
 CXX     ?= g++
 ARCH    ?= -march=native
@@ -26,11 +27,25 @@ CLI_SRC  := $(wildcard tools/cli/*.c)
 TEST_SRC := tests/impl.c $(wildcard tests/test_*.c)
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 
-.PHONY: all examples test test-builds fuzz-builds demo bench fuzz clean
+.PHONY: all examples test test-builds fuzz-builds demo bench fuzz mpi clean
 all: hpjepa examples
 
 hpjepa: $(CLI_SRC) tools/cli/cli.h $(HDRS)
 	$(CC) $(CFLAGS) -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
+
+# ./hpjepa-mpi: the program with eval's (seed, fold) pretrainings spread over
+# MPI processes (tools/mpi/hpjepa_mpi.c wraps the program's main). Not part of
+# `make`, which needs no MPI; make test builds and runs it where mpicc exists.
+MPICC ?= mpicc
+MPI_FOUND := $(shell command -v $(MPICC) 2>/dev/null)
+MPI_SRC := tools/mpi/hpjepa_mpi.c $(filter-out tools/cli/hpjepa.c,$(CLI_SRC))
+MPI_NEEDS := $(CLI_SRC) tools/mpi/hpjepa_mpi.c tools/cli/cli.h $(HDRS)
+MPI_MISSING := echo "make mpi: $(MPICC) not found; install MPI (Debian, Ubuntu: apt-get install openmpi-bin libopenmpi-dev; \
+    Fedora: dnf install openmpi-devel) or name the compiler wrapper: make mpi MPICC=..." >&2; exit 1
+mpi: hpjepa-mpi
+hpjepa-mpi: $(MPI_NEEDS)
+	@$(if $(MPI_FOUND),true,$(MPI_MISSING))
+	$(MPICC) $(CFLAGS) -D_POSIX_C_SOURCE=200809L -o $@ $(MPI_SRC) $(LDLIBS)
 
 # the examples include "hpjepa.h" as a user's program does: -I. finds it
 examples: $(EXAMPLES)
@@ -55,6 +70,9 @@ $(B)/hpjepa-asan: $(CLI_SRC) tools/cli/cli.h $(HDRS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) -O1 -g $(ARCH) $(WERROR) $(NOOMP) $(OMP) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	    -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
+$(B)/hpjepa-mpi: $(MPI_NEEDS)
+	@mkdir -p $(B)
+	$(MPICC) $(TFLAGS) -D_POSIX_C_SOURCE=200809L -o $@ $(MPI_SRC) $(LDLIBS)
 $(B)/tests-noomp: $(TEST_SRC) tests/test.h $(HDRS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) $(OPT) -g $(ARCH) $(WERROR) -Wno-unknown-pragmas -o $@ $(TEST_SRC) $(LDLIBS)
@@ -145,7 +163,7 @@ fuzz-builds: $(FUZZ_BUILDS)
 CHECKS := $(B)/check-cxx.o $(B)/check-pedantic.o $(B)/check-embedded.o
 # the program the CLI checks run is $(B)/hpjepa (a user's make builds ./hpjepa)
 TEST_BUILDS := examples $(B)/hpjepa $(B)/tests $(B)/tests-asan $(B)/tests-noomp $(B)/hpjepa-asan $(CHECKS) $(TCC_BUILDS) \
-    $(CLANG_BUILDS) $(FUZZ_BUILDS)
+    $(CLANG_BUILDS) $(FUZZ_BUILDS) $(if $(MPI_FOUND),$(B)/hpjepa-mpi)
 # the suite's builds run one job per core unless make already has a
 # jobserver (make -jN test, N > 1): side by side they take about half the time
 NPROC ?= $(shell nproc 2>/dev/null || echo 1)
@@ -164,4 +182,4 @@ fuzz:
 	@FUZZ_B=$(B) bash tests/fuzz.sh
 
 clean:
-	rm -rf $(B) hpjepa
+	rm -rf $(B) hpjepa hpjepa-mpi

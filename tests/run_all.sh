@@ -51,6 +51,13 @@ HPJEPA_BIN=$B/hpjepa run_stage "command-line tests" bash tests/cli_test.sh
 # a memory error, a leak or undefined behaviour
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 HPJEPA_BIN=$B/hpjepa-asan \
     run_stage "command-line tests (ASan + UBSan build)" bash tests/cli_test.sh
+# hpjepa-mpi (make mpi): eval over 2 MPI ranks gives the one-process results
+# and report; a rank that fails or is killed ends the job
+if [ -x "$B/hpjepa-mpi" ]; then
+    run_stage "command-line tests of hpjepa-mpi (2 MPI ranks)" bash tests/cli_mpi.sh "$B/hpjepa" "$B/hpjepa-mpi"
+else
+    echo "=== hpjepa-mpi tests: skipped, mpicc is not installed (apt-get install openmpi-bin libopenmpi-dev)"
+fi
 # every libFuzzer harness for a few seconds on the committed corpus
 # (tests/fuzz-corpus/) and fresh seeds: an input that once broke a contract
 # fails here; one pass or fail per harness

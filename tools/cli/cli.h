@@ -92,4 +92,35 @@ int cli_is_help(const char *s);
 int cli_tty_width(void);
 void cli_fmt_time(double seconds, char *buf, size_t cap);
 void cli_progress_line(int width, double frac, const char *full, const char *brief);
+
+/* eval across processes. hpjepa-mpi (make mpi, tools/mpi/hpjepa_mpi.c)
+   hands eval's (seed, fold) pretrainings to its processes, the ranks; rank 0
+   gathers the folds' results and writes the report. cmd_eval.c reaches MPI
+   only through these hooks, which hpjepa-mpi sets in cli_eval_dist before
+   the program's main runs; NULL (./hpjepa) or one rank is one process. Every
+   rank runs the same eval command line, and the calls come in this order:
+     start  rank 0 after its setup (options, output checks, dataset, fold
+            log) with code -1 to go on, else the exit code of all; ranks > 0
+            before their setup: they get that code (and rank 0's key, so a
+            rank with another dataset or config is caught before any work)
+     agree  every rank after its setup, with its exit code so far (0): the
+            largest of them; non-zero ends every rank with it (the rank that
+            failed said why)
+     bcast  rank 0's plan of the protocol's folds, the same on every rank
+     send   rank > 0: a finished fold's line (as the fold log writes it) to
+            rank 0, without waiting for rank 0 to receive it
+     recv   rank 0: the next line any rank sent (malloc'd; *from: its rank);
+            NULL when none is waiting and wait is 0
+   A rank that fails after agree returns non-zero, and hpjepa-mpi then ends
+   the whole job (MPI_Abort): no rank waits for a line that never comes. */
+#define CLI_DIST_GO (-1)
+typedef struct cli_dist {
+    int rank, size;
+    int (*start)(int code, uint64_t *key);
+    int (*agree)(int rc);
+    void (*bcast)(void *buf, size_t bytes);
+    int (*send)(const char *line);
+    char *(*recv)(int wait, int *from);
+} cli_dist;
+extern const cli_dist *cli_eval_dist;
 #endif

@@ -86,6 +86,12 @@ static const char *eval_usage =
     "  evaluation partition; repartition embeds the training graphs with a fresh\n"
     "  training-style partition (edge drop), as the Graph-JEPA reference's train\n"
     "  loader does; the held-out graphs keep the fixed one.\n"
+    "  Across MPI processes (make mpi): mpirun -np R ./hpjepa-mpi eval ... hands the\n"
+    "  (seed, fold) pretrainings round robin to the R ranks, each with its own\n"
+    "  OpenMP threads (and --lanes); rank 0 gathers the folds and prints and\n"
+    "  writes the same results, report and fold log as one process. A fold's own\n"
+    "  files (--save-embeddings, --save-models, part files) are written by the\n"
+    "  rank that runs it: on a cluster, give a folder every node sees.\n"
     "  Defaults: 10 folds, 5 seeds (1 seed for regression splits: use --seeds).\n";
 
 typedef struct eval_row { int seed, fold; double score, train_score, seconds, alpha; float omega[HPJ_MAX_RES]; } eval_row;
@@ -165,6 +171,7 @@ static int resume_record(const char *prefix, int seed, int fold, uint64_t key, d
    naming the file and the line. */
 typedef struct fold_rec {
     int seed, fold, n, L;
+    int from; /* -1: read from the fold log file; else the rank that ran it in this run (hpjepa-mpi) */
     double seconds, score, train, alpha;
     float omega[HPJ_MAX_RES];
     int32_t *graph;
@@ -195,6 +202,7 @@ static int fold_rec_parse(const char *line, uint64_t key, int num_graphs, fold_r
     long v;
     int i, nchar, ret = -1;
     memset(r, 0, sizeof *r);
+    r->from = -1;
     *why = "expected s<seed>f<fold> <key> <seconds> <score> <train> <alpha> <L> <omega>.. <n> <graph>:<pred>..";
     if (sscanf(p, "s%df%d %llx%n", &r->seed, &r->fold, &k, &nchar) != 3 || r->seed < 1 || r->fold < 1) return -1;
     p += nchar;
@@ -223,7 +231,7 @@ static int fold_rec_parse(const char *line, uint64_t key, int num_graphs, fold_r
         if (end == p) { *why = "a test prediction is not <graph>:<pred>"; goto bad; }
         p = end;
     }
-    while (*p == ' ' || *p == '\r') ++p;
+    while (*p == ' ' || *p == '\r' || *p == '\n') ++p;
     if (*p) { *why = "unexpected text after the predictions"; goto bad; }
     if (k == key) return 0;
     ret = 1; /* well formed, another key: not kept */
@@ -231,6 +239,17 @@ bad:
     free(r->graph); free(r->pred);
     r->graph = NULL; r->pred = NULL;
     return ret;
+}
+
+/* Keeps record r (its arrays now the log's); -1 with a printed reason. */
+static int fold_log_add(fold_log *fl, const fold_rec *r) {
+    if (fl->n == fl->cap) {
+        fold_rec *t = (fold_rec *)realloc(fl->rec, sizeof(fold_rec) * (size_t)(fl->cap = fl->cap ? 2 * fl->cap : 16));
+        if (!t) { cli_error("eval", "out of memory"); return -1; }
+        fl->rec = t;
+    }
+    fl->rec[fl->n++] = *r;
+    return 0;
 }
 
 /* Reads FILE (a missing file is an empty log) and keeps the records under key. */
@@ -275,12 +294,7 @@ static int fold_log_load(fold_log *fl, const char *path, uint64_t key, int num_g
             int k = fold_rec_parse(line, key, num_graphs, &r, &why);
             if (k < 0) { cli_error("eval", "%s:%ld: not a fold record: %s", path, lineno, why); rc = -1; break; }
             if (k > 0) { ++other; continue; }
-            if (fl->n == fl->cap) {
-                fold_rec *t = (fold_rec *)realloc(fl->rec, sizeof(fold_rec) * (size_t)(fl->cap = fl->cap ? 2 * fl->cap : 16));
-                if (!t) { free(r.graph); free(r.pred); cli_error("eval", "out of memory"); rc = -1; break; }
-                fl->rec = t;
-            }
-            fl->rec[fl->n++] = r;
+            if (fold_log_add(fl, &r)) { free(r.graph); free(r.pred); rc = -1; break; }
         }
     }
     free(line);
@@ -316,26 +330,42 @@ static const fold_rec *fold_log_find(const fold_log *fl, int seed, int fold) {
     return NULL;
 }
 
-/* Appends one fold's record: the whole line in one write. */
-static int fold_log_append(fold_log *fl, uint64_t key, const eval_row *row, int L, const int32_t *te, int nte,
-                           const eval_pred *preds) {
+/* One fold's record as a line, its newline included (malloc'd), or NULL
+   with a printed reason. */
+static char *fold_line(uint64_t key, const eval_row *row, int L, const int32_t *te, int nte, const eval_pred *preds) {
     size_t cap = 256 + (size_t)L * 20 + (size_t)nte * 32, n = 0;
     char *buf = (char *)malloc(cap);
-    FILE *f;
-    int i, bad;
-    if (!buf) { cli_error("eval", "out of memory"); return -1; }
+    int i;
+    if (!buf) { cli_error("eval", "out of memory"); return NULL; }
     n += (size_t)snprintf(buf + n, cap - n, "s%df%d %016llx %.1f %.17g %.17g %.17g %d", row->seed, row->fold,
                           (unsigned long long)key, row->seconds, row->score, row->train_score, row->alpha, L);
     for (i = 0; i < L; ++i) n += (size_t)snprintf(buf + n, cap - n, " %.9g", row->omega[i]);
     n += (size_t)snprintf(buf + n, cap - n, " %d", nte);
     for (i = 0; i < nte; ++i) n += (size_t)snprintf(buf + n, cap - n, " %d:%.9g", te[i], preds[te[i]].pred);
     buf[n++] = '\n';
-    if (!(f = fopen(fl->path, "a"))) { free(buf); cli_error("eval", "%s: cannot open for appending", fl->path); return -1; }
-    bad = fwrite(buf, 1, n, f) != n;
+    buf[n] = 0;
+    return buf;
+}
+
+/* Appends a line (of fold_line) to the fold log: the whole line in one write. */
+static int fold_log_write(const char *path, const char *line) {
+    size_t n = strlen(line);
+    FILE *f;
+    int bad;
+    if (!(f = fopen(path, "a"))) { cli_error("eval", "%s: cannot open for appending", path); return -1; }
+    bad = fwrite(line, 1, n, f) != n;
     bad |= fclose(f) != 0;
-    free(buf);
-    if (bad) { cli_error("eval", "%s: write failed", fl->path); return -1; }
+    if (bad) { cli_error("eval", "%s: write failed", path); return -1; }
     return 0;
+}
+
+/* Appends one fold's record. */
+static int fold_log_append(fold_log *fl, uint64_t key, const eval_row *row, int L, const int32_t *te, int nte,
+                           const eval_pred *preds) {
+    char *line = fold_line(key, row, L, te, nte, preds);
+    int rc = line ? fold_log_write(fl->path, line) : -1;
+    free(line);
+    return rc;
 }
 
 /* Reads PREFIX.s<seed>f<fold>.npy (seeds numbered from 1) into H, or with
@@ -482,6 +512,8 @@ typedef struct eval_meter {
     int epoch0;               /* the epoch the current folds started from (a resumed fold: > 0); -1: not seen yet */
     double t0, last_draw;     /* t0: when the first computed fold started (< 0: none yet) */
     int shown;                /* a progress line is on the terminal */
+    struct eval_gather *gather; /* hpjepa-mpi, rank 0: polled for the other ranks' folds while pretraining */
+    double last_poll;
 } eval_meter;
 
 static void meter_begin(eval_meter *mt, int seed, int first, int last, int n) {
@@ -513,12 +545,32 @@ static void meter_end(eval_meter *mt, int count) {
     mt->shown = 0;
 }
 
+/* A finished fold's line: "  seed i/S fold j/F: accuracy ... (train ...)  T s",
+   the run's ETA after it, and under MPI the rank that ran it. */
+static void meter_fold_line(eval_meter *mt, int seed_no, int fold_no, int regression, double score, double train,
+                            double seconds, int rank) {
+    char eta[48], on[32] = "";
+    if (mt->shown) fputs("\r\033[K", stderr);
+    mt->shown = 0;
+    meter_eta(mt, 0.0, eta, sizeof eta);
+    if (rank >= 0) snprintf(on, sizeof on, ", rank %d", rank);
+    fprintf(stderr, "  seed %d/%d fold %2d/%d: %s %.4f (train %.4f)  %.1f s%s%s%s\n", seed_no, mt->seeds, fold_no, mt->folds,
+            regression ? "mae" : "accuracy", score, train, seconds, on, eta[0] && mt->done < mt->todo ? ", " : "",
+            mt->done < mt->todo ? eta : "");
+}
+
+static int gather_poll(struct eval_gather *ga, int wait);
+
 static void on_meter_progress(void *user, const hpj_progress *p) { /* with lanes, lane 0 speaks for its group */
     eval_meter *mt = (eval_meter *)user;
     char full[200], brief[120], fold[48], eta[48];
     double now = cli_now(), frac;
     int left;
     if (mt->epoch0 < 0) mt->epoch0 = p->epoch;
+    if (mt->gather && now - mt->last_poll >= 0.2) { /* a failure is seen after the fold */
+        mt->last_poll = now;
+        gather_poll(mt->gather, 0);
+    }
     if (mt->quiet || !mt->tty) return;
     if (!p->epoch_done && now - mt->last_draw < 0.2) return;
     mt->last_draw = now;
@@ -788,6 +840,89 @@ static void eval_interrupt_note(const char *fold_log_path, int nlogged, const ch
         cli_interrupt_note("nothing written");
 }
 
+/* ---- the protocol's folds across ranks (hpjepa-mpi) -------------------------- */
+
+const cli_dist *cli_eval_dist = NULL; /* hpjepa-mpi sets it (cli.h) */
+
+/* Where each (seed, fold) of the protocol gets its results, in protocol
+   order (seed-major): the fold log (LOGGED), embeddings saved by an earlier
+   run (RESUMED, --resume), or a pretraining (RUN). Rank 0 decides it from
+   its files before any work and every rank gets the same plan; the folds not
+   in the fold log go round robin to the ranks, so each rank knows its own.
+   One process: rank 0 of 1, the same plan. */
+enum { FOLD_RUN, FOLD_RESUMED, FOLD_LOGGED };
+typedef struct eval_plan {
+    int n;                /* seeds x folds per seed */
+    unsigned char *state; /* (n) FOLD_* */
+    double *rec;          /* (n) FOLD_RESUMED: the seconds PREFIX.done records */
+    int *owner;           /* (n) the rank that runs the fold; -1: LOGGED */
+} eval_plan;
+
+/* Under MPI, rank 0 gathers every fold's results as its fold-log line: its
+   own at once, the other ranks' as they arrive (between its folds and while
+   it pretrains), each appended to the fold log the moment it is in, so that
+   an interrupted job keeps every fold finished on any rank. Once all are in,
+   the report is made as in a run that restores every fold from its log. */
+typedef struct eval_gather {
+    const cli_dist *dist;
+    fold_log *flog;
+    const eval_plan *plan;
+    eval_meter *mt;
+    uint64_t key;
+    int num_graphs, s0, seeds, nf, regression;
+    int expected, got;   /* lines: one per fold not in the fold log; received so far */
+    unsigned char *seen; /* (plan n) */
+    int failed;          /* a line was wrong or could not be kept (said on stderr) */
+    /* the interruption note: how to continue */
+    const char *fold_log_path, *save_emb, *save_mod;
+    int resume, *nlogged;
+    long long every;
+} eval_gather;
+
+/* Takes one fold's line from rank `from`: checks it is one of that rank's
+   folds, keeps it, appends it to the fold log, prints the fold's result. */
+static int gather_line(eval_gather *ga, const char *line, int from) {
+    fold_rec r;
+    const char *why;
+    int k = fold_rec_parse(line, ga->key, ga->num_graphs, &r, &why), s, p;
+    if (k) {
+        cli_error("eval", "rank %d sent a line that is not a fold record of this protocol: %s", from,
+                  k < 0 ? why : "another key");
+        return -1;
+    }
+    s = r.seed - 1 - ga->s0;
+    p = s * ga->nf + r.fold - 1;
+    if (s < 0 || s >= ga->seeds || r.fold > ga->nf || ga->plan->owner[p] != from || ga->seen[p]) {
+        cli_error("eval", "rank %d sent seed %d fold %d, not one of its folds", from, r.seed, r.fold);
+        free(r.graph); free(r.pred);
+        return -1;
+    }
+    r.from = from;
+    if (fold_log_add(ga->flog, &r)) { free(r.graph); free(r.pred); return -1; }
+    ga->seen[p] = 1;
+    ++ga->got;
+    if (ga->fold_log_path) {
+        if (fold_log_write(ga->fold_log_path, line)) return -1;
+        eval_interrupt_note(ga->fold_log_path, ++*ga->nlogged, ga->save_emb, ga->resume, ga->every, ga->save_mod);
+    }
+    if (from > 0) ++ga->mt->done; /* rank 0's own folds were counted as they ended */
+    meter_fold_line(ga->mt, r.seed, r.fold, ga->regression, r.score, r.train, r.seconds, from);
+    return 0;
+}
+
+/* Takes the lines the other ranks have sent; wait = 1: until every fold is
+   in. -1 once a line went wrong. */
+static int gather_poll(eval_gather *ga, int wait) {
+    while (!ga->failed && ga->got < ga->expected) {
+        int from = 0;
+        char *line = ga->dist->recv(wait, &from);
+        if (!line) break;
+        if (gather_line(ga, line, from)) ga->failed = 1;
+        free(line);
+    }
+    return ga->failed ? -1 : 0;
+}
+
 int cmd_eval(int argc, char **argv) {
     hpj_config cfg;
     hpj_dataset ds;
@@ -808,8 +943,22 @@ int cmd_eval(int argc, char **argv) {
     eval_row *rows = NULL;
     eval_pred *preds = NULL; /* (seeds, G) */
     double *seed_mean = NULL, *seed_std = NULL, t_all = cli_now();
+    /* hpjepa-mpi with more than one rank; NULL: one process */
+    const cli_dist *dist = cli_eval_dist && cli_eval_dist->size > 1 ? cli_eval_dist : NULL;
+    int rank = dist ? dist->rank : 0, pass, npass = dist ? 2 : 1;
+    uint64_t key0 = 0; /* rank 0's key */
+    eval_plan plan;
+    eval_gather ga;
     hpj_config_default(&cfg);
     memset(&flog, 0, sizeof flog);
+    memset(&plan, 0, sizeof plan);
+    memset(&ga, 0, sizeof ga);
+    /* the other ranks read the command line once rank 0 found it good: a
+       mistake in it is said once, by rank 0, and all ranks end with its code */
+    if (rank > 0) {
+        int code = dist->start(CLI_DIST_GO, &key0);
+        if (code != CLI_DIST_GO) return code;
+    }
     for (i = 1; i < argc; ++i) {
         int used;
         if (cli_is_help(argv[i])) { fputs(eval_usage, stdout); return 0; }
@@ -840,6 +989,7 @@ int cmd_eval(int argc, char **argv) {
         else { cli_error("eval", "unexpected argument '%s'", argv[i]); return 2; }
     }
     if (!dir) { cli_error("eval", "missing DATASET_DIR (see --help)"); return 2; }
+    if (rank > 0) quiet = 1; /* rank 0 shows the progress of every rank */
     s0 = (int)first_seed - 1;
     if (save_emb && from_emb) { cli_error("eval", "--save-embeddings and --from-embeddings exclude each other"); return 2; }
     if (resume && !save_emb) { cli_error("eval", "--resume needs --save-embeddings PREFIX (the folds to resume from)"); return 2; }
@@ -858,11 +1008,13 @@ int cmd_eval(int argc, char **argv) {
         return 2;
     }
     if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); return 2; }
-    /* output paths are checked before hours of pretraining */
+    /* output paths are checked before hours of pretraining (by rank 0: the
+       check creates and removes PATH.tmp~, which ranks sharing a folder
+       must not do at once) */
     if (report) {
         static const char *const ext[3] = {"json", "md", "graphs.csv"};
         if (strlen(report) > 1000) { cli_error("eval", "--report: prefix too long"); return 2; }
-        for (i = 0; i < 3; ++i) {
+        for (i = 0; i < 3 && rank == 0; ++i) {
             snprintf(out_path, sizeof out_path, "%s.%s", report, ext[i]);
             if (cli_check_writable("eval", out_path)) return 2;
         }
@@ -870,15 +1022,15 @@ int cmd_eval(int argc, char **argv) {
     if (save_emb) {
         if (strlen(save_emb) > 1000) { cli_error("eval", "--save-embeddings: prefix too long"); return 2; }
         snprintf(out_path, sizeof out_path, "%s.s%df1.npy", save_emb, s0 + 1);
-        if (cli_check_writable("eval", out_path)) return 2;
+        if (rank == 0 && cli_check_writable("eval", out_path)) return 2;
     }
     if (save_mod) {
         snprintf(out_path, sizeof out_path, "%s.s%df1.hpj", save_mod, s0 + 1);
-        if (cli_check_writable("eval", out_path)) return 2;
+        if (rank == 0 && cli_check_writable("eval", out_path)) return 2;
     }
     /* its folder here; appending to the file itself once the dataset (and
        so the log's key) is known */
-    if (fold_log_path && cli_check_writable("eval", fold_log_path)) return 2;
+    if (fold_log_path && rank == 0 && cli_check_writable("eval", fold_log_path)) return 2;
     if (cli_load_dataset("eval", dir, &ds)) return 1;
     regression = ds.num_classes == 0;
     if (regression && (!ds.target || !ds.split)) {
@@ -896,7 +1048,12 @@ int cmd_eval(int argc, char **argv) {
     ck.key = key;
     ck.every = every;
     ck.resume = resume;
-    if (fold_log_path) {
+    if (rank > 0 && key != key0) {
+        cli_error("eval", "rank %d: its dataset or config differs from rank 0's (key %016llx, rank 0's %016llx)", rank,
+                  (unsigned long long)key, (unsigned long long)key0);
+        goto done;
+    }
+    if (fold_log_path && rank == 0) { /* only rank 0 reads and writes the fold log */
         FILE *t;
         if (fold_log_load(&flog, fold_log_path, key, ds.num_graphs)) goto done;
         /* an existing log must take lines; a new one is created by its first
@@ -911,7 +1068,27 @@ int cmd_eval(int argc, char **argv) {
         }
     }
     nlogged = flog.n;
-    eval_interrupt_note(fold_log_path, nlogged, save_emb, resume, every, save_mod);
+    if (rank == 0) eval_interrupt_note(fold_log_path, nlogged, save_emb, resume, every, save_mod);
+    else cli_interrupt_note("rank %d stopped; rank 0 keeps the finished folds", rank);
+    plan.n = (int)seeds * (regression ? 1 : (int)folds);
+    plan.state = (unsigned char *)calloc((size_t)plan.n, 1);
+    plan.rec = (double *)calloc((size_t)plan.n, sizeof(double));
+    plan.owner = (int *)calloc((size_t)plan.n, sizeof(int));
+    if (!plan.state || !plan.rec || !plan.owner) { cli_error("eval", "out of memory"); goto done; }
+    if (rank == 0) {
+        int nf = regression ? 1 : (int)folds;
+        for (s = 0; s < seeds; ++s)
+            for (f = 0; f < nf; ++f) {
+                int p = s * nf + f;
+                if (fold_log_find(&flog, s0 + s + 1, f + 1)) plan.state[p] = FOLD_LOGGED;
+                else if (resume && resume_lookup(save_emb, s0 + s + 1, f + 1, key, &plan.rec[p])) plan.state[p] = FOLD_RESUMED;
+                else plan.state[p] = FOLD_RUN;
+            }
+    }
+    if (dist && rank == 0) { /* the other ranks set up now */
+        key0 = key;
+        dist->start(CLI_DIST_GO, &key0);
+    }
     {
         size_t G = (size_t)ds.num_graphs, LD = (size_t)cfg.L * cfg.dim;
         fold = (int32_t *)malloc(sizeof(int32_t) * G);
@@ -957,24 +1134,35 @@ int cmd_eval(int argc, char **argv) {
             }
         } else nlanes = 1;
     }
-    if (from_emb) { /* every fold's file, before any work: present, of the right shape */
+    if (from_emb && rank == 0) { /* every fold's file, before any work: present, of the right shape */
         int nf = regression ? 1 : (int)folds;
         for (s = 0; s < seeds; ++s)
             for (f = 0; f < nf; ++f)
                 if (read_fold_embeddings(from_emb, s0 + s + 1, f + 1, &ds, &cfg, NULL, out_path, sizeof out_path, "")) goto done;
     }
-    if (from_mod) { /* every fold's model, before any work: a valid checkpoint of this config's shape */
+    if (from_mod && rank == 0) { /* every fold's model, before any work: a valid checkpoint of this config's shape */
         int nf = regression ? 1 : (int)folds;
         for (s = 0; s < seeds; ++s)
             for (f = 0; f < nf; ++f)
                 if (load_fold_model(from_mod, s0 + s, f, &cfg, out_path, sizeof out_path, NULL)) goto done;
     }
-    {
-        char split[48];
+    if (dist) { /* every rank is set up (or all end here), then all take rank 0's plan */
+        int code = dist->agree(0);
+        if (code) {
+            rc = code;
+            goto done;
+        }
+        dist->bcast(plan.state, (size_t)plan.n);
+        dist->bcast(plan.rec, sizeof(double) * (size_t)plan.n);
+    }
+    for (i = 0, g = 0; i < plan.n; ++i) plan.owner[i] = plan.state[i] == FOLD_LOGGED ? -1 : g++ % (dist ? dist->size : 1);
+    if (rank == 0) {
+        char split[48], ranks[32] = "";
         if (regression) snprintf(split, sizeof split, "the train/val/test split");
         else snprintf(split, sizeof split, "%lld folds", folds);
-        fprintf(stderr, "hpjepa eval: %s, %s, %s mode, %lld seed%s x %s\n", ds.name, regression ? "regression" : "classification",
-                cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, seeds == 1 ? "" : "s", split);
+        if (dist) snprintf(ranks, sizeof ranks, ", on %d ranks", dist->size);
+        fprintf(stderr, "hpjepa eval: %s, %s, %s mode, %lld seed%s x %s%s\n", ds.name, regression ? "regression" : "classification",
+                cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, seeds == 1 ? "" : "s", split, ranks);
     }
     memset(&mt, 0, sizeof mt);
     mt.quiet = quiet;
@@ -982,267 +1170,316 @@ int cmd_eval(int argc, char **argv) {
     mt.seeds = s0 + (int)seeds;
     mt.folds = regression ? 1 : (int)folds;
     mt.t0 = -1.0;
-    for (s = 0; s < seeds; ++s) /* the folds to compute: not in the fold log, not resumed */
-        for (f = 0; f < mt.folds; ++f) {
-            double unused;
-            if (fold_log_path && fold_log_find(&flog, s0 + s + 1, f + 1)) continue;
-            if (resume && resume_lookup(save_emb, s0 + s + 1, f + 1, key, &unused)) continue;
-            ++mt.todo;
-        }
-    for (s = 0; s < seeds; ++s) {
-        hpj_config cs = cfg;
-        double fold_scores[1000];
-        int nf = regression ? 1 : (int)folds;
-        cs.seed = cfg.seed + (uint64_t)(s0 + s);
-        if (!regression && hpj_stratified_folds(ds.graph_label, ds.num_graphs, ds.num_classes, (int)folds, cs.seed, fold)) {
-            cli_error("eval", "%s", hpj_last_error());
-            goto done;
-        }
-        for (f = 0; f < nf; ++f) {
-            hpj_model m;
-            int32_t ntr = 0, nte = 0, nval = 0;
-            hpj_probe_options po;
-            hpj_linear_model lm;
-            float omega[HPJ_MAX_RES];
-            int l, w, correct = 0, tcorrect = 0, resumed = 0;
-            double t0 = cli_now(), score, tscore, t_rec = 0.0;
-            eval_row *row = &rows[nrows];
-            const fold_rec *fr;
-            for (g = 0; g < ds.num_graphs; ++g) {
-                if (regression) {
-                    if (ds.split[g] == HPJ_SPLIT_TRAIN) tr[ntr++] = g;
-                    else if (ds.split[g] == HPJ_SPLIT_TEST) te[nte++] = g;
-                    else ++nval;
-                } else if (fold[g] == f) te[nte++] = g;
-                else tr[ntr++] = g;
+    for (i = 0; i < plan.n; ++i) /* the folds to pretrain (rank 0 counts every rank's) */
+        mt.todo += plan.state[i] == FOLD_RUN && (rank == 0 || plan.owner[i] == rank);
+    if (dist && rank == 0) {
+        ga.dist = dist;
+        ga.flog = &flog;
+        ga.plan = &plan;
+        ga.mt = &mt;
+        ga.key = key;
+        ga.num_graphs = ds.num_graphs;
+        ga.s0 = s0;
+        ga.seeds = (int)seeds;
+        ga.nf = mt.folds;
+        ga.regression = regression;
+        for (i = 0; i < plan.n; ++i) ga.expected += plan.owner[i] >= 0;
+        if (!(ga.seen = (unsigned char *)calloc((size_t)plan.n, 1))) { cli_error("eval", "out of memory"); goto done; }
+        ga.fold_log_path = fold_log_path;
+        ga.save_emb = save_emb;
+        ga.save_mod = save_mod;
+        ga.resume = resume;
+        ga.every = every;
+        ga.nlogged = &nlogged;
+        mt.gather = &ga;
+    }
+    /* One process: one pass runs every fold and makes the report. Under MPI
+       every rank first runs its own folds (pass 0), rank 0 gathering the
+       lines; then rank 0 makes the report (pass 1) with every fold in the
+       log, as a run that restores them all, and the same bits. */
+    for (pass = 0; pass < npass; ++pass) {
+        const int reporting = pass == npass - 1; /* one process: the only pass */
+        if (dist && reporting) {
+            if (rank > 0) { /* its folds are with rank 0 */
+                rc = 0;
+                goto done;
             }
-            if ((fr = fold_log_path ? fold_log_find(&flog, s0 + s + 1, f + 1) : NULL)) { /* recorded by an earlier run */
-                memset(ids, 0, sizeof(int32_t) * (size_t)ds.num_graphs);
-                for (g = 0; g < nte; ++g) ids[te[g]] = 1;
-                for (g = 0; g < fr->n && fr->L == cfg.L && fr->n == nte; ++g) {
-                    if (ids[fr->graph[g]] != 1) break;
-                    ids[fr->graph[g]] = 2;
+            if (gather_poll(&ga, 1)) goto done;
+            nrows = 0;
+        }
+        for (s = 0; s < seeds; ++s) {
+            hpj_config cs = cfg;
+            double fold_scores[1000];
+            int nf = regression ? 1 : (int)folds;
+            cs.seed = cfg.seed + (uint64_t)(s0 + s);
+            if (!regression && hpj_stratified_folds(ds.graph_label, ds.num_graphs, ds.num_classes, (int)folds, cs.seed, fold)) {
+                cli_error("eval", "%s", hpj_last_error());
+                goto done;
+            }
+            for (f = 0; f < nf; ++f) {
+                hpj_model m;
+                int32_t ntr = 0, nte = 0, nval = 0;
+                hpj_probe_options po;
+                hpj_linear_model lm;
+                float omega[HPJ_MAX_RES];
+                int l, w, correct = 0, tcorrect = 0, resumed = 0;
+                double t0 = cli_now(), score, tscore, t_rec = 0.0;
+                eval_row *row = &rows[nrows];
+                const fold_rec *fr;
+                const int at = s * nf + f; /* the fold's place in the plan */
+                if (!reporting && plan.owner[at] != rank) continue; /* another rank's fold, or one in the fold log */
+                for (g = 0; g < ds.num_graphs; ++g) {
+                    if (regression) {
+                        if (ds.split[g] == HPJ_SPLIT_TRAIN) tr[ntr++] = g;
+                        else if (ds.split[g] == HPJ_SPLIT_TEST) te[nte++] = g;
+                        else ++nval;
+                    } else if (fold[g] == f) te[nte++] = g;
+                    else tr[ntr++] = g;
                 }
-                if (fr->L != cfg.L || fr->n != nte || g < fr->n) {
-                    cli_error("eval", "%s: the record of seed %d fold %d does not match this fold's test graphs or resolutions",
-                              fold_log_path, s0 + s + 1, f + 1);
+                fr = reporting ? fold_log_find(&flog, s0 + s + 1, f + 1) : NULL;
+                if (dist && reporting && !fr) {
+                    cli_error("eval", "seed %d fold %d: no rank sent its results", s0 + s + 1, f + 1);
                     goto done;
                 }
-                for (g = 0; g < fr->n; ++g) {
-                    eval_pred *pr = &preds[(size_t)s * ds.num_graphs + fr->graph[g]];
-                    pr->fold = f + 1;
-                    pr->pred = fr->pred[g];
-                }
-                row->seed = s0 + s + 1;
-                row->fold = f + 1;
-                row->score = fr->score;
-                row->train_score = fr->train;
-                row->alpha = fr->alpha;
-                row->seconds = fr->seconds;
-                memcpy(row->omega, fr->omega, sizeof row->omega);
-                fold_scores[f] = fr->score;
-                ++nrows;
-                ++nrestored;
-                resumed_seconds += fr->seconds;
-                fprintf(stderr, "  seed %d/%d fold %2d/%d: %s %.4f (train %.4f)  %.1f s, restored from %s\n", s0 + s + 1, mt.seeds,
-                        f + 1, nf, regression ? "mae" : "accuracy", fr->score, fr->train, fr->seconds, fold_log_path);
-                continue;
-            }
-            if (resume && resume_lookup(save_emb, s0 + s + 1, f + 1, key, &t_rec)) {
-                /* saved by an earlier run of this protocol (PREFIX.done) */
-                if (read_fold_embeddings(save_emb, s0 + s + 1, f + 1, &ds, &cfg, H, out_path, sizeof out_path,
-                                         " (replaced since PREFIX.done recorded it)"))
-                    goto done;
-                resumed = 1;
-                ++nresumed;
-                resumed_seconds += t_rec;
-                fprintf(stderr, "    resumed: embeddings from %s (pretrained in %.1f s by an earlier run)\n", out_path, t_rec);
-            } else if (nlanes > 1) { /* pretrained in a lane, with the next folds that need it */
-                int j, nl = 0, ff;
-                for (j = 0; j < nlanes && lanes[j].fold != f; ++j) {}
-                if (j == nlanes) { /* not yet: start a group at this fold */
-                    int group[64] = {0}; /* group[0] is f: this fold was not restored above */
-                    for (ff = f; ff < nf && nl < nlanes; ++ff) {
-                        double unused;
-                        if (fold_log_path && fold_log_find(&flog, s0 + s + 1, ff + 1)) continue;
-                        if (resume && resume_lookup(save_emb, s0 + s + 1, ff + 1, key, &unused)) continue;
-                        group[nl++] = ff;
+                if (fr) { /* recorded by an earlier run, or by a rank of this one */
+                    memset(ids, 0, sizeof(int32_t) * (size_t)ds.num_graphs);
+                    for (g = 0; g < nte; ++g) ids[te[g]] = 1;
+                    for (g = 0; g < fr->n && fr->L == cfg.L && fr->n == nte; ++g) {
+                        if (ids[fr->graph[g]] != 1) break;
+                        ids[fr->graph[g]] = 2;
                     }
-                    meter_begin(&mt, s0 + s + 1, group[0] + 1, group[nl - 1] + 1, nl);
+                    if (fr->L != cfg.L || fr->n != nte || g < fr->n) {
+                        char who[32];
+                        snprintf(who, sizeof who, "rank %d", fr->from);
+                        cli_error("eval", "%s: the record of seed %d fold %d does not match this fold's test graphs or resolutions",
+                                  fr->from < 0 ? fold_log_path : who, s0 + s + 1, f + 1);
+                        goto done;
+                    }
+                    for (g = 0; g < fr->n; ++g) {
+                        eval_pred *pr = &preds[(size_t)s * ds.num_graphs + fr->graph[g]];
+                        pr->fold = f + 1;
+                        pr->pred = fr->pred[g];
+                    }
+                    row->seed = s0 + s + 1;
+                    row->fold = f + 1;
+                    row->score = fr->score;
+                    row->train_score = fr->train;
+                    row->alpha = fr->alpha;
+                    row->seconds = fr->seconds;
+                    memcpy(row->omega, fr->omega, sizeof row->omega);
+                    fold_scores[f] = fr->score;
+                    ++nrows;
+                    if (fr->from < 0) { /* from the fold log file */
+                        ++nrestored;
+                        resumed_seconds += fr->seconds;
+                        fprintf(stderr, "  seed %d/%d fold %2d/%d: %s %.4f (train %.4f)  %.1f s, restored from %s\n",
+                                s0 + s + 1, mt.seeds, f + 1, nf, regression ? "mae" : "accuracy", fr->score, fr->train, fr->seconds,
+                                fold_log_path);
+                    } else if (fr->from > 0 && plan.state[at] == FOLD_RESUMED) { /* rank 0 counted its own as it ran them */
+                        ++nresumed;
+                        resumed_seconds += plan.rec[at];
+                    }
+                    continue;
+                }
+                if (plan.state[at] == FOLD_RESUMED) {
+                    /* saved by an earlier run of this protocol (PREFIX.done) */
+                    t_rec = plan.rec[at];
+                    if (read_fold_embeddings(save_emb, s0 + s + 1, f + 1, &ds, &cfg, H, out_path, sizeof out_path,
+                                             " (replaced since PREFIX.done recorded it)"))
+                        goto done;
+                    resumed = 1;
+                    ++nresumed;
+                    resumed_seconds += t_rec;
+                    if (rank == 0)
+                        fprintf(stderr, "    resumed: embeddings from %s (pretrained in %.1f s by an earlier run)\n", out_path,
+                                t_rec);
+                } else if (nlanes > 1) { /* pretrained in a lane, with the next folds that need it */
+                    int j, nl = 0, ff;
+                    for (j = 0; j < nlanes && lanes[j].fold != f; ++j) {}
+                    if (j == nlanes) { /* not yet: start a group at this fold */
+                        int group[64] = {0}; /* group[0] is f: a fold this rank pretrains (as checked above) */
+                        for (ff = f; ff < nf && nl < nlanes; ++ff) /* this rank's folds to pretrain */
+                            if (plan.state[s * nf + ff] == FOLD_RUN && plan.owner[s * nf + ff] == rank) group[nl++] = ff;
+                        meter_begin(&mt, s0 + s + 1, group[0] + 1, group[nl - 1] + 1, nl);
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nl) schedule(static, 1)
 #endif
-                    for (j = 0; j < nl; ++j)
-                        run_lane(&lanes[j], group[j], fold, &ds, &cs, lane_threads, save_mod, &ck, s0 + s + 1, quiet,
-                                 j == 0 ? &mt : NULL);
-                    meter_end(&mt, nl);
-                    for (j = 0; j < nl; ++j)
-                        if (lanes[j].failed) {
-                            cli_error("eval", "%s", lanes[j].err);
+                        for (j = 0; j < nl; ++j)
+                            run_lane(&lanes[j], group[j], fold, &ds, &cs, lane_threads, save_mod, &ck, s0 + s + 1, quiet,
+                                     j == 0 ? &mt : NULL);
+                        meter_end(&mt, nl);
+                        for (j = 0; j < nl; ++j)
+                            if (lanes[j].failed) {
+                                cli_error("eval", "%s", lanes[j].err);
+                                goto done;
+                            }
+                        for (j = nl; j < nlanes; ++j) lanes[j].fold = -1;
+                        j = 0; /* group[0] == f */
+                        t0 = cli_now(); /* the group's run is in its lanes' seconds, added below */
+                    }
+                    memcpy(H, lanes[j].H, sizeof(float) * (size_t)ds.num_graphs * (size_t)cfg.L * (size_t)cfg.dim);
+                    lanes[j].fold = -1;
+                    t0 -= lanes[j].seconds; /* the fold's time includes its lane's */
+                    resumed_seconds += lanes[j].prior;
+                } else if (from_emb) { /* this fold's embeddings from an earlier run (checked above) */
+                    meter_begin(&mt, s0 + s + 1, f + 1, f + 1, 1);
+                    if (read_fold_embeddings(from_emb, s0 + s + 1, f + 1, &ds, &cfg, H, out_path, sizeof out_path,
+                                             " (replaced during the run)"))
+                        goto done;
+                    meter_end(&mt, 1);
+                } else {
+                    char err[512];
+                    double prior = 0.0;
+                    int bad;
+                    meter_begin(&mt, s0 + s + 1, f + 1, f + 1, 1);
+                    if (from_mod) { /* this fold's model from an earlier run (--save-models) */
+                        if (load_fold_model(from_mod, s0 + s, f, &cfg, out_path, sizeof out_path, &m)) goto done;
+                    } else if (fold_model_start(&m, &cs, &ds, &ck, s0 + s + 1, f, quiet, &prior, err, sizeof err)) {
+                        cli_error("eval", "%s", err);
+                        goto done;
+                    }
+                    t0 -= prior; /* a resumed fold's time includes its earlier parts */
+                    resumed_seconds += prior;
+                    bad = fold_embeddings(&m, !from_mod, &cs, &ds, tr, ntr, save_mod, &ck, t0, s0 + s + 1, f, on_meter_progress, &mt,
+                                          ids, Xte, H, err, sizeof err); /* Xte: free scratch here */
+                    meter_end(&mt, 1);
+                    if (bad) {
+                        cli_error("eval", "%s", err);
+                        goto done;
+                    }
+                }
+                if (save_emb && !resumed) {
+                    snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", save_emb, s0 + s + 1, f + 1);
+                    if (cli_write_npy("eval", out_path, H, ds.num_graphs, (int64_t)cfg.L * cfg.dim)) goto done;
+                    if (resume_record(save_emb, s0 + s + 1, f + 1, key, cli_now() - t0)) goto done;
+                    if (every || resume) { /* the fold is recorded: its part file, if any, has served */
+                        fold_ckpt_path(&ck, s0 + s + 1, f, out_path, sizeof out_path);
+                        fold_part_remove(out_path);
+                    }
+                }
+                hpj_probe_options_default(&po);
+                po.alpha = cfg.probe_alpha;
+                if (!regression && cfg.probe_select) {
+                    double inner;
+                    if (select_alpha(H, tr, ntr, &ds, &cfg, cs.seed + (uint64_t)f, &po, &inner)) goto done;
+                    if (rank == 0)
+                        fprintf(stderr, "    probe alpha chosen by 5-fold CV on the training folds: %g (inner accuracy %.4f)\n",
+                                po.alpha, inner);
+                }
+                for (l = 0; l < HPJ_MAX_RES; ++l) omega[l] = 1.0f / (float)cfg.L;
+                if (cfg.readout == HPJ_READOUT_TASK) { /* weights from the training graphs only */
+                    float *Htr = Xte; /* scratch: (ntr, L, D) */
+                    for (g = 0; g < ntr; ++g)
+                        memcpy(Htr + (size_t)g * cfg.L * cfg.dim, H + (size_t)tr[g] * cfg.L * cfg.dim,
+                               sizeof(float) * (size_t)cfg.L * cfg.dim);
+                    if (!regression)
+                        for (g = 0; g < ntr; ++g) ytr[g] = ds.graph_label[tr[g]];
+                    else
+                        for (g = 0; g < ntr; ++g) Ytr[g] = ds.target[(size_t)tr[g] * ds.target_dim];
+                    if (hpj_resweight_fit(Htr, ntr, cfg.L, cfg.dim, regression ? NULL : ytr, regression ? Ytr : NULL,
+                                          regression ? 0 : ds.num_classes, cfg.lambda_unif, cs.seed, &po, omega) != HPJ_OK) {
+                        cli_error("eval", "seed %d fold %d: %s", s0 + s + 1, f + 1, hpj_last_error());
+                        goto done;
+                    }
+                }
+                w = cfg.readout == HPJ_READOUT_CONCAT ? cfg.L * cfg.dim : cfg.dim;
+                readout_rows(H, tr, ntr, cfg.L, cfg.dim, cfg.readout, omega, Xtr);
+                readout_rows(H, te, nte, cfg.L, cfg.dim, cfg.readout, omega, Xte);
+                if (!regression) {
+                    for (g = 0; g < ntr; ++g) ytr[g] = ds.graph_label[tr[g]];
+                    if (hpj_logreg_fit(Xtr, ytr, ntr, w, ds.num_classes, &po, &lm) != HPJ_OK) {
+                        cli_error("eval", "seed %d fold %d: probe: %s", s0 + s + 1, f + 1, hpj_last_error());
+                        goto done;
+                    }
+                    hpj_linear_model_predict(&lm, Xte, nte, S);
+                    for (g = 0; g < nte; ++g) {
+                        int p = hpj_argmax_row(S + (size_t)g * ds.num_classes, ds.num_classes);
+                        eval_pred *pr = &preds[(size_t)s * ds.num_graphs + te[g]];
+                        pr->fold = f + 1;
+                        pr->pred = (float)p;
+                        correct += p == ds.graph_label[te[g]];
+                    }
+                    hpj_linear_model_predict(&lm, Xtr, ntr, S);
+                    for (g = 0; g < ntr; ++g) tcorrect += hpj_argmax_row(S + (size_t)g * ds.num_classes, ds.num_classes) == ytr[g];
+                    hpj_linear_model_free(&lm);
+                    score = (double)correct / nte;
+                    tscore = (double)tcorrect / ntr;
+                } else {
+                    /* ridge; the penalty is chosen on the validation split from
+                       probe_alpha x {0.01, 0.1, 1, 10, 100} */
+                    int32_t *va = ytr, nv = 0, k;
+                    double best = 1e300, best_alpha = cfg.probe_alpha;
+                    float *Xva = (float *)malloc(sizeof(float) * (size_t)nval * w + 1);
+                    static const double grid[5] = {0.01, 0.1, 1.0, 10.0, 100.0};
+                    if (!Xva) { cli_error("eval", "out of memory"); goto done; }
+                    for (g = 0; g < ds.num_graphs; ++g)
+                        if (ds.split[g] == HPJ_SPLIT_VAL) va[nv++] = g;
+                    readout_rows(H, va, nv, cfg.L, cfg.dim, cfg.readout, omega, Xva);
+                    for (g = 0; g < ntr; ++g) Ytr[g] = ds.target[(size_t)tr[g] * ds.target_dim];
+                    for (k = 0; k < 5 && nv > 0; ++k) {
+                        double mae = 0;
+                        po.alpha = cfg.probe_alpha * grid[k];
+                        if (hpj_ridge_fit(Xtr, Ytr, ntr, w, 1, &po, &lm) != HPJ_OK) {
+                            free(Xva);
+                            cli_error("eval", "seed %d: ridge: %s", s0 + s + 1, hpj_last_error());
                             goto done;
                         }
-                    for (j = nl; j < nlanes; ++j) lanes[j].fold = -1;
-                    j = 0; /* group[0] == f */
-                    t0 = cli_now(); /* the group's run is in its lanes' seconds, added below */
-                }
-                memcpy(H, lanes[j].H, sizeof(float) * (size_t)ds.num_graphs * (size_t)cfg.L * (size_t)cfg.dim);
-                lanes[j].fold = -1;
-                t0 -= lanes[j].seconds; /* the fold's time includes its lane's */
-                resumed_seconds += lanes[j].prior;
-            } else if (from_emb) { /* this fold's embeddings from an earlier run (checked above) */
-                meter_begin(&mt, s0 + s + 1, f + 1, f + 1, 1);
-                if (read_fold_embeddings(from_emb, s0 + s + 1, f + 1, &ds, &cfg, H, out_path, sizeof out_path,
-                                         " (replaced during the run)"))
-                    goto done;
-                meter_end(&mt, 1);
-            } else {
-                char err[512];
-                double prior = 0.0;
-                int bad;
-                meter_begin(&mt, s0 + s + 1, f + 1, f + 1, 1);
-                if (from_mod) { /* this fold's model from an earlier run (--save-models) */
-                    if (load_fold_model(from_mod, s0 + s, f, &cfg, out_path, sizeof out_path, &m)) goto done;
-                } else if (fold_model_start(&m, &cs, &ds, &ck, s0 + s + 1, f, quiet, &prior, err, sizeof err)) {
-                    cli_error("eval", "%s", err);
-                    goto done;
-                }
-                t0 -= prior; /* a resumed fold's time includes its earlier parts */
-                resumed_seconds += prior;
-                bad = fold_embeddings(&m, !from_mod, &cs, &ds, tr, ntr, save_mod, &ck, t0, s0 + s + 1, f, on_meter_progress, &mt,
-                                      ids, Xte, H, err, sizeof err); /* Xte: free scratch here */
-                meter_end(&mt, 1);
-                if (bad) {
-                    cli_error("eval", "%s", err);
-                    goto done;
-                }
-            }
-            if (save_emb && !resumed) {
-                snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", save_emb, s0 + s + 1, f + 1);
-                if (cli_write_npy("eval", out_path, H, ds.num_graphs, (int64_t)cfg.L * cfg.dim)) goto done;
-                if (resume_record(save_emb, s0 + s + 1, f + 1, key, cli_now() - t0)) goto done;
-                if (every || resume) { /* the fold is recorded: its part file, if any, has served */
-                    fold_ckpt_path(&ck, s0 + s + 1, f, out_path, sizeof out_path);
-                    fold_part_remove(out_path);
-                }
-            }
-            hpj_probe_options_default(&po);
-            po.alpha = cfg.probe_alpha;
-            if (!regression && cfg.probe_select) {
-                double inner;
-                if (select_alpha(H, tr, ntr, &ds, &cfg, cs.seed + (uint64_t)f, &po, &inner)) goto done;
-                fprintf(stderr, "    probe alpha chosen by 5-fold CV on the training folds: %g (inner accuracy %.4f)\n", po.alpha,
-                        inner);
-            }
-            for (l = 0; l < HPJ_MAX_RES; ++l) omega[l] = 1.0f / (float)cfg.L;
-            if (cfg.readout == HPJ_READOUT_TASK) { /* weights from the training graphs only */
-                float *Htr = Xte; /* scratch: (ntr, L, D) */
-                for (g = 0; g < ntr; ++g)
-                    memcpy(Htr + (size_t)g * cfg.L * cfg.dim, H + (size_t)tr[g] * cfg.L * cfg.dim,
-                           sizeof(float) * (size_t)cfg.L * cfg.dim);
-                if (!regression)
-                    for (g = 0; g < ntr; ++g) ytr[g] = ds.graph_label[tr[g]];
-                else
-                    for (g = 0; g < ntr; ++g) Ytr[g] = ds.target[(size_t)tr[g] * ds.target_dim];
-                if (hpj_resweight_fit(Htr, ntr, cfg.L, cfg.dim, regression ? NULL : ytr, regression ? Ytr : NULL,
-                                      regression ? 0 : ds.num_classes, cfg.lambda_unif, cs.seed, &po, omega) != HPJ_OK) {
-                    cli_error("eval", "seed %d fold %d: %s", s0 + s + 1, f + 1, hpj_last_error());
-                    goto done;
-                }
-            }
-            w = cfg.readout == HPJ_READOUT_CONCAT ? cfg.L * cfg.dim : cfg.dim;
-            readout_rows(H, tr, ntr, cfg.L, cfg.dim, cfg.readout, omega, Xtr);
-            readout_rows(H, te, nte, cfg.L, cfg.dim, cfg.readout, omega, Xte);
-            if (!regression) {
-                for (g = 0; g < ntr; ++g) ytr[g] = ds.graph_label[tr[g]];
-                if (hpj_logreg_fit(Xtr, ytr, ntr, w, ds.num_classes, &po, &lm) != HPJ_OK) {
-                    cli_error("eval", "seed %d fold %d: probe: %s", s0 + s + 1, f + 1, hpj_last_error());
-                    goto done;
-                }
-                hpj_linear_model_predict(&lm, Xte, nte, S);
-                for (g = 0; g < nte; ++g) {
-                    int p = hpj_argmax_row(S + (size_t)g * ds.num_classes, ds.num_classes);
-                    eval_pred *pr = &preds[(size_t)s * ds.num_graphs + te[g]];
-                    pr->fold = f + 1;
-                    pr->pred = (float)p;
-                    correct += p == ds.graph_label[te[g]];
-                }
-                hpj_linear_model_predict(&lm, Xtr, ntr, S);
-                for (g = 0; g < ntr; ++g) tcorrect += hpj_argmax_row(S + (size_t)g * ds.num_classes, ds.num_classes) == ytr[g];
-                hpj_linear_model_free(&lm);
-                score = (double)correct / nte;
-                tscore = (double)tcorrect / ntr;
-            } else {
-                /* ridge; the penalty is chosen on the validation split from
-                   probe_alpha x {0.01, 0.1, 1, 10, 100} */
-                int32_t *va = ytr, nv = 0, k;
-                double best = 1e300, best_alpha = cfg.probe_alpha;
-                float *Xva = (float *)malloc(sizeof(float) * (size_t)nval * w + 1);
-                static const double grid[5] = {0.01, 0.1, 1.0, 10.0, 100.0};
-                if (!Xva) { cli_error("eval", "out of memory"); goto done; }
-                for (g = 0; g < ds.num_graphs; ++g)
-                    if (ds.split[g] == HPJ_SPLIT_VAL) va[nv++] = g;
-                readout_rows(H, va, nv, cfg.L, cfg.dim, cfg.readout, omega, Xva);
-                for (g = 0; g < ntr; ++g) Ytr[g] = ds.target[(size_t)tr[g] * ds.target_dim];
-                for (k = 0; k < 5 && nv > 0; ++k) {
-                    double mae = 0;
-                    po.alpha = cfg.probe_alpha * grid[k];
+                        hpj_linear_model_predict(&lm, Xva, nv, S);
+                        for (g = 0; g < nv; ++g) mae += fabs(S[g] - ds.target[(size_t)va[g] * ds.target_dim]);
+                        mae /= nv;
+                        if (mae < best) { best = mae; best_alpha = po.alpha; }
+                        hpj_linear_model_free(&lm);
+                    }
+                    free(Xva);
+                    po.alpha = best_alpha;
                     if (hpj_ridge_fit(Xtr, Ytr, ntr, w, 1, &po, &lm) != HPJ_OK) {
-                        free(Xva);
                         cli_error("eval", "seed %d: ridge: %s", s0 + s + 1, hpj_last_error());
                         goto done;
                     }
-                    hpj_linear_model_predict(&lm, Xva, nv, S);
-                    for (g = 0; g < nv; ++g) mae += fabs(S[g] - ds.target[(size_t)va[g] * ds.target_dim]);
-                    mae /= nv;
-                    if (mae < best) { best = mae; best_alpha = po.alpha; }
+                    hpj_linear_model_predict(&lm, Xte, nte, S);
+                    score = 0;
+                    for (g = 0; g < nte; ++g) {
+                        eval_pred *pr = &preds[(size_t)s * ds.num_graphs + te[g]];
+                        pr->fold = f + 1;
+                        pr->pred = S[g];
+                        score += fabs(S[g] - ds.target[(size_t)te[g] * ds.target_dim]);
+                    }
+                    score /= nte;
+                    hpj_linear_model_predict(&lm, Xtr, ntr, S);
+                    tscore = 0;
+                    for (g = 0; g < ntr; ++g) tscore += fabs(S[g] - Ytr[g]);
+                    tscore /= ntr;
                     hpj_linear_model_free(&lm);
+                    if (rank == 0) fprintf(stderr, "    ridge alpha chosen on val: %g (val mae %.4f)\n", best_alpha, best);
                 }
-                free(Xva);
-                po.alpha = best_alpha;
-                if (hpj_ridge_fit(Xtr, Ytr, ntr, w, 1, &po, &lm) != HPJ_OK) {
-                    cli_error("eval", "seed %d: ridge: %s", s0 + s + 1, hpj_last_error());
-                    goto done;
+                row->seed = s0 + s + 1;
+                row->fold = f + 1;
+                row->score = score;
+                row->train_score = tscore;
+                row->alpha = po.alpha;
+                row->seconds = cli_now() - t0 + t_rec;
+                memcpy(row->omega, omega, sizeof omega);
+                if (dist) { /* the fold's line to rank 0 (rank 0's own: at once), which reports in pass 1 */
+                    char *line = fold_line(key, row, cfg.L, te, nte, preds + (size_t)s * ds.num_graphs);
+                    int bad = !line || (rank == 0 ? gather_line(&ga, line, 0) : dist->send(line));
+                    free(line);
+                    if (bad || (rank == 0 && gather_poll(&ga, 0))) goto done;
+                    continue;
                 }
-                hpj_linear_model_predict(&lm, Xte, nte, S);
-                score = 0;
-                for (g = 0; g < nte; ++g) {
-                    eval_pred *pr = &preds[(size_t)s * ds.num_graphs + te[g]];
-                    pr->fold = f + 1;
-                    pr->pred = S[g];
-                    score += fabs(S[g] - ds.target[(size_t)te[g] * ds.target_dim]);
+                fold_scores[f] = score;
+                ++nrows;
+                if (fold_log_path) {
+                    if (fold_log_append(&flog, key, row, cfg.L, te, nte, preds + (size_t)s * ds.num_graphs)) goto done;
+                    eval_interrupt_note(fold_log_path, ++nlogged, save_emb, resume, every, save_mod);
                 }
-                score /= nte;
-                hpj_linear_model_predict(&lm, Xtr, ntr, S);
-                tscore = 0;
-                for (g = 0; g < ntr; ++g) tscore += fabs(S[g] - Ytr[g]);
-                tscore /= ntr;
-                hpj_linear_model_free(&lm);
-                fprintf(stderr, "    ridge alpha chosen on val: %g (val mae %.4f)\n", best_alpha, best);
+                meter_fold_line(&mt, s0 + s + 1, f + 1, regression, score, tscore, row->seconds, -1);
             }
-            row->seed = s0 + s + 1;
-            row->fold = f + 1;
-            row->score = score;
-            row->train_score = tscore;
-            row->alpha = po.alpha;
-            row->seconds = cli_now() - t0 + t_rec;
-            memcpy(row->omega, omega, sizeof omega);
-            fold_scores[f] = score;
-            ++nrows;
-            if (fold_log_path) {
-                if (fold_log_append(&flog, key, row, cfg.L, te, nte, preds + (size_t)s * ds.num_graphs)) goto done;
-                eval_interrupt_note(fold_log_path, ++nlogged, save_emb, resume, every, save_mod);
-            }
-            {
-                char eta[48];
-                meter_eta(&mt, 0.0, eta, sizeof eta);
-                fprintf(stderr, "  seed %d/%d fold %2d/%d: %s %.4f (train %.4f)  %.1f s%s%s\n", s0 + s + 1, mt.seeds, f + 1, nf,
-                        regression ? "mae" : "accuracy", score, tscore, row->seconds, eta[0] && mt.done < mt.todo ? ", " : "",
-                        mt.done < mt.todo ? eta : "");
+            if (reporting) {
+                seed_mean[s] = mean_of(fold_scores, nf);
+                seed_std[s] = std_of(fold_scores, nf);
+                fprintf(stderr, "  seed %d/%d: mean %.4f (fold std %.4f)\n", s0 + s + 1, mt.seeds, seed_mean[s], seed_std[s]);
             }
         }
-        seed_mean[s] = mean_of(fold_scores, nf);
-        seed_std[s] = std_of(fold_scores, nf);
-        fprintf(stderr, "  seed %d/%d: mean %.4f (fold std %.4f)\n", s0 + s + 1, mt.seeds, seed_mean[s], seed_std[s]);
     }
     {
         double mean = mean_of(seed_mean, (int)seeds), sd = std_of(seed_mean, (int)seeds), fstd = mean_of(seed_std, (int)seeds);
@@ -1314,6 +1551,7 @@ int cmd_eval(int argc, char **argv) {
 done:
     free(fold); free(tr); free(te); free(ids); free(ytr); free(H); free(Xtr); free(Xte); free(S); free(Ytr);
     free(rows); free(preds); free(seed_mean); free(seed_std);
+    free(plan.state); free(plan.rec); free(plan.owner); free(ga.seen);
     fold_log_free(&flog);
     if (lanes)
         for (i = 0; i < nlanes; ++i) { free(lanes[i].tr); free(lanes[i].ids); free(lanes[i].H); free(lanes[i].scratch); }

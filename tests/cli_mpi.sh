@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Command-line checks of hpjepa-mpi (make mpi): eval over 2 MPI ranks gives
+# the one-process run's result lines and report files, with and without a
+# fold log and resumed from part of one; a rank that fails or is killed ends
+# the job in bounded time with its reason; one rank without mpirun is
+# ./hpjepa. Prints "N passed, N failed", or a line saying why it is skipped.
+# Usage (from the repository root): tests/cli_mpi.sh [HPJEPA_BIN [HPJEPA_MPI_BIN]]
+set -u
+HPJ=${1:-${HPJEPA_BIN:-./hpjepa}}
+MPI=${2:-${HPJEPA_MPI_BIN:-./hpjepa-mpi}}
+if [ ! -x "$MPI" ]; then echo "skipped: no $MPI (make mpi; it needs apt-get install openmpi-bin libopenmpi-dev)"; exit 0; fi
+if ! command -v mpirun >/dev/null; then echo "skipped: no mpirun (apt-get install openmpi-bin)"; exit 0; fi
+PASS=0; FAIL=0
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+ok()  { PASS=$((PASS+1)); echo "[       OK ] $1"; }
+bad() { FAIL=$((FAIL+1)); echo "[  FAILED  ] $1"; [ $# -gt 1 ] && echo "    $2"; }
+
+# OpenMPI refuses root (CI runs as root) unless told; 2 ranks on a 1-core
+# machine need oversubscription; containers often forbid the single-copy
+# shared-memory path. One thread per rank; -q keeps OpenMPI's banners off.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+run2() { timeout 120 mpirun -q -np 2 "$@"; }
+
+probe=$(run2 "$MPI" --version 2>"$TMP/probe.err")
+if [ "$probe" != "$("$HPJ" --version)" ]; then
+    echo "skipped: mpirun cannot start 2 ranks here: $(head -n 1 "$TMP/probe.err")"
+    exit 0
+fi
+
+A=(data/DEMO --config data/configs/DEMO.cfg --folds 4 --seeds 2 --set epochs=2)
+# wall times differ from run to run: masked (the md's wall time, the json's
+# wall_seconds and per-fold seconds, stdout's seconds=, a fold log's seconds)
+mask() { sed -E 's/"(wall_seconds|seconds)": [0-9.]+/"\1": X/g; s/wall time [0-9.]+ s/wall time X s/; s/seconds=[0-9.]+/seconds=X/' "$1"; }
+# same_report P Q: the same md, json and graphs.csv (times masked)
+same_report() {
+    local e
+    for e in md json; do diff <(mask "$1.$e") <(mask "$2.$e") >/dev/null || { echo "$e differs"; return 1; }; done
+    cmp -s "$1.graphs.csv" "$2.graphs.csv" || { echo "graphs.csv differs"; return 1; }
+}
+log_records() { cut -d' ' -f1,2,4- "$1" | sort; }
+
+# -- the same results as one process --
+"$HPJ" eval "${A[@]}" --report "$TMP/one" >"$TMP/one.out" 2>"$TMP/one.err"
+run2 "$MPI" eval "${A[@]}" --report "$TMP/two" >"$TMP/two.out" 2>"$TMP/two.err"; rc=$?
+if [ $rc -eq 0 ] && [ -s "$TMP/one.out" ] && diff <(mask "$TMP/one.out") <(mask "$TMP/two.out") >/dev/null; then
+    ok "eval on 2 ranks: the one-process result lines, printed once"
+else bad "eval on 2 ranks: the one-process result lines, printed once" "exit=$rc stdout: $(head -c 300 "$TMP/two.out") stderr: $(tail -c 300 "$TMP/two.err")"; fi
+if why=$(same_report "$TMP/one" "$TMP/two"); then ok "eval on 2 ranks: the one-process report files (md, json, graphs.csv)"
+else bad "eval on 2 ranks: the one-process report files (md, json, graphs.csv)" "$why"; fi
+if grep -q ', rank 0' "$TMP/two.err" && grep -q ', rank 1' "$TMP/two.err" &&
+   [ "$(grep -c '^  seed [12]/2 fold  [1-4]/4: accuracy' "$TMP/two.err")" -eq 8 ]; then
+    ok "eval on 2 ranks: both ranks ran folds, rank 0 shows all 8"
+else bad "eval on 2 ranks: both ranks ran folds, rank 0 shows all 8" "$(head -c 400 "$TMP/two.err")"; fi
+
+# -- fold logs: written by rank 0 (with lanes on each rank, and the
+# embeddings saved by the rank that ran the fold), and a run resumed from
+# part of one --
+"$HPJ" eval "${A[@]}" --fold-log "$TMP/one.folds" --report "$TMP/onel" >/dev/null 2>&1
+run2 "$MPI" eval "${A[@]}" --fold-log "$TMP/two.folds" --lanes 2 --save-embeddings "$TMP/emb" --report "$TMP/twol" \
+    >/dev/null 2>"$TMP/twol.err"; rc=$?
+if [ $rc -eq 0 ] && why=$(same_report "$TMP/onel" "$TMP/twol") && [ "$(wc -l < "$TMP/two.folds")" -eq 8 ] &&
+   [ "$(log_records "$TMP/one.folds")" = "$(log_records "$TMP/two.folds")" ] &&
+   [ "$(wc -l < "$TMP/emb.done")" -eq 8 ] && [ -f "$TMP/emb.s2f4.npy" ]; then
+    ok "eval on 2 ranks --fold-log --lanes 2 --save-embeddings: the same report and 8 records, every fold saved"
+else bad "eval on 2 ranks --fold-log --lanes 2 --save-embeddings: the same report and 8 records, every fold saved" \
+    "exit=$rc ${why:-} $(tail -c 300 "$TMP/twol.err")"; fi
+mkdir -p "$TMP/r"
+head -n 3 "$TMP/one.folds" > "$TMP/r/f.folds"
+"$HPJ" eval "${A[@]}" --fold-log "$TMP/r/f.folds" --report "$TMP/r/p" >"$TMP/r1.out" 2>/dev/null
+for e in md json graphs.csv; do mv "$TMP/r/p.$e" "$TMP/r1.$e"; done
+head -n 3 "$TMP/one.folds" > "$TMP/r/f.folds"
+run2 "$MPI" eval "${A[@]}" --fold-log "$TMP/r/f.folds" --report "$TMP/r/p" >"$TMP/r2.out" 2>"$TMP/r2.err"; rc=$?
+if [ $rc -eq 0 ] && why=$(same_report "$TMP/r1" "$TMP/r/p") && diff <(mask "$TMP/r1.out") <(mask "$TMP/r2.out") >/dev/null &&
+   [ "$(grep -c 'restored from' "$TMP/r2.err")" -eq 3 ] && grep -q '"restored_folds": 3, ' "$TMP/r/p.json" &&
+   [ "$(log_records "$TMP/one.folds")" = "$(log_records "$TMP/r/f.folds")" ]; then
+    ok "eval on 2 ranks resumed from 3 logged folds: the one-process report, the log complete"
+else bad "eval on 2 ranks resumed from 3 logged folds: the one-process report, the log complete" "exit=$rc ${why:-} $(tail -c 300 "$TMP/r2.err")"; fi
+
+# -- one rank, no mpirun: ./hpjepa --
+"$MPI" eval "${A[@]}" --report "$TMP/single" >"$TMP/single.out" 2>"$TMP/single.err"; rc=$?
+# (stderr too, but for the times)
+untimed() { sed -E 's/  [0-9.]+ s(, ETA [0-9hms]+)?$//' "$1"; }
+if [ $rc -eq 0 ] && why=$(same_report "$TMP/one" "$TMP/single") && diff <(untimed "$TMP/one.err") <(untimed "$TMP/single.err") >/dev/null &&
+   diff <(mask "$TMP/one.out") <(mask "$TMP/single.out") >/dev/null; then
+    ok "hpjepa-mpi eval without mpirun: ./hpjepa's output and report"
+else bad "hpjepa-mpi eval without mpirun: ./hpjepa's output and report" "exit=$rc ${why:-} $(diff <(untimed "$TMP/one.err") <(untimed "$TMP/single.err") | head -5)"; fi
+
+# -- failures end the job with the reason, in bounded time --
+# expect_fail2 NAME PATTERN CMD...: non-zero exit within the timeout, PATTERN on stderr, nothing on stdout
+expect_fail2() {
+    local name=$1 pat=$2; shift 2
+    "$@" >"$TMP/f.out" 2>"$TMP/f.err"; local rc=$?
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ ! -s "$TMP/f.out" ] && grep -qE "$pat" "$TMP/f.err"; then ok "$name"
+    else bad "$name" "exit=$rc stderr: $(head -c 300 "$TMP/f.err")"; fi
+}
+expect_fail2 "2 ranks, a usage error: said once, exit 2" '^hpjepa eval: missing DATASET_DIR' run2 "$MPI" eval
+[ "$(wc -l < "$TMP/f.err")" -eq 1 ] && ok "2 ranks, a usage error: one line" || bad "2 ranks, a usage error: one line" "$(cat "$TMP/f.err")"
+expect_fail2 "rank 1 cannot read its dataset: the job ends with its reason" 'NOPE/NOPE_A.txt: cannot open' \
+    timeout 120 mpirun -q -np 1 "$MPI" eval "${A[@]}" : -np 1 "$MPI" eval "$TMP/NOPE" --config data/configs/DEMO.cfg
+expect_fail2 "rank 1 with another config: caught before any work" "rank 1: its dataset or config differs from rank 0's" \
+    timeout 120 mpirun -q -np 1 "$MPI" eval "${A[@]}" : -np 1 "$MPI" eval "${A[@]}" --set lr=0.002
+expect_fail2 "rank 1 fails at work: the job ends with its reason, no report" 'nodir/m\.s1f2\.hpj: cannot create' \
+    timeout 120 mpirun -q -np 1 "$MPI" eval "${A[@]}" --save-models "$TMP/m" --report "$TMP/nope" : \
+    -np 1 "$MPI" eval "${A[@]}" --save-models "$TMP/nodir/m" --report "$TMP/nope"
+[ ! -e "$TMP/nope.md" ] && ok "rank 1 fails at work: no report" || bad "rank 1 fails at work: no report"
+
+# a rank killed mid-run (kill -9): the job ends at once; the fold log keeps
+# the folds finished so far and the same command continues to the report
+desc() { local c; for c in $(pgrep -P "$1"); do echo "$c"; desc "$c"; done; }
+K=(data/DEMO --config data/configs/DEMO.cfg --folds 4 --seeds 1 --set epochs=8)
+"$HPJ" eval "${K[@]}" --report "$TMP/k1" >/dev/null 2>&1
+run2 "$MPI" eval "${K[@]}" --fold-log "$TMP/k.folds" --report "$TMP/k2" >/dev/null 2>"$TMP/k.err" &
+job=$!
+for _ in $(seq 600); do [ -s "$TMP/k.folds" ] && break; sleep 0.05; done
+killed=""
+for c in $(desc "$job"); do
+    if tr '\0' '\n' < "/proc/$c/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then kill -9 "$c" && killed=$c; fi
+done
+t0=$(date +%s)
+wait "$job"; rc=$?
+t1=$(date +%s)
+n=$(wc -l < "$TMP/k.folds")
+if [ -n "$killed" ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $((t1 - t0)) -le 20 ] && [ ! -e "$TMP/k2.md" ] &&
+   [ "$n" -ge 1 ] && [ "$n" -lt 4 ] && [ "$(grep -c '^s1f[1-4] ' "$TMP/k.folds")" -eq "$n" ]; then
+    ok "a rank killed mid-run ends the job ($((t1 - t0)) s), the fold log keeps $n whole records"
+else bad "a rank killed mid-run ends the job" "killed='$killed' exit=$rc after $((t1 - t0)) s, log lines $n: $(tail -c 300 "$TMP/k.err")"; fi
+run2 "$MPI" eval "${K[@]}" --fold-log "$TMP/k.folds" --report "$TMP/k2" >/dev/null 2>"$TMP/k2.err"; rc=$?
+if [ $rc -eq 0 ] && [ "$(wc -l < "$TMP/k.folds")" -eq 4 ] &&
+   [ "$(grep -o '"\(score\|train\|alpha\|mean\|std\)": [0-9.e-]*' "$TMP/k1.json")" = "$(grep -o '"\(score\|train\|alpha\|mean\|std\)": [0-9.e-]*' "$TMP/k2.json")" ] &&
+   cmp -s "$TMP/k1.graphs.csv" "$TMP/k2.graphs.csv"; then
+    ok "the killed job continued from its fold log: the one-process results"
+else bad "the killed job continued from its fold log: the one-process results" "exit=$rc $(tail -c 300 "$TMP/k2.err")"; fi
+
+# -- the other commands run on rank 0 only, and say so --
+"$HPJ" pretrain data/DEMO --config data/configs/DEMO.cfg --set epochs=1 --out "$TMP/m1.hpj" >/dev/null 2>&1
+run2 "$MPI" pretrain data/DEMO --config data/configs/DEMO.cfg --set epochs=1 --out "$TMP/m2.hpj" >"$TMP/pt.out" 2>"$TMP/pt.err"; rc=$?
+if [ $rc -eq 0 ] && cmp -s "$TMP/m1.hpj" "$TMP/m2.hpj" && [ "$(grep -c 'runs on rank 0 only' "$TMP/pt.err")" -eq 1 ]; then
+    ok "pretrain on 2 ranks: rank 0 alone, the one-process checkpoint, said once"
+else bad "pretrain on 2 ranks: rank 0 alone, the one-process checkpoint, said once" "exit=$rc $(head -c 300 "$TMP/pt.err")"; fi
+run2 "$MPI" eval --help >"$TMP/h.out" 2>&1
+[ "$(grep -c '^usage: hpjepa eval' "$TMP/h.out")" -eq 1 ] && ok "eval --help on 2 ranks: printed once" || bad "eval --help on 2 ranks: printed once"
+
+echo "$PASS passed, $FAIL failed"
+[ $FAIL -eq 0 ]
