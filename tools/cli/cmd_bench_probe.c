@@ -133,6 +133,7 @@ int cmd_bench_probe(int argc, char **argv) {
     double alphas[16];
     int nalpha = 3, reps = 3, threads = 0, nsets = 0, i, a, si, rc = 0, mi;
     hpj_probe_options base;
+    hpj_set_adaptive_threads(0); /* the speed of the threads asked for, like the peer's */
     hpj_probe_options_default(&base);
     alphas[0] = 0.1;
     alphas[1] = 1.0;
