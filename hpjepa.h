@@ -12359,14 +12359,16 @@ static hpj_status hpj__trainer_tokens(hpj__trainer *tr, const int32_t *graphs, i
    wait at each barrier for the scheduler to give it its core back, and T
    threads can run many times slower than one. No waiting policy fixes
    that (spinning burns the waiter's turn; sleeping adds a wake-up to every
-   loop), so the training and embedding loops measure instead: they time
+   loop), so training, embedding and probes measure instead: they time
    each unit of work (a minibatch, an embedding chunk, a probe's pass over
    the data) per unit of work done, run a unit with the other team size
-   (1 or T) now and then, and keep the faster one. A trial of the losing size costs what one of its units
-   takes, so trials come after HPJ__GOV_RATIO times that much time spent
-   on the winner, and further apart while the choice holds. The choice
-   carries over from one call to the next (per calling thread), so the
-   folds of a protocol do not each start by learning it again.
+   (1 or T) now and then, and keep the faster one. A trial of the losing
+   size costs what one of its units takes, so trials come after
+   HPJ__GOV_RATIO times that much time spent on the winner, further apart
+   while the choice holds, and at once when a unit of the winner runs
+   slower than the loser did (the load has changed). The choice carries
+   over from one call to the next (per calling thread), so the folds of a
+   protocol do not each start by learning it again.
    Results never depend on the team size (see the threads contract at the
    top), so all of this changes speed only, never a bit.
    hpj_set_adaptive_threads(0) keeps the team at T (benchmarks do). */
