@@ -2,7 +2,7 @@
 #   make            the command-line program ./hpjepa and every example
 #   make test       the whole test suite (see tests/run_all.sh)
 #   make demo       pretrain + evaluate on the bundled synthetic set
-#   make bench      benchmarks against the peers in ../shared/peers
+#   make bench      benchmarks against the peer programs (METIS, OpenBLAS, PyTorch, scikit-learn)
 #   make fuzz       libFuzzer runs of every reader of outside input, the partitioner, the tokenizer and the model
 #                   (clang; minutes each, where make test gives each harness seconds)
 #   make mpi        ./hpjepa-mpi: eval's folds spread over MPI processes (needs mpicc)
