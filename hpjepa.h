@@ -596,6 +596,34 @@ HPJDEF const char *hpj_status_name(hpj_status s);
 /* Clear the reason. */
 HPJDEF void hpj_clear_error(void);
 
+/* ==== paths: the reference or the fast implementation ================ */
+
+/* The implementation has two parts. The reference part is the method in
+   plain C loops, the code to read; the fast part plugs faster siblings
+   (a packed GEMM with SIMD micro-kernels, two-thread schedules, ...) into
+   a few named points, each computing the same function. hpj_set_paths
+   picks what runs:
+       HPJ_PATHS_REFERENCE  the reference part only
+       HPJ_PATHS_PORTABLE   the fast part without SIMD kernels
+       HPJ_PATHS_AVX2       ... with the AVX2 kernels
+       HPJ_PATHS_AVX512     ... with the AVX-512 kernels
+       HPJ_PATHS_BEST       the widest the build has (the default)
+   A request above what the build has is lowered to it; the call returns
+   the level now in force. Built with -DHPJ_REFERENCE, the fast part is not
+   compiled and the level is always HPJ_PATHS_REFERENCE. One process-wide
+   setting: change it between calls, never while one runs. */
+enum {
+    HPJ_PATHS_REFERENCE = 0,
+    HPJ_PATHS_PORTABLE = 1,
+    HPJ_PATHS_AVX2 = 2,
+    HPJ_PATHS_AVX512 = 3,
+    HPJ_PATHS_BEST = 255
+};
+HPJDEF int hpj_set_paths(int level);
+HPJDEF int hpj_paths(void);
+/* "reference", "portable", "avx2", "avx512" */
+HPJDEF const char *hpj_paths_name(int level);
+
 /* ==== rng ============================================================ */
 
 /* xoshiro256** (Blackman & Vigna), seeded through splitmix64. Streams for
@@ -2051,6 +2079,50 @@ static void *hpj__calloc(size_t count, size_t size, const char *what) {
 static void hpj__free(void *p) {
     if (p) HPJ_FREE(NULL, p);
 }
+
+/* ==== paths: the reference or the fast implementation ================ */
+
+#ifdef HPJ_REFERENCE
+#ifndef HPJ_NO_SIMD
+#define HPJ_NO_SIMD
+#endif
+#endif
+#if !defined(HPJ_NO_SIMD) && defined(__AVX512F__)
+#define HPJ__HAVE_PATHS HPJ_PATHS_AVX512
+#elif !defined(HPJ_NO_SIMD) && defined(__AVX2__) && defined(__FMA__)
+#define HPJ__HAVE_PATHS HPJ_PATHS_AVX2
+#elif !defined(HPJ_REFERENCE)
+#define HPJ__HAVE_PATHS HPJ_PATHS_PORTABLE
+#else
+#define HPJ__HAVE_PATHS HPJ_PATHS_REFERENCE
+#endif
+
+static int hpj__paths_level = HPJ__HAVE_PATHS;
+
+HPJDEF int hpj_set_paths(int level) {
+    if (level < HPJ_PATHS_REFERENCE) level = HPJ_PATHS_REFERENCE;
+    if (level > HPJ__HAVE_PATHS) level = HPJ__HAVE_PATHS;
+    hpj__paths_level = level;
+    return level;
+}
+
+HPJDEF int hpj_paths(void) { return hpj__paths_level; }
+
+HPJDEF const char *hpj_paths_name(int level) {
+    switch (level) {
+    case HPJ_PATHS_REFERENCE: return "reference";
+    case HPJ_PATHS_PORTABLE: return "portable";
+    case HPJ_PATHS_AVX2: return "avx2";
+    case HPJ_PATHS_AVX512: return "avx512";
+    }
+    return "unknown";
+}
+
+/* 1: the fast part runs (a fast path's guard at its plug-in point). */
+static int hpj__fast(void) { return hpj__paths_level >= HPJ_PATHS_PORTABLE; }
+#if defined(__GNUC__) || defined(__clang__)
+static int hpj__fast(void) __attribute__((unused));
+#endif
 
 /* ==== rng ============================================================ */
 
@@ -6054,32 +6126,18 @@ static void hpj__gemm_kernel_avx2_cols(int kc, const float *a, ptrdiff_t lda, co
 }
 #endif
 
-/* Which kernel hpj_gemm uses (see hpj_gemm_set_isa). */
-static int hpj__gemm_isa = -1;
-
+/* Which kernel hpj_gemm uses: the paths level's (see hpj_set_paths). */
 HPJDEF int hpj_gemm_isa(void) {
-    if (hpj__gemm_isa >= 0) return hpj__gemm_isa;
-#if defined(HPJ__GEMM_AVX512)
-    return HPJ_GEMM_AVX512;
-#elif defined(HPJ__GEMM_AVX2)
-    return HPJ_GEMM_AVX2;
-#else
-    return HPJ_GEMM_PORTABLE;
-#endif
+    int l = hpj_paths();
+    return l >= HPJ_PATHS_AVX512 ? HPJ_GEMM_AVX512 : l == HPJ_PATHS_AVX2 ? HPJ_GEMM_AVX2 : HPJ_GEMM_PORTABLE;
 }
 
 HPJDEF int hpj_gemm_set_isa(int isa) {
-    switch (isa) {
-    case HPJ_GEMM_PORTABLE: hpj__gemm_isa = isa; return 0;
-#if defined(HPJ__GEMM_AVX2)
-    case HPJ_GEMM_AVX2: hpj__gemm_isa = isa; return 0;
-#endif
-#if defined(HPJ__GEMM_AVX512)
-    case HPJ_GEMM_AVX512: hpj__gemm_isa = isa; return 0;
-#endif
-    case -1: hpj__gemm_isa = -1; return 0;
-    default: return -1;
-    }
+    int want = isa == -1 ? HPJ_PATHS_BEST : isa + HPJ_PATHS_PORTABLE;
+    if (isa < -1 || isa > HPJ_GEMM_AVX512) return -1;
+    if (want != HPJ_PATHS_BEST && want > HPJ__HAVE_PATHS) return -1;
+    hpj_set_paths(want);
+    return 0;
 }
 
 HPJDEF const char *hpj_gemm_isa_name(int isa) {
