@@ -15414,6 +15414,45 @@ HPJDEF hpj_status hpj_model_load(hpj_model *m, const char *path) {
 }
 #endif
 
+
+/* ======================================================================
+   THE FAST PART
+
+   Everything above is the reference implementation: the method in plain
+   loops, the code to read. What follows are faster siblings of a few of
+   its functions, each under its own banner, each plugged in at one named
+   point of the reference code (look for `hpj__fast()`), each computing
+   the same function. -DHPJ_REFERENCE leaves this part out;
+   hpj_set_paths chooses at run time.
+   ====================================================================== */
+#ifndef HPJ_REFERENCE
+
+/* ---- anchor: fast gemm ----
+   (the packed, blocked GEMM and its SIMD micro-kernels follow this line)
+   ---- */
+
+
+/* ---- anchor: fast nn ----
+   (the nn layers' fast siblings follow this line)
+   ---- */
+
+
+/* ---- anchor: fast encoder ----
+   (the patch encoder's fast siblings follow this line)
+   ---- */
+
+
+/* ---- anchor: fast step ----
+   (the training step's fast siblings follow this line)
+   ---- */
+
+
+/* ---- anchor: fast probe ----
+   (the probes' fast siblings follow this line)
+   ---- */
+
+#endif /* HPJ_REFERENCE */
+
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT DEFAULT
 #endif
