@@ -73,6 +73,14 @@ $(B)/hpjepa-asan: $(CLI_SRC) tools/cli/cli.h $(HDRS)
 $(B)/hpjepa-mpi: $(MPI_NEEDS)
 	@mkdir -p $(B)
 	$(MPICC) $(TFLAGS) -D_POSIX_C_SOURCE=200809L -o $@ $(MPI_SRC) $(LDLIBS)
+# the reference build (-DHPJ_REFERENCE: the fast part compiled out) runs the
+# whole unit suite too, and its program trains the fast build's bits
+$(B)/tests-ref: $(TEST_SRC) tests/test.h $(HDRS)
+	@mkdir -p $(B)
+	$(CC) $(TFLAGS) -DHPJ_REFERENCE -o $@ $(TEST_SRC) $(LDLIBS)
+$(B)/hpjepa-ref: $(CLI_SRC) tools/cli/cli.h $(HDRS)
+	@mkdir -p $(B)
+	$(CC) $(TFLAGS) -DHPJ_REFERENCE -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
 $(B)/tests-noomp: $(TEST_SRC) tests/test.h $(HDRS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) $(OPT) -g $(ARCH) $(WERROR) -Wno-unknown-pragmas -o $@ $(TEST_SRC) $(LDLIBS)
@@ -162,7 +170,7 @@ fuzz-builds: $(FUZZ_BUILDS)
 
 CHECKS := $(B)/check-cxx.o $(B)/check-pedantic.o $(B)/check-embedded.o
 # the program the CLI checks run is $(B)/hpjepa (a user's make builds ./hpjepa)
-TEST_BUILDS := examples $(B)/hpjepa $(B)/tests $(B)/tests-asan $(B)/tests-noomp $(B)/hpjepa-asan $(CHECKS) $(TCC_BUILDS) \
+TEST_BUILDS := examples $(B)/hpjepa $(B)/tests $(B)/tests-ref $(B)/hpjepa-ref $(B)/tests-asan $(B)/tests-noomp $(B)/hpjepa-asan $(CHECKS) $(TCC_BUILDS) \
     $(CLANG_BUILDS) $(FUZZ_BUILDS) $(if $(MPI_FOUND),$(B)/hpjepa-mpi)
 # the suite's builds run one job per core unless make already has a
 # jobserver (make -jN test, N > 1): side by side they take about half the time

@@ -61,6 +61,16 @@ if [ -x "$HB/hpjepa-tcc" ] && [ -x "$HB/hpjepa-portable" ]; then
         ok "tcc and gcc builds: the same checkpoint and embeddings, bit for bit"
     else bad "tcc and gcc builds: the same checkpoint and embeddings, bit for bit"; fi
 else echo "  (no tcc build: the cross-compiler check skipped)"; fi
+# the reference implementation (-DHPJ_REFERENCE: plain loops, the fast part
+# compiled out) and the fast build train and embed to the same bits
+if [ -x "$HB/hpjepa-ref" ]; then
+    if "$HB/hpjepa-ref" pretrain data/DEMO --config "$MCFG" --out "$TMP/mr" --quiet >/dev/null 2>&1 &&
+       "$HPJ" pretrain data/DEMO --config "$MCFG" --out "$TMP/mf" --quiet >/dev/null 2>&1 &&
+       cmp -s "$TMP/mr" "$TMP/mf" && "$HB/hpjepa-ref" embed "$TMP/mr" data/DEMO --out "$TMP/er.npy" >/dev/null 2>&1 &&
+       "$HPJ" embed "$TMP/mr" data/DEMO --out "$TMP/ef.npy" >/dev/null 2>&1 && cmp -s "$TMP/er.npy" "$TMP/ef.npy"; then
+        ok "reference and fast builds: the same checkpoint and embeddings, bit for bit"
+    else bad "reference and fast builds: the same checkpoint and embeddings, bit for bit"; fi
+else echo "  (no reference build: the reference-against-fast check skipped)"; fi
 head -c 1000 "$TMP/m" > "$TMP/trunc"
 expect_fail "embed: truncated checkpoint" "CRC mismatch|truncated" "$HPJ" embed "$TMP/trunc" data/DEMO --out "$TMP/x.npy"
 cp "$TMP/m" "$TMP/flip"; printf '\x55' | dd of="$TMP/flip" bs=1 seek=3000 conv=notrunc 2>/dev/null

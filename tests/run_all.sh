@@ -32,6 +32,7 @@ export HPJ_EXAMPLES=${HPJ_EXAMPLES:-$B/examples} # the command-line tests run ex
 export HPJ_BUILD=$B # where the command-line tests find the tcc and portable builds
 run_stage "unit tests (-O2, OpenMP)" "./$B/tests"
 run_stage "unit tests (no OpenMP)" "./$B/tests-noomp"
+run_stage "unit tests (reference build: -DHPJ_REFERENCE)" "./$B/tests-ref"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run_stage "unit tests (ASan + UBSan)" "./$B/tests-asan"
 if [ -x "$B/tests-clang" ]; then
