@@ -98,29 +98,30 @@
 
    LEGEND of names: hpj_ / HPJ_ public, hpj__ / HPJ__ private. Private
    families hpj__<prefix>... (their macros the same in capitals):
-       graph       scan_ text scanner   tu_ TUDataset files   csr_ datasets
-                   from in-memory CSR   buf_ growing text buffer
-       partition   part_ shared helpers   pctrl checked options   pw_ blocks
-                   of a workspace (hpj_part_work)   pws one call's scratch
-                   pg one graph of the coarsening hierarchy (hier)   hp_
-                   vertex heap by gain   bnd_ boundary list   bis_ bisection
-                   rb recursive bisection   kw_ k-way refinement
-       tokenizer   tok_ regions and partitions   tokws per-thread scratch
-       nn          gemm_ matrix product   lin_ linear   bn_ BatchNorm   ln_
-                   LayerNorm   att_ attention   block_ Transformer block
-                   gine_ GINE   adam_ optimiser pass   rb_scratch row-block
-                   sums (not recursive bisection)
-       model       gnn_ patch encoder g_eta   sq_ structural-query encoder
-                   e_xi   enc_ token encoder f_theta (and its EMA copy)
-                   pred_ predictor q_psi   path_ the node copies of a
-                   batch's patches   pscr the path builders' scratch   item
-                   one sampled patch   step_ the step's workspace   fwd_ the
-                   step's forward pieces   trainer one pretraining run   gov
-                   the team size (T threads or one)
-       probe       pb_ probes   lm_ linear model
-       checkpoints put_ / get_ fields   ckpt_ file format
-       fast part   cls_ classes of equal node copies   table_ the input
-                   table   pipe_, two_, split_, park: two threads' shares
+       graph       scan_ text scanner; tu_ TUDataset files;
+                   csr_ datasets from in-memory CSR; buf_ growing text buffer
+       partition   part_ shared helpers; pctrl checked options;
+                   pw_ blocks of a workspace (hpj_part_work);
+                   pws one call's scratch; hp_ vertex heap by gain;
+                   pg one graph of the coarsening hierarchy (hier);
+                   bnd_ boundary list; bis_ bisection; rb recursive
+                   bisection; kw_ k-way refinement
+       tokenizer   tok_ regions and partitions; tokws per-thread scratch
+       nn          gemm_ matrix product; lin_ linear; bn_ BatchNorm;
+                   ln_ LayerNorm; att_ attention; block_ Transformer block;
+                   gine_ GINE; adam_ optimiser pass;
+                   rb_scratch row-block sums (not recursive bisection)
+       model       gnn_ patch encoder g_eta; sq_ structural-query encoder e_xi;
+                   enc_ token encoder f_theta and its EMA copy;
+                   pred_ predictor q_psi; item one sampled patch;
+                   path_ the node copies of a batch's patches;
+                   pscr the path builders' scratch; trainer one run;
+                   step_ the step's workspace; fwd_ its forward pieces;
+                   gov the team size (T threads or one)
+       probe       pb_ probes; lm_ linear model
+       checkpoints put_ / get_ fields; ckpt_ file format
+       fast part   cls_ classes of equal node copies; table_ the input table;
+                   pipe_, two_, split_, park: work shared by two threads
 
    ERRORS, THREADS, DETERMINISM
        Every fallible call returns an hpj_status (HPJ_OK == 0, failures
