@@ -32,528 +32,120 @@
            return 0;
        }
 
-   CONTENTS (the API and the implementation follow this order)
-       status & errors      hpj_status, hpj_last_error
-       rng                  hpj_rng: xoshiro256** seeded by splitmix64, streams
-       arena                64-byte aligned bump allocator, mark/reset, measuring
-       graph                CSR graph, TUDataset reader, datasets from
-                            in-memory CSR arrays, METIS-format I/O
-       partition            multilevel k-way / recursive bisection (METIS family)
-       tokenizer            RWSE, resolution bank, 1-hop patches (hpj_tokens_build)
-       nn                   GEMM, linear, activations, dropout, LayerNorm,
-                            BatchNorm, GINE, pooling, attention, Transformer
-                            block, losses, Adam/AdamW, schedules, clipping, EMA
-       config               hpj_config: every setting, `key = value` files,
-                            the table of keys (hpj_config_keys)
-       model                parameters, patch encoder, structural queries,
-                            token encoders, predictor, per-resolution step,
-                            hpj_pretrain, hpj_embed, readouts
-       probe                ridge, logistic regression, stratified folds,
-                            task-specific resolution weighting
-       checkpoints          versioned, CRC-checked, atomic model files
+   HOW TO READ THIS FILE
+       The API comes first: declarations with a shape comment on every
+       buffer. The implementation follows in two parts. The REFERENCE part
+       is the method in plain C99 loops (OpenMP pragmas over loops with
+       disjoint outputs); read it top to bottom:
+         foundations  status & errors, paths, rng, arena, graph readers
+         partitioner  coarsening (hpj__coarsen), bisection (hpj__mlbisect),
+                      k-way refinement (hpj__kw_refine); hpj_partition
+         tokenizer    random-walk encoding (hpj_rwse), the patches of every
+                      graph at every resolution (hpj_tokens_build)
+         nn layers    forward / backward pairs over flat buffers: hpj_gemm,
+                      linear, activations, norms, GINE, pooling, attention,
+                      Transformer block, losses, hpj_adam_step, EMA
+         config       hpj_config, `key = value` files
+         model        g_eta the patch encoder (hpj__gnn_forward / _backward),
+                      e_xi the structural queries (hpj__sq_forward), f_theta
+                      the token encoder and its EMA copy (hpj__enc_forward),
+                      q_psi the predictor (hpj__pred_forward)
+         the step     hpj__step, one resolution of one batch, in sequence:
+                      sample (hpj__sample: a context and targets per graph)
+                      -> forward -> loss (hpj_smooth_l1 against the
+                      hyperbolic targets [cosh m(u), sinh m(u)] of the EMA
+                      encoder, hpj__targets_phi) -> backward -> clip
+                      (hpj__grad_norm) -> Adam -> EMA (hpj_ema_update)
+         training     hpj_pretrain: epochs, batches, resolutions
+         readout      hpj__embed (per-resolution embeddings h^(l) from the
+                      EMA encoder), hpj_readout (concat or mean over l)
+         probes       ridge, logistic regression, folds, resolution weights
+         checkpoints  hpj_model_save / hpj_model_load
+       THE FAST PART comes last (its frame opens with that title): faster
+       siblings of a few reference functions, each under a banner
+       `==== fast: <what> ====` that says why it computes the same function.
+       Each plugs in at one point of the reference code, marked by
+       `if (hpj__fast())`: search for hpj__fast( to find them all.
 
-   COMPILE-TIME OPTIONS (define before including; "global" = must be the
-   same in every file that includes the header, "impl" = only matters in
-   the file that defines HPJEPA_IMPLEMENTATION)
+   CONTENTS: status & errors, paths, rng, arena, graph, partition,
+   tokenizer, nn, config, model, probe, checkpoints, in this order in the
+   API and in the implementation, then the fast part. Each module opens
+   with a banner such as `==== partition: k-way refinement ====`.
+
+   COMPILE-TIME OPTIONS (define before including; "global" = the same in
+   every file that includes the header, "impl" = only in the file that
+   defines HPJEPA_IMPLEMENTATION)
        HPJ_STATIC            impl   all functions static (private copy)
        HPJ_MALLOC(ctx,sz)    impl   allocator; define HPJ_FREE(ctx,p) too,
        HPJ_FREE(ctx,p)              or neither (#error otherwise); ctx is
                                     always NULL for now
        HPJ_ASSERT(x)         impl   internal invariants (default assert)
-       HPJ_NO_STDIO          impl   no <stdio.h>: drops every function that
-                                    touches files (the *_load/_read/_write
-                                    calls) and formats error reasons
-                                    without vsnprintf
+       HPJ_NO_STDIO          impl   no <stdio.h>: no file functions, error
+                                    reasons formatted without vsnprintf
        HPJ_DEBUG             impl   expensive internal consistency checks
                                     (partitioner: recounted cuts and weights)
-       HPJ_NO_SIMD           impl   only the portable C GEMM / probe kernels
-                                    (the AVX-512 / AVX2 paths are chosen by
-                                    the compiler's target, e.g. -march=native)
+       HPJ_REFERENCE         impl   compiles the fast part out: the reference
+                                    implementation only (for learners and
+                                    embedded toolchains)
+       HPJ_NO_SIMD           impl   the fast part without SIMD kernels (they
+                                    otherwise follow the compiler's target,
+                                    e.g. -march=native)
 
    GLOSSARY of dimension letters used in shape comments
        N nodes   E directed edges (CSR entries)   G graphs in a dataset
        P patches B graphs in a minibatch           T tokens
        D width   H heads   F hidden width   K parts   L resolutions
 
+   LEGEND of names: hpj_ / HPJ_ public, hpj__ / HPJ__ private. Private
+   families hpj__<prefix>... (their macros the same in capitals):
+       graph       scan_ text scanner; tu_ TUDataset files;
+                   csr_ datasets from in-memory CSR; buf_ growing text buffer
+       partition   part_ shared helpers; pctrl checked options;
+                   pw_ blocks of a workspace (hpj_part_work);
+                   pws one call's scratch; hp_ vertex heap by gain;
+                   pg one graph of the coarsening hierarchy (hier);
+                   bnd_ boundary list; bis_ bisection; rb recursive
+                   bisection; kw_ k-way refinement
+       tokenizer   tok_ regions and partitions; tokws per-thread scratch
+       nn          gemm_ matrix product; lin_ linear; bn_ BatchNorm;
+                   ln_ LayerNorm; att_ attention; block_ Transformer block;
+                   gine_ GINE; adam_ optimiser pass;
+                   rb_scratch row-block sums (not recursive bisection)
+       model       gnn_ patch encoder g_eta; sq_ structural-query encoder e_xi;
+                   enc_ token encoder f_theta and its EMA copy;
+                   pred_ predictor q_psi; item one sampled patch;
+                   path_ the node copies of a batch's patches;
+                   pscr the path builders' scratch; trainer one run;
+                   step_ the step's workspace; fwd_ its forward pieces;
+                   gov the team size (T threads or one)
+       probe       pb_ probes; lm_ linear model
+       checkpoints put_ / get_ fields; ckpt_ file format
+       fast part   cls_ classes of equal node copies; table_ the input table;
+                   pipe_, two_, split_, park: work shared by two threads
+
    ERRORS, THREADS, DETERMINISM
        Every fallible call returns an hpj_status (HPJ_OK == 0, failures
-       are negative). hpj_last_error() then gives a one-line reason such
-       as "PROTEINS_A.txt:1207: node id 99999 > 43471 nodes". The reason
-       is per thread where the compiler supports thread-local storage.
-       A failed call leaves its outputs zeroed and owns no memory. The
-       library never prints, exits or aborts (HPJ_ASSERT only guards
-       internal invariants and compiles away under NDEBUG).
-       OpenMP (-fopenmp) is optional. Parallel loops write disjoint
-       outputs and every sum is taken by one thread in a fixed order, so
-       results are bit-identical for any thread count and repeated runs.
-       All randomness flows from explicit seeds through hpj_rng. Because
-       of that, training, embedding and logistic probes may change their
-       team size between units of work: they time T threads against one
-       now and then and keep the faster (a team whose threads cannot all
-       run at once, on a machine where another process holds a core,
-       waits at every barrier and is slower than one thread);
-       hpj_set_adaptive_threads(0) turns this off.
-       With exactly two threads, training also runs independent pieces
-       side by side, one per thread (see 0.11.0 below), and one thread
-       runs part of the optimizer pass beside the next step's products
-       (0.11.2); nested parallel regions must then be inactive (OpenMP's
-       default), which the library checks before it does so.
-       The portable loops and the AVX-512 / AVX2 paths give the same bits
-       only if the compiler keeps a * b + c as two roundings: the
-       implementation turns contraction off for clang (#pragma STDC
-       FP_CONTRACT, whose default there fuses); GCC ignores that pragma and
-       contracts in its GNU modes, so build it with -std=c99 / -std=c11
-       or -ffp-contract=off (the Makefile does). The bits are those of a
-       build: a GCC and a clang build of the same code train to different
-       last bits (MUTAG, 2 epochs: 2 % of the checkpoint's bytes differ),
-       each reproducible and thread-count independent.
-
-   RECENT CHANGES
-       0.13.0  Training, embedding and logistic probes choose their team
-              size (T or one thread) by timing units of work, so a busy
-              core no longer slows them many times over
-              (hpj_set_adaptive_threads; the same bits for any size).
-              hpj_dataset_from_csr builds a dataset from graphs in memory.
-              Readers reject float node ids in TU edge lists and float
-              tokens or self-loops in METIS files (hpj_metis_info loses
-              self_loops). Every accepted config value survives a
-              checkpoint (real ranges compared in float: edge_drop = 0.99
-              loads again); hpj_config_keys lists the keys;
-              hpj_linear_model_classify. Bits unchanged.
-       0.12.4  LayerNorm's dgamma / dbeta sums keep their columns in
-              registers (32 on AVX-512, 16 on AVX2) instead of a stack
-              array reloaded every row: alone, one AMD Zen 5 thread,
-              3000 x 128 126 -> 58 us and 500 x 512 64 -> 46 us with
-              AVX-512 (110 -> 93 and 77 -> 74 us in an AVX2 build);
-              PROTEINS d = 128 training step 1.006 (two paired runs on
-              Zen 5, AVX-512; 1.003 in the AVX2 build), DD and d = 512
-              within noise; same bits (test internals.ln_gb_isas checks
-              every kernel against the definition).
-       0.12.3  column sums (the bias gradients) on AVX2 keep 32 sums in
-              registers instead of reloading 16 from memory every row:
-              3.3-3.6x faster alone (one AMD Zen 3 thread, 3000 x 128 and
-              500 x 512); PROTEINS d = 128 training step 1.010-1.013
-              (paired), DD and d = 512 within noise; same bits (test
-              internals.colsum_isas checks every kernel against the
-              definition).
-       0.12.2  a transposed-A product with few row blocks and a B too
-              large to share whole (the weight gradients over node copies,
-              512 x 512 x 5000-7000 in DD) gives each thread its own rows
-              and its own packed B through all K blocks, instead of
-              sharing B block by block with two barriers a block: tn
-              512 x 512 x 5646 99-117 -> 104-128 GFLOP/s on 2 Zen 3
-              threads; DD training step 1.005-1.028 paired (PROTEINS
-              d = 512 0.98-1.01, d = 128 1.008); same bits.
-       0.12.1  a B that is not transposed is packed row by row (each row
-              of the block read front to back, dealt out to the column
-              slivers) instead of sliver by sliver (one cache line per
-              row, a stride the prefetchers do not follow): PROTEINS
-              d = 128 training step 1.033 (paired, AMD Zen 3); the
-              online encoder's backward pipeline: the chain's thread, its
-              chain done, takes the parameter tasks thread 0 has not
-              started (d = 128 1.011-1.023, DD 1.013, d = 512 1.012,
-              paired); same bits.
-       0.12.0  the last GINE layer's Linear_out (gnn_out_linear = 1, the
-              reference block and every paper config) runs on the patch
-              means: z = mean_p(sum) Wout^T + bout instead of
-              mean_p(sum Wout^T + bout), S patch rows instead of C node
-              copies, forward and backward (dWout from dz and the kept
-              means, the input gradient spread from the S rows). The same
-              function, other rounding: new bits for those configs (any
-              thread count, as before); the bench configs (no Linear_out)
-              keep theirs. GFLOP a batch (bench train, --set
-              repartition=0): PROTEINS.cfg 97.5 -> 81.6, DD.cfg 249.0 ->
-              220.5; paired, each batch once per variant, AMD Zen 3 (AVX2):
-              PROTEINS.cfg 1.173 median (quartiles 1.123-1.206, totals
-              1.165), DD.cfg 1.114 (1.082-1.156, totals 1.102).
-       0.11.6 (same bits as 0.11.5) the online encoder's backward with
-              two threads and one-token contexts (the context path) is one
-              parallel region run as a pipeline (hpj__enc_backward): thread
-              1, which ran the context path's forward, takes the chain of
-              input gradients block after block, thread 0 the weight, bias
-              and LayerNorm parameter gradients as the chain posts their
-              inputs, instead of about six regions a block, each pairing a
-              product's two halves. The training encoder's forward keeps
-              GELU'(fch) in the block cache (hpj_block_cache.dact, new;
-              NULL from hpj_block_cache_bind: recomputed as before) and the
-              backward multiplies by it beside the W2 input-gradient
-              product instead of recomputing it in a pass of its own.
-              Attention with 16-float heads, 8 at a time (d = 128, 8
-              heads; the EMA encoder's 2-4 targets): a query's eight dots
-              with a key reduced by one tree of shuffles, the softmax's
-              bookkeeping on the heads' lanes (hpj__att_fwd16x8).
-              Paired, each batch once per variant, PROTEINS d = 128: GELU'
-              1.012-1.016 median, pipeline 1.002-1.013 with the vCPUs near
-              and 1.019-1.034 far (its chain on thread 0: 1.00-1.009),
-              attention 1.004-1.007 (five runs); DD 1.013-1.014. Tests
-              nn.block_dact, internals.enc_pipe; nn.attention checks the
-              8-head path's bits against the loop's arithmetic.
-       0.11.5 (same bits as 0.11.4) with the two paths side by side
-              (hpj__fwd_split) each path's thread builds that path's
-              inputs (node copies, edges, features, classes) and the
-              targets Phi of its share of the EMA encoder's graphs, and
-              the context path's thread forms the predictor's input: work
-              that ran in parallel regions or on thread 0 alone before and
-              after the split. PROTEINS d = 128 1.002-1.007 median (the
-              inputs), 1.000-1.004 (Phi and q), each batch once per
-              variant. The path builders' per-thread stamp goes by the
-              innermost team of more than one thread (a region nested in
-              the split has one). The backward's sums of the
-              predictor's input gradient over each context's targets
-              (ds_c) run on the team (1.001-1.003). Test
-              model.target_overflow: the m(u) overflow stops a step with
-              the same reason on 1 and 2 threads, and target_clamp
-              guards it.
-       0.11.4 (same bits as 0.11.3) the patch encoder no longer copies a
-              layer's class rows out to every copy when the next layer
-              runs on classes: that layer's GINE forward, residual gather
-              and (with shared edge features) GINE backward read the rows
-              through the class map (hpj__cls_map), and its gathers touch
-              U rows instead of C. The target path, which never reads it,
-              forms its GINE blocks' residual sum without writing the
-              BatchNorm output (hpj__bn_out_rows with out = NULL). A biased
-              product's first K block reads the bias row in place of C (the
-              kernels' cin) instead of the tile loop copying it into every
-              C row first. Column sums (bias gradients) and BatchNorm's
-              channel sums keep 64 columns in registers of doubles on the
-              AVX-512 path, each lane in row order as the loops (the same
-              bits; tests nn.linear_bias_grad, internals.bn_sums_isas).
-              Later layers' class keys skip an integer division per entry
-              when there is one edge type. Paired, each batch once per
-              variant, PROTEINS d = 128: class map 1.014-1.018 (target
-              path) and 1.012-1.017 (context path), column sums
-              1.006-1.012, bias rows 1.006-1.009,
-              BatchNorm sums 1.002-1.011; DD: BatchNorm sum only totals
-              1.021-1.035. The 0.11.3 and 0.11.4 binaries alternating,
-              vCPUs near: d = 128 +3.6-9 % a pair (5928 / 6202, 6079 /
-              6300, 5893 / 6199, 5873 / 6259; earlier 5185 / 5556, 5508 /
-              5985 graphs/s), DD +1 % (102.5 / 103.2, 102.4 / 103.5).
-       0.11.3 (same bits as 0.11.2) hpj_tokens has nedge, the number of
-              edges induced on each patch (directed CSR entries between
-              its nodes), counted once by hpj_tokens_build: a training
-              step's path count read it instead of walking every patch's
-              adjacency each step. The transposed packing of a GEMM's B
-              (a linear forward's weight, read for the first time in the
-              step right after the optimizer wrote it) hints each row's
-              line 64 floats ahead, this sliver's rows and then the
-              next's: 32 row streams at once are more than the hardware
-              prefetchers follow. With the paths side by side, the
-              folded target's colsum(W2) is computed once (thread 0,
-              before its flag, in hpj__fwd_target_input) instead of by
-              both threads.
-              Attention with 16-float heads (d = 128, 8 heads) runs each
-              head row in one AVX-512 register (hpj__att_fwd16: the same
-              operations, so the same bits; test nn.attention compares
-              them with the loop's arithmetic written out): 52 -> 34 ms
-              over 1000 calls. Paired, each batch once per variant,
-              PROTEINS d = 128: 1.007-1.017 (path count), 1.016-1.018
-              (prefetch), 0.999-1.007 (totals 1.007-1.010, colsum),
-              1.004-1.007 (totals 0.997-1.008, attention); d = 512 and DD
-              unchanged. The block's backward no longer zeroes the GELU
-              gradient's buffer to add into it (hpj__gelu_back with set:
-              0 + g, the same bits): 1.008-1.009 (totals 1.005-1.014).
-       0.11.2 (same bits as 0.11.1) the optimizer pass is memory-bound and
-              one thread streams it nearly as fast as two when the two
-              vCPUs share a cache (DD, d = 512: ~0.8 of the pair's rate),
-              while a product is compute-bound. Where the paths run one
-              after the other (d > 256), a step now parks the online
-              encoder's part of its pass (hpj__adam_park, ~90 % of the
-              parameters at d = 512); the next step runs its target path's
-              patch encoder first, a second thread taking the parked
-              blocks beside its products (hpj__lin_side), and finishes the
-              pass before the context path. Parking stops while one thread
-              beside a product streams under 0.6 of the pair's measured
-              rate (vCPUs on two dies, each with its own memory link:
-              ~0.47), one pass in 16 then probing it. Paired, each
-              batch once per variant: near DD 1.019-1.025, PROTEINS
-              d = 512 1.022; far 1.003-1.017. Tests internals.park and
-              internals.park_failure (a white-box build:
-              tests/test_internals.c). hpj__fwd_split's balance now times
-              thread 1 without its wait for thread 0.
-       0.11.1 (same bits as 0.11.0) the optimizer pass leaves the online
-              encoder's q and k rows alone while they are idle: a
-              one-token context gives them exactly zero gradient, so with
-              no weight decay their Adam moments stay 0 and Adam is the
-              identity there; only their EMA copy moves (hpj__qk_blocks,
-              hpj__adam_fused's idle blocks; 15 % of the parameters at
-              d = 512: 2 floats read and 1 written a parameter instead of
-              5 and 5). Paired, each batch once per variant: DD 1.011,
-              PROTEINS d = 512 1.005, d = 128 1.003. Test model.qk_idle.
-       0.11.0 (same bits as 0.10.3) work split between two threads by
-              pieces, not only inside each piece. A shared host's
-              hypervisor moves its two vCPUs between nearby cores (~80 ns
-              for a cache line's round trip, `./hpjepa bench cores`) and
-              far-apart ones (~380 ns), and there every barrier and every
-              hand-over of data between the threads costs several times
-              more: PROTEINS d = 128 trained 1.21x faster on two threads
-              than on one, against 1.77x near. With exactly two threads
-              (hpj__two_ok): the context and target paths' forwards run
-              side by side (hpj__fwd_split, d <= 256; the target path's
-              BatchNorms defer their running-statistics updates,
-              HPJ__TRAIN_DEFER, so they land after the context path's as
-              before); a linear layer's input and weight gradients run
-              side by side (hpj__linear_back2, up to 4e7 multiply-adds).
-              PROTEINS d = 128, each batch once per variant: near
-              1.013-1.033 (split), 0.99-1.01 (pairs); far 1.148-1.150
-              (split), 1.027-1.044 (pairs); DD 1.025 and d = 512 1.010
-              (pairs, far). hpj_batchnorm_forward_train with
-              momentum < 0 stores the update's terms instead of applying
-              them.
-       0.10.3 (same bits as 0.10.2) for AVX-512 machines. Adam's fused
-              pass runs 16 lanes (the 8-lane operations in the same order):
-              0.20 -> 0.13 ms for PROTEINS d = 128's 0.9 M parameters in
-              cache, step 1.014. On the AVX-512 kernel, products of 32 or
-              64 rows against a wide op(B) run transposed
-              (hpj__gemm_swapped, until now AVX2 only): DD's context-token
-              input gradients 32 x 2048 x 512 nn 268 -> 374 GFLOP/s on 2
-              AMD Zen 5 threads (warm); and an A read in place takes
-              column tiles instead of a shared packed B up to M K <= 768 N
-              (>= 8 column slivers): 256 x 512 x 128 nn 317 -> 399.
-              Training steps (each batch once per variant): DD 1.005-1.016
-              and 1.010, PROTEINS d = 128 1.009, d = 512 1.011.
-       0.10.2 (same bits as 0.10.1) the AVX2 kernel reading a transposed
-              A in place (hpj__gemm_kernel_avx2_cols) prefetches the next
-              cache line of each A row it walks: those rows sit lda apart
-              (2 KB in a 512-wide weight), too far for the hardware
-              prefetchers, so every new line was a demand miss once the
-              weight had left the cache. DD d = 512's context-token input
-              gradients (32 x 512 x 2048 and 32 x 512 x 512 nn) 48-51 ->
-              69-72 GFLOP/s measured inside the training step; DD bench
-              step 1.015-1.021 (each batch once per variant), PROTEINS
-              d = 512 1.014, d = 128 1.000.
-              hpj_linear_forward's bias rows are written by the GEMM's tile
-              loop just before the first K block reads them
-              (hpj__gemm_bias_rows) instead of by a fill pass over the
-              whole output that the other core then read back (test
-              nn.linear_bias_tiles): PROTEINS d = 128 step 1.014, d = 512
-              1.011, DD 1.013 (each batch once per variant).
-       0.10.1 (same bits as 0.10.0) hpj_gemm computes a product of a few
-              rows (16, 32, 48 or 64; 16 or 32 when B is not transposed)
-              against a wide op(B) (N >= 256) transposed, C^T = op(B)^T
-              op(A)^T, on the AVX2 kernel: the weight is read in place
-              instead of packed whole for a few rows (hpj__gemm_swapped;
-              test nn.gemm_swapped_path), as hpj_linear_forward already
-              did for the forward. In training it takes the input
-              gradients of the layers on DD's 32 context tokens (32 x 512
-              x 512 nn 72 -> 89 GFLOP/s on 2 Zen 3 threads, 16 rotating
-              weight copies): DD bench step +2.3 %, PROTEINS (128 tokens)
-              unchanged.
-              The gradient norm before Adam reads its 64 fixed blocks two
-              at a time (the same sums; 14 M floats from memory 14 -> 18
-              GB/s on 2 Zen 3 threads; test nn.grad_clip pins the order).
-              A batch path fills its reverse edge entries only when its
-              backward reads them (per-edge GINE inputs, the context path):
-              PROTEINS d = 128 step 1.008 (each batch once per variant).
-       0.10.0 the exact GELU's polynomials (erf, erfc, exp) take each
-              Horner step as one fused multiply-add, in the AVX2 / AVX-512
-              kernels and the C loops (HPJ__FMAF_POLY): new bits for
-              ffn_act = gelu (the bench configs; the shipped paper and
-              Graph-JEPA configs use ReLU and keep theirs), every ISA still
-              the same bits. PROTEINS d = 128 bench step +1.6-2.3 % (each
-              batch once per variant).
-       0.9.1  (same bits as 0.9.0) fewer loops on one thread while the
-              other waits: elementwise and row loops run in parallel from
-              2048 elements per thread (HPJ__PAR_ELEMS; 4096 on 2 threads,
-              32768 from 16 threads on, as before for any team), the class
-              numbering and key sorts from 256 node copies (was 4096); B
-              packing with the 8 x 8 transpose inlined and no scalar tail
-              pass over a full sliver (a 512 x 128 weight 22 -> 13 us).
-              PROTEINS d = 128 bench step +2.5-3.4 %, +1 %, +1 % (each
-              batch once per variant, tools/paired_step.py); d = 512 and
-              DD within noise. tools/step_phases.py: the step's wall time
-              per phase in a scratch build.
-       0.9.0  in training, the GINE layers after the first also run once
-              per class of equal node copies (hpj__gnn_layer_classes; config
-              key layer_classes, default 1; 0 runs them per copy: the bits
-              of 0.8.2): when the layer below ran on classes, copies of one
-              class whose in-patch neighbours carry the same multiset of
-              (class, edge type) are equal through the next layer, if it has
-              no patch mixing and no dropout (the bench configs, matched to
-              the PyTorch peer; the paper configs mix patches, so nothing
-              changes there). Only the representatives' GINE rows are
-              aggregated, the products and BatchNorm (its sums weighted by
-              class size over the usual row blocks) run on the classes,
-              the last layer's patch means read the class rows, and the
-              backward routes each class's summed gradient through its
-              representative. The same function, other rounding: new bits
-              for those configs (any thread count, as before); evaluation
-              (embeddings) stays per copy. Copies per second-layer class:
-              PROTEINS ~1.55, MUTAG ~5.8, IMDB-BINARY ~7.8. bench train
-              GFLOP per batch 6.0 -> 5.3 at PROTEINS d = 128; each batch
-              timed once per variant in one process (2 AMD Zen 3 threads):
-              d = 128 +4-5 %, d = 512 +10 %; DD has no classes (~1.1
-              copies per first-layer class). Test model.layer_classes
-       0.8.2  (same bits as 0.8.0) hpj_gemm hints the cache lines it is
-              about to read: with A read in place, the next row sliver's
-              rows of A and of C while the current sliver runs; when it
-              packs a transposed A (a weight gradient), the row 8 ahead.
-              Timed in one process, the two variants alternating in 5 ms
-              batches (on 2 AMD Zen 3 threads): 512 x 128 x 4096 tn 68 -> 92
-              GFLOP/s, 512 x 512 x 9000 tn +11 %, 4096 x 128 x 128 nn
-              +12 %, the 512-wide nt / nn products +2-3 %; whole steps
-              (each batch once per variant) PROTEINS d = 128 +5 %, DD
-              +2-3 %, PROTEINS d = 512 +1 %
-       0.8.1  (same bits as 0.8.0) hpj_gemm on a team gives a transposed
-              A (packed) row blocks of at least 32 rows, so products of
-              ~110-240 rows on 2 threads share one packed B instead of
-              column tiles that each pack all of A again: weight gradients
-              of 128 rows, 128 x 128 x 3000 tn 77 -> 109 GFLOP/s on 2 AMD
-              Zen 3 threads (about 2 % of a PROTEINS d = 128 step). The
-              EMA target encoder's output shares the ping-pong buffers
-              (one (B x Tm, D) buffer less per step)
-       0.8.0  training reads the EMA target encoder only through m(u), the
-              channel mean of each target token, so the last block's FFN
-              output product runs as one dot product per token with the
-              column sums of W2 (hpj__enc_forward_mean; config key
-              target_fold, default 1; 0 sums the full output: the bits of
-              0.7.1). The same function, other rounding: new bits (for any
-              thread count, as before); test model.target_fold. When every
-              graph has Tm targets the target encoder runs without a mask,
-              so with one target per graph (Tm = 1) its blocks take the
-              one-token path (v only; the same bits). bench train GFLOP
-              per batch -3 % (PROTEINS d = 512 and 128), -0.7 % (DD). The
-              fused Adam / EMA / gradient-zeroing pass runs on 8 lanes
-              wherever AVX2 is compiled in (same bits; test
-              nn.adam_blocks): GCC had compiled its loops with stack round
-              trips, ~12 cycles per element on AMD Zen 3 against ~5 now;
-              the pass fell from 8.5 % to 3-4 % of a two-thread PROTEINS
-              d = 128 step and by 38 % of its time on DD. Under clang
-              (default -ffp-contract=on) the portable loops fused a * b + c
-              and so differed from the SIMD paths (nn.activations failed
-              in a clang build); the implementation now sets #pragma STDC
-              FP_CONTRACT OFF for clang, and make test runs a clang build
-              of the unit suite
-       0.7.1  (same bits as 0.7.0) AVX2 parity, found on an AVX2-only host
-              (AMD Zen 3), where the AVX-512-only paths had fallen back to
-              C loops: GELU forward / backward on 8 lanes (the C loops took
-              28 % of a one-thread d = 128 step), the AVX2 GEMM kernel reads
-              full slivers of A in place and stores full tiles as vectors
-              (masked loads / stores only at edges: AMD's masked stores are
-              slow), BatchNorm backward's sums and input gradient and the
-              GINE mask-accumulate on 4 / 8 lanes, A and B packing with
-              fixed-size copies. On that host, 2 threads, alternating with
-              0.7.0: PROTEINS d = 512 81 -> 127 graphs/s, DD 19.8 -> 29.1,
-              d = 128 625 -> 1184; against the PyTorch peer in one run
-              1.39x, 1.19x, 1.81x (0.7.0: about 0.98x, 0.80x, 0.92x)
-       0.7.0  the first GINE layer runs once per class of equal node copies
-              (hpj__gnn_classes): on the table path a copy's first-layer
-              input is a function of its type and the multiset of its
-              entries' keys, so copies that share both are equal through
-              the whole layer when it has no dropout; BatchNorm weights each
-              class by its copies, the output is copied out, the backward
-              runs on summed gradients. The same function, other rounding:
-              new bits (for any thread count, as before). bench train
-              GFLOP per batch -14 % (PROTEINS d = 512 and 128), graphs/s
-              +8-12 % at d = 128; REDDIT-BINARY's HP-JEPA config -36 % GFLOP
-              per batch, +43 % graphs/s; DD unchanged (~1.1 copies per
-              class: the layer stays per copy there)
-       0.6.1  (same bits as 0.6.0) Resumable pretraining: hpj_pretrain
-              trains epochs m->epoch .. cfg.epochs - 1, so a model saved
-              after an epoch with its optimizer state and loaded again
-              continues the run exactly (every draw of an epoch is a
-              function of the seed, the epoch and the step); the new
-              hpj_pretrain_until stops at a given epoch with the schedules
-              of the whole run; hpj_model.adam_state says whether the Adam
-              moments are a run's. The program: pretrain --checkpoint-every,
-              --until-epoch, --resume; eval --checkpoint-every (a fold cut
-              off mid-way continues with --resume). Tests: model.resume_exact
-              (stopped after epoch 1, saved, loaded, trained to the end on
-              1 and 2 threads: the same checkpoint bytes) and CLI checks
-       0.6.0  BatchNorm's channel sums (training forward and backward) run
-              over 32 fixed row blocks, each summed in double in row order,
-              the blocks then added in block order (they summed every
-              channel over all rows, one channel panel per thread). With
-              2 threads each thread now reads and writes the same rows in
-              every BatchNorm pass instead of a panel of every row, which
-              left half of each row in the other core's cache and made the
-              backward slower on 2 threads than on 1 at d = 128. Same for
-              any thread count; other rounding than 0.5, so results change
-              in the last bits (0.5 fold logs do not resume under 0.6).
-              On 2 threads of a quiet AMD EPYC, 0.5 -> 0.6: backward
-              12000 x 128 1019 -> 503 us, 8000 x 512 3634 -> 1689 us,
-              forward 8000 x 512 1979 -> 1047 us. bench train, 2 threads,
-              alternating 0.5.0 / 0.6.0 runs: PROTEINS d = 128 1646-1713
-              -> 1764-1832 graphs/s, DD 54.5-55.8 -> 60.7-62.1, PROTEINS
-              d = 512 215-224 -> 226-227. hpj_gine_backward_shared sums de
-              over the same row blocks, each thread on whole rows (it gave
-              each thread a 64-channel slice of every row): on 2 threads
-              12000 x 128 (4 neighbours) 1934 -> 451 us, 8000 x 512 4212
-              -> 1535 us. Against the PyTorch peer (tools/bench_train.sh):
-              PROTEINS d = 512 1.58x, d = 128 2.07x (1.77x with 0.5), DD
-              1.29-1.44x. Config key partition_trials (initial bisection
-              trials, default 0 = automatic; written to config text and
-              checkpoints only when set, so 0.5 programs read the rest)
-       0.5.0  (same bits as below) LayerNorm / BatchNorm test their optional
-              operands (gamma, beta, the fused ReLU's output) outside the
-              vectorised loops: inside, GCC emitted masked loads, which an
-              AMD EPYC (family 26) ran through a microcode assist when the
-              pointer was NULL. 3000 x 128, 1 thread: layernorm forward
-              without gamma / beta 4333 -> 66 us, batchnorm forward 4212
-              -> 126 us, hpj_batchnorm_backward 2374 -> 126 us, layernorm
-              backward 507 -> 214 us; BatchNorm evaluation computes
-              sqrt(var + eps) once per channel panel, 883 -> 41 us
-              (tools/bench_optional.c).
-              DD embedding pass (d = 512, 2 threads) 53.3 -> 45.9 s;
-              training loops had every operand and are unchanged. The
-              shared-edge GINE backward's masked float-to-double sums run
-              16 channels at a time on AVX-512 (4096 nodes x 128, 1
-              thread: 2872 -> 352 us; the training steps that use it,
-              PROTEINS d = 128, IMDB-MULTI, REDDIT-BINARY, did not move
-              beyond noise)
-       0.5.0  (later still, same bits) reasons write control characters
-              of quoted input as \xNN, so they are always one line;
-              hpj_model_deserialize checks the input encoding without
-              integer overflow, compares tensor sizes before allocating,
-              rejects non-finite target-encoder values and BatchNorm
-              statistics, names the buffer in every reason and leaves the
-              model zeroed on every failure (found by the new checkpoint
-              and config fuzz harnesses, tests/fuzz_{ckpt,config}.c);
-              hpj_model_init refuses label spans over 2^20 by name
-              instead of overflowing int; hpj_config_parse rejects a NUL
-              byte (it cut the line short, e.g. in a checkpoint's config
-              text); the logistic probe's line search
-              no longer gives up at W = 0 on badly scaled features (1e12:
-              one iteration, status OK, chance accuracy): it tries the zero
-              of the linear model when the slope is far steeper than the
-              loss. Real embeddings never take that branch (eval
-              --from-embeddings gives the same reports, byte for byte, on
-              MUTAG, PROTEINS, IMDB-MULTI and DD fold embeddings)
-       0.5.0  (later, same bits, so the same version) embedding chunks of
-              2^13 node copies instead of 2^16: peak memory of an
-              embedding pass 1.23 GB -> 0.32 GB on DD, 1.7 GB -> 0.35 GB
-              on IMDB-MULTI, at the same speed (DD 79.3 -> 75.9 s);
-              hpj_model_last_flops counts per thread and hpj_crc32 keeps
-              no static table, so runs in several threads share no state
-       0.5.0  when the node input is labels only (every TU dataset without
-              node_attr, ZINC), the first GINE layer's W1 runs once per
-              distinct input on a small table instead of once per node copy
-              (hpj__table_forward; config key input_table, default 1; 0
-              keeps the per-copy product): the same function, other
-              rounding, so results change in the last bits. bench train
-              GFLOP per batch -13 % (PROTEINS d = 512) to -23 % (DD);
-              graphs/s +30 % / +18 % / +7 % on PROTEINS d = 512 / d = 128 /
-              DD (medians of 3 alternating runs). 0.4 programs reject 0.5
-              checkpoints (unknown key)
-       0.4.2  few-row products (the context path of small batches): nn
-              GEMMs of up to 16 rows stream B by rows with prefetch, the
-              linear forward of 8-16 rows runs transposed, and the Adam and
-              gradient-norm passes prefetch: same bits, one IMDB-MULTI epoch
-              (batch 16) 20.5 -> 18.1 s
-       0.4.1  hpj_tokens_build partitions each (graph, resolution) once
-              (it ran the partitioner twice): same bits, half the time
-       0.4.0  hpj_embed_epoch (training-style partitions for embeddings);
-              config key train_embed (written into checkpoints, so 0.3
-              programs reject 0.4 checkpoints: unknown key); the patch
-              encoder's forward-only paths share rotating buffers (less
-              memory, same bits)
-       0.3.0  hpj_rwse walks 16 sources at once and takes one scratch
-              (hpj_rwse_scratch_bytes; the old 5-argument call is gone);
-              hpj_gine_forward_shared / hpj_gine_backward_shared for
-              unlabelled edges (one shared edge vector); one-token
-              Transformer blocks compute v only (same bits)
-       0.2.0  partitioner, tokenizer, nn layers, HP-JEPA model and training,
-              embeddings, probes, resolution weighting, checkpoints
-       0.1.0  status, rng, arena, CSR graphs, TU and METIS readers
+       negative); hpj_last_error() then gives a one-line reason such as
+       "PROTEINS_A.txt:1207: node id 99999 > 43471 nodes", per thread where
+       the compiler has thread-local storage. A failed call leaves its
+       outputs zeroed and owns no memory. The library never prints, exits
+       or aborts (HPJ_ASSERT guards internal invariants only).
+       OpenMP (-fopenmp) is optional. Parallel loops write disjoint outputs
+       and every sum is taken by one thread in a fixed order, so results are
+       bit-identical for any thread count and on every run. All randomness
+       flows from explicit seeds through hpj_rng streams. Training,
+       embedding and logistic probes time T threads against one now and
+       then and keep the faster (a team whose threads cannot all run at
+       once waits at every barrier); hpj_set_adaptive_threads(0) turns this
+       off. Neither changes a bit.
+       hpj_set_paths picks the reference or the fast part at run time. The
+       fast part gives the reference's bits where its paths say so (tests
+       hold them to it bit for bit), elsewhere the same function with other
+       rounding, within a stated tolerance.
+       a * b + c must stay two roundings: the implementation sets #pragma
+       STDC FP_CONTRACT OFF for clang; GCC ignores it and contracts in its
+       GNU modes, so build with -std=c99 / -std=c11 or -ffp-contract=off (the
+       Makefile does). Two compilers may differ in the last bits.
 */
 
 #ifndef HPJEPA_H_INCLUDED
@@ -853,7 +445,7 @@ HPJDEF hpj_graph hpj_dataset_graph(const hpj_dataset *ds, int32_t g);
 /* A multilevel graph partitioner in the METIS family (Karypis & Kumar):
      1. coarsening by heavy-edge matching in a randomised order (random
         matching while all edge weights are equal; leftover vertices that
-        share a neighbour are paired too), with a cap on coarse vertex
+        share a neighbour are matched too), with a cap on coarse vertex
         weights, until the graph is small or stops shrinking;
      2. an initial partition of the coarsest graph: greedy graph growing
         from random seeds, several trials, each polished by FM;
@@ -889,12 +481,11 @@ typedef enum hpj_part_method {
 
 /* Options; fill with hpj_part_options_default, then change fields. */
 typedef struct hpj_part_options {
-    int method;     /* hpj_part_method, default HPJ_PART_KWAY: on PROTEINS,
-                       DD and REDDIT-BINARY (K = 2..128) its cuts are 0-6 %
-                       (mean ~2 %) below rb's at 1.0-1.5x rb's time;
-                       3.5-5.9x faster than METIS kway, 1.1-1.7x faster
-                       than METIS rb; rb is what the Graph-JEPA reference
-                       used (METIS_PartGraphRecursive)                     */
+    int method;     /* hpj_part_method, default HPJ_PART_KWAY: refining
+                       all k parts together usually cuts fewer edges than
+                       refining each bisection alone, at about rb's cost;
+                       rb is what the Graph-JEPA reference used
+                       (METIS_PartGraphRecursive)                          */
     int ncuts;      /* 1: independent runs, the lowest cut kept           */
     float ufactor;  /* 1.03: max part weight <= ufactor x W / k, >= 1     */
     uint64_t seed;  /* 1                                                  */
@@ -2118,11 +1709,12 @@ HPJDEF const char *hpj_paths_name(int level) {
     return "unknown";
 }
 
-/* 1: the fast part runs (a fast path's guard at its plug-in point). */
-static int hpj__fast(void) { return hpj__paths_level >= HPJ_PATHS_PORTABLE; }
+/* 1: the fast part runs (a fast path's guard at its plug-in point).
+   Marked unused: a build with no fast path plugged in never calls it. */
 #if defined(__GNUC__) || defined(__clang__)
 static int hpj__fast(void) __attribute__((unused));
 #endif
+static int hpj__fast(void) { return hpj__paths_level >= HPJ_PATHS_PORTABLE; }
 
 /* ==== rng ============================================================ */
 
@@ -3956,7 +3548,7 @@ static hpj_status hpj__pws_init(hpj__pws *w, hpj_part_work *pw, int32_t n0, int3
    first (METIS's SHEM order). Heaviest edge wins (first unmatched
    neighbour when all edge weights are equal); isolated vertices pair up
    with later unmatched vertices; if more than 10 % stay unmatched,
-   unmatched vertices that share a neighbour are paired (2-hop). */
+   unmatched vertices that share a neighbour are matched (2-hop). */
 static int32_t hpj__match(hpj__pg *g, int64_t maxvw, hpj__pws *w, hpj_rng *rng) {
     int32_t n = g->n, *match = w->match, *perm = w->perm, *tmp = w->tmp, *cmap = g->cmap;
     const int32_t *xadj = g->xadj, *adj = g->adj, *adjw = g->adjw, *vw = g->vw;
@@ -4512,8 +4104,8 @@ static hpj_status hpj__mlbisect(hpj__pws *w, hpj__pg *g, double tw0, int64_t max
     /* small graphs (and small pieces of them) are bisected directly:
        trials on the real graph beat trials on a 20-vertex caricature of
        it, and cost little. Not coarse graphs (k-way's initial partition):
-       their heavy vertices need the multilevel path with slack (9 % lower
-       cuts at K = 128 on rgg200k, 4 % on DD at K = 4). */
+       their heavy vertices move in large steps, and the multilevel path's
+       per-level slack lets them settle into lower cuts. */
     if ((st = hpj__coarsen(h, g, g->n <= HPJ__PART_BIS_DIRECT && !g->coarse ? g->n : HPJ__PART_BIS_COARSEN_TO, w, rng)) !=
         HPJ_OK)
         goto done;
@@ -5404,7 +4996,8 @@ HPJDEF hpj_status hpj_partition_write(const char *path, const int32_t *part, int
 /* ==== tokenizer: random-walk structural encoding ========================== */
 
 /* Sources walked together: one 16-float row per node holds the walk
-   vectors of 16 source nodes (one AVX-512 register, two AVX2 ones). */
+   vectors of 16 source nodes, a short fixed-length loop compilers
+   vectorise. */
 #define HPJ__RW_W 16
 
 HPJDEF size_t hpj_rwse_scratch_bytes(int32_t n) {
@@ -5762,9 +5355,9 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
                     t.ptr[gp] = pos;
                     memcpy(t.nodes + pos, w->list, sizeof(int32_t) * (size_t)m);
                     pos += m;
-                    {   /* its induced edges: entries between nodes stamped p
-                           (the training step's path count reads them here
-                           instead of walking the patch every step) */
+                    {   /* its induced edges: entries between nodes stamped p,
+                           counted once here so that a training step need not
+                           walk the patch to size its buffers */
                         int32_t ne = 0;
                         for (j = 0; j < m; ++j) {
                             int32_t u = w->list[j];
@@ -15458,6 +15051,44 @@ HPJDEF hpj_status hpj_model_load(hpj_model *m, const char *path) {
 #endif
 #endif /* HPJEPA_IMPLEMENTATION_DONE */
 #endif /* HPJEPA_IMPLEMENTATION */
+
+/*
+   CHANGES (one line per version, newest first; git log has the details)
+   0.14.0  (this restructure; the lead fills it in)
+   0.13.0  team size chosen by timing units of work; hpj_dataset_from_csr; stricter readers (same bits)
+   0.12.4  LayerNorm's dgamma / dbeta sums in registers (same bits)
+   0.12.3  AVX2 column sums (bias gradients) in registers (same bits)
+   0.12.2  weight gradients over many rows: each thread its own rows and packed B (same bits)
+   0.12.1  B packed row by row; the encoder backward's chain takes idle parameter tasks (same bits)
+   0.12.0  the last GINE layer's Linear_out runs on the patch means (new bits with gnn_out_linear = 1)
+   0.11.6  encoder backward as a two-thread pipeline; GELU' kept in the block cache (same bits)
+   0.11.5  side by side, each path's thread builds its own inputs and targets (same bits)
+   0.11.4  later GINE layers read class rows through a class map; bias rows read in place (same bits)
+   0.11.3  hpj_tokens.nedge; prefetch in transposed packing; 16-float-head attention kernel (same bits)
+   0.11.2  the online encoder's optimizer pass parked beside the next step's products (same bits)
+   0.11.1  Adam skips the idle q / k rows of one-token contexts (same bits)
+   0.11.0  two threads run the context and target paths side by side (same bits)
+   0.10.3  AVX-512 Adam pass; AVX-512 GEMM for few rows against a wide B (same bits)
+   0.10.2  AVX2 GEMM prefetches transposed A rows; bias rows written by the GEMM's tiles (same bits)
+   0.10.1  few-row products against a wide B run transposed; two-block gradient norm (same bits)
+   0.10.0  GELU's polynomials with fused multiply-adds (new bits with ffn_act = gelu)
+   0.9.1   more loops parallel at small sizes; faster B packing (same bits)
+   0.9.0   later GINE layers run once per class of equal node copies (layer_classes; new bits)
+   0.8.2   GEMM prefetch hints (same bits)
+   0.8.1   transposed-A products on a team share one packed B (same bits)
+   0.8.0   the EMA target's last FFN product folded into channel means (target_fold; new bits)
+   0.7.1   AVX2 kernels for GELU, GEMM, BatchNorm and GINE (same bits)
+   0.7.0   the first GINE layer runs once per class of equal node copies (new bits)
+   0.6.1   resumable pretraining: hpj_pretrain_until, hpj_model.adam_state (same bits)
+   0.6.0   BatchNorm sums over 32 fixed row blocks (new bits); config key partition_trials
+   0.5.0   the first layer's W1 on a table of distinct inputs (input_table; new bits); hardened readers
+   0.4.2   few-row products stream B by rows (same bits)
+   0.4.1   each (graph, resolution) partitioned once (same bits)
+   0.4.0   hpj_embed_epoch; config key train_embed
+   0.3.0   hpj_rwse walks 16 sources at once, one scratch argument; shared-edge GINE
+   0.2.0   partitioner, tokenizer, nn layers, model and training, embeddings, probes, checkpoints
+   0.1.0   status, rng, arena, CSR graphs, TU and METIS readers
+*/
 
 /*
 ------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ out=build/bench/RESULTS.md
     echo
 } > "$out"
 status=0
+{ bash tools/bench/reference_size.sh && echo; } | tee -a "$out" || status=1
 for b in tools/bench/bench_*.sh; do
     [ "$b" = tools/bench/bench.sh ] && continue
     echo "=== $b" >&2
