@@ -14590,6 +14590,12 @@ static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff
 #define HPJ__GEMM_ZMR 8
 #define HPJ__GEMM_ZNR 32
 #define HPJ__ZDECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
+/* the tile's rows of C are read only at the end: ask for them now */
+#define HPJ__ZPREF(i)                                                            \
+    if (mr > i) {                                                                \
+        _mm_prefetch((const char *)(c + (ptrdiff_t)i * ldc), _MM_HINT_T0);       \
+        _mm_prefetch((const char *)(c + (ptrdiff_t)i * ldc + 16), _MM_HINT_T0);  \
+    }
 #define HPJ__ZFMA(i)                                       \
     {                                                      \
         __m512 a_ = _mm512_set1_ps(ap[i * ais]);           \
@@ -14619,6 +14625,7 @@ static HPJ__INLINE_ALWAYS void hpj__gemm_tile_avx512(int kc, const float *ap, pt
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     int k;
     HPJ__R8(HPJ__ZDECL)
+    HPJ__R8(HPJ__ZPREF)
     if (nr == HPJ__GEMM_ZNR) {
         for (k = 0; k < kc; ++k, ap += aks, bp += ldbk) {
             __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
@@ -14769,8 +14776,16 @@ typedef struct hpj__gemm_job {
     float *bshared;              /* the B buffer a team fills together (the calling thread's) */
 } hpj__gemm_job;
 
-static HPJ__TLS float hpj__gemm_bbuf[HPJ__GEMM_BFULL];
-static HPJ__TLS float hpj__gemm_abuf[HPJ__GEMM_KC * HPJ__GEMM_MC];
+/* The packing buffers start on a cache line: a sliver row of 16 or 32
+   floats then fills whole lines, and the kernels' vector loads of B never
+   straddle two. */
+#if defined(__GNUC__) || defined(__clang__) || defined(__TINYC__)
+#define HPJ__GEMM_ALIGNED __attribute__((aligned(64)))
+#else
+#define HPJ__GEMM_ALIGNED
+#endif
+static HPJ__TLS float hpj__gemm_bbuf[HPJ__GEMM_BFULL] HPJ__GEMM_ALIGNED;
+static HPJ__TLS float hpj__gemm_abuf[HPJ__GEMM_KC * HPJ__GEMM_MC] HPJ__GEMM_ALIGNED;
 
 /* Packs op(A)(i0 .. i0+mc-1, p0 .. p0+kc-1) into slivers of MR rows:
    sliver s holds kc steps of MR values at ap + s kc MR, zeros past mc. */
@@ -14805,6 +14820,34 @@ static void hpj__gemm_pack_a(float *ap, const hpj__gemm_job *g, int i0, int mc, 
     }
 }
 
+#if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
+/* dst[c ldd + r] = src[r lds + c] for an 8 x 8 block, in registers: eight
+   row loads, three rounds of shuffles, eight row stores, where a scalar
+   transpose does 64 strided loads and stores. */
+static HPJ__INLINE_ALWAYS void hpj__gemm_transpose8(const float *src, ptrdiff_t lds, float *dst, ptrdiff_t ldd) {
+    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds);
+    __m256 r2 = _mm256_loadu_ps(src + 2 * lds), r3 = _mm256_loadu_ps(src + 3 * lds);
+    __m256 r4 = _mm256_loadu_ps(src + 4 * lds), r5 = _mm256_loadu_ps(src + 5 * lds);
+    __m256 r6 = _mm256_loadu_ps(src + 6 * lds), r7 = _mm256_loadu_ps(src + 7 * lds);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(s0, s4, 0x20));
+    _mm256_storeu_ps(dst + ldd, _mm256_permute2f128_ps(s1, s5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(s2, s6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(s3, s7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(s0, s4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(s1, s5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(s2, s6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+#endif
+
 /* Packs op(B)(p0 .. p0+kc-1, j0 .. j0+nc-1) into slivers of NR columns:
    sliver s holds kc rows of NR values at bp + s kc NR, zeros past nc. */
 static void hpj__gemm_pack_b(float *bp, const hpj__gemm_job *g, int j0, int nc, int p0, int kc) {
@@ -14818,7 +14861,15 @@ static void hpj__gemm_pack_b(float *bp, const hpj__gemm_job *g, int j0, int nc, 
         const float *b = g->B + (ptrdiff_t)p0 * ldb + j0;
         for (k = 0; k < kc; ++k, b += ldb) {
             float *o = bp + (ptrdiff_t)k * NR;
-            for (s = 0; s < full; ++s) memcpy(o + s * ss, b + s * NR, (size_t)NR * sizeof(float));
+            /* full slivers: copies of a size fixed at compile time, which
+               compilers turn into a few vector moves (a variable size
+               becomes a call to memcpy) */
+            if (NR == 16)
+                for (s = 0; s < full; ++s) memcpy(o + s * ss, b + s * 16, 16 * sizeof(float));
+            else if (NR == 32)
+                for (s = 0; s < full; ++s) memcpy(o + s * ss, b + s * 32, 32 * sizeof(float));
+            else
+                for (s = 0; s < full; ++s) memcpy(o + s * ss, b + s * NR, (size_t)NR * sizeof(float));
             if (rest) {
                 float *ol = o + full * ss;
                 for (j = 0; j < rest; ++j) ol[j] = b[full * NR + j];
@@ -14829,8 +14880,18 @@ static void hpj__gemm_pack_b(float *bp, const hpj__gemm_job *g, int j0, int nc, 
     }
     for (s = 0; s * NR < nc; ++s) { /* B is (N, K): each column of op(B) is a row of B, read along k */
         float *o = bp + (ptrdiff_t)s * ss;
-        int w = HPJ__MIN(NR, nc - s * NR);
+        int w = HPJ__MIN(NR, nc - s * NR), k8 = 0;
         const float *b = g->B + (ptrdiff_t)(j0 + s * NR) * ldb + p0;
+#if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
+        if (w == NR && NR % 8 == 0) { /* a full sliver: 8 x 8 blocks, then the last k */
+            for (k8 = 0; k8 + 8 <= kc; k8 += 8)
+                for (j = 0; j < NR; j += 8) hpj__gemm_transpose8(b + (ptrdiff_t)j * ldb + k8, ldb, o + k8 * NR + j, NR);
+            for (j = 0; j < NR; ++j)
+                for (k = k8; k < kc; ++k) o[k * NR + j] = b[(ptrdiff_t)j * ldb + k];
+            continue;
+        }
+#endif
+        (void)k8;
         for (j = 0; j < w; ++j)
             for (k = 0; k < kc; ++k) o[k * NR + j] = b[(ptrdiff_t)j * ldb + k];
         for (; j < NR; ++j)
@@ -15031,7 +15092,7 @@ static void hpj__gemm_fast(int transA, int transB, int M, int N, int K, float al
     if ((double)M * N * K <= HPJ__GEMM_SMALL_MNK && K <= HPJ__GEMM_KC &&
         (size_t)K * (size_t)((N + g.nr - 1) / g.nr * g.nr) <= HPJ__GEMM_SMALL_B) {
         /* a small product: one K block, on this thread, packed on the stack */
-        float bbuf[HPJ__GEMM_SMALL_B], abuf[HPJ__GEMM_KC * 8]; /* every MR <= 8 */
+        float bbuf[HPJ__GEMM_SMALL_B] HPJ__GEMM_ALIGNED, abuf[HPJ__GEMM_KC * 8] HPJ__GEMM_ALIGNED; /* every MR <= 8 */
         const float *bb = bbuf;
         ptrdiff_t ldbk = g.nr, bstride = (ptrdiff_t)K * g.nr;
         int i0, t;
