@@ -5841,6 +5841,7 @@ static void hpj__gemm_impl(int ta, int tb, int M, int N, int K, float alpha, con
                            const float *B, int ldb, float beta, float *C, int ldc, const float *bias) {
     int i;
     if (bias) {
+        HPJ__OMP(parallel for schedule(static) if ((double)M * N >= 65536.0))
         for (i = 0; i < M; ++i) memcpy(C + (ptrdiff_t)i * ldc, bias, sizeof(float) * (size_t)N);
         beta = 1.0f;
     }
@@ -14992,6 +14993,10 @@ static void hpj__gemm_team(hpj__gemm_job *g, int nth) {
         return;
     }
     rblk = HPJ__MAX(1, HPJ__MIN(mc_sl, (ms + 4 * nth - 1) / (4 * nth))); /* about 4 row blocks a thread */
+    /* a packed A (transposed): row blocks of at least SHARE_ROWS rows, so
+       that a mid-sized M shares one packed B below instead of taking
+       column tiles that would each pack all of A again */
+    if (!g->krows) rblk = HPJ__MIN(mc_sl, HPJ__MAX(rblk, (HPJ__GEMM_SHARE_ROWS + MR - 1) / MR));
     nrb = (ms + rblk - 1) / rblk;
     rows = g->packB && nrb >= 2 * nth && rblk * MR >= HPJ__GEMM_SHARE_ROWS;
     if (rows && (size_t)ns * NR * (size_t)g->K <= HPJ__GEMM_BFULL) {
