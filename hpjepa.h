@@ -653,38 +653,19 @@ HPJDEF void hpj_tokens_free(hpj_tokens *t);
    op(A) is (M,K): A is (M,K) with leading dim lda, or if transA, A is (K,M).
    op(B) is (K,N): B is (K,N) with leading dim ldb, or if transB, B is (N,K).
    beta == 0 overwrites C without reading it (NaN in C does not propagate);
-   alpha == 0 or K == 0 gives C = beta*C. All four layouts are fast: A and
-   B are packed into cache blocks (B is read in place when it is (K,N) and
-   M <= 16), so TT costs what NT costs; small products (M*N*K <= 64*32*32,
-   K <= 256) skip the blocking and threads and pack on the stack.
-   Kernels: 8x32 AVX-512 (16 zmm accumulators) or 6x16 AVX2 micro-kernels
-   when the compiler targets them, else a portable 4x16 C kernel that
-   GCC/Clang vectorize (see hpj_gemm_set_isa).
-   Threads: when M*N*K >= 64^3, the calling thread's OpenMP team shares
-   out tiles of C dynamically (a call from inside a parallel region runs
-   on its own thread). A caller that makes many small products on a
-   machine busy with other processes may do better with one thread (the
-   training loop chooses so by itself; see hpj_set_adaptive_threads).
-   Determinism: every element is summed over K in blocks of 256, in increasing k with one fma per step, so the bits of C
-   depend neither on the thread count nor on which kernel ran.
-   Memory: nothing is allocated; each thread packs into 1.1 MiB of
-   thread-local buffers, so concurrent calls from several threads are safe.
+   alpha == 0 or K == 0 gives C = beta*C without reading A or B.
+   Determinism: every element is a chain of multiply-adds over k in
+   increasing order, restarted every 256 values of k, the blocks' sums
+   combined in order; the bits of C depend neither on the thread count nor
+   on the paths level (hpj_set_paths: the reference loops, or a packed,
+   blocked GEMM with portable, AVX2 or AVX-512 micro-kernels).
+   Threads: large products use the calling thread's OpenMP team (a call
+   from inside a parallel region runs on its own thread). Nothing is
+   allocated; concurrent calls from several threads are safe.
    The caller guarantees lda >= (transA ? M : K), ldb >= (transB ? K : N),
    ldc >= N, as BLAS does (nothing is checked). */
 HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
-
-/* The micro-kernel hpj_gemm uses. The default is the widest one compiled
-   in (AVX-512 > AVX2 > portable C); hpj_gemm_set_isa forces one (for
-   tests and benchmarks; -1 restores the default; returns -1 if that
-   kernel is not compiled in). The GELU forward / backward follow it too
-   (an AVX-512 or AVX2 kernel or the portable loops, the same bits any
-   way).
-   Not to be changed while a GEMM runs. */
-enum { HPJ_GEMM_PORTABLE = 0, HPJ_GEMM_AVX2 = 1, HPJ_GEMM_AVX512 = 2 };
-HPJDEF int hpj_gemm_isa(void);
-HPJDEF int hpj_gemm_set_isa(int isa);
-HPJDEF const char *hpj_gemm_isa_name(int isa);
 
 /* ==== nn: linear ==== */
 
@@ -5404,31 +5385,6 @@ done:
 
 /* ==== nn: GEMM ==== */
 
-/* Blocking. Every C element is computed as: acc = 0; for k in the block:
-   acc = fma(a, b, acc) in increasing k; the first K block then sets
-   C = alpha*acc (+ beta*C), later blocks add alpha*acc. The blocks are
-   HPJ__GEMM_KC long and depend on K only, so the result of an element
-   never depends on the thread count, on how C is split into tiles, or on
-   which micro-kernel computed it (the portable kernel uses fmaf when the
-   target has a fast fma, so every kernel gives the same bits there).
-   Packing: B is packed into slivers of NR columns (or read in place when
-   few rows reuse it); A is packed into slivers of MR rows, except that
-   the AVX-512 kernel reads full slivers of A in place (any non-transposed
-   A; a transposed A when N <= 128), which changes memory traffic only. */
-#define HPJ__GEMM_KC 256
-#define HPJ__GEMM_NC 512   /* columns of a packed B block                 */
-#define HPJ__GEMM_BFULL (512 * 512) /* B buffer (floats): a whole 512 x 512 B */
-#define HPJ__GEMM_SHARE_ROWS 32     /* min rows per tile to share a packed B */
-#define HPJ__GEMM_MC 128   /* rows of A packed at a time (multiple of 8)  */
-/* below this many multiply-adds a call runs on the calling thread */
-#define HPJ__GEMM_PAR_MIN (64 * 64 * 64)
-/* "small" products (one K block, packed B at most 4096 floats) skip the
-   tiling and thread machinery and pack into stack buffers */
-#define HPJ__GEMM_SMALL_MNK (64 * 32 * 32)
-#define HPJ__GEMM_SMALL_B 4096
-#define HPJ__GEMM_PACKB_M 16 /* B is packed when M is above this */
-#define HPJ__GEMM_FEW_M 16   /* nn products of at most this many rows stream B by rows (AVX-512) */
-
 #if defined(_MSC_VER) && !defined(__cplusplus)
 #define HPJ__INLINE __inline
 #else
@@ -5444,907 +5400,91 @@ done:
 #define HPJ__INLINE_ALWAYS HPJ__INLINE
 #endif
 
+/* a * b + c rounded once where the target has a fast fused multiply-add
+   (FP_FAST_FMAF), else twice. Every sum of products in the library goes
+   through it, so the C loops and the SIMD kernels (which always fuse, and
+   are compiled only for targets that have fma) round alike. */
 #if defined(FP_FAST_FMAF)
 #define HPJ__FMAF(a, b, c) fmaf((a), (b), (c))
 #else
 #define HPJ__FMAF(a, b, c) ((a) * (b) + (c))
 #endif
 
-/* A micro-kernel: C tile (mr x nr, mr <= MR, nr <= NR) from a packed A
-   sliver ap (kc, MR) and a B sliver bp (kc rows of NR floats, row stride
-   ldbk; entries past nr are never read when they are outside B). cin (if
-   not NULL, first K block only): the row that every row of the old C is
-   taken to be (a bias row, for beta C = the bias), read instead of C. */
-typedef void (*hpj__gemm_kernel)(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
-                                 ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first, const float *cin);
-/* A kernel for MR full rows of op(A) read in place (A's leading dimension
-   lda; the kernel knows whether A is transposed). */
-typedef void (*hpj__gemm_rows_kernel)(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
-                                      float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first,
-                                      const float *cin);
-
-/* Stores one finished accumulator value (the rule in the banner above). */
-static HPJ__INLINE float hpj__gemm_out(float acc, float cold, float alpha, float beta, int first) {
-    float t = alpha * acc;
-    if (!first) return cold + t;
-    return beta == 0.0f ? t : HPJ__FMAF(beta, cold, t);
-}
-
-/* -- portable kernel: 4 x 16, four named accumulator rows so that GCC and
-   Clang keep them in vector registers and vectorize the 16-wide rows -- */
-#define HPJ__PMR 4
-#define HPJ__PNR 16
-static HPJ__INLINE void hpj__gemm_store_row(float *ci, const float *acc, int nr, float alpha, float beta, int first,
-                                            const float *cin) {
-    int j;
-    if (first && beta == 0.0f)
-        for (j = 0; j < nr; ++j) ci[j] = alpha * acc[j];
-    else
-        for (j = 0; j < nr; ++j) ci[j] = hpj__gemm_out(acc[j], cin ? cin[j] : ci[j], alpha, beta, first);
-}
-static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c, ptrdiff_t ldc,
-                               int mr, int nr, float alpha, float beta, int first, const float *cin) {
-    /* B always comes packed here (zero-padded to 16 columns): a copy of
-       partial rows inside the k loop would keep the accumulators out of
-       registers */
-    float c0[HPJ__PNR], c1[HPJ__PNR], c2[HPJ__PNR], c3[HPJ__PNR];
-    int j, k;
-    for (j = 0; j < HPJ__PNR; ++j) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;
-    for (k = 0; k < kc; ++k, ap += HPJ__PMR) {
-        const float *b = bp + (ptrdiff_t)k * ldbk;
-        float a0 = ap[0], a1 = ap[1], a2 = ap[2], a3 = ap[3];
-        for (j = 0; j < HPJ__PNR; ++j) {
-            c0[j] = HPJ__FMAF(a0, b[j], c0[j]);
-            c1[j] = HPJ__FMAF(a1, b[j], c1[j]);
-            c2[j] = HPJ__FMAF(a2, b[j], c2[j]);
-            c3[j] = HPJ__FMAF(a3, b[j], c3[j]);
-        }
-    }
-    hpj__gemm_store_row(c, c0, nr, alpha, beta, first, cin);
-    if (mr > 1) hpj__gemm_store_row(c + ldc, c1, nr, alpha, beta, first, cin);
-    if (mr > 2) hpj__gemm_store_row(c + 2 * ldc, c2, nr, alpha, beta, first, cin);
-    if (mr > 3) hpj__gemm_store_row(c + 3 * ldc, c3, nr, alpha, beta, first, cin);
-}
-
+/* ---- transitional: what the nn layers' code still uses of the old GEMM
+   section (the nn helper moves that code to the fast part and onto
+   hpj_paths(); delete this block when nothing uses it) ---- */
 #if !defined(HPJ_NO_SIMD) && (defined(__AVX512F__) || defined(__AVX2__)) && \
     (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
 #include <immintrin.h>
 #endif
-
-#define HPJ__R6(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#define HPJ__R8(X) HPJ__R6(X) X(6) X(7)
-#define HPJ__R12(X) HPJ__R8(X) X(8) X(9) X(10) X(11)
-
 #if !defined(HPJ_NO_SIMD) && defined(__AVX512F__)
 #define HPJ__GEMM_AVX512 1
-/* -- AVX-512 kernel: 8 x 32 (16 zmm accumulators); N edges use masks -- */
-#define HPJ__ZMR 8
-#define HPJ__ZNR 32
-/* a transposed A is read in place for products at most this wide (its
-   strided sliver falls out of L1 when many B slivers stream past it) */
-#define HPJ__ZCOLS_N (4 * HPJ__ZNR)
-#define HPJ__ZDECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
-#define HPJ__ZPREF(i)                                                            \
-    if (mr > i) {                                                                \
-        _mm_prefetch((const char *)(c + (ptrdiff_t)i * ldc), _MM_HINT_T0);       \
-        _mm_prefetch((const char *)(c + (ptrdiff_t)i * ldc + 16), _MM_HINT_T0);  \
-    }
-/* A values: row i of the sliver at ap[i * ais], successive k aks apart
-   (packed: ais = 1, aks = MR; a row-major A in place: ais = lda, aks = 1;
-   a transposed A in place: ais = 1, aks = lda) */
-#define HPJ__ZFMA(i)                                       \
-    {                                                      \
-        __m512 a_ = _mm512_set1_ps(ap[i * ais]);           \
-        c##i##0 = _mm512_fmadd_ps(a_, b0, c##i##0);        \
-        c##i##1 = _mm512_fmadd_ps(a_, b1, c##i##1);        \
-    }
-#define HPJ__ZFMA1(i) c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(ap[i * ais]), b0, c##i##0);
-#define HPJ__ZSTORE(i)                                                                     \
-    if (mr > i) {                                                                          \
-        float *ci_ = c + (ptrdiff_t)i * ldc;                                               \
-        __m512 t0_ = _mm512_mul_ps(va, c##i##0), t1_ = _mm512_mul_ps(va, c##i##1);         \
-        if (!first) {                                                                      \
-            t0_ = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, ci_), t0_);                      \
-            t1_ = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, ci_ + 16), t1_);                 \
-        } else if (beta != 0.0f) {                                                         \
-            const float *si_ = cin ? cin : ci_;                                            \
-            t0_ = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, si_), t0_);                \
-            t1_ = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, si_ + 16), t1_);           \
-        }                                                                                  \
-        _mm512_mask_storeu_ps(ci_, m0, t0_);                                               \
-        _mm512_mask_storeu_ps(ci_ + 16, m1, t1_);                                          \
-    }
-#if defined(__GNUC__) || defined(__clang__)
-#define HPJ__ALWAYS_INLINE __attribute__((always_inline)) inline
-#else
-#define HPJ__ALWAYS_INLINE HPJ__INLINE
 #endif
-/* The kernel body, inlined into the three kernels below with their
-   strides (constants when packed); the arithmetic, and so every result
-   bit, is the same for all three. */
-static HPJ__ALWAYS_INLINE void hpj__zkern(int kc, const float *ap, ptrdiff_t ais, ptrdiff_t aks, const float *bp,
-                                          ptrdiff_t ldbk, float *c, ptrdiff_t ldc, int mr, int nr, float alpha,
-                                          float beta, int first, const float *cin) {
-    __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
-    __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
-    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    int k;
-    HPJ__R8(HPJ__ZDECL)
-    HPJ__R8(HPJ__ZPREF)
-    if (nr == HPJ__ZNR) {
-        for (k = 0; k < kc; ++k) {
-            __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
-            HPJ__R8(HPJ__ZFMA)
-            ap += aks;
-            bp += ldbk;
-        }
-    } else if (nr <= 16) { /* half a tile: one vector per row */
-        for (k = 0; k < kc; ++k) {
-            __m512 b0 = _mm512_maskz_loadu_ps(m0, bp);
-            HPJ__R8(HPJ__ZFMA1)
-            ap += aks;
-            bp += ldbk;
-        }
-    } else {
-        for (k = 0; k < kc; ++k) {
-            __m512 b0 = _mm512_maskz_loadu_ps(m0, bp), b1 = _mm512_maskz_loadu_ps(m1, bp + 16);
-            HPJ__R8(HPJ__ZFMA)
-            ap += aks;
-            bp += ldbk;
-        }
-    }
-    HPJ__R8(HPJ__ZSTORE)
-}
-static void hpj__gemm_kernel_avx512(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
-                                    ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first,
-                                    const float *cin) {
-    hpj__zkern(kc, ap, 1, HPJ__ZMR, bp, ldbk, c, ldc, mr, nr, alpha, beta, first, cin);
-}
-/* 8 full rows of op(A) read in place, without packing, which for the
-   narrow products of this model (N = d) costs a quarter of the kernel's
-   own time (every packed value is used only N / 16 times), and which a
-   team splitting the columns would repeat per tile. rows: A row-major
-   (M, K), row i at a + i lda; cols: A stored (K, M) (a weight gradient),
-   the 8 values of step k contiguous at a + k lda. */
-static void hpj__gemm_kernel_avx512_rows(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
-                                         float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first,
-                                         const float *cin) {
-    hpj__zkern(kc, a, lda, 1, bp, ldbk, c, ldc, HPJ__ZMR, nr, alpha, beta, first, cin);
-}
-static void hpj__gemm_kernel_avx512_cols(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
-                                         float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first,
-                                         const float *cin) {
-    hpj__zkern(kc, a, 1, lda, bp, ldbk, c, ldc, HPJ__ZMR, nr, alpha, beta, first, cin);
-}
-#endif
-
 #if !defined(HPJ_NO_SIMD) && defined(__AVX2__) && defined(__FMA__)
 #define HPJ__GEMM_AVX2 1
-/* -- AVX2 kernel: 6 x 16 (12 ymm accumulators); N edges use lane masks -- */
-#define HPJ__YMR 6
-#define HPJ__YNR 16
-/* a transposed A is read in place for products at most this wide */
-#ifndef HPJ__YCOLS_N
-#define HPJ__YCOLS_N (4 * HPJ__YNR)
 #endif
-#define HPJ__YDECL(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
-/* A values as in the AVX-512 kernel: row i of the sliver at ap[i * ais],
-   successive k aks apart */
-#define HPJ__YFMA(i)                                       \
-    {                                                      \
-        __m256 a_ = _mm256_broadcast_ss(ap + i * ais);     \
-        c##i##0 = _mm256_fmadd_ps(a_, b0, c##i##0);        \
-        c##i##1 = _mm256_fmadd_ps(a_, b1, c##i##1);        \
-    }
-/* the rule of hpj__gemm_out on 8 lanes; LD / ST: full or masked (k0, k1:
-   the columns stored) loads and stores (masked stores are slow on AMD) */
-#define HPJ__YLDU(p, k) _mm256_loadu_ps(p)
-#define HPJ__YSTU(p, k, v) _mm256_storeu_ps(p, v)
-#define HPJ__YLDM(p, k) _mm256_maskload_ps(p, k)
-#define HPJ__YSTM(p, k, v) _mm256_maskstore_ps(p, k, v)
-#define HPJ__YSTORE(i, LD, ST)                                                             \
-    if (mr > i) {                                                                          \
-        float *ci_ = c + (ptrdiff_t)i * ldc;                                               \
-        __m256 t0_ = _mm256_mul_ps(va, c##i##0), t1_ = _mm256_mul_ps(va, c##i##1);         \
-        if (!first) {                                                                      \
-            t0_ = _mm256_add_ps(LD(ci_, k0), t0_);                                         \
-            t1_ = _mm256_add_ps(LD(ci_ + 8, k1), t1_);                                     \
-        } else if (beta != 0.0f) {                                                         \
-            const float *si_ = cin ? cin : ci_;                                            \
-            t0_ = _mm256_fmadd_ps(vb, LD(si_, k0), t0_);                                   \
-            t1_ = _mm256_fmadd_ps(vb, LD(si_ + 8, k1), t1_);                               \
-        }                                                                                  \
-        ST(ci_, k0, t0_);                                                                  \
-        ST(ci_ + 8, k1, t1_);                                                              \
-    }
-#define HPJ__YSTORE_FULL(i) HPJ__YSTORE(i, HPJ__YLDU, HPJ__YSTU)
-#define HPJ__YSTORE_MASK(i) HPJ__YSTORE(i, HPJ__YLDM, HPJ__YSTM)
-/* The kernel body, inlined into the three kernels below with their
-   strides; the arithmetic, and so every result bit, is the same for all
-   three. Partial tiles (nr < 16) load and store under lane masks. pfl
-   (the column kernel only): each step also prefetches the next cache line
-   of its A row, which the slivers 2-3 further on read. A transposed A read
-   in place is walked one row of the stored matrix per k, lda apart (a
-   whole 2 KB row of a 512-wide weight): too far apart for the hardware
-   prefetchers, so every new line used to be a demand miss once the weight
-   had left the cache, as it has in training (DD d = 512's context-token
-   input gradients dX = dY W: 32 x 512 x 2048 and 32 x 512 x 512 nn
-   48-51 -> 69-72 GFLOP/s measured inside the training step). */
-static HPJ__INLINE_ALWAYS void hpj__ykern(int kc, const float *ap, ptrdiff_t ais, ptrdiff_t aks, const float *bp,
-                                          ptrdiff_t ldbk, float *c, ptrdiff_t ldc, int mr, int nr, float alpha,
-                                          float beta, int first, const float *cin, int pfl) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), lane);
-    __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr - 8), lane);
-    __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
-    int k;
-    HPJ__R6(HPJ__YDECL)
-    if (nr == HPJ__YNR) {
-        for (k = 0; k < kc; ++k) {
-            __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
-            if (pfl) _mm_prefetch((const char *)(ap + 16 * ais), _MM_HINT_T0);
-            HPJ__R6(HPJ__YFMA)
-            ap += aks;
-            bp += ldbk;
-        }
-    } else {
-        for (k = 0; k < kc; ++k) {
-            __m256 b0 = _mm256_maskload_ps(bp, k0), b1 = _mm256_maskload_ps(bp + 8, k1);
-            HPJ__R6(HPJ__YFMA)
-            ap += aks;
-            bp += ldbk;
-        }
-    }
-    if (nr == HPJ__YNR) {
-        HPJ__R6(HPJ__YSTORE_FULL)
-    } else {
-        HPJ__R6(HPJ__YSTORE_MASK)
-    }
-}
-static void hpj__gemm_kernel_avx2(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
-                                  ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first, const float *cin) {
-    hpj__ykern(kc, ap, 1, HPJ__YMR, bp, ldbk, c, ldc, mr, nr, alpha, beta, first, cin, 0);
-}
-/* 6 full rows of op(A) read in place (as hpj__gemm_kernel_avx512_rows and
-   _cols) */
-static void hpj__gemm_kernel_avx2_rows(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
-                                       float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first,
-                                       const float *cin) {
-    hpj__ykern(kc, a, lda, 1, bp, ldbk, c, ldc, HPJ__YMR, nr, alpha, beta, first, cin, 0);
-}
-static void hpj__gemm_kernel_avx2_cols(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
-                                       float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first,
-                                       const float *cin) {
-    hpj__ykern(kc, a, 1, lda, bp, ldbk, c, ldc, HPJ__YMR, nr, alpha, beta, first, cin, 1);
-}
-#endif
-
-/* Which kernel hpj_gemm uses: the paths level's (see hpj_set_paths). */
-HPJDEF int hpj_gemm_isa(void) {
-    int l = hpj_paths();
-    return l >= HPJ_PATHS_AVX512 ? HPJ_GEMM_AVX512 : l == HPJ_PATHS_AVX2 ? HPJ_GEMM_AVX2 : HPJ_GEMM_PORTABLE;
-}
-
-HPJDEF int hpj_gemm_set_isa(int isa) {
-    int want = isa == -1 ? HPJ_PATHS_BEST : isa + HPJ_PATHS_PORTABLE;
-    if (isa < -1 || isa > HPJ_GEMM_AVX512) return -1;
-    if (want != HPJ_PATHS_BEST && want > HPJ__HAVE_PATHS) return -1;
-    hpj_set_paths(want);
-    return 0;
-}
-
-HPJDEF const char *hpj_gemm_isa_name(int isa) {
-    switch (isa) {
-    case HPJ_GEMM_PORTABLE: return "portable";
-    case HPJ_GEMM_AVX2: return "avx2";
-    case HPJ_GEMM_AVX512: return "avx512";
-    }
-    return "unknown";
-}
-
-/* One call's description, shared by the threads. */
-typedef struct hpj__gemm_job {
-    int transA, transB, M, N, K;
-    float alpha, beta;
-    const float *A, *B;
-    int lda, ldb, ldc;
-    float *C;
-    int mr, nr; /* MR, NR of the kernel */
-    hpj__gemm_kernel kern;
-    hpj__gemm_rows_kernel krows; /* non-NULL: full slivers of op(A) are read in place */
-    int packB;  /* 1: copy B blocks into the thread's buffer first */
-    float *bshared; /* B buffer the threads fill together (thread 0's) */
-    const float *bias; /* non-NULL (beta = 1): C starts as this row in every
-                          row; the first K block's kernels read it in place
-                          of C (their cin), so C is never filled with it */
-} hpj__gemm_job;
-
-#if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
-/* dst[c*ldd + r] = src[r*lds + c] for an 8 x 8 block. Inlined: as a call
-   it made packing a transposed 512 x 128 weight (a forward product's B)
-   take 22 us on a Zen 3 core instead of 13 (with the full-sliver skip in
-   hpj__gemm_pack_b); d = 128 training step +1 %. */
-static HPJ__INLINE_ALWAYS void hpj__tr8x8(const float *src, ptrdiff_t lds, float *dst, ptrdiff_t ldd) {
-    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds);
-    __m256 r2 = _mm256_loadu_ps(src + 2 * lds), r3 = _mm256_loadu_ps(src + 3 * lds);
-    __m256 r4 = _mm256_loadu_ps(src + 4 * lds), r5 = _mm256_loadu_ps(src + 5 * lds);
-    __m256 r6 = _mm256_loadu_ps(src + 6 * lds), r7 = _mm256_loadu_ps(src + 7 * lds);
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(s0, s4, 0x20));
-    _mm256_storeu_ps(dst + ldd, _mm256_permute2f128_ps(s1, s5, 0x20));
-    _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(s2, s6, 0x20));
-    _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(s3, s7, 0x20));
-    _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(s0, s4, 0x31));
-    _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(s1, s5, 0x31));
-    _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(s2, s6, 0x31));
-    _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(s3, s7, 0x31));
-}
-#endif
-
-/* Packs op(A)(i0..i0+mc-1, p0..p0+kc-1) into slivers of MR rows: sliver s
-   holds (kc, MR) at ap + s*kc*MR, zero rows past mc. */
-static void hpj__gemm_pack_a(float *ap, const hpj__gemm_job *g, int i0, int mc, int p0, int kc) {
-    int MR = g->mr, i, k, s;
-    ptrdiff_t l = g->lda;
-    if (g->transA) { /* A is (K, M): row k holds the block's values */
-        const float *a = g->A + (ptrdiff_t)p0 * l + i0;
-        /* each row k also hints the lines of row k + 8: the rows are far
-           apart (a weight gradient's A has a row per node copy or token)
-           and come from L3 or memory (2 Zen 3 threads: 512 x 128 x 4096 tn
-           68 -> 92 GFLOP/s, 512 x 512 x 9000 tn 105 -> 117) */
-        int full8 = MR == 8 && mc % 8 == 0; /* the common case, with fixed-size copies */
-        for (k = 0; k < kc; ++k, a += l) {
-            if (k + 8 < kc)
-                for (i = 0; i < mc; i += 16) HPJ__PREFETCH(a + 8 * l + i);
-            if (full8) {
-                for (s = 0; s * 8 < mc; ++s) memcpy(ap + (ptrdiff_t)s * kc * 8 + k * 8, a + s * 8, 8 * sizeof(float));
-                continue;
-            }
-            for (s = 0; s * MR < mc; ++s) {
-                float *o = ap + (ptrdiff_t)s * kc * MR + k * MR;
-                int w = HPJ__MIN(MR, mc - s * MR);
-                if (MR == 6 && w == 6) { /* the AVX2 kernel's slivers: a fixed-size copy */
-                    memcpy(o, a + s * 6, 6 * sizeof(float));
-                    continue;
-                }
-                for (i = 0; i < w; ++i) o[i] = a[s * MR + i];
-                for (; i < MR; ++i) o[i] = 0.0f;
-            }
-        }
-        return;
-    }
-    for (s = 0; s * MR < mc; ++s) {
-        const float *a = g->A + (ptrdiff_t)(i0 + s * MR) * l + p0;
-        float *o = ap + (ptrdiff_t)s * kc * MR;
-        int w = HPJ__MIN(MR, mc - s * MR);
-#if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
-        if (w == MR && MR % 8 == 0) { /* 8 x 8 register transposes */
-            int i8;
-            for (k = 0; k + 8 <= kc; k += 8)
-                for (i8 = 0; i8 < MR; i8 += 8) hpj__tr8x8(a + (ptrdiff_t)i8 * l + k, l, o + k * MR + i8, MR);
-            for (; k < kc; ++k)
-                for (i = 0; i < MR; ++i) o[k * MR + i] = a[(ptrdiff_t)i * l + k];
-            continue;
-        }
-#endif
-        for (i = 0; i < w; ++i) {
-            const float *ai = a + (ptrdiff_t)i * l;
-            for (k = 0; k < kc; ++k) o[k * MR + i] = ai[k];
-        }
-        for (; i < MR; ++i)
-            for (k = 0; k < kc; ++k) o[k * MR + i] = 0.0f;
-    }
-}
-
-/* hpj__gemm_pack_b for a B that is not transposed, (K, N) with contiguous
-   rows: row by row, each row of the block read once from front to back
-   and dealt out to the slivers. Copying sliver by sliver instead reads
-   one cache line per row, rows ldb apart: a stride the prefetchers do not
-   run ahead of, and such a B (a weight the forward used long before, an
-   activation of the forward) comes from L3 or memory. PROTEINS d = 128
-   training step (2 Zen 3 threads, rdtsc about each packing): 128 x 512 x
-   128 nn and tn 3.3-3.5 -> 1.3-1.5 cycles per element, 128 x 128 x 512
-   nn 2.3-2.5 -> 1.4; each batch once per order (tools/paired_step.py):
-   the d = 128 step 1.033 and 1.034 (medians of 89 and 134 batches), DD
-   and PROTEINS d = 512 unchanged (1.000, 0.986). The same bits: only the
-   order of the copies moved. */
-static void hpj__gemm_pack_b_rows(float *bp, const hpj__gemm_job *g, int j0, int nc, int p0, int kc) {
-    int NR = g->nr, full = nc / NR, rest = nc - full * NR, s, j, k;
-    ptrdiff_t ss = (ptrdiff_t)kc * NR; /* sliver stride */
-    const float *b = g->B + (ptrdiff_t)p0 * g->ldb + j0;
-    for (k = 0; k < kc; ++k, b += g->ldb) {
-        float *o = bp + (ptrdiff_t)k * NR;
-        /* full slivers: fixed-size copies (a variable size stays scalar) */
-        if (NR == 16)
-            for (s = 0; s < full; ++s) memcpy(o + s * ss, b + s * 16, 16 * sizeof(float));
-        else if (NR == 32)
-            for (s = 0; s < full; ++s) memcpy(o + s * ss, b + s * 32, 32 * sizeof(float));
-        else
-            for (s = 0; s < full; ++s) memcpy(o + s * ss, b + s * NR, (size_t)NR * sizeof(float));
-        if (rest) { /* the last sliver: its columns, then zeros */
-            float *ol = o + full * ss;
-            const float *bl = b + full * NR;
-            for (j = 0; j < rest; ++j) ol[j] = bl[j];
-            for (; j < NR; ++j) ol[j] = 0.0f;
-        }
-    }
-}
-
-/* Packs op(B)(p0..p0+kc-1, j0..j0+nc-1) into slivers of NR columns:
-   sliver s holds (kc, NR) at bp + s*kc*NR, zero columns past nc. */
-static void hpj__gemm_pack_b(float *bp, const hpj__gemm_job *g, int j0, int nc, int p0, int kc) {
-    int NR = g->nr, s, j, k;
-    if (!g->transB) { /* B is (K, N): rows are contiguous */
-        hpj__gemm_pack_b_rows(bp, g, j0, nc, p0, kc);
-        return;
-    }
-    /* B is (N, K): transpose 8 x 8 blocks, then the rest */
-    for (s = 0; s * NR < nc; ++s) {
-        float *o = bp + (ptrdiff_t)s * kc * NR;
-        int w = HPJ__MIN(NR, nc - s * NR), jj = j0 + s * NR;
-        const float *b = g->B + (ptrdiff_t)jj * g->ldb + p0;
-        int j8 = 0, k0 = 0;
-#if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
-        int wn = HPJ__MIN(NR, nc - (s + 1) * NR); /* columns of the next sliver (<= 0: none) */
-        for (k0 = 0; k0 + 8 <= kc; k0 += 8) {
-            /* every 16 k (a cache line of each row), hint the line
-               64 floats ahead in the order the rows are read: this
-               sliver's rows, then the next one's. A forward product's
-               B is a weight the optimizer has just written, read
-               here for the first time in the step, 32 rows at once
-               (more streams than the prefetchers follow): PROTEINS
-               d = 128 training step 1.016-1.018 (each batch once per
-               variant, tools/paired_step.py, vCPUs near and far);
-               d = 512 and DD unchanged (0.997, 1.001) */
-            if ((k0 & 15) == 0) {
-                if (k0 + 64 < kc)
-                    for (j8 = 0; j8 < w; ++j8) HPJ__PREFETCH(b + (ptrdiff_t)j8 * g->ldb + k0 + 64);
-                else if (k0 + 64 - kc < kc)
-                    for (j8 = 0; j8 < wn; ++j8) HPJ__PREFETCH(b + (ptrdiff_t)(NR + j8) * g->ldb + k0 + 64 - kc);
-            }
-            for (j8 = 0; j8 + 8 <= w; j8 += 8) hpj__tr8x8(b + (ptrdiff_t)j8 * g->ldb + k0, g->ldb, o + k0 * NR + j8, NR);
-        }
-        j8 = w & ~7; /* columns done for k < k0 */
-#endif
-        /* the rest: columns j8.. of rows k < k0 (none in a full
-           sliver: start at k0), all of rows k >= k0, zeros past w */
-        for (k = j8 == NR ? k0 : 0; k < kc; ++k) {
-            for (j = k < k0 ? j8 : 0; j < w; ++j) o[k * NR + j] = b[(ptrdiff_t)j * g->ldb + k];
-            for (; j < NR; ++j) o[k * NR + j] = 0.0f;
-        }
-    }
-}
-
-/* Thread-private buffers for packed B (blocks of KC x NC floats, or a
-   whole B up to 512 x 512: 1 MiB) and A blocks (MC x KC: 128 KiB). They
-   live in thread-local storage, so hpj_gemm allocates nothing and may run
-   in several threads at once (without TLS, HPJ__TLS is empty and calls
-   must not overlap). */
-static HPJ__TLS float hpj__gemm_bbuf[HPJ__GEMM_BFULL];
-static HPJ__TLS float hpj__gemm_abuf[HPJ__GEMM_KC * HPJ__GEMM_MC];
-
-
-/* All M rows of C set to the bias row (the paths that do not tile). */
-static int64_t hpj__par_elems(void);
-static void hpj__gemm_fill_bias(const float *bias, float *C, int M, int N, int ldc) {
+#define HPJ__R6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define HPJ__R8(X) HPJ__R6(X) X(6) X(7)
+#define HPJ_GEMM_PORTABLE 0
+#define HPJ_GEMM_AVX2 1
+#define HPJ_GEMM_AVX512 2
+#define hpj_gemm_isa() (hpj_paths() - 1)
+/* linear forward with a bias: the bias in every row of C, then C += A B */
+static void hpj__gemm_impl(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                           const float *B, int ldb, float beta, float *C, int ldc, const float *bias) {
     int i;
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)M * N >= hpj__par_elems()))
-    for (i = 0; i < M; ++i) memcpy(C + (ptrdiff_t)i * ldc, bias, sizeof(float) * (size_t)N);
+    if (bias) {
+        HPJ__OMP(parallel for schedule(static) if ((double)M * N >= 65536.0))
+        for (i = 0; i < M; ++i) memcpy(C + (ptrdiff_t)i * ldc, bias, sizeof(float) * (size_t)N);
+        beta = 1.0f;
+    }
+    hpj_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
-
-/* One K block (p0, kc) of C rows [s0,s1) x column slivers [tc,tcn): A is
-   packed here MC rows at a time, B comes packed (ldbk = NR, slivers
-   bstride apart) or in place (ldbk = ldb). */
-static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int tcn, int p0, int kc, const float *bb,
-                            ptrdiff_t ldbk, ptrdiff_t bstride) {
-    int MR = g->mr, NR = g->nr, mc_sl = HPJ__GEMM_MC / MR, first = p0 == 0;
-    ptrdiff_t astride = (ptrdiff_t)kc * MR;
-    int sb, s, t;
-    if (g->krows) { /* A read in place; only a partial last sliver is packed */
-        int nl = (kc + 15) / 16, per, q, e, r, qr, ql;
-        for (s = s0; s < s1; ++s) {
-            int i0 = s * MR, mr = HPJ__MIN(MR, g->M - i0), nx = s + 1 < s1 ? HPJ__MIN(MR, g->M - i0 - MR) : 0;
-            const float *a = g->transA ? g->A + (ptrdiff_t)p0 * g->lda + i0 : g->A + (ptrdiff_t)i0 * g->lda + p0;
-            if (mr < MR) hpj__gemm_pack_a(hpj__gemm_abuf, g, i0, mr, p0, kc);
-            /* Hints for the next sliver, given while this one runs: the
-               cache lines of its rows of a row-major A (nx * nl lines,
-               spread over the column slivers), and of its C rows in each
-               column sliver. A sliver's first kernel would otherwise wait
-               on A from L3 or memory (one Zen 3 thread: 4096 x 128 x 128
-               nt / nn +13 %; less where more column slivers share the
-               wait, 9000 x 512 x 512 +5-7 %). */
-            per = g->transA ? 0 : (nx * nl + (tcn - tc) - 1) / HPJ__MAX(1, tcn - tc);
-            q = qr = ql = 0; /* line q is line ql of row qr */
-            for (t = tc; t < tcn; ++t) {
-                int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
-                float *c = g->C + (ptrdiff_t)i0 * g->ldc + jj;
-                const float *cin = first && g->bias ? g->bias + jj : NULL;
-                for (e = HPJ__MIN(nx * nl, q + per); q < e; ++q) {
-                    HPJ__PREFETCH(a + (ptrdiff_t)(MR + qr) * g->lda + ql * 16);
-                    if (++ql == nl) {
-                        ql = 0;
-                        ++qr;
-                    }
-                }
-                for (r = 0; r < nx; ++r) HPJ__PREFETCHW(c + (ptrdiff_t)(MR + r) * g->ldc);
-                if (mr == MR)
-                    g->krows(kc, a, g->lda, bb + (t - tc) * bstride, ldbk, c, g->ldc, nr, g->alpha, g->beta, first,
-                             cin);
-                else
-                    g->kern(kc, hpj__gemm_abuf, bb + (t - tc) * bstride, ldbk, c, g->ldc, mr, nr, g->alpha, g->beta,
-                            first, cin);
-            }
-        }
-        return;
-    }
-    for (sb = s0; sb < s1; sb += mc_sl) {
-        int se = HPJ__MIN(s1, sb + mc_sl);
-        int ib = sb * MR, mc = HPJ__MIN(g->M, se * MR) - ib;
-        hpj__gemm_pack_a(hpj__gemm_abuf, g, ib, mc, p0, kc);
-        for (s = sb; s < se; ++s) {
-            int i0 = s * MR, mr = HPJ__MIN(MR, g->M - i0);
-            const float *ap = hpj__gemm_abuf + (s - sb) * astride;
-            for (t = tc; t < tcn; ++t) {
-                int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
-                g->kern(kc, ap, bb + (t - tc) * bstride, ldbk, g->C + (ptrdiff_t)i0 * g->ldc + jj, g->ldc, mr, nr,
-                        g->alpha, g->beta, first, first && g->bias ? g->bias + jj : NULL);
-            }
-        }
-    }
-}
-
-/* The C rectangle of row slivers [s0,s1) x column slivers [t0,t1), every
-   K block, with B packed into this thread's buffer (or read in place). */
-static void hpj__gemm_rect(const hpj__gemm_job *g, int s0, int s1, int t0, int t1) {
-    int NR = g->nr, nc_sl = HPJ__GEMM_NC / NR, tc, p0;
-    for (tc = t0; tc < t1; tc += nc_sl) {
-        int tcn = HPJ__MIN(t1, tc + nc_sl);
-        int j0 = tc * NR, nc = HPJ__MIN(g->N, tcn * NR) - j0;
-        for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC) {
-            int kc = HPJ__MIN(HPJ__GEMM_KC, g->K - p0);
-            if (g->packB) {
-                hpj__gemm_pack_b(hpj__gemm_bbuf, g, j0, nc, p0, kc);
-                hpj__gemm_block(g, s0, s1, tc, tcn, p0, kc, hpj__gemm_bbuf, NR, (ptrdiff_t)kc * NR);
-            } else {
-                hpj__gemm_block(g, s0, s1, tc, tcn, p0, kc, g->B + (ptrdiff_t)p0 * g->ldb + j0, g->ldb, NR);
-            }
-        }
-    }
-}
-
-/* The work of one thread of a team of nth. Tiles are handed out
-   dynamically (a thread the OS preempts holds up only its current tile);
-   which thread computes a tile never changes its bits. With many row
-   blocks and a packed B, the team packs B together into thread 0's
-   buffer (all of it at once when it fits, else block by block) and then
-   shares out the row blocks; otherwise each tile is a rectangle that
-   packs its own B. */
-static void hpj__gemm_team(hpj__gemm_job *g, int nth) {
-    int MR = g->mr, NR = g->nr, mc_sl = HPJ__GEMM_MC / MR, nc_sl = HPJ__GEMM_NC / NR;
-    int ms = (g->M + MR - 1) / MR, ns = (g->N + NR - 1) / NR;
-    int rblk, nrb, ncg, cgw, nit, it, rows;
-    if (nth == 1) {
-        hpj__gemm_rect(g, 0, ms, 0, ns);
-        return;
-    }
-    /* row blocks of up to MC rows, about 4 per thread; when A is packed
-       (transposed), at least SHARE_ROWS rows, so that a mid-sized M
-       (about 110-240 rows on 2 threads with the AVX2 kernel) takes the
-       shared-B path below: the column tiles of the other path would each
-       pack all of A again (a weight gradient 128 x 128 x 3000: 77 -> 109
-       GFLOP/s on 2 Zen 3 threads). With A read in place the column tiles
-       stay: they duplicate nothing, and beat shared-B row blocks by up to
-       1.2x at 128 x 512..2048 x 512. */
-    rblk = HPJ__MAX(1, HPJ__MIN(mc_sl, (ms + 4 * nth - 1) / (4 * nth)));
-    if (!g->krows) rblk = HPJ__MIN(mc_sl, HPJ__MAX(rblk, (HPJ__GEMM_SHARE_ROWS + MR - 1) / MR));
-    nrb = (ms + rblk - 1) / rblk;
-    /* a shared B is worth it when each row block reuses it enough (a
-       core reads the half another core packed through the shared cache) */
-    rows = g->packB && nrb >= 2 * nth && rblk * MR >= HPJ__GEMM_SHARE_ROWS;
-#if defined(HPJ__GEMM_AVX512)
-    /* The AVX-512 kernel with A in place: column tiles (each streams all
-       of A, 4 tiles in all) up to M K <= 768 N, at least 8 column slivers.
-       2 AMD Zen 5 threads, warm: 256 x 512 x 128 nn 317 -> 399 GFLOP/s,
-       384 x 512 x 128 358 -> 426, 600 x 512 x 512 381 -> 414, 1000 x 2048
-       x 512 425 -> 439; past the bound the shared B wins (1000 x 512 x 512
-       433 against 419, 4000 x 512 x 128 461 against 446), and with 4
-       slivers (N = 128) it wins or ties from 384 rows on. Training steps
-       (each batch once per rule): PROTEINS d = 128 1.009, d = 512 1.011,
-       DD 1.010. Which tiles run never changes a bit. Measured on 2
-       threads only, so kept to teams of up to 4 (2 nth tiles each stream
-       all of A: more threads, more copies of A read). */
-    if (rows && g->krows && g->kern == hpj__gemm_kernel_avx512 && nth <= 4 && ns >= 8 &&
-        (double)g->M * g->K <= 768.0 * g->N)
-        rows = 0;
-#endif
-    if (rows && (size_t)ns * NR * (size_t)g->K <= HPJ__GEMM_BFULL) {
-        /* all of B fits the shared buffer: pack it once (sliver t holds
-           its K rows at t*K*NR, so K block p0 starts p0*NR further), then
-           one barrier, then the row blocks */
-        ptrdiff_t ss = (ptrdiff_t)g->K * NR;
-        int i;
-        HPJ__OMP(for schedule(dynamic, 1))
-        for (i = 0; i < ns; ++i) hpj__gemm_pack_b(g->bshared + i * ss, g, i * NR, HPJ__MIN(NR, g->N - i * NR), 0, g->K);
-        HPJ__OMP(for schedule(dynamic, 1) nowait)
-        for (i = 0; i < nrb; ++i) {
-            int tc, p0;
-            for (tc = 0; tc < ns; tc += nc_sl)
-                for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC)
-                    hpj__gemm_block(g, i * rblk, HPJ__MIN(ms, (i + 1) * rblk), tc, HPJ__MIN(ns, tc + nc_sl), p0,
-                                    HPJ__MIN(HPJ__GEMM_KC, g->K - p0), g->bshared + tc * ss + (ptrdiff_t)p0 * NR, NR,
-                                    ss);
-        }
-        return;
-    }
-    if (rows) { /* B block by B block */
-        int tc, p0, i;
-        if (g->transA && !g->krows && nrb <= 4 * nth) {
-            /* A weight gradient over many node copies (M, N <= ~512, K in the
-               thousands): B shared block by block would cost two barriers a K
-               block for a handful of row blocks each, whose uneven ends (and a
-               B half packed by the other core) leave a thread waiting at every
-               block. Each thread takes its own share of the rows through every
-               K block instead, packing all of B for itself (the packing is
-               done twice; nothing waits). 2 Zen 3 threads, tn 512 x 512 x
-               5646 99-117 -> 104-128 GFLOP/s, 128 x 512 x 5646 65-82 ->
-               93-116; DD d = 512 training steps paired 1.005-1.028 (vCPUs
-               near and far). Which thread computes a row never changes it. */
-            int per = (ms + nth - 1) / nth;
-            HPJ__OMP(for schedule(dynamic, 1) nowait)
-            for (i = 0; i < nth; ++i)
-                if (i * per < ms) hpj__gemm_rect(g, i * per, HPJ__MIN(ms, (i + 1) * per), 0, ns);
-            return;
-        }
-        for (tc = 0; tc < ns; tc += nc_sl) {
-            int tcn = HPJ__MIN(ns, tc + nc_sl);
-            for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC) {
-                int kc = HPJ__MIN(HPJ__GEMM_KC, g->K - p0);
-                /* (each worksharing loop ends with a barrier: the block is
-                   complete before use, and used up before it is replaced) */
-                HPJ__OMP(for schedule(dynamic, 1))
-                for (i = tc; i < tcn; ++i)
-                    hpj__gemm_pack_b(g->bshared + (ptrdiff_t)(i - tc) * kc * NR, g, i * NR, HPJ__MIN(NR, g->N - i * NR),
-                                     p0, kc);
-                HPJ__OMP(for schedule(dynamic, 1))
-                for (i = 0; i < nrb; ++i)
-                    hpj__gemm_block(g, i * rblk, HPJ__MIN(ms, (i + 1) * rblk), tc, tcn, p0, kc, g->bshared, NR,
-                                    (ptrdiff_t)kc * NR);
-            }
-        }
-        return;
-    }
-    if (g->packB) { /* few rows: split the columns, 2 tiles per thread */
-        rblk = ms;
-        nrb = 1;
-        ncg = HPJ__MIN(ns, 2 * nth);
-    } else { /* B in place: about 4 tiles per thread */
-        ncg = HPJ__MAX(1, HPJ__MIN(ns, (4 * nth + nrb - 1) / nrb));
-    }
-    cgw = (ns + ncg - 1) / ncg;
-    ncg = (ns + cgw - 1) / cgw;
-    nit = nrb * ncg;
-    HPJ__OMP(for schedule(dynamic, 1))
-    for (it = 0; it < nit; ++it) {
-        int rb = it / ncg, cg = it % ncg;
-        hpj__gemm_rect(g, rb * rblk, HPJ__MIN(ms, (rb + 1) * rblk), cg * cgw, HPJ__MIN(ns, (cg + 1) * cgw));
-    }
-}
-
-#if defined(HPJ__GEMM_AVX512)
-/* C = alpha A B + beta C for a few rows (M <= HPJ__GEMM_FEW_M) of a
-   row-major A and a row-major B read in place: the backward of a weight
-   against a few tokens (dinp = dout W). The tiled path reads such a B 32
-   columns at a time down its rows, a stride the hardware prefetchers do
-   not follow when B comes from memory, which it does here: the weight was
-   last used a whole forward pass earlier. This path streams B a row
-   block at a time instead, keeping the M x 256 partial sums of each K
-   block in the thread's A buffer (L1-sized). Every element still gets the
-   micro-kernel's arithmetic: a chain of fused multiply-adds over k in
-   order from zero within each K block of HPJ__GEMM_KC, then the same
-   alpha / beta / accumulate step, so the bits are the same. Columns
-   [j0, j1) of C only. */
-static void hpj__gemm_fewrows(const hpj__gemm_job *g, int j0, int j1) {
-    float *T = hpj__gemm_abuf; /* (M, 256) */
-    int M = g->M, jc, p0, m, v;
-    ptrdiff_t ldb = g->ldb;
-    for (jc = j0; jc < j1; jc += 256) {
-        int w = HPJ__MIN(256, j1 - jc), nv = (w + 15) / 16;
-        __mmask16 last = (__mmask16)(w % 16 ? (1u << (w % 16)) - 1u : 0xFFFFu);
-        for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC) {
-            int kc = HPJ__MIN(HPJ__GEMM_KC, g->K - p0), k = 0;
-            for (m = 0; m < M * 256; ++m) T[m] = 0.0f;
-            for (; k + 8 <= kc; k += 8) { /* eight rows of B per sweep */
-                const float *b = g->B + (ptrdiff_t)(p0 + k) * ldb + jc;
-                for (v = 0; v < nv; ++v) {
-                    __mmask16 mk = v == nv - 1 ? last : (__mmask16)0xFFFFu;
-                    const float *bc = b + 16 * v;
-                    __m512 b0, b1, b2, b3, b4, b5, b6, b7;
-#define HPJ__FEW_LD(r)                                                                   \
-    b##r = _mm512_maskz_loadu_ps(mk, bc + (ptrdiff_t)(r) * ldb);                           \
-    HPJ__PREFETCH(bc + (ptrdiff_t)((r) + 16) * ldb); /* the rows two sweeps on */
-                    HPJ__FEW_LD(0) HPJ__FEW_LD(1) HPJ__FEW_LD(2) HPJ__FEW_LD(3)
-                    HPJ__FEW_LD(4) HPJ__FEW_LD(5) HPJ__FEW_LD(6) HPJ__FEW_LD(7)
-#undef HPJ__FEW_LD
-                    for (m = 0; m < M; ++m) {
-                        const float *a = g->A + (ptrdiff_t)m * g->lda + p0 + k;
-                        float *t = T + m * 256 + 16 * v;
-                        __m512 acc = _mm512_loadu_ps(t);
-                        acc = _mm512_fmadd_ps(_mm512_set1_ps(a[0]), b0, acc);
-                        acc = _mm512_fmadd_ps(_mm512_set1_ps(a[1]), b1, acc);
-                        acc = _mm512_fmadd_ps(_mm512_set1_ps(a[2]), b2, acc);
-                        acc = _mm512_fmadd_ps(_mm512_set1_ps(a[3]), b3, acc);
-                        acc = _mm512_fmadd_ps(_mm512_set1_ps(a[4]), b4, acc);
-                        acc = _mm512_fmadd_ps(_mm512_set1_ps(a[5]), b5, acc);
-                        acc = _mm512_fmadd_ps(_mm512_set1_ps(a[6]), b6, acc);
-                        acc = _mm512_fmadd_ps(_mm512_set1_ps(a[7]), b7, acc);
-                        _mm512_storeu_ps(t, acc);
-                    }
-                }
-            }
-            for (; k < kc; ++k) { /* the last rows of the block, one at a time */
-                const float *b = g->B + (ptrdiff_t)(p0 + k) * ldb + jc;
-                for (v = 0; v < nv; ++v) {
-                    __mmask16 mk = v == nv - 1 ? last : (__mmask16)0xFFFFu;
-                    __m512 b0 = _mm512_maskz_loadu_ps(mk, b + 16 * v);
-                    for (m = 0; m < M; ++m) {
-                        float *t = T + m * 256 + 16 * v;
-                        _mm512_storeu_ps(t, _mm512_fmadd_ps(_mm512_set1_ps(g->A[(ptrdiff_t)m * g->lda + p0 + k]), b0,
-                                                            _mm512_loadu_ps(t)));
-                    }
-                }
-            }
-            for (m = 0; m < M; ++m) /* as HPJ__ZSTORE */
-                for (v = 0; v < nv; ++v) {
-                    __mmask16 mk = v == nv - 1 ? last : (__mmask16)0xFFFFu;
-                    float *c = g->C + (ptrdiff_t)m * g->ldc + jc + 16 * v;
-                    __m512 t = _mm512_mul_ps(_mm512_set1_ps(g->alpha), _mm512_loadu_ps(T + m * 256 + 16 * v));
-                    if (p0 > 0) t = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, c), t);
-                    else if (g->beta != 0.0f) t = _mm512_fmadd_ps(_mm512_set1_ps(g->beta), _mm512_maskz_loadu_ps(mk, c), t);
-                    _mm512_mask_storeu_ps(c, mk, t);
-                }
-        }
-    }
-}
-#endif
-
-/* dst (rows x cols, ldd) = src^T, src (cols x rows, lds), for rows
-   [r0, r1) of dst: 8 x 8 register transposes where SIMD is compiled in.
-   Used by the transposed few-row products (hpj__gemm_swapped,
-   hpj_linear_forward). */
+/* dst (rows x cols, ldd) = src^T, src (cols x rows, lds), rows [r0, r1) */
 static void hpj__gemm_transpose(float *dst, ptrdiff_t ldd, const float *src, ptrdiff_t lds, int r0, int r1, int cols) {
-    int r = r0, c;
-#if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
-    for (; r + 8 <= r1; r += 8) {
-        for (c = 0; c + 8 <= cols; c += 8) hpj__tr8x8(src + (ptrdiff_t)c * lds + r, lds, dst + (ptrdiff_t)r * ldd + c, ldd);
-        for (; c < cols; ++c) {
-            int q;
-            for (q = 0; q < 8; ++q) dst[(ptrdiff_t)(r + q) * ldd + c] = src[(ptrdiff_t)c * lds + r + q];
-        }
-    }
-#endif
-    for (; r < r1; ++r)
+    int r, c;
+    for (r = r0; r < r1; ++r)
         for (c = 0; c < cols; ++c) dst[(ptrdiff_t)r * ldd + c] = src[(ptrdiff_t)c * lds + r];
 }
+#if defined(__GNUC__) || defined(__clang__)
+static void hpj__gemm_impl(int, int, int, int, int, float, const float *, int, const float *, int, float, float *,
+                           int, const float *) __attribute__((unused));
+static void hpj__gemm_transpose(float *, ptrdiff_t, const float *, ptrdiff_t, int, int, int) __attribute__((unused));
+#endif
+/* ---- end of the transitional block ---- */
 
-#if defined(HPJ__GEMM_AVX2) || defined(HPJ__GEMM_AVX512)
-/* Few rows against a wide operand, C (M, N) = op(A) op(B) with M well
-   below N. The tiled path packs all of op(B) (a whole weight) to run it
-   past M rows only. Here the roles swap: C^T = op(B)^T op(A)^T goes into
-   the second half of the calling thread's B buffer (the first half holds
-   the packed op(A)^T; a tile thread's own buffer never reaches past KC x
-   NC = half), the weight is read in place by the row kernel, and C^T is
-   then transposed into C. Every element gets the same chain of fused
-   multiply-adds (a b = b a exactly) and the same alpha / beta step (C is
-   first transposed into the buffer when beta != 0), so the bits are those
-   of the tiled path (test nn.gemm_swapped_path). In training this takes
-   the input gradients dX = dY W of the linear layers on a few tokens
-   (DD's 32 context tokens a batch: 32 x 512 x 512 nn 72 -> 89 GFLOP/s on
-   2 Zen 3 threads, 16 rotating weight copies; DD bench step +2.3 %); their
-   forward already swaps in hpj_linear_forward (hpj__lin_swap), and any
-   other few-row nt product lands here (32 x 2048 x 512 nt 93 -> 121). M a
-   multiple of the kernel's NR (whole column slivers of the swapped product:
-   12 and 24 rows ran 0.68-0.87x on some shapes with the AVX2 kernel), up to
-   64 (AVX2: 32 when B is not transposed: op(B)^T is then a transposed A,
-   read in place only for narrow products; 128 rows gained nothing,
-   PROTEINS d = 128 steps 0.99-1.00), N >= 256 (16 x 128 x 128 nn 0.75x,
-   64 x 128 x 512 nt 0.89x), K >= 64; every product measured inside these
-   bounds ran 0.98-2.0x. The AVX-512 kernel (NR = 32, so 32 or 64 rows;
-   16 and fewer nn rows take hpj__gemm_fewrows first), on 2 AMD Zen 5
-   threads, warm operands: 32 x 2048 x 512 nn 268 -> 374 GFLOP/s,
-   32 x 512 x 2048 nn 317 -> 364, 32 x 512 x 512 nn 312 -> 400, nt
-   242-390 -> 370-420; DD bench step +0.5-1.6 % (paired). Returns 0
-   (nothing done) when the product does not qualify. */
-static int hpj__gemm_swapped(const hpj__gemm_job *g, const float *bias) {
-    hpj__gemm_job s;
-    int M = g->M, N = g->N, ta = !g->transB; /* op(B)^T is a transposed A when B is not transposed */
-    size_t half = HPJ__GEMM_BFULL / 2;
-    hpj__gemm_rows_kernel kr = NULL;
-    int nr = 0, colsn = 0;
-#if defined(HPJ__GEMM_AVX2)
-    if (g->kern == hpj__gemm_kernel_avx2) {
-        kr = ta ? hpj__gemm_kernel_avx2_cols : hpj__gemm_kernel_avx2_rows;
-        nr = HPJ__YNR;
-        colsn = HPJ__YCOLS_N;
-    }
-#endif
-#if defined(HPJ__GEMM_AVX512)
-    if (g->kern == hpj__gemm_kernel_avx512) {
-        kr = ta ? hpj__gemm_kernel_avx512_cols : hpj__gemm_kernel_avx512_rows;
-        nr = HPJ__ZNR;
-        colsn = HPJ__ZCOLS_N;
-    }
-#endif
-    if (!kr || M % nr != 0 || M > (ta ? colsn / 2 : 64) || N < 256 || g->K < 64) return 0;
-    if ((size_t)N * M > half || (size_t)g->K * (size_t)((M + nr - 1) / nr * nr) > half) return 0;
-    if (bias) hpj__gemm_fill_bias(bias, g->C, M, N, g->ldc); /* then carried through C^T (beta = 1) */
-    s = *g;
-    s.transA = ta;
-    s.transB = !g->transA;
-    s.M = N;
-    s.N = M;
-    s.A = g->B;
-    s.lda = g->ldb;
-    s.B = g->A;
-    s.ldb = g->lda;
-    s.krows = kr;
-    s.packB = 1;
-    s.C = hpj__gemm_bbuf + half; /* (N, M) */
-    s.ldc = M;
-    {
-        double work = (double)M * N * g->K;
-        (void)work;
-        HPJ__OMP(parallel if (work >= (double)HPJ__GEMM_PAR_MIN))
-        {
-            int nth = 1, i;
-#ifdef _OPENMP
-            nth = omp_get_num_threads();
-#endif
-            if (g->beta != 0.0f) {
-                HPJ__OMP(for schedule(static))
-                for (i = 0; i < (N + 7) / 8; ++i) hpj__gemm_transpose(s.C, M, g->C, g->ldc, i * 8, HPJ__MIN(N, i * 8 + 8), M);
-            }
-            hpj__gemm_team(&s, nth);
-            HPJ__OMP(barrier)
-            HPJ__OMP(for schedule(static))
-            for (i = 0; i < (M + 7) / 8; ++i) hpj__gemm_transpose(g->C, g->ldc, s.C, M, i * 8, HPJ__MIN(M, i * 8 + 8), N);
-        }
-    }
-    return 1;
-}
-#endif
+/* The reference GEMM, in plain loops. Every element of C is a chain of
+   multiply-adds over k in increasing order (HPJ__FMAF), restarted from
+   zero every HPJ__GEMM_KC values of k: a "K block" of sum s. The first
+   block sets C = alpha s + beta C (with beta == 0, alpha s: C is not
+   read, so NaN or garbage there does not propagate); each later block
+   adds alpha s. Why blocks at all: the fast GEMM packs its operands in
+   blocks of HPJ__GEMM_KC rows of k (to keep them in cache) and can only
+   carry a partial sum from one block to the next through C; the reference
+   follows that order, so both give the same bits for every element, on
+   any thread count.
+   The loops: one row of C per iteration (the rows are independent, so
+   OpenMP shares them out), its columns HPJ__GEMM_REF_NB at a time in a
+   small row of partial sums, so that the innermost loop walks along a row
+   of B (contiguous unless B is transposed) and vectorizes. */
+#define HPJ__GEMM_KC 256
+#define HPJ__GEMM_REF_NB 64
+/* below this many multiply-adds a call runs on the calling thread */
+#define HPJ__GEMM_PAR_MIN (64 * 64 * 64)
 
-/* C (M, N) = op(A) op(B) + bias in every row (bias: N floats), C's bias
-   written by the tiled path as it goes; hpj_gemm with beta = 1 on a C
-   filled with the bias rows gives the same bits. */
-static void hpj__gemm_impl(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
-                           const float *B, int ldb, float beta, float *C, int ldc, const float *bias);
+#ifndef HPJ_REFERENCE
+static void hpj__gemm_fast(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                           const float *B, int ldb, float beta, float *C, int ldc);
+#endif
 
 HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc) {
-    hpj__gemm_impl(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
-}
-
-static void hpj__gemm_impl(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
-                           const float *B, int ldb, float beta, float *C, int ldc, const float *bias) {
-    hpj__gemm_job g;
-    int isa;
+    int i;
     if (M <= 0 || N <= 0) return;
-    if (bias) beta = 1.0f;
-    if (K <= 0 || alpha == 0.0f) { /* C = beta*C, or the bias rows */
-        int i, j;
-        if (bias) {
-            hpj__gemm_fill_bias(bias, C, M, N, ldc);
-            return;
-        }
+    if (K <= 0 || alpha == 0.0f) { /* C = beta C, A and B not read */
         for (i = 0; i < M; ++i) {
             float *ci = C + (ptrdiff_t)i * ldc;
+            int j;
             if (beta == 0.0f)
                 for (j = 0; j < N; ++j) ci[j] = 0.0f;
             else if (beta != 1.0f)
@@ -6352,108 +5492,35 @@ static void hpj__gemm_impl(int transA, int transB, int M, int N, int K, float al
         }
         return;
     }
-    g.transA = transA != 0;
-    g.transB = transB != 0;
-    g.M = M;
-    g.N = N;
-    g.K = K;
-    g.alpha = alpha;
-    g.beta = beta;
-    g.A = A;
-    g.B = B;
-    g.lda = lda;
-    g.ldb = ldb;
-    g.ldc = ldc;
-    g.C = C;
-    g.bias = NULL;
-    g.bshared = hpj__gemm_bbuf; /* the calling thread is thread 0 of the team */
-    isa = hpj_gemm_isa();
-    g.kern = hpj__gemm_kernel_c;
-    g.krows = NULL;
-    g.mr = HPJ__PMR;
-    g.nr = HPJ__PNR;
-    (void)isa;
-#if defined(HPJ__GEMM_AVX2)
-    if (isa == HPJ_GEMM_AVX2) {
-        g.kern = hpj__gemm_kernel_avx2;
-        g.krows = !g.transA ? hpj__gemm_kernel_avx2_rows : N <= HPJ__YCOLS_N ? hpj__gemm_kernel_avx2_cols : NULL;
-        g.mr = HPJ__YMR;
-        g.nr = HPJ__YNR;
-    }
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { hpj__gemm_fast(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return; } /* fast: packed GEMM (see below) */
 #endif
-#if defined(HPJ__GEMM_AVX512)
-    if (isa == HPJ_GEMM_AVX512) {
-        g.kern = hpj__gemm_kernel_avx512;
-        g.krows = !g.transA ? hpj__gemm_kernel_avx512_rows : N <= HPJ__ZCOLS_N ? hpj__gemm_kernel_avx512_cols : NULL;
-        g.mr = HPJ__ZMR;
-        g.nr = HPJ__ZNR;
-    }
-#endif
-    /* small products (attention-sized): one K block, packed into stack
-       buffers, on this thread, with none of the tiling machinery */
-    if ((double)M * N * K <= HPJ__GEMM_SMALL_MNK && K <= HPJ__GEMM_KC &&
-        (size_t)K * (size_t)((N + g.nr - 1) / g.nr * g.nr) <= HPJ__GEMM_SMALL_B) {
-        float bbuf[HPJ__GEMM_SMALL_B], abuf[HPJ__GEMM_KC * 8]; /* every MR <= 8 */
-        const float *bb = bbuf;
-        ptrdiff_t ldbk = g.nr, bstride = (ptrdiff_t)K * g.nr;
-        int i0, t;
-        if (!g.transB && g.kern != hpj__gemm_kernel_c) { /* B in place */
-            bb = B;
-            ldbk = ldb;
-            bstride = g.nr;
-        } else {
-            g.packB = 1;
-            hpj__gemm_pack_b(bbuf, &g, 0, N, 0, K);
-        }
-        for (i0 = 0; i0 < M; i0 += g.mr) {
-            int mr = HPJ__MIN(g.mr, M - i0), inplace = g.krows && mr == g.mr;
-            if (!inplace) hpj__gemm_pack_a(abuf, &g, i0, mr, 0, K);
-            for (t = 0; t * g.nr < N; ++t) {
-                float *c = C + (ptrdiff_t)i0 * ldc + t * g.nr;
-                int nr = HPJ__MIN(g.nr, N - t * g.nr);
-                if (inplace)
-                    g.krows(K, transA ? A + i0 : A + (ptrdiff_t)i0 * lda, lda, bb + t * bstride, ldbk, c, ldc, nr, alpha,
-                            beta, 1, bias ? bias + t * g.nr : NULL);
-                else
-                    g.kern(K, abuf, bb + t * bstride, ldbk, c, ldc, mr, nr, alpha, beta, 1, bias ? bias + t * g.nr : NULL);
+    HPJ__OMP(parallel for schedule(static) if ((double)M * N * K >= (double)HPJ__GEMM_PAR_MIN))
+    for (i = 0; i < M; ++i) {
+        float s[HPJ__GEMM_REF_NB], *ci = C + (ptrdiff_t)i * ldc;
+        int j0, j, k, p0;
+        for (j0 = 0; j0 < N; j0 += HPJ__GEMM_REF_NB) {
+            int nb = HPJ__MIN(HPJ__GEMM_REF_NB, N - j0);
+            float *c = ci + j0;
+            for (p0 = 0; p0 < K; p0 += HPJ__GEMM_KC) {
+                int p1 = HPJ__MIN(K, p0 + HPJ__GEMM_KC);
+                for (j = 0; j < nb; ++j) s[j] = 0.0f;
+                for (k = p0; k < p1; ++k) {
+                    float a = transA ? A[(ptrdiff_t)k * lda + i] : A[(ptrdiff_t)i * lda + k];
+                    if (transB) { /* op(B)(k, j) = B(j, k) */
+                        const float *b = B + (ptrdiff_t)j0 * ldb + k;
+                        for (j = 0; j < nb; ++j) s[j] = HPJ__FMAF(a, b[(ptrdiff_t)j * ldb], s[j]);
+                    } else {
+                        const float *b = B + (ptrdiff_t)k * ldb + j0;
+                        for (j = 0; j < nb; ++j) s[j] = HPJ__FMAF(a, b[j], s[j]);
+                    }
+                }
+                for (j = 0; j < nb; ++j) {
+                    float t = alpha * s[j];
+                    if (p0 > 0) c[j] = c[j] + t;
+                    else c[j] = beta == 0.0f ? t : HPJ__FMAF(beta, c[j], t);
+                }
             }
-        }
-        return;
-    }
-#if defined(HPJ__GEMM_AVX512)
-    if (isa == HPJ_GEMM_AVX512 && !transA && !transB && M <= HPJ__GEMM_FEW_M && N >= 64) {
-        if (bias) hpj__gemm_fill_bias(bias, C, M, N, ldc);
-        HPJ__OMP(parallel if ((double)M * N * K >= (double)HPJ__GEMM_PAR_MIN))
-        {
-            int nth = 1, id = 0, per;
-#ifdef _OPENMP
-            nth = omp_get_num_threads();
-            id = omp_get_thread_num();
-#endif
-            per = (N + 16 * nth - 1) / (16 * nth) * 16; /* columns per thread, whole vectors */
-            if (id * per < N) hpj__gemm_fewrows(&g, id * per, HPJ__MIN(N, (id + 1) * per));
-        }
-        return;
-    }
-#endif
-#if defined(HPJ__GEMM_AVX2) || defined(HPJ__GEMM_AVX512)
-    if (hpj__gemm_swapped(&g, bias)) return;
-#endif
-    g.bias = bias;
-    /* B is read in place when its rows are contiguous and it is reused by
-       few row slivers; otherwise (B transposed, M large, or the portable
-       kernel, which wants zero-padded slivers) it is packed. */
-    g.packB = g.transB || M > HPJ__GEMM_PACKB_M || g.kern == hpj__gemm_kernel_c;
-    {
-        double work = (double)M * N * K;
-        (void)work;
-        HPJ__OMP(parallel if (work >= (double)HPJ__GEMM_PAR_MIN))
-        {
-            int nth = 1;
-#ifdef _OPENMP
-            nth = omp_get_num_threads();
-#endif
-            hpj__gemm_team(&g, nth);
         }
     }
 }
@@ -15023,6 +14090,649 @@ HPJDEF hpj_status hpj_model_load(hpj_model *m, const char *path) {
 /* ---- anchor: fast gemm ----
    (the packed, blocked GEMM and its SIMD micro-kernels follow this line)
    ---- */
+
+/* ==== fast: GEMM micro-kernels (AVX-512, AVX2, portable) ==== */
+
+/* The fast GEMM (next section) cuts C into small tiles and hands each tile,
+   one K block at a time, to a micro-kernel. The kernel keeps the whole
+   tile, MR rows by NR columns, in registers: for each k it loads NR values
+   of B (a few vectors) and broadcasts MR values of A, and does MR x NR
+   multiply-adds for MR + NR loads, so the arithmetic units, not the loads,
+   set the pace. The tile shapes are the largest that leave room in the
+   register file for the B vectors and a broadcast: 8 x 32 on AVX-512
+   (16 accumulators of the 32 zmm registers), 6 x 16 on AVX2 (12 of the 16
+   ymm registers), 4 x 16 in portable C (four named rows of 16 that GCC
+   and Clang keep in vector registers).
+   Why the bits are the reference's: each accumulator starts at zero and
+   takes acc = fma(a, b, acc) for k in increasing order through the K
+   block, and the store does what hpj_gemm's loop does with a block's sum:
+   C = alpha acc + beta C on the first block (beta == 0: C is not read),
+   C = C + alpha acc on the later ones. The SIMD kernels always fuse; they
+   are compiled only for targets with fma, where HPJ__FMAF fuses too. */
+
+#if !defined(HPJ_NO_SIMD) && (defined(__AVX512F__) || defined(__AVX2__)) && \
+    (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
+#include <immintrin.h>
+#endif
+#if !defined(HPJ_NO_SIMD) && defined(__AVX512F__)
+#define HPJ__GEMM_AVX512 1
+#endif
+#if !defined(HPJ_NO_SIMD) && defined(__AVX2__) && defined(__FMA__)
+#define HPJ__GEMM_AVX2 1
+#endif
+#define HPJ__R6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define HPJ__R8(X) HPJ__R6(X) X(6) X(7)
+
+/* A kernel: the C tile (mr x nr, mr <= MR, nr <= NR) at c from a packed A
+   sliver ap (kc steps of MR values) and a B sliver bp (kc rows of NR
+   values, ldbk apart; values past nr are read only where B was packed
+   with zeros). first: the K block is the first (C = alpha acc + beta C). */
+typedef void (*hpj__gemm_kernel)(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
+                                 ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first);
+/* The same for MR full rows of op(A) read where they are, A's leading
+   dimension lda (the kernel knows whether A is transposed). */
+typedef void (*hpj__gemm_rows_kernel)(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
+                                      float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first);
+
+/* -- portable: 4 x 16 -- */
+#define HPJ__GEMM_PMR 4
+#define HPJ__GEMM_PNR 16
+static HPJ__INLINE void hpj__gemm_store_row(float *ci, const float *acc, int nr, float alpha, float beta, int first) {
+    int j;
+    if (!first)
+        for (j = 0; j < nr; ++j) ci[j] = ci[j] + alpha * acc[j];
+    else if (beta == 0.0f)
+        for (j = 0; j < nr; ++j) ci[j] = alpha * acc[j];
+    else
+        for (j = 0; j < nr; ++j) ci[j] = HPJ__FMAF(beta, ci[j], alpha * acc[j]);
+}
+static void hpj__gemm_kernel_c(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c, ptrdiff_t ldc,
+                               int mr, int nr, float alpha, float beta, int first) {
+    /* B comes packed, zero-padded to 16 columns: the j loop has a fixed
+       length and the four rows stay in registers */
+    float c0[HPJ__GEMM_PNR], c1[HPJ__GEMM_PNR], c2[HPJ__GEMM_PNR], c3[HPJ__GEMM_PNR];
+    int j, k;
+    for (j = 0; j < HPJ__GEMM_PNR; ++j) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;
+    for (k = 0; k < kc; ++k, ap += HPJ__GEMM_PMR) {
+        const float *b = bp + (ptrdiff_t)k * ldbk;
+        float a0 = ap[0], a1 = ap[1], a2 = ap[2], a3 = ap[3];
+        for (j = 0; j < HPJ__GEMM_PNR; ++j) {
+            c0[j] = HPJ__FMAF(a0, b[j], c0[j]);
+            c1[j] = HPJ__FMAF(a1, b[j], c1[j]);
+            c2[j] = HPJ__FMAF(a2, b[j], c2[j]);
+            c3[j] = HPJ__FMAF(a3, b[j], c3[j]);
+        }
+    }
+    hpj__gemm_store_row(c, c0, nr, alpha, beta, first);
+    if (mr > 1) hpj__gemm_store_row(c + ldc, c1, nr, alpha, beta, first);
+    if (mr > 2) hpj__gemm_store_row(c + 2 * ldc, c2, nr, alpha, beta, first);
+    if (mr > 3) hpj__gemm_store_row(c + 3 * ldc, c3, nr, alpha, beta, first);
+}
+
+/* The SIMD kernels come in three entry points over one inlined body, which
+   takes where row i's value of step k is: ap[i * ais + k * aks]. Packed
+   A: ais = 1, aks = MR. A row-major A read in place: ais = lda, aks = 1.
+   A transposed A, stored (K, M), read in place: ais = 1, aks = lda. Reading
+   A in place saves packing it, which matters when the product is narrow
+   (N a few tiles wide): every packed value would be used only N / NR
+   times. */
+
+#if defined(HPJ__GEMM_AVX512)
+/* -- AVX-512: 8 x 32, two zmm accumulators a row; partial tiles (nr < 32)
+   load and store under masks, and a tile at most 16 wide uses one vector
+   a row -- */
+#define HPJ__GEMM_ZMR 8
+#define HPJ__GEMM_ZNR 32
+#define HPJ__ZDECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
+/* the tile's rows of C are read only at the end: ask for them now */
+#define HPJ__ZPREF(i)                                                            \
+    if (mr > i) {                                                                \
+        _mm_prefetch((const char *)(c + (ptrdiff_t)i * ldc), _MM_HINT_T0);       \
+        _mm_prefetch((const char *)(c + (ptrdiff_t)i * ldc + 16), _MM_HINT_T0);  \
+    }
+#define HPJ__ZFMA(i)                                       \
+    {                                                      \
+        __m512 a_ = _mm512_set1_ps(ap[i * ais]);           \
+        c##i##0 = _mm512_fmadd_ps(a_, b0, c##i##0);        \
+        c##i##1 = _mm512_fmadd_ps(a_, b1, c##i##1);        \
+    }
+#define HPJ__ZFMA1(i) c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(ap[i * ais]), b0, c##i##0);
+#define HPJ__ZSTORE(i)                                                                     \
+    if (mr > i) {                                                                          \
+        float *ci_ = c + (ptrdiff_t)i * ldc;                                               \
+        __m512 t0_ = _mm512_mul_ps(va, c##i##0), t1_ = _mm512_mul_ps(va, c##i##1);         \
+        if (!first) {                                                                      \
+            t0_ = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, ci_), t0_);                      \
+            t1_ = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, ci_ + 16), t1_);                 \
+        } else if (beta != 0.0f) {                                                         \
+            t0_ = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci_), t0_);                \
+            t1_ = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci_ + 16), t1_);           \
+        }                                                                                  \
+        _mm512_mask_storeu_ps(ci_, m0, t0_);                                               \
+        _mm512_mask_storeu_ps(ci_ + 16, m1, t1_);                                          \
+    }
+static HPJ__INLINE_ALWAYS void hpj__gemm_tile_avx512(int kc, const float *ap, ptrdiff_t ais, ptrdiff_t aks,
+                                                     const float *bp, ptrdiff_t ldbk, float *c, ptrdiff_t ldc, int mr,
+                                                     int nr, float alpha, float beta, int first) {
+    __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
+    __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
+    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    int k;
+    HPJ__R8(HPJ__ZDECL)
+    HPJ__R8(HPJ__ZPREF)
+    if (nr == HPJ__GEMM_ZNR) {
+        for (k = 0; k < kc; ++k, ap += aks, bp += ldbk) {
+            __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
+            HPJ__R8(HPJ__ZFMA)
+        }
+    } else if (nr <= 16) {
+        for (k = 0; k < kc; ++k, ap += aks, bp += ldbk) {
+            __m512 b0 = _mm512_maskz_loadu_ps(m0, bp);
+            HPJ__R8(HPJ__ZFMA1)
+        }
+    } else {
+        for (k = 0; k < kc; ++k, ap += aks, bp += ldbk) {
+            __m512 b0 = _mm512_maskz_loadu_ps(m0, bp), b1 = _mm512_maskz_loadu_ps(m1, bp + 16);
+            HPJ__R8(HPJ__ZFMA)
+        }
+    }
+    HPJ__R8(HPJ__ZSTORE)
+}
+static void hpj__gemm_kernel_avx512(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
+                                    ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first) {
+    hpj__gemm_tile_avx512(kc, ap, 1, HPJ__GEMM_ZMR, bp, ldbk, c, ldc, mr, nr, alpha, beta, first);
+}
+static void hpj__gemm_kernel_avx512_rows(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
+                                         float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first) {
+    hpj__gemm_tile_avx512(kc, a, lda, 1, bp, ldbk, c, ldc, HPJ__GEMM_ZMR, nr, alpha, beta, first);
+}
+static void hpj__gemm_kernel_avx512_cols(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
+                                         float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first) {
+    hpj__gemm_tile_avx512(kc, a, 1, lda, bp, ldbk, c, ldc, HPJ__GEMM_ZMR, nr, alpha, beta, first);
+}
+#endif
+
+#if defined(HPJ__GEMM_AVX2)
+/* -- AVX2: 6 x 16, two ymm accumulators a row; full tiles load and store
+   whole vectors, partial ones (nr < 16) under lane masks -- */
+#define HPJ__GEMM_YMR 6
+#define HPJ__GEMM_YNR 16
+#define HPJ__YDECL(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
+#define HPJ__YFMA(i)                                       \
+    {                                                      \
+        __m256 a_ = _mm256_broadcast_ss(ap + i * ais);     \
+        c##i##0 = _mm256_fmadd_ps(a_, b0, c##i##0);        \
+        c##i##1 = _mm256_fmadd_ps(a_, b1, c##i##1);        \
+    }
+#define HPJ__YLDU(p, k) _mm256_loadu_ps(p)
+#define HPJ__YSTU(p, k, v) _mm256_storeu_ps(p, v)
+#define HPJ__YLDM(p, k) _mm256_maskload_ps(p, k)
+#define HPJ__YSTM(p, k, v) _mm256_maskstore_ps(p, k, v)
+#define HPJ__YSTORE(i, LD, ST)                                                             \
+    if (mr > i) {                                                                          \
+        float *ci_ = c + (ptrdiff_t)i * ldc;                                               \
+        __m256 t0_ = _mm256_mul_ps(va, c##i##0), t1_ = _mm256_mul_ps(va, c##i##1);         \
+        if (!first) {                                                                      \
+            t0_ = _mm256_add_ps(LD(ci_, k0), t0_);                                         \
+            t1_ = _mm256_add_ps(LD(ci_ + 8, k1), t1_);                                     \
+        } else if (beta != 0.0f) {                                                         \
+            t0_ = _mm256_fmadd_ps(vb, LD(ci_, k0), t0_);                                   \
+            t1_ = _mm256_fmadd_ps(vb, LD(ci_ + 8, k1), t1_);                               \
+        }                                                                                  \
+        ST(ci_, k0, t0_);                                                                  \
+        ST(ci_ + 8, k1, t1_);                                                              \
+    }
+#define HPJ__YSTORE_FULL(i) HPJ__YSTORE(i, HPJ__YLDU, HPJ__YSTU)
+#define HPJ__YSTORE_MASK(i) HPJ__YSTORE(i, HPJ__YLDM, HPJ__YSTM)
+static HPJ__INLINE_ALWAYS void hpj__gemm_tile_avx2(int kc, const float *ap, ptrdiff_t ais, ptrdiff_t aks,
+                                                   const float *bp, ptrdiff_t ldbk, float *c, ptrdiff_t ldc, int mr,
+                                                   int nr, float alpha, float beta, int first) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), lane);
+    __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr - 8), lane);
+    __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    int k;
+    HPJ__R6(HPJ__YDECL)
+    if (nr == HPJ__GEMM_YNR) {
+        for (k = 0; k < kc; ++k, ap += aks, bp += ldbk) {
+            __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+            HPJ__R6(HPJ__YFMA)
+        }
+        HPJ__R6(HPJ__YSTORE_FULL)
+    } else {
+        for (k = 0; k < kc; ++k, ap += aks, bp += ldbk) {
+            __m256 b0 = _mm256_maskload_ps(bp, k0), b1 = _mm256_maskload_ps(bp + 8, k1);
+            HPJ__R6(HPJ__YFMA)
+        }
+        HPJ__R6(HPJ__YSTORE_MASK)
+    }
+}
+static void hpj__gemm_kernel_avx2(int kc, const float *ap, const float *bp, ptrdiff_t ldbk, float *c,
+                                  ptrdiff_t ldc, int mr, int nr, float alpha, float beta, int first) {
+    hpj__gemm_tile_avx2(kc, ap, 1, HPJ__GEMM_YMR, bp, ldbk, c, ldc, mr, nr, alpha, beta, first);
+}
+static void hpj__gemm_kernel_avx2_rows(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
+                                       float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first) {
+    hpj__gemm_tile_avx2(kc, a, lda, 1, bp, ldbk, c, ldc, HPJ__GEMM_YMR, nr, alpha, beta, first);
+}
+static void hpj__gemm_kernel_avx2_cols(int kc, const float *a, ptrdiff_t lda, const float *bp, ptrdiff_t ldbk,
+                                       float *c, ptrdiff_t ldc, int nr, float alpha, float beta, int first) {
+    hpj__gemm_tile_avx2(kc, a, 1, lda, bp, ldbk, c, ldc, HPJ__GEMM_YMR, nr, alpha, beta, first);
+}
+#endif
+
+/* ==== fast: GEMM, packed and blocked ==== */
+
+/* hpj_gemm's fast sibling: the same function, the same bits (see the
+   micro-kernels above), organised for the memory hierarchy.
+   - K is cut into the reference's blocks of HPJ__GEMM_KC; the columns of
+     C into blocks of HPJ__GEMM_NC, the rows into blocks of HPJ__GEMM_MC.
+   - Why pack: the kernel walks op(B) k by k, NR columns at a time, and
+     op(A) k by k, MR rows at a time. Copied once into "slivers" laid out
+     in exactly that order (B: kc rows of NR values; A: kc steps of MR
+     values), the kernel's loads are contiguous whatever the layout of A
+     and B (transposed or not), each sliver stays in cache while many
+     tiles reuse it, and the edges are padded with zeros. A packed B block
+     (KC x NC floats) is reused by every row sliver, a packed A block
+     (MC x KC) by every column sliver.
+   - When packing does not pay, operands are read in place: a
+     non-transposed B used by few rows (M <= HPJ__GEMM_PACKB_M), and full
+     slivers of A in the SIMD kernels (a row-major A always; a transposed
+     A when the product is narrow, since its rows then stay in L1).
+   - Threads: above HPJ__GEMM_PAR_MIN multiply-adds the calling thread's
+     OpenMP team shares out tiles of C dynamically; a tile is computed by
+     one thread in the same order whoever takes it, so the bits do not
+     depend on the team.
+   - Small products (attention-sized) skip all of this: one K block, the
+     slivers packed on the stack, the tiles in a plain loop.
+   Memory: each thread packs into its own thread-local buffers (1.1 MiB),
+   so nothing is allocated and calls from several threads at once are
+   safe. */
+#define HPJ__GEMM_NC 512            /* columns of a packed B block */
+#define HPJ__GEMM_MC 128            /* rows of a packed A block (a multiple of every MR) */
+#define HPJ__GEMM_BFULL (512 * 512) /* B buffer (floats): a whole 512 x 512 op(B) */
+#define HPJ__GEMM_SHARE_ROWS 32     /* rows a tile needs to share a packed B */
+#define HPJ__GEMM_SMALL_MNK (64 * 32 * 32)
+#define HPJ__GEMM_SMALL_B 4096      /* floats of packed B a small product may have */
+#define HPJ__GEMM_PACKB_M 16        /* B is packed when M is above this */
+
+/* One call, as the threads see it. */
+typedef struct hpj__gemm_job {
+    int transA, transB, M, N, K;
+    float alpha, beta;
+    const float *A, *B;
+    int lda, ldb, ldc;
+    float *C;
+    int mr, nr; /* the kernel's MR, NR */
+    hpj__gemm_kernel kern;
+    hpj__gemm_rows_kernel krows; /* non-NULL: full slivers of op(A) are read in place */
+    int packB;                   /* 1: B blocks are packed before use */
+    float *bshared;              /* the B buffer a team fills together (the calling thread's) */
+} hpj__gemm_job;
+
+/* The packing buffers start on a cache line: a sliver row of 16 or 32
+   floats then fills whole lines, and the kernels' vector loads of B never
+   straddle two. */
+#if defined(__GNUC__) || defined(__clang__) || defined(__TINYC__)
+#define HPJ__GEMM_ALIGNED __attribute__((aligned(64)))
+#else
+#define HPJ__GEMM_ALIGNED
+#endif
+static HPJ__TLS float hpj__gemm_bbuf[HPJ__GEMM_BFULL] HPJ__GEMM_ALIGNED;
+static HPJ__TLS float hpj__gemm_abuf[HPJ__GEMM_KC * HPJ__GEMM_MC] HPJ__GEMM_ALIGNED;
+
+/* Packs op(A)(i0 .. i0+mc-1, p0 .. p0+kc-1) into slivers of MR rows:
+   sliver s holds kc steps of MR values at ap + s kc MR, zeros past mc. */
+static void hpj__gemm_pack_a(float *ap, const hpj__gemm_job *g, int i0, int mc, int p0, int kc) {
+    int MR = g->mr, i, k, s;
+    ptrdiff_t l = g->lda;
+    if (g->transA) { /* A is (K, M): the values of step k are contiguous */
+        const float *a = g->A + (ptrdiff_t)p0 * l + i0;
+        for (k = 0; k < kc; ++k, a += l) {
+            /* hint the row 8 steps on: the rows of a transposed A (a
+               weight gradient's, one per node or token) are far apart
+               and come from memory, a stride the prefetchers miss */
+            if (k + 8 < kc)
+                for (i = 0; i < mc; i += 16) HPJ__PREFETCH(a + 8 * l + i);
+            for (s = 0; s * MR < mc; ++s) {
+                float *o = ap + (ptrdiff_t)s * kc * MR + k * MR;
+                int w = HPJ__MIN(MR, mc - s * MR);
+                for (i = 0; i < w; ++i) o[i] = a[s * MR + i];
+                for (; i < MR; ++i) o[i] = 0.0f;
+            }
+        }
+        return;
+    }
+    for (s = 0; s * MR < mc; ++s) { /* A is (M, K): a sliver's rows, one after the other */
+        const float *a = g->A + (ptrdiff_t)(i0 + s * MR) * l + p0;
+        float *o = ap + (ptrdiff_t)s * kc * MR;
+        int w = HPJ__MIN(MR, mc - s * MR);
+        for (i = 0; i < w; ++i)
+            for (k = 0; k < kc; ++k) o[k * MR + i] = a[(ptrdiff_t)i * l + k];
+        for (; i < MR; ++i)
+            for (k = 0; k < kc; ++k) o[k * MR + i] = 0.0f;
+    }
+}
+
+#if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
+/* dst[c ldd + r] = src[r lds + c] for an 8 x 8 block, in registers: eight
+   row loads, three rounds of shuffles, eight row stores, where a scalar
+   transpose does 64 strided loads and stores. */
+static HPJ__INLINE_ALWAYS void hpj__gemm_transpose8(const float *src, ptrdiff_t lds, float *dst, ptrdiff_t ldd) {
+    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds);
+    __m256 r2 = _mm256_loadu_ps(src + 2 * lds), r3 = _mm256_loadu_ps(src + 3 * lds);
+    __m256 r4 = _mm256_loadu_ps(src + 4 * lds), r5 = _mm256_loadu_ps(src + 5 * lds);
+    __m256 r6 = _mm256_loadu_ps(src + 6 * lds), r7 = _mm256_loadu_ps(src + 7 * lds);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(s0, s4, 0x20));
+    _mm256_storeu_ps(dst + ldd, _mm256_permute2f128_ps(s1, s5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(s2, s6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(s3, s7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(s0, s4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(s1, s5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(s2, s6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+#endif
+
+/* Packs op(B)(p0 .. p0+kc-1, j0 .. j0+nc-1) into slivers of NR columns:
+   sliver s holds kc rows of NR values at bp + s kc NR, zeros past nc. */
+static void hpj__gemm_pack_b(float *bp, const hpj__gemm_job *g, int j0, int nc, int p0, int kc) {
+    int NR = g->nr, full = nc / NR, rest = nc - full * NR, s, j, k;
+    ptrdiff_t ss = (ptrdiff_t)kc * NR, ldb = g->ldb; /* sliver stride */
+    if (!g->transB) {
+        /* B is (K, N): row by row, each row read once front to back and
+           dealt out to the slivers. (Sliver by sliver would read one
+           cache line per row, rows ldb apart: a stride the prefetchers do
+           not run ahead of, and this B usually comes from memory.) */
+        const float *b = g->B + (ptrdiff_t)p0 * ldb + j0;
+        for (k = 0; k < kc; ++k, b += ldb) {
+            float *o = bp + (ptrdiff_t)k * NR;
+            /* full slivers: copies of a size fixed at compile time, which
+               compilers turn into a few vector moves (a variable size
+               becomes a call to memcpy) */
+            if (NR == 16)
+                for (s = 0; s < full; ++s) memcpy(o + s * ss, b + s * 16, 16 * sizeof(float));
+            else if (NR == 32)
+                for (s = 0; s < full; ++s) memcpy(o + s * ss, b + s * 32, 32 * sizeof(float));
+            else
+                for (s = 0; s < full; ++s) memcpy(o + s * ss, b + s * NR, (size_t)NR * sizeof(float));
+            if (rest) {
+                float *ol = o + full * ss;
+                for (j = 0; j < rest; ++j) ol[j] = b[full * NR + j];
+                for (; j < NR; ++j) ol[j] = 0.0f;
+            }
+        }
+        return;
+    }
+    for (s = 0; s * NR < nc; ++s) { /* B is (N, K): each column of op(B) is a row of B, read along k */
+        float *o = bp + (ptrdiff_t)s * ss;
+        int w = HPJ__MIN(NR, nc - s * NR), k8 = 0;
+        const float *b = g->B + (ptrdiff_t)(j0 + s * NR) * ldb + p0;
+#if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
+        if (w == NR && NR % 8 == 0) { /* a full sliver: 8 x 8 blocks, then the last k */
+            for (k8 = 0; k8 + 8 <= kc; k8 += 8)
+                for (j = 0; j < NR; j += 8) hpj__gemm_transpose8(b + (ptrdiff_t)j * ldb + k8, ldb, o + k8 * NR + j, NR);
+            for (j = 0; j < NR; ++j)
+                for (k = k8; k < kc; ++k) o[k * NR + j] = b[(ptrdiff_t)j * ldb + k];
+            continue;
+        }
+#endif
+        (void)k8;
+        for (j = 0; j < w; ++j)
+            for (k = 0; k < kc; ++k) o[k * NR + j] = b[(ptrdiff_t)j * ldb + k];
+        for (; j < NR; ++j)
+            for (k = 0; k < kc; ++k) o[k * NR + j] = 0.0f;
+    }
+}
+
+/* One K block (p0, kc) of the C rows in row slivers [s0, s1) and column
+   slivers [tc, tcn): B comes packed (ldbk = NR, slivers bstride apart) or
+   in place (ldbk = ldb, bstride = NR); A is packed here MC rows at a time
+   or read in place. */
+static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int tcn, int p0, int kc, const float *bb,
+                            ptrdiff_t ldbk, ptrdiff_t bstride) {
+    int MR = g->mr, NR = g->nr, mc_sl = HPJ__GEMM_MC / MR, first = p0 == 0;
+    ptrdiff_t astride = (ptrdiff_t)kc * MR;
+    int sb, s, t;
+    if (g->krows) { /* A read in place; only a partial last sliver is packed */
+        int nl = (kc + 15) / 16, per, q, e, r, qr, ql;
+        for (s = s0; s < s1; ++s) {
+            int i0 = s * MR, mr = HPJ__MIN(MR, g->M - i0), nx = s + 1 < s1 ? HPJ__MIN(MR, g->M - i0 - MR) : 0;
+            const float *a = g->transA ? g->A + (ptrdiff_t)p0 * g->lda + i0 : g->A + (ptrdiff_t)i0 * g->lda + p0;
+            if (mr < MR) hpj__gemm_pack_a(hpj__gemm_abuf, g, i0, mr, p0, kc);
+            /* While this sliver runs, hint the cache lines the next one
+               starts on: its rows of a row-major A (nx rows of nl lines,
+               spread over the column tiles) and its rows of C. Its first
+               tile would otherwise wait for them from memory. */
+            per = g->transA ? 0 : (nx * nl + (tcn - tc) - 1) / HPJ__MAX(1, tcn - tc);
+            q = qr = ql = 0; /* line q is line ql of row qr */
+            for (t = tc; t < tcn; ++t) {
+                int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
+                float *c = g->C + (ptrdiff_t)i0 * g->ldc + jj;
+                for (e = HPJ__MIN(nx * nl, q + per); q < e; ++q) {
+                    HPJ__PREFETCH(a + (ptrdiff_t)(MR + qr) * g->lda + ql * 16);
+                    if (++ql == nl) {
+                        ql = 0;
+                        ++qr;
+                    }
+                }
+                for (r = 0; r < nx; ++r) HPJ__PREFETCHW(c + (ptrdiff_t)(MR + r) * g->ldc);
+                if (mr == MR)
+                    g->krows(kc, a, g->lda, bb + (t - tc) * bstride, ldbk, c, g->ldc, nr, g->alpha, g->beta, first);
+                else
+                    g->kern(kc, hpj__gemm_abuf, bb + (t - tc) * bstride, ldbk, c, g->ldc, mr, nr, g->alpha, g->beta,
+                            first);
+            }
+        }
+        return;
+    }
+    for (sb = s0; sb < s1; sb += mc_sl) {
+        int se = HPJ__MIN(s1, sb + mc_sl);
+        int ib = sb * MR, mc = HPJ__MIN(g->M, se * MR) - ib;
+        hpj__gemm_pack_a(hpj__gemm_abuf, g, ib, mc, p0, kc);
+        for (s = sb; s < se; ++s) {
+            int i0 = s * MR, mr = HPJ__MIN(MR, g->M - i0);
+            const float *ap = hpj__gemm_abuf + (s - sb) * astride;
+            for (t = tc; t < tcn; ++t) {
+                int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
+                g->kern(kc, ap, bb + (t - tc) * bstride, ldbk, g->C + (ptrdiff_t)i0 * g->ldc + jj, g->ldc, mr, nr,
+                        g->alpha, g->beta, first);
+            }
+        }
+    }
+}
+
+/* The C rectangle of row slivers [s0, s1) x column slivers [t0, t1), every
+   K block in order, B packed into this thread's buffer (or read in place). */
+static void hpj__gemm_rect(const hpj__gemm_job *g, int s0, int s1, int t0, int t1) {
+    int NR = g->nr, nc_sl = HPJ__GEMM_NC / NR, tc, p0;
+    for (tc = t0; tc < t1; tc += nc_sl) {
+        int tcn = HPJ__MIN(t1, tc + nc_sl);
+        int j0 = tc * NR, nc = HPJ__MIN(g->N, tcn * NR) - j0;
+        for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC) {
+            int kc = HPJ__MIN(HPJ__GEMM_KC, g->K - p0);
+            if (g->packB) {
+                hpj__gemm_pack_b(hpj__gemm_bbuf, g, j0, nc, p0, kc);
+                hpj__gemm_block(g, s0, s1, tc, tcn, p0, kc, hpj__gemm_bbuf, NR, (ptrdiff_t)kc * NR);
+            } else {
+                hpj__gemm_block(g, s0, s1, tc, tcn, p0, kc, g->B + (ptrdiff_t)p0 * g->ldb + j0, g->ldb, NR);
+            }
+        }
+    }
+}
+
+/* The share of one thread in a team of nth. With many rows and a packed
+   B, the team packs B together into the calling thread's buffer (all of
+   it at once when it fits, else block by block, a barrier after each
+   packing) and then shares out blocks of rows, so B is packed once and
+   not once per thread. Otherwise each tile is a rectangle of C that packs
+   its own B: few rows split the columns, a B read in place gives about
+   four tiles a thread. Tiles go out dynamically, so a thread the OS
+   preempts holds up only its current tile. */
+static void hpj__gemm_team(hpj__gemm_job *g, int nth) {
+    int MR = g->mr, NR = g->nr, mc_sl = HPJ__GEMM_MC / MR, nc_sl = HPJ__GEMM_NC / NR;
+    int ms = (g->M + MR - 1) / MR, ns = (g->N + NR - 1) / NR;
+    int rblk, nrb, ncg, cgw, nit, it, rows, i;
+    if (nth == 1) {
+        hpj__gemm_rect(g, 0, ms, 0, ns);
+        return;
+    }
+    rblk = HPJ__MAX(1, HPJ__MIN(mc_sl, (ms + 4 * nth - 1) / (4 * nth))); /* about 4 row blocks a thread */
+    /* a packed A (transposed): row blocks of at least SHARE_ROWS rows, so
+       that a mid-sized M shares one packed B below instead of taking
+       column tiles that would each pack all of A again */
+    if (!g->krows) rblk = HPJ__MIN(mc_sl, HPJ__MAX(rblk, (HPJ__GEMM_SHARE_ROWS + MR - 1) / MR));
+    nrb = (ms + rblk - 1) / rblk;
+    rows = g->packB && nrb >= 2 * nth && rblk * MR >= HPJ__GEMM_SHARE_ROWS;
+    if (rows && (size_t)ns * NR * (size_t)g->K <= HPJ__GEMM_BFULL) {
+        /* all of B at once: sliver t holds its K rows at t K NR, so K
+           block p0 starts p0 NR further on */
+        ptrdiff_t ss = (ptrdiff_t)g->K * NR;
+        HPJ__OMP(for schedule(dynamic, 1))
+        for (i = 0; i < ns; ++i) hpj__gemm_pack_b(g->bshared + i * ss, g, i * NR, HPJ__MIN(NR, g->N - i * NR), 0, g->K);
+        HPJ__OMP(for schedule(dynamic, 1) nowait)
+        for (i = 0; i < nrb; ++i) {
+            int tc, p0;
+            for (tc = 0; tc < ns; tc += nc_sl)
+                for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC)
+                    hpj__gemm_block(g, i * rblk, HPJ__MIN(ms, (i + 1) * rblk), tc, HPJ__MIN(ns, tc + nc_sl), p0,
+                                    HPJ__MIN(HPJ__GEMM_KC, g->K - p0), g->bshared + tc * ss + (ptrdiff_t)p0 * NR, NR,
+                                    ss);
+        }
+        return;
+    }
+    if (rows) { /* B block by block */
+        int tc, p0;
+        for (tc = 0; tc < ns; tc += nc_sl) {
+            int tcn = HPJ__MIN(ns, tc + nc_sl);
+            for (p0 = 0; p0 < g->K; p0 += HPJ__GEMM_KC) {
+                int kc = HPJ__MIN(HPJ__GEMM_KC, g->K - p0);
+                /* each worksharing loop ends with a barrier: the block is
+                   complete before use, and used up before it is replaced */
+                HPJ__OMP(for schedule(dynamic, 1))
+                for (i = tc; i < tcn; ++i)
+                    hpj__gemm_pack_b(g->bshared + (ptrdiff_t)(i - tc) * kc * NR, g, i * NR, HPJ__MIN(NR, g->N - i * NR),
+                                     p0, kc);
+                HPJ__OMP(for schedule(dynamic, 1))
+                for (i = 0; i < nrb; ++i)
+                    hpj__gemm_block(g, i * rblk, HPJ__MIN(ms, (i + 1) * rblk), tc, tcn, p0, kc, g->bshared, NR,
+                                    (ptrdiff_t)kc * NR);
+            }
+        }
+        return;
+    }
+    if (g->packB) { /* few rows: split the columns, 2 tiles a thread */
+        rblk = ms;
+        nrb = 1;
+        ncg = HPJ__MIN(ns, 2 * nth);
+    } else { /* B in place: about 4 tiles a thread */
+        ncg = HPJ__MAX(1, HPJ__MIN(ns, (4 * nth + nrb - 1) / nrb));
+    }
+    cgw = (ns + ncg - 1) / ncg;
+    ncg = (ns + cgw - 1) / cgw;
+    nit = nrb * ncg;
+    HPJ__OMP(for schedule(dynamic, 1))
+    for (it = 0; it < nit; ++it) {
+        int rb = it / ncg, cg = it % ncg;
+        hpj__gemm_rect(g, rb * rblk, HPJ__MIN(ms, (rb + 1) * rblk), cg * cgw, HPJ__MIN(ns, (cg + 1) * cgw));
+    }
+}
+
+/* hpj_gemm's fast path (M, N, K > 0 and alpha != 0: hpj_gemm has handled
+   the rest). The kernel follows hpj_paths(). */
+static void hpj__gemm_fast(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                           const float *B, int ldb, float beta, float *C, int ldc) {
+    hpj__gemm_job g;
+    int level = hpj_paths();
+    g.transA = transA != 0;
+    g.transB = transB != 0;
+    g.M = M;
+    g.N = N;
+    g.K = K;
+    g.alpha = alpha;
+    g.beta = beta;
+    g.A = A;
+    g.B = B;
+    g.lda = lda;
+    g.ldb = ldb;
+    g.ldc = ldc;
+    g.C = C;
+    g.bshared = hpj__gemm_bbuf; /* the calling thread is thread 0 of the team */
+    g.kern = hpj__gemm_kernel_c;
+    g.krows = NULL;
+    g.mr = HPJ__GEMM_PMR;
+    g.nr = HPJ__GEMM_PNR;
+    (void)level;
+#if defined(HPJ__GEMM_AVX2)
+    if (level == HPJ_PATHS_AVX2) {
+        g.kern = hpj__gemm_kernel_avx2;
+        g.krows = !g.transA ? hpj__gemm_kernel_avx2_rows : N <= 4 * HPJ__GEMM_YNR ? hpj__gemm_kernel_avx2_cols : NULL;
+        g.mr = HPJ__GEMM_YMR;
+        g.nr = HPJ__GEMM_YNR;
+    }
+#endif
+#if defined(HPJ__GEMM_AVX512)
+    if (level >= HPJ_PATHS_AVX512) {
+        g.kern = hpj__gemm_kernel_avx512;
+        g.krows = !g.transA ? hpj__gemm_kernel_avx512_rows : N <= 4 * HPJ__GEMM_ZNR ? hpj__gemm_kernel_avx512_cols : NULL;
+        g.mr = HPJ__GEMM_ZMR;
+        g.nr = HPJ__GEMM_ZNR;
+    }
+#endif
+    if ((double)M * N * K <= HPJ__GEMM_SMALL_MNK && K <= HPJ__GEMM_KC &&
+        (size_t)K * (size_t)((N + g.nr - 1) / g.nr * g.nr) <= HPJ__GEMM_SMALL_B) {
+        /* a small product: one K block, on this thread, packed on the stack */
+        float bbuf[HPJ__GEMM_SMALL_B] HPJ__GEMM_ALIGNED, abuf[HPJ__GEMM_KC * 8] HPJ__GEMM_ALIGNED; /* every MR <= 8 */
+        const float *bb = bbuf;
+        ptrdiff_t ldbk = g.nr, bstride = (ptrdiff_t)K * g.nr;
+        int i0, t;
+        if (!g.transB && g.kern != hpj__gemm_kernel_c) { /* B in place */
+            bb = B;
+            ldbk = ldb;
+            bstride = g.nr;
+        } else {
+            hpj__gemm_pack_b(bbuf, &g, 0, N, 0, K);
+        }
+        for (i0 = 0; i0 < M; i0 += g.mr) {
+            int mr = HPJ__MIN(g.mr, M - i0), inplace = g.krows && mr == g.mr;
+            if (!inplace) hpj__gemm_pack_a(abuf, &g, i0, mr, 0, K);
+            for (t = 0; t * g.nr < N; ++t) {
+                float *c = C + (ptrdiff_t)i0 * ldc + t * g.nr;
+                int nr = HPJ__MIN(g.nr, N - t * g.nr);
+                if (inplace)
+                    g.krows(K, transA ? A + i0 : A + (ptrdiff_t)i0 * lda, lda, bb + t * bstride, ldbk, c, ldc, nr, alpha,
+                            beta, 1);
+                else
+                    g.kern(K, abuf, bb + t * bstride, ldbk, c, ldc, mr, nr, alpha, beta, 1);
+            }
+        }
+        return;
+    }
+    /* B is read in place when its rows are contiguous and few row slivers
+       reuse it; otherwise (B transposed, many rows, or the portable kernel,
+       which wants zero-padded slivers) it is packed */
+    g.packB = g.transB || M > HPJ__GEMM_PACKB_M || g.kern == hpj__gemm_kernel_c;
+    {
+        double work = (double)M * N * K;
+        (void)work;
+        HPJ__OMP(parallel if (work >= (double)HPJ__GEMM_PAR_MIN))
+        {
+            int nth = 1;
+#ifdef _OPENMP
+            nth = omp_get_num_threads();
+#endif
+            hpj__gemm_team(&g, nth);
+        }
+    }
+}
 
 
 /* ---- anchor: fast nn ----

@@ -27,16 +27,26 @@ const char *test_tmpfile(const char *tag);
 struct hpj_dataset;
 int32_t *test_all_graphs(const struct hpj_dataset *ds);
 
-/* The statement (or block) after it, once for each GEMM kernel set that
-   this build and CPU have (portable, AVX2, AVX-512), with that set selected
-   by hpj_gemm_set_isa; isa is the caller's int. The runner restores the
-   default after every test, so a CHECK that returns from inside the loop
-   leaves no kernel set behind; a test that goes on after the loop calls
-   hpj_gemm_set_isa(-1) itself. */
-#define FOR_EACH_GEMM_ISA(isa)                                            \
-    for ((isa) = HPJ_GEMM_PORTABLE; (isa) <= HPJ_GEMM_AVX512; ++(isa))    \
-        if (hpj_gemm_set_isa(isa) != 0) {                                 \
+/* The statement (or block) after it, once for each paths level that this
+   build has (reference, portable, AVX2, AVX-512: hpj_set_paths), with that
+   level set; level is the caller's int. The runner restores
+   HPJ_PATHS_BEST after every test, so a CHECK that returns from inside the
+   loop leaves no level behind; a test that goes on after the loop calls
+   hpj_set_paths(HPJ_PATHS_BEST) itself. */
+#define FOR_EACH_PATHS(level)                                                    \
+    for ((level) = HPJ_PATHS_REFERENCE; (level) <= HPJ_PATHS_AVX512; ++(level)) \
+        if (hpj_set_paths(level) != (level)) {                                   \
         } else
+
+/* transitional, for the tests that still use the old names (the nn
+   helper converts them; delete when nothing uses them): the fast levels
+   only, as before */
+#define FOR_EACH_GEMM_ISA(isa)                                                   \
+    for ((isa) = HPJ_PATHS_PORTABLE; (isa) <= HPJ_PATHS_AVX512; ++(isa))       \
+        if (hpj_set_paths(isa) != (isa)) {                                       \
+        } else
+#define hpj_gemm_set_isa(isa) ((void)hpj_set_paths((isa) < 0 ? HPJ_PATHS_BEST : (isa)))
+#define hpj_gemm_isa_name(isa) hpj_paths_name(isa)
 
 #define CHECK(cond)                                                       \
     do {                                                                  \

@@ -139,7 +139,7 @@ int main(int argc, char **argv) {
             hpj_clear_error();
             t0 = now_ms();
             tc->fn();
-            hpj_gemm_set_isa(-1); /* a CHECK that failed inside FOR_EACH_GEMM_ISA left its kernel set */
+            hpj_set_paths(HPJ_PATHS_BEST); /* a CHECK that failed inside FOR_EACH_PATHS left its level set */
             if (test_failed) {
                 printf("[  FAILED  ] %s (%.0f ms)\n", tc->name, now_ms() - t0);
                 ++failed;

@@ -143,9 +143,9 @@ static int gemm_case(int ta, int tb, int M, int N, int K, int pad, float alpha, 
                 continue;
             }
             if (!(fabs(got - R[i * ldc + j]) <= 2e-6 * (K + 4) * (1.0 + fabs(R[i * ldc + j])))) {
-                test_report(__FILE__, __LINE__, "gemm %c%c %dx%dx%d pad %d alpha %g beta %g isa %s: C[%d][%d] = %.9g, want %.9g",
+                test_report(__FILE__, __LINE__, "gemm %c%c %dx%dx%d pad %d alpha %g beta %g paths %s: C[%d][%d] = %.9g, want %.9g",
                             ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, pad, alpha, beta,
-                            hpj_gemm_isa_name(hpj_gemm_isa()), i, j, got, R[i * ldc + j]);
+                            hpj_paths_name(hpj_paths()), i, j, got, R[i * ldc + j]);
                 bad = 1;
                 break;
             }
@@ -160,9 +160,9 @@ static int gemm_case(int ta, int tb, int M, int N, int K, int pad, float alpha, 
 
 static void test_gemm_naive(void) {
     hpj_rng r;
-    int isa, layout, t;
+    int level, layout, t;
     hpj_rng_seed(&r, 11);
-    FOR_EACH_GEMM_ISA(isa) {
+    FOR_EACH_PATHS(level) {
         for (layout = 0; layout < 4; ++layout) {
             int ta = layout & 1, tb = layout >> 1;
             /* every small size 1..37 in each dimension, paired at random */
@@ -182,7 +182,7 @@ static void test_gemm_naive(void) {
         }
     }
 out:
-    hpj_gemm_set_isa(-1);
+    hpj_set_paths(HPJ_PATHS_BEST);
 }
 
 /* alpha == 0 and K == 0 scale C by beta without reading A or B. */
@@ -231,92 +231,63 @@ static void test_linear_bias_grad(void) {
     }
 }
 
-/* Every kernel gives the same bits when the target has a fast fma (they
-   all do acc = fma(a, b, acc) in the same k order). */
-static void test_gemm_kernels_agree(void) {
-#if defined(FP_FAST_FMAF)
+/* The reference loops and every fast level give the same bits: the fast
+   GEMM keeps the reference's order of operations for every element. Odd
+   shapes through each way the fast GEMM has: a small product, few rows
+   (B read in place), narrow products (a transposed A read in place), rows
+   and columns past the blocking and the tiles, K in two and three blocks,
+   a team sharing a packed B; all four layouts, beta 0 (C holds NaN, never
+   read), 1 and -2, alpha 1 and 0.75, padded leading dimensions whose
+   padding must stay untouched. Without a fast fma the SIMD kernels fuse
+   where the reference does not: they are then held to a tolerance. */
+static void test_gemm_paths_agree(void) {
+    static const int shapes[9][3] = {{5, 7, 9},      {13, 40, 37},   {16, 530, 300}, {37, 100, 513}, {70, 90, 300},
+                                     {61, 40, 600}, {133, 263, 257}, {32, 300, 300}, {300, 45, 70}};
+    static const float betas[3] = {0.0f, 1.0f, -2.0f};
     hpj_rng r;
-    int M = 70, N = 90, K = 300, layout, isa;
-    float *A = fbuf((size_t)M * K), *B = fbuf((size_t)K * N), *C0 = fbuf((size_t)M * N), *C1 = fbuf((size_t)M * N);
-    int compared = 0;
-    hpj_rng_seed(&r, 5);
-    fill_uniform(A, (size_t)M * K, -1, 1, &r);
-    fill_uniform(B, (size_t)K * N, -1, 1, &r);
-    /* layouts 3..5 again 40 columns wide: a transposed A is then read in
-       place by the SIMD kernels (partial slivers and tiles throughout) */
-    for (layout = 0; layout < 6; ++layout) {
-        int ta = layout % 3 == 2, tb = layout % 3 == 1;
-        N = layout < 3 ? 90 : 40;
-        hpj_gemm_set_isa(HPJ_GEMM_PORTABLE);
-        hpj_gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, C0, N);
-        for (isa = HPJ_GEMM_AVX2; isa <= HPJ_GEMM_AVX512; ++isa) {
-            if (hpj_gemm_set_isa(isa) != 0) continue;
-            hpj_gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, C1, N);
-            ++compared;
-            if (!bits_equal(C0, C1, (size_t)M * N)) {
-                hpj_gemm_set_isa(-1);
-                CHECK_MSG(0, "layout %d: %s and portable kernels differ", layout, hpj_gemm_isa_name(isa));
-            }
-        }
-    }
-    hpj_gemm_set_isa(-1);
-    free(A);
-    free(B);
-    free(C0);
-    free(C1);
-    if (!compared) SKIP("only the portable kernel is compiled in");
-#else
-    SKIP("no fast fma on this target: kernels may round differently");
-#endif
-}
-
-/* Products of a few rows against a wide op(B) (a linear layer on a few
-   tokens) are computed transposed, C^T = op(B)^T op(A)^T, with the wide
-   operand read in place; their rows must have the bits of the same rows
-   computed by the blocked path: two K blocks, partial slivers, alpha and
-   beta != 0 (C is carried through the transposed buffer). */
-static void test_gemm_swapped_path(void) {
-    hpj_rng r;
-    /* padded leading dimensions; C's padding holds a sentinel */
-    int Mb = 300, N = 263, K = 300, ldc = N + 3, layout, isa, i, k, row;
-    static const int Ms[4] = {16, 32, 48, 64};
-    float *A = fbuf((size_t)(Mb + 5) * (K + 5)), *B = fbuf((size_t)(K + 7) * (N + 7)), *Cs = fbuf((size_t)Mb * ldc);
-    float *Cb[2];
-    hpj_rng_seed(&r, 17);
-    fill_uniform(A, (size_t)(Mb + 5) * (K + 5), -1, 1, &r);
-    fill_uniform(B, (size_t)(K + 7) * (N + 7), -1, 1, &r);
-    Cb[0] = fbuf((size_t)Mb * ldc);
-    Cb[1] = fbuf((size_t)Mb * ldc);
-    FOR_EACH_GEMM_ISA(isa) {
+    int s, layout, level, compared = 0;
+    size_t i;
+    hpj_rng_seed(&r, 23);
+    for (s = 0; s < 9; ++s) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ldc = N + 2;
+        size_t na = (size_t)(M + 3) * (K + 3), nb = (size_t)(K + 5) * (N + 5), nc = (size_t)M * ldc;
+        float *A = fbuf(na), *B = fbuf(nb), *C0 = fbuf(nc), *R = fbuf(nc), *F = fbuf(nc);
+        fill_uniform(A, na, -1, 1, &r);
+        fill_uniform(B, nb, -1, 1, &r);
         for (layout = 0; layout < 4; ++layout) {
-            int ta = layout & 1, tb = layout >> 1, lda = (ta ? Mb : K) + 5, ldb = (tb ? K : N) + 7;
-            for (k = 0; k < 2; ++k) { /* the blocked path's rows, beta = -2 and 0 */
-                for (i = 0; i < Mb * ldc; ++i) Cb[k][i] = (float)(i % 7) - 3.0f;
-                hpj_gemm(ta, tb, Mb, N, K, 0.75f, A, lda, B, ldb, k ? 0.0f : -2.0f, Cb[k], ldc);
-            }
-            for (k = 0; k < 4; ++k) {
-                float beta = k & 1 ? 0.0f : -2.0f;
-                int bad = 0;
-                for (i = 0; i < Ms[k] * ldc; ++i) Cs[i] = (float)(i % 7) - 3.0f;
-                hpj_gemm(ta, tb, Ms[k], N, K, 0.75f, A, lda, B, ldb, beta, Cs, ldc);
-                for (row = 0; row < Ms[k] && !bad; ++row) {
-                    bad = !bits_equal(Cb[k & 1] + (size_t)row * ldc, Cs + (size_t)row * ldc, (size_t)N);
-                    for (i = N; i < ldc; ++i) bad |= Cs[(size_t)row * ldc + i] != (float)((row * ldc + i) % 7) - 3.0f;
+            int ta = layout & 1, tb = layout >> 1, lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5;
+            float alpha = (layout + s) % 2 ? 0.75f : 1.0f, beta = betas[(layout + s) % 3];
+            for (i = 0; i < nc; ++i)
+                C0[i] = (int)(i % (size_t)ldc) >= N ? 7.0f : beta == 0.0f ? NAN : hpj_rng_uniform(&r) - 0.5f;
+            memcpy(R, C0, nc * sizeof(float));
+            hpj_set_paths(HPJ_PATHS_REFERENCE);
+            hpj_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, R, ldc);
+            for (level = HPJ_PATHS_PORTABLE; level <= HPJ_PATHS_AVX512; ++level) {
+                int same;
+                if (hpj_set_paths(level) != level) continue;
+                memcpy(F, C0, nc * sizeof(float));
+                hpj_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, F, ldc);
+                same = bits_equal(R, F, nc);
+#if !defined(FP_FAST_FMAF)
+                if (!same && level >= HPJ_PATHS_AVX2) {
+                    same = 1;
+                    for (i = 0; i < nc; ++i) same &= fabsf(R[i] - F[i]) <= 1e-5f * (float)(K + 4) * (1.0f + fabsf(R[i]));
                 }
-                if (bad) {
-                    hpj_gemm_set_isa(-1);
-                    CHECK_MSG(0, "%s layout %d, %d rows, beta %g: rows differ from the blocked path (or padding written)",
-                              hpj_gemm_isa_name(isa), layout, Ms[k], beta);
-                }
+#endif
+                ++compared;
+                if (!same) hpj_set_paths(HPJ_PATHS_BEST);
+                CHECK_MSG(same, "gemm %dx%dx%d layout %d alpha %g beta %g: %s differs from the reference", M, N, K,
+                          layout, alpha, beta, hpj_paths_name(level));
             }
         }
+        free(A);
+        free(B);
+        free(C0);
+        free(R);
+        free(F);
     }
-    hpj_gemm_set_isa(-1);
-    free(A);
-    free(B);
-    free(Cb[0]);
-    free(Cb[1]);
-    free(Cs);
+    hpj_set_paths(HPJ_PATHS_BEST);
+    if (!compared) SKIP("built with -DHPJ_REFERENCE: no fast level to compare");
 }
 
 /* hpj_linear_forward's bias is written by the GEMM's tile loop just before
@@ -357,15 +328,16 @@ static void test_linear_bias_tiles(void) {
 }
 
 /* Small products take a separate path (stack buffers, no tiling); its
-   rows must have the bits of the same rows computed by the blocked path. */
+   rows must have the bits of the same rows computed by the blocked path,
+   on every paths level. */
 static void test_gemm_small_path(void) {
     hpj_rng r;
-    int Mb = 300, N = 40, K = 37, Ms = 13, layout, isa, i;
+    int Mb = 300, N = 40, K = 37, Ms = 13, layout, level, i;
     float *A = fbuf((size_t)Mb * K), *B = fbuf((size_t)K * N), *Cb = fbuf((size_t)Mb * N), *Cs = fbuf((size_t)Ms * N);
     hpj_rng_seed(&r, 13);
     fill_uniform(A, (size_t)Mb * K, -1, 1, &r);
     fill_uniform(B, (size_t)K * N, -1, 1, &r);
-    FOR_EACH_GEMM_ISA(isa) {
+    FOR_EACH_PATHS(level) {
         for (layout = 0; layout < 4; ++layout) {
             int ta = layout & 1, tb = layout >> 1;
             for (i = 0; i < Mb * N; ++i) Cb[i] = 0.5f;
@@ -374,22 +346,22 @@ static void test_gemm_small_path(void) {
             hpj_gemm(ta, tb, Mb, N, K, 0.75f, A, ta ? Mb : K, B, tb ? K : N, -2.0f, Cb, N);
             hpj_gemm(ta, tb, Ms, N, K, 0.75f, A, ta ? Mb : K, B, tb ? K : N, -2.0f, Cs, N);
             if (!bits_equal(Cb, Cs, (size_t)Ms * N)) {
-                hpj_gemm_set_isa(-1);
-                CHECK_MSG(0, "%s layout %d: small-path rows differ from the blocked path", hpj_gemm_isa_name(isa), layout);
+                hpj_set_paths(HPJ_PATHS_BEST);
+                CHECK_MSG(0, "%s layout %d: small-path rows differ from the blocked path", hpj_paths_name(level), layout);
             }
         }
     }
-    hpj_gemm_set_isa(-1);
+    hpj_set_paths(HPJ_PATHS_BEST);
     free(A);
     free(B);
     free(Cb);
     free(Cs);
 }
 
-/* Products of at most 16 rows with both operands row-major stream B by rows
-   (AVX-512); their rows must have the bits of the same rows computed by the
-   tiled path (40 rows), for K within one K block and across several, N
-   with and without partial vectors, and every alpha / beta case. */
+/* Products of at most 16 rows with both operands row-major read B in place
+   (the SIMD kernels); their rows must have the bits of the same rows
+   computed with a packed B (40 rows), for K within one K block and across
+   several, N with and without partial tiles, and every alpha / beta case. */
 static void test_gemm_fewrows_path(void) {
     hpj_rng r;
     int Mb = 40, Ms[4] = {1, 7, 13, 16}, Ns[3] = {64, 100, 530}, Ks[4] = {5, 256, 300, 600}, a, b, c, i;
@@ -420,15 +392,11 @@ static void test_gemm_fewrows_path(void) {
 static void test_gemm_threads(void) {
 #ifdef _OPENMP
     hpj_rng r;
-    /* whole B shared; column tiles; B shared block by block (with the
-       AVX-512 kernel and A read in place, 300 x 600 x 600 takes column
-       tiles instead: the rule in hpj__gemm_team); few rows;
-       128 rows, where a transposed A raises the row blocks to 32 rows:
-       B shared whole, and the weight-gradient shape (K = node copies),
-       where a transposed A with B too large to share whole gives each
-       thread its own rows and its own packed B (as 300 x 600 x 600 on 2
-       and 3 threads). On 2 and 3 threads, each also with alpha and
-       beta (C accumulated into, as the backward passes do). */
+    /* the team's ways (hpj__gemm_team): whole B shared; column tiles; B
+       shared block by block; few rows; 128 rows (column tiles that each
+       pack A) and the weight-gradient shape (K = node copies). On 2 and 3
+       threads, each also with alpha and beta (C accumulated into, as the
+       backward passes do). */
     int shapes[7][3] = {{300, 200, 600},  {64, 512, 100},  {1000, 40, 70},  {300, 600, 600},
                         {9, 700, 300},    {128, 130, 1100}, {128, 130, 2300}};
     int s, layout, i;
@@ -2080,9 +2048,8 @@ const test_case nn_tests[] = {
     {"nn.gemm_naive", test_gemm_naive},
     {"nn.gemm_degenerate", test_gemm_degenerate},
     {"nn.linear_bias_grad", test_linear_bias_grad},
-    {"nn.gemm_kernels_agree", test_gemm_kernels_agree},
+    {"nn.gemm_paths_agree", test_gemm_paths_agree},
     {"nn.gemm_small_path", test_gemm_small_path},
-    {"nn.gemm_swapped_path", test_gemm_swapped_path},
     {"nn.linear_bias_tiles", test_linear_bias_tiles},
     {"nn.gemm_fewrows_path", test_gemm_fewrows_path},
     {"nn.gemm_threads", test_gemm_threads},

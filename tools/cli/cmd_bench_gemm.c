@@ -9,7 +9,7 @@
 
 static const char *bench_gemm_usage =
     "usage: hpjepa bench gemm M N K [--threads T] [--layout nn|nt|tn|tt|all] [--secs S]\n"
-    "                         [--isa auto|portable|avx2|avx512]\n"
+    "                         [--isa auto|reference|portable|avx2|avx512]\n"
     "  Times C (M,N) = op(A) op(B) with hpj_gemm (beta = 0), row-major:\n"
     "    nn: A (M,K), B (K,N)   nt: B stored (N,K) (a linear layer's forward)\n"
     "    tn: A stored (K,M) (a weight gradient)   tt: both transposed\n"
@@ -17,7 +17,8 @@ static const char *bench_gemm_usage =
     "  GFLOP/s = 2MNK / time, the median over the batches.\n"
     "  --threads T  OpenMP threads (default 2)\n"
     "  --layout L   default nn; 'all' runs nn, nt and tn\n"
-    "  --isa I      force a micro-kernel (default: the widest compiled in)\n"
+    "  --isa I      the paths level (hpj_set_paths): the reference loops or the\n"
+    "               fast GEMM with a given micro-kernel (default: the widest compiled in)\n"
     "  prints: gflops=<float>                  (one layout)\n"
     "          layout=<nn|nt|tn> gflops=<float> (one line each, --layout all)\n"
     "  and on stderr the kernel, thread count, best batch and batch count.\n";
@@ -57,7 +58,7 @@ int cmd_bench_gemm(int argc, char **argv) {
     const char *cmd = "bench gemm", *layout = "nn", *isa_name = "auto";
     long long dims[3], threads = 2, v;
     double secs = 0.4;
-    int npos = 0, i, rc = 0, isa = -1;
+    int npos = 0, i, rc = 0, isa = HPJ_PATHS_BEST;
     float *A = NULL, *B = NULL, *C = NULL;
     size_t na, nbb, nc;
     (void)argv[0];
@@ -90,12 +91,13 @@ int cmd_bench_gemm(int argc, char **argv) {
                 }
             } else {
                 isa_name = argv[i];
-                if (!strcmp(isa_name, "auto")) isa = -1;
-                else if (!strcmp(isa_name, "portable")) isa = HPJ_GEMM_PORTABLE;
-                else if (!strcmp(isa_name, "avx2")) isa = HPJ_GEMM_AVX2;
-                else if (!strcmp(isa_name, "avx512")) isa = HPJ_GEMM_AVX512;
+                if (!strcmp(isa_name, "auto")) isa = HPJ_PATHS_BEST;
+                else if (!strcmp(isa_name, "reference")) isa = HPJ_PATHS_REFERENCE;
+                else if (!strcmp(isa_name, "portable")) isa = HPJ_PATHS_PORTABLE;
+                else if (!strcmp(isa_name, "avx2")) isa = HPJ_PATHS_AVX2;
+                else if (!strcmp(isa_name, "avx512")) isa = HPJ_PATHS_AVX512;
                 else {
-                    cli_error(cmd, "--isa: '%s' is not auto, portable, avx2 or avx512", isa_name);
+                    cli_error(cmd, "--isa: '%s' is not auto, reference, portable, avx2 or avx512", isa_name);
                     return 2;
                 }
             }
@@ -117,9 +119,9 @@ int cmd_bench_gemm(int argc, char **argv) {
                   npos == 1 ? "" : "s");
         return 2;
     }
-    if (hpj_gemm_set_isa(isa) != 0) {
-        cli_error(cmd, "--isa: the %s kernel is not compiled into this build (it has %s)", isa_name,
-                  hpj_gemm_isa_name(hpj_gemm_isa()));
+    if (hpj_set_paths(isa) != isa && isa != HPJ_PATHS_BEST) {
+        cli_error(cmd, "--isa: %s is not compiled into this build (it has %s)", isa_name, hpj_paths_name(hpj_paths()));
+        hpj_set_paths(HPJ_PATHS_BEST);
         return 1;
     }
     na = (size_t)dims[0] * (size_t)dims[2];
@@ -167,7 +169,7 @@ int cmd_bench_gemm(int argc, char **argv) {
             else printf("gflops=%.1f\n", med);
             fflush(stdout);
             fprintf(stderr, "hpjepa %s: %lldx%lldx%lld %s kernel=%s threads=%lld median=%.1f best=%.1f batches=%d\n",
-                    cmd, dims[0], dims[1], dims[2], names[l], hpj_gemm_isa_name(hpj_gemm_isa()), threads, med, best,
+                    cmd, dims[0], dims[1], dims[2], names[l], hpj_paths_name(hpj_paths()), threads, med, best,
                     nb);
         }
     }
@@ -175,6 +177,6 @@ done:
     free(A);
     free(B);
     free(C);
-    hpj_gemm_set_isa(-1);
+    hpj_set_paths(HPJ_PATHS_BEST);
     return rc;
 }
