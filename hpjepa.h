@@ -6618,7 +6618,7 @@ static void hpj__gemm_fewrows(const hpj__gemm_job *g, int j0, int j1) {
    [r0, r1) of dst: 8 x 8 register transposes where SIMD is compiled in.
    Used by the transposed few-row products (hpj__gemm_swapped,
    hpj_linear_forward). */
-static void hpj__gemm_transpose(float *dst, ptrdiff_t ldd, const float *src, ptrdiff_t lds, int r0, int r1, int cols) {
+static HPJ__INLINE void hpj__gemm_transpose(float *dst, ptrdiff_t ldd, const float *src, ptrdiff_t lds, int r0, int r1, int cols) {
     int r = r0, c;
 #if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
     for (; r + 8 <= r1; r += 8) {
