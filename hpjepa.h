@@ -669,9 +669,7 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
 
 /* ==== nn: linear ==== */
 
-/* out (N,Dout) = inp (N,Din) W^T + b, with W (Dout,Din) and b (Dout) or NULL.
-   Few rows against a large W are computed as out^T = W inp^T through a
-   1 MiB thread-local buffer (the same bits either way). */
+/* out (N,Dout) = inp (N,Din) W^T + b, with W (Dout,Din) and b (Dout) or NULL. */
 HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, const float *b, int N, int Din,
                                int Dout);
 /* Differentiates out = inp W^T + b:
@@ -689,9 +687,9 @@ HPJDEF void hpj_relu_forward(float *out, const float *inp, size_t n);
 HPJDEF void hpj_relu_backward(float *dinp, const float *dout, const float *out, size_t n);
 /* out (n) = inp (n) * Phi(inp) = 0.5 inp (1 + erf(inp / sqrt 2)), the exact GELU
    (torch's default, not the tanh approximation); out may alias inp.
-   Phi is evaluated by the library's own vectorizable polynomials (absolute
-   error < 1e-7, and the lower tail keeps its relative accuracy, unlike
-   1 + erff(x) in float), about 10x faster than calling erff. */
+   Phi is evaluated by the library's own polynomials (absolute error
+   < 1e-7, and the lower tail keeps its relative accuracy, unlike
+   1 + erff(x) in float), the same bits on every build and path. */
 HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n);
 /* Differentiates out = inp Phi(inp):
    dinp (n) += dout (n) * (Phi(inp) + inp phi(inp)), inp (n). */
@@ -894,11 +892,6 @@ typedef struct hpj_block_cache {
     float *ln2_rstd; /* (B*T) */
     float *fch;      /* (B*T, F) */
     float *fch_act;  /* (B*T, F) */
-    float *dact;     /* (B*T, F) or NULL (hpj_block_cache_bind's choice):
-                        with GELU, the forward also writes GELU'(fch) here
-                        and the backward multiplies by it instead of
-                        recomputing it (the same bits); it may be fch
-                        itself, which the forward then overwrites */
 } hpj_block_cache;
 HPJDEF size_t hpj_block_cache_count(int B, int T, int D, int H, int F);
 HPJDEF void hpj_block_cache_bind(hpj_block_cache *c, float *flat, int B, int T, int D, int H, int F);
@@ -5528,16 +5521,10 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
 /* ==== nn: shared helpers ==== */
 
 /* Loops over this many elements or more run in parallel: 2048 per thread
-   of the team, at most 32768. Until 0.9.0 it was 32768 for any team; in a
-   2-thread d = 128 training step the second thread then sat waiting in
-   ~6 % of all samples (perf) while the first ran loops of 4096..32767
-   elements alone (LayerNorm and residuals over 128 tokens, the first
-   layer's class BatchNorm, ...): 4096 made the step 2.5-3.4 % faster
-   (each batch timed once per threshold, tools/paired_step.py; 2048 the
-   same, 8192 / 16384 less; an earlier try, alternating whole runs, could
-   not separate +2-5 % from this host's drift).
-   Kept at 32768 from 16 threads on, where a barrier costs more. Which
-   loops run in parallel never changes a result bit. */
+   of the team, so that a short loop (a LayerNorm or a residual over a few
+   hundred tokens) does not wait for the team; from 16 threads on, where a
+   barrier costs more, 32768. Which loops run in parallel never changes a
+   result bit. */
 #ifndef HPJ__PAR_ELEMS
 #define HPJ__PAR_ELEMS hpj__par_elems()
 static int64_t hpj__par_elems(void) {
@@ -5586,135 +5573,48 @@ static HPJ__INLINE void hpj__axpy(float *y, float a, const float *x, int n) {
     for (i = 0; i < n; ++i) y[i] = HPJ__FMAF(a, x[i], y[i]);
 }
 
-/* Column sums in eight registers of doubles (hpj__colsum_add): each lane
-   adds its column's rows in row order, as the loop there (the same bits),
-   eight independent sums a row. That loop keeps its 16 sums in memory,
-   and GCC adds each row through a store and a reload: one AMD Zen 3
-   thread took 0.52-0.54 ns an element there (3000 x 128, 500 x 512)
-   against 0.14-0.16 with the AVX2 registers. The body, shared by the two
-   widths (HPJ__CS_DECL / ADD / PUT: one register's columns): */
-#define HPJ__CS_BODY                                  \
-    {                                                 \
-        int i;                                        \
-        HPJ__R8(HPJ__CS_DECL)                         \
-        for (i = 0; i < N; ++i) {                     \
-            const float *r = src + (ptrdiff_t)i * lds; \
-            HPJ__R8(HPJ__CS_ADD)                      \
-        }                                             \
-        HPJ__R8(HPJ__CS_PUT)                          \
-    }
-#if defined(HPJ__GEMM_AVX512)
-/* 64 columns */
-#define HPJ__CS_DECL(k) __m512d a##k = _mm512_setzero_pd();
-#define HPJ__CS_ADD(k) a##k = _mm512_add_pd(a##k, _mm512_cvtps_pd(_mm256_loadu_ps(r + 8 * k)));
-#define HPJ__CS_PUT(k) _mm256_storeu_ps(dst + 8 * k, _mm256_add_ps(_mm256_loadu_ps(dst + 8 * k), _mm512_cvtpd_ps(a##k)));
-static void hpj__colsum64(float *dst, const float *src, int N, ptrdiff_t lds) HPJ__CS_BODY
-#undef HPJ__CS_DECL
-#undef HPJ__CS_ADD
-#undef HPJ__CS_PUT
-#endif
-#if defined(HPJ__GEMM_AVX2)
-/* 32 columns */
-#define HPJ__CS_DECL(k) __m256d a##k = _mm256_setzero_pd();
-#define HPJ__CS_ADD(k) a##k = _mm256_add_pd(a##k, _mm256_cvtps_pd(_mm_loadu_ps(r + 4 * k)));
-#define HPJ__CS_PUT(k) _mm_storeu_ps(dst + 4 * k, _mm_add_ps(_mm_loadu_ps(dst + 4 * k), _mm256_cvtpd_ps(a##k)));
-static void hpj__colsum32(float *dst, const float *src, int N, ptrdiff_t lds) HPJ__CS_BODY
-#undef HPJ__CS_DECL
-#undef HPJ__CS_ADD
-#undef HPJ__CS_PUT
-#endif
-#undef HPJ__CS_BODY
-
-/* dst (D) += column sums of src (N, D) (row stride lds), each column summed
-   in double in row order; parallel over column blocks of 64. */
+/* dst (D) += the column sums of src (N, D) (row stride lds): each column
+   summed in double in row order and rounded once, so the bits do not
+   depend on how the columns are split. Threads take blocks of 64 columns;
+   each block runs as panels of 16 running sums. */
 static void hpj__colsum_add(float *dst, const float *src, int N, int D, ptrdiff_t lds) {
-    int nb = (D + 63) / 64, isa = hpj_gemm_isa();
-    int jb;
+    int nb = (D + 63) / 64, jb;
     HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
     for (jb = 0; jb < nb; ++jb) {
-        int b0 = jb * 64, b1 = HPJ__MIN(D, b0 + 64), j0 = b0;
-#if defined(HPJ__GEMM_AVX512)
-        if (isa == HPJ_GEMM_AVX512 && b1 - b0 == 64) {
-            hpj__colsum64(dst + b0, src + b0, N, lds);
-            continue;
-        }
-#endif
-#if defined(HPJ__GEMM_AVX2)
-        /* (and the 32-column rest of a block with the AVX-512 kernel) */
-        for (; isa >= HPJ_GEMM_AVX2 && j0 + 32 <= b1; j0 += 32) hpj__colsum32(dst + j0, src + j0, N, lds);
-#endif
-        for (; j0 < b1; j0 += 16) {
+        int b1 = HPJ__MIN(D, jb * 64 + 64), j0;
+        for (j0 = jb * 64; j0 < b1; j0 += 16) {
             double acc[16];
             int w = HPJ__MIN(16, b1 - j0), i, j;
             for (j = 0; j < 16; ++j) acc[j] = 0.0;
             for (i = 0; i < N; ++i) {
                 const float *r = src + (ptrdiff_t)i * lds + j0;
-                HPJ__OMP(simd)
                 for (j = 0; j < w; ++j) acc[j] += r[j];
             }
             for (j = 0; j < w; ++j) dst[j0 + j] += (float)acc[j];
         }
     }
-    (void)isa;
 }
 
 /* ==== nn: linear ==== */
-
-/* Transposed-output buffer of hpj_linear_forward's few-row path (floats;
-   thread-local, 1 MiB). */
-#define HPJ__LIN_TBUF (512 * 512)
-static HPJ__TLS float hpj__lin_tbuf[HPJ__LIN_TBUF];
-
-/* Whether out = inp W^T with few rows (N) is cheaper as out^T = W inp^T:
-   the GEMM then packs (transposes) inp, N x Din floats, instead of W,
-   Dout x Din, at the price of transposing the N x Dout result, and it
-   reads W in place row by row, which the hardware prefetchers follow when
-   W comes from memory. The N columns of the swapped product must fill the
-   kernel's tiles: N near a multiple of 32, or 8..16 (its half tile).
-   (hpj__gemm_swapped does the same inside hpj_gemm, on the AVX2 kernel,
-   for the few-row products that do not come through here: the layers'
-   input gradients.) */
-#ifndef HPJ__LIN_SWAP_MARGIN
-#define HPJ__LIN_SWAP_MARGIN 4.0
-#endif
-static int hpj__lin_swap(int N, int Din, int Dout) {
-    int fits = N <= 16 ? N >= 8 : N >= 32 && 4 * ((N + 31) / 32 * 32) <= 5 * N;
-    return fits && N < Dout && (size_t)N * Dout <= HPJ__LIN_TBUF &&
-           HPJ__LIN_SWAP_MARGIN * ((double)N * Din + (double)N * Dout) <= (double)Dout * Din;
-}
 
 HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, const float *b, int N, int Din,
                                int Dout) {
     int i;
     if (N <= 0 || Dout <= 0) return;
-    if (hpj__lin_swap(N, Din, Dout)) {
-        /* T (Dout, N) = W inp^T + b: each element sees the same fma steps
-           as in the direct product (the bias first, K blocks in order), so
-           out gets the same bits */
-        float *T = hpj__lin_tbuf;
-        int o;
-        if (b)
-            for (o = 0; o < Dout; ++o) {
-                float bo = b[o], *t = T + (ptrdiff_t)o * N;
-                for (i = 0; i < N; ++i) t[i] = bo;
-            }
-        hpj_gemm(0, 1, Dout, N, Din, 1.0f, W, Din, inp, Din, b ? 1.0f : 0.0f, T, N);
+    /* out = inp W^T + b: every row starts as the bias, and the GEMM adds
+       the product to it (beta = 1: the bias is the first term of each
+       element's sum, then the K blocks in order) */
+    if (b) {
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * Dout >= HPJ__PAR_ELEMS))
-        for (i = 0; i < (N + 7) / 8; ++i) hpj__gemm_transpose(out, Dout, T, N, i * 8, HPJ__MIN(N, i * 8 + 8), Dout);
-        return;
+        for (i = 0; i < N; ++i) memcpy(out + (ptrdiff_t)i * Dout, b, sizeof(float) * (size_t)Dout);
     }
-    /* out = inp W^T + b (the GEMM writes the bias rows tile by tile) */
-    hpj__gemm_impl(0, 1, N, Dout, Din, 1.0f, inp, Din, W, Din, 0.0f, out, Dout, b);
+    hpj_gemm(0, 1, N, Dout, Din, 1.0f, inp, Din, W, Din, b ? 1.0f : 0.0f, out, Dout);
 }
 
 /* 1 when two pieces of work can run side by side, one per thread: exactly
    two threads, outside any parallel region, nested regions inactive (so
    each piece's own loops run on its thread alone), no dynamic team sizes,
-   and thread-local GEMM buffers. Where the two vCPUs of a shared host sit
-   on far-apart cores (`./hpjepa bench cores`: ~360-400 ns a round trip
-   against ~75-80), every barrier and hand-over of data between threads
-   costs several times more, and two single-threaded pieces with their
-   own data beat one team on each piece in turn. */
+   and thread-local GEMM buffers. */
 static int hpj__two_ok(void) {
 #if defined(_OPENMP) && !defined(HPJ__NO_TLS)
     return omp_get_max_threads() == 2 && !omp_in_parallel() && omp_get_max_active_levels() == 1 &&
@@ -5723,65 +5623,51 @@ static int hpj__two_ok(void) {
     return 0;
 #endif
 }
-
-/* y (n) = 0 + y g: the GELU backward with GELU' at hand (hpj__gelu16's
-   set form: 0 + the gradient, which turns a -0 into +0) */
-static void hpj__gate_mul(float *y, const float *g, size_t n) {
-    int64_t i, nn = (int64_t)n;
-    HPJ__OMP(simd)
-    for (i = 0; i < nn; ++i) y[i] = 0.0f + y[i] * g[i];
-}
-
-/* Part 0 or 1 of hpj__linear_back2g. */
-static void hpj__linear_back_part(int part, float *dinp, float beta, float *dW, float *db, const float *dout,
-                                  const float *inp, const float *W, int N, int Din, int Dout, const float *gate) {
-    if (part == 0) {
-        if (dinp) hpj_gemm(0, 0, N, Din, Dout, 1.0f, dout, Dout, W, Din, beta, dinp, Din);
-        if (dinp && gate) hpj__gate_mul(dinp, gate, (size_t)N * Din);
-        return;
-    }
-    if (dW) hpj_gemm(1, 0, Dout, Din, N, 1.0f, dout, Dout, inp, Din, 1.0f, dW, Din);
-    if (db) hpj__colsum_add(db, dout, N, Dout, Dout); /* out += b: db += column sums of dout */
-}
-
-/* A linear layer's backward (out = inp W^T + b): dinp = dout W + beta dinp,
-   dW += dout^T inp, db += the column sums of dout; dinp, dW and db may each
-   be NULL. The input gradient and the weight gradients are independent:
-   for products of at most HPJ__PAIR_MACS multiply-adds and two threads
-   (hpj__two_ok) they run side by side, each on one thread, each computed
-   as alone (the same bits). PROTEINS d = 128 training step, each batch once
-   per variant (tools/paired_step.py, 2026-11-27): 1.027-1.044 with the two
-   vCPUs far apart, 0.99-1.01 near each other. */
+/* Products of at most this many multiply-adds are small enough that two
+   of them, one per thread, beat one team on each in turn. */
 #ifndef HPJ__PAIR_MACS
 #define HPJ__PAIR_MACS 4e7
 #endif
-/* hpj__linear_back2 with gate (N x Din) non-NULL (beta = 0 then): dinp
-   multiplied by it in place after its product, on the same thread (the
-   block's GELU backward, hpj_block_cache's dact). */
-static void hpj__linear_back2g(float *dinp, float beta, float *dW, float *db, const float *dout, const float *inp,
-                               const float *W, int N, int Din, int Dout, const float *gate) {
-    int part;
-    if (N <= 0) return;
-    if (dinp && (dW || db) && (double)N * Din * Dout <= HPJ__PAIR_MACS && hpj__two_ok()) {
-        HPJ__OMP(parallel for num_threads(2) schedule(static, 1))
-        for (part = 0; part < 2; ++part)
-            hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout, gate);
-    } else {
-        /* (not one region with an if clause: inside an inactive region,
-           libgomp gives every nested region of the GEMMs a new team) */
-        for (part = 0; part < 2; ++part)
-            hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout, gate);
+
+/* The two independent parts of a linear layer's backward (see
+   hpj__linear_back2): part 0 the input gradient, part 1 the weight and
+   bias gradients. */
+static void hpj__linear_back_part(int part, float *dinp, float beta, float *dW, float *db, const float *dout,
+                                  const float *inp, const float *W, int N, int Din, int Dout) {
+    if (part == 0) {
+        /* d(inp W^T)/d inp: dinp = dout W (+ beta dinp) */
+        if (dinp) hpj_gemm(0, 0, N, Din, Dout, 1.0f, dout, Dout, W, Din, beta, dinp, Din);
+        return;
     }
+    /* d(inp W^T)/dW: dW += dout^T inp */
+    if (dW) hpj_gemm(1, 0, Dout, Din, N, 1.0f, dout, Dout, inp, Din, 1.0f, dW, Din);
+    /* d(+ b)/db: db += the column sums of dout */
+    if (db) hpj__colsum_add(db, dout, N, Dout, Dout);
 }
 
+#ifndef HPJ_REFERENCE
+static int hpj__linear_back_pair(float *dinp, float beta, float *dW, float *db, const float *dout, const float *inp,
+                                 const float *W, int N, int Din, int Dout);
+#endif
+
+/* The backward of out = inp W^T + b, with dinp's old contents scaled by
+   beta (1: accumulate, as every layer's backward; 0: overwrite, which
+   saves the caller a zeroing pass): dinp = dout W + beta dinp,
+   dW += dout^T inp, db += the column sums of dout. Any of dinp, dW, db
+   may be NULL. */
 static void hpj__linear_back2(float *dinp, float beta, float *dW, float *db, const float *dout, const float *inp,
                               const float *W, int N, int Din, int Dout) {
-    hpj__linear_back2g(dinp, beta, dW, db, dout, inp, W, N, Din, Dout, NULL);
+    if (N <= 0) return;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast() && hpj__linear_back_pair(dinp, beta, dW, db, dout, inp, W, N, Din, Dout))
+        return; /* fast: the two parts side by side (see below) */
+#endif
+    hpj__linear_back_part(0, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
+    hpj__linear_back_part(1, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
 }
 
 HPJDEF void hpj_linear_backward(float *dinp, float *dW, float *db, const float *dout, const float *inp,
                                 const float *W, int N, int Din, int Dout) {
-    /* out = inp W^T: dinp += dout W, dW += dout^T inp */
     hpj__linear_back2(dinp, 1.0f, dW, db, dout, inp, W, N, Din, Dout);
 }
 
@@ -5800,19 +5686,14 @@ HPJDEF void hpj_relu_backward(float *dinp, const float *dout, const float *out, 
     for (i = 0; i < nn; ++i) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
 }
 
-/* -- vectorizable exp and normal CDF (own minimax fits; GCC's -O2 only
-   vectorizes fixed-trip loops, so the elementwise kernels below work on
-   blocks of 16 copied to the stack) -- */
-
-/* The coefficients of the two fits below, shared by the C, AVX-512 and
-   AVX2 versions: each polynomial runs by Horner's rule from its first
-   coefficient, one step S(c) per coefficient after it, every step one
-   fused multiply-add (in C, HPJ__FMAF_POLY: fmaf wherever the SIMD
-   kernels can be compiled in, i.e. the target has FMA, so the C loops
-   give their bits under GCC and clang alike; a * b + c without FMA, where
-   only the C loops exist). Until 0.9.x every step was a multiply and then
-   an add: fused, a 2-thread d = 128 GELU training step ran 1.6-2.3 %
-   faster (each batch once per variant, tools/paired_step.py). */
+/* -- the exact GELU: x Phi(x), with Phi the standard normal CDF --
+   Phi is computed by the library's own polynomials rather than erff, so
+   that every build (and the SIMD kernels of the fast part, which evaluate
+   the same polynomials lane by lane) gives the same bits. Each polynomial
+   runs by Horner's rule from its first coefficient, one step S(c) per
+   coefficient after it, every step one fused multiply-add
+   (HPJ__FMAF_POLY: fmaf wherever the target has FMA, as the SIMD kernels
+   do; a * b + c without FMA, where only these loops exist). */
 #if defined(FP_FAST_FMAF) || defined(__FMA__)
 #define HPJ__FMAF_POLY(a, b, c) fmaf((a), (b), (c))
 #else
@@ -5828,8 +5709,9 @@ HPJDEF void hpj_relu_backward(float *dinp, const float *dout, const float *out, 
     S(-2.039391438e-05f) S(6.450944056e-05f) S(-4.285048926e-04f) S(2.166953404e-03f) S(-1.085422747e-02f) \
     S(-9.438923001e-01f) S(-5.352680683e+00f) S(-7.806815147e+00f)
 
-/* e^y for y in [-87, 88] (clamped), relative error < 1.1e-7: 2^n times a
-   degree-6 polynomial on |r| <= ln2/2. */
+/* e^y for y in [-87, 88] (clamped), relative error < 1.1e-7: y = n ln2 + r
+   with n an integer and |r| <= ln2/2, then e^y = 2^n p(r) with p a
+   degree-6 polynomial (2^n built in the float's exponent bits). */
 static HPJ__INLINE float hpj__expf(float y) {
     float n, r, p, s;
     int32_t bits;
@@ -5849,7 +5731,8 @@ static HPJ__INLINE float hpj__expf(float y) {
 
 /* Phi(x) = (1 + erf(x/sqrt 2))/2, absolute error < 1e-7: erf(z) = z P(z^2)
    for |z| < 1, erfc(|z|) = exp(Q(|z|)) for 1 <= |z| < 3.93 (so the lower
-   tail keeps its relative accuracy), and 0 / 1 beyond, as float erf. */
+   tail keeps its relative accuracy, which 1 + erff(z) in float loses),
+   and 0 / 1 beyond, as float erf. */
 static HPJ__INLINE float hpj__ncdf(float x) {
     float z = x * 0.70710678118654752f, a = fabsf(z), t = z * z, e, u, q;
     e = HPJ__ERF_C0;
@@ -5870,7 +5753,8 @@ static HPJ__INLINE float hpj__ncdf(float x) {
 /* phi(x), the normal density (GELU' = Phi + x phi) */
 static HPJ__INLINE float hpj__pdf(float x) { return 0.3989422804014327f * hpj__expf(-0.5f * x * x); }
 
-/* Copies w <= 16 floats to a 16-float block, zero-padded. */
+/* Copies w <= 16 floats to a 16-float block, zero-padded, and back (for
+   loops that work on fixed blocks of 16, which compilers vectorize). */
 static HPJ__INLINE void hpj__ld16(float *t, const float *x, int w) {
     int l;
     if (w == 16)
@@ -5886,245 +5770,33 @@ static HPJ__INLINE void hpj__st16(float *y, const float *t, int w) {
         for (l = 0; l < 16; ++l)
             if (l < w) y[l] = t[l];
 }
-/* t[l] = sqrt(t[l]) for 16 floats (correctly rounded, so the same bits on
-   every path; the intrinsics only exist because sqrtf's errno keeps GCC
-   from vectorizing it). */
+/* t[l] = sqrt(t[l]) for 16 floats (correctly rounded). */
 static HPJ__INLINE void hpj__sqrt16(float *t) {
-#if defined(HPJ__GEMM_AVX512)
-    _mm512_storeu_ps(t, _mm512_maskz_sqrt_ps((__mmask16)0xFFFF, _mm512_loadu_ps(t)));
-#elif defined(HPJ__GEMM_AVX2)
-    _mm256_storeu_ps(t, _mm256_sqrt_ps(_mm256_loadu_ps(t)));
-    _mm256_storeu_ps(t + 8, _mm256_sqrt_ps(_mm256_loadu_ps(t + 8)));
-#else
     int l;
     for (l = 0; l < 16; ++l) t[l] = sqrtf(t[l]);
-#endif
 }
 
-#if defined(HPJ__GEMM_AVX512)
-/* hpj__expf and hpj__ncdf on 16 lanes with AVX-512: the same operations in
-   the same order (the polynomials' fused steps; every other multiply and
-   add separate, the same clamps and selects, NaN passed through as the C
-   code does), so the same bits as the C loops the compiler vectorizes; those if-convert the
-   branches into masked operations with stack round trips and ran at
-   ~1.3 ns per element forward and ~1.8 backward on this machine, these at
-   ~1.0 / 1.3, and ~0.5 / 0.8 when no lane of a block needs the erfc branch
-   (|x| < sqrt 2 throughout: 80 % of the blocks in a d = 128 training run). */
-#define HPJ__C(v) _mm512_set1_ps(v)
-static HPJ__INLINE __m512 hpj__expf16(__m512 y) {
-    __m512 n, r, p;
-    __m512i bits;
-    y = _mm512_max_ps(HPJ__C(-87.0f), y); /* y < -87 ? -87 : y */
-    y = _mm512_min_ps(HPJ__C(88.0f), y);  /* y > 88 ? 88 : y   */
-    n = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(y, HPJ__C(1.442695041f)), HPJ__C(12582912.0f)), HPJ__C(12582912.0f));
-    r = _mm512_sub_ps(y, _mm512_mul_ps(n, HPJ__C(0.693145751953125f)));
-    r = _mm512_sub_ps(r, _mm512_mul_ps(n, HPJ__C(1.428606765330187e-06f)));
-    p = HPJ__C(HPJ__EXP_C0);
-#define HPJ__S(c) p = _mm512_fmadd_ps(p, r, HPJ__C(c));
-    HPJ__EXP_STEPS(HPJ__S)
-#undef HPJ__S
-    bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
-}
-
-static HPJ__INLINE __m512 hpj__ncdf16(__m512 x) {
-    __m512 z = _mm512_mul_ps(x, HPJ__C(0.70710678118654752f)), t = _mm512_mul_ps(z, z), e, u, q;
-    __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32(0x7FFFFFFF)));
-    __mmask16 mid = _mm512_cmp_ps_mask(a, HPJ__C(3.93f), _CMP_LT_OQ);
-    __mmask16 small = _mm512_cmp_ps_mask(a, HPJ__C(1.0f), _CMP_LT_OQ);
-    e = HPJ__C(HPJ__ERF_C0);
-#define HPJ__S(c) e = _mm512_fmadd_ps(e, t, HPJ__C(c));
-    HPJ__ERF_STEPS(HPJ__S)
-#undef HPJ__S
-    e = _mm512_mul_ps(e, z);
-    if (small == 0xFFFF) return _mm512_add_ps(HPJ__C(0.5f), _mm512_mul_ps(HPJ__C(0.5f), e)); /* no lane needs q */
-    u = _mm512_sub_ps(_mm512_mask_blend_ps(mid, HPJ__C(3.93f), a), HPJ__C(2.5f));
-    q = HPJ__C(HPJ__ERFC_C0);
-#define HPJ__S(c) q = _mm512_fmadd_ps(q, u, HPJ__C(c));
-    HPJ__ERFC_STEPS(HPJ__S)
-#undef HPJ__S
-    q = _mm512_maskz_mul_ps(mid, HPJ__C(0.5f), hpj__expf16(q)); /* erfc(|z|) / 2 */
-    q = _mm512_mask_sub_ps(q, _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_GT_OQ), HPJ__C(1.0f), q);
-    return _mm512_mask_blend_ps(small, q, _mm512_add_ps(HPJ__C(0.5f), _mm512_mul_ps(HPJ__C(0.5f), e)));
-}
-
-/* phi(x), the normal density */
-static HPJ__INLINE __m512 hpj__pdf16(__m512 v) {
-    return _mm512_mul_ps(HPJ__C(0.3989422804014327f), hpj__expf16(_mm512_mul_ps(_mm512_mul_ps(HPJ__C(-0.5f), v), v)));
-}
-
-/* Elements [16 b0, 16 b1) (clipped to n) of the GELU forward (dout = NULL;
-   der: also GELU'(x) there, or NULL) or backward (set: y = 0 + the
-   gradient, without reading y). der may be x itself. */
-static void hpj__gelu16(float *y, float *der, const float *x, const float *dout, size_t n, int64_t b0, int64_t b1,
-                        int set) {
-    int64_t b;
-    for (b = b0; b < b1; ++b) {
-        size_t i = (size_t)b * 16, w = n - i < 16 ? n - i : 16;
-        __mmask16 k = (__mmask16)(w == 16 ? 0xFFFFu : (1u << w) - 1u);
-        __m512 v = _mm512_maskz_loadu_ps(k, x + i);
-        if (!dout) {
-            __m512 p = hpj__ncdf16(v);
-            _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(v, p));
-            if (der) _mm512_mask_storeu_ps(der + i, k, _mm512_add_ps(p, _mm512_mul_ps(v, hpj__pdf16(v))));
-        } else { /* dinp += dout (Phi(x) + x phi(x)) */
-            __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dout + i),
-                                     _mm512_add_ps(hpj__ncdf16(v), _mm512_mul_ps(v, hpj__pdf16(v))));
-            _mm512_mask_storeu_ps(y + i, k, _mm512_add_ps(set ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(k, y + i), g));
-        }
-    }
-}
-#undef HPJ__C
+#ifndef HPJ_REFERENCE
+static int hpj__gelu_fast(float *y, const float *x, const float *dout, size_t n);
 #endif
 
-#if defined(HPJ__GEMM_AVX2)
-/* The same on 8 lanes with AVX2 (the same operations as above, so the
-   same bits as the C loops): on an AVX2-only machine (Zen 3) the C loops
-   took 28 % of a d = 128 training step on one thread. */
-#define HPJ__C(v) _mm256_set1_ps(v)
-static HPJ__INLINE __m256 hpj__expf8(__m256 y) {
-    __m256 n, r, p;
-    __m256i bits;
-    y = _mm256_max_ps(HPJ__C(-87.0f), y); /* y < -87 ? -87 : y (NaN passes) */
-    y = _mm256_min_ps(HPJ__C(88.0f), y);
-    n = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(y, HPJ__C(1.442695041f)), HPJ__C(12582912.0f)), HPJ__C(12582912.0f));
-    r = _mm256_sub_ps(y, _mm256_mul_ps(n, HPJ__C(0.693145751953125f)));
-    r = _mm256_sub_ps(r, _mm256_mul_ps(n, HPJ__C(1.428606765330187e-06f)));
-    p = HPJ__C(HPJ__EXP_C0);
-#define HPJ__S(c) p = _mm256_fmadd_ps(p, r, HPJ__C(c));
-    HPJ__EXP_STEPS(HPJ__S)
-#undef HPJ__S
-    bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-}
-
-static HPJ__INLINE __m256 hpj__ncdf8(__m256 x) {
-    __m256 z = _mm256_mul_ps(x, HPJ__C(0.70710678118654752f)), t = _mm256_mul_ps(z, z), e, u, q;
-    __m256 a = _mm256_and_ps(z, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
-    __m256 mid = _mm256_cmp_ps(a, HPJ__C(3.93f), _CMP_LT_OQ), small = _mm256_cmp_ps(a, HPJ__C(1.0f), _CMP_LT_OQ);
-    e = HPJ__C(HPJ__ERF_C0);
-#define HPJ__S(c) e = _mm256_fmadd_ps(e, t, HPJ__C(c));
-    HPJ__ERF_STEPS(HPJ__S)
-#undef HPJ__S
-    e = _mm256_add_ps(HPJ__C(0.5f), _mm256_mul_ps(HPJ__C(0.5f), _mm256_mul_ps(e, z)));
-    if (_mm256_movemask_ps(small) == 0xFF) return e; /* no lane needs q */
-    u = _mm256_sub_ps(_mm256_blendv_ps(HPJ__C(3.93f), a, mid), HPJ__C(2.5f));
-    q = HPJ__C(HPJ__ERFC_C0);
-#define HPJ__S(c) q = _mm256_fmadd_ps(q, u, HPJ__C(c));
-    HPJ__ERFC_STEPS(HPJ__S)
-#undef HPJ__S
-    q = _mm256_and_ps(mid, _mm256_mul_ps(HPJ__C(0.5f), hpj__expf8(q))); /* erfc(|z|) / 2 */
-    q = _mm256_blendv_ps(q, _mm256_sub_ps(HPJ__C(1.0f), q), _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_GT_OQ));
-    return _mm256_blendv_ps(q, e, small);
-}
-
-static HPJ__INLINE __m256 hpj__pdf8(__m256 v) {
-    return _mm256_mul_ps(HPJ__C(0.3989422804014327f), hpj__expf8(_mm256_mul_ps(_mm256_mul_ps(HPJ__C(-0.5f), v), v)));
-}
-
-/* Elements [8 b0, 8 b1) (clipped to n) of the GELU forward (dout = NULL;
-   der as in hpj__gelu16) or backward (set: as hpj__gelu16). */
-static void hpj__gelu8(float *y, float *der, const float *x, const float *dout, size_t n, int64_t b0, int64_t b1,
-                       int set) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    int64_t b;
-    for (b = b0; b < b1; ++b) {
-        size_t i = (size_t)b * 8;
-        int w = n - i < 8 ? (int)(n - i) : 8;
-        __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), lane);
-        __m256 v = w == 8 ? _mm256_loadu_ps(x + i) : _mm256_maskload_ps(x + i, k), r;
-        if (!dout) {
-            __m256 p = hpj__ncdf8(v);
-            r = _mm256_mul_ps(v, p);
-            if (der) {
-                __m256 dv = _mm256_add_ps(p, _mm256_mul_ps(v, hpj__pdf8(v)));
-                if (w == 8) _mm256_storeu_ps(der + i, dv);
-                else _mm256_maskstore_ps(der + i, k, dv);
-            }
-        } else { /* dinp += dout (Phi(x) + x phi(x)) */
-            __m256 dy = w == 8 ? _mm256_loadu_ps(dout + i) : _mm256_maskload_ps(dout + i, k);
-            __m256 y0 = set ? _mm256_setzero_ps() : w == 8 ? _mm256_loadu_ps(y + i) : _mm256_maskload_ps(y + i, k);
-            r = _mm256_add_ps(y0, _mm256_mul_ps(dy, _mm256_add_ps(hpj__ncdf8(v), _mm256_mul_ps(v, hpj__pdf8(v)))));
-        }
-        if (w == 8) _mm256_storeu_ps(y + i, r);
-        else _mm256_maskstore_ps(y + i, k, r); /* (slow on AMD: tails only) */
-    }
-}
-#undef HPJ__C
+HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n) {
+    int64_t i, nn = (int64_t)n;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast() && hpj__gelu_fast(out, inp, NULL, n)) return; /* fast: SIMD kernels (see below) */
 #endif
-
-/* The GELU forward (dout = NULL) or backward with the AVX-512 or AVX2
-   kernel when that is the selected ISA (hpj_gemm_set_isa); 0: use the C
-   loops. Threads share the work in runs of 1024 elements. */
-static int hpj__gelu_vec(float *y, float *der, const float *x, const float *dout, size_t n, int set) {
-    int isa = hpj_gemm_isa();
-    int64_t b, nb;
-    (void)b, (void)nb, (void)y, (void)der, (void)x, (void)dout, (void)n, (void)set;
-#if defined(HPJ__GEMM_AVX512)
-    if (isa == HPJ_GEMM_AVX512) {
-        nb = ((int64_t)n + 15) / 16;
-        HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
-        for (b = 0; b < nb; b += 64) hpj__gelu16(y, der, x, dout, n, b, HPJ__MIN(nb, b + 64), set);
-        return 1;
-    }
-#endif
-#if defined(HPJ__GEMM_AVX2)
-    if (isa == HPJ_GEMM_AVX2) {
-        nb = ((int64_t)n + 7) / 8;
-        HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 32))
-        for (b = 0; b < nb; b += 128) hpj__gelu8(y, der, x, dout, n, b, HPJ__MIN(nb, b + 128), set);
-        return 1;
-    }
-#endif
-    (void)isa;
-    return 0;
-}
-
-/* hpj_gelu_forward; der (n) non-NULL: also GELU'(inp) = Phi + x phi, the
-   factor hpj__gelu_back would compute (the same operations, so the same
-   bits). der may be inp itself. */
-static void hpj__gelu_fwd(float *out, float *der, const float *inp, size_t n) {
-    int64_t b, nb = ((int64_t)n + 15) / 16;
-    if (hpj__gelu_vec(out, der, inp, NULL, n, 0)) return;
-    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
-    for (b = 0; b < nb; ++b) {
-        float t[16], p[16];
-        int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b);
-        hpj__ld16(t, inp + 16 * b, w);
-        for (l = 0; l < 16; ++l) p[l] = hpj__ncdf(t[l]);
-        if (der) {
-            float d[16];
-            for (l = 0; l < 16; ++l) d[l] = p[l] + t[l] * hpj__pdf(t[l]);
-            hpj__st16(der + 16 * b, d, w);
-        }
-        for (l = 0; l < 16; ++l) t[l] = t[l] * p[l];
-        hpj__st16(out + 16 * b, t, w);
-    }
-}
-
-HPJDEF void hpj_gelu_forward(float *out, const float *inp, size_t n) { hpj__gelu_fwd(out, NULL, inp, n); }
-
-/* hpj_gelu_backward; set: into a dinp taken as zeros (not read: the
-   block's backward saves zeroing it and reading it back). */
-static void hpj__gelu_back(float *dinp, const float *dout, const float *inp, size_t n, int set) {
-    int64_t b, nb = ((int64_t)n + 15) / 16;
-    if (hpj__gelu_vec(dinp, NULL, inp, dout, n, set)) return;
-    /* out = x Phi(x): dout/dx = Phi(x) + x phi(x) */
-    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
-    for (b = 0; b < nb; ++b) {
-        float x[16], g[16], d[16];
-        int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b);
-        hpj__ld16(x, inp + 16 * b, w);
-        hpj__ld16(g, dout + 16 * b, w);
-        if (set) memset(d, 0, sizeof(d));
-        else hpj__ld16(d, dinp + 16 * b, w);
-        for (l = 0; l < 16; ++l) d[l] += g[l] * (hpj__ncdf(x[l]) + x[l] * hpj__pdf(x[l]));
-        hpj__st16(dinp + 16 * b, d, w);
-    }
+    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS / 4))
+    for (i = 0; i < nn; ++i) out[i] = inp[i] * hpj__ncdf(inp[i]);
 }
 
 HPJDEF void hpj_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n) {
-    hpj__gelu_back(dinp, dout, inp, n, 0);
+    int64_t i, nn = (int64_t)n;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast() && hpj__gelu_fast(dinp, inp, dout, n)) return; /* fast: SIMD kernels (see below) */
+#endif
+    /* out = x Phi(x): dout/dx = Phi(x) + x phi(x) */
+    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS / 4))
+    for (i = 0; i < nn; ++i) dinp[i] += dout[i] * (hpj__ncdf(inp[i]) + inp[i] * hpj__pdf(inp[i]));
 }
 
 /* The counter-based draw of dropout: 24 uniform bits of a splitmix64-style
@@ -6177,13 +5849,10 @@ HPJDEF void hpj_dropout_backward(float *dinp, const float *dout, const uint8_t *
 /* ==== nn: normalisation ==== */
 
 /* Optional operands (gamma, beta, a saved ReLU output) are tested outside
-   the vectorised loops: the helpers below take constant flags and are
-   called once per combination, so each inlined copy has a plain loop.
-   Tested inside, compilers turn `if (gamma) v *= gamma[j]` into masked
-   loads, and with gamma = NULL an AMD EPYC (family 26) completed every
-   masked load of the unmapped page through a microcode assist: LayerNorm
-   and BatchNorm without gamma / beta ran 29-48x slower
-   (tools/bench_optional.c). */
+   the loops: the helpers below take constant flags and are called once
+   per combination, so each inlined copy has a plain loop. Tested inside,
+   a compiler may turn `if (gamma) v *= gamma[j]` into masked loads, which
+   some processors complete slowly when the pointer is NULL. */
 static HPJ__INLINE_ALWAYS void hpj__ln_apply(float *y, const float *x, float mu, float rs, const float *gamma,
                                              const float *beta, int D, int has_gamma, int has_beta) {
     int j;
@@ -6279,55 +5948,6 @@ HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const fl
     }
 }
 
-/* LayerNorm's dgamma / dbeta sums over one strip of columns, in registers
-   of doubles: sg[j] = the sum over the rows, in row order, of dy[j] xhat[j]
-   (xhat = (x - mean) rstd in float; the product of two floats is exact in
-   double, so a fused multiply-add gives the same bits as the scalar loop's
-   product and sum), sb[j] = the sum of dy[j] (hpj__colsum_add's sum, kept
-   in this pass so that dy is read once for both). The scalar loop in
-   hpj_layernorm_backward keeps its sums in a stack array, which GCC adds
-   each row to through a store and a reload (as hpj__colsum_add's did).
-   One kernel for the two widths: L lanes of doubles (vector type VD,
-   intrinsics W..) and of floats (VS, H..), four registers of each sum,
-   so 4 L columns. */
-#define HPJ__LG_ROW(k, L, VD, VS, W, H)                                                              \
-    {                                                                                                \
-        VS xh = H##_mul_ps(H##_sub_ps(H##_loadu_ps(x + L * k), H##_set1_ps(mu)), H##_set1_ps(rs)); \
-        VD y = W##_cvtps_pd(H##_loadu_ps(dy + L * k));                                               \
-        g##k = W##_fmadd_pd(y, W##_cvtps_pd(xh), g##k);                                              \
-        b##k = W##_add_pd(b##k, y);                                                                  \
-    }
-#define HPJ__LG_KERNEL(NAME, L, VD, VS, W, H)                                                                     \
-    static void NAME(double *sg, double *sb, const float *dout, const float *inp, const float *mean,              \
-                     const float *rstd, int N, int D) {                                                           \
-        int r;                                                                                                    \
-        VD g0 = W##_setzero_pd(), g1 = g0, g2 = g0, g3 = g0, b0 = g0, b1 = g0, b2 = g0, b3 = g0;                  \
-        for (r = 0; r < N; ++r) {                                                                                 \
-            const float *x = inp + (ptrdiff_t)r * D, *dy = dout + (ptrdiff_t)r * D;                               \
-            float mu = mean[r], rs = rstd[r];                                                                     \
-            HPJ__LG_ROW(0, L, VD, VS, W, H)                                                                       \
-            HPJ__LG_ROW(1, L, VD, VS, W, H)                                                                       \
-            HPJ__LG_ROW(2, L, VD, VS, W, H)                                                                       \
-            HPJ__LG_ROW(3, L, VD, VS, W, H)                                                                       \
-        }                                                                                                         \
-        W##_storeu_pd(sg, g0);                                                                                    \
-        W##_storeu_pd(sg + L, g1);                                                                                \
-        W##_storeu_pd(sg + 2 * L, g2);                                                                            \
-        W##_storeu_pd(sg + 3 * L, g3);                                                                            \
-        W##_storeu_pd(sb, b0);                                                                                    \
-        W##_storeu_pd(sb + L, b1);                                                                                \
-        W##_storeu_pd(sb + 2 * L, b2);                                                                            \
-        W##_storeu_pd(sb + 3 * L, b3);                                                                            \
-    }
-#if defined(HPJ__GEMM_AVX512)
-HPJ__LG_KERNEL(hpj__ln_gb32, 8, __m512d, __m256, _mm512, _mm256) /* 32 columns */
-#endif
-#if defined(HPJ__GEMM_AVX2)
-HPJ__LG_KERNEL(hpj__ln_gb16, 4, __m256d, __m128, _mm256, _mm) /* 16 columns */
-#endif
-#undef HPJ__LG_KERNEL
-#undef HPJ__LG_ROW
-
 HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                    const float *gamma, const float *mean, const float *rstd, int N, int D) {
     int i;
@@ -6343,43 +5963,28 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
         }
     }
     if (dgamma || dbeta) {
-        /* blocks of 32 columns: one strip in registers with the AVX-512
-           kernel, two with AVX2's, the loop below otherwise (and in the
-           last block's tail) */
-        int nb = (D + 31) / 32, jb, isa = hpj_gemm_isa();
+        /* dgamma += sum over rows of dout xhat, dbeta += sum of dout: per
+           column in row order, in double (the product of two floats is
+           exact in double); threads take blocks of 32 columns */
+        int nb = (D + 31) / 32, jb;
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
         for (jb = 0; jb < nb; ++jb) {
             double sg[32], sb[32];
-            int b0 = jb * 32, b1 = HPJ__MIN(D, b0 + 32), j0 = b0, w, r, j;
-#if defined(HPJ__GEMM_AVX512)
-            if (isa == HPJ_GEMM_AVX512 && b1 - b0 == 32) {
-                hpj__ln_gb32(sg, sb, dout + b0, inp + b0, mean, rstd, N, D);
-                j0 = b1;
-            }
-#endif
-#if defined(HPJ__GEMM_AVX2)
-            for (; isa >= HPJ_GEMM_AVX2 && j0 + 16 <= b1; j0 += 16)
-                hpj__ln_gb16(sg + (j0 - b0), sb + (j0 - b0), dout + j0, inp + j0, mean, rstd, N, D);
-#endif
-            if ((w = b1 - j0) > 0) { /* the rest of the block, in the same order (the same bits) */
-                double *g = sg + (j0 - b0), *bs = sb + (j0 - b0);
-                for (j = 0; j < w; ++j) g[j] = bs[j] = 0.0;
-                for (r = 0; r < N; ++r) {
-                    const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
-                    float mu = mean[r], rs = rstd[r];
-                    HPJ__OMP(simd)
-                    for (j = 0; j < w; ++j) {
-                        g[j] += (double)dy[j] * ((x[j] - mu) * rs);
-                        bs[j] += dy[j];
-                    }
+            int j0 = jb * 32, w = HPJ__MIN(32, D - j0), r, j;
+            for (j = 0; j < w; ++j) sg[j] = sb[j] = 0.0;
+            for (r = 0; r < N; ++r) {
+                const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
+                float mu = mean[r], rs = rstd[r];
+                for (j = 0; j < w; ++j) {
+                    sg[j] += (double)dy[j] * ((x[j] - mu) * rs);
+                    sb[j] += dy[j];
                 }
             }
-            for (j = 0; j < b1 - b0; ++j) {
-                if (dgamma) dgamma[b0 + j] += (float)sg[j];
-                if (dbeta) dbeta[b0 + j] += (float)sb[j];
+            for (j = 0; j < w; ++j) {
+                if (dgamma) dgamma[j0 + j] += (float)sg[j];
+                if (dbeta) dbeta[j0 + j] += (float)sb[j];
             }
         }
-        (void)isa;
     }
 }
 
@@ -6404,47 +6009,12 @@ static double hpj__bn_total(const double *p, int D, int c) {
     return t;
 }
 
-#if defined(HPJ__GEMM_AVX512)
-/* 64 channels of hpj__bn_part in eight registers of doubles (each lane
-   the loop's arithmetic in row order: the same bits), instead of reading
-   and writing the sums in memory for every row. */
-#define HPJ__BP_DECL(k) __m512d a##k = _mm512_setzero_pd(), m##k = m ? _mm512_loadu_pd(m + 8 * k) : a##k;
-#define HPJ__BP_ROW(k)                                                           \
-    {                                                                            \
-        __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(x + 8 * k));                 \
-        if (m) {                                                                 \
-            v = _mm512_sub_pd(v, m##k);                                          \
-            v = _mm512_mul_pd(v, v);                                             \
-        }                                                                        \
-        a##k = _mm512_add_pd(a##k, cnt ? _mm512_mul_pd(n, v) : v);               \
-    }
-#define HPJ__BP_PUT(k) _mm512_storeu_pd(p + 8 * k, a##k);
-static void hpj__bn_part64(double *p, const float *inp, int D, int r0, int r1, const double *m, const int32_t *cnt) {
-    int r;
-    HPJ__R8(HPJ__BP_DECL)
-    for (r = r0; r < r1; ++r) {
-        const float *x = inp + (ptrdiff_t)r * D;
-        __m512d n = _mm512_set1_pd(cnt ? (double)cnt[r] : 1.0);
-        HPJ__R8(HPJ__BP_ROW)
-    }
-    HPJ__R8(HPJ__BP_PUT)
-}
-#undef HPJ__BP_DECL
-#undef HPJ__BP_ROW
-#undef HPJ__BP_PUT
-#endif
-
 /* Block b's sums over channels [c0, c0 + w): p[c] = the sum over the
    block's rows of x[c] (m = NULL) or of (x[c] - m[c])^2, in row order;
    with cnt, row r counted cnt[r] times (a class of equal rows). */
 static void hpj__bn_part(double *p, const float *inp, int N, int D, int b, int c0, int w, const double *m,
                          const int32_t *cnt) {
     int r, c, r1 = hpj__bn_r(N, b + 1);
-#if defined(HPJ__GEMM_AVX512)
-    if (hpj_gemm_isa() == HPJ_GEMM_AVX512) /* 64 channels at a time, the rest below */
-        for (; w >= 64; c0 += 64, w -= 64, p += 64, m = m ? m + 64 : NULL)
-            hpj__bn_part64(p, inp + c0, D, hpj__bn_r(N, b), r1, m, cnt);
-#endif
     for (c = 0; c < w; ++c) p[c] = 0.0;
     for (r = hpj__bn_r(N, b); r < r1; ++r) {
         const float *x = inp + (ptrdiff_t)r * D + c0;
@@ -6634,42 +6204,18 @@ HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float
 
 /* One row of BatchNorm backward's sums over w channels: sd += g and
    sdx += g xhat in double, g = dy (or dy [ro > 0]), xhat = (x - mean) rstd
-   in float. The AVX-512 (AVX2) path does exactly the scalar arithmetic, 8
-   (4) channels at a time (a multiply and an add, never fused: the same
-   bits); compilers left the mixed float/double loop scalar. */
+   in float. */
 static void hpj__bn_bw_sums(double *sd, double *sdx, const float *x, const float *dy, const float *ro,
                             const float *mean, const float *rstd, int w) {
-    int c = 0;
-#if defined(HPJ__GEMM_AVX512)
-    for (; c + 8 <= w; c += 8) {
-        __m256 g = _mm256_loadu_ps(dy + c);
-        __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + c), _mm256_loadu_ps(mean + c)),
-                                  _mm256_loadu_ps(rstd + c));
-        __m512d gd;
-        if (ro) g = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(ro + c), _mm256_setzero_ps(), _CMP_GT_OQ), g);
-        gd = _mm512_cvtps_pd(g);
-        _mm512_storeu_pd(sd + c, _mm512_add_pd(_mm512_loadu_pd(sd + c), gd));
-        _mm512_storeu_pd(sdx + c, _mm512_add_pd(_mm512_loadu_pd(sdx + c), _mm512_mul_pd(gd, _mm512_cvtps_pd(xh))));
-    }
-#elif defined(HPJ__GEMM_AVX2)
-    for (; c + 4 <= w; c += 4) { /* the same with 4 doubles */
-        __m128 g = _mm_loadu_ps(dy + c);
-        __m128 xh = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(x + c), _mm_loadu_ps(mean + c)), _mm_loadu_ps(rstd + c));
-        __m256d gd;
-        if (ro) g = _mm_and_ps(_mm_cmp_ps(_mm_loadu_ps(ro + c), _mm_setzero_ps(), _CMP_GT_OQ), g);
-        gd = _mm256_cvtps_pd(g);
-        _mm256_storeu_pd(sd + c, _mm256_add_pd(_mm256_loadu_pd(sd + c), gd));
-        _mm256_storeu_pd(sdx + c, _mm256_add_pd(_mm256_loadu_pd(sdx + c), _mm256_mul_pd(gd, _mm256_cvtps_pd(xh))));
-    }
-#endif
+    int c;
     if (ro)
-        for (; c < w; ++c) {
+        for (c = 0; c < w; ++c) {
             float g = !(ro[c] > 0.0f) ? 0.0f : dy[c];
             sd[c] += g;
             sdx[c] += (double)g * ((x[c] - mean[c]) * rstd[c]);
         }
     else
-        for (; c < w; ++c) {
+        for (c = 0; c < w; ++c) {
             sd[c] += dy[c];
             sdx[c] += (double)dy[c] * ((x[c] - mean[c]) * rstd[c]);
         }
@@ -6682,23 +6228,8 @@ static void hpj__bn_bw_sums(double *sd, double *sdx, const float *x, const float
 static HPJ__INLINE_ALWAYS void hpj__bn_back_row(float *dx, const float *x, const float *dy, const float *ro,
                                                 const float *mean, const float *rstd, const float *k, const float *md,
                                                 const float *mdx, int w, int overwrite, int has_ro, float n) {
-    int c = 0;
-#if defined(HPJ__GEMM_AVX2)
-    __m256 nv = _mm256_set1_ps(n);
-    /* 8 channels at a time, the loop's arithmetic (separate multiplies and
-       subtractions: the same bits); GCC left the loop below scalar */
-    for (; c + 8 <= w; c += 8) {
-        __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + c), _mm256_loadu_ps(mean + c)),
-                                  _mm256_loadu_ps(rstd + c));
-        __m256 g = _mm256_loadu_ps(dy + c), v;
-        if (has_ro) g = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(ro + c), _mm256_setzero_ps(), _CMP_GT_OQ), g);
-        v = _mm256_mul_ps(_mm256_loadu_ps(k + c),
-                          _mm256_sub_ps(_mm256_sub_ps(g, _mm256_mul_ps(nv, _mm256_loadu_ps(md + c))),
-                                        _mm256_mul_ps(xh, _mm256_mul_ps(nv, _mm256_loadu_ps(mdx + c)))));
-        _mm256_storeu_ps(dx + c, overwrite ? v : _mm256_add_ps(_mm256_loadu_ps(dx + c), v));
-    }
-#endif
-    for (; c < w; ++c) {
+    int c;
+    for (c = 0; c < w; ++c) {
         float xh = (x[c] - mean[c]) * rstd[c];
         float g = has_ro && !(ro[c] > 0.0f) ? 0.0f : dy[c];
         float v = k[c] * (g - n * md[c] - xh * (n * mdx[c]));
@@ -6934,34 +6465,10 @@ HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, 
 }
 
 /* t[j] = [h[j] + e[j] > 0] t[j] and acc[j] += t[j] (in double) over w
-   channels: the AVX-512 (AVX2) path does the scalar arithmetic 16 (8)
-   channels at a time (the same bits); compilers left the mixed float/double loop scalar,
-   and it took most of the shared-edge backward. */
+   channels. */
 static void hpj__gine_mask_acc(double *acc, float *t, const float *hr, const float *ec, int w) {
-    int j = 0;
-#if defined(HPJ__GEMM_AVX512)
-    for (; j + 16 <= w; j += 16) {
-        __mmask16 k = _mm512_cmp_ps_mask(_mm512_add_ps(_mm512_loadu_ps(hr + j), _mm512_loadu_ps(ec + j)),
-                                         _mm512_setzero_ps(), _CMP_GT_OQ);
-        __m512 v = _mm512_maskz_mov_ps(k, _mm512_loadu_ps(t + j));
-        _mm512_storeu_ps(t + j, v);
-        _mm512_storeu_pd(acc + j, _mm512_add_pd(_mm512_loadu_pd(acc + j), _mm512_cvtps_pd(_mm512_castps512_ps256(v))));
-        /* the upper 8 floats (AVX-512F has no 32x8 extract) */
-        __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-        _mm512_storeu_pd(acc + j + 8, _mm512_add_pd(_mm512_loadu_pd(acc + j + 8), _mm512_cvtps_pd(hi)));
-    }
-#elif defined(HPJ__GEMM_AVX2)
-    for (; j + 8 <= w; j += 8) {
-        __m256 k = _mm256_cmp_ps(_mm256_add_ps(_mm256_loadu_ps(hr + j), _mm256_loadu_ps(ec + j)), _mm256_setzero_ps(),
-                                 _CMP_GT_OQ);
-        __m256 v = _mm256_and_ps(k, _mm256_loadu_ps(t + j));
-        _mm256_storeu_ps(t + j, v);
-        _mm256_storeu_pd(acc + j, _mm256_add_pd(_mm256_loadu_pd(acc + j), _mm256_cvtps_pd(_mm256_castps256_ps128(v))));
-        _mm256_storeu_pd(acc + j + 4,
-                         _mm256_add_pd(_mm256_loadu_pd(acc + j + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
-    }
-#endif
-    for (; j < w; ++j) {
+    int j;
+    for (j = 0; j < w; ++j) {
         t[j] = hr[j] + ec[j] > 0.0f ? t[j] : 0.0f;
         acc[j] += t[j];
     }
@@ -7257,170 +6764,19 @@ static void hpj__att_softmax(float *p, const uint8_t *km, int T, float mx) {
         if (!km || km[j]) p[j] *= inv;
 }
 
-#if defined(HPJ__GEMM_AVX512)
-/* HPJ__FMAF on 16 lanes: fused where HPJ__FMAF is (FP_FAST_FMAF: GCC with
-   FMA), else a product and a sum (clang), as the scalar loops. */
-#if defined(FP_FAST_FMAF)
-#define HPJ__FMA16(a, b, c) _mm512_fmadd_ps((a), (b), (c))
-#else
-#define HPJ__FMA16(a, b, c) _mm512_add_ps(_mm512_mul_ps((a), (b)), (c))
-#endif
-
-/* hpj__dot of two 16-float rows, in one register: the same first step and
-   the same tree (lanes l + 8, then l + 4, then (0 + 2) + (1 + 3)), so the
-   same bits. */
-static HPJ__INLINE float hpj__dot16(__m512 a, const float *b) {
-    __m512 p = HPJ__FMA16(a, _mm512_loadu_ps(b), _mm512_setzero_ps());
-    __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(p),
-                              _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1)));
-    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    __m128 t = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
-}
-
-/* One (graph, head) of hpj_attention_forward with 16-float heads (d = 128
-   with 8 heads): each head row is one register, the operations and their
-   order those of the loop below (its dots by hpj__dot16, its axpys as
-   HPJ__FMA16 per lane into a register that starts at 0), so the
-   same bits without the loop's scalar bookkeeping: 1.9 % of a PROTEINS
-   d = 128 step, most of it in the EMA encoder's small blocks. */
-static void hpj__att_fwd16(float *out, float *att, const float *qkv, const uint8_t *km, const float *adj, int bh,
-                           int T, int D, int H, float scale) {
-    int b = bh / H, h = bh % H, i, j;
-    ptrdiff_t ld = 3 * (ptrdiff_t)D;
-    const float *base = qkv + (ptrdiff_t)b * T * ld + h * 16;
-    for (i = 0; i < T; ++i) {
-        __m512 q = _mm512_loadu_ps(base + i * ld), o = _mm512_setzero_ps();
-        float *p = att + ((ptrdiff_t)bh * T + i) * T, mx = 0.0f;
-        const float *a = adj ? adj + ((ptrdiff_t)b * T + i) * T : NULL;
-        int any = 0;
-        for (j = 0; j < T; ++j) {
-            if (km && !km[j]) {
-                p[j] = 0.0f;
-                continue;
-            }
-            p[j] = hpj__dot16(q, base + j * ld + D) * scale;
-            if (!any || p[j] > mx) mx = p[j];
-            any = 1;
-        }
-        if (any) {
-            hpj__att_softmax(p, km, T, mx);
-            for (j = 0; j < T; ++j) {
-                if (km && !km[j]) continue;
-                o = HPJ__FMA16(_mm512_set1_ps(a ? p[j] * a[j] : p[j]), _mm512_loadu_ps(base + j * ld + 2 * D), o);
-            }
-        }
-        _mm512_storeu_ps(out + ((ptrdiff_t)b * T + i) * D + h * 16, o);
-    }
-}
-/* Eight 16-float heads of a graph at once, heads 8 g .. 8 g + 7 (hd = 16
-   and H a multiple of 8: d = 128 with 8 heads; T <= HPJ__ATT_T8): a
-   query's eight dot products with a key are reduced together by a tree of
-   shuffles whose every lane adds what hpj__dot16 adds, in its order (lane
-   l + 8, then l + 4, then (0 + 2) + (1 + 3)), and the softmax's compares,
-   sums and quotient run on the eight heads' lanes (expf lane by lane), so
-   the same bits as hpj__att_fwd16 head by head. The EMA encoder's
-   attention over 2-4 targets: 4 dots and 4 softmax weights a query and
-   head, where the per-head reductions and scalar bookkeeping cost more
-   than the arithmetic. */
-#define HPJ__ATT_T8 32
-static void hpj__att_fwd16x8(float *out, float *att, const float *qkv, const uint8_t *km, const float *adj, int b,
-                             int g, int T, int D, int H, float scale) {
-    ptrdiff_t ld = 3 * (ptrdiff_t)D;
-    const float *base = qkv + (ptrdiff_t)b * T * ld + g * 128;
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
-    float sc[HPJ__ATT_T8][8], e[8];
-    int i, j, h;
-    for (i = 0; i < T; ++i) {
-        __m512 q[8], o[8];
-        __m256 mx = _mm256_setzero_ps(), sum = _mm256_setzero_ps(), inv;
-        const float *a = adj ? adj + ((ptrdiff_t)b * T + i) * T : NULL;
-        float *pa = att + (((ptrdiff_t)b * H + g * 8) * T + i) * T; /* head h's row at pa + h T T */
-        int any = 0;
-        for (h = 0; h < 8; ++h) {
-            q[h] = _mm512_loadu_ps(base + i * ld + h * 16);
-            o[h] = _mm512_setzero_ps();
-        }
-        for (j = 0; j < T; ++j) {
-            const float *k = base + j * ld + D;
-            __m512 p[8], x01, x23, x45, x67, y0, y1, z;
-            __m256 sj;
-            if (km && !km[j]) {
-                for (h = 0; h < 8; ++h) pa[(ptrdiff_t)h * T * T + j] = 0.0f;
-                continue;
-            }
-            for (h = 0; h < 8; ++h) p[h] = HPJ__FMA16(q[h], _mm512_loadu_ps(k + h * 16), _mm512_setzero_ps());
-            /* lanes l + 8: x01 = [p0's 8 | p1's 8], ... */
-            x01 = _mm512_add_ps(_mm512_shuffle_f32x4(p[0], p[1], 0x44), _mm512_shuffle_f32x4(p[0], p[1], 0xEE));
-            x23 = _mm512_add_ps(_mm512_shuffle_f32x4(p[2], p[3], 0x44), _mm512_shuffle_f32x4(p[2], p[3], 0xEE));
-            x45 = _mm512_add_ps(_mm512_shuffle_f32x4(p[4], p[5], 0x44), _mm512_shuffle_f32x4(p[4], p[5], 0xEE));
-            x67 = _mm512_add_ps(_mm512_shuffle_f32x4(p[6], p[7], 0x44), _mm512_shuffle_f32x4(p[6], p[7], 0xEE));
-            /* lanes l + 4: y0 = [p0's 4 | p1's 4 | p2's 4 | p3's 4] */
-            y0 = _mm512_add_ps(_mm512_shuffle_f32x4(x01, x23, 0x88), _mm512_shuffle_f32x4(x01, x23, 0xDD));
-            y1 = _mm512_add_ps(_mm512_shuffle_f32x4(x45, x67, 0x88), _mm512_shuffle_f32x4(x45, x67, 0xDD));
-            /* 0 + 2 and 1 + 3: 128-bit lane k = [pk's two | p(k+4)'s two] */
-            z = _mm512_add_ps(_mm512_shuffle_ps(y0, y1, 0x44), _mm512_shuffle_ps(y0, y1, 0xEE));
-            /* the last sum: lane 4k head k, lane 4k + 1 head k + 4 */
-            z = _mm512_add_ps(_mm512_shuffle_ps(z, z, 0x88), _mm512_shuffle_ps(z, z, 0xDD));
-            sj = _mm256_mul_ps(_mm512_castps512_ps256(_mm512_permutexvar_ps(order, z)), _mm256_set1_ps(scale));
-            mx = any ? _mm256_blendv_ps(mx, sj, _mm256_cmp_ps(sj, mx, _CMP_GT_OQ)) : sj;
-            any = 1;
-            _mm256_storeu_ps(sc[j], sj);
-        }
-        if (any) {
-            for (j = 0; j < T; ++j) { /* exp(p - mx), summed in key order */
-                __m256 ej;
-                if (km && !km[j]) continue;
-                _mm256_storeu_ps(e, _mm256_sub_ps(_mm256_loadu_ps(sc[j]), mx));
-                for (h = 0; h < 8; ++h) e[h] = expf(e[h]);
-                ej = _mm256_loadu_ps(e);
-                sum = _mm256_add_ps(sum, ej);
-                _mm256_storeu_ps(sc[j], ej);
-            }
-            inv = _mm256_div_ps(_mm256_set1_ps(1.0f), sum);
-            for (j = 0; j < T; ++j) {
-                if (km && !km[j]) continue;
-                _mm256_storeu_ps(e, _mm256_mul_ps(_mm256_loadu_ps(sc[j]), inv));
-                for (h = 0; h < 8; ++h) {
-                    pa[(ptrdiff_t)h * T * T + j] = e[h];
-                    o[h] = HPJ__FMA16(_mm512_set1_ps(a ? e[h] * a[j] : e[h]), _mm512_loadu_ps(base + j * ld + 2 * D + h * 16),
-                                      o[h]);
-                }
-            }
-        }
-        for (h = 0; h < 8; ++h) _mm512_storeu_ps(out + ((ptrdiff_t)b * T + i) * D + g * 128 + h * 16, o[h]);
-    }
-}
-#undef HPJ__FMA16
-#endif
-
 HPJDEF void hpj_attention_forward(float *out, float *att, const float *qkv, const uint8_t *keymask,
                                   const float *adj, int B, int T, int D, int H) {
     int bh, hd = H > 0 ? D / H : 0;
     float scale = 1.0f / sqrtf((float)hd);
     ptrdiff_t ld = 3 * (ptrdiff_t)D;
     if (B <= 0 || T <= 0 || hd <= 0) return;
-#if defined(HPJ__GEMM_AVX512)
-    if (hd == 16 && H % 8 == 0 && T <= HPJ__ATT_T8 && hpj_gemm_isa() == HPJ_GEMM_AVX512) {
-        int bg, G = H / 8;
-        HPJ__OMP(parallel for schedule(static) if ((int64_t)B * H * T * T * hd >= HPJ__PAR_ELEMS))
-        for (bg = 0; bg < B * G; ++bg)
-            hpj__att_fwd16x8(out, att, qkv, keymask ? keymask + (ptrdiff_t)(bg / G) * T : NULL, adj, bg / G, bg % G, T,
-                             D, H, scale);
-        return;
-    }
-#endif
+    /* one (graph, head) per task: s_ij = q_i.k_j scale over the unmasked
+       keys, P_i = softmax(s_i), out_i = sum_j P_ij adj_ij v_j */
     HPJ__OMP(parallel for schedule(static) if ((int64_t)B * H * T * T * hd >= HPJ__PAR_ELEMS))
     for (bh = 0; bh < B * H; ++bh) {
         int b = bh / H, h = bh % H, i, j;
         const float *base = qkv + (ptrdiff_t)b * T * ld;
         const uint8_t *km = keymask ? keymask + (ptrdiff_t)b * T : NULL;
-#if defined(HPJ__GEMM_AVX512)
-        if (hd == 16) {
-            hpj__att_fwd16(out, att, qkv, km, adj, bh, T, D, H, scale);
-            continue;
-        }
-#endif
         for (i = 0; i < T; ++i) {
             const float *q = base + i * ld + h * hd;
             float *p = att + ((ptrdiff_t)bh * T + i) * T;
@@ -7563,7 +6919,6 @@ HPJDEF void hpj_block_cache_bind(hpj_block_cache *c, float *flat, int B, int T, 
     c->ln2_rstd = c->ln2_mean + hpj__r16(bt);
     c->fch = c->ln2_rstd + hpj__r16(bt);
     c->fch_act = c->fch + hpj__r16(bt * (size_t)F);
-    c->dact = NULL;
 }
 
 HPJDEF size_t hpj_block_scratch_count(int B, int T, int D, int H, int F) {
@@ -7610,7 +6965,7 @@ static void hpj__block_front(hpj_block_cache *c, const float *inp, const hpj_blo
     hpj__add_inplace(c->x1, inp, nd);
     hpj_layernorm_forward(c->ln2, c->ln2_mean, c->ln2_rstd, c->x1, p->ln2_g, p->ln2_b, N, D, 1e-5f);
     hpj_linear_forward(c->fch, c->ln2, p->W1, p->b1, N, D, F);
-    if (act == HPJ_ACT_GELU) hpj__gelu_fwd(c->fch_act, c->dact, c->fch, (size_t)N * F);
+    if (act == HPJ_ACT_GELU) hpj_gelu_forward(c->fch_act, c->fch, (size_t)N * F);
     else hpj_relu_forward(c->fch_act, c->fch, (size_t)N * F);
 }
 
@@ -7623,20 +6978,13 @@ HPJDEF void hpj_block_forward(float *out, hpj_block_cache *c, const float *inp, 
     hpj__add_inplace(out, c->x1, (size_t)N * D);
 }
 
-/* The FFN activation's backward (fch_act = act(fch)) from dF1, the
-   gradient of fch_act, into dF2 (GELU and ReLU write it as if it were
-   zeros); returns where the gradient of fch is: dF1 itself when the
-   forward kept GELU' (c->dact), which hpj__act_gate handed to the W2
-   input-gradient product to multiply by. */
-static const float *hpj__act_gate(const hpj_block_cache *c, int act) { return act == HPJ_ACT_GELU ? c->dact : NULL; }
+/* The FFN activation's backward (fch_act = act(fch)): dF2 = the gradient
+   of fch from dF1, the gradient of fch_act (dF2 overwritten); returns
+   dF2. */
 static float *hpj__act_back(const hpj_block_cache *c, int act, float *dF1, float *dF2, size_t nf) {
-    if (hpj__act_gate(c, act)) return dF1;
-    if (act == HPJ_ACT_GELU) {
-        hpj__gelu_back(dF2, dF1, c->fch, nf, 1);
-    } else {
-        memset(dF2, 0, nf * sizeof(float));
-        hpj_relu_backward(dF2, dF1, c->fch_act, nf);
-    }
+    memset(dF2, 0, nf * sizeof(float));
+    if (act == HPJ_ACT_GELU) hpj_gelu_backward(dF2, dF1, c->fch, nf);
+    else hpj_relu_backward(dF2, dF1, c->fch_act, nf);
     return dF2;
 }
 
@@ -7653,8 +7001,8 @@ HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *d
     if (N <= 0 || (!dinp && !dp)) return;
     /* y = x1 + fch_act W2^T + b2 */
     memcpy(dx1, dout, nd * sizeof(float));
-    hpj__linear_back2g(dF1, 0.0f, dp ? dp->W2 : NULL, dp ? dp->b2 : NULL, dout, c->fch_act, p->W2, N, F, D,
-                       hpj__act_gate(c, act));
+    hpj__linear_back2(dF1, 0.0f, dp ? dp->W2 : NULL, dp ? dp->b2 : NULL, dout, c->fch_act, p->W2, N, F, D);
+    /* fch_act = act(fch) */
     dF2 = hpj__act_back(c, act, dF1, dF2, nf);
     /* fch = ln2 W1^T + b1 */
     hpj__linear_back2(dD, 0.0f, dp ? dp->W1 : NULL, dp ? dp->b1 : NULL, dF2, c->ln2, p->W1, N, D, F);
@@ -10056,9 +9404,6 @@ static void hpj__enc_bind(hpj_arena *a, const hpj_model *m, hpj__enc_ws *w, int 
         if (train || i == 0) {
             float *flat = hpj_arena_floats(a, cc + 1);
             hpj_block_cache_bind(&w->cache[i], flat, B, T, D, H, F);
-            /* the backward reads the GELU's input only through GELU':
-               the forward overwrites fch with it */
-            if (train && m->cfg.ffn_act == HPJ_ACT_GELU) w->cache[i].dact = w->cache[i].fch;
         } else {
             w->cache[i] = w->cache[0];
         }
@@ -10195,7 +9540,8 @@ static void hpj__pipe_bind(hpj__pipe_blk *k, float *s, const hpj_block_cache *c,
     k->datty = s + 2 * nd;
     k->dln1 = s + 3 * nd;
     k->dF1 = s + 4 * nd;
-    k->dF2 = hpj__act_gate(c, act) ? k->dF1 : k->dF1 + hpj__r16((size_t)N * F); /* (as hpj__act_back returns) */
+    k->dF2 = k->dF1 + hpj__r16((size_t)N * F);
+    (void)c, (void)act;
 }
 
 /* The chain: the input gradients; *done1 counts the parameter tasks
@@ -10220,17 +9566,17 @@ static void hpj__pipe_chain(hpj_model *m, hpj__enc_ws *w, const float *dy, float
         hpj__post(posted, q + 1); /* task 0 reads dcur */
         /* y = x1 + fch_act W2^T + b2 */
         memcpy(k.dx1, dcur, nd * sizeof(float));
-        hpj__linear_back_part(0, k.dF1, 0.0f, NULL, NULL, dcur, NULL, p->W2, N, F, D, hpj__act_gate(c, act));
+        hpj__linear_back_part(0, k.dF1, 0.0f, NULL, NULL, dcur, NULL, p->W2, N, F, D);
         hpj__act_back(c, act, k.dF1, k.dF2, nf);
         hpj__post(posted, q + 2); /* task 1 reads dF2 */
         /* fch = ln2 W1^T + b1; ln2 = LN(x1) */
-        hpj__linear_back_part(0, k.dln2, 0.0f, NULL, NULL, k.dF2, NULL, p->W1, N, D, F, NULL);
+        hpj__linear_back_part(0, k.dln2, 0.0f, NULL, NULL, k.dF2, NULL, p->W1, N, D, F);
         hpj_layernorm_backward(k.dx1, NULL, NULL, k.dln2, c->x1, p->ln2_g, c->ln2_mean, c->ln2_rstd, N, D);
         hpj__post(posted, q + 3); /* task 2 reads dln2 and dx1 */
         /* x1 = x + atty Wo^T + bo; atty = v = ln1 Wv^T + bv */
-        hpj__linear_back_part(0, k.datty, 0.0f, NULL, NULL, k.dx1, NULL, p->Wo, N, D, D, NULL);
+        hpj__linear_back_part(0, k.datty, 0.0f, NULL, NULL, k.dx1, NULL, p->Wo, N, D, D);
         hpj__post(posted, q + 4); /* task 3 reads datty */
-        hpj__linear_back_part(0, k.dln1, 0.0f, NULL, NULL, k.datty, NULL, Wv, N, D, D, NULL);
+        hpj__linear_back_part(0, k.dln1, 0.0f, NULL, NULL, k.datty, NULL, Wv, N, D, D);
         hpj__post(posted, q + 5); /* task 4 reads dln1 */
         /* ln1 = LN(x), and the residual; dnext is block i + 1's dcur
            (task 0 of block i + 1 read it) */
@@ -10254,15 +9600,15 @@ static void hpj__pipe_task(hpj_model *m, hpj__enc_ws *w, const float *dy, int q)
     hpj__pipe_blk k;
     hpj__pipe_bind(&k, w->pipe[i & 1], c, act, N, D, F);
     switch (q % HPJ__PIPE_TASKS) {
-    case 0: hpj__linear_back_part(1, NULL, 0.0f, g->W2, g->b2, dcur, c->fch_act, p->W2, N, F, D, NULL); break;
-    case 1: hpj__linear_back_part(1, NULL, 0.0f, g->W1, g->b1, k.dF2, c->ln2, p->W1, N, D, F, NULL); break;
+    case 0: hpj__linear_back_part(1, NULL, 0.0f, g->W2, g->b2, dcur, c->fch_act, p->W2, N, F, D); break;
+    case 1: hpj__linear_back_part(1, NULL, 0.0f, g->W1, g->b1, k.dF2, c->ln2, p->W1, N, D, F); break;
     case 2:
         hpj_layernorm_backward(NULL, g->ln2_g, g->ln2_b, k.dln2, c->x1, p->ln2_g, c->ln2_mean, c->ln2_rstd, N, D);
-        hpj__linear_back_part(1, NULL, 0.0f, g->Wo, g->bo, k.dx1, c->atty, p->Wo, N, D, D, NULL);
+        hpj__linear_back_part(1, NULL, 0.0f, g->Wo, g->bo, k.dx1, c->atty, p->Wo, N, D, D);
         break;
     case 3:
         hpj__linear_back_part(1, NULL, 0.0f, g->Wqkv + 2 * (size_t)D * D, g->bqkv + 2 * D, k.datty, c->ln1,
-                              p->Wqkv + 2 * (size_t)D * D, N, D, D, NULL);
+                              p->Wqkv + 2 * (size_t)D * D, N, D, D);
         break;
     default:
         hpj_layernorm_backward(NULL, g->ln1_g, g->ln1_b, k.dln1, w->x[i], p->ln1_g, c->ln1_mean, c->ln1_rstd, N, D);
@@ -14738,6 +14084,191 @@ static void hpj__gemm_fast(int transA, int transB, int M, int N, int K, float al
 /* ---- anchor: fast nn ----
    (the nn layers' fast siblings follow this line)
    ---- */
+
+/* ==== fast: linear backward, the two parts side by side ====
+   The input gradient (dinp = dout W) and the weight and bias gradients
+   (dW += dout^T inp, db += column sums) read the same dout and write
+   disjoint outputs. With exactly two threads (hpj__two_ok) and products
+   small enough that a team gains little inside each one, one thread
+   takes each part instead of the team taking each part in turn: fewer
+   barriers and hand-overs. Each part is computed exactly as alone, so the
+   bits are the reference's. */
+static int hpj__linear_back_pair(float *dinp, float beta, float *dW, float *db, const float *dout, const float *inp,
+                                 const float *W, int N, int Din, int Dout) {
+    int part;
+    if (!dinp || (!dW && !db) || (double)N * Din * Dout > HPJ__PAIR_MACS || !hpj__two_ok()) return 0;
+    HPJ__OMP(parallel for num_threads(2) schedule(static, 1))
+    for (part = 0; part < 2; ++part) hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
+    return 1;
+}
+
+/* ==== fast: GELU with AVX-512 and AVX2 ====
+   hpj__expf and hpj__ncdf lane by lane: the same operations in the same
+   order (the polynomials' fused steps; every other multiply and add
+   separate, the same clamps and selects, NaN passed through as the C code
+   does), so the same bits as the reference loops. Where no lane of a
+   vector needs the erfc branch (|x| < sqrt 2 throughout, most of a
+   trained network's pre-activations), that branch is skipped. */
+#if !defined(HPJ_NO_SIMD) && (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)))
+#include <immintrin.h>
+#endif
+
+#if !defined(HPJ_NO_SIMD) && defined(__AVX512F__)
+#define HPJ__C(v) _mm512_set1_ps(v)
+static HPJ__INLINE __m512 hpj__expf_avx512(__m512 y) {
+    __m512 n, r, p;
+    __m512i bits;
+    y = _mm512_max_ps(HPJ__C(-87.0f), y); /* y < -87 ? -87 : y */
+    y = _mm512_min_ps(HPJ__C(88.0f), y);  /* y > 88 ? 88 : y   */
+    n = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(y, HPJ__C(1.442695041f)), HPJ__C(12582912.0f)), HPJ__C(12582912.0f));
+    r = _mm512_sub_ps(y, _mm512_mul_ps(n, HPJ__C(0.693145751953125f)));
+    r = _mm512_sub_ps(r, _mm512_mul_ps(n, HPJ__C(1.428606765330187e-06f)));
+    p = HPJ__C(HPJ__EXP_C0);
+#define HPJ__S(c) p = _mm512_fmadd_ps(p, r, HPJ__C(c));
+    HPJ__EXP_STEPS(HPJ__S)
+#undef HPJ__S
+    bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+}
+
+static HPJ__INLINE __m512 hpj__ncdf_avx512(__m512 x) {
+    __m512 z = _mm512_mul_ps(x, HPJ__C(0.70710678118654752f)), t = _mm512_mul_ps(z, z), e, u, q;
+    __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32(0x7FFFFFFF)));
+    __mmask16 mid = _mm512_cmp_ps_mask(a, HPJ__C(3.93f), _CMP_LT_OQ);
+    __mmask16 small = _mm512_cmp_ps_mask(a, HPJ__C(1.0f), _CMP_LT_OQ);
+    e = HPJ__C(HPJ__ERF_C0);
+#define HPJ__S(c) e = _mm512_fmadd_ps(e, t, HPJ__C(c));
+    HPJ__ERF_STEPS(HPJ__S)
+#undef HPJ__S
+    e = _mm512_mul_ps(e, z);
+    if (small == 0xFFFF) return _mm512_add_ps(HPJ__C(0.5f), _mm512_mul_ps(HPJ__C(0.5f), e)); /* no lane needs q */
+    u = _mm512_sub_ps(_mm512_mask_blend_ps(mid, HPJ__C(3.93f), a), HPJ__C(2.5f));
+    q = HPJ__C(HPJ__ERFC_C0);
+#define HPJ__S(c) q = _mm512_fmadd_ps(q, u, HPJ__C(c));
+    HPJ__ERFC_STEPS(HPJ__S)
+#undef HPJ__S
+    q = _mm512_maskz_mul_ps(mid, HPJ__C(0.5f), hpj__expf_avx512(q)); /* erfc(|z|) / 2 */
+    q = _mm512_mask_sub_ps(q, _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_GT_OQ), HPJ__C(1.0f), q);
+    return _mm512_mask_blend_ps(small, q, _mm512_add_ps(HPJ__C(0.5f), _mm512_mul_ps(HPJ__C(0.5f), e)));
+}
+
+/* phi(x), the normal density */
+static HPJ__INLINE __m512 hpj__pdf_avx512(__m512 v) {
+    return _mm512_mul_ps(HPJ__C(0.3989422804014327f),
+                         hpj__expf_avx512(_mm512_mul_ps(_mm512_mul_ps(HPJ__C(-0.5f), v), v)));
+}
+
+/* Vectors [b0, b1) of 16 floats (clipped to n) of the GELU forward
+   (dout = NULL: y = x Phi(x)) or backward (y += dout (Phi(x) + x phi(x))). */
+static void hpj__gelu_avx512(float *y, const float *x, const float *dout, size_t n, int64_t b0, int64_t b1) {
+    int64_t b;
+    for (b = b0; b < b1; ++b) {
+        size_t i = (size_t)b * 16, w = n - i < 16 ? n - i : 16;
+        __mmask16 k = (__mmask16)(w == 16 ? 0xFFFFu : (1u << w) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+        if (!dout) {
+            _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(v, hpj__ncdf_avx512(v)));
+        } else {
+            __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dout + i),
+                                     _mm512_add_ps(hpj__ncdf_avx512(v), _mm512_mul_ps(v, hpj__pdf_avx512(v))));
+            _mm512_mask_storeu_ps(y + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, y + i), g));
+        }
+    }
+}
+#undef HPJ__C
+#endif
+
+#if !defined(HPJ_NO_SIMD) && defined(__AVX2__) && defined(__FMA__)
+/* The same on 8 lanes with AVX2. */
+#define HPJ__C(v) _mm256_set1_ps(v)
+static HPJ__INLINE __m256 hpj__expf_avx2(__m256 y) {
+    __m256 n, r, p;
+    __m256i bits;
+    y = _mm256_max_ps(HPJ__C(-87.0f), y); /* y < -87 ? -87 : y (NaN passes) */
+    y = _mm256_min_ps(HPJ__C(88.0f), y);
+    n = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(y, HPJ__C(1.442695041f)), HPJ__C(12582912.0f)), HPJ__C(12582912.0f));
+    r = _mm256_sub_ps(y, _mm256_mul_ps(n, HPJ__C(0.693145751953125f)));
+    r = _mm256_sub_ps(r, _mm256_mul_ps(n, HPJ__C(1.428606765330187e-06f)));
+    p = HPJ__C(HPJ__EXP_C0);
+#define HPJ__S(c) p = _mm256_fmadd_ps(p, r, HPJ__C(c));
+    HPJ__EXP_STEPS(HPJ__S)
+#undef HPJ__S
+    bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+static HPJ__INLINE __m256 hpj__ncdf_avx2(__m256 x) {
+    __m256 z = _mm256_mul_ps(x, HPJ__C(0.70710678118654752f)), t = _mm256_mul_ps(z, z), e, u, q;
+    __m256 a = _mm256_and_ps(z, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
+    __m256 mid = _mm256_cmp_ps(a, HPJ__C(3.93f), _CMP_LT_OQ), small = _mm256_cmp_ps(a, HPJ__C(1.0f), _CMP_LT_OQ);
+    e = HPJ__C(HPJ__ERF_C0);
+#define HPJ__S(c) e = _mm256_fmadd_ps(e, t, HPJ__C(c));
+    HPJ__ERF_STEPS(HPJ__S)
+#undef HPJ__S
+    e = _mm256_add_ps(HPJ__C(0.5f), _mm256_mul_ps(HPJ__C(0.5f), _mm256_mul_ps(e, z)));
+    if (_mm256_movemask_ps(small) == 0xFF) return e; /* no lane needs q */
+    u = _mm256_sub_ps(_mm256_blendv_ps(HPJ__C(3.93f), a, mid), HPJ__C(2.5f));
+    q = HPJ__C(HPJ__ERFC_C0);
+#define HPJ__S(c) q = _mm256_fmadd_ps(q, u, HPJ__C(c));
+    HPJ__ERFC_STEPS(HPJ__S)
+#undef HPJ__S
+    q = _mm256_and_ps(mid, _mm256_mul_ps(HPJ__C(0.5f), hpj__expf_avx2(q))); /* erfc(|z|) / 2 */
+    q = _mm256_blendv_ps(q, _mm256_sub_ps(HPJ__C(1.0f), q), _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_GT_OQ));
+    return _mm256_blendv_ps(q, e, small);
+}
+
+static HPJ__INLINE __m256 hpj__pdf_avx2(__m256 v) {
+    return _mm256_mul_ps(HPJ__C(0.3989422804014327f),
+                         hpj__expf_avx2(_mm256_mul_ps(_mm256_mul_ps(HPJ__C(-0.5f), v), v)));
+}
+
+/* Vectors [b0, b1) of 8 floats (clipped to n), as hpj__gelu_avx512. */
+static void hpj__gelu_avx2(float *y, const float *x, const float *dout, size_t n, int64_t b0, int64_t b1) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    int64_t b;
+    for (b = b0; b < b1; ++b) {
+        size_t i = (size_t)b * 8;
+        int w = n - i < 8 ? (int)(n - i) : 8;
+        __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), lane);
+        __m256 v = w == 8 ? _mm256_loadu_ps(x + i) : _mm256_maskload_ps(x + i, k), r;
+        if (!dout) {
+            r = _mm256_mul_ps(v, hpj__ncdf_avx2(v));
+        } else {
+            __m256 dy = w == 8 ? _mm256_loadu_ps(dout + i) : _mm256_maskload_ps(dout + i, k);
+            __m256 y0 = w == 8 ? _mm256_loadu_ps(y + i) : _mm256_maskload_ps(y + i, k);
+            r = _mm256_add_ps(y0, _mm256_mul_ps(dy, _mm256_add_ps(hpj__ncdf_avx2(v), _mm256_mul_ps(v, hpj__pdf_avx2(v)))));
+        }
+        if (w == 8) _mm256_storeu_ps(y + i, r);
+        else _mm256_maskstore_ps(y + i, k, r); /* (the tail only: masked stores are slow on some processors) */
+    }
+}
+#undef HPJ__C
+#endif
+
+/* The GELU forward (dout = NULL) or backward on the widest kernel the
+   paths level allows; 0 (nothing done): the reference loops run. Threads
+   share the work in runs of 1024 elements. */
+static int hpj__gelu_fast(float *y, const float *x, const float *dout, size_t n) {
+    int64_t b, nb;
+    (void)b, (void)nb, (void)y, (void)x, (void)dout, (void)n;
+#if !defined(HPJ_NO_SIMD) && defined(__AVX512F__)
+    if (hpj_paths() >= HPJ_PATHS_AVX512) {
+        nb = ((int64_t)n + 15) / 16;
+        HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 64))
+        for (b = 0; b < nb; b += 64) hpj__gelu_avx512(y, x, dout, n, b, HPJ__MIN(nb, b + 64));
+        return 1;
+    }
+#endif
+#if !defined(HPJ_NO_SIMD) && defined(__AVX2__) && defined(__FMA__)
+    if (hpj_paths() >= HPJ_PATHS_AVX2) {
+        nb = ((int64_t)n + 7) / 8;
+        HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 32))
+        for (b = 0; b < nb; b += 128) hpj__gelu_avx2(y, x, dout, n, b, HPJ__MIN(nb, b + 128));
+        return 1;
+    }
+#endif
+    return 0;
+}
 
 
 /* ---- anchor: fast encoder ----

@@ -282,40 +282,39 @@ static void test_cls_map(void) {
     hpj_dataset_free(&ds);
 }
 
-/* BatchNorm's channel sums (hpj__bn_part: 64 channels in registers on
-   the AVX-512 kernel) give the bits of the portable loops: training-mode
-   output, statistics and running statistics, with and without class
-   counts (a later GINE layer's classes), on the row-block path (large N,
-   two threads) and the panel path (small N, and fewer rows than row
-   blocks), with a partial block of 64 channels. The double sums
-   themselves are compared too: a last-bit change there seldom reaches
-   the float outputs (an experimental AVX2 version with a fused
-   multiply-add passed the output check and failed this one). */
-static void test_bn_sums_isas(void) {
-    int sizes[3] = {1500, 40, 20}, D = 100, si, k, isa, i;
-    double *ps[3], dm[100]; /* (D channels) */
+/* BatchNorm's channel sums (hpj__bn_part) give the same bits on every
+   paths level: training-mode output, statistics and running statistics,
+   with and without class counts (a later GINE layer's classes), on the
+   row-block path (large N, two threads) and the panel path (small N, and
+   fewer rows than row blocks), with a partial block of 64 channels. The
+   double sums themselves are compared too: a last-bit change there
+   seldom reaches the float outputs. */
+static void test_bn_sums_paths(void) {
+    int sizes[3] = {1500, 40, 20}, D = 100, si, k, lvl, i;
+    double *ps[4], dm[100]; /* (D channels) */
     hpj_rng r;
-    for (i = 0; i < 3; ++i) ps[i] = (double *)malloc(sizeof(double) * 2 * HPJ__BN_RB * (size_t)D);
+    for (i = 0; i < 4; ++i) ps[i] = (double *)malloc(sizeof(double) * 2 * HPJ__BN_RB * (size_t)D);
     hpj_rng_seed(&r, 4);
     for (si = 0; si < 3; ++si)
         for (k = 0; k < 2; ++k) {
             int N = sizes[si], ntot = 0, nres = 0;
             float *x = (float *)malloc(sizeof(float) * (size_t)N * D), *g = (float *)malloc(sizeof(float) * D);
-            float *b = (float *)malloc(sizeof(float) * D), *o[3];
+            float *b = (float *)malloc(sizeof(float) * D), *o[4];
             int32_t *cnt = k ? (int32_t *)malloc(sizeof(int32_t) * (size_t)N) : NULL;
             for (i = 0; i < N * D; ++i) x[i] = 3.0f * hpj_rng_uniform(&r) - 1.0f + (i % D) * 0.25f;
             for (i = 0; i < D; ++i) g[i] = 0.5f + hpj_rng_uniform(&r), b[i] = hpj_rng_uniform(&r) - 0.5f;
             for (i = 0; cnt && i < N; ++i) ntot += cnt[i] = 1 + i % 5;
-            FOR_EACH_GEMM_ISA(isa) {
+            for (lvl = HPJ_PATHS_REFERENCE; lvl <= HPJ_PATHS_AVX512; ++lvl) {
                 float *y, *mean, *rstd, *rm, *rv;
+                if (hpj_set_paths(lvl) != lvl) continue;
                 o[nres] = y = (float *)calloc((size_t)N * D + 4 * D, sizeof(float));
                 mean = y + (size_t)N * D, rstd = mean + D, rm = rstd + D, rv = rm + D;
                 for (i = 0; i < D; ++i) rv[i] = 1.0f;
                 hpj__bn_train(y, mean, rstd, rm, rv, x, g, b, N, D, 0.1f, 1e-5f, 1, NULL, NULL, cnt, cnt ? ntot : N);
                 if (nres > 0)
                     CHECK_MSG(memcmp(o[0], y, sizeof(float) * ((size_t)N * D + 4 * D)) == 0,
-                              "BatchNorm, %d rows%s: %s differs from the portable loops", N, cnt ? ", classes" : "",
-                              hpj_gemm_isa_name(isa));
+                              "BatchNorm, %d rows%s: %s differs from the reference", N, cnt ? ", classes" : "",
+                              hpj_paths_name(lvl));
                 { /* the double sums themselves (a last-bit change seldom reaches the floats) */
                     int bl, c;
                     for (c = 0; c < D; ++c) dm[c] = (double)mean[c] + 0.001 * c;
@@ -326,17 +325,17 @@ static void test_bn_sums_isas(void) {
                     }
                     if (nres > 0)
                         CHECK_MSG(memcmp(ps[0], ps[nres], sizeof(double) * 2 * HPJ__BN_RB * D) == 0,
-                                  "BatchNorm sums, %d rows%s: %s differ from the portable loops", N,
-                                  cnt ? ", classes" : "", hpj_gemm_isa_name(isa));
+                                  "BatchNorm sums, %d rows%s: %s differ from the reference", N,
+                                  cnt ? ", classes" : "", hpj_paths_name(lvl));
                 }
                 ++nres;
             }
-            hpj_gemm_set_isa(-1);
+            hpj_set_paths(HPJ_PATHS_BEST);
             CHECK(nres >= 1);
             for (i = 0; i < nres; ++i) free(o[i]);
             free(x); free(g); free(b); free(cnt);
         }
-    for (i = 0; i < 3; ++i) free(ps[i]);
+    for (i = 0; i < 4; ++i) free(ps[i]);
 }
 
 /* BatchNorm with the residual sum only (out = NULL: the target path's
@@ -372,13 +371,13 @@ static void test_bn_sum_only(void) {
         }
 }
 
-/* Column sums (the bias gradients): every kernel gives the bits of the
-   definition, each column summed in double in row order, then rounded
+/* Column sums (the bias gradients): every paths level gives the bits of
+   the definition, each column summed in double in row order, then rounded
    once and added to dst, for widths with and without a tail past the
    vector blocks, row strides past the width, and one row. */
-static void test_colsum_isas(void) {
+static void test_colsum_paths(void) {
     static const int shape[5][3] = {{1, 7, 7}, {37, 100, 103}, {3000, 128, 128}, {500, 512, 520}, {64, 64, 64}};
-    int si, isa, i, j, runs;
+    int si, lvl, i, j, runs;
     hpj_rng r;
     hpj_rng_seed(&r, 12);
     for (si = 0; si < 5; ++si) {
@@ -394,27 +393,27 @@ static void test_colsum_isas(void) {
             ref[j] = d0[j] + (float)acc;
         }
         runs = 0;
-        FOR_EACH_GEMM_ISA(isa) {
+        for (lvl = HPJ_PATHS_REFERENCE; lvl <= HPJ_PATHS_AVX512; ++lvl) {
+            if (hpj_set_paths(lvl) != lvl) continue;
             memcpy(dst, d0, sizeof(float) * D);
             hpj__colsum_add(dst, src, N, D, lds);
             CHECK_MSG(memcmp(dst, ref, sizeof(float) * D) == 0, "column sums %d x %d (stride %d): %s differs", N, D,
-                      lds, hpj_gemm_isa_name(isa));
+                      lds, hpj_paths_name(lvl));
             ++runs;
         }
-        hpj_gemm_set_isa(-1);
+        hpj_set_paths(HPJ_PATHS_BEST);
         CHECK(runs >= 1);
         free(src); free(d0); free(ref); free(dst);
     }
 }
 
-/* hpj_layernorm_backward's dgamma / dbeta: every kernel (AVX-512 strips of
-   32 columns, AVX2 strips of 16, the loop in tails and on the portable
-   path) against the definition: per column, in row order, the double sum
+/* hpj_layernorm_backward's dgamma / dbeta on every paths level against
+   the definition: per column, in row order, the double sum
    of dy times xhat = (x - mean) rstd rounded to float, rounded once and
    added to what dgamma / dbeta held. */
-static void test_ln_gb_isas(void) {
+static void test_ln_gb_paths(void) {
     static const int shape[6][2] = {{1, 7}, {37, 16}, {300, 128}, {29, 40}, {64, 520}, {5, 33}};
-    int si, isa, i, j, runs;
+    int si, lvl, i, j, runs;
     hpj_rng r;
     hpj_rng_seed(&r, 13);
     for (si = 0; si < 6; ++si) {
@@ -446,19 +445,20 @@ static void test_ln_gb_isas(void) {
             rb[j] = b0[j] + (float)sb;
         }
         runs = 0;
-        FOR_EACH_GEMM_ISA(isa) {
+        for (lvl = HPJ_PATHS_REFERENCE; lvl <= HPJ_PATHS_AVX512; ++lvl) {
+            if (hpj_set_paths(lvl) != lvl) continue;
             memcpy(dg, g0, sizeof(float) * D);
             memcpy(db, b0, sizeof(float) * D);
             hpj_layernorm_backward(NULL, dg, db, dy, x, NULL, mu, rs, N, D);
             CHECK_MSG(memcmp(dg, rg, sizeof(float) * D) == 0 && memcmp(db, rb, sizeof(float) * D) == 0,
-                      "layernorm dgamma / dbeta %d x %d: %s differs", N, D, hpj_gemm_isa_name(isa));
+                      "layernorm dgamma / dbeta %d x %d: %s differs", N, D, hpj_paths_name(lvl));
             memcpy(dg, g0, sizeof(float) * D); /* dgamma alone */
             hpj_layernorm_backward(NULL, dg, NULL, dy, x, NULL, mu, rs, N, D);
             CHECK_MSG(memcmp(dg, rg, sizeof(float) * D) == 0, "layernorm dgamma alone %d x %d: %s differs", N, D,
-                      hpj_gemm_isa_name(isa));
+                      hpj_paths_name(lvl));
             ++runs;
         }
-        hpj_gemm_set_isa(-1);
+        hpj_set_paths(HPJ_PATHS_BEST);
         CHECK(runs >= 1);
         free(x); free(dy); free(mu); free(rs); free(g0); free(b0); free(rg); free(rb); free(dg); free(db);
     }
@@ -562,10 +562,10 @@ const test_case internals_tests[] = {
     {"internals.park_failure", test_park_failure},
     {"internals.cls_map", test_cls_map},
     {"internals.enc_pipe", test_enc_pipe},
-    {"internals.bn_sums_isas", test_bn_sums_isas},
+    {"internals.bn_sums_paths", test_bn_sums_paths},
     {"internals.bn_sum_only", test_bn_sum_only},
-    {"internals.colsum_isas", test_colsum_isas},
-    {"internals.ln_gb_isas", test_ln_gb_isas},
+    {"internals.colsum_paths", test_colsum_paths},
+    {"internals.ln_gb_paths", test_ln_gb_paths},
     {"internals.gov_choice", test_gov_choice},
     {"internals.gov_same_bits", test_gov_same_bits},
 };

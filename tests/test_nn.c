@@ -199,11 +199,10 @@ static void test_gemm_degenerate(void) {
 
 /* The bias gradient of hpj_linear_backward, db += the column sums of dout,
    each column summed in double in row order and added to db once: the
-   same bits as that arithmetic written out here, on every kernel (the
-   AVX-512 one sums 64 columns in registers), at widths with a partial
-   block of 64 and of 16 columns. */
+   same bits as that arithmetic written out here, on every paths level,
+   at widths with a partial block of 64 and of 16 columns. */
 static void test_linear_bias_grad(void) {
-    int N = 131, Din = 5, widths[3] = {64, 150, 7}, wi, isa, c, i;
+    int N = 131, Din = 5, widths[3] = {64, 150, 7}, wi, lvl, c, i;
     hpj_rng r;
     hpj_rng_seed(&r, 9);
     for (wi = 0; wi < 3; ++wi) {
@@ -220,13 +219,14 @@ static void test_linear_bias_grad(void) {
             for (i = 0; i < N; ++i) acc += dout[(size_t)i * Dout + c];
             want[c] = 0.5f + (float)acc;
         }
-        FOR_EACH_GEMM_ISA(isa) {
+        for (lvl = HPJ_PATHS_REFERENCE; lvl <= HPJ_PATHS_AVX512; ++lvl) {
+            if (hpj_set_paths(lvl) != lvl) continue;
             for (c = 0; c < Dout; ++c) db[c] = 0.5f;
             hpj_linear_backward(dinp, dW, db, dout, inp, W, N, Din, Dout);
             CHECK_MSG(bits_equal(db, want, (size_t)Dout), "bias gradient, %d columns, %s: not the column sums in double",
-                      Dout, hpj_gemm_isa_name(isa));
+                      Dout, hpj_paths_name(lvl));
         }
-        hpj_gemm_set_isa(-1);
+        hpj_set_paths(HPJ_PATHS_BEST);
         free(dout); free(inp); free(W); free(dinp); free(dW); free(db); free(want);
     }
 }
@@ -627,12 +627,13 @@ static void test_activations(void) {
         free(d);
         free(ones);
     }
-    /* every kernel (AVX-512, AVX2 and the portable C loops) gives the
-       same bits, forward and backward, over normal values, the clamps'
-       edges, zeros, infinities and NaN, at lengths with partial blocks */
+    /* every paths level (the reference loops, the AVX2 and AVX-512
+       kernels) gives the same bits, forward and backward, over normal
+       values, the clamps' edges, zeros, infinities and NaN, at lengths
+       with partial vectors */
     {
-        int nn = 4099, k, isa, nisa = 0, isas[3];
-        float *x = fbuf(nn), *y[3], *d[3], *gy = fbuf(nn);
+        int nn = 4099, k, lvl, nisa = 0, isas[4];
+        float *x = fbuf(nn), *y[4], *d[4], *gy = fbuf(nn);
         hpj_rng rr = hpj_rng_stream(7, 1, 2);
         for (k = 0; k < nn; ++k) {
             float u = hpj_rng_uniform(&rr);
@@ -641,8 +642,9 @@ static void test_activations(void) {
         }
         x[1] = 0.0f, x[2] = -0.0f, x[4] = INFINITY, x[5] = -INFINITY, x[8] = NAN, x[10] = 1.0f, x[11] = -1.0f;
         x[13] = 3.93f * 1.41421356f, x[16] = -124.0f, x[17] = 124.0f, x[19] = 1e-30f;
-        FOR_EACH_GEMM_ISA(isa) {
-            isas[nisa] = isa;
+        for (lvl = HPJ_PATHS_REFERENCE; lvl <= HPJ_PATHS_AVX512; ++lvl) {
+            if (hpj_set_paths(lvl) != lvl) continue;
+            isas[nisa] = lvl;
             y[nisa] = fbuf(nn);
             d[nisa] = fbuf(nn);
             hpj_gelu_forward(y[nisa], x, (size_t)nn);
@@ -650,12 +652,12 @@ static void test_activations(void) {
             hpj_gelu_backward(d[nisa], gy, x, (size_t)nn);
             ++nisa;
         }
-        hpj_gemm_set_isa(-1);
+        hpj_set_paths(HPJ_PATHS_BEST);
         for (k = 1; k < nisa; ++k) {
             CHECK_MSG(memcmp(y[k], y[0], sizeof(float) * (size_t)nn) == 0, "gelu forward: %s and %s differ",
-                      hpj_gemm_isa_name(isas[k]), hpj_gemm_isa_name(isas[0]));
+                      hpj_paths_name(isas[k]), hpj_paths_name(isas[0]));
             CHECK_MSG(memcmp(d[k], d[0], sizeof(float) * (size_t)nn) == 0, "gelu backward: %s and %s differ",
-                      hpj_gemm_isa_name(isas[k]), hpj_gemm_isa_name(isas[0]));
+                      hpj_paths_name(isas[k]), hpj_paths_name(isas[0]));
         }
         CHECK(isnan(y[0][8]) && y[0][4] == INFINITY && y[0][1] == 0.0f); /* gelu(-inf) = -inf * 0: NaN, as torch */
         for (k = 0; k < nisa; ++k) {
@@ -1212,8 +1214,7 @@ static double att_ref(const att_ctx *c, int b, int i, int d) {
    output row and 16-float heads: its dot products (hpj__dot: 16 lanes, a
    fused first step, the tree l + 8, l + 4, (0 + 2) + (1 + 3)), expf, and
    axpys in key order, each step fused where the library's are
-   (FP_FAST_FMAF). With AVX-512 the library runs such heads in registers
-   (hpj__att_fwd16); its bits must be these. */
+   (FP_FAST_FMAF): the loop's bits are pinned to these. */
 #if defined(FP_FAST_FMAF)
 #define ATT_FMAF(a, b, c) fmaf((a), (b), (c))
 #else
@@ -1267,9 +1268,8 @@ static void test_attention(void) {
     for (shape = 0; shape < 3; ++shape) {
         c.B = 3;
         c.T = 5;
-        /* head width 20 (a full 16-lane block and a tail), then 16 (one
-           register), then 16 with 8 heads (hpj__att_fwd16x8: the eight
-           heads' dots and softmax together) */
+        /* head width 20 (a full 16-lane block and a tail), then 16 with 2
+           heads, then 16 with 8 heads */
         c.D = shape == 0 ? 40 : shape == 1 ? 32 : 128;
         c.H = shape == 2 ? 8 : 2;
         nq = (size_t)c.B * c.T * 3 * c.D;
@@ -1519,27 +1519,27 @@ static void test_block_single(void) {
     free(c.w);
 }
 
-/* A cache with dact set (the training encoder's: fch itself, or a buffer
-   of its own) gives the GELU block the same output and the same gradients,
-   bit for bit, as one without (the backward then recomputes GELU' from
-   fch), on every compiled ISA, for one-token and masked sequences, with
-   pre-activations spread over the erfc range and a lane tail (F = 40). */
-static void test_block_dact(void) {
+/* The GELU block's output and gradients on every paths level (the fast
+   GELU kernels, the paired linear backward on two threads, the fast GEMM)
+   are the reference's, bit for bit, for one-token and masked sequences,
+   with pre-activations spread over the erfc range and a lane tail
+   (F = 40). */
+static void test_block_paths(void) {
     hpj_rng r;
-    int isa, T, mode;
+    int lvl, T, nt, t;
     const int B = 3, D = 16, H = 4, F = 40;
     uint8_t km[15] = {1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1};
     size_t np = hpj_block_param_count(D, F), cc = hpj_block_cache_count(B, 5, D, H, F);
-    float *flat = fbuf(np), *cflat = fbuf(cc), *own = fbuf((size_t)B * 5 * F);
+    float *flat = fbuf(np), *cflat = fbuf(cc);
     float *scratch = fbuf(hpj_block_scratch_count(B, 5, D, H, F));
     float *x = fbuf((size_t)B * 5 * D), *w = fbuf((size_t)B * 5 * D);
-    float *out[3], *dx[3], *gp[3];
+    float *out[4], *dx[4], *gp[4];
     hpj_block_params p;
     hpj_rng_seed(&r, 97);
-    for (mode = 0; mode < 3; ++mode) {
-        out[mode] = fbuf((size_t)B * 5 * D);
-        dx[mode] = fbuf((size_t)B * 5 * D);
-        gp[mode] = fbuf(np);
+    for (lvl = 0; lvl < 4; ++lvl) {
+        out[lvl] = fbuf((size_t)B * 5 * D);
+        dx[lvl] = fbuf((size_t)B * 5 * D);
+        gp[lvl] = fbuf(np);
     }
     hpj_block_params_bind(&p, flat, D, F);
     hpj_block_params_init(&p, D, F, &r);
@@ -1547,42 +1547,50 @@ static void test_block_dact(void) {
     fill_uniform(p.W1, (size_t)F * D, -1.0f, 1.0f, &r);
     fill_uniform(x, (size_t)B * 5 * D, -2.0f, 2.0f, &r);
     fill_uniform(w, (size_t)B * 5 * D, -1.0f, 1.0f, &r);
-    FOR_EACH_GEMM_ISA(isa) {
+    for (nt = 1; nt <= 2; ++nt) { /* two threads: the paired linear backward */
+#ifdef _OPENMP
+        int saved = omp_get_max_threads();
+        omp_set_num_threads(nt);
+#endif
         for (T = 1; T <= 5; T += 4) {
             size_t nx = (size_t)B * T * D;
             const uint8_t *mask = T == 1 ? NULL : km;
-            int far = 0;
-            for (mode = 0; mode < 3; ++mode) { /* dact NULL, fch, a buffer of its own */
+            int far = 0, runs = 0;
+            for (lvl = HPJ_PATHS_REFERENCE; lvl <= HPJ_PATHS_AVX512; ++lvl) {
                 hpj_block_cache c;
                 hpj_block_params g;
                 size_t i;
+                if (hpj_set_paths(lvl) != lvl) continue;
                 hpj_block_cache_bind(&c, cflat, B, T, D, H, F);
-                CHECK(c.dact == NULL);
-                c.dact = mode == 0 ? NULL : mode == 1 ? c.fch : own;
-                memset(gp[mode], 0, np * sizeof(float));
-                memset(dx[mode], 0, nx * sizeof(float));
-                hpj_block_params_bind(&g, gp[mode], D, F);
-                hpj_block_forward(out[mode], &c, x, &p, mask, NULL, B, T, D, H, F, HPJ_ACT_GELU);
-                if (mode == 2)
+                memset(gp[lvl], 0, np * sizeof(float));
+                memset(dx[lvl], 0, nx * sizeof(float));
+                hpj_block_params_bind(&g, gp[lvl], D, F);
+                hpj_block_forward(out[lvl], &c, x, &p, mask, NULL, B, T, D, H, F, HPJ_ACT_GELU);
+                if (lvl == 0)
                     for (i = 0; i < (size_t)B * T * F; ++i) far += fabsf(c.fch[i]) > 1.5f;
-                hpj_block_backward(dx[mode], &g, w, x, &p, &c, scratch, mask, NULL, B, T, D, H, F, HPJ_ACT_GELU);
+                hpj_block_backward(dx[lvl], &g, w, x, &p, &c, scratch, mask, NULL, B, T, D, H, F, HPJ_ACT_GELU);
+                ++runs;
+                if (lvl > 0)
+                    CHECK_MSG(bits_equal(out[0], out[lvl], nx) && bits_equal(dx[0], dx[lvl], nx) &&
+                                  bits_equal(gp[0], gp[lvl], np),
+                              "%s, %d threads, T %d: the block's bits differ from the reference", hpj_paths_name(lvl),
+                              nt, T);
             }
-            CHECK_MSG(far > B * T * F / 8, "isa %d T %d: only %d pre-activations in the erfc range", isa, T, far);
-            for (mode = 1; mode < 3; ++mode)
-                CHECK_MSG(bits_equal(out[0], out[mode], nx) && bits_equal(dx[0], dx[mode], nx) &&
-                              bits_equal(gp[0], gp[mode], np),
-                          "isa %d T %d: dact %s changes the block's bits", isa, T, mode == 1 ? "= fch" : "buffer");
+            hpj_set_paths(HPJ_PATHS_BEST);
+            CHECK(runs >= 1);
+            CHECK_MSG(far > B * T * F / 8, "T %d: only %d pre-activations in the erfc range", T, far);
         }
+#ifdef _OPENMP
+        omp_set_num_threads(saved);
+#endif
     }
-    hpj_gemm_set_isa(-1);
-    for (mode = 0; mode < 3; ++mode) {
-        free(out[mode]);
-        free(dx[mode]);
-        free(gp[mode]);
+    for (t = 0; t < 4; ++t) {
+        free(out[t]);
+        free(dx[t]);
+        free(gp[t]);
     }
     free(flat);
     free(cflat);
-    free(own);
     free(scratch);
     free(x);
     free(w);
@@ -2067,7 +2075,7 @@ const test_case nn_tests[] = {
     {"nn.attention", test_attention},
     {"nn.block", test_block},
     {"nn.block_single", test_block_single},
-    {"nn.block_dact", test_block_dact},
+    {"nn.block_paths", test_block_paths},
     {"nn.losses", test_losses},
     {"nn.adam", test_adam},
     {"nn.adam_blocks", test_adam_blocks},
