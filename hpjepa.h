@@ -1690,11 +1690,11 @@ HPJDEF double hpj_model_last_flops(void);
    Numerics (details at each function):
      - features stay float; every sum that enters a result is taken in
        double (the float Gram matrix of ridge only preconditions);
-     - ridge forms the Gram matrix in float with a symmetric (SYRK) kernel
-       (AVX-512, else AVX2 + FMA, else portable C: chosen at compile time
-       from the target flags), factors it in float and then refines the solution
-       by preconditioned conjugate gradients on the EXACT system, applied in
-       double through X (mixed-precision refinement in the spirit of
+     - ridge forms the Gram matrix in float (its lower block triangle, by
+       hpj_gemm, the GEMM of the network layers), factors it in float (a
+       blocked Cholesky whose updates are hpj_gemm products too) and then
+       refines the solution by preconditioned conjugate gradients on the
+       EXACT system, applied in double through X (mixed-precision refinement in the spirit of
        LAPACK's dsposv), so the answer is as accurate as a double Cholesky
        solve; if refinement cannot converge it falls back to a double Gram
        + double Cholesky;
@@ -1704,10 +1704,8 @@ HPJDEF double hpj_model_last_flops(void);
        are linear in the step length);
      - all parallel loops write disjoint outputs; every reduction over
        samples runs over a fixed number of row blocks combined in block
-       order, so results are bit-identical for any OpenMP thread count
-       (builds for different instruction sets may differ in the last bits:
-       the vector kernels use fused multiply-adds). Loops too small to pay
-       for a parallel region (HPJ__PB_PAR flops) run on one thread.
+       order, so results are bit-identical for any OpenMP thread count.
+       Loops too small to pay for a parallel region run on one thread.
 
    Task-specific resolution weighting (paper section 3.3): see
    hpj_resweight_fit for every choice the paper leaves open. */
@@ -13372,7 +13370,7 @@ static double hpj__probe_logreg_phi(const hpj__probe_logreg *L, const double *Z0
    decrease. While no decrease has been seen and the initial slope would
    take phi (>= 0) to zero before 1 % of the bracket, the next trial is
    that zero of the linear model, f0 / -d0. A well-scaled problem never
-   takes this branch (its bits are unchanged). */
+   takes this branch. */
 static double hpj__probe_logreg_search(const hpj__probe_logreg *L, const double *Z0, const double *Z1, double f0, double d0,
                                   double ww, double wp, double pp, double *zt) {
     const double c1 = 1e-4, c2 = 0.9, slack = 8.0 * DBL_EPSILON * fabs(f0);
