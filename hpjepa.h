@@ -1255,11 +1255,11 @@ HPJDEF double hpj_model_last_flops(void);
    Numerics (details at each function):
      - features stay float; every sum that enters a result is taken in
        double (the float Gram matrix of ridge only preconditions);
-     - ridge forms the Gram matrix in float with a symmetric (SYRK) kernel
-       (AVX-512, else AVX2 + FMA, else portable C: chosen at compile time
-       from the target flags), factors it in float and then refines the solution
-       by preconditioned conjugate gradients on the EXACT system, applied in
-       double through X (mixed-precision refinement in the spirit of
+     - ridge forms the Gram matrix in float (its lower block triangle, by
+       hpj_gemm, the GEMM of the network layers), factors it in float (a
+       blocked Cholesky whose updates are hpj_gemm products too) and then
+       refines the solution by preconditioned conjugate gradients on the
+       EXACT system, applied in double through X (mixed-precision refinement in the spirit of
        LAPACK's dsposv), so the answer is as accurate as a double Cholesky
        solve; if refinement cannot converge it falls back to a double Gram
        + double Cholesky;
@@ -1269,10 +1269,8 @@ HPJDEF double hpj_model_last_flops(void);
        are linear in the step length);
      - all parallel loops write disjoint outputs; every reduction over
        samples runs over a fixed number of row blocks combined in block
-       order, so results are bit-identical for any OpenMP thread count
-       (builds for different instruction sets may differ in the last bits:
-       the vector kernels use fused multiply-adds). Loops too small to pay
-       for a parallel region (HPJ__PB_PAR flops) run on one thread.
+       order, so results are bit-identical for any OpenMP thread count.
+       Loops too small to pay for a parallel region run on one thread.
 
    Task-specific resolution weighting (paper section 3.3): see
    hpj_resweight_fit for every choice the paper leaves open. */
@@ -10874,24 +10872,16 @@ HPJDEF hpj_status hpj_embed_epoch(const hpj_model *m, const hpj_dataset *ds, con
 
 
 /* ==== probe: implementation ==== */
-/* Kernels: AVX-512 when the compiler targets it, else AVX2 + FMA, else
-   portable C (correct everywhere, several times slower). */
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#elif defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define HPJ__PB_AVX2 1
-#endif
 
 /* ==== probe: options, models, shared helpers ============================ */
 
 /* Reductions over samples run over a fixed number of row blocks that
    depends on n only (never on the thread count), combined in block order. */
-#define HPJ__PB_MAXBLK 32  /* most row blocks                                */
-#define HPJ__PB_MINROWS 64 /* fewest rows per block (small n: fewer blocks)  */
-#define HPJ__PB_RG 8       /* rows per group in the row passes                */
-#define HPJ__PB_LBFGS_M 10 /* L-BFGS history pairs                            */
-#define HPJ__PB_PAR 1e5    /* parallel regions only for loops of more flops   */
+#define HPJ__PROBE_MAXBLK 32  /* most row blocks                                */
+#define HPJ__PROBE_MINROWS 64 /* fewest rows per block (small n: fewer blocks)  */
+#define HPJ__PROBE_RG 8       /* rows per group in the row passes               */
+#define HPJ__PROBE_LBFGS_M 10 /* L-BFGS history pairs                           */
+#define HPJ__PROBE_PAR 1e5    /* parallel regions only for loops of more flops  */
 
 HPJDEF void hpj_probe_options_default(hpj_probe_options *o) {
     if (!o) return;
@@ -10909,7 +10899,7 @@ HPJDEF void hpj_linear_model_free(hpj_linear_model *m) {
     memset(m, 0, sizeof(*m));
 }
 
-static hpj_status hpj__pb_check_options(const char *fn, const hpj_probe_options *o) {
+static hpj_status hpj__probe_check_options(const char *fn, const hpj_probe_options *o) {
     if (!(o->alpha >= 0.0) || !isfinite(o->alpha))
         return hpj__fail(HPJ_ERR_INPUT, "%s: alpha must be finite and >= 0 (got %g)", fn, o->alpha);
     if (!(o->tol > 0.0) || !isfinite(o->tol))
@@ -10926,7 +10916,7 @@ static hpj_status hpj__pb_check_options(const char *fn, const hpj_probe_options 
 /* One allocation carved into `count` double buffers of sizes[i] doubles,
    each 64-byte aligned; *ptrs[i] receives buffer i. Returns the block to
    free, or NULL (reason recorded) on overflow or out of memory. */
-static void *hpj__pb_carve(const char *fn, int count, const size_t *sizes, double ***ptrs) {
+static void *hpj__probe_carve(const char *fn, int count, const size_t *sizes, double ***ptrs) {
     size_t total = 64, b;
     unsigned char *mem, *q;
     int i;
@@ -10947,15 +10937,15 @@ static void *hpj__pb_carve(const char *fn, int count, const size_t *sizes, doubl
     return mem;
 }
 
-static int hpj__pb_nblk(int n) {
-    int b = n / HPJ__PB_MINROWS;
-    return b < 1 ? 1 : (b > HPJ__PB_MAXBLK ? HPJ__PB_MAXBLK : b);
+static int hpj__probe_nblocks(int n) {
+    int b = n / HPJ__PROBE_MINROWS;
+    return b < 1 ? 1 : (b > HPJ__PROBE_MAXBLK ? HPJ__PROBE_MAXBLK : b);
 }
 /* First row of block b of nb over n rows. */
-static int hpj__pb_lo(int n, int nb, int b) { return (int)(((int64_t)n * b) / nb); }
+static int hpj__probe_block_lo(int n, int nb, int b) { return (int)(((int64_t)n * b) / nb); }
 
 /* Reports the first non-finite entry of A (n, d) as HPJ_ERR_NUMERIC. */
-static hpj_status hpj__pb_bad_value(const char *fn, const char *what, const float *A, int n, int d) {
+static hpj_status hpj__probe_bad_value(const char *fn, const char *what, const float *A, int n, int d) {
     size_t i, j;
     for (i = 0; i < (size_t)n; ++i)
         for (j = 0; j < (size_t)d; ++j) {
@@ -10966,325 +10956,14 @@ static hpj_status hpj__pb_bad_value(const char *fn, const char *what, const floa
     return hpj__fail(HPJ_ERR_NUMERIC, "%s: the entries of %s overflow when summed", fn, what);
 }
 
-/* ---- vector kernels ----
-   Every sum over an index j runs in 8 interleaved lanes (lane q takes the
-   j = q mod 8 terms, a short tail goes to the first lanes) combined as
-   ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)): one fixed order for any thread
-   count. The AVX-512 versions keep exactly that lane structure (they use
-   fused multiply-adds, so their last bits may differ from the portable
-   ones, which compilers may or may not contract). */
-#if defined(__AVX512F__)
-static double hpj__pb_hsum(__m512d s) {
-    /* masked extracts: the unmasked ones trip GCC 12's -Wuninitialized */
-    __m256d a = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s, 0),
-                              _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s, 1));
-    __m128d b = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
-    return _mm_cvtsd_f64(b) + _mm_cvtsd_f64(_mm_unpackhi_pd(b, b));
-}
-static __mmask8 hpj__pb_tail(int r) { return (__mmask8)((1u << r) - 1u); }
-
-static double hpj__pb_dot(const double *a, const double *b, int len) {
-    __m512d s = _mm512_setzero_pd();
-    int j = 0;
-    for (; j + 8 <= len; j += 8) s = _mm512_fmadd_pd(_mm512_loadu_pd(a + j), _mm512_loadu_pd(b + j), s);
-    if (j < len) {
-        __mmask8 m = hpj__pb_tail(len - j);
-        s = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(m, a + j), _mm512_maskz_loadu_pd(m, b + j), s);
-    }
-    return hpj__pb_hsum(s);
-}
-static __m512d hpj__pb_ldf(const float *a) { return _mm512_maskz_cvtps_pd((__mmask8)0xFF, _mm256_loadu_ps(a)); }
-static __m512d hpj__pb_ldf_tail(const float *a, int r) { /* a[0..r-1], zeros after */
-    float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    memcpy(t, a, sizeof(float) * (size_t)r);
-    return hpj__pb_ldf(t);
-}
-
-static double hpj__pb_dotf(const float *a, const double *b, int len) {
-    __m512d s = _mm512_setzero_pd();
-    int j = 0;
-    for (; j + 8 <= len; j += 8) s = _mm512_fmadd_pd(hpj__pb_ldf(a + j), _mm512_loadu_pd(b + j), s);
-    if (j < len) {
-        __mmask8 m = hpj__pb_tail(len - j);
-        s = _mm512_fmadd_pd(hpj__pb_ldf_tail(a + j, len - j), _mm512_maskz_loadu_pd(m, b + j), s);
-    }
-    return hpj__pb_hsum(s);
-}
-static double hpj__pb_dotff(const float *a, const float *b, int len) {
-    __m512d s = _mm512_setzero_pd();
-    int j = 0;
-    for (; j + 8 <= len; j += 8) s = _mm512_fmadd_pd(hpj__pb_ldf(a + j), hpj__pb_ldf(b + j), s);
-    if (j < len) {
-        s = _mm512_fmadd_pd(hpj__pb_ldf_tail(a + j, len - j), hpj__pb_ldf_tail(b + j, len - j), s);
-    }
-    return hpj__pb_hsum(s);
-}
-/* z0[r] (and z1[r]) = x_r . v0 (v1) over the whole row length d, for the 8
-   float rows x_r, in hpj__pb_dot's lane order; v1 == NULL: one vector. */
-static void hpj__pb_dot8x2(const float *const *x, const double *v0, const double *v1, int d, double *z0, double *z1) {
-    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    __m512d b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
-    int j = 0;
-#define HPJ__PB_D2(r)                                         \
-    {                                                         \
-        const __m512d xx = hpj__pb_ldf(x[r] + j);             \
-        a##r = _mm512_fmadd_pd(xx, w0, a##r);                 \
-        if (v1) b##r = _mm512_fmadd_pd(xx, w1, b##r);         \
-    }
-#define HPJ__PB_D2T(r)                                        \
-    {                                                         \
-        const __m512d xx = hpj__pb_ldf_tail(x[r] + j, d - j); \
-        a##r = _mm512_fmadd_pd(xx, w0, a##r);                 \
-        if (v1) b##r = _mm512_fmadd_pd(xx, w1, b##r);         \
-    }
-    for (; j + 8 <= d; j += 8) {
-        const __m512d w0 = _mm512_loadu_pd(v0 + j), w1 = v1 ? _mm512_loadu_pd(v1 + j) : w0;
-        HPJ__PB_D2(0) HPJ__PB_D2(1) HPJ__PB_D2(2) HPJ__PB_D2(3) HPJ__PB_D2(4) HPJ__PB_D2(5) HPJ__PB_D2(6) HPJ__PB_D2(7)
-    }
-    if (j < d) {
-        const __mmask8 m = hpj__pb_tail(d - j);
-        const __m512d w0 = _mm512_maskz_loadu_pd(m, v0 + j), w1 = v1 ? _mm512_maskz_loadu_pd(m, v1 + j) : w0;
-        HPJ__PB_D2T(0) HPJ__PB_D2T(1) HPJ__PB_D2T(2) HPJ__PB_D2T(3)
-        HPJ__PB_D2T(4) HPJ__PB_D2T(5) HPJ__PB_D2T(6) HPJ__PB_D2T(7)
-    }
-#undef HPJ__PB_D2
-#undef HPJ__PB_D2T
-    z0[0] = hpj__pb_hsum(a0), z0[1] = hpj__pb_hsum(a1), z0[2] = hpj__pb_hsum(a2), z0[3] = hpj__pb_hsum(a3);
-    z0[4] = hpj__pb_hsum(a4), z0[5] = hpj__pb_hsum(a5), z0[6] = hpj__pb_hsum(a6), z0[7] = hpj__pb_hsum(a7);
-    if (v1) {
-        z1[0] = hpj__pb_hsum(b0), z1[1] = hpj__pb_hsum(b1), z1[2] = hpj__pb_hsum(b2), z1[3] = hpj__pb_hsum(b3);
-        z1[4] = hpj__pb_hsum(b4), z1[5] = hpj__pb_hsum(b5), z1[6] = hpj__pb_hsum(b6), z1[7] = hpj__pb_hsum(b7);
-    }
-}
-/* g0[j] += ((r0[0] x_0[j] + r0[1] x_1[j]) + (r0[2] x_2[j] + r0[3] x_3[j]))
-          + ((r0[4] x_4[j] + r0[5] x_5[j]) + (r0[6] x_6[j] + r0[7] x_7[j])),
-   and the same for g1 with r1 unless g1 == NULL. */
-static void hpj__pb_axpy8x2(const float *const *x, const double *r0, const double *r1, double *g0, double *g1, int d) {
-    const __m512d p0 = _mm512_set1_pd(r0[0]), p1 = _mm512_set1_pd(r0[1]), p2 = _mm512_set1_pd(r0[2]),
-                  p3 = _mm512_set1_pd(r0[3]), p4 = _mm512_set1_pd(r0[4]), p5 = _mm512_set1_pd(r0[5]),
-                  p6 = _mm512_set1_pd(r0[6]), p7 = _mm512_set1_pd(r0[7]);
-    const double *rq = g1 ? r1 : r0;
-    const __m512d q0 = _mm512_set1_pd(rq[0]), q1 = _mm512_set1_pd(rq[1]), q2 = _mm512_set1_pd(rq[2]),
-                  q3 = _mm512_set1_pd(rq[3]), q4 = _mm512_set1_pd(rq[4]), q5 = _mm512_set1_pd(rq[5]),
-                  q6 = _mm512_set1_pd(rq[6]), q7 = _mm512_set1_pd(rq[7]);
-    int j = 0, r;
-    for (; j + 8 <= d; j += 8) {
-        const __m512d x0 = hpj__pb_ldf(x[0] + j), x1 = hpj__pb_ldf(x[1] + j), x2 = hpj__pb_ldf(x[2] + j),
-                      x3 = hpj__pb_ldf(x[3] + j), x4 = hpj__pb_ldf(x[4] + j), x5 = hpj__pb_ldf(x[5] + j),
-                      x6 = hpj__pb_ldf(x[6] + j), x7 = hpj__pb_ldf(x[7] + j);
-        __m512d u = _mm512_add_pd(_mm512_add_pd(_mm512_fmadd_pd(p1, x1, _mm512_mul_pd(p0, x0)),
-                                                _mm512_fmadd_pd(p3, x3, _mm512_mul_pd(p2, x2))),
-                                  _mm512_add_pd(_mm512_fmadd_pd(p5, x5, _mm512_mul_pd(p4, x4)),
-                                                _mm512_fmadd_pd(p7, x7, _mm512_mul_pd(p6, x6))));
-        _mm512_storeu_pd(g0 + j, _mm512_add_pd(_mm512_loadu_pd(g0 + j), u));
-        if (g1) {
-            u = _mm512_add_pd(_mm512_add_pd(_mm512_fmadd_pd(q1, x1, _mm512_mul_pd(q0, x0)),
-                                            _mm512_fmadd_pd(q3, x3, _mm512_mul_pd(q2, x2))),
-                              _mm512_add_pd(_mm512_fmadd_pd(q5, x5, _mm512_mul_pd(q4, x4)),
-                                            _mm512_fmadd_pd(q7, x7, _mm512_mul_pd(q6, x6))));
-            _mm512_storeu_pd(g1 + j, _mm512_add_pd(_mm512_loadu_pd(g1 + j), u));
-        }
-    }
-    for (; j < d; ++j) {
-        double v[8];
-        for (r = 0; r < 8; ++r) v[r] = (double)x[r][j];
-        g0[j] += ((r0[0] * v[0] + r0[1] * v[1]) + (r0[2] * v[2] + r0[3] * v[3])) +
-                 ((r0[4] * v[4] + r0[5] * v[5]) + (r0[6] * v[6] + r0[7] * v[7]));
-        if (g1)
-            g1[j] += ((r1[0] * v[0] + r1[1] * v[1]) + (r1[2] * v[2] + r1[3] * v[3])) +
-                     ((r1[4] * v[4] + r1[5] * v[5]) + (r1[6] * v[6] + r1[7] * v[7]));
-    }
-}
-/* y[j] += alpha a[j] */
-static void hpj__pb_axpyf(double *y, const float *a, double alpha, int len) {
-    const __m512d al = _mm512_set1_pd(alpha);
-    int j = 0;
-    for (; j + 8 <= len; j += 8)
-        _mm512_storeu_pd(y + j, _mm512_fmadd_pd(al, hpj__pb_ldf(a + j), _mm512_loadu_pd(y + j)));
-    for (; j < len; ++j) y[j] += alpha * (double)a[j];
-}
-/* p[j] += x[j] (mu == NULL) or p[j] += (x[j] - mu[j])^2 */
-static void hpj__pb_accf(double *p, const float *x, const double *mu, int len) {
-    int j = 0;
-    if (!mu) {
-        for (; j + 8 <= len; j += 8) _mm512_storeu_pd(p + j, _mm512_add_pd(_mm512_loadu_pd(p + j), hpj__pb_ldf(x + j)));
-        for (; j < len; ++j) p[j] += (double)x[j];
-    } else {
-        for (; j + 8 <= len; j += 8) {
-            __m512d e = _mm512_sub_pd(hpj__pb_ldf(x + j), _mm512_loadu_pd(mu + j));
-            _mm512_storeu_pd(p + j, _mm512_fmadd_pd(e, e, _mm512_loadu_pd(p + j)));
-        }
-        for (; j < len; ++j) {
-            double e = (double)x[j] - mu[j];
-            p[j] += e * e;
-        }
-    }
-}
-#elif defined(HPJ__PB_AVX2)
-/* AVX2 + FMA: the 8 lanes live in two 4-double registers (lo = lanes 0-3,
-   hi = lanes 4-7); same lane order and final combination as above. */
-static double hpj__pb_hsum2(__m256d lo, __m256d hi) {
-    __m256d a = _mm256_add_pd(lo, hi); /* (l0+l4, l1+l5, l2+l6, l3+l7) */
-    __m128d b = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
-    return _mm_cvtsd_f64(b) + _mm_cvtsd_f64(_mm_unpackhi_pd(b, b));
-}
-static __m256d hpj__pb_ldf4(const float *a) { return _mm256_cvtps_pd(_mm_loadu_ps(a)); }
-/* the tail a[0..r-1] of a row in 8 zero-padded doubles, or floats */
-static void hpj__pb_tail8(const double *a, int r, double *t) {
-    int q;
-    for (q = 0; q < 8; ++q) t[q] = q < r ? a[q] : 0.0;
-}
-static void hpj__pb_tail8f(const float *a, int r, float *t) {
-    int q;
-    for (q = 0; q < 8; ++q) t[q] = q < r ? a[q] : 0.0f;
-}
-
-static double hpj__pb_dot(const double *a, const double *b, int len) {
-    __m256d lo = _mm256_setzero_pd(), hi = lo;
-    int j = 0;
-    for (; j + 8 <= len; j += 8) {
-        lo = _mm256_fmadd_pd(_mm256_loadu_pd(a + j), _mm256_loadu_pd(b + j), lo);
-        hi = _mm256_fmadd_pd(_mm256_loadu_pd(a + j + 4), _mm256_loadu_pd(b + j + 4), hi);
-    }
-    if (j < len) {
-        double ta[8], tb[8];
-        hpj__pb_tail8(a + j, len - j, ta);
-        hpj__pb_tail8(b + j, len - j, tb);
-        lo = _mm256_fmadd_pd(_mm256_loadu_pd(ta), _mm256_loadu_pd(tb), lo);
-        hi = _mm256_fmadd_pd(_mm256_loadu_pd(ta + 4), _mm256_loadu_pd(tb + 4), hi);
-    }
-    return hpj__pb_hsum2(lo, hi);
-}
-static double hpj__pb_dotf(const float *a, const double *b, int len) {
-    __m256d lo = _mm256_setzero_pd(), hi = lo;
-    int j = 0;
-    for (; j + 8 <= len; j += 8) {
-        lo = _mm256_fmadd_pd(hpj__pb_ldf4(a + j), _mm256_loadu_pd(b + j), lo);
-        hi = _mm256_fmadd_pd(hpj__pb_ldf4(a + j + 4), _mm256_loadu_pd(b + j + 4), hi);
-    }
-    if (j < len) {
-        float ta[8];
-        double tb[8];
-        hpj__pb_tail8f(a + j, len - j, ta);
-        hpj__pb_tail8(b + j, len - j, tb);
-        lo = _mm256_fmadd_pd(hpj__pb_ldf4(ta), _mm256_loadu_pd(tb), lo);
-        hi = _mm256_fmadd_pd(hpj__pb_ldf4(ta + 4), _mm256_loadu_pd(tb + 4), hi);
-    }
-    return hpj__pb_hsum2(lo, hi);
-}
-static double hpj__pb_dotff(const float *a, const float *b, int len) {
-    __m256d lo = _mm256_setzero_pd(), hi = lo;
-    int j = 0;
-    for (; j + 8 <= len; j += 8) {
-        lo = _mm256_fmadd_pd(hpj__pb_ldf4(a + j), hpj__pb_ldf4(b + j), lo);
-        hi = _mm256_fmadd_pd(hpj__pb_ldf4(a + j + 4), hpj__pb_ldf4(b + j + 4), hi);
-    }
-    if (j < len) {
-        float ta[8], tb[8];
-        hpj__pb_tail8f(a + j, len - j, ta);
-        hpj__pb_tail8f(b + j, len - j, tb);
-        lo = _mm256_fmadd_pd(hpj__pb_ldf4(ta), hpj__pb_ldf4(tb), lo);
-        hi = _mm256_fmadd_pd(hpj__pb_ldf4(ta + 4), hpj__pb_ldf4(tb + 4), hi);
-    }
-    return hpj__pb_hsum2(lo, hi);
-}
-/* As the AVX-512 version, four rows at a time (16 registers). */
-static void hpj__pb_dot8x2(const float *const *x, const double *v0, const double *v1, int d, double *z0, double *z1) {
-    int half, k;
-    for (k = 0; k < (v1 ? 2 : 1); ++k) {
-        const double *v = k ? v1 : v0;
-        double *z = k ? z1 : z0;
-        for (half = 0; half < 2; ++half) {
-            const float *const *xr = x + 4 * half;
-            __m256d l0 = _mm256_setzero_pd(), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0, h3 = l0;
-            int j = 0;
-            for (; j + 8 <= d; j += 8) {
-                const __m256d wl = _mm256_loadu_pd(v + j), wh = _mm256_loadu_pd(v + j + 4);
-                l0 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[0] + j), wl, l0);
-                h0 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[0] + j + 4), wh, h0);
-                l1 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[1] + j), wl, l1);
-                h1 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[1] + j + 4), wh, h1);
-                l2 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[2] + j), wl, l2);
-                h2 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[2] + j + 4), wh, h2);
-                l3 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[3] + j), wl, l3);
-                h3 = _mm256_fmadd_pd(hpj__pb_ldf4(xr[3] + j + 4), wh, h3);
-            }
-            if (j < d) { /* the tail goes to the first lanes, zero padded */
-                double tv[8];
-                float t0[8], t1[8], t2[8], t3[8];
-                __m256d wl, wh;
-                hpj__pb_tail8(v + j, d - j, tv);
-                hpj__pb_tail8f(xr[0] + j, d - j, t0);
-                hpj__pb_tail8f(xr[1] + j, d - j, t1);
-                hpj__pb_tail8f(xr[2] + j, d - j, t2);
-                hpj__pb_tail8f(xr[3] + j, d - j, t3);
-                wl = _mm256_loadu_pd(tv);
-                wh = _mm256_loadu_pd(tv + 4);
-                l0 = _mm256_fmadd_pd(hpj__pb_ldf4(t0), wl, l0);
-                h0 = _mm256_fmadd_pd(hpj__pb_ldf4(t0 + 4), wh, h0);
-                l1 = _mm256_fmadd_pd(hpj__pb_ldf4(t1), wl, l1);
-                h1 = _mm256_fmadd_pd(hpj__pb_ldf4(t1 + 4), wh, h1);
-                l2 = _mm256_fmadd_pd(hpj__pb_ldf4(t2), wl, l2);
-                h2 = _mm256_fmadd_pd(hpj__pb_ldf4(t2 + 4), wh, h2);
-                l3 = _mm256_fmadd_pd(hpj__pb_ldf4(t3), wl, l3);
-                h3 = _mm256_fmadd_pd(hpj__pb_ldf4(t3 + 4), wh, h3);
-            }
-            z[4 * half] = hpj__pb_hsum2(l0, h0);
-            z[4 * half + 1] = hpj__pb_hsum2(l1, h1);
-            z[4 * half + 2] = hpj__pb_hsum2(l2, h2);
-            z[4 * half + 3] = hpj__pb_hsum2(l3, h3);
-        }
-    }
-}
-static void hpj__pb_axpy8x2(const float *const *x, const double *r0, const double *r1, double *g0, double *g1, int d) {
-    int j = 0, r, k;
-    for (k = 0; k < (g1 ? 2 : 1); ++k) {
-        const double *rr = k ? r1 : r0;
-        double *g = k ? g1 : g0;
-        const __m256d p0 = _mm256_set1_pd(rr[0]), p1 = _mm256_set1_pd(rr[1]), p2 = _mm256_set1_pd(rr[2]),
-                      p3 = _mm256_set1_pd(rr[3]), p4 = _mm256_set1_pd(rr[4]), p5 = _mm256_set1_pd(rr[5]),
-                      p6 = _mm256_set1_pd(rr[6]), p7 = _mm256_set1_pd(rr[7]);
-        for (j = 0; j + 4 <= d; j += 4) {
-            __m256d u = _mm256_add_pd(
-                _mm256_add_pd(_mm256_fmadd_pd(p1, hpj__pb_ldf4(x[1] + j), _mm256_mul_pd(p0, hpj__pb_ldf4(x[0] + j))),
-                              _mm256_fmadd_pd(p3, hpj__pb_ldf4(x[3] + j), _mm256_mul_pd(p2, hpj__pb_ldf4(x[2] + j)))),
-                _mm256_add_pd(_mm256_fmadd_pd(p5, hpj__pb_ldf4(x[5] + j), _mm256_mul_pd(p4, hpj__pb_ldf4(x[4] + j))),
-                              _mm256_fmadd_pd(p7, hpj__pb_ldf4(x[7] + j), _mm256_mul_pd(p6, hpj__pb_ldf4(x[6] + j)))));
-            _mm256_storeu_pd(g + j, _mm256_add_pd(_mm256_loadu_pd(g + j), u));
-        }
-        for (; j < d; ++j) {
-            double v[8];
-            for (r = 0; r < 8; ++r) v[r] = (double)x[r][j];
-            g[j] += ((rr[0] * v[0] + rr[1] * v[1]) + (rr[2] * v[2] + rr[3] * v[3])) +
-                    ((rr[4] * v[4] + rr[5] * v[5]) + (rr[6] * v[6] + rr[7] * v[7]));
-        }
-    }
-}
-static void hpj__pb_axpyf(double *y, const float *a, double alpha, int len) {
-    const __m256d al = _mm256_set1_pd(alpha);
-    int j = 0;
-    for (; j + 4 <= len; j += 4)
-        _mm256_storeu_pd(y + j, _mm256_fmadd_pd(al, hpj__pb_ldf4(a + j), _mm256_loadu_pd(y + j)));
-    for (; j < len; ++j) y[j] += alpha * (double)a[j];
-}
-static void hpj__pb_accf(double *p, const float *x, const double *mu, int len) {
-    int j = 0;
-    if (!mu) {
-        for (; j + 4 <= len; j += 4) _mm256_storeu_pd(p + j, _mm256_add_pd(_mm256_loadu_pd(p + j), hpj__pb_ldf4(x + j)));
-        for (; j < len; ++j) p[j] += (double)x[j];
-    } else {
-        for (; j + 4 <= len; j += 4) {
-            __m256d e = _mm256_sub_pd(hpj__pb_ldf4(x + j), _mm256_loadu_pd(mu + j));
-            _mm256_storeu_pd(p + j, _mm256_fmadd_pd(e, e, _mm256_loadu_pd(p + j)));
-        }
-        for (; j < len; ++j) {
-            double e = (double)x[j] - mu[j];
-            p[j] += e * e;
-        }
-    }
-}
-#else
-static double hpj__pb_dot(const double *a, const double *b, int len) {
+/* ---- vector primitives ----
+   Every sum over an index j runs in 8 interleaved partial sums (sum q
+   takes the j = q mod 8 terms, a short tail goes to the first ones)
+   combined as ((s0+s4)+(s2+s6))+((s1+s5)+(s3+s7)). Eight independent
+   sums keep the additions from waiting on one another, and the order is
+   fixed, so a result never depends on the thread count. Products and sums
+   are separate roundings (no fused multiply-add). */
+static double hpj__probe_dot(const double *a, const double *b, int len) {
     double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int j = 0, q;
     for (; j + 8 <= len; j += 8)
@@ -11292,7 +10971,8 @@ static double hpj__pb_dot(const double *a, const double *b, int len) {
     for (q = 0; j < len; ++j, ++q) s[q] += a[j] * b[j];
     return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
-static double hpj__pb_dotf(const float *a, const double *b, int len) {
+/* the same with a float vector a (widened to double) */
+static double hpj__probe_dot_fd(const float *a, const double *b, int len) {
     double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int j = 0, q;
     for (; j + 8 <= len; j += 8)
@@ -11300,7 +10980,8 @@ static double hpj__pb_dotf(const float *a, const double *b, int len) {
     for (q = 0; j < len; ++j, ++q) s[q] += (double)a[j] * b[j];
     return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
-static double hpj__pb_dotff(const float *a, const float *b, int len) {
+/* ... and with two float vectors */
+static double hpj__probe_dot_ff(const float *a, const float *b, int len) {
     double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int j = 0, q;
     for (; j + 8 <= len; j += 8)
@@ -11308,85 +10989,83 @@ static double hpj__pb_dotff(const float *a, const float *b, int len) {
     for (q = 0; j < len; ++j, ++q) s[q] += (double)a[j] * (double)b[j];
     return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
-static void hpj__pb_dot8x2(const float *const *x, const double *v0, const double *v1, int d, double *z0, double *z1) {
-    double a[8][8], b[8][8];
-    int j, q, r;
-    memset(a, 0, sizeof a);
-    memset(b, 0, sizeof b);
-    for (j = 0; j < d; j += 8)
-        for (r = 0; r < 8; ++r)
-            for (q = 0; q < 8 && j + q < d; ++q) {
-                const double xx = (double)x[r][j + q];
-                a[r][q] += xx * v0[j + q];
-                if (v1) b[r][q] += xx * v1[j + q];
-            }
-    for (r = 0; r < 8; ++r) {
-        z0[r] = ((a[r][0] + a[r][4]) + (a[r][2] + a[r][6])) + ((a[r][1] + a[r][5]) + (a[r][3] + a[r][7]));
-        if (v1) z1[r] = ((b[r][0] + b[r][4]) + (b[r][2] + b[r][6])) + ((b[r][1] + b[r][5]) + (b[r][3] + b[r][7]));
-    }
-}
-static void hpj__pb_axpy8x2(const float *const *x, const double *r0, const double *r1, double *g0, double *g1, int d) {
-    int j, r;
-    for (j = 0; j < d; ++j) {
-        double v[8];
-        for (r = 0; r < 8; ++r) v[r] = (double)x[r][j];
-        g0[j] += ((r0[0] * v[0] + r0[1] * v[1]) + (r0[2] * v[2] + r0[3] * v[3])) +
-                 ((r0[4] * v[4] + r0[5] * v[5]) + (r0[6] * v[6] + r0[7] * v[7]));
-        if (g1)
-            g1[j] += ((r1[0] * v[0] + r1[1] * v[1]) + (r1[2] * v[2] + r1[3] * v[3])) +
-                     ((r1[4] * v[4] + r1[5] * v[5]) + (r1[6] * v[6] + r1[7] * v[7]));
-    }
-}
-static void hpj__pb_axpyf(double *y, const float *a, double alpha, int len) {
+/* y[j] += alpha a[j] */
+static void hpj__probe_axpy_fd(double *y, const float *a, double alpha, int len) {
     int j;
     for (j = 0; j < len; ++j) y[j] += alpha * (double)a[j];
 }
-static void hpj__pb_accf(double *p, const float *x, const double *mu, int len) {
-    int j;
-    if (!mu)
-        for (j = 0; j < len; ++j) p[j] += (double)x[j];
-    else
-        for (j = 0; j < len; ++j) {
-            double e = (double)x[j] - mu[j];
-            p[j] += e * e;
-        }
-}
+
+/* The two loops a row pass spends its time in, over a group of 8 rows x_r
+   (r < 8, float, length d) and the K weight rows at once: each x_r is read
+   from memory once per group and each gradient entry is loaded and stored
+   once per group.
+     scores:   z[r K + k] = x_r . v_k (hpj__probe_dot_fd's order)
+     gradient: g_k[j] += ((w0 x_0[j] + w1 x_1[j]) + (w2 x_2[j] + w3 x_3[j]))
+                       + ((w4 x_4[j] + w5 x_5[j]) + (w6 x_6[j] + w7 x_7[j]))
+               with w_r = w[r K + k]. */
+#if !defined(HPJ_REFERENCE) && !defined(HPJ_NO_SIMD) && defined(__AVX512F__)
+#define HPJ__FAST_PROBE_AVX512 1
+static void hpj__fast_probe_scores8(const float *const *x, const double *V, int K, int d, double *z);
+static void hpj__fast_probe_gradient8(const float *const *x, const double *w, int K, double *G, int d);
 #endif
+static void hpj__probe_scores8(const float *const *x /*(8) rows of d*/, const double *V /*(K, d)*/, int K, int d,
+                               double *z /*(8, K)*/) {
+    int r, k;
+#ifdef HPJ__FAST_PROBE_AVX512
+    if (hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_scores8(x, V, K, d, z); return; } /* fast: AVX-512 row group */
+#endif
+    for (r = 0; r < 8; ++r)
+        for (k = 0; k < K; ++k) z[r * K + k] = hpj__probe_dot_fd(x[r], V + (size_t)k * d, d);
+}
+static void hpj__probe_gradient8(const float *const *x /*(8) rows of d*/, const double *w /*(8, K)*/, int K,
+                                 double *G /*(K, d)*/, int d) {
+    int j, k;
+#ifdef HPJ__FAST_PROBE_AVX512
+    if (hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_gradient8(x, w, K, G, d); return; } /* fast: AVX-512 row group */
+#endif
+    for (k = 0; k < K; ++k) {
+        const double w0 = w[k], w1 = w[K + k], w2 = w[2 * K + k], w3 = w[3 * K + k], w4 = w[4 * K + k],
+                     w5 = w[5 * K + k], w6 = w[6 * K + k], w7 = w[7 * K + k];
+        double *g = G + (size_t)k * d;
+        for (j = 0; j < d; ++j)
+            g[j] += ((w0 * (double)x[0][j] + w1 * (double)x[1][j]) + (w2 * (double)x[2][j] + w3 * (double)x[3][j])) +
+                    ((w4 * (double)x[4][j] + w5 * (double)x[5][j]) + (w6 * (double)x[6][j] + w7 * (double)x[7][j]));
+    }
+}
 
 /* ---- row passes over float features ----
-   One pass visits the rows of X in HPJ__PB_RG-row groups inside fixed row
-   blocks. Per row i it can (1) score: z_i = V x_i + c (K values, double);
-   (2) turn scores into residuals r_i (a callback, or r = z, or given R);
-   (3) accumulate G_blk += r_i x_i^T and gs_blk += r_i. Float elements are
-   widened to double in registers; classes go in pairs so that each loaded
-   element serves two weight rows. Every score is a full-length 8-lane dot
-   (hpj__pb_dot's order); each gradient entry sums its rows in a fixed
-   tree per group, groups in row order, blocks in block order. */
-typedef void (*hpj__pb_rowfn)(void *ctx, int blk, int i, int nr, const double *z /*(nr, K)*/,
+   One pass visits the rows of X in HPJ__PROBE_RG-row groups inside fixed
+   row blocks. Per row i it can (1) score: z_i = V x_i + c (K values,
+   double); (2) turn scores into residuals r_i (a callback, or r = z, or
+   given R); (3) accumulate G_blk += r_i x_i^T and gs_blk += r_i. Float
+   elements are widened to double as they are read. Every score is a
+   full-length dot in hpj__probe_dot's order; each gradient entry sums its
+   rows in a fixed tree per group (hpj__probe_gradient8), groups in row
+   order, blocks in block order. */
+typedef void (*hpj__probe_rowfn)(void *ctx, int blk, int i, int nr, const double *z /*(nr, K)*/,
                               double *r /*(nr, K)*/);
 
-typedef struct hpj__pb_pass {
+typedef struct hpj__probe_pass {
     const float *X;   /* (n, d)                                                  */
-    int n, d, K, nb;  /* nb = hpj__pb_nblk(n)                                     */
+    int n, d, K, nb;  /* nb = hpj__probe_nblocks(n)                                     */
     const double *V;  /* (K, d) or NULL: no scoring                               */
     const double *c;  /* (K) or NULL                                              */
     double *Z;        /* (n, K) scores out, or NULL                               */
     const double *R;  /* (n, K) residuals when V == NULL                          */
-    hpj__pb_rowfn fn; /* NULL: r = z                                              */
+    hpj__probe_rowfn fn; /* NULL: r = z                                              */
     void *ctx;
     double *G;        /* (nb, K, d) block sums of r_i x_i^T, or NULL              */
     double *gs;       /* (nb, K) block sums of r_i (with G)                       */
-    double *work;     /* (nb, hpj__pb_pass_work(K))                               */
-} hpj__pb_pass;
+    double *work;     /* (nb, hpj__probe_pass_work(K))                               */
+} hpj__probe_pass;
 
-static size_t hpj__pb_pass_work(int K) { return (size_t)2 * HPJ__PB_RG * (size_t)K + 2 * HPJ__PB_RG; }
+static size_t hpj__probe_pass_work(int K) { return (size_t)2 * HPJ__PROBE_RG * (size_t)K; }
 
-static void hpj__pb_pass_block(const hpj__pb_pass *P, int blk) {
+static void hpj__probe_pass_block(const hpj__probe_pass *P, int blk) {
     const int K = P->K, d = P->d;
-    const int i0 = hpj__pb_lo(P->n, P->nb, blk), i1 = hpj__pb_lo(P->n, P->nb, blk + 1);
-    double *z = P->work + (size_t)blk * hpj__pb_pass_work(K); /* (RG, K) */
-    double *r = z + (size_t)HPJ__PB_RG * K;                    /* (RG, K) */
-    double *t0 = r + (size_t)HPJ__PB_RG * K, *t1 = t0 + HPJ__PB_RG; /* (RG) each */
+    const int i0 = hpj__probe_block_lo(P->n, P->nb, blk), i1 = hpj__probe_block_lo(P->n, P->nb, blk + 1);
+    double *z = P->work + (size_t)blk * hpj__probe_pass_work(K); /* (RG, K) */
+    double *r = z + (size_t)HPJ__PROBE_RG * K;                    /* (RG, K) */
     double *G = P->G ? P->G + (size_t)blk * K * d : NULL;
     double *gs = P->G ? P->gs + (size_t)blk * K : NULL;
     int i, k, rr;
@@ -11394,19 +11073,15 @@ static void hpj__pb_pass_block(const hpj__pb_pass *P, int blk) {
         memset(G, 0, sizeof(double) * (size_t)K * d);
         memset(gs, 0, sizeof(double) * (size_t)K);
     }
-    for (i = i0; i < i1; i += HPJ__PB_RG) {
-        const int nr = HPJ__MIN(HPJ__PB_RG, i1 - i);
-        const float *xr[HPJ__PB_RG]; /* short groups repeat their last row */
-        for (rr = 0; rr < HPJ__PB_RG; ++rr) xr[rr] = P->X + (size_t)(i + HPJ__MIN(rr, nr - 1)) * d;
+    for (i = i0; i < i1; i += HPJ__PROBE_RG) {
+        const int nr = HPJ__MIN(HPJ__PROBE_RG, i1 - i);
+        const float *xr[HPJ__PROBE_RG]; /* short groups repeat their last row */
+        for (rr = 0; rr < HPJ__PROBE_RG; ++rr) xr[rr] = P->X + (size_t)(i + HPJ__MIN(rr, nr - 1)) * d;
         if (P->V) {
-            for (k = 0; k < K; k += 2) { /* classes in pairs: each row chunk is converted once per pair */
-                const int two = k + 1 < K;
-                hpj__pb_dot8x2(xr, P->V + (size_t)k * d, two ? P->V + (size_t)(k + 1) * d : NULL, d, t0, t1);
-                for (rr = 0; rr < nr; ++rr) {
-                    z[rr * K + k] = t0[rr] + (P->c ? P->c[k] : 0.0);
-                    if (two) z[rr * K + k + 1] = t1[rr] + (P->c ? P->c[k + 1] : 0.0);
-                }
-            }
+            hpj__probe_scores8(xr, P->V, K, d, z);
+            if (P->c)
+                for (rr = 0; rr < nr; ++rr)
+                    for (k = 0; k < K; ++k) z[rr * K + k] += P->c[k];
             if (P->Z) memcpy(P->Z + (size_t)i * K, z, sizeof(double) * (size_t)nr * K);
             if (P->fn) P->fn(P->ctx, blk, i, nr, z, r);
             else memcpy(r, z, sizeof(double) * (size_t)nr * K);
@@ -11414,30 +11089,23 @@ static void hpj__pb_pass_block(const hpj__pb_pass *P, int blk) {
             memcpy(r, P->R + (size_t)i * K, sizeof(double) * (size_t)nr * K);
         }
         if (!G) continue;
-        for (rr = nr * K; rr < HPJ__PB_RG * K; ++rr) r[rr] = 0.0; /* repeated rows add exact zeros */
+        for (rr = nr * K; rr < HPJ__PROBE_RG * K; ++rr) r[rr] = 0.0; /* repeated rows add exact zeros */
         for (rr = 0; rr < nr; ++rr)
             for (k = 0; k < K; ++k) gs[k] += r[rr * K + k];
-        for (k = 0; k < K; k += 2) {
-            const int two = k + 1 < K;
-            for (rr = 0; rr < HPJ__PB_RG; ++rr) {
-                t0[rr] = r[rr * K + k];
-                t1[rr] = two ? r[rr * K + k + 1] : 0.0;
-            }
-            hpj__pb_axpy8x2(xr, t0, t1, G + (size_t)k * d, two ? G + (size_t)(k + 1) * d : NULL, d);
-        }
+        hpj__probe_gradient8(xr, r, K, G, d);
     }
 }
 
-static void hpj__pb_run(const hpj__pb_pass *P) {
+static void hpj__probe_pass_run(const hpj__probe_pass *P) {
     int b;
-    HPJ__OMP(parallel for schedule(dynamic, 1) if (P->nb > 1 && (double)P->n * P->d * P->K > HPJ__PB_PAR))
-    for (b = 0; b < P->nb; ++b) hpj__pb_pass_block(P, b);
+    HPJ__OMP(parallel for schedule(dynamic, 1) if (P->nb > 1 && (double)P->n * P->d * P->K > HPJ__PROBE_PAR))
+    for (b = 0; b < P->nb; ++b) hpj__probe_pass_block(P, b);
 }
 
 /* out[idx] = sum over blocks b (in order) of part[b * len + idx]. */
-static void hpj__pb_reduce(const double *part, int nb, size_t len, double *out) {
+static void hpj__probe_sum_blocks(const double *part, int nb, size_t len, double *out) {
     int64_t c, nch = (int64_t)((len + 1023) / 1024);
-    HPJ__OMP(parallel for schedule(static) if ((double)len * nb > HPJ__PB_PAR))
+    HPJ__OMP(parallel for schedule(static) if ((double)len * nb > HPJ__PROBE_PAR))
     for (c = 0; c < nch; ++c) {
         size_t i, lo = (size_t)c * 1024, hi = HPJ__MIN(len, lo + 1024);
         int b;
@@ -11452,22 +11120,26 @@ static void hpj__pb_reduce(const double *part, int nb, size_t len, double *out) 
 /* Column means mu (d) and, when s != NULL, inverse population stds s (d)
    (1 for constant columns). part: (nb, d). Returns 1 if a sum is not
    finite (a NaN/inf entry or overflow). */
-static int hpj__pb_colstats(const float *X, int n, int d, double *mu, double *s, double *part) {
-    const int nb = hpj__pb_nblk(n);
+static int hpj__probe_column_stats(const float *X, int n, int d, double *mu, double *s, double *part) {
+    const int nb = hpj__probe_nblocks(n);
     int b, pass;
     size_t j;
     for (pass = 0; pass < (s ? 2 : 1); ++pass) {
-        HPJ__OMP(parallel for schedule(dynamic, 1) if (nb > 1 && (double)n * d > HPJ__PB_PAR))
+        HPJ__OMP(parallel for schedule(dynamic, 1) if (nb > 1 && (double)n * d > HPJ__PROBE_PAR))
         for (b = 0; b < nb; ++b) {
             double *p = part + (size_t)b * d;
-            int i, i1 = hpj__pb_lo(n, nb, b + 1);
+            int i, i1 = hpj__probe_block_lo(n, nb, b + 1);
             memset(p, 0, sizeof(double) * (size_t)d);
-            for (i = hpj__pb_lo(n, nb, b); i < i1; ++i) {
+            for (i = hpj__probe_block_lo(n, nb, b); i < i1; ++i) {
                 const float *x = X + (size_t)i * d;
-                hpj__pb_accf(p, x, pass == 0 ? NULL : mu, d);
+                size_t jj;
+                if (pass == 0)
+                    for (jj = 0; jj < (size_t)d; ++jj) p[jj] += (double)x[jj];
+                else
+                    for (jj = 0; jj < (size_t)d; ++jj) p[jj] += ((double)x[jj] - mu[jj]) * ((double)x[jj] - mu[jj]);
             }
         }
-        hpj__pb_reduce(part, nb, (size_t)d, pass == 0 ? mu : s);
+        hpj__probe_sum_blocks(part, nb, (size_t)d, pass == 0 ? mu : s);
         for (j = 0; j < (size_t)d; ++j) {
             if (pass == 0) {
                 if (!isfinite(mu[j])) return 1;
@@ -11483,52 +11155,52 @@ static int hpj__pb_colstats(const float *X, int n, int d, double *mu, double *s,
 }
 
 /* ---- L-BFGS two-loop recursion ---- */
-typedef struct hpj__pb_lbfgs {
+typedef struct hpj__probe_lbfgs {
     int P, m, cnt, head; /* dimension, capacity, stored pairs, next slot */
     double *S, *Y;       /* (m, P) */
-    double rho[HPJ__PB_LBFGS_M], al[HPJ__PB_LBFGS_M];
-} hpj__pb_lbfgs;
+    double rho[HPJ__PROBE_LBFGS_M], al[HPJ__PROBE_LBFGS_M];
+} hpj__probe_lbfgs;
 
-static double hpj__pb_dotn(const double *a, const double *b, size_t n) {
+static double hpj__probe_dot_long(const double *a, const double *b, size_t n) {
     /* long serial dot in the fixed 8-lane order, chunked to stay in int */
     double s = 0.0;
     size_t off = 0;
     while (off < n) {
         int len = (int)HPJ__MIN(n - off, (size_t)1 << 20);
-        s += hpj__pb_dot(a + off, b + off, len);
+        s += hpj__probe_dot(a + off, b + off, len);
         off += (size_t)len;
     }
     return s;
 }
 
 /* p = -H g; with no pairs stored p = -g. */
-static void hpj__pb_lbfgs_dir(hpj__pb_lbfgs *h, const double *g, double *p) {
+static void hpj__probe_lbfgs_dir(hpj__probe_lbfgs *h, const double *g, double *p) {
     size_t P = (size_t)h->P, j;
     int q, idx;
     for (j = 0; j < P; ++j) p[j] = -g[j];
     if (h->cnt == 0) return;
     for (q = 0; q < h->cnt; ++q) { /* newest to oldest */
         idx = (h->head - 1 - q + 2 * h->m) % h->m;
-        h->al[idx] = h->rho[idx] * hpj__pb_dotn(h->S + idx * P, p, P);
+        h->al[idx] = h->rho[idx] * hpj__probe_dot_long(h->S + idx * P, p, P);
         for (j = 0; j < P; ++j) p[j] -= h->al[idx] * h->Y[idx * P + j];
     }
     idx = (h->head - 1 + h->m) % h->m;
     {
-        double yy = hpj__pb_dotn(h->Y + idx * P, h->Y + idx * P, P);
+        double yy = hpj__probe_dot_long(h->Y + idx * P, h->Y + idx * P, P);
         double gamma = yy > 0 ? 1.0 / (h->rho[idx] * yy) : 1.0;
         for (j = 0; j < P; ++j) p[j] *= gamma;
     }
     for (q = h->cnt - 1; q >= 0; --q) { /* oldest to newest */
         double beta;
         idx = (h->head - 1 - q + 2 * h->m) % h->m;
-        beta = h->rho[idx] * hpj__pb_dotn(h->Y + idx * P, p, P);
+        beta = h->rho[idx] * hpj__probe_dot_long(h->Y + idx * P, p, P);
         for (j = 0; j < P; ++j) p[j] += (h->al[idx] - beta) * h->S[idx * P + j];
     }
 }
 
 /* Stores the pair (s, y) = (x_new - x_old, g_new - g_old) when the
    curvature s.y is safely positive; returns 0 if the pair was skipped. */
-static int hpj__pb_lbfgs_push(hpj__pb_lbfgs *h, const double *xn, const double *xo, const double *gn,
+static int hpj__probe_lbfgs_push(hpj__probe_lbfgs *h, const double *xn, const double *xo, const double *gn,
                               const double *go) {
     size_t P = (size_t)h->P, j;
     double *s = h->S + (size_t)h->head * P, *y = h->Y + (size_t)h->head * P, sy, ss, yy;
@@ -11536,9 +11208,9 @@ static int hpj__pb_lbfgs_push(hpj__pb_lbfgs *h, const double *xn, const double *
         s[j] = xn[j] - xo[j];
         y[j] = gn[j] - go[j];
     }
-    sy = hpj__pb_dotn(s, y, P);
-    ss = hpj__pb_dotn(s, s, P);
-    yy = hpj__pb_dotn(y, y, P);
+    sy = hpj__probe_dot_long(s, y, P);
+    ss = hpj__probe_dot_long(s, s, P);
+    yy = hpj__probe_dot_long(y, y, P);
     if (!(sy > 1e-12 * sqrt(ss * yy)) || !isfinite(sy)) return 0;
     h->rho[h->head] = 1.0 / sy;
     h->head = (h->head + 1) % h->m;
@@ -11546,7 +11218,7 @@ static int hpj__pb_lbfgs_push(hpj__pb_lbfgs *h, const double *xn, const double *
     return 1;
 }
 
-static double hpj__pb_maxabs(const double *a, size_t n) {
+static double hpj__probe_maxabs(const double *a, size_t n) {
     double m = 0.0;
     size_t j;
     for (j = 0; j < n; ++j) m = HPJ__MAX(m, fabs(a[j]));
@@ -11557,11 +11229,11 @@ static double hpj__pb_maxabs(const double *a, size_t n) {
    binary: z (1), y in {0,1}: log(1 + e^z) - y z; r = sigmoid(z) - y
    softmax: z (K), y in 0..K-1: logsumexp(z) - z_y; r = softmax(z) - e_y
    squared: z (K), targets t (K): sum (z - t)^2; r = 2 (z - t) */
-enum { HPJ__PB_BINARY = 0, HPJ__PB_SOFTMAX = 1, HPJ__PB_SQUARED = 2 };
+enum { HPJ__PROBE_BINARY = 0, HPJ__PROBE_SOFTMAX = 1, HPJ__PROBE_SQUARED = 2 };
 
-static double hpj__pb_loss_row(int kind, int K, const double *z, int32_t y, const double *t, double *r) {
+static double hpj__probe_loss_row(int kind, int K, const double *z, int32_t y, const double *t, double *r) {
     int k;
-    if (kind == HPJ__PB_BINARY) {
+    if (kind == HPJ__PROBE_BINARY) {
         double zz = z[0], e, sp, p;
         if (zz > 0) {
             e = exp(-zz);
@@ -11575,7 +11247,7 @@ static double hpj__pb_loss_row(int kind, int K, const double *z, int32_t y, cons
         if (r) r[0] = p - (double)y;
         return sp - (double)y * zz;
     }
-    if (kind == HPJ__PB_SOFTMAX) {
+    if (kind == HPJ__PROBE_SOFTMAX) {
         double m = z[0], se = 0.0;
         for (k = 1; k < K; ++k) m = HPJ__MAX(m, z[k]);
         for (k = 0; k < K; ++k) {
@@ -11605,7 +11277,7 @@ static double hpj__pb_loss_row(int kind, int K, const double *z, int32_t y, cons
 /* The problem in its internal parametrisation: z_i = W a_i + c with
    a_i = (x_i - mu) .* s (mu = column means; s = inverse stds or 1), so
    theta = [W (K, d), c (K)], F = sum_i loss(z_i, y_i) + alpha/2 ||W||^2. */
-typedef struct hpj__pb_logi {
+typedef struct hpj__probe_logreg {
     const float *X;
     const int32_t *y;
     int n, d, K, kind, nb;
@@ -11615,23 +11287,23 @@ typedef struct hpj__pb_logi {
     double *G, *gs;       /* (nb, K, d), (nb, K) block partials          */
     double *Graw, *gsum;  /* (K, d), (K)                                 */
     double *work;         /* pass work                                   */
-    double loss[HPJ__PB_MAXBLK];
-} hpj__pb_logi;
+    double loss[HPJ__PROBE_MAXBLK];
+} hpj__probe_logreg;
 
-static void hpj__pb_logi_row(void *ctx, int blk, int i, int nr, const double *z, double *r) {
-    hpj__pb_logi *L = (hpj__pb_logi *)ctx;
+static void hpj__probe_logreg_residuals(void *ctx, int blk, int i, int nr, const double *z, double *r) {
+    hpj__probe_logreg *L = (hpj__probe_logreg *)ctx;
     int rr;
     double l = 0.0;
     for (rr = 0; rr < nr; ++rr)
-        l += hpj__pb_loss_row(L->kind, L->K, z + (size_t)rr * L->K, L->y[i + rr], NULL, r + (size_t)rr * L->K);
+        l += hpj__probe_loss_row(L->kind, L->K, z + (size_t)rr * L->K, L->y[i + rr], NULL, r + (size_t)rr * L->K);
     L->loss[blk] += l;
 }
 
 /* F and g at theta; Z (n, K) receives the scores. One pass over X. */
-static double hpj__pb_logi_eval(hpj__pb_logi *L, const double *theta, double *g, double *Z) {
+static double hpj__probe_logreg_eval(hpj__probe_logreg *L, const double *theta, double *g, double *Z) {
     const int K = L->K, d = L->d;
     const double *W = theta, *c = theta + (size_t)K * d;
-    hpj__pb_pass P;
+    hpj__probe_pass P;
     hpj__gov *gov;
     double F = 0.0, ww = 0.0;
     int k, b;
@@ -11640,7 +11312,7 @@ static double hpj__pb_logi_eval(hpj__pb_logi *L, const double *theta, double *g,
         double *v = L->Veff + (size_t)k * d;
         const double *w = W + (size_t)k * d;
         for (j = 0; j < (size_t)d; ++j) v[j] = w[j] * L->s[j];
-        L->ceff[k] = c[k] - hpj__pb_dot(v, L->mu, d);
+        L->ceff[k] = c[k] - hpj__probe_dot(v, L->mu, d);
     }
     memset(&P, 0, sizeof(P));
     P.X = L->X;
@@ -11651,7 +11323,7 @@ static double hpj__pb_logi_eval(hpj__pb_logi *L, const double *theta, double *g,
     P.V = L->Veff;
     P.c = L->ceff;
     P.Z = Z;
-    P.fn = hpj__pb_logi_row;
+    P.fn = hpj__probe_logreg_residuals;
     P.ctx = L;
     P.G = L->G;
     P.gs = L->gs;
@@ -11659,11 +11331,11 @@ static double hpj__pb_logi_eval(hpj__pb_logi *L, const double *theta, double *g,
     for (b = 0; b < L->nb; ++b) L->loss[b] = 0.0;
     gov = hpj__gov_enter(HPJ__GOV_PROBE); /* an L-BFGS fit makes hundreds of these passes */
     hpj__gov_begin(gov, 0);
-    hpj__pb_run(&P);
+    hpj__probe_pass_run(&P);
     hpj__gov_end(gov, (double)L->n * d * K + 1.0);
     hpj__gov_leave(gov);
-    hpj__pb_reduce(L->G, L->nb, (size_t)K * d, L->Graw);
-    hpj__pb_reduce(L->gs, L->nb, (size_t)K, L->gsum);
+    hpj__probe_sum_blocks(L->G, L->nb, (size_t)K * d, L->Graw);
+    hpj__probe_sum_blocks(L->gs, L->nb, (size_t)K, L->gsum);
     for (b = 0; b < L->nb; ++b) F += L->loss[b];
     for (k = 0; k < K; ++k) {
         const double *gr = L->Graw + (size_t)k * d, *w = W + (size_t)k * d;
@@ -11671,14 +11343,14 @@ static double hpj__pb_logi_eval(hpj__pb_logi *L, const double *theta, double *g,
         for (j = 0; j < (size_t)d; ++j) gw[j] = (gr[j] - gk * L->mu[j]) * L->s[j] + L->alpha * w[j];
         g[(size_t)K * d + k] = gk;
     }
-    ww = hpj__pb_dotn(W, W, (size_t)K * d);
+    ww = hpj__probe_dot_long(W, W, (size_t)K * d);
     return F + 0.5 * L->alpha * ww;
 }
 
 /* phi(t) = F(theta + t p) from the scores Z0 at theta and Z1 at theta + p
    (scores are affine in t) and the penalty's quadratic in t:
    ww = W.W, wp = W.P, pp = P.P. Also phi'(t). O(n K). */
-static double hpj__pb_logi_phi(const hpj__pb_logi *L, const double *Z0, const double *Z1, double t, double ww,
+static double hpj__probe_logreg_phi(const hpj__probe_logreg *L, const double *Z0, const double *Z1, double t, double ww,
                                double wp, double pp, double *dphi, double *zt /*(2K)*/) {
     const int K = L->K;
     double f = 0.0, df = 0.0;
@@ -11687,7 +11359,7 @@ static double hpj__pb_logi_phi(const hpj__pb_logi *L, const double *Z0, const do
         const double *a = Z0 + (size_t)i * K, *b = Z1 + (size_t)i * K;
         double *r = zt + K;
         for (k = 0; k < K; ++k) zt[k] = a[k] + t * (b[k] - a[k]);
-        f += hpj__pb_loss_row(L->kind, K, zt, L->y[i], NULL, r);
+        f += hpj__probe_loss_row(L->kind, K, zt, L->y[i], NULL, r);
         for (k = 0; k < K; ++k) df += r[k] * (b[k] - a[k]);
     }
     *dphi = df + L->alpha * (wp + t * pp);
@@ -11704,14 +11376,14 @@ static double hpj__pb_logi_phi(const hpj__pb_logi *L, const double *Z0, const do
    decrease. While no decrease has been seen and the initial slope would
    take phi (>= 0) to zero before 1 % of the bracket, the next trial is
    that zero of the linear model, f0 / -d0. A well-scaled problem never
-   takes this branch (its bits are unchanged). */
-static double hpj__pb_logi_search(const hpj__pb_logi *L, const double *Z0, const double *Z1, double f0, double d0,
+   takes this branch. */
+static double hpj__probe_logreg_search(const hpj__probe_logreg *L, const double *Z0, const double *Z1, double f0, double d0,
                                   double ww, double wp, double pp, double *zt) {
     const double c1 = 1e-4, c2 = 0.9, slack = 8.0 * DBL_EPSILON * fabs(f0);
     double lo = 0.0, dlo = d0, hi = -1.0, dhi = 0.0, t = 1.0, best_t = 0.0, best_f = f0;
     int it;
     for (it = 0; it < 60; ++it) {
-        double dt, ft = hpj__pb_logi_phi(L, Z0, Z1, t, ww, wp, pp, &dt, zt);
+        double dt, ft = hpj__probe_logreg_phi(L, Z0, Z1, t, ww, wp, pp, &dt, zt);
         if (!isfinite(ft)) { /* overflow far out: shrink */
             hi = t;
             dhi = HUGE_VAL;
@@ -11750,8 +11422,8 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
                                  hpj_linear_model *out) {
     static const char *fn = "logreg_fit";
     hpj_probe_options def;
-    hpj__pb_logi L;
-    hpj__pb_lbfgs H;
+    hpj__probe_logreg L;
+    hpj__probe_lbfgs H;
     hpj_status st;
     size_t P, KD, j;
     int K, nb, i, k, it, iters = 0;
@@ -11766,23 +11438,23 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     if (!X || !y || !out) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL %s", fn, !X ? "X" : !y ? "y" : "out");
     if (n < 1 || d < 1) return hpj__fail(HPJ_ERR_INPUT, "%s: need n >= 1 and d >= 1 (got n=%d d=%d)", fn, n, d);
     if (C < 2) return hpj__fail(HPJ_ERR_INPUT, "%s: need C >= 2 classes (got %d)", fn, C);
-    if ((st = hpj__pb_check_options(fn, o)) != HPJ_OK) return st;
+    if ((st = hpj__probe_check_options(fn, o)) != HPJ_OK) return st;
     for (i = 0; i < n; ++i)
         if (y[i] < 0 || y[i] >= C)
             return hpj__fail(HPJ_ERR_INPUT, "%s: y[%d] = %d is outside 0..%d (C = %d)", fn, i, (int)y[i], C - 1, C);
     K = C == 2 ? 1 : C;
-    nb = hpj__pb_nblk(n);
+    nb = hpj__probe_nblocks(n);
     KD = (size_t)K * d;
     P = KD + (size_t)K;
     {
         size_t sz[19];
         double **pv[19];
         sz[0] = sz[1] = sz[2] = sz[3] = sz[4] = sz[5] = sz[6] = sz[7] = P;
-        sz[8] = sz[9] = (size_t)HPJ__PB_LBFGS_M * P;
+        sz[8] = sz[9] = (size_t)HPJ__PROBE_LBFGS_M * P;
         sz[10] = sz[11] = (size_t)n * K;
         sz[12] = (size_t)nb * KD;
         sz[13] = (size_t)nb * K;
-        sz[14] = (size_t)nb * hpj__pb_pass_work(K);
+        sz[14] = (size_t)nb * hpj__probe_pass_work(K);
         sz[15] = sz[16] = (size_t)d;
         sz[17] = (size_t)nb * d;
         sz[18] = (size_t)4 * K + 4;
@@ -11805,13 +11477,13 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
         pv[16] = &s;
         pv[17] = &part;
         pv[18] = &zt;
-        mem = hpj__pb_carve(fn, 19, sz, pv);
+        mem = hpj__probe_carve(fn, 19, sz, pv);
         if (!mem) return HPJ_ERR_NOMEM;
     }
     L.gsum = L.ceff + K; /* ceff (K) and gsum (K) share the P-sized slot */
-    if (hpj__pb_colstats(X, n, d, mu, o->standardize ? s : NULL, part)) {
+    if (hpj__probe_column_stats(X, n, d, mu, o->standardize ? s : NULL, part)) {
         hpj__free(mem);
-        return hpj__pb_bad_value(fn, "X", X, n, d);
+        return hpj__probe_bad_value(fn, "X", X, n, d);
     }
     if (!o->standardize)
         for (j = 0; j < (size_t)d; ++j) s[j] = 1.0;
@@ -11820,13 +11492,13 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     L.n = n;
     L.d = d;
     L.K = K;
-    L.kind = K == 1 ? HPJ__PB_BINARY : HPJ__PB_SOFTMAX;
+    L.kind = K == 1 ? HPJ__PROBE_BINARY : HPJ__PROBE_SOFTMAX;
     L.nb = nb;
     L.alpha = o->alpha;
     L.mu = mu;
     L.s = s;
     H.P = (int)P;
-    H.m = HPJ__PB_LBFGS_M;
+    H.m = HPJ__PROBE_LBFGS_M;
     H.cnt = 0;
     H.head = 0;
     if (P > (size_t)INT_MAX) {
@@ -11834,48 +11506,48 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
         return hpj__fail(HPJ_ERR_INPUT, "%s: %zu parameters are too many", fn, P);
     }
     memset(theta, 0, sizeof(double) * P);
-    F = hpj__pb_logi_eval(&L, theta, g, Z0);
+    F = hpj__probe_logreg_eval(&L, theta, g, Z0);
     if (!isfinite(F)) {
         hpj__free(mem);
         return hpj__fail(HPJ_ERR_NUMERIC, "%s: the loss at W = 0 is not finite", fn);
     }
-    g0max = hpj__pb_maxabs(g, P);
+    g0max = hpj__probe_maxabs(g, P);
     thresh = o->tol * HPJ__MAX(1.0, g0max);
     gmax = g0max;
     for (it = 0; it < o->max_iter && gmax > thresh; ++it) {
         double d0, d1, t, ww, wp, pp;
-        hpj__pb_lbfgs_dir(&H, g, p);
-        d0 = hpj__pb_dotn(g, p, P);
+        hpj__probe_lbfgs_dir(&H, g, p);
+        d0 = hpj__probe_dot_long(g, p, P);
         if (!(d0 < 0)) { /* not a descent direction: restart from steepest descent */
             H.cnt = 0;
-            hpj__pb_lbfgs_dir(&H, g, p);
-            d0 = hpj__pb_dotn(g, p, P);
+            hpj__probe_lbfgs_dir(&H, g, p);
+            d0 = hpj__probe_dot_long(g, p, P);
         }
         if (H.cnt == 0) { /* first step: unit length, the search scales it */
-            double nrm = sqrt(hpj__pb_dotn(p, p, P));
+            double nrm = sqrt(hpj__probe_dot_long(p, p, P));
             for (j = 0; j < P; ++j) p[j] /= nrm;
             d0 /= nrm;
         }
         for (j = 0; j < P; ++j) theta1[j] = theta[j] + p[j];
-        F1 = hpj__pb_logi_eval(&L, theta1, g1, Z1);
-        d1 = hpj__pb_dotn(g1, p, P);
-        ww = hpj__pb_dotn(theta, theta, KD);
-        wp = hpj__pb_dotn(theta, p, KD);
-        pp = hpj__pb_dotn(p, p, KD);
+        F1 = hpj__probe_logreg_eval(&L, theta1, g1, Z1);
+        d1 = hpj__probe_dot_long(g1, p, P);
+        ww = hpj__probe_dot_long(theta, theta, KD);
+        wp = hpj__probe_dot_long(theta, p, KD);
+        pp = hpj__probe_dot_long(p, p, KD);
         iters = it + 1;
         if (isfinite(F1) && F1 <= F + 1e-4 * d0 + 8.0 * DBL_EPSILON * fabs(F) && fabs(d1) <= 0.9 * fabs(d0)) {
             t = 1.0;
         } else {
-            t = hpj__pb_logi_search(&L, Z0, Z1, F, d0, ww, wp, pp, zt);
+            t = hpj__probe_logreg_search(&L, Z0, Z1, F, d0, ww, wp, pp, zt);
             if (t == 0.0) break; /* no decrease representable: done */
             for (j = 0; j < P; ++j) theta1[j] = theta[j] + t * p[j];
-            F1 = hpj__pb_logi_eval(&L, theta1, g1, Z1);
+            F1 = hpj__probe_logreg_eval(&L, theta1, g1, Z1);
         }
         if (!isfinite(F1)) {
             hpj__free(mem);
             return hpj__fail(HPJ_ERR_NUMERIC, "%s: the loss became %g at iteration %d", fn, F1, it + 1);
         }
-        hpj__pb_lbfgs_push(&H, theta1, theta, g1, g);
+        hpj__probe_lbfgs_push(&H, theta1, theta, g1, g);
         {
             double *tmp = theta;
             theta = theta1;
@@ -11888,7 +11560,7 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
             Z1 = tmp;
         }
         F = F1;
-        gmax = hpj__pb_maxabs(g, P);
+        gmax = hpj__probe_maxabs(g, P);
     }
     /* back to the original features: W_orig = W .* s, b = c - W_orig mu */
     out->W = (float *)hpj__alloc(sizeof(float) * (size_t)C * d, fn);
@@ -11901,7 +11573,7 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     for (k = 0; k < K; ++k) {
         double *w = theta + (size_t)k * d, bb;
         for (j = 0; j < (size_t)d; ++j) w[j] *= s[j];
-        bb = theta[KD + k] - hpj__pb_dot(w, mu, d);
+        bb = theta[KD + k] - hpj__probe_dot(w, mu, d);
         if (K == 1) {
             for (j = 0; j < (size_t)d; ++j) {
                 out->W[j] = (float)(-0.5 * w[j]);
@@ -11922,319 +11594,82 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     return HPJ_OK;
 }
 
-/* ==== probe: dense kernels for ridge (float GEMM/SYRK, Cholesky) ========= */
+/* ==== probe: dense linear algebra for ridge (Gram matrix, Cholesky) ===== */
 
-/* A GotoBLAS-style kernel: operands are packed into panels of MR (A) and
-   NR (B) rows by KC deep, a micro-kernel forms the MR x NR tile
-   T = A_panel B_panel^T in registers, and the tile is stored into, added to
-   or subtracted from C. Each tile of C is owned by one task and summed over
-   the KC slabs in order, so results are thread-count independent. */
-#if defined(HPJ__PB_AVX2)
-#define HPJ__PB_MR 4   /* micro-tile rows (divides NR)                     */
-#define HPJ__PB_NR 24  /* micro-tile columns (three 8-float vectors)        */
-#else
-#define HPJ__PB_MR 8   /* micro-tile rows (divides NR)                     */
-#define HPJ__PB_NR 32  /* micro-tile columns (two 16-float vectors)         */
-#endif
-/* depth of a packed slab: a B micro-panel (NR x KC floats, 16 KB with the
-   AVX-512 kernel) stays in L1 while the MC / MR row panels of a task pass
-   over it. 512 (64 KB, past the 48 KB L1 of the machine this was tuned on)
-   made the Gram 10-13 % slower, 1 and 2 threads (large5 and proteins_like
-   of bench probe). */
-#define HPJ__PB_KC 128
-#define HPJ__PB_MC 64  /* rows per parallel task (8 micro-panels)           */
-#define HPJ__PB_NB 64  /* block size of the float Cholesky                  */
-#define HPJ__PB_TB 256 /* block size of the triangular solves               */
+/* The float Gram matrix and the float Cholesky factor are products of
+   panels: both hand their flops to hpj_gemm, the GEMM the network layers
+   use. Only the lower block triangle is formed (entries above the
+   diagonal inside the diagonal panels are computed and ignored). */
+#define HPJ__PROBE_KC 1024 /* Gram: operand columns per slab                  */
+#define HPJ__PROBE_PANEL 256 /* Gram and Cholesky update: rows per GEMM        */
+#define HPJ__PROBE_NB 128  /* block size of the float Cholesky                */
+#define HPJ__PROBE_TB 256  /* block size of the triangular solves             */
+#define HPJ__PROBE_DKC 128 /* double Gram: operand columns per slab           */
 
 /* Element (i, k) of an operand A: trans ? p[k ld + i] : p[i ld + k], mapped
    through (v - mu[c]) * s[c] with c the X column (k, or i when trans). */
-typedef struct hpj__pb_src {
+typedef struct hpj__probe_operand {
     const float *p;
     size_t ld;
     int trans;
     const double *mu, *s; /* (X columns) or both NULL */
-} hpj__pb_src;
+} hpj__probe_operand;
 
-/* out[q] = (src[q] - mu[q]) * s[q] (or src[q]), q < 8, rounded to float. */
-#if defined(__AVX512F__)
-static __m256 hpj__pb_xf8(const float *src, const double *mu, const double *sc) {
-    __m256 x = _mm256_loadu_ps(src);
-    __m512d v;
-    if (!mu) return x;
-    v = _mm512_maskz_cvtps_pd((__mmask8)0xFF, x);
-    v = _mm512_mul_pd(_mm512_sub_pd(v, _mm512_loadu_pd(mu)), _mm512_loadu_pd(sc));
-    return _mm512_maskz_cvtpd_ps((__mmask8)0xFF, v);
-}
-#elif defined(HPJ__PB_AVX2)
-static __m256 hpj__pb_xf8(const float *src, const double *mu, const double *sc) {
-    __m256d lo, hi;
-    if (!mu) return _mm256_loadu_ps(src);
-    lo = _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(src)), _mm256_loadu_pd(mu)), _mm256_loadu_pd(sc));
-    hi = _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(src + 4)), _mm256_loadu_pd(mu + 4)),
-                       _mm256_loadu_pd(sc + 4));
-    return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
-}
-#endif
-
-/* dst (kc, w): dst[kk w + r] = A(i0 + r, k0 + kk); rows past m are zero. */
-static void hpj__pb_pack(const hpj__pb_src *S, int m, int i0, int w, int k0, int kc, float *dst) {
-    const int nr = HPJ__MIN(w, m - i0);
-    int r = 0, kk;
-    if (!S->trans) {
-#if defined(__AVX512F__) || defined(HPJ__PB_AVX2)
-        /* 8 x 8 blocks: 8 transformed rows, transposed in registers */
-        for (; r + 8 <= nr; r += 8) {
-            const float *src = S->p + (size_t)(i0 + r) * S->ld + k0;
-            const double *mu = S->mu ? S->mu + k0 : NULL, *sc = S->mu ? S->s + k0 : NULL;
-            const size_t ld = S->ld;
-            for (kk = 0; kk + 8 <= kc; kk += 8) {
-                __m256 r0 = hpj__pb_xf8(src + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
-                __m256 r1 = hpj__pb_xf8(src + ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
-                __m256 r2 = hpj__pb_xf8(src + 2 * ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
-                __m256 r3 = hpj__pb_xf8(src + 3 * ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
-                __m256 r4 = hpj__pb_xf8(src + 4 * ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
-                __m256 r5 = hpj__pb_xf8(src + 5 * ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
-                __m256 r6 = hpj__pb_xf8(src + 6 * ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
-                __m256 r7 = hpj__pb_xf8(src + 7 * ld + kk, mu ? mu + kk : NULL, sc ? sc + kk : NULL);
-                __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-                __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-                __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-                __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-                __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-                __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-                __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-                __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-                float *o = dst + (size_t)kk * w + r;
-                _mm256_storeu_ps(o, _mm256_permute2f128_ps(u0, u4, 0x20));
-                _mm256_storeu_ps(o + w, _mm256_permute2f128_ps(u1, u5, 0x20));
-                _mm256_storeu_ps(o + 2 * w, _mm256_permute2f128_ps(u2, u6, 0x20));
-                _mm256_storeu_ps(o + 3 * w, _mm256_permute2f128_ps(u3, u7, 0x20));
-                _mm256_storeu_ps(o + 4 * w, _mm256_permute2f128_ps(u0, u4, 0x31));
-                _mm256_storeu_ps(o + 5 * w, _mm256_permute2f128_ps(u1, u5, 0x31));
-                _mm256_storeu_ps(o + 6 * w, _mm256_permute2f128_ps(u2, u6, 0x31));
-                _mm256_storeu_ps(o + 7 * w, _mm256_permute2f128_ps(u3, u7, 0x31));
-            }
-            for (; kk < kc; ++kk) {
-                int q;
-                for (q = 0; q < 8; ++q) {
-                    double v = (double)src[(size_t)q * ld + kk];
-                    dst[(size_t)kk * w + r + q] = mu ? (float)((v - mu[kk]) * sc[kk]) : (float)v;
-                }
-            }
-        }
-#endif
-        for (; r < nr; ++r) {
-            const float *src = S->p + (size_t)(i0 + r) * S->ld + k0;
-            if (S->mu) {
-                const double *mu = S->mu + k0, *sc = S->s + k0;
-                for (kk = 0; kk < kc; ++kk) dst[kk * w + r] = (float)(((double)src[kk] - mu[kk]) * sc[kk]);
-            } else {
-                for (kk = 0; kk < kc; ++kk) dst[kk * w + r] = src[kk];
-            }
-        }
-    } else {
-        for (kk = 0; kk < kc; ++kk) {
-            const float *src = S->p + (size_t)(k0 + kk) * S->ld + i0;
-            float *o = dst + (size_t)kk * w;
-            r = 0;
-            if (S->mu) {
-                const double *mu = S->mu + i0, *sc = S->s + i0;
-#if defined(__AVX512F__) || defined(HPJ__PB_AVX2)
-                for (; r + 8 <= nr; r += 8) _mm256_storeu_ps(o + r, hpj__pb_xf8(src + r, mu + r, sc + r));
-#endif
-                for (; r < nr; ++r) o[r] = (float)(((double)src[r] - mu[r]) * sc[r]);
-            } else {
-                memcpy(o, src, sizeof(float) * (size_t)nr);
-            }
-        }
-    }
-    for (r = nr; r < w; ++r)
-        for (kk = 0; kk < kc; ++kk) dst[kk * w + r] = 0.0f;
+static double hpj__probe_operand_at(const hpj__probe_operand *S, int i, int k) {
+    const double v = S->trans ? (double)S->p[(size_t)k * S->ld + i] : (double)S->p[(size_t)i * S->ld + k];
+    const int col = S->trans ? i : k;
+    return S->mu ? (v - S->mu[col]) * S->s[col] : v;
 }
 
-/* T (MR, NR, row stride ldt) op= sum_k A[k as][r] B[k][q] with op 0 store,
-   1 add, -1 subtract: A advances by `as` floats per k (MR for its own
-   packing, NR for a sub-panel of a B packing). */
-#if defined(__AVX512F__)
-static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *T, size_t ldt, int op) {
-#define HPJ__PB_KROW(r) __m512 c##r##a = _mm512_setzero_ps(), c##r##b = _mm512_setzero_ps();
-#define HPJ__PB_KFMA(r)                                      \
-    {                                                        \
-        __m512 a = _mm512_set1_ps(A[r]);                     \
-        c##r##a = _mm512_fmadd_ps(a, b0, c##r##a);           \
-        c##r##b = _mm512_fmadd_ps(a, b1, c##r##b);           \
-    }
-#define HPJ__PB_KST(r)                                                                     \
-    if (op == 0) {                                                                         \
-        _mm512_storeu_ps(T + r * ldt, c##r##a);                                            \
-        _mm512_storeu_ps(T + r * ldt + 16, c##r##b);                                       \
-    } else if (op > 0) {                                                                   \
-        _mm512_storeu_ps(T + r * ldt, _mm512_add_ps(_mm512_loadu_ps(T + r * ldt), c##r##a)); \
-        _mm512_storeu_ps(T + r * ldt + 16, _mm512_add_ps(_mm512_loadu_ps(T + r * ldt + 16), c##r##b)); \
-    } else {                                                                               \
-        _mm512_storeu_ps(T + r * ldt, _mm512_sub_ps(_mm512_loadu_ps(T + r * ldt), c##r##a)); \
-        _mm512_storeu_ps(T + r * ldt + 16, _mm512_sub_ps(_mm512_loadu_ps(T + r * ldt + 16), c##r##b)); \
-    }
-    int k;
-    HPJ__PB_KROW(0) HPJ__PB_KROW(1) HPJ__PB_KROW(2) HPJ__PB_KROW(3)
-    HPJ__PB_KROW(4) HPJ__PB_KROW(5) HPJ__PB_KROW(6) HPJ__PB_KROW(7)
-    for (k = 0; k < HPJ__PB_MR; ++k) { /* the tile of C, usually far away */
-        _mm_prefetch((const char *)(T + k * ldt), _MM_HINT_T0);
-        _mm_prefetch((const char *)(T + k * ldt + 16), _MM_HINT_T0);
-    }
-    for (k = 0; k < kc; ++k, A += as, B += HPJ__PB_NR) {
-        __m512 b0 = _mm512_loadu_ps(B), b1 = _mm512_loadu_ps(B + 16);
-        HPJ__PB_KFMA(0) HPJ__PB_KFMA(1) HPJ__PB_KFMA(2) HPJ__PB_KFMA(3)
-        HPJ__PB_KFMA(4) HPJ__PB_KFMA(5) HPJ__PB_KFMA(6) HPJ__PB_KFMA(7)
-    }
-    HPJ__PB_KST(0) HPJ__PB_KST(1) HPJ__PB_KST(2) HPJ__PB_KST(3)
-    HPJ__PB_KST(4) HPJ__PB_KST(5) HPJ__PB_KST(6) HPJ__PB_KST(7)
-#undef HPJ__PB_KROW
-#undef HPJ__PB_KFMA
-#undef HPJ__PB_KST
-}
-#elif defined(HPJ__PB_AVX2)
-static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *T, size_t ldt, int op) {
-#define HPJ__PB_KROW(r) __m256 c##r##a = _mm256_setzero_ps(), c##r##b = c##r##a, c##r##c = c##r##a;
-#define HPJ__PB_KFMA(r)                                      \
-    {                                                        \
-        __m256 a = _mm256_broadcast_ss(A + r);               \
-        c##r##a = _mm256_fmadd_ps(a, b0, c##r##a);           \
-        c##r##b = _mm256_fmadd_ps(a, b1, c##r##b);           \
-        c##r##c = _mm256_fmadd_ps(a, b2, c##r##c);           \
-    }
-#define HPJ__PB_KST1(r, x, off)                                                                \
-    if (op == 0) _mm256_storeu_ps(T + r * ldt + off, c##r##x);                                 \
-    else if (op > 0) _mm256_storeu_ps(T + r * ldt + off, _mm256_add_ps(_mm256_loadu_ps(T + r * ldt + off), c##r##x)); \
-    else _mm256_storeu_ps(T + r * ldt + off, _mm256_sub_ps(_mm256_loadu_ps(T + r * ldt + off), c##r##x));
-#define HPJ__PB_KST(r) HPJ__PB_KST1(r, a, 0) HPJ__PB_KST1(r, b, 8) HPJ__PB_KST1(r, c, 16)
-    int k;
-    HPJ__PB_KROW(0) HPJ__PB_KROW(1) HPJ__PB_KROW(2) HPJ__PB_KROW(3)
-    for (k = 0; k < HPJ__PB_MR; ++k) { /* the tile of C, usually far away */
-        _mm_prefetch((const char *)(T + k * ldt), _MM_HINT_T0);
-        _mm_prefetch((const char *)(T + k * ldt + 16), _MM_HINT_T0);
-    }
-    for (k = 0; k < kc; ++k, A += as, B += HPJ__PB_NR) {
-        __m256 b0 = _mm256_loadu_ps(B), b1 = _mm256_loadu_ps(B + 8), b2 = _mm256_loadu_ps(B + 16);
-        HPJ__PB_KFMA(0) HPJ__PB_KFMA(1) HPJ__PB_KFMA(2) HPJ__PB_KFMA(3)
-    }
-    HPJ__PB_KST(0) HPJ__PB_KST(1) HPJ__PB_KST(2) HPJ__PB_KST(3)
-#undef HPJ__PB_KROW
-#undef HPJ__PB_KFMA
-#undef HPJ__PB_KST1
-#undef HPJ__PB_KST
-}
-#else
-/* Portable: a row of the tile at a time, NR-wide inner loops that
-   compilers vectorise. */
-static void hpj__pb_kern(int kc, const float *A, int as, const float *B, float *T, size_t ldt, int op) {
-    int k, r, q;
-    for (r = 0; r < HPJ__PB_MR; ++r) {
-        float acc[HPJ__PB_NR], *t = T + r * ldt;
-        for (q = 0; q < HPJ__PB_NR; ++q) acc[q] = 0.0f;
-        for (k = 0; k < kc; ++k) {
-            const float a = A[(size_t)k * as + r], *b = B + (size_t)k * HPJ__PB_NR;
-            for (q = 0; q < HPJ__PB_NR; ++q) acc[q] += a * b[q];
+/* C (m, m), lower block triangle, = A A^T in float for the operand A
+   (m, k): the columns of A go in slabs of KC, each written out (centred,
+   scaled, rounded to float) into slab (m, KC), and each panel of PANEL
+   rows [i0, i1) of C gets C[i0:i1, 0:i1] += slab[i0:i1] slab[0:i1]^T. */
+static void hpj__probe_gram_f(const hpj__probe_operand *S, int m, int k, float *C, float *slab) {
+    int k0, i0, i;
+    for (k0 = 0; k0 < k; k0 += HPJ__PROBE_KC) {
+        const int kc = HPJ__MIN(HPJ__PROBE_KC, k - k0);
+        HPJ__OMP(parallel for schedule(static) if ((double)m * kc > HPJ__PROBE_PAR))
+        for (i = 0; i < m; ++i) {
+            float *o = slab + (size_t)i * kc;
+            int kk;
+            for (kk = 0; kk < kc; ++kk) o[kk] = (float)hpj__probe_operand_at(S, i, k0 + kk);
         }
-        if (op == 0)
-            for (q = 0; q < HPJ__PB_NR; ++q) t[q] = acc[q];
-        else if (op > 0)
-            for (q = 0; q < HPJ__PB_NR; ++q) t[q] += acc[q];
-        else
-            for (q = 0; q < HPJ__PB_NR; ++q) t[q] -= acc[q];
-    }
-}
-#endif
-
-/* Floats of packing buffer needed for an operand with m rows. */
-static size_t hpj__pb_packsize(int m, int w) { return ((size_t)m + (size_t)w) * HPJ__PB_KC; }
-
-/* C (m, nn) op= A B^T with A (m, k), B (nn, k); op: mode 0 store, 1
-   subtract. lower = 1 means A == B (a SYRK): only entries j <= i are
-   touched and A's panels are read out of B's packing (pa unused).
-   pa, pb: packing buffers of hpj__pb_packsize(m, MR), (nn, NR) floats. */
-static void hpj__pb_gemm(const hpj__pb_src *A, int m, const hpj__pb_src *B, int nn, int k, float *C, size_t ldc,
-                         int mode, int lower, float *pa, float *pb) {
-    const int npa = (m + HPJ__PB_MR - 1) / HPJ__PB_MR, npb = (nn + HPJ__PB_NR - 1) / HPJ__PB_NR;
-    const int per = HPJ__PB_MC / HPJ__PB_MR, ntask = (npa + per - 1) / per;
-    const int npack = npb + (lower ? 0 : npa);
-    int k0;
-    for (k0 = 0; k0 < k; k0 += HPJ__PB_KC) {
-        const int kc = HPJ__MIN(HPJ__PB_KC, k - k0);
-        const int op = mode == 1 ? -1 : (k0 > 0 ? 1 : 0); /* -1 subtract, 0 store, 1 add */
-        int x;
-        HPJ__OMP(parallel for schedule(static) if ((double)(m + nn) * kc > HPJ__PB_PAR))
-        for (x = 0; x < npack; ++x) {
-            if (x < npb)
-                hpj__pb_pack(B, nn, x * HPJ__PB_NR, HPJ__PB_NR, k0, kc, pb + (size_t)x * HPJ__PB_NR * kc);
-            else
-                hpj__pb_pack(A, m, (x - npb) * HPJ__PB_MR, HPJ__PB_MR, k0, kc,
-                             pa + (size_t)(x - npb) * HPJ__PB_MR * kc);
-        }
-        HPJ__OMP(parallel for schedule(dynamic, 1) if ((double)m * nn * kc > 2 * HPJ__PB_PAR))
-        for (x = 0; x < ntask; ++x) {
-            const int task = lower ? ntask - 1 - x : x; /* the triangle's long rows first */
-            const int a0 = task * per, a1 = HPJ__MIN(npa, a0 + per);
-            const int rowmax = HPJ__MIN(m, a1 * HPJ__PB_MR) - 1;
-            float T[HPJ__PB_MR * HPJ__PB_NR];
-            int jb, ia, r, q;
-            for (jb = 0; jb < npb && (!lower || jb * HPJ__PB_NR <= rowmax); ++jb)
-                for (ia = a0; ia < a1; ++ia) {
-                    const int r0 = ia * HPJ__PB_MR, c0 = jb * HPJ__PB_NR;
-                    if (lower && c0 > r0 + HPJ__PB_MR - 1) continue;
-                    const int full = r0 + HPJ__PB_MR <= m && c0 + HPJ__PB_NR <= nn &&
-                                     (!lower || c0 + HPJ__PB_NR <= r0 + 1);
-                    /* full tiles go straight into C, edge tiles through T */
-                    float *dst = full ? C + (size_t)r0 * ldc + c0 : T;
-                    const size_t ldd = full ? ldc : (size_t)HPJ__PB_NR;
-                    const int opd = full ? op : 0;
-                    if (lower)
-                        hpj__pb_kern(kc, pb + (size_t)(r0 / HPJ__PB_NR) * HPJ__PB_NR * kc + r0 % HPJ__PB_NR,
-                                     HPJ__PB_NR, pb + (size_t)jb * HPJ__PB_NR * kc, dst, ldd, opd);
-                    else
-                        hpj__pb_kern(kc, pa + (size_t)ia * HPJ__PB_MR * kc, HPJ__PB_MR,
-                                     pb + (size_t)jb * HPJ__PB_NR * kc, dst, ldd, opd);
-                    if (full) continue;
-                    for (r = 0; r < HPJ__PB_MR && r0 + r < m; ++r) {
-                        float *cr = C + (size_t)(r0 + r) * ldc + c0;
-                        const float *tr = T + r * HPJ__PB_NR;
-                        int qn = HPJ__MIN(HPJ__PB_NR, nn - c0);
-                        if (lower) qn = HPJ__MIN(qn, r0 + r - c0 + 1);
-                        if (op == 0)
-                            for (q = 0; q < qn; ++q) cr[q] = tr[q];
-                        else if (op > 0)
-                            for (q = 0; q < qn; ++q) cr[q] += tr[q];
-                        else
-                            for (q = 0; q < qn; ++q) cr[q] -= tr[q];
-                    }
-                }
+        for (i0 = 0; i0 < m; i0 += HPJ__PROBE_PANEL) {
+            const int i1 = HPJ__MIN(m, i0 + HPJ__PROBE_PANEL);
+            hpj_gemm(0, 1, i1 - i0, i1, kc, 1.0f, slab + (size_t)i0 * kc, kc, slab, kc, k0 ? 1.0f : 0.0f,
+                     C + (size_t)i0 * m, m);
         }
     }
 }
 
 /* In-place lower Cholesky L L^T of the float matrix C (m, m) (lower part
-   read and written). Per block of NB columns: the diagonal block is factored
-   in double, its inverse formed in double, the panel below is multiplied by
-   that inverse (a GEMM) and the trailing matrix is updated by a SYRK.
-   D: 2 NB^2 doubles; Li: NB^2 floats; pa, pb: packing buffers for m rows.
+   read and written), by blocks of NB columns:
+     1. the diagonal block A11 = L11 L11^T is factored in double;
+     2. the panel below, L21 = A21 L11^-T, is a product with the inverse
+        of L11 (formed in double, rounded to float);
+     3. the trailing matrix is updated, A22 -= L21 L21^T (lower block
+        triangle, by panels of PANEL rows).
+   D: 2 NB^2 doubles; Li: NB^2 floats; P: m NB floats (L21).
    Returns -1, or the index of a non-positive pivot. */
-static int hpj__pb_potrf(float *C, size_t ldc, int m, double *D, float *Li, float *pa, float *pb) {
-    const int NB = HPJ__PB_NB;
+static int hpj__probe_cholesky_f(float *C, size_t ldc, int m, double *D, float *Li, float *P) {
+    const int NB = HPJ__PROBE_NB;
     double *E = D + (size_t)NB * NB; /* inverse of the diagonal block */
     int k0;
     for (k0 = 0; k0 < m; k0 += NB) {
         const int nb = HPJ__MIN(NB, m - k0), rest = m - k0 - nb;
-        int i, j;
+        float *A21 = C + (size_t)(k0 + nb) * ldc + k0, *A22 = A21 + nb;
+        int i, j, r0;
         for (i = 0; i < nb; ++i)
             for (j = 0; j <= i; ++j) D[(size_t)i * NB + j] = (double)C[(size_t)(k0 + i) * ldc + k0 + j];
         for (j = 0; j < nb; ++j) {
-            double dj = D[(size_t)j * NB + j] - hpj__pb_dot(D + (size_t)j * NB, D + (size_t)j * NB, j);
+            double dj = D[(size_t)j * NB + j] - hpj__probe_dot(D + (size_t)j * NB, D + (size_t)j * NB, j);
             if (!(dj > 0.0) || !isfinite(dj)) return k0 + j;
             dj = sqrt(dj);
             D[(size_t)j * NB + j] = dj;
             for (i = j + 1; i < nb; ++i)
                 D[(size_t)i * NB + j] =
-                    (D[(size_t)i * NB + j] - hpj__pb_dot(D + (size_t)i * NB, D + (size_t)j * NB, j)) / dj;
+                    (D[(size_t)i * NB + j] - hpj__probe_dot(D + (size_t)i * NB, D + (size_t)j * NB, j)) / dj;
         }
         for (i = 0; i < nb; ++i)
             for (j = 0; j <= i; ++j) C[(size_t)(k0 + i) * ldc + k0 + j] = (float)D[(size_t)i * NB + j];
@@ -12246,68 +11681,62 @@ static int hpj__pb_potrf(float *C, size_t ldc, int m, double *D, float *Li, floa
             for (i = 0; i < j; ++i) x[i] = 0.0;
             x[j] = 1.0 / D[(size_t)j * NB + j];
             for (i = j + 1; i < nb; ++i)
-                x[i] = -hpj__pb_dot(D + (size_t)i * NB + j, x + j, i - j) / D[(size_t)i * NB + i];
+                x[i] = -hpj__probe_dot(D + (size_t)i * NB + j, x + j, i - j) / D[(size_t)i * NB + i];
         }
         for (i = 0; i < nb; ++i) /* Li[i][q] = (L^-1)[i][q] */
             for (j = 0; j < nb; ++j) Li[(size_t)i * nb + j] = (float)E[(size_t)j * NB + i];
-        {
-            /* panel: L21 = A21 L11^-T = A21 (L11^-1)^T, in place: k = nb <= KC
-               is one slab, packed whole before any tile is written */
-            hpj__pb_src sa, sb;
-            sa.p = C + (size_t)(k0 + nb) * ldc + k0;
-            sa.ld = ldc;
-            sa.trans = 0;
-            sa.mu = sa.s = NULL;
-            sb.p = Li;
-            sb.ld = (size_t)nb;
-            sb.trans = 0;
-            sb.mu = sb.s = NULL;
-            hpj__pb_gemm(&sa, rest, &sb, nb, nb, C + (size_t)(k0 + nb) * ldc + k0, ldc, 0, 0, pa, pb);
-            /* trailing: A22 -= L21 L21^T (lower part) */
-            hpj__pb_gemm(&sa, rest, &sa, rest, nb, C + (size_t)(k0 + nb) * ldc + k0 + nb, ldc, 1, 1, pa, pb);
+        /* panel: P = A21 (L11^-1)^T, then copied over A21 */
+        hpj_gemm(0, 1, rest, nb, nb, 1.0f, A21, (int)ldc, Li, nb, 0.0f, P, nb);
+        HPJ__OMP(parallel for schedule(static) if ((double)rest * nb > HPJ__PROBE_PAR))
+        for (i = 0; i < rest; ++i) memcpy(A21 + (size_t)i * ldc, P + (size_t)i * nb, sizeof(float) * (size_t)nb);
+        /* trailing: A22 -= L21 L21^T, lower block triangle */
+        for (r0 = 0; r0 < rest; r0 += HPJ__PROBE_PANEL) {
+            const int r1 = HPJ__MIN(rest, r0 + HPJ__PROBE_PANEL);
+            hpj_gemm(0, 1, r1 - r0, r1, nb, -1.0f, P + (size_t)r0 * nb, nb, P, nb, 1.0f, A22 + (size_t)r0 * ldc,
+                     (int)ldc);
         }
     }
     return -1;
 }
 
 /* Solves L y = b in place for t right-hand sides y (t, m) (float L). */
-static void hpj__pb_trsv_lower(const float *Lm, size_t ldl, int m, int t, double *y) {
+static void hpj__probe_solve_lower(const float *Lm, size_t ldl, int m, int t, double *y) {
     int i0;
-    for (i0 = 0; i0 < m; i0 += HPJ__PB_TB) {
-        const int i1 = HPJ__MIN(m, i0 + HPJ__PB_TB);
+    for (i0 = 0; i0 < m; i0 += HPJ__PROBE_TB) {
+        const int i1 = HPJ__MIN(m, i0 + HPJ__PROBE_TB);
         int i, c;
         if (i0 > 0) {
-            HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PB_TB > HPJ__PB_PAR))
+            HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PROBE_TB > HPJ__PROBE_PAR))
             for (i = i0; i < i1; ++i) {
                 int cc;
                 for (cc = 0; cc < t; ++cc)
-                    y[(size_t)cc * m + i] -= hpj__pb_dotf(Lm + (size_t)i * ldl, y + (size_t)cc * m, i0);
+                    y[(size_t)cc * m + i] -= hpj__probe_dot_fd(Lm + (size_t)i * ldl, y + (size_t)cc * m, i0);
             }
         }
         for (i = i0; i < i1; ++i)
             for (c = 0; c < t; ++c) {
                 double *yc = y + (size_t)c * m;
-                yc[i] = (yc[i] - hpj__pb_dotf(Lm + (size_t)i * ldl + i0, yc + i0, i - i0)) /
+                yc[i] = (yc[i] - hpj__probe_dot_fd(Lm + (size_t)i * ldl + i0, yc + i0, i - i0)) /
                         (double)Lm[(size_t)i * ldl + i];
             }
     }
 }
 
 /* Solves L^T x = y in place for t right-hand sides (t, m) (float L). */
-static void hpj__pb_trsv_upper(const float *Lm, size_t ldl, int m, int t, double *y) {
+static void hpj__probe_solve_upper(const float *Lm, size_t ldl, int m, int t, double *y) {
     int i1;
-    for (i1 = m; i1 > 0; i1 -= HPJ__PB_TB) {
-        const int i0 = HPJ__MAX(0, i1 - HPJ__PB_TB);
+    for (i1 = m; i1 > 0; i1 -= HPJ__PROBE_TB) {
+        const int i0 = HPJ__MAX(0, i1 - HPJ__PROBE_TB);
         int i, j, c, nch;
         for (i = i1 - 1; i >= i0; --i)
             for (c = 0; c < t; ++c) {
                 double *yc = y + (size_t)c * m, xi = yc[i] / (double)Lm[(size_t)i * ldl + i];
                 const float *li = Lm + (size_t)i * ldl;
                 yc[i] = xi;
-                hpj__pb_axpyf(yc + i0, li + i0, -xi, i - i0);
+                hpj__probe_axpy_fd(yc + i0, li + i0, -xi, i - i0);
             }
         nch = (i0 + 255) / 256;
-        HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PB_TB > HPJ__PB_PAR))
+        HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PROBE_TB > HPJ__PROBE_PAR))
         for (j = 0; j < nch; ++j) {
             const int j0 = j * 256, j1 = HPJ__MIN(i0, j0 + 256);
             int ii, cc;
@@ -12315,39 +11744,35 @@ static void hpj__pb_trsv_upper(const float *Lm, size_t ldl, int m, int t, double
                 const float *li = Lm + (size_t)ii * ldl;
                 for (cc = 0; cc < t; ++cc) {
                     double *yc = y + (size_t)cc * m;
-                    hpj__pb_axpyf(yc + j0, li + j0, -yc[ii], j1 - j0);
+                    hpj__probe_axpy_fd(yc + j0, li + j0, -yc[ii], j1 - j0);
                 }
             }
         }
     }
 }
 
+
 /* ---- the double-precision path ---- */
 
-/* Cd (m, m) lower part = A A^T in double. slab: (m, KC) doubles. */
-static void hpj__pb_gram_d(const hpj__pb_src *S, int m, int k, double *Cd, double *slab) {
+/* Cd (m, m) lower part = A A^T in double. slab: (m, DKC) doubles. */
+static void hpj__probe_gram_d(const hpj__probe_operand *S, int m, int k, double *Cd, double *slab) {
     int k0;
-    for (k0 = 0; k0 < k; k0 += HPJ__PB_KC) {
-        const int kc = HPJ__MIN(HPJ__PB_KC, k - k0);
+    for (k0 = 0; k0 < k; k0 += HPJ__PROBE_DKC) {
+        const int kc = HPJ__MIN(HPJ__PROBE_DKC, k - k0);
         int i;
-        HPJ__OMP(parallel for schedule(static) if ((double)m * kc > HPJ__PB_PAR))
+        HPJ__OMP(parallel for schedule(static) if ((double)m * kc > HPJ__PROBE_PAR))
         for (i = 0; i < m; ++i) {
-            double *o = slab + (size_t)i * HPJ__PB_KC;
+            double *o = slab + (size_t)i * HPJ__PROBE_DKC;
             int kk;
-            for (kk = 0; kk < kc; ++kk) {
-                const int kx = k0 + kk;
-                double v = S->trans ? (double)S->p[(size_t)kx * S->ld + i] : (double)S->p[(size_t)i * S->ld + kx];
-                const int col = S->trans ? i : kx;
-                o[kk] = S->mu ? (v - S->mu[col]) * S->s[col] : v;
-            }
+            for (kk = 0; kk < kc; ++kk) o[kk] = hpj__probe_operand_at(S, i, k0 + kk);
         }
-        HPJ__OMP(parallel for schedule(dynamic, 16) if ((double)m * m * kc > 2 * HPJ__PB_PAR))
+        HPJ__OMP(parallel for schedule(dynamic, 16) if ((double)m * m * kc > 2 * HPJ__PROBE_PAR))
         for (i = 0; i < m; ++i) {
-            const double *si = slab + (size_t)i * HPJ__PB_KC;
+            const double *si = slab + (size_t)i * HPJ__PROBE_DKC;
             double *ci = Cd + (size_t)i * m;
             int j;
             for (j = 0; j <= i; ++j) {
-                double v = hpj__pb_dot(si, slab + (size_t)j * HPJ__PB_KC, kc);
+                double v = hpj__probe_dot(si, slab + (size_t)j * HPJ__PROBE_DKC, kc);
                 ci[j] = k0 ? ci[j] + v : v;
             }
         }
@@ -12357,28 +11782,28 @@ static void hpj__pb_gram_d(const hpj__pb_src *S, int m, int k, double *Cd, doubl
 /* In-place lower Cholesky of Cd (m, m), left-looking by rows. Returns -1
    or the index of a pivot below 1e-14 of its diagonal entry (the matrix is
    singular to double precision). */
-static int hpj__pb_potrf_d(double *A, int m) {
+static int hpj__probe_cholesky_d(double *A, int m) {
     int j;
     for (j = 0; j < m; ++j) {
         const double ajj = A[(size_t)j * m + j];
-        double dj = ajj - hpj__pb_dot(A + (size_t)j * m, A + (size_t)j * m, j);
+        double dj = ajj - hpj__probe_dot(A + (size_t)j * m, A + (size_t)j * m, j);
         int i;
         if (!(dj > 1e-14 * ajj) || !isfinite(dj)) return j; /* (numerically) singular */
         dj = sqrt(dj);
         A[(size_t)j * m + j] = dj;
-        HPJ__OMP(parallel for schedule(static) if ((double)(m - j) * j > HPJ__PB_PAR))
+        HPJ__OMP(parallel for schedule(static) if ((double)(m - j) * j > HPJ__PROBE_PAR))
         for (i = j + 1; i < m; ++i)
-            A[(size_t)i * m + j] = (A[(size_t)i * m + j] - hpj__pb_dot(A + (size_t)i * m, A + (size_t)j * m, j)) / dj;
+            A[(size_t)i * m + j] = (A[(size_t)i * m + j] - hpj__probe_dot(A + (size_t)i * m, A + (size_t)j * m, j)) / dj;
     }
     return -1;
 }
 
 /* x (t, m) = (L L^T)^-1 x in place with the double factor L (m, m). */
-static void hpj__pb_cholsolve_d(const double *Lm, int m, int t, double *x) {
+static void hpj__probe_cholsolve_d(const double *Lm, int m, int t, double *x) {
     int c, i, j;
     for (c = 0; c < t; ++c) {
         double *y = x + (size_t)c * m;
-        for (i = 0; i < m; ++i) y[i] = (y[i] - hpj__pb_dot(Lm + (size_t)i * m, y, i)) / Lm[(size_t)i * m + i];
+        for (i = 0; i < m; ++i) y[i] = (y[i] - hpj__probe_dot(Lm + (size_t)i * m, y, i)) / Lm[(size_t)i * m + i];
         for (i = m - 1; i >= 0; --i) {
             const double *li = Lm + (size_t)i * m;
             y[i] /= li[i];
@@ -12392,18 +11817,18 @@ static void hpj__pb_cholsolve_d(const double *Lm, int m, int t, double *x) {
 /* A = (X - 1 mu^T) diag(s) (the centred, maybe scaled features). The
    system is (A^T A + alpha I) w = A^T y_c in the primal (m = d) and
    (A A^T + alpha I) a = y_c in the dual (m = n); vectors are (t, m). */
-typedef struct hpj__pb_ridge {
+typedef struct hpj__probe_ridge {
     const float *X;
     int n, d, t, nb, dual, m;
     const double *mu, *s;
     double alpha;
     double *Veff, *ceff, *G, *gs, *Graw, *gsum, *work, *Zb, *Rb, *u;
     /* (t,d) (t) (nb,t,d) (nb,t) (t,d) (t) pass (n,t) (n,t) (t,d) */
-} hpj__pb_ridge;
+} hpj__probe_ridge;
 
 /* out (t, d) = A^T R for R (n, t) given row-major (a pass over X). */
-static void hpj__pb_ridge_atr(hpj__pb_ridge *R, const double *Rn, double *out) {
-    hpj__pb_pass P;
+static void hpj__probe_ridge_At(hpj__probe_ridge *R, const double *Rn, double *out) {
+    hpj__probe_pass P;
     int c;
     size_t j;
     memset(&P, 0, sizeof(P));
@@ -12416,31 +11841,31 @@ static void hpj__pb_ridge_atr(hpj__pb_ridge *R, const double *Rn, double *out) {
     P.G = R->G;
     P.gs = R->gs;
     P.work = R->work;
-    hpj__pb_run(&P);
-    hpj__pb_reduce(R->G, R->nb, (size_t)R->t * R->d, R->Graw);
-    hpj__pb_reduce(R->gs, R->nb, (size_t)R->t, R->gsum);
+    hpj__probe_pass_run(&P);
+    hpj__probe_sum_blocks(R->G, R->nb, (size_t)R->t * R->d, R->Graw);
+    hpj__probe_sum_blocks(R->gs, R->nb, (size_t)R->t, R->gsum);
     for (c = 0; c < R->t; ++c)
         for (j = 0; j < (size_t)R->d; ++j)
             out[(size_t)c * R->d + j] = (R->Graw[(size_t)c * R->d + j] - R->gsum[c] * R->mu[j]) * R->s[j];
 }
 
 /* out = (system matrix) v for v, out (t, m). */
-static void hpj__pb_ridge_op(hpj__pb_ridge *R, const double *v, double *out) {
+static void hpj__probe_ridge_apply(hpj__probe_ridge *R, const double *v, double *out) {
     const int t = R->t, d = R->d, n = R->n;
-    hpj__pb_pass P;
+    hpj__probe_pass P;
     const double *w = v; /* weights in the feature space (t, d) */
     int c, i;
     size_t j;
     if (R->dual) { /* u = A^T v */
         for (i = 0; i < n; ++i)
             for (c = 0; c < t; ++c) R->Rb[(size_t)i * t + c] = v[(size_t)c * n + i];
-        hpj__pb_ridge_atr(R, R->Rb, R->u);
+        hpj__probe_ridge_At(R, R->Rb, R->u);
         w = R->u;
     }
     for (c = 0; c < t; ++c) { /* scores A w = X (w .* s) - mu . (w .* s) */
         double *ve = R->Veff + (size_t)c * d;
         for (j = 0; j < (size_t)d; ++j) ve[j] = w[(size_t)c * d + j] * R->s[j];
-        R->ceff[c] = -hpj__pb_dot(ve, R->mu, d);
+        R->ceff[c] = -hpj__probe_dot(ve, R->mu, d);
     }
     memset(&P, 0, sizeof(P));
     P.X = R->X;
@@ -12453,15 +11878,15 @@ static void hpj__pb_ridge_op(hpj__pb_ridge *R, const double *v, double *out) {
     P.work = R->work;
     if (R->dual) {
         P.Z = R->Zb;
-        hpj__pb_run(&P);
+        hpj__probe_pass_run(&P);
         for (c = 0; c < t; ++c)
             for (i = 0; i < n; ++i) out[(size_t)c * n + i] = R->Zb[(size_t)i * t + c] + R->alpha * v[(size_t)c * n + i];
     } else { /* fused: r = A w, then A^T r */
         P.G = R->G;
         P.gs = R->gs;
-        hpj__pb_run(&P);
-        hpj__pb_reduce(R->G, R->nb, (size_t)t * d, R->Graw);
-        hpj__pb_reduce(R->gs, R->nb, (size_t)t, R->gsum);
+        hpj__probe_pass_run(&P);
+        hpj__probe_sum_blocks(R->G, R->nb, (size_t)t * d, R->Graw);
+        hpj__probe_sum_blocks(R->gs, R->nb, (size_t)t, R->gsum);
         for (c = 0; c < t; ++c)
             for (j = 0; j < (size_t)d; ++j)
                 out[(size_t)c * d + j] = (R->Graw[(size_t)c * d + j] - R->gsum[c] * R->mu[j]) * R->s[j] +
@@ -12475,7 +11900,7 @@ static void hpj__pb_ridge_op(hpj__pb_ridge *R, const double *v, double *out) {
    ||x_c|| + ||b_c||) with eps = 1e-15 sqrt(n + d): a backward error at the
    level of a double Cholesky solve. Returns the iterations, or -1 if some
    column did not get there in maxit; *relres = max_c ||r_c|| / ||b_c||. */
-static int hpj__pb_pcg(hpj__pb_ridge *R, const float *Lf, const double *Ld, const double *b, double *x, double *r,
+static int hpj__probe_pcg(hpj__probe_ridge *R, const float *Lf, const double *Ld, const double *b, double *x, double *r,
                        double *z, double *p, double *q, double normA, int maxit, double *relres) {
     const int t = R->t, m = R->m;
     double rho[64], rho_old[64];
@@ -12486,20 +11911,20 @@ static int hpj__pb_pcg(hpj__pb_ridge *R, const float *Lf, const double *Ld, cons
     const double eps = 1e-15 * sqrt((double)R->n + (double)R->d);
     memcpy(x, b, sizeof(double) * tm);
     if (Lf) {
-        hpj__pb_trsv_lower(Lf, (size_t)m, m, t, x);
-        hpj__pb_trsv_upper(Lf, (size_t)m, m, t, x);
+        hpj__probe_solve_lower(Lf, (size_t)m, m, t, x);
+        hpj__probe_solve_upper(Lf, (size_t)m, m, t, x);
     } else {
-        hpj__pb_cholsolve_d(Ld, m, t, x);
+        hpj__probe_cholsolve_d(Ld, m, t, x);
     }
-    hpj__pb_ridge_op(R, x, r);
+    hpj__probe_ridge_apply(R, x, r);
     for (i = 0; i < tm; ++i) r[i] = b[i] - r[i];
     for (it = 0;; ++it) {
         all = 1;
         *relres = 0.0;
         for (c = 0; c < t; ++c) {
             const double *rc = r + (size_t)c * m, *xc = x + (size_t)c * m, *bc = b + (size_t)c * m;
-            double rn = sqrt(hpj__pb_dot(rc, rc, m)), xn = sqrt(hpj__pb_dot(xc, xc, m)),
-                   bn = sqrt(hpj__pb_dot(bc, bc, m));
+            double rn = sqrt(hpj__probe_dot(rc, rc, m)), xn = sqrt(hpj__probe_dot(xc, xc, m)),
+                   bn = sqrt(hpj__probe_dot(bc, bc, m));
             done[c] = rn <= eps * ((normA + R->alpha) * xn + bn);
             all &= done[c];
             if (bn > 0) *relres = HPJ__MAX(*relres, rn / bn);
@@ -12507,15 +11932,15 @@ static int hpj__pb_pcg(hpj__pb_ridge *R, const float *Lf, const double *Ld, cons
         if (all || it >= maxit) break;
         memcpy(z, r, sizeof(double) * tm);
         if (Lf) {
-            hpj__pb_trsv_lower(Lf, (size_t)m, m, t, z);
-            hpj__pb_trsv_upper(Lf, (size_t)m, m, t, z);
+            hpj__probe_solve_lower(Lf, (size_t)m, m, t, z);
+            hpj__probe_solve_upper(Lf, (size_t)m, m, t, z);
         } else {
-            hpj__pb_cholsolve_d(Ld, m, t, z);
+            hpj__probe_cholsolve_d(Ld, m, t, z);
         }
         for (c = 0; c < t; ++c) {
             double *pc = p + (size_t)c * m;
             const double *zc = z + (size_t)c * m;
-            rho[c] = hpj__pb_dot(r + (size_t)c * m, zc, m);
+            rho[c] = hpj__probe_dot(r + (size_t)c * m, zc, m);
             if (it == 0 || done[c] || !(rho_old[c] != 0.0)) {
                 memcpy(pc, zc, sizeof(double) * (size_t)m);
             } else {
@@ -12525,11 +11950,11 @@ static int hpj__pb_pcg(hpj__pb_ridge *R, const float *Lf, const double *Ld, cons
             }
             rho_old[c] = rho[c];
         }
-        hpj__pb_ridge_op(R, p, q);
+        hpj__probe_ridge_apply(R, p, q);
         for (c = 0; c < t; ++c) {
             double *xc = x + (size_t)c * m, *rc = r + (size_t)c * m;
             const double *pc = p + (size_t)c * m, *qc = q + (size_t)c * m;
-            double pq = hpj__pb_dot(pc, qc, m), a;
+            double pq = hpj__probe_dot(pc, qc, m), a;
             int j;
             if (done[c] || !(pq > 0.0)) continue;
             a = rho[c] / pq;
@@ -12542,18 +11967,18 @@ static int hpj__pb_pcg(hpj__pb_ridge *R, const float *Lf, const double *Ld, cons
     return all ? it : -1;
 }
 
-#define HPJ__PB_PCG_MAXIT 30 /* refinement steps before the double fallback */
+#define HPJ__PROBE_PCG_MAXIT 30 /* refinement steps before the double fallback */
 
 HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, int t, const hpj_probe_options *o,
                                 hpj_linear_model *out) {
     static const char *fn = "ridge_fit";
     hpj_probe_options def;
-    hpj__pb_ridge R;
-    hpj__pb_src S;
+    hpj__probe_ridge R;
+    hpj__probe_operand S;
     hpj_status st;
     void *mem = NULL, *fmem = NULL;
     double *mu, *s, *part, *ybar, *Yc, *B, *x, *r, *z, *p, *q, *Dw;
-    float *Cf = NULL, *pa = NULL, *pb = NULL, *Li = NULL;
+    float *Cf = NULL, *slab = NULL, *Li = NULL;
     double normA = 0.0, relres = 0.0;
     int nb, m, k, i, c, its = -1;
     size_t j;
@@ -12566,8 +11991,8 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     if (n < 1 || d < 1 || t < 1)
         return hpj__fail(HPJ_ERR_INPUT, "%s: need n, d, t >= 1 (got n=%d d=%d t=%d)", fn, n, d, t);
     if (t > 64) return hpj__fail(HPJ_ERR_INPUT, "%s: at most 64 targets per call (got %d)", fn, t);
-    if ((st = hpj__pb_check_options(fn, o)) != HPJ_OK) return st;
-    nb = hpj__pb_nblk(n);
+    if ((st = hpj__probe_check_options(fn, o)) != HPJ_OK) return st;
+    nb = hpj__probe_nblocks(n);
     R.dual = d > n;
     m = R.dual ? n : d;
     k = R.dual ? d : n;
@@ -12585,10 +12010,10 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
         sz[14] = (size_t)nb * t;                       /* gs */
         sz[15] = (size_t)t * d;                        /* Graw */
         sz[16] = (size_t)t;                            /* gsum */
-        sz[17] = (size_t)nb * hpj__pb_pass_work(t);    /* work */
+        sz[17] = (size_t)nb * hpj__probe_pass_work(t);    /* work */
         sz[18] = sz[19] = (size_t)n * t;               /* Zb Rb */
         sz[20] = (size_t)t * d;                        /* u */
-        sz[21] = (size_t)2 * HPJ__PB_NB * HPJ__PB_NB;  /* D (Cholesky blocks) */
+        sz[21] = (size_t)2 * HPJ__PROBE_NB * HPJ__PROBE_NB;  /* D (Cholesky blocks) */
         pv[0] = &mu;
         pv[1] = &s;
         pv[2] = &part;
@@ -12611,12 +12036,12 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
         pv[19] = &R.Rb;
         pv[20] = &R.u;
         pv[21] = &Dw;
-        mem = hpj__pb_carve(fn, 22, sz, pv);
+        mem = hpj__probe_carve(fn, 22, sz, pv);
         if (!mem) return HPJ_ERR_NOMEM;
     }
-    if (hpj__pb_colstats(X, n, d, mu, o->standardize ? s : NULL, part)) {
+    if (hpj__probe_column_stats(X, n, d, mu, o->standardize ? s : NULL, part)) {
         hpj__free(mem);
-        return hpj__pb_bad_value(fn, "X", X, n, d);
+        return hpj__probe_bad_value(fn, "X", X, n, d);
     }
     if (!o->standardize)
         for (j = 0; j < (size_t)d; ++j) s[j] = 1.0;
@@ -12626,7 +12051,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     for (c = 0; c < t; ++c) {
         if (!isfinite(ybar[c])) {
             hpj__free(mem);
-            return hpj__pb_bad_value(fn, "Y", Y, n, t);
+            return hpj__probe_bad_value(fn, "Y", Y, n, t);
         }
         ybar[c] /= (double)n;
     }
@@ -12645,7 +12070,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
         for (c = 0; c < t; ++c)
             for (i = 0; i < n; ++i) B[(size_t)c * n + i] = Yc[(size_t)i * t + c];
     } else {
-        hpj__pb_ridge_atr(&R, Yc, B);
+        hpj__probe_ridge_At(&R, Yc, B);
     }
     S.p = X;
     S.ld = (size_t)d;
@@ -12653,14 +12078,14 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     S.mu = mu;
     S.s = s;
     if (o->precision == HPJ_PROBE_MIXED && o->alpha > 0) { /* alpha = 0: straight to double */
-        size_t fsz, szA, szB, szL, mm;
+        size_t fsz, szS, szL, mm;
         int attempt;
         if (hpj__mul_size((size_t)m, (size_t)m, &mm)) mm = SIZE_MAX;
-        szA = hpj__pb_packsize(m, HPJ__PB_MR);
-        szB = hpj__pb_packsize(HPJ__MAX(m, HPJ__PB_NB), HPJ__PB_NR);
-        szL = (size_t)HPJ__PB_NB * HPJ__PB_NB;
+        /* one buffer: the Gram matrix's slabs, then the Cholesky panel L21 */
+        szS = (size_t)m * (size_t)HPJ__MAX(HPJ__MIN(k, HPJ__PROBE_KC), HPJ__PROBE_NB);
+        szL = (size_t)HPJ__PROBE_NB * HPJ__PROBE_NB;
         fsz = mm;
-        if (mm == SIZE_MAX || hpj__add_size(fsz, szA + szB + szL + 64, &fsz) ||
+        if (mm == SIZE_MAX || hpj__add_size(fsz, szS + szL + 64, &fsz) ||
             hpj__mul_size(fsz, sizeof(float), &fsz)) {
             hpj__free(mem);
             return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
@@ -12671,12 +12096,11 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
             return HPJ_ERR_NOMEM;
         }
         Cf = (float *)(((uintptr_t)fmem + 63) & ~(uintptr_t)63);
-        pa = Cf + mm;
-        pb = pa + szA;
-        Li = pb + szB;
+        slab = Cf + mm;
+        Li = slab + szS;
         for (attempt = 0; attempt < 2; ++attempt) {
             double maxdiag = 0.0, shift;
-            hpj__pb_gemm(&S, m, &S, m, k, Cf, (size_t)m, 0, 1, pa, pb);
+            hpj__probe_gram_f(&S, m, k, Cf, slab);
             normA = 0.0;
             for (i = 0; i < m; ++i) {
                 normA += (double)Cf[(size_t)i * m + i];
@@ -12686,17 +12110,17 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
                the second attempt shifts the diagonal (PCG corrects it) */
             shift = attempt ? 1e-5 * maxdiag + 1e-30 : 0.0;
             for (i = 0; i < m; ++i) Cf[(size_t)i * m + i] += (float)(o->alpha + shift);
-            if (hpj__pb_potrf(Cf, (size_t)m, m, Dw, Li, pa, pb) >= 0) continue;
-            its = hpj__pb_pcg(&R, Cf, NULL, B, x, r, z, p, q, normA, HPJ__PB_PCG_MAXIT, &relres);
+            if (hpj__probe_cholesky_f(Cf, (size_t)m, m, Dw, Li, slab) >= 0) continue;
+            its = hpj__probe_pcg(&R, Cf, NULL, B, x, r, z, p, q, normA, HPJ__PROBE_PCG_MAXIT, &relres);
             break; /* factored: PCG converged or the double path takes over */
         }
         hpj__free(fmem);
     }
     if (its < 0) { /* HPJ_PROBE_DOUBLE, or the mixed path could not converge */
         size_t dsz, mm;
-        double *Cd, *slab;
+        double *Cd, *dslab;
         int bad;
-        if (hpj__mul_size((size_t)m, (size_t)m, &mm) || hpj__add_size(mm, (size_t)m * HPJ__PB_KC + 8, &dsz) ||
+        if (hpj__mul_size((size_t)m, (size_t)m, &mm) || hpj__add_size(mm, (size_t)m * HPJ__PROBE_DKC + 8, &dsz) ||
             hpj__mul_size(dsz, sizeof(double), &dsz)) {
             hpj__free(mem);
             return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
@@ -12707,14 +12131,14 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
             return HPJ_ERR_NOMEM;
         }
         Cd = (double *)fmem;
-        slab = Cd + mm;
-        hpj__pb_gram_d(&S, m, k, Cd, slab);
+        dslab = Cd + mm;
+        hpj__probe_gram_d(&S, m, k, Cd, dslab);
         normA = 0.0;
         for (i = 0; i < m; ++i) {
             normA += Cd[(size_t)i * m + i];
             Cd[(size_t)i * m + i] += o->alpha;
         }
-        bad = hpj__pb_potrf_d(Cd, m);
+        bad = hpj__probe_cholesky_d(Cd, m);
         if (bad >= 0) {
             hpj__free(fmem);
             hpj__free(mem);
@@ -12722,7 +12146,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
                              "%s: the %s system (%d x %d) is singular at pivot %d (alpha = %g); use alpha > 0", fn,
                              R.dual ? "dual" : "primal", m, m, bad, o->alpha);
         }
-        its = hpj__pb_pcg(&R, NULL, Cd, B, x, r, z, p, q, normA, 3, &relres);
+        its = hpj__probe_pcg(&R, NULL, Cd, B, x, r, z, p, q, normA, 3, &relres);
         if (its < 0) its = 3;
         hpj__free(fmem);
     }
@@ -12739,7 +12163,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
         if (R.dual) {
             for (i = 0; i < n; ++i)
                 for (c = 0; c < t; ++c) R.Rb[(size_t)i * t + c] = x[(size_t)c * n + i];
-            hpj__pb_ridge_atr(&R, R.Rb, w);
+            hpj__probe_ridge_At(&R, R.Rb, w);
         } else {
             memcpy(w, x, sizeof(double) * (size_t)t * d);
         }
@@ -12749,7 +12173,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
                 wc[j] *= s[j];
                 out->W[(size_t)c * d + j] = (float)wc[j];
             }
-            out->b[c] = (float)(ybar[c] - hpj__pb_dot(wc, mu, d));
+            out->b[c] = (float)(ybar[c] - hpj__probe_dot(wc, mu, d));
         }
     }
     out->d = d;
@@ -12765,12 +12189,12 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
 HPJDEF void hpj_linear_model_predict(const hpj_linear_model *m, const float *X, int n, float *scores) {
     int i;
     if (!m || !m->W || !m->b || !X || !scores || n < 1) return;
-    HPJ__OMP(parallel for schedule(static) if ((double)n * m->d * m->c > HPJ__PB_PAR))
+    HPJ__OMP(parallel for schedule(static) if ((double)n * m->d * m->c > HPJ__PROBE_PAR))
     for (i = 0; i < n; ++i) {
         const float *x = X + (size_t)i * m->d;
         int c;
         for (c = 0; c < m->c; ++c)
-            scores[(size_t)i * m->c + c] = (float)((double)m->b[c] + hpj__pb_dotff(x, m->W + (size_t)c * m->d, m->d));
+            scores[(size_t)i * m->c + c] = (float)((double)m->b[c] + hpj__probe_dot_ff(x, m->W + (size_t)c * m->d, m->d));
     }
 }
 
@@ -12794,7 +12218,7 @@ static int32_t hpj__lm_class(const hpj_linear_model *m, const float *x) {
     float best = 0.0f;
     int c, arg = 0, found = 0;
     for (c = 0; c < m->c; ++c) {
-        float v = (float)((double)m->b[c] + hpj__pb_dotff(x, m->W + (size_t)c * m->d, m->d));
+        float v = (float)((double)m->b[c] + hpj__probe_dot_ff(x, m->W + (size_t)c * m->d, m->d));
         if (v != v) continue;
         if (!found || v > best) {
             best = v;
@@ -12808,7 +12232,7 @@ static int32_t hpj__lm_class(const hpj_linear_model *m, const float *x) {
 HPJDEF void hpj_linear_model_classify(const hpj_linear_model *m, const float *X, int n, int32_t *cls) {
     int i;
     if (!m || !m->W || !m->b || !X || !cls || n < 1) return;
-    HPJ__OMP(parallel for schedule(static) if ((double)n * m->d * m->c > HPJ__PB_PAR))
+    HPJ__OMP(parallel for schedule(static) if ((double)n * m->d * m->c > HPJ__PROBE_PAR))
     for (i = 0; i < n; ++i) cls[i] = hpj__lm_class(m, X + (size_t)i * m->d);
 }
 
@@ -12816,7 +12240,7 @@ HPJDEF double hpj_linear_model_accuracy(const hpj_linear_model *m, const float *
     long hits = 0;
     int i;
     if (!m || !m->W || !m->b || !X || !y || n < 1) return 0.0;
-    HPJ__OMP(parallel for schedule(static) reduction(+ : hits) if ((double)n * m->d * m->c > HPJ__PB_PAR))
+    HPJ__OMP(parallel for schedule(static) reduction(+ : hits) if ((double)n * m->d * m->c > HPJ__PROBE_PAR))
     for (i = 0; i < n; ++i) hits += (hpj__lm_class(m, X + (size_t)i * m->d) == y[i]);
     return (double)hits / (double)n;
 }
@@ -12855,7 +12279,7 @@ HPJDEF hpj_status hpj_stratified_folds(const int32_t *y, int n, int C, int k, ui
 /* theta = [b (L), W (K, D), c (K)]; a row's mixture
    h_i = sum_l softmax(b)_l (H_il - m_l), features a_i = h_i .* s,
    scores z_i = W a_i + c. */
-typedef struct hpj__pb_rw {
+typedef struct hpj__probe_resw {
     const float *H;
     int L, D, K, kind, nb;
     const int32_t *y;       /* (n) labels, classification              */
@@ -12867,21 +12291,21 @@ typedef struct hpj__pb_rw {
     double *om, *mo, *Weff; /* (L) softmax(b), (D) sum_l om_l m_l, (K, D) */
     double *part;           /* (nb, K D + K + L + D) block partials    */
     double *scratch;        /* (nb, 3 D + 2 K)                         */
-    double loss[HPJ__PB_MAXBLK];
-} hpj__pb_rw;
+    double loss[HPJ__PROBE_MAXBLK];
+} hpj__probe_resw;
 
-static size_t hpj__pb_rw_plen(const hpj__pb_rw *R) { return (size_t)R->K * R->D + (size_t)R->K + R->L + R->D; }
+static size_t hpj__probe_resw_partial_len(const hpj__probe_resw *R) { return (size_t)R->K * R->D + (size_t)R->K + R->L + R->D; }
 
-static void hpj__pb_rw_block(hpj__pb_rw *R, const double *theta, int blk, int grad) {
+static void hpj__probe_resw_block(hpj__probe_resw *R, const double *theta, int blk, int grad) {
     const int L = R->L, D = R->D, K = R->K;
     const double *cc = theta + L + (size_t)K * D;
-    double *pt = R->part + (size_t)blk * hpj__pb_rw_plen(R);
+    double *pt = R->part + (size_t)blk * hpj__probe_resw_partial_len(R);
     double *dW = pt, *dc = pt + (size_t)K * D, *dw = dc + K, *gsum = dw + L;
     double *h = R->scratch + (size_t)blk * (3 * (size_t)D + 2 * (size_t)K), *a = h + D, *gv = a + D;
     double *z = gv + D, *r = z + K, lsum = 0.0;
-    const int i0 = hpj__pb_lo(R->nr, R->nb, blk), i1 = hpj__pb_lo(R->nr, R->nb, blk + 1);
+    const int i0 = hpj__probe_block_lo(R->nr, R->nb, blk), i1 = hpj__probe_block_lo(R->nr, R->nb, blk + 1);
     int ii, l, k, j;
-    if (grad) memset(pt, 0, sizeof(double) * hpj__pb_rw_plen(R));
+    if (grad) memset(pt, 0, sizeof(double) * hpj__probe_resw_partial_len(R));
     for (ii = i0; ii < i1; ++ii) {
         const int i = R->rows[ii];
         const float *Hi = R->H + (size_t)i * L * D;
@@ -12892,9 +12316,9 @@ static void hpj__pb_rw_block(hpj__pb_rw *R, const double *theta, int blk, int gr
             for (j = 0; j < D; ++j) h[j] += w * (double)hl[j];
         }
         for (j = 0; j < D; ++j) a[j] = h[j] * R->s[j];
-        for (k = 0; k < K; ++k) z[k] = cc[k] + hpj__pb_dot(R->Weff + (size_t)k * D, h, D);
-        if (R->kind == HPJ__PB_SQUARED) lsum += hpj__pb_loss_row(R->kind, K, z, 0, R->yc + i, grad ? r : NULL);
-        else lsum += hpj__pb_loss_row(R->kind, K, z, R->y[i], NULL, grad ? r : NULL);
+        for (k = 0; k < K; ++k) z[k] = cc[k] + hpj__probe_dot(R->Weff + (size_t)k * D, h, D);
+        if (R->kind == HPJ__PROBE_SQUARED) lsum += hpj__probe_loss_row(R->kind, K, z, 0, R->yc + i, grad ? r : NULL);
+        else lsum += hpj__probe_loss_row(R->kind, K, z, R->y[i], NULL, grad ? r : NULL);
         if (!grad) continue;
         for (k = 0; k < K; ++k) {
             double *dWk = dW + (size_t)k * D;
@@ -12907,7 +12331,7 @@ static void hpj__pb_rw_block(hpj__pb_rw *R, const double *theta, int blk, int gr
             const double rk = r[k], *we = R->Weff + (size_t)k * D;
             for (j = 0; j < D; ++j) gv[j] += rk * we[j];
         }
-        for (l = 0; l < L; ++l) dw[l] += hpj__pb_dotf(Hi + (size_t)l * D, gv, D);
+        for (l = 0; l < L; ++l) dw[l] += hpj__probe_dot_fd(Hi + (size_t)l * D, gv, D);
         for (j = 0; j < D; ++j) gsum[j] += gv[j];
     }
     R->loss[blk] = lsum;
@@ -12915,7 +12339,7 @@ static void hpj__pb_rw_block(hpj__pb_rw *R, const double *theta, int blk, int gr
 
 /* Sum of losses over R->rows; with g, the gradient of that sum plus the
    penalty (the penalty's value is added by the caller). */
-static double hpj__pb_rw_eval(hpj__pb_rw *R, const double *theta, double *g) {
+static double hpj__probe_resw_eval(hpj__probe_resw *R, const double *theta, double *g) {
     const int L = R->L, D = R->D, K = R->K;
     const double *b = theta, *W = theta + L;
     double mx = b[0], se = 0.0, F = 0.0;
@@ -12930,21 +12354,21 @@ static double hpj__pb_rw_eval(hpj__pb_rw *R, const double *theta, double *g) {
     }
     for (k = 0; k < K; ++k)
         for (j = 0; j < D; ++j) R->Weff[(size_t)k * D + j] = W[(size_t)k * D + j] * R->s[j];
-    R->nb = hpj__pb_nblk(R->nr);
-    HPJ__OMP(parallel for schedule(dynamic, 1) if (R->nb > 1 && (double)R->nr * R->L * R->D > HPJ__PB_PAR))
-    for (blk = 0; blk < R->nb; ++blk) hpj__pb_rw_block(R, theta, blk, g != NULL);
+    R->nb = hpj__probe_nblocks(R->nr);
+    HPJ__OMP(parallel for schedule(dynamic, 1) if (R->nb > 1 && (double)R->nr * R->L * R->D > HPJ__PROBE_PAR))
+    for (blk = 0; blk < R->nb; ++blk) hpj__probe_resw_block(R, theta, blk, g != NULL);
     for (blk = 0; blk < R->nb; ++blk) F += R->loss[blk];
     if (g) {
-        const size_t plen = hpj__pb_rw_plen(R);
+        const size_t plen = hpj__probe_resw_partial_len(R);
         double *tot = R->part + (size_t)R->nb * plen; /* one spare slot after the blocks */
         double *dW, *dc, *dw, *gsum, avg = 0.0;
-        hpj__pb_reduce(R->part, R->nb, plen, tot);
+        hpj__probe_sum_blocks(R->part, R->nb, plen, tot);
         dW = tot;
         dc = dW + (size_t)K * D;
         dw = dc + K;
         gsum = dw + L;
         for (l = 0; l < L; ++l) {
-            dw[l] -= hpj__pb_dot(R->m + (size_t)l * D, gsum, D);
+            dw[l] -= hpj__probe_dot(R->m + (size_t)l * D, gsum, D);
             avg += R->om[l] * dw[l];
         }
         for (l = 0; l < L; ++l) g[l] = R->om[l] * (dw[l] - avg);
@@ -12959,8 +12383,8 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
                                        float *logits, hpj_resweight_info *info) {
     static const char *fn = "resweight_fit";
     hpj_probe_options def;
-    hpj__pb_rw R;
-    hpj__pb_lbfgs Hs;
+    hpj__probe_resw R;
+    hpj__probe_lbfgs Hs;
     hpj_status st;
     void *mem = NULL;
     int32_t *rows = NULL, *fold = NULL;
@@ -12982,7 +12406,7 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
         return hpj__fail(HPJ_ERR_INPUT, "%s: C must be 0 (regression) or >= 2 (got %d)", fn, C);
     if (C >= 2 && !y) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL y for classification (C = %d)", fn, C);
     if (C == 0 && !yreg) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL yreg for regression (C = 0)", fn);
-    if ((st = hpj__pb_check_options(fn, o)) != HPJ_OK) return st;
+    if ((st = hpj__probe_check_options(fn, o)) != HPJ_OK) return st;
     for (i = 0; i < n; ++i) {
         if (C >= 2 && (y[i] < 0 || y[i] >= C))
             return hpj__fail(HPJ_ERR_INPUT, "%s: y[%d] = %d is outside 0..%d (C = %d)", fn, i, (int)y[i], C - 1, C);
@@ -13035,16 +12459,16 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
     R.L = L;
     R.D = D;
     R.K = K;
-    R.kind = C == 0 ? HPJ__PB_SQUARED : (C == 2 ? HPJ__PB_BINARY : HPJ__PB_SOFTMAX);
+    R.kind = C == 0 ? HPJ__PROBE_SQUARED : (C == 2 ? HPJ__PROBE_BINARY : HPJ__PROBE_SOFTMAX);
     R.y = y;
     R.alpha = o->alpha;
     R.pen = C == 0 ? 2.0 * o->alpha : o->alpha;
     {
         size_t sz[16];
         double **pv[16];
-        const int nbmax = hpj__pb_nblk(n);
+        const int nbmax = hpj__probe_nblocks(n);
         sz[0] = sz[1] = sz[2] = sz[3] = sz[4] = P;
-        sz[5] = sz[6] = (size_t)HPJ__PB_LBFGS_M * P;
+        sz[5] = sz[6] = (size_t)HPJ__PROBE_LBFGS_M * P;
         sz[7] = (size_t)L * D;  /* mean */
         sz[8] = (size_t)D;      /* scale */
         sz[9] = (size_t)L;      /* bbest */
@@ -13070,7 +12494,7 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
         pv[13] = &R.Weff;
         pv[14] = &R.part;
         pv[15] = &R.scratch;
-        mem = hpj__pb_carve(fn, 16, sz, pv);
+        mem = hpj__probe_carve(fn, 16, sz, pv);
         if (!mem) {
             hpj__free(rows);
             return HPJ_ERR_NOMEM;
@@ -13110,45 +12534,45 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
     R.m = mean;
     R.s = scale;
     Hs.P = (int)P;
-    Hs.m = HPJ__PB_LBFGS_M;
+    Hs.m = HPJ__PROBE_LBFGS_M;
     Hs.cnt = 0;
     Hs.head = 0;
     memset(theta, 0, sizeof(double) * P);
-#define HPJ__PB_RW_PEN(th) (0.5 * R.pen * hpj__pb_dotn((th) + L, (th) + L, KD))
+#define HPJ__PROBE_RESW_PEN(th) (0.5 * R.pen * hpj__probe_dot_long((th) + L, (th) + L, KD))
     /* phase 0: the head alone on the uniform mixture (b frozen at 0), to
        the gradient test; phase 1: b and the head jointly, the validation
        loss checked after every iteration. */
     for (phase = 0; phase < 2; ++phase) {
         R.rows = rows;
         R.nr = ntr;
-        F = hpj__pb_rw_eval(&R, theta, g) + HPJ__PB_RW_PEN(theta);
+        F = hpj__probe_resw_eval(&R, theta, g) + HPJ__PROBE_RESW_PEN(theta);
         if (phase == 0) memset(g, 0, sizeof(double) * (size_t)L);
-        gmax = hpj__pb_maxabs(g, P);
+        gmax = hpj__probe_maxabs(g, P);
         if (phase == 0) thresh = o->tol * HPJ__MAX(1.0, gmax);
         Hs.cnt = 0;
         Hs.head = 0;
         if (phase == 1) {
             R.rows = rows + ntr;
             R.nr = nval;
-            best_val = val = hpj__pb_rw_eval(&R, theta, NULL) / (double)nval;
+            best_val = val = hpj__probe_resw_eval(&R, theta, NULL) / (double)nval;
             memcpy(bbest, theta, sizeof(double) * (size_t)L);
         }
         for (it = 1; it <= HPJ_RESWEIGHT_ITERS && gmax > thresh && isfinite(F); ++it) {
             double d0, t = 1.0;
             int ls, ok = 0;
-            hpj__pb_lbfgs_dir(&Hs, g, p);
-            d0 = hpj__pb_dotn(g, p, P);
+            hpj__probe_lbfgs_dir(&Hs, g, p);
+            d0 = hpj__probe_dot_long(g, p, P);
             if (!(d0 < 0)) {
                 Hs.cnt = 0;
-                hpj__pb_lbfgs_dir(&Hs, g, p);
-                d0 = hpj__pb_dotn(g, p, P);
+                hpj__probe_lbfgs_dir(&Hs, g, p);
+                d0 = hpj__probe_dot_long(g, p, P);
             }
-            if (Hs.cnt == 0) t = 1.0 / sqrt(hpj__pb_dotn(p, p, P));
+            if (Hs.cnt == 0) t = 1.0 / sqrt(hpj__probe_dot_long(p, p, P));
             R.rows = rows;
             R.nr = ntr;
             for (ls = 0; ls < 40; ++ls, t *= 0.5) { /* backtracking Armijo */
                 for (j = 0; j < P; ++j) theta1[j] = theta[j] + t * p[j];
-                F1 = hpj__pb_rw_eval(&R, theta1, g1) + HPJ__PB_RW_PEN(theta1);
+                F1 = hpj__probe_resw_eval(&R, theta1, g1) + HPJ__PROBE_RESW_PEN(theta1);
                 if (isfinite(F1) && F1 <= F + 1e-4 * t * d0 + 8.0 * DBL_EPSILON * fabs(F)) {
                     ok = 1;
                     break;
@@ -13156,7 +12580,7 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
             }
             if (!ok) break; /* no decrease representable: done */
             if (phase == 0) memset(g1, 0, sizeof(double) * (size_t)L);
-            hpj__pb_lbfgs_push(&Hs, theta1, theta, g1, g);
+            hpj__probe_lbfgs_push(&Hs, theta1, theta, g1, g);
             {
                 double *tmp = theta;
                 theta = theta1;
@@ -13166,12 +12590,12 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
                 g1 = tmp;
             }
             F = F1;
-            gmax = hpj__pb_maxabs(g, P);
+            gmax = hpj__probe_maxabs(g, P);
             if (phase == 0) continue;
             iters = it;
             R.rows = rows + ntr;
             R.nr = nval;
-            val = hpj__pb_rw_eval(&R, theta, NULL) / (double)nval;
+            val = hpj__probe_resw_eval(&R, theta, NULL) / (double)nval;
             if (val < best_val) {
                 best_val = val;
                 best_it = it;
@@ -13180,7 +12604,7 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
             if (it - best_it >= HPJ_RESWEIGHT_PATIENCE) break; /* early stopping */
         }
     }
-#undef HPJ__PB_RW_PEN
+#undef HPJ__PROBE_RESW_PEN
     {
         double mx = bbest[0], se = 0.0;
         for (l = 1; l < L; ++l) mx = HPJ__MAX(mx, bbest[l]);
@@ -13211,7 +12635,7 @@ HPJDEF hpj_status hpj_resweight_fit(const float *H, int n, int L, int D, const i
 HPJDEF void hpj_resweight_apply(float *out, const float *H, const float *omega, int n, int L, int D) {
     int i;
     if (!out || !H || !omega || n < 1 || L < 1 || D < 1) return;
-    HPJ__OMP(parallel for schedule(static) if ((double)n * L * D > HPJ__PB_PAR))
+    HPJ__OMP(parallel for schedule(static) if ((double)n * L * D > HPJ__PROBE_PAR))
     for (i = 0; i < n; ++i) {
         const float *Hi = H + (size_t)i * L * D;
         float *o = out + (size_t)i * D;
@@ -14284,6 +13708,105 @@ static int hpj__gelu_fast(float *y, const float *x, const float *dout, size_t n)
 /* ---- anchor: fast probe ----
    (the probes' fast siblings follow this line)
    ---- */
+
+/* ==== fast: probe row groups in AVX-512 ==== */
+/* hpj__probe_scores8 and hpj__probe_gradient8 with eight doubles per
+   register. The scores keep the reference's eight partial sums in the
+   eight lanes of one register per row (the tail is loaded with zeros past
+   the row's end, which adds +0 to the last lanes and changes nothing) and
+   combine them in the reference's order; the gradient vectorises over j
+   with the reference's tree over rows. Products and sums are rounded
+   separately, as in the reference: the same bits. */
+#ifdef HPJ__FAST_PROBE_AVX512
+#include <immintrin.h>
+static double hpj__fast_probe_hsum(__m512d s) { /* ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)) */
+    const __m256d a = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s, 0),
+                                    _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s, 1));
+    const __m128d b = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(b) + _mm_cvtsd_f64(_mm_unpackhi_pd(b, b));
+}
+/* a[0..7] widened to double; entries outside the mask m read as 0 */
+static __m512d hpj__fast_probe_widen(const float *a, __mmask8 m) {
+    return _mm512_cvtps_pd(m == 0xFF ? _mm256_loadu_ps(a) : _mm256_maskz_loadu_ps(m, a));
+}
+
+/* scores of the 8 rows against a pair of weight rows (v1 may be NULL):
+   each widened chunk of a row serves both */
+static void hpj__fast_probe_scores8x2(const float *const *x, const double *v0, const double *v1, int d, double *z0,
+                                      double *z1) {
+    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    __m512d b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+    int j;
+    for (j = 0; j < d; j += 8) {
+        const __mmask8 m = d - j >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (d - j)) - 1u);
+        const __m512d u0 = m == 0xFF ? _mm512_loadu_pd(v0 + j) : _mm512_maskz_loadu_pd(m, v0 + j);
+        const __m512d u1 = !v1 ? u0 : m == 0xFF ? _mm512_loadu_pd(v1 + j) : _mm512_maskz_loadu_pd(m, v1 + j);
+#define HPJ__FAST_PROBE_ROW(r)                                              \
+    {                                                                       \
+        const __m512d xx = hpj__fast_probe_widen(x[r] + j, m);              \
+        a##r = _mm512_add_pd(a##r, _mm512_mul_pd(xx, u0));                  \
+        if (v1) b##r = _mm512_add_pd(b##r, _mm512_mul_pd(xx, u1));          \
+    }
+        HPJ__FAST_PROBE_ROW(0) HPJ__FAST_PROBE_ROW(1) HPJ__FAST_PROBE_ROW(2) HPJ__FAST_PROBE_ROW(3)
+        HPJ__FAST_PROBE_ROW(4) HPJ__FAST_PROBE_ROW(5) HPJ__FAST_PROBE_ROW(6) HPJ__FAST_PROBE_ROW(7)
+#undef HPJ__FAST_PROBE_ROW
+    }
+    z0[0] = hpj__fast_probe_hsum(a0), z0[1] = hpj__fast_probe_hsum(a1), z0[2] = hpj__fast_probe_hsum(a2);
+    z0[3] = hpj__fast_probe_hsum(a3), z0[4] = hpj__fast_probe_hsum(a4), z0[5] = hpj__fast_probe_hsum(a5);
+    z0[6] = hpj__fast_probe_hsum(a6), z0[7] = hpj__fast_probe_hsum(a7);
+    if (!v1) return;
+    z1[0] = hpj__fast_probe_hsum(b0), z1[1] = hpj__fast_probe_hsum(b1), z1[2] = hpj__fast_probe_hsum(b2);
+    z1[3] = hpj__fast_probe_hsum(b3), z1[4] = hpj__fast_probe_hsum(b4), z1[5] = hpj__fast_probe_hsum(b5);
+    z1[6] = hpj__fast_probe_hsum(b6), z1[7] = hpj__fast_probe_hsum(b7);
+}
+
+static void hpj__fast_probe_scores8(const float *const *x, const double *V, int K, int d, double *z) {
+    double z0[8], z1[8];
+    int k, r;
+    for (k = 0; k < K; k += 2) { /* weight rows in pairs */
+        const int two = k + 1 < K;
+        hpj__fast_probe_scores8x2(x, V + (size_t)k * d, two ? V + (size_t)(k + 1) * d : NULL, d, z0, z1);
+        for (r = 0; r < 8; ++r) {
+            z[r * K + k] = z0[r];
+            if (two) z[r * K + k + 1] = z1[r];
+        }
+    }
+}
+
+static void hpj__fast_probe_gradient8(const float *const *x, const double *w, int K, double *G, int d) {
+    int k, j;
+    for (k = 0; k < K; k += 2) { /* weight rows in pairs */
+        const int two = k + 1 < K, k1 = two ? k + 1 : k;
+        double *g0 = G + (size_t)k * d, *g1 = G + (size_t)k1 * d;
+#define HPJ__FAST_PROBE_W(r) const __m512d p##r = _mm512_set1_pd(w[r * K + k]), q##r = _mm512_set1_pd(w[r * K + k1]);
+        HPJ__FAST_PROBE_W(0) HPJ__FAST_PROBE_W(1) HPJ__FAST_PROBE_W(2) HPJ__FAST_PROBE_W(3)
+        HPJ__FAST_PROBE_W(4) HPJ__FAST_PROBE_W(5) HPJ__FAST_PROBE_W(6) HPJ__FAST_PROBE_W(7)
+#undef HPJ__FAST_PROBE_W
+        for (j = 0; j < d; j += 8) {
+            const __mmask8 m = d - j >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (d - j)) - 1u);
+            const __m512d x0 = hpj__fast_probe_widen(x[0] + j, m), x1 = hpj__fast_probe_widen(x[1] + j, m),
+                          x2 = hpj__fast_probe_widen(x[2] + j, m), x3 = hpj__fast_probe_widen(x[3] + j, m),
+                          x4 = hpj__fast_probe_widen(x[4] + j, m), x5 = hpj__fast_probe_widen(x[5] + j, m),
+                          x6 = hpj__fast_probe_widen(x[6] + j, m), x7 = hpj__fast_probe_widen(x[7] + j, m);
+#define HPJ__FAST_PROBE_TREE(c)                                                                          \
+    _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(c##0, x0), _mm512_mul_pd(c##1, x1)),         \
+                                _mm512_add_pd(_mm512_mul_pd(c##2, x2), _mm512_mul_pd(c##3, x3))),        \
+                  _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(c##4, x4), _mm512_mul_pd(c##5, x5)),         \
+                                _mm512_add_pd(_mm512_mul_pd(c##6, x6), _mm512_mul_pd(c##7, x7))))
+            if (m == 0xFF) {
+                _mm512_storeu_pd(g0 + j, _mm512_add_pd(_mm512_loadu_pd(g0 + j), HPJ__FAST_PROBE_TREE(p)));
+                if (two) _mm512_storeu_pd(g1 + j, _mm512_add_pd(_mm512_loadu_pd(g1 + j), HPJ__FAST_PROBE_TREE(q)));
+            } else {
+                _mm512_mask_storeu_pd(g0 + j, m, _mm512_add_pd(_mm512_maskz_loadu_pd(m, g0 + j), HPJ__FAST_PROBE_TREE(p)));
+                if (two)
+                    _mm512_mask_storeu_pd(g1 + j, m,
+                                          _mm512_add_pd(_mm512_maskz_loadu_pd(m, g1 + j), HPJ__FAST_PROBE_TREE(q)));
+            }
+#undef HPJ__FAST_PROBE_TREE
+        }
+    }
+}
+#endif /* HPJ__FAST_PROBE_AVX512 */
 
 #endif /* HPJ_REFERENCE */
 

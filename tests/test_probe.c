@@ -860,6 +860,56 @@ static void test_probe_threads_bitwise(void) {
 #endif
 }
 
+/* The reference part against the fast part (hpj_set_paths). The logreg
+   row-group sibling claims the reference's bits; ridge's Gram matrix and
+   Cholesky go through hpj_gemm, whose reference and fast paths may round
+   the float preconditioner differently, and the double refinement takes
+   both to the same solution: W within 1e-5 relative. */
+static void test_probe_paths_agree(void) {
+    const int n = 300, d = 203, C = 3; /* d: a tail past the last 8 */
+    float *X, *Y = (float *)calloc(n * C, sizeof(float));
+    int32_t *y;
+    hpj_linear_model a, b;
+    hpj_probe_options o;
+    int i, t, saved = hpj_paths();
+    make_classes(n, d, C, 0.7, 23, &X, &y);
+    for (i = 0; i < n; ++i) Y[i * C + y[i]] = 1;
+    hpj_probe_options_default(&o);
+    o.standardize = 1;
+    for (t = 0; t < 4; ++t) {
+        int k, nn = t == 3 ? 150 : n, dd = t == 3 ? d : (t == 2 ? 150 : d), ok = 1;
+        hpj_set_paths(HPJ_PATHS_REFERENCE);
+        if (t == 0) CHECK_OK(hpj_logreg_fit(X, y, n, d, C, &o, &a));
+        if (t == 1) CHECK_OK(hpj_logreg_fit(X, y, n, d, 2, &o, &a)); /* binary (labels made 0/1 below) */
+        if (t >= 2) CHECK_OK(hpj_ridge_fit(X, Y, nn, dd, C, &o, &a));
+        hpj_set_paths(HPJ_PATHS_BEST);
+        if (t == 0) CHECK_OK(hpj_logreg_fit(X, y, n, d, C, &o, &b));
+        if (t == 1) CHECK_OK(hpj_logreg_fit(X, y, n, d, 2, &o, &b));
+        if (t >= 2) CHECK_OK(hpj_ridge_fit(X, Y, nn, dd, C, &o, &b));
+        if (t < 2) {
+            CHECK_MSG(memcmp(a.W, b.W, sizeof(float) * a.c * a.d) == 0, "case %d: W differs between paths", t);
+            CHECK(memcmp(a.b, b.b, sizeof(float) * a.c) == 0);
+            CHECK_EQ_INT(a.iters, b.iters);
+            /* the final gradient norm is a double: it shows any difference in the last bits */
+            CHECK_MSG(memcmp(&a.grad_norm, &b.grad_norm, sizeof(double)) == 0, "case %d: grad_norm %.17g vs %.17g", t,
+                      a.grad_norm, b.grad_norm);
+        } else {
+            for (k = 0; k < C * dd && ok; ++k) ok = fabsf(a.W[k] - b.W[k]) <= 1e-5f * fabsf(a.W[k]) + 1e-7f;
+            CHECK_MSG(ok, "case %d: W[%d] %g (reference) vs %g (fast)", t, k - 1, (double)a.W[k - 1],
+                      (double)b.W[k - 1]);
+            for (k = 0; k < C; ++k) CHECK_NEAR(a.b[k], b.b[k], 1e-5, 1e-7);
+        }
+        hpj_linear_model_free(&a);
+        hpj_linear_model_free(&b);
+        if (t == 0) /* the binary case: labels 0/1 */
+            for (i = 0; i < n; ++i) y[i] = y[i] > 0;
+    }
+    hpj_set_paths(saved);
+    free(X);
+    free(Y);
+    free(y);
+}
+
 const test_case probe_tests[] = {
     {"probe.options_default", test_options_default},
     {"probe.ridge_primal", test_ridge_primal},
@@ -886,5 +936,6 @@ const test_case probe_tests[] = {
     {"probe.resweight_bad_input", test_resweight_bad_input},
     {"probe.bad_inputs", test_probe_bad_inputs},
     {"probe.threads_bitwise", test_probe_threads_bitwise},
+    {"probe.paths_agree", test_probe_paths_agree},
 };
 const int probe_tests_count = (int)(sizeof probe_tests / sizeof probe_tests[0]);

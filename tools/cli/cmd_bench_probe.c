@@ -16,6 +16,7 @@ static const char *bench_probe_usage =
     "                          [--alphas A[,A...]] [--reps R] [--threads T] [--tol X]\n"
     "                          [--max-iter N] [--standardize] [--precision mixed|double]\n"
     "                          [--data DIR] [--custom N,DIM,C,SIGNAL,SEED]\n"
+    "                          [--paths reference|portable|avx2|avx512|best]\n"
     "  Fits hpjepa.h's probes (hpj_logreg_fit with C = 1/alpha semantics, hpj_ridge_fit\n"
     "  on one-hot targets, argmax prediction) on the synthetic sets of\n"
     "  probe_bench.py (make bench's peer), so the numbers compare with scikit-learn's:\n"
@@ -28,7 +29,8 @@ static const char *bench_probe_usage =
     "  'custom' with those parameters (its files: DIR/custom.X.f32, .y.i32).\n"
     "  Train = first floor(0.9 n) rows, test = the rest. Defaults: --set all,\n"
     "  --model all, --alphas 0.1,1,10, --reps 3, --threads = OpenMP default,\n"
-    "  probe defaults otherwise (tol 1e-6, max_iter 1000).\n"
+    "  probe defaults otherwise (tol 1e-6, max_iter 1000). --paths runs the\n"
+    "  reference implementation or the fast part up to a level (hpj_set_paths).\n"
     "  Prints one line per fit:\n"
     "    set=<name> n=<n> dim=<d> classes=<C> model=<m> alpha=<a> threads=<T>\n"
     "    fit_ms=<best of reps> median_ms=<median> iters=<int> train_acc=<f> test_acc=<f>\n"
@@ -191,6 +193,18 @@ int cmd_bench_probe(int argc, char **argv) {
                 cli_error(cmd, "--precision: '%s' is not mixed or double", p);
                 return 2;
             }
+        } else if (!strcmp(arg, "--paths")) {
+            static const char *names[] = {"reference", "portable", "avx2", "avx512", "best"};
+            static const int levels[] = {HPJ_PATHS_REFERENCE, HPJ_PATHS_PORTABLE, HPJ_PATHS_AVX2, HPJ_PATHS_AVX512,
+                                         HPJ_PATHS_BEST};
+            const char *p = argv[++i];
+            int q;
+            for (q = 0; q < 5 && strcmp(p, names[q]); ++q) {}
+            if (q == 5) {
+                cli_error(cmd, "--paths: '%s' is not reference, portable, avx2, avx512 or best", p);
+                return 2;
+            }
+            hpj_set_paths(levels[q]);
         } else if (!strcmp(arg, "--data")) data = argv[++i];
         else if (!strcmp(arg, "--custom")) {
             double f[5];
