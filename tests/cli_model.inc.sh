@@ -187,6 +187,14 @@ if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --se
    grep -q "^  alpha at grid edge: 3 of 3 folds " "$TMP/zr.err"; then
     ok "eval: ties go to the larger penalty; edges counted in restored folds too"
 else bad "eval: ties go to the larger penalty; edges counted in restored folds too" "$(cv_alphas "$TMP/z.json" 2>/dev/null) $(tail -c 200 "$TMP/zr.err")"; fi
+# a fold log's alpha is read back as written (an older run's too): 1e-05 is
+# the grid's low edge, 3e-05 no edge, 10000 the high edge
+awk 'NR == 1 { $6 = "1e-05" } NR == 2 { $6 = "3e-05" } { print }' "$TMP/z.folds" >"$TMP/z2.folds"
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set probe_select=cv \
+       --from-embeddings "$TMP/zemb" --fold-log "$TMP/z2.folds" --report "$TMP/z2" >/dev/null 2>"$TMP/z2.err" &&
+   [ "$(cv_alphas "$TMP/z2.json")" = "1e-05 3e-05 10000 " ] && grep -q '"alpha_at_edge": 2, "alpha_folds": 3,' "$TMP/z2.json"; then
+    ok "eval: both edges of the grid counted, from a fold log's alphas"
+else bad "eval: both edges of the grid counted, from a fold log's alphas" "$(cv_alphas "$TMP/z2.json" 2>/dev/null) $(tail -c 200 "$TMP/z2.err")"; fi
 # probe_select = fixed: probe_alpha as it is, nothing chosen, no edge count
 if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set probe_select=fixed \
        --set probe_alpha=0.5 --from-embeddings "$TMP/cvemb" --report "$TMP/fx" >/dev/null 2>"$TMP/fx.err" &&
