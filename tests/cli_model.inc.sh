@@ -149,15 +149,59 @@ elif echo "$sb" | grep -q "^demo: DIFFER ([0-9a-f]\{32\} [0-9a-f]\{32\})$"; then
 else bad "same_bits: another seed differs" "$sb"; fi
 expect_fail "same_bits: usage" "usage: bash tools/bench/same_bits.sh OLD_BIN NEW_BIN" bash tools/bench/same_bits.sh "$HPJ"
 expect_fail "same_bits: unknown case" "unknown case 'bogus'" bash tools/bench/same_bits.sh "$HPJ" "$HPJ" bogus
-# probe_select = cv: the penalty comes from probe_alpha x 10^-3..10^3 (here
-# probe_alpha = 0.5), chosen per fold on the training folds, and is reported
+# probe_select = cv, the one rule: the penalty comes from one absolute grid,
+# 1e-05 .. 1e+04 by decades, chosen per fold on the training folds, whatever
+# probe_alpha says (two configs that differ only there choose alike); the
+# report counts the folds whose choice is on the grid's edge; fixed uses
+# probe_alpha as it is. Pretrained once, then re-probed from the embeddings.
 expect_fail "eval: bad probe_select" "bad value 'maybe' for key 'probe_select'" "$HPJ" eval data/DEMO --config "$MCFG" --set probe_select=maybe
+cv_alphas() { grep -oE '"alpha": [0-9.e+-]+' "$1" | cut -d' ' -f2 | tr '\n' ' '; }
 if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --threads 1 --quiet --set probe_select=cv \
-       --set probe_alpha=0.5 --report "$TMP/cv" >/dev/null 2>"$TMP/cv.err" &&
+       --set probe_alpha=0.5 --save-embeddings "$TMP/cvemb" --report "$TMP/cv" >/dev/null 2>"$TMP/cv.err" &&
+   OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --threads 1 --quiet --set probe_select=cv \
+       --set probe_alpha=300 --from-embeddings "$TMP/cvemb" --report "$TMP/cv300" >/dev/null 2>&1 &&
    [ "$(grep -c 'probe alpha chosen by 5-fold CV' "$TMP/cv.err")" -eq 3 ] &&
-   [ "$(grep -oE '"alpha": (0\.0005|0\.005|0\.05|0\.5|5|50|500)[,}]' "$TMP/cv.json" | wc -l)" -eq 3 ]; then
-    ok "eval: probe_select=cv picks a grid penalty per fold"
-else bad "eval: probe_select=cv picks a grid penalty per fold" "$(head -c 300 "$TMP/cv.err") $(grep -o '"alpha": [^,]*' "$TMP/cv.json" 2>/dev/null)"; fi
+   [ "$(grep -oE '"alpha": (1e-05|0\.0001|0\.001|0\.01|0\.1|1|10|100|1000|10000)[,}]' "$TMP/cv.json" | wc -l)" -eq 3 ] &&
+   [ "$(cv_alphas "$TMP/cv.json")" = "$(cv_alphas "$TMP/cv300.json")" ]; then
+    ok "eval: probe_select=cv picks from one absolute grid, whatever probe_alpha ($(cv_alphas "$TMP/cv.json"))"
+else bad "eval: probe_select=cv picks from one absolute grid, whatever probe_alpha" \
+    "$(head -c 300 "$TMP/cv.err") 0.5: $(cv_alphas "$TMP/cv.json") 300: $(cv_alphas "$TMP/cv300.json" 2>/dev/null)"; fi
+# the edge count: the report's count is the number of folds at 1e-05 or 1e+04
+n=$(grep -oE '"alpha": (1e-05|10000)[,}]' "$TMP/cv.json" | wc -l)
+if grep -q "\"probe_select\": \"cv\", \"alpha_grid\": \[1e-05, 1e+04\], \"alpha_at_edge\": $n, \"alpha_folds\": 3," "$TMP/cv.json" &&
+   grep -q "alpha at grid edge: $n of 3 folds\.$" "$TMP/cv.md" && grep -q "^  alpha at grid edge: $n of 3 folds " "$TMP/cv.err"; then
+    ok "eval: the report and the summary count the folds at the grid's edge ($n of 3)"
+else bad "eval: the report and the summary count the folds at the grid's edge" "$(grep -o '"probe_select[^r]*' "$TMP/cv.json")"; fi
+# all-zero embeddings: every penalty ties, the tie goes to the largest, an
+# edge in every fold, also for folds restored from a fold log
+hl=$(od -An -tu2 -j8 -N2 "$TMP/cvemb.s1f1.npy" | tr -d ' ')
+for f in 1 2 3; do
+    { head -c $((10 + hl)) "$TMP/cvemb.s1f1.npy"; head -c $((400 * 16 * 4)) /dev/zero; } >"$TMP/zemb.s1f$f.npy"
+done
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set probe_select=cv \
+       --from-embeddings "$TMP/zemb" --fold-log "$TMP/z.folds" --report "$TMP/z" >/dev/null 2>"$TMP/z.err" &&
+   OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set probe_select=cv \
+       --from-embeddings "$TMP/zemb" --fold-log "$TMP/z.folds" --report "$TMP/zr" >/dev/null 2>"$TMP/zr.err" &&
+   [ "$(cv_alphas "$TMP/z.json")" = "10000 10000 10000 " ] && grep -q '"alpha_at_edge": 3, "alpha_folds": 3,' "$TMP/z.json" &&
+   [ "$(grep -c 'restored from' "$TMP/zr.err")" -eq 3 ] && grep -q '"alpha_at_edge": 3, "alpha_folds": 3,' "$TMP/zr.json" &&
+   grep -q "^  alpha at grid edge: 3 of 3 folds " "$TMP/zr.err"; then
+    ok "eval: ties go to the larger penalty; edges counted in restored folds too"
+else bad "eval: ties go to the larger penalty; edges counted in restored folds too" "$(cv_alphas "$TMP/z.json" 2>/dev/null) $(tail -c 200 "$TMP/zr.err")"; fi
+# a fold log's alpha is read back as written (an older run's too): 1e-05 is
+# the grid's low edge, 3e-05 no edge, 10000 the high edge
+awk 'NR == 1 { $6 = "1e-05" } NR == 2 { $6 = "3e-05" } { print }' "$TMP/z.folds" >"$TMP/z2.folds"
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set probe_select=cv \
+       --from-embeddings "$TMP/zemb" --fold-log "$TMP/z2.folds" --report "$TMP/z2" >/dev/null 2>"$TMP/z2.err" &&
+   [ "$(cv_alphas "$TMP/z2.json")" = "1e-05 3e-05 10000 " ] && grep -q '"alpha_at_edge": 2, "alpha_folds": 3,' "$TMP/z2.json"; then
+    ok "eval: both edges of the grid counted, from a fold log's alphas"
+else bad "eval: both edges of the grid counted, from a fold log's alphas" "$(cv_alphas "$TMP/z2.json" 2>/dev/null) $(tail -c 200 "$TMP/z2.err")"; fi
+# probe_select = fixed: probe_alpha as it is, nothing chosen, no edge count
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set probe_select=fixed \
+       --set probe_alpha=0.5 --from-embeddings "$TMP/cvemb" --report "$TMP/fx" >/dev/null 2>"$TMP/fx.err" &&
+   [ "$(cv_alphas "$TMP/fx.json")" = "0.5 0.5 0.5 " ] && grep -q '"probe_select": "fixed", "rows"' "$TMP/fx.json" &&
+   ! grep -q "probe alpha chosen\|grid edge" "$TMP/fx.err"; then
+    ok "eval: probe_select=fixed uses probe_alpha"
+else bad "eval: probe_select=fixed uses probe_alpha" "$(cv_alphas "$TMP/fx.json" 2>/dev/null) $(head -c 200 "$TMP/fx.err")"; fi
 # --save-embeddings: one (graphs, L*d) .npy per fold, each from its own
 # fold's model; unwritable prefixes fail before any pretraining
 if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --save-embeddings "$TMP/emb" >"$TMP/emb.out" 2>&1 &&
@@ -317,6 +361,21 @@ if OMP_WAIT_POLICY=passive "$HPJ" eval "$rd" --config "$MCFG" --seeds 1 --quiet 
    cmp -s "$TMP/rg_full.graphs.csv" "$TMP/rg_cont.graphs.csv" && [ "$(wc -l < "$TMP/rg.folds")" -eq 1 ]; then
     ok "eval: --fold-log restores a regression split's predictions"
 else bad "eval: --fold-log restores a regression split's predictions" "$(head -c 300 "$TMP/rg.err")"; fi
+# regression, probe_select = cv: the ridge's penalty from the same absolute
+# grid, chosen on the validation split, whatever probe_alpha; fixed: probe_alpha
+if OMP_WAIT_POLICY=passive "$HPJ" eval "$rd" --config "$MCFG" --seeds 1 --quiet --set probe_select=cv --set probe_alpha=0.5 \
+       --save-embeddings "$TMP/rgemb" --report "$TMP/rgcv" >/dev/null 2>"$TMP/rgcv.err" &&
+   OMP_WAIT_POLICY=passive "$HPJ" eval "$rd" --config "$MCFG" --seeds 1 --quiet --set probe_select=cv --set probe_alpha=300 \
+       --from-embeddings "$TMP/rgemb" --report "$TMP/rgcv300" >/dev/null 2>&1 &&
+   OMP_WAIT_POLICY=passive "$HPJ" eval "$rd" --config "$MCFG" --seeds 1 --quiet --set probe_select=fixed --set probe_alpha=0.5 \
+       --from-embeddings "$TMP/rgemb" --report "$TMP/rgfx" >/dev/null 2>&1 &&
+   grep -q 'ridge alpha chosen on val' "$TMP/rgcv.err" &&
+   grep -qE '"alpha": (1e-05|0\.0001|0\.001|0\.01|0\.1|1|10|100|1000|10000)[,}]' "$TMP/rgcv.json" &&
+   [ "$(cv_alphas "$TMP/rgcv.json")" = "$(cv_alphas "$TMP/rgcv300.json")" ] && [ "$(cv_alphas "$TMP/rgfx.json")" = "0.5 " ] &&
+   grep -q '"alpha_folds": 1,' "$TMP/rgcv.json"; then
+    ok "eval: regression: probe_select=cv picks from the absolute grid on val ($(cv_alphas "$TMP/rgcv.json")), fixed uses probe_alpha"
+else bad "eval: regression: probe_select=cv picks from the absolute grid on val, fixed uses probe_alpha" \
+    "$(tail -c 200 "$TMP/rgcv.err") cv: $(cv_alphas "$TMP/rgcv.json" 2>/dev/null) 300: $(cv_alphas "$TMP/rgcv300.json" 2>/dev/null) fixed: $(cv_alphas "$TMP/rgfx.json" 2>/dev/null)"; fi
 # train_embed = repartition: fold 1's test graphs keep the fixed-partition
 # embeddings of the run above (same model), its training graphs get others
 if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set train_embed=repartition \

@@ -82,6 +82,17 @@ static const char *eval_usage =
     "  readout-time setting (readout, lambda_unif, probe_*, train_embed, and\n"
     "  rw_reduce, which then applies to the embedding pass only) costs minutes.\n"
     "  The models must match the config's mode, dim and resolutions.\n"
+    "  probe_select (config key): the probe's penalty. cv (every config in\n"
+    "  data/configs) chooses it per fold from ONE absolute grid, 1e-05, 1e-04, ..,\n"
+    "  1e+04 (by decades), whatever probe_alpha says: classification by\n"
+    "  stratified 5-fold CV over the training folds only (the logistic probe's\n"
+    "  mean inner accuracy), regression by the ridge probe's MAE on the\n"
+    "  validation split; ties go to the larger penalty. The same rule for both\n"
+    "  modes and every dataset. The summary and the report count the folds\n"
+    "  whose choice is the grid's smallest or largest penalty (alpha at grid\n"
+    "  edge: n of N folds): there the grid, not the data, set the penalty.\n"
+    "  fixed (the default) uses probe_alpha as it is (the HP configs keep the\n"
+    "  paper appendix's values: --set probe_select=fixed is the paper reading).\n"
     "  train_embed (config key): fixed (default) embeds every graph with its fixed\n"
     "  evaluation partition; repartition embeds the training graphs with a fresh\n"
     "  training-style partition (edge drop), as the Graph-JEPA reference's train\n"
@@ -439,10 +450,43 @@ static int write_predictions(const char *prefix, const hpj_dataset *ds, const ev
     return cli_commit("eval", f, 0, tmp, path);
 }
 
-/* probe_select = cv: the logistic probe's penalty from probe_alpha x
-   10^-3..10^3 by stratified 5-fold CV over the training graphs tr only
-   (features: the concat readout, or the uniform one for uniform / task);
-   ties go to the larger penalty. Sets po->alpha; -1 on failure. */
+/* ---- the probe rule: one absolute penalty grid for every config --------
+
+   probe_select = cv is the one rule for HP-JEPA and Graph-JEPA mode alike:
+   the probe's penalty is chosen from the same absolute grid
+       alpha = 10^-5, 10^-4, .., 10^4   (by decades)
+   whatever the config's probe_alpha, by data the test graphs never enter:
+     - classification: stratified 5-fold CV over the training folds tr only,
+       the mean inner accuracy of the logistic probe (select_alpha);
+     - regression: the ridge probe fitted on the training split, the mean
+       absolute error on the validation split (select_alpha_val).
+   Ties go to the larger penalty, the simpler model. probe_select = fixed
+   uses probe_alpha as it is: the HP configs keep the paper appendix's
+   values there, so fixed reproduces the paper's reading.
+   Why absolute: a grid centred on probe_alpha lets each config decide
+   which penalties are even tried, so two methods with different
+   probe_alpha values would be probed under two rules; one grid makes the
+   penalty a property of the embeddings alone. Why this wide: a choice on
+   the grid's edge means the best penalty may lie beyond it, the grid and
+   not the data set it; the grid spans the choices seen on the paper's
+   datasets with room on both sides, and the report counts the folds whose
+   choice sits on an edge (alpha_on_grid_edge), so a dataset that needs a
+   wider grid says so. */
+#define PROBE_GRID_LO (-5) /* log10 of the smallest penalty tried */
+#define PROBE_GRID_HI 4    /* log10 of the largest */
+
+/* 1 if alpha is the grid's smallest or largest penalty (a fold log stores
+   alpha with 17 digits, so a restored choice compares as it was made). */
+static int alpha_on_grid_edge(double alpha) {
+    double lo = pow(10.0, PROBE_GRID_LO), hi = pow(10.0, PROBE_GRID_HI);
+    return fabs(alpha - lo) <= 1e-9 * lo || fabs(alpha - hi) <= 1e-9 * hi;
+}
+
+/* probe_select = cv for classification (the rule above): the penalty with
+   the best mean accuracy of a stratified 5-fold CV over the training graphs
+   tr only (features: the concat readout, or the uniform one for uniform /
+   task, whose weights are fitted afterwards with the chosen penalty). Sets
+   po->alpha; -1 on failure. */
 static int select_alpha(const float *H, const int32_t *tr, int ntr, const hpj_dataset *ds, const hpj_config *cfg,
                         uint64_t seed, hpj_probe_options *po, double *best_acc) {
     int rd = cfg->readout == HPJ_READOUT_CONCAT ? HPJ_READOUT_CONCAT : HPJ_READOUT_UNIFORM;
@@ -451,14 +495,14 @@ static int select_alpha(const float *H, const int32_t *tr, int ntr, const hpj_da
     float *B = (float *)malloc(sizeof(float) * (size_t)ntr * w), *S = (float *)malloc(sizeof(float) * (size_t)ntr * C);
     int32_t *y = (int32_t *)malloc(sizeof(int32_t) * (size_t)ntr), *fold = (int32_t *)malloc(sizeof(int32_t) * (size_t)ntr);
     int32_t *ya = (int32_t *)malloc(sizeof(int32_t) * (size_t)ntr);
-    double base = cfg->probe_alpha > 0.0f ? cfg->probe_alpha : 1.0, best = -1.0, chosen = base;
+    double best = -1.0, chosen = pow(10.0, PROBE_GRID_HI);
     *best_acc = 0.0;
     if (!F || !A || !B || !S || !y || !fold || !ya) { cli_error("eval", "out of memory"); goto done; }
     readout_rows(H, tr, ntr, cfg->L, cfg->dim, rd, NULL, F);
     for (g = 0; g < ntr; ++g) y[g] = ds->graph_label[tr[g]];
     if (hpj_stratified_folds(y, ntr, C, 5, seed ^ 0x5E1EC7ULL, fold)) { cli_error("eval", "%s", hpj_last_error()); goto done; }
-    for (k = 3; k >= -3; --k) {
-        double alpha = base * pow(10.0, k), acc = 0.0;
+    for (k = PROBE_GRID_HI; k >= PROBE_GRID_LO; --k) { /* largest first: a tie keeps the larger */
+        double alpha = pow(10.0, k), acc = 0.0;
         hpj_probe_options o = *po;
         o.alpha = alpha;
         /* selection only needs the accuracy: a looser optimum is enough
@@ -491,6 +535,31 @@ static int select_alpha(const float *H, const int32_t *tr, int ntr, const hpj_da
 done:
     free(F); free(A); free(B); free(S); free(y); free(fold); free(ya);
     return rc;
+}
+
+/* probe_select = cv for regression (the rule above): the ridge penalty
+   with the lowest validation MAE, the probe fitted on Xtr (ntr, w) with
+   targets Ytr and scored on Xva (nv, w), the validation graphs va. S:
+   scratch of nv floats. Sets po->alpha; -1 on failure. */
+static int select_alpha_val(const float *Xtr, const float *Ytr, int ntr, const float *Xva, const int32_t *va, int nv, int w,
+                            const hpj_dataset *ds, float *S, hpj_probe_options *po, double *best_mae) {
+    double best = HUGE_VAL, chosen = pow(10.0, PROBE_GRID_HI);
+    int k, g;
+    for (k = PROBE_GRID_HI; k >= PROBE_GRID_LO; --k) { /* largest first: a tie keeps the larger */
+        hpj_linear_model lm;
+        hpj_probe_options o = *po;
+        double mae = 0.0;
+        o.alpha = pow(10.0, k);
+        if (hpj_ridge_fit(Xtr, Ytr, ntr, w, 1, &o, &lm) != HPJ_OK) { cli_error("eval", "ridge: %s", hpj_last_error()); return -1; }
+        hpj_linear_model_predict(&lm, Xva, nv, S);
+        hpj_linear_model_free(&lm);
+        for (g = 0; g < nv; ++g) mae += fabs(S[g] - ds->target[(size_t)va[g] * ds->target_dim]);
+        mae /= nv;
+        if (mae < best - 1e-12) { best = mae; chosen = o.alpha; }
+    }
+    po->alpha = chosen;
+    *best_mae = best;
+    return 0;
 }
 
 /* ---- progress: where the protocol is, how long the rest will take ------- */
@@ -939,7 +1008,7 @@ int cmd_eval(int argc, char **argv) {
     uint64_t key = 0;
     double resumed_seconds = 0.0; /* recorded time of the resumed and restored folds */
     int32_t *fold = NULL, *tr = NULL, *te = NULL, *ids = NULL, *ytr = NULL, g;
-    float *H = NULL, *Xtr = NULL, *Xte = NULL, *S = NULL, *Ytr = NULL;
+    float *H = NULL, *Xtr = NULL, *Xte = NULL, *S = NULL, *Ytr = NULL, *Xva = NULL;
     eval_row *rows = NULL;
     eval_pred *preds = NULL; /* (seeds, G) */
     double *seed_mean = NULL, *seed_std = NULL, t_all = cli_now();
@@ -1218,7 +1287,7 @@ int cmd_eval(int argc, char **argv) {
             }
             for (f = 0; f < nf; ++f) {
                 hpj_model m;
-                int32_t ntr = 0, nte = 0, nval = 0;
+                int32_t ntr = 0, nte = 0, nv = 0, *va = ytr; /* va: regression's validation graphs (ytr is free there) */
                 hpj_probe_options po;
                 hpj_linear_model lm;
                 float omega[HPJ_MAX_RES];
@@ -1232,7 +1301,6 @@ int cmd_eval(int argc, char **argv) {
                     if (regression) {
                         if (ds.split[g] == HPJ_SPLIT_TRAIN) tr[ntr++] = g;
                         else if (ds.split[g] == HPJ_SPLIT_TEST) te[nte++] = g;
-                        else ++nval;
                     } else if (fold[g] == f) te[nte++] = g;
                     else tr[ntr++] = g;
                 }
@@ -1358,13 +1426,35 @@ int cmd_eval(int argc, char **argv) {
                     }
                 }
                 hpj_probe_options_default(&po);
-                po.alpha = cfg.probe_alpha;
+                po.alpha = cfg.probe_alpha; /* probe_select = fixed: the config's penalty as it is */
+                if (regression) { /* the validation graphs, where probe_select = cv chooses the ridge's penalty */
+                    for (g = 0, nv = 0; g < ds.num_graphs; ++g)
+                        if (ds.split[g] == HPJ_SPLIT_VAL) va[nv++] = g;
+                    for (g = 0; g < ntr; ++g) Ytr[g] = ds.target[(size_t)tr[g] * ds.target_dim];
+                    if (cfg.probe_select && nv == 0) {
+                        cli_error("eval", "seed %d: probe_select = cv chooses the ridge penalty on the validation split, and %s has none",
+                                  s0 + s + 1, ds.name);
+                        goto done;
+                    }
+                    if (!Xva && !(Xva = (float *)malloc(sizeof(float) * (size_t)nv * cfg.L * cfg.dim + 1))) {
+                        cli_error("eval", "out of memory");
+                        goto done;
+                    }
+                }
                 if (!regression && cfg.probe_select) {
                     double inner;
                     if (select_alpha(H, tr, ntr, &ds, &cfg, cs.seed + (uint64_t)f, &po, &inner)) goto done;
                     if (rank == 0)
                         fprintf(stderr, "    probe alpha chosen by 5-fold CV on the training folds: %g (inner accuracy %.4f)\n",
                                 po.alpha, inner);
+                } else if (regression && cfg.probe_select && cfg.readout == HPJ_READOUT_TASK) {
+                    /* the task weighting fits its head with the probe's penalty:
+                       chosen by the same rule on the uniform readout first (as
+                       select_alpha does), then again on the weighted one below */
+                    double mae;
+                    readout_rows(H, tr, ntr, cfg.L, cfg.dim, HPJ_READOUT_UNIFORM, NULL, Xtr);
+                    readout_rows(H, va, nv, cfg.L, cfg.dim, HPJ_READOUT_UNIFORM, NULL, Xva);
+                    if (select_alpha_val(Xtr, Ytr, ntr, Xva, va, nv, cfg.dim, &ds, S, &po, &mae)) goto done;
                 }
                 for (l = 0; l < HPJ_MAX_RES; ++l) omega[l] = 1.0f / (float)cfg.L;
                 if (cfg.readout == HPJ_READOUT_TASK) { /* weights from the training graphs only */
@@ -1405,33 +1495,14 @@ int cmd_eval(int argc, char **argv) {
                     score = (double)correct / nte;
                     tscore = (double)tcorrect / ntr;
                 } else {
-                    /* ridge; the penalty is chosen on the validation split from
-                       probe_alpha x {0.01, 0.1, 1, 10, 100} */
-                    int32_t *va = ytr, nv = 0, k;
-                    double best = 1e300, best_alpha = cfg.probe_alpha;
-                    float *Xva = (float *)malloc(sizeof(float) * (size_t)nval * w + 1);
-                    static const double grid[5] = {0.01, 0.1, 1.0, 10.0, 100.0};
-                    if (!Xva) { cli_error("eval", "out of memory"); goto done; }
-                    for (g = 0; g < ds.num_graphs; ++g)
-                        if (ds.split[g] == HPJ_SPLIT_VAL) va[nv++] = g;
-                    readout_rows(H, va, nv, cfg.L, cfg.dim, cfg.readout, omega, Xva);
-                    for (g = 0; g < ntr; ++g) Ytr[g] = ds.target[(size_t)tr[g] * ds.target_dim];
-                    for (k = 0; k < 5 && nv > 0; ++k) {
-                        double mae = 0;
-                        po.alpha = cfg.probe_alpha * grid[k];
-                        if (hpj_ridge_fit(Xtr, Ytr, ntr, w, 1, &po, &lm) != HPJ_OK) {
-                            free(Xva);
-                            cli_error("eval", "seed %d: ridge: %s", s0 + s + 1, hpj_last_error());
-                            goto done;
-                        }
-                        hpj_linear_model_predict(&lm, Xva, nv, S);
-                        for (g = 0; g < nv; ++g) mae += fabs(S[g] - ds.target[(size_t)va[g] * ds.target_dim]);
-                        mae /= nv;
-                        if (mae < best) { best = mae; best_alpha = po.alpha; }
-                        hpj_linear_model_free(&lm);
+                    /* ridge; probe_select = cv chooses the penalty on the
+                       validation split (select_alpha_val) */
+                    if (cfg.probe_select) {
+                        double mae;
+                        readout_rows(H, va, nv, cfg.L, cfg.dim, cfg.readout, omega, Xva);
+                        if (select_alpha_val(Xtr, Ytr, ntr, Xva, va, nv, w, &ds, S, &po, &mae)) goto done;
+                        if (rank == 0) fprintf(stderr, "    ridge alpha chosen on val: %g (val mae %.4f)\n", po.alpha, mae);
                     }
-                    free(Xva);
-                    po.alpha = best_alpha;
                     if (hpj_ridge_fit(Xtr, Ytr, ntr, w, 1, &po, &lm) != HPJ_OK) {
                         cli_error("eval", "seed %d: ridge: %s", s0 + s + 1, hpj_last_error());
                         goto done;
@@ -1450,7 +1521,6 @@ int cmd_eval(int argc, char **argv) {
                     for (g = 0; g < ntr; ++g) tscore += fabs(S[g] - Ytr[g]);
                     tscore /= ntr;
                     hpj_linear_model_free(&lm);
-                    if (rank == 0) fprintf(stderr, "    ridge alpha chosen on val: %g (val mae %.4f)\n", best_alpha, best);
                 }
                 row->seed = s0 + s + 1;
                 row->fold = f + 1;
@@ -1484,6 +1554,11 @@ int cmd_eval(int argc, char **argv) {
     {
         double mean = mean_of(seed_mean, (int)seeds), sd = std_of(seed_mean, (int)seeds), fstd = mean_of(seed_std, (int)seeds);
         double wall = cli_now() - t_all + resumed_seconds;
+        int nedge = 0; /* probe_select = cv: folds whose penalty is the grid's smallest or largest */
+        for (i = 0; i < nrows; ++i) nedge += alpha_on_grid_edge(rows[i].alpha);
+        if (cfg.probe_select)
+            fprintf(stderr, "  alpha at grid edge: %d of %d folds (probe_select = cv, grid %.0e..%.0e)\n", nedge, nrows,
+                    pow(10.0, PROBE_GRID_LO), pow(10.0, PROBE_GRID_HI));
         if (report && write_predictions(report, &ds, preds, s0, (int)seeds)) goto done;
         if (report) {
             char pm[1024], pj[1024], tm[1040], tj[1040];
@@ -1506,6 +1581,12 @@ int cmd_eval(int argc, char **argv) {
             if (nrestored)
                 fprintf(fm, "Restored: %d folds' results came from the fold log %s (an earlier run of this protocol); the "
                             "wall time includes their recorded seconds.\n\n", nrestored, fold_log_path);
+            if (cfg.probe_select)
+                fprintf(fm, "Probe penalty: probe_select = cv, chosen per fold from the absolute grid %.0e..%.0e by decades (%s); "
+                            "alpha at grid edge: %d of %d folds.\n\n",
+                        pow(10.0, PROBE_GRID_LO), pow(10.0, PROBE_GRID_HI),
+                        regression ? "on the validation split" : "5-fold CV on the training folds", nedge, nrows);
+            else fprintf(fm, "Probe penalty: probe_select = fixed, alpha = probe_alpha = %g.\n\n", (double)cfg.probe_alpha);
             fprintf(fm, "| seed | fold | %s | train |\n|---|---|---|---|\n", regression ? "test mae" : "test accuracy");
             fprintf(fj, "{\"dataset\": \"%s\", \"metric\": \"%s\", \"mean\": %.6f, \"std\": %.6f, \"fold_std\": %.6f, "
                         "\"seeds\": %lld, \"first_seed\": %d, \"folds\": %lld, \"wall_seconds\": %.1f, ",
@@ -1521,6 +1602,10 @@ int cmd_eval(int argc, char **argv) {
             }
             if (nresumed) fprintf(fj, "\"resumed_folds\": %d, ", nresumed);
             if (nrestored) fprintf(fj, "\"restored_folds\": %d, ", nrestored);
+            if (cfg.probe_select)
+                fprintf(fj, "\"probe_select\": \"cv\", \"alpha_grid\": [%.0e, %.0e], \"alpha_at_edge\": %d, \"alpha_folds\": %d, ",
+                        pow(10.0, PROBE_GRID_LO), pow(10.0, PROBE_GRID_HI), nedge, nrows);
+            else fputs("\"probe_select\": \"fixed\", ", fj);
             fputs("\"rows\": [", fj);
             for (i = 0; i < nrows; ++i) {
                 int l;
@@ -1550,7 +1635,7 @@ int cmd_eval(int argc, char **argv) {
     rc = 0;
 done:
     free(fold); free(tr); free(te); free(ids); free(ytr); free(H); free(Xtr); free(Xte); free(S); free(Ytr);
-    free(rows); free(preds); free(seed_mean); free(seed_std);
+    free(rows); free(preds); free(seed_mean); free(seed_std); free(Xva);
     free(plan.state); free(plan.rec); free(plan.owner); free(ga.seen);
     fold_log_free(&flog);
     if (lanes)
