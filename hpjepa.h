@@ -5420,6 +5420,11 @@ done:
 #define HPJ_GEMM_AVX2 1
 #define HPJ_GEMM_AVX512 2
 #define hpj_gemm_isa() (hpj_paths() - 1)
+#if defined(__GNUC__) || defined(__clang__)
+static void hpj__gemm_impl(int, int, int, int, int, float, const float *, int, const float *, int, float, float *,
+                           int, const float *) __attribute__((unused));
+static void hpj__gemm_transpose(float *, ptrdiff_t, const float *, ptrdiff_t, int, int, int) __attribute__((unused));
+#endif
 /* linear forward with a bias: the bias in every row of C, then C += A B */
 static void hpj__gemm_impl(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                            const float *B, int ldb, float beta, float *C, int ldc, const float *bias) {
@@ -5437,11 +5442,6 @@ static void hpj__gemm_transpose(float *dst, ptrdiff_t ldd, const float *src, ptr
     for (r = r0; r < r1; ++r)
         for (c = 0; c < cols; ++c) dst[(ptrdiff_t)r * ldd + c] = src[(ptrdiff_t)c * lds + r];
 }
-#if defined(__GNUC__) || defined(__clang__)
-static void hpj__gemm_impl(int, int, int, int, int, float, const float *, int, const float *, int, float, float *,
-                           int, const float *) __attribute__((unused));
-static void hpj__gemm_transpose(float *, ptrdiff_t, const float *, ptrdiff_t, int, int, int) __attribute__((unused));
-#endif
 /* ---- end of the transitional block ---- */
 
 /* The reference GEMM, in plain loops. Every element of C is a chain of
