@@ -956,8 +956,8 @@ static void test_qk_idle(void) {
 /* The fast path computes m(u) with the EMA encoder's last product folded
    into one dot product per token; the reference path sums the full output
    (hpj_set_paths; the fast encoder's input table differs too). Both are
-   the same function: the targets Phi(u) agree to
-   float rounding, and they differ somewhere (the fold is really taken).
+   the same function: the targets Phi(u) agree to float rounding (1e-5
+   relative), and they differ somewhere (the fold is really taken).
    Cases: the tiny config (GELU), and a wider Hadamard target encoder with a
    ReLU FFN and three blocks. */
 static void test_target_fold(void) {
@@ -994,7 +994,7 @@ static void test_target_fold(void) {
             hpj_set_paths(HPJ_PATHS_BEST);
             CHECK_NEAR(L[1], L[0], 1e-4, 1e-7);
             for (k = 0; k < 12 * 3 * 2; ++k) {
-                CHECK_NEAR(yt[1][k], yt[0][k], 2e-6, 1e-6);
+                CHECK_NEAR(yt[1][k], yt[0][k], 1e-5, 1e-6);
                 differ |= yt[1][k] != yt[0][k];
             }
         }
