@@ -1450,9 +1450,9 @@ typedef struct hpj_config {
                                       overflow with an error                          */
     int part_method;               /* partition: kway | rb                            */
     int part_trials;               /* initial bisection trials of every partition,
-                                      0 = automatic (rb: 6); 2 makes the per-epoch
-                                      re-partitioning of small graphs ~2.4x faster
-                                      for ~2 % more cut edges (PROTEINS, K <= 16)   */
+                                      0 = automatic (rb: 6); fewer make the per-epoch
+                                      re-partitioning faster for slightly more cut
+                                      edges                                          */
     int node_vocab, edge_vocab;    /* minimum one-hot widths (ZINC: 28, 4)            */
     int node_attr;                 /* 1: append node attributes to the input          */
     int node_degree;               /* c > 0: append the one-hot of min(degree, c)
@@ -9697,8 +9697,8 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
              c->ema_end, c->edge_drop, c->repartition, c->target_clamp);
     HPJ__PUT("partition = %s\nnode_vocab = %d\nedge_vocab = %d\nnode_attr = %d\n",
              c->part_method == HPJ_PART_RB ? "rb" : "kway", c->node_vocab, c->edge_vocab, c->node_attr);
-    /* only when set, so that the default text (and what reads it: 0.5
-       programs, fold-log keys) stays as before the key existed */
+    /* only when set, so that the default text (and what reads it: older
+       programs, fold-log keys) stays as it was without the key */
     if (c->part_trials) HPJ__PUT("partition_trials = %d\n", c->part_trials);
     HPJ__PUT("readout = %s\nlambda_unif = %.9g\nprobe_alpha = %.9g\nprobe_select = %s\ntrain_embed = %s\n",
              c->readout == HPJ_READOUT_TASK ? "task" : c->readout == HPJ_READOUT_UNIFORM ? "uniform" : "concat",
@@ -10102,8 +10102,8 @@ static void hpj__path_bind(hpj_arena *a, hpj__path *p, int32_t S, int32_t C, int
 /* Fills a path bound with hpj__path_count's numbers (groups only when
    NG > 0), in parallel over the items: the same result as one pass in item
    order. The reverse entries only when rev is set: only the backward of a
-   GINE with per-edge inputs reads them (a binary search per entry, ~0.4 %
-   of a PROTEINS d = 128 step for nothing otherwise). */
+   GINE with per-edge inputs reads them (a binary search per entry, work
+   for nothing otherwise). */
 static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hpj__item *it, hpj__path *p,
                            const hpj__pscr *ps, int rev) {
     int32_t s, c = 0, e = 0, ng = 0, S = p->S;
