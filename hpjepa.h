@@ -972,7 +972,12 @@ enum { HPJ_OPT_ADAM = 0, HPJ_OPT_ADAMW = 1 };
 enum { HPJ_READOUT_CONCAT = 0, HPJ_READOUT_UNIFORM = 1, HPJ_READOUT_TASK = 2 };
 
 /* Every setting of a model and its training. Keys of the config files
-   (`key = value` lines) are the field names, except where noted. */
+   (`key = value` lines) are the field names, except where noted.
+   Settings of the method only: whether the faster siblings of the
+   reference code run is no setting of a model (hpj_set_paths chooses).
+   The keys input_table, target_fold and layer_classes, speed switches of
+   older versions, are still accepted (with 0 or 1) and ignored, so older
+   config files and checkpoints load; nothing writes them. */
 typedef struct hpj_config {
     int mode;                      /* mode: hp | graph-jepa                          */
     int L;                         /* number of resolutions (from `resolutions`)      */
@@ -994,11 +999,6 @@ typedef struct hpj_config {
                                       GNN layers (the reference)                      */
     int gnn_out_linear;            /* 1: GINE block ends in Linear_out (the reference);
                                       0: out = h + branch (one d x d GEMM less)       */
-    int input_table;               /* 1: when the node input is labels only, the
-                                      first GINE layer's W1 runs on the table of
-                                      distinct inputs, not on every node copy (the
-                                      same function, other rounding; see
-                                      hpj__table_forward); 0: per copy           */
     float lr, min_lr, weight_decay;
     int optimizer;                 /* optimizer: adam | adamw                         */
     int batch_size, epochs;
@@ -1013,21 +1013,11 @@ typedef struct hpj_config {
     int repartition;               /* re-partition training graphs every epoch        */
     float target_clamp;            /* guard: clamp m(u) to [-c, c]; 0 = stop on
                                       overflow with an error                          */
-    int target_fold;               /* 1: training computes m(u) with the EMA
-                                      encoder's last product folded into a dot
-                                      product per token (the same function, other
-                                      rounding; see hpj__enc_forward_mean);
-                                      0: from the full output                       */
-    int layer_classes;             /* 1: in training, GINE layers after the first
-                                      also run once per class of equal node copies
-                                      when copies stay equal (no patch mixing, no
-                                      dropout; see hpj__gnn_layer_classes): the
-                                      same function, other rounding; 0: per copy   */
     int part_method;               /* partition: kway | rb                            */
     int part_trials;               /* initial bisection trials of every partition,
-                                      0 = automatic (rb: 6); 2 makes the per-epoch
-                                      re-partitioning of small graphs ~2.4x faster
-                                      for ~2 % more cut edges (PROTEINS, K <= 16)   */
+                                      0 = automatic (rb: 6); fewer make the per-epoch
+                                      re-partitioning faster for slightly more cut
+                                      edges                                          */
     int node_vocab, edge_vocab;    /* minimum one-hot widths (ZINC: 28, 4)            */
     int node_attr;                 /* 1: append node attributes to the input          */
     int node_degree;               /* c > 0: append the one-hot of min(degree, c)
@@ -1057,9 +1047,11 @@ HPJDEF void hpj_config_default(hpj_config *c);
 HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *value);
 
 /* The keys hpj_config_set accepts, one table that drives the parser (so a
-   key is in it or not accepted at all): for tools that list or check
-   settings, and for the tests that hold every key to its range and to
-   the round trip through a checkpoint. */
+   key is in it or not accepted at all, the retired keys input_table,
+   target_fold and layer_classes aside: accepted with 0 or 1 and ignored,
+   they are not in it): for tools that list or check settings, and for the
+   tests that hold every key to its range and to the round trip through a
+   checkpoint. */
 typedef enum hpj_config_kind {
     HPJ_KEY_INT = 0,  /* an integer in lo..hi                                   */
     HPJ_KEY_REAL = 1, /* a number in lo..hi, kept as a float (the range is
@@ -7389,13 +7381,10 @@ HPJDEF void hpj_config_default(hpj_config *c) {
     c->dim = 512; c->blocks = 4; c->heads = 8; c->ffn = 0; c->ffn_act = HPJ_ACT_RELU;
     c->gnn_layers = 2; c->rw_dim = 15; c->rw_reduce = HPJ_RW_MAX; c->pred_layers = 3;
     c->target_adj = 0; c->ema_copy_init = 1; c->patch_mixing = 1; c->gnn_out_linear = 1;
-    c->input_table = 1;
     c->lr = 2.5e-4f; c->min_lr = 0.0f; c->weight_decay = 0.0f; c->optimizer = HPJ_OPT_ADAM;
     c->batch_size = 128; c->epochs = 20; c->schedule = HPJ_SCHED_COSINE; c->warmup = 0.0f;
     c->dropout = 0.0f; c->token_dropout = 0.0f; c->clip = 0.0f; c->beta = 1.0f;
     c->ema_start = 0.996f; c->ema_end = 1.0f; c->edge_drop = 0.3f; c->repartition = 1; c->target_clamp = 0.0f;
-    c->target_fold = 1;
-    c->layer_classes = 1;
     c->part_method = HPJ_PART_RB; c->part_trials = 0; c->node_vocab = 0; c->edge_vocab = 0; c->node_attr = 0;
     c->readout = HPJ_READOUT_CONCAT; c->lambda_unif = 1.0f; c->probe_alpha = 1.0f; c->probe_select = 0; c->train_embed = 0; c->seed = 42; c->threads = 0;
 }
@@ -7421,7 +7410,6 @@ static int hpj__streq(const char *a, const char *b) { return strcmp(a, b) == 0; 
     X(ema_copy_init, "ema_init", HPJ_KEY_WORD, 0, 0, "independent copy")             \
     X(patch_mixing, "patch_mixing", HPJ_KEY_INT, 0, 1, NULL)                         \
     X(gnn_out_linear, "gnn_out_linear", HPJ_KEY_INT, 0, 1, NULL)                     \
-    X(input_table, "input_table", HPJ_KEY_INT, 0, 1, NULL)                           \
     X(lr, "lr", HPJ_KEY_REAL, 0.0, 10.0, NULL)                                       \
     X(min_lr, "min_lr", HPJ_KEY_REAL, 0.0, 10.0, NULL)                               \
     X(weight_decay, "weight_decay", HPJ_KEY_REAL, 0.0, 10.0, NULL)                   \
@@ -7439,8 +7427,6 @@ static int hpj__streq(const char *a, const char *b) { return strcmp(a, b) == 0; 
     X(edge_drop, "edge_drop", HPJ_KEY_REAL, 0.0, 0.99, NULL)                         \
     X(repartition, "repartition", HPJ_KEY_INT, 0, 1, NULL)                           \
     X(target_clamp, "target_clamp", HPJ_KEY_REAL, 0.0, 80.0, NULL)                   \
-    X(target_fold, "target_fold", HPJ_KEY_INT, 0, 1, NULL)                           \
-    X(layer_classes, "layer_classes", HPJ_KEY_INT, 0, 1, NULL)                       \
     X(part_method, "partition", HPJ_KEY_WORD, 0, 0, "kway rb")                       \
     X(part_trials, "partition_trials", HPJ_KEY_INT, 0, 1000, NULL)                   \
     X(node_vocab, "node_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL)                       \
@@ -7536,7 +7522,19 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
     if (!key || !v) return hpj__fail(HPJ_ERR_INPUT, "config: NULL key or value");
     for (i = 0; i < HPJ__NUM_KEYS; ++i)
         if (hpj__streq(key, hpj__config_keys[i].name)) { k = &hpj__config_keys[i]; break; }
-    if (!k) return hpj__fail(HPJ_ERR_INPUT, "config: unknown key '%s'", key);
+    if (!k) {
+        /* the retired speed switches: read (so that older files load) and
+           dropped; the fast paths are chosen by hpj_set_paths */
+        static const char *const retired[] = {"input_table", "target_fold", "layer_classes"};
+        long x;
+        for (i = 0; i < 3; ++i)
+            if (hpj__streq(key, retired[i])) {
+                if (hpj__parse_long(v, 0, 1, &x))
+                    return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (an integer in 0..1)", v, key);
+                return HPJ_OK;
+            }
+        return hpj__fail(HPJ_ERR_INPUT, "config: unknown key '%s'", key);
+    }
     field = (char *)c + k->offset;
     switch (k->kind) {
     case HPJ_KEY_INT: {
@@ -7695,7 +7693,7 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
     HPJ__PUT("rw_reduce = %s\npred_layers = %d\ntarget_adj = %d\nema_init = %s\npatch_mixing = %d\ngnn_out_linear = %d\n",
              c->rw_reduce == HPJ_RW_MEAN ? "mean" : "max", c->pred_layers, c->target_adj,
              c->ema_copy_init ? "copy" : "independent", c->patch_mixing, c->gnn_out_linear);
-    HPJ__PUT("input_table = %d\nnode_degree = %d\n", c->input_table, c->node_degree);
+    HPJ__PUT("node_degree = %d\n", c->node_degree);
     HPJ__PUT("lr = %.9g\nmin_lr = %.9g\nweight_decay = %.9g\noptimizer = %s\nbatch_size = %d\nepochs = %d\n", c->lr,
              c->min_lr, c->weight_decay, c->optimizer == HPJ_OPT_ADAMW ? "adamw" : "adam", c->batch_size, c->epochs);
     HPJ__PUT("schedule = %s\nwarmup = %.9g\ndropout = %.9g\ntoken_dropout = %.9g\nclip = %.9g\nbeta = %.9g\n",
@@ -7705,11 +7703,9 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
              c->ema_end, c->edge_drop, c->repartition, c->target_clamp);
     HPJ__PUT("partition = %s\nnode_vocab = %d\nedge_vocab = %d\nnode_attr = %d\n",
              c->part_method == HPJ_PART_RB ? "rb" : "kway", c->node_vocab, c->edge_vocab, c->node_attr);
-    /* only when set, so that the default text (and what reads it: 0.5
-       programs, fold-log keys) stays as before the key existed */
+    /* only when set, so that the default text (and what reads it: older
+       programs, fold-log keys) stays as it was without the key */
     if (c->part_trials) HPJ__PUT("partition_trials = %d\n", c->part_trials);
-    if (!c->target_fold) HPJ__PUT("target_fold = 0\n");
-    if (!c->layer_classes) HPJ__PUT("layer_classes = 0\n");
     HPJ__PUT("readout = %s\nlambda_unif = %.9g\nprobe_alpha = %.9g\nprobe_select = %s\ntrain_embed = %s\n",
              c->readout == HPJ_READOUT_TASK ? "task" : c->readout == HPJ_READOUT_UNIFORM ? "uniform" : "concat",
              c->lambda_unif, c->probe_alpha, c->probe_select ? "cv" : "fixed", c->train_embed ? "repartition" : "fixed");
@@ -8112,8 +8108,8 @@ static void hpj__path_bind(hpj_arena *a, hpj__path *p, int32_t S, int32_t C, int
 /* Fills a path bound with hpj__path_count's numbers (groups only when
    NG > 0), in parallel over the items: the same result as one pass in item
    order. The reverse entries only when rev is set: only the backward of a
-   GINE with per-edge inputs reads them (a binary search per entry, ~0.4 %
-   of a PROTEINS d = 128 step for nothing otherwise). */
+   GINE with per-edge inputs reads them (a binary search per entry, work
+   for nothing otherwise). */
 static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hpj__item *it, hpj__path *p,
                            const hpj__pscr *ps, int rev) {
     int32_t s, c = 0, e = 0, ng = 0, S = p->S;
@@ -8191,40 +8187,6 @@ static int32_t hpj__node_degree(const hpj_dataset *ds, int64_t u) {
     }
 }
 
-/* The first GINE layer on the table of distinct inputs. When the node
-   input is a one-hot label or nothing, and the edge input a one-hot label
-   or nothing (the TU and ZINC data), every copy's h0 is one of nt rows
-   H[k] = node_W[:, k] + node_b (k < node_onehot: label k; k = nt - 1:
-   none, i.e. a label outside the vocabulary or no node input; with
-   node_degree, k runs over (label, capped degree) pairs and H[k] adds the
-   degree's column too) and every
-   message ReLU(h0_j + e_ji) one of nt * ne rows ReLU(H[k] + Ev[t]) (Ev
-   from edge_W, edge_b the same way; ne = 1 for unlabelled edges). The
-   layer's first product t1 = agg W1^T is linear in agg, so with
-       A = [(1 + eps) H[k] ; ReLU(H[k] + Ev[t])]    (nA = nt (1 + ne) rows)
-   and T = A W1^T, t1_i = T[ty_i] + sum over the entries j of row i of
-   T[ky_j]: a product over nA rows instead of one per copy (DD: 180
-   rows against ~30k copies per batch; IMDB, REDDIT: 2). The same function
-   as the per-copy path (input_table = 0); the sums round differently (a
-   test compares the two). Its backward is the transpose: scatter dt1 onto
-   the rows, dW1 += dT^T A, dA = dT W1, then through (1 + eps) and the
-   ReLU onto H and Ev, which are columns of the encoders' weights. */
-#define HPJ__TABLE_MAX 4096 /* table rows; larger vocabularies take the per-copy path */
-
-static int hpj__table_dims(const hpj_model *m, int *nt, int *ne) {
-    int t = (m->node_onehot + 1) * HPJ__MAX(1, m->node_deg), e = m->edge_onehot ? m->edge_onehot + 1 : 1;
-    if (nt) *nt = t;
-    if (ne) *ne = e;
-    return m->cfg.input_table && m->node_attr_dim == 0 && (int64_t)t * (1 + e) <= HPJ__TABLE_MAX;
-}
-
-/* Whether some GINE aggregation reads the edge encoder's output e (and so
-   needs it, and its gradient de): every layer on the per-copy path, the
-   layers after the first on the table path. */
-static int hpj__gine_reads_e(const hpj_model *m) {
-    return !hpj__table_dims(m, NULL, NULL) || m->cfg.gnn_layers > 1;
-}
-
 /* out[c] = mean of in over the copies of c's group (copies of one node).
    The averaging matrix is symmetric, so this is its own backward. */
 static void hpj__copy_avg(float *out, const float *in, const hpj__path *p, int D) {
@@ -8263,305 +8225,68 @@ typedef struct hpj__gnn_layer {
     float *sum, *out;           /* (C, D)                                       */
     float *b1m, *b1r, *b2m, *b2r; /* (D)                                        */
     uint8_t *mask;              /* (C, D) dropout mask or NULL                  */
-    /* classes of layers > 0 (hpj__gnn_layer_classes), as the first layer's: */
-    int32_t ncls;               /* classes U, 0 = the layer runs per copy        */
-    int32_t *cls, *crep, *ccnt; /* (C) or NULL where the layer never has classes */
-    const int32_t *hmap;        /* h read through this class map (hpj__cls_map) */
 } hpj__gnn_layer;
 
-typedef struct hpj__gnn_ws {
-    hpj__path path;
-    float *x;    /* (C, F); NULL on the table path */
-    float *ex;   /* (E, Fe); unused with unlabelled edges or the table path */
-    float *h0;   /* (C, D) node encoder output */
-    float *e;    /* (E, D) edge encoder output; (D) with unlabelled edges; on the table path only
-                    for layers > 0 */
-    /* the table path of the first layer (hpj__table_forward), else NULL: */
+#ifndef HPJ_REFERENCE
+/* The fast encoder's scratch: the input table and the classes of equal
+   node copies (see "fast: the input table" in the fast part). */
+typedef struct hpj__enc_cls {
+    int32_t ncls;               /* classes U, 0 = the layer runs per copy        */
+    int32_t *cls, *crep, *ccnt; /* (C) class of each copy (classes in order of
+                                   their first copy, so cls[c] <= c), a class's
+                                   first copy, its number of copies; NULL where
+                                   the layer never has classes                  */
+} hpj__enc_cls;
+typedef struct hpj__enc_fast {
+    int on;        /* 1: the fast encoder runs on this path                 */
+    int nt, ne;    /* node input types, edge types (hpj__table_dims)        */
     int32_t *ty;   /* (C) input type of each copy                          */
     int32_t *ky;   /* (E) table row of the message along each CSR entry    */
     float *htab;   /* (nt, D) node encoder output of each type             */
     float *etab;   /* (ne, D) edge encoder output of each edge type        */
     float *atab;   /* (nA, D) the distinct rows of agg's terms             */
     float *ttab;   /* (nA, D) atab W1^T                                     */
-    /* first-layer classes (hpj__gnn_classes), on the table path: */
-    int32_t ncls;  /* classes U, 0 = the first layer runs per copy            */
-    int32_t *cls;  /* (C) class of each copy; classes in order of first copy  */
-    int32_t *crep, *ccnt; /* (C) a class's first copy, its number of copies   */
-    int32_t *csky; /* (E) each row's keys ky, sorted within the row           */
-    int32_t *chash, chcap; /* open-addressing table of classes, chcap slots   */
-    int32_t *lsky; /* (E) keys of the later layers' classes, sorted per row  */
+    int32_t *csky; /* (E) each row's keys ky, sorted within the row         */
+    int32_t *lsky; /* (E) keys of the later layers' classes, sorted per row */
+    int32_t *chash, chcap; /* open-addressing table of classes, chcap slots */
+    hpj__enc_cls lay[HPJ_MAX_GNN]; /* each layer's classes (0: the first's)  */
+    /* the backward's sums (not on a forward-only path): */
+    double *tacc, *hacc, *eacc;    /* (nA, D), (nt, D), (ne, D)             */
+    double *depc;                  /* (D) deps per column                   */
+    float *dtab, *datab;           /* (nA, D) dT, dA                        */
+} hpj__enc_fast;
+#endif
+
+typedef struct hpj__gnn_ws {
+    hpj__path path;
+    float *x;    /* (C, F) node inputs (NULL where the fast input table runs) */
+    float *ex;   /* (E, Fe) edge inputs; unused with unlabelled edges       */
+    float *h0;   /* (C, D) node encoder output */
+    float *e;    /* (E, D) edge encoder output; (D) with unlabelled edges */
     hpj__gnn_layer lay[HPJ_MAX_GNN];
     float *z;    /* (S, D) patch tokens */
     float *bntmp;/* (3 layers, 2D + 1) the BatchNorms' HPJ__TRAIN_DEFER terms */
     hpj__adam_job *side; /* a parked optimizer pass that a second thread runs
                             beside the forward's products (hpj__lin_side), or NULL */
     int fwd_only; /* no backward follows */
+#ifndef HPJ_REFERENCE
+    hpj__enc_fast fast; /* the fast encoder's scratch (fast.on = 0: the reference runs) */
+#endif
 } hpj__gnn_ws;
 
-/* First-layer classes. On the table path the first layer's t1 of a copy
-   is T[ty] + the sum of T[ky] over its entries (hpj__table_forward): a
-   function of its type and the multiset of its entries' keys, and its
-   residual input h0 = H[ty] is one of its type. Copies that agree on both
-   (a class) are therefore equal through the whole first layer (BatchNorm
-   with the batch's statistics, W2, the residual, W_out) when the layer has
-   no dropout, so the layer runs once per class, BatchNorm weighting each
-   class by its number of copies, and its output is then copied out to the
-   copies (hpj__cls_expand); the backward runs on the classes' summed
-   gradients (hpj__cls_reduce). The same function, other rounding. Every
-   copy's t1 adds its keys' rows in sorted key order (csky), so a copy's
-   first-layer output in evaluation mode has the same bits whether it ran
-   alone or as its class, whatever other graphs share its batch. Copies
-   per class in training batches: PROTEINS ~21, MUTAG ~15, ZINC ~5, IMDB /
-   REDDIT far more (a constant input: the class is the in-patch degree);
-   DD ~1.1, where the layer stays per copy: classes are used only when
-   there are at most half as many as copies. Classes are numbered in order
-   of their first copy, so cls[c] <= c. */
-#define HPJ__CLS_DC 16 /* channels per task of the loops over classes */
-/* The class numbering and key sorts run in parallel from this many node
-   copies: a path of a 128-graph PROTEINS batch has ~1700-3400, which at
-   the old 4096 were one thread's work while the other waited (d = 128
-   step +1 %). */
-#define HPJ__PAR_COPIES 256
-
-/* Sorts the n keys of one row (insertion sort; qsort for long rows). */
-static void hpj__keys_sort(int32_t *r, int32_t n) {
-    int32_t j, k;
-    if (n > 24) {
-        qsort(r, (size_t)n, sizeof(int32_t), hpj__cmp_i32);
-        return;
-    }
-    for (j = 1; j < n; ++j) {
-        int32_t v = r[j];
-        for (k = j; k > 0 && r[k - 1] > v; --k) r[k] = r[k - 1];
-        r[k] = v;
-    }
-}
-
-/* Numbers the classes of the path's copies: copies c, b are one class when
-   prev[c] == prev[b] and their CSR rows hold the same sorted keys (key,
-   one per entry, each row sorted). Classes in order of their first copy
-   (crep), so cls[c] <= c; ccnt counts their copies; chash (chcap >= 2 C
-   slots, a power of two) is scratch. Returns the number of classes U, or
-   0 as soon as more than maxu would be needed. */
-static int32_t hpj__classes_number(const hpj__path *p, const int32_t *prev, const int32_t *key, int32_t *cls,
-                                   int32_t *crep, int32_t *ccnt, int32_t *chash, int32_t chcap, int32_t maxu) {
-    int32_t C = p->C, c, U = 0;
-    uint32_t mask = (uint32_t)chcap - 1;
-    for (c = 0; c < chcap; ++c) chash[c] = -1;
-    /* each copy's home slot, parked in cls[c] until its class replaces it */
-    HPJ__OMP(parallel for schedule(static) if (C >= HPJ__PAR_COPIES))
-    for (c = 0; c < C; ++c) {
-        int32_t a = p->rowptr[c], n = p->rowptr[c + 1] - a, j;
-        uint64_t h = ((uint64_t)(uint32_t)prev[c] << 32) ^ (uint64_t)(uint32_t)n, st;
-        for (j = 0; j < n; ++j) {
-            st = h ^ ((uint64_t)(uint32_t)key[a + j] << 7);
-            h = hpj_splitmix64(&st);
-        }
-        st = h;
-        cls[c] = (int32_t)((uint32_t)hpj_splitmix64(&st) & mask);
-    }
-    for (c = 0; c < C; ++c) {
-        int32_t u, b, n = p->rowptr[c + 1] - p->rowptr[c];
-        uint32_t slot = (uint32_t)cls[c];
-        while ((u = chash[slot]) >= 0) {
-            b = crep[u];
-            if (prev[b] == prev[c] && p->rowptr[b + 1] - p->rowptr[b] == n &&
-                (n == 0 || memcmp(key + p->rowptr[b], key + p->rowptr[c], sizeof(int32_t) * (size_t)n) == 0))
-                break;
-            slot = (slot + 1) & mask;
-        }
-        if (u < 0) {
-            if (U + 1 > maxu) return 0; /* too few copies per class to gain: per copy */
-            u = chash[slot] = U++;
-            crep[u] = c;
-            ccnt[u] = 0;
-        }
-        cls[c] = u;
-        ccnt[u]++;
-    }
-    return U;
-}
-
-static void hpj__gnn_classes(hpj__gnn_ws *w) {
-    const hpj__path *p = &w->path;
-    int32_t C = p->C, c;
-    w->ncls = 0;
-    if (!w->cls) return;
-    HPJ__OMP(parallel for schedule(static) if (C >= HPJ__PAR_COPIES))
-    for (c = 0; c < C; ++c) { /* each row's keys, sorted (t1 sums them in this order) */
-        int32_t a = p->rowptr[c], n = p->rowptr[c + 1] - a;
-        memcpy(w->csky + a, w->ky + a, sizeof(int32_t) * (size_t)n);
-        hpj__keys_sort(w->csky + a, n);
-    }
-    if (C < 2 || w->lay[0].mask || (int64_t)w->chcap < 2 * (int64_t)C) return;
-    /* classes only when there are at most half as many as copies */
-    w->ncls = hpj__classes_number(p, w->ty, w->csky, w->cls, w->crep, w->ccnt, w->chash, w->chcap, C / 2);
-}
-
-/* Classes of a later layer i > 0, the same argument one level up (a
-   Weisfeiler-Lehman refinement inside the batch's patches): when layer
-   i - 1 ran on classes, a copy's input to layer i is its class's output
-   there, so two copies of the same layer-(i - 1) class whose entries carry
-   the same multiset of (layer-(i - 1) class of the neighbour, edge type)
-   get the same GINE aggregation, hence are equal through layer i when it
-   has no patch mixing (which adds a per-patch term and averages over a
-   node's copies) and no dropout. Training modes only (hpj__gnn_forward):
-   evaluation stays per copy from the second layer on, so an embedding does
-   not depend on which other graphs share its batch. Copies per class in
-   the second layer of the bench configs (patch_mixing = 0): PROTEINS ~1.55,
-   MUTAG ~5.8, IMDB-BINARY ~7.8 (the first layer: ~20, ~20, ~80). L->ncls
-   = 0 (per copy) unless at least 1/16 of the copies are saved. */
-static void hpj__gnn_layer_classes(hpj__gnn_ws *w, int i, int nt, int ne) {
-    const hpj__path *p = &w->path;
-    hpj__gnn_layer *L = &w->lay[i];
-    const int32_t *pc = i == 1 ? w->cls : w->lay[i - 1].cls; /* the previous layer's classes */
-    int32_t C = p->C, c;
-    L->ncls = 0;
-    if (!L->cls || C < 2 || (int64_t)w->chcap < 2 * (int64_t)C || (int64_t)C * ne >= INT32_MAX) return;
-    HPJ__OMP(parallel for schedule(static) if (C >= HPJ__PAR_COPIES))
-    for (c = 0; c < C; ++c) { /* each row's keys (neighbour's class, edge type), sorted */
-        int32_t a = p->rowptr[c], n = p->rowptr[c + 1] - a, j;
-        if (ne == 1) /* one edge type (none labelled): the neighbour's class alone, no division */
-            for (j = 0; j < n; ++j) w->lsky[a + j] = pc[p->col[a + j]];
-        else
-            for (j = 0; j < n; ++j) w->lsky[a + j] = pc[p->col[a + j]] * ne + (w->ky[a + j] - nt) % ne;
-        hpj__keys_sort(w->lsky + a, n);
-    }
-    L->ncls = hpj__classes_number(p, pc, w->lsky, L->cls, L->crep, L->ccnt, w->chash, w->chcap, C - (C + 15) / 16);
-}
-
-/* The in-place row copies and the sums between classes and copies below
-   run with each thread on a block of HPJ__ROWS_DC columns over all rows,
-   so that rows are read and written in the order each needs (and sums add
-   in copy order whatever the thread count). */
-#define HPJ__ROWS_DC 64
-
-/* Columns c0 .. c0 + w - 1 of rows 0 .. U - 1 of x (U, D) set to zero: a
-   column block's sums start here. */
-static void hpj__cols_zero(float *x, int32_t U, int D, int c0, int w) {
-    int32_t r;
-    int j;
-    for (r = 0; r < U; ++r) {
-        float *o = x + (size_t)r * D + c0;
-        HPJ__OMP(simd)
-        for (j = 0; j < w; ++j) o[j] = 0.0f;
-    }
-}
-
-/* dst row k = src row idx[k] for k < U (dst and src apart); with map,
-   src row map[idx[k]]. */
-static void hpj__rows_gather(float *dst, const float *src, const int32_t *idx, const int32_t *map, int32_t U, int D) {
-    int32_t k;
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
-    for (k = 0; k < U; ++k)
-        memcpy(dst + (size_t)k * D, src + (size_t)(map ? map[idx[k]] : idx[k]) * D, sizeof(float) * (size_t)D);
-}
-
-/* Copies the U class rows (rows 0..U-1 of x) out to the C copies, in
-   place: row c gets row cls[c] <= c, rows from the last back. With rep
-   (the backward's way back from a later layer's classes) only a class's
-   representative rep[cls[c]] gets the class's row (its summed gradient),
-   every other copy zeros. That is exact for what reads it: the layer below
-   sums its input gradients over its own classes, and all copies of a
-   class have the same input and neighbours' classes (see
-   hpj__gnn_layer_classes). */
-static void hpj__cls_expand(float *x, const int32_t *cls, const int32_t *rep, int32_t C, int D) {
-    int cb, nb = (D + HPJ__ROWS_DC - 1) / HPJ__ROWS_DC;
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)C * D >= HPJ__PAR_ELEMS))
-    for (cb = 0; cb < nb; ++cb) {
-        int c0 = cb * HPJ__ROWS_DC, w = HPJ__MIN(HPJ__ROWS_DC, D - c0), j;
-        int32_t r;
-        for (r = C - 1; r >= 0; --r) {
-            float *o = x + (size_t)r * D + c0;
-            const float *g = x + (size_t)cls[r] * D + c0;
-            if (rep && rep[cls[r]] != r) {
-                HPJ__OMP(simd)
-                for (j = 0; j < w; ++j) o[j] = 0.0f;
-            } else if (o != g) {
-                HPJ__OMP(simd)
-                for (j = 0; j < w; ++j) o[j] = g[j];
-            }
-        }
-    }
-}
-
-/* xs (U, D) = the sums of x (C, D) over each class's copies, in copy
-   order. */
-static void hpj__cls_reduce(float *xs, const float *x, const int32_t *cls, int32_t C, int32_t U, int D) {
-    int cb, nb = (D + HPJ__ROWS_DC - 1) / HPJ__ROWS_DC;
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)C * D >= HPJ__PAR_ELEMS))
-    for (cb = 0; cb < nb; ++cb) {
-        int c0 = cb * HPJ__ROWS_DC, w = HPJ__MIN(HPJ__ROWS_DC, D - c0), j;
-        int32_t r;
-        hpj__cols_zero(xs, U, D, c0, w);
-        for (r = 0; r < C; ++r) {
-            float *o = xs + (size_t)cls[r] * D + c0;
-            const float *g = x + (size_t)r * D + c0;
-            HPJ__OMP(simd)
-            for (j = 0; j < w; ++j) o[j] += g[j];
-        }
-    }
-}
-
-/* The backward of z = segment_mean(out) when the last layer ran on
-   classes, summed straight onto the U class rows: ds[k] = the sum over
-   k's copies r of dz[s(r)] / |s(r)|, in copy order (no per-copy pass). */
-static void hpj__segment_mean_back_cls(float *ds, const float *dz, const int32_t *cls, const int32_t *segptr, int S,
-                                       int32_t U, int D) {
-    int cb, nb = (D + HPJ__ROWS_DC - 1) / HPJ__ROWS_DC;
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)segptr[S] * D >= HPJ__PAR_ELEMS))
-    for (cb = 0; cb < nb; ++cb) {
-        int c0 = cb * HPJ__ROWS_DC, w = HPJ__MIN(HPJ__ROWS_DC, D - c0), j, s;
-        int32_t r;
-        hpj__cols_zero(ds, U, D, c0, w);
-        for (s = 0; s < S; ++s) {
-            const float *g = dz + (size_t)s * D + c0;
-            float inv;
-            if (segptr[s + 1] <= segptr[s]) continue;
-            inv = 1.0f / (float)(segptr[s + 1] - segptr[s]);
-            for (r = segptr[s]; r < segptr[s + 1]; ++r) {
-                float *o = ds + (size_t)cls[r] * D + c0;
-                HPJ__OMP(simd)
-                for (j = 0; j < w; ++j) o[j] += inv * g[j];
-            }
-        }
-    }
-}
-
-/* Input features of the copies (one-hot node labels, attributes) and of the
-   induced edges (one-hot edge labels); constant 0 where the data has none.
-   On the table path (w->ty set, see hpj__table_forward) the types instead:
-   ty[c] = the input type of copy c (its label, node_onehot for none, times
-   node_deg plus its capped degree when node_degree is on), ky[j] = the
-   table row of the message along CSR entry j. */
+#ifndef HPJ_REFERENCE
+static void hpj__fast_enc_features(const hpj_model *m, const hpj_dataset *ds, hpj__gnn_ws *w);
+#endif
+/* Input features of the copies (one-hot node labels, capped degrees,
+   attributes) and of the induced edges (one-hot edge labels); constant 0
+   where the data has none. */
 static void hpj__path_features(const hpj_model *m, const hpj_dataset *ds, hpj__gnn_ws *w) {
     const hpj__path *p = &w->path;
     float *x = w->x, *ex = w->ex;
     int32_t c, k;
-    if (w->ty) {
-        int nt, ne;
-        hpj__table_dims(m, &nt, &ne);
-        HPJ__OMP(parallel for schedule(static))
-        for (c = 0; c < p->C; ++c) {
-            int32_t u = p->node[c], v = m->node_onehot ? ds->node_label[u] - m->node_label_min : -1;
-            int32_t lab = v >= 0 && v < m->node_onehot ? v : m->node_onehot; /* node_onehot: none */
-            w->ty[c] = m->node_deg ? lab * m->node_deg + HPJ__MIN(hpj__node_degree(ds, u), m->node_deg - 1) : lab;
-        }
-        HPJ__OMP(parallel for schedule(static))
-        for (c = 0; c < p->C; ++c) {
-            int32_t j;
-            for (j = p->rowptr[c]; j < p->rowptr[c + 1]; ++j) {
-                int32_t t = 0, v;
-                if (m->edge_onehot) {
-                    v = ds->edge_label[p->edge[j]] - m->edge_label_min;
-                    t = v >= 0 && v < m->edge_onehot ? v : ne - 1;
-                }
-                w->ky[j] = nt + w->ty[p->col[j]] * ne + t;
-            }
-        }
-        hpj__gnn_classes(w);
-        return;
-    }
+#ifndef HPJ_REFERENCE
+    if (hpj__fast() && w->fast.on) { hpj__fast_enc_features(m, ds, w); return; } /* fast: input types (the fast encoder) */
+#endif
     HPJ__OMP(parallel for schedule(static))
     for (c = 0; c < p->C; ++c) {
         float *row = x + (size_t)c * m->F;
@@ -8585,6 +8310,9 @@ static void hpj__path_features(const hpj_model *m, const hpj_dataset *ds, hpj__g
     }
 }
 
+#ifndef HPJ_REFERENCE
+static void hpj__fast_enc_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w);
+#endif
 /* Binds the patch encoder's buffers for a path of S patches, C node copies,
    E edges and NG copy groups. mode: HPJ__TRAIN allocates the dropout
    masks. fwd_only: no backward will run (the target path, embeddings), so
@@ -8597,32 +8325,12 @@ static void hpj__path_features(const hpj_model *m, const hpj_dataset *ds, hpj__g
 static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int32_t S, int32_t C, int32_t E,
                           int32_t NG, int mode, int fwd_only) {
     int i, k, D = m->D, npool = 3 + (m->cfg.patch_mixing && m->cfg.gnn_layers > 1) + (m->cfg.gnn_layers > 1);
-    int nt, ne, table = hpj__table_dims(m, &nt, &ne);
     size_t CD = (size_t)C * D, SD = (size_t)S * D;
     float *pool[5] = {NULL, NULL, NULL, NULL, NULL};
     memset(w, 0, sizeof(*w));
     w->fwd_only = fwd_only;
     hpj__path_bind(a, &w->path, S, C, E, NG);
-    if (table) {
-        size_t nA = (size_t)nt * (1 + ne);
-        w->ty = (int32_t *)hpj_arena_alloc(a, sizeof(int32_t) * ((size_t)C + 1));
-        w->ky = (int32_t *)hpj_arena_alloc(a, sizeof(int32_t) * ((size_t)E + 1));
-        w->htab = hpj_arena_floats(a, (size_t)nt * D);
-        w->etab = hpj_arena_floats(a, (size_t)ne * D);
-        w->atab = hpj_arena_floats(a, nA * D);
-        w->ttab = hpj_arena_floats(a, nA * D);
-        w->cls = (int32_t *)hpj_arena_alloc(a, sizeof(int32_t) * ((size_t)C + 1));
-        w->crep = (int32_t *)hpj_arena_alloc(a, sizeof(int32_t) * ((size_t)C + 1));
-        w->ccnt = (int32_t *)hpj_arena_alloc(a, sizeof(int32_t) * ((size_t)C + 1));
-        w->csky = (int32_t *)hpj_arena_alloc(a, sizeof(int32_t) * ((size_t)E + 1));
-        for (w->chcap = 16; w->chcap < 2 * C && w->chcap < (1 << 29); w->chcap *= 2) {}
-        w->chash = (int32_t *)hpj_arena_alloc(a, sizeof(int32_t) * (size_t)w->chcap);
-    } else {
-        w->x = hpj_arena_floats(a, (size_t)C * m->F + 1);
-        w->ex = m->edge_onehot ? hpj_arena_floats(a, (size_t)E * m->Fe + 1) : NULL;
-    }
-    if (hpj__gine_reads_e(m))
-        w->e = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * D + 1 : (size_t)D);
+    w->e = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * D + 1 : (size_t)D);
     w->h0 = hpj_arena_floats(a, CD + 1);
     w->bntmp = hpj_arena_floats(a, 3 * (size_t)m->cfg.gnn_layers * (2 * (size_t)D + 1));
     if (fwd_only)
@@ -8649,7 +8357,7 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
             L->t1 = L->t2 = f[1];
             L->sum = f[2];
         } else {
-            L->agg = i == 0 && table ? NULL : hpj_arena_floats(a, CD + 1); /* the table path has no agg */
+            L->agg = hpj_arena_floats(a, CD + 1);
             L->t1 = hpj_arena_floats(a, CD + 1);
             L->r1 = hpj_arena_floats(a, CD + 1);
             L->t2 = hpj_arena_floats(a, CD + 1);
@@ -8664,19 +8372,19 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
             L->r2 = L->ra2;
         }
         L->out = !m->cfg.gnn_out_linear      ? L->sum
-                 : i + 1 == m->cfg.gnn_layers ? hpj_arena_floats(a, SD + 1) /* the patch means (hpj__gnn_forward) */
+                 : i + 1 == m->cfg.gnn_layers ? hpj_arena_floats(a, SD + 1) /* the patch means (hpj__gnn_means) */
                  : fwd_only                   ? f[1]
                                               : hpj_arena_floats(a, CD + 1);
         L->b1m = hpj_arena_floats(a, (size_t)D); L->b1r = hpj_arena_floats(a, (size_t)D);
         L->b2m = hpj_arena_floats(a, (size_t)D); L->b2r = hpj_arena_floats(a, (size_t)D);
-        if (table && i > 0 && m->cfg.layer_classes && !mixing && !L->mask) { /* used in training modes only */
-            L->cls = (int32_t *)hpj_arena_alloc(a, sizeof(int32_t) * ((size_t)C + 1));
-            L->crep = (int32_t *)hpj_arena_alloc(a, sizeof(int32_t) * ((size_t)C + 1));
-            L->ccnt = (int32_t *)hpj_arena_alloc(a, sizeof(int32_t) * ((size_t)C + 1));
-            if (!w->lsky) w->lsky = (int32_t *)hpj_arena_alloc(a, sizeof(int32_t) * ((size_t)E + 1));
-        }
     }
     w->z = hpj_arena_floats(a, SD + 1);
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) hpj__fast_enc_bind(a, m, w); /* fast: the input table and copy classes, where they apply */
+    if (w->fast.on) return;                       /* (its input types replace x and ex) */
+#endif
+    w->x = hpj_arena_floats(a, (size_t)C * m->F + 1);
+    w->ex = m->edge_onehot ? hpj_arena_floats(a, (size_t)E * m->Fe + 1) : NULL;
 }
 
 static HPJ__TLS double hpj__flops; /* GEMM flops of the current run (per thread: runs may overlap) */
@@ -8767,178 +8475,39 @@ static void hpj__lin_back_set(float *dinp, float *dW, float *db, const float *do
     hpj__flops += 2.0 * N * Din * Dout + (dW ? 2.0 : 0.0) * N * Din * Dout;
 }
 
-/* BatchNorm over U distinct rows that stand for cnt[u] equal rows each
-   (N = the sum of cnt rows in all; the first-layer classes of
-   hpj__gnn_classes): the statistics of the N rows, in double, each
-   channel's sums in class order (threads take channel blocks, so the bits
-   do not depend on their number); then the U output rows as
-   hpj__bn_out_rows. Training mode (running statistics updated with N). */
-static void hpj__bn_train_cls(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
-                              const float *inp, const float *gamma, const float *beta, const int32_t *cnt, int U,
-                              int N, int D, float momentum, float eps, int relu, const float *res, float *sum) {
-    int cb, nb = (D + HPJ__CLS_DC - 1) / HPJ__CLS_DC, i;
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
-    for (cb = 0; cb < nb; ++cb) {
-        double sm[HPJ__CLS_DC], q[HPJ__CLS_DC];
-        int c0 = cb * HPJ__CLS_DC, w = HPJ__MIN(HPJ__CLS_DC, D - c0), u, c;
-        for (c = 0; c < w; ++c) sm[c] = q[c] = 0.0;
-        for (u = 0; u < U; ++u)
-            for (c = 0; c < w; ++c) sm[c] += (double)cnt[u] * inp[(size_t)u * D + c0 + c];
-        for (c = 0; c < w; ++c) sm[c] /= N;
-        for (u = 0; u < U; ++u)
-            for (c = 0; c < w; ++c) {
-                double d = inp[(size_t)u * D + c0 + c] - sm[c];
-                q[c] += (double)cnt[u] * d * d;
-            }
-        for (c = 0; c < w; ++c)
-            hpj__bn_stat(c0 + c, sm[c], q[c], mean, rstd, running_mean, running_var, N, momentum, eps);
+/* The running statistics a training-mode BatchNorm over n rows updates
+   (*rm, *rv: NULL when frozen; HPJ__TRAIN_DEFER: tmp (2D + 1) gets the
+   update's terms, and whether the variance's applies, more than one row),
+   and its momentum (-1: the deferred terms). */
+static float hpj__bn_mode(int mode, float *tmp, int n, int D, float **rm, float **rv) {
+    if (mode == HPJ__TRAIN_FROZEN) { /* the batch's statistics, running ones untouched */
+        *rm = NULL;
+        *rv = NULL;
+    } else if (mode == HPJ__TRAIN_DEFER) {
+        tmp[2 * D] = n > 1 ? 1.0f : 0.0f;
+        *rm = tmp;
+        *rv = tmp + D;
+        return -1.0f;
     }
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
-    for (i = 0; i < U; ++i) hpj__bn_out_rows(out, inp, mean, rstd, gamma, beta, i, i + 1, D, relu, res, sum);
+    return 0.1f;
 }
 
-/* Backward of hpj__bn_train_cls (ReLU fused with relu_out, dinp
-   overwritten) from dout = each class's summed gradient: the channel sums
-   of the N rows are those of the classes, and dinp gets each class's
-   summed input gradient. */
-static void hpj__bn_backward_cls(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
-                                 const float *gamma, const float *mean, const float *rstd, const int32_t *cnt, int U,
-                                 int N, int D, const float *relu_out) {
-    int cb, nb = (D + HPJ__CLS_DC - 1) / HPJ__CLS_DC;
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
-    for (cb = 0; cb < nb; ++cb) {
-        double sd[HPJ__CLS_DC], sdx[HPJ__CLS_DC];
-        float md[HPJ__CLS_DC], mdx[HPJ__CLS_DC], k[HPJ__CLS_DC];
-        int c0 = cb * HPJ__CLS_DC, w = HPJ__MIN(HPJ__CLS_DC, D - c0), u, c;
-        for (c = 0; c < w; ++c) sd[c] = sdx[c] = 0.0;
-        for (u = 0; u < U; ++u) {
-            size_t o = (size_t)u * D + c0;
-            hpj__bn_bw_sums(sd, sdx, inp + o, dout + o, relu_out ? relu_out + o : NULL, mean + c0, rstd + c0, w);
-        }
-        hpj__bn_bw_panel(dgamma, dbeta, md, mdx, k, sd, sdx, gamma, rstd, N, c0, w);
-        for (u = 0; u < U; ++u) {
-            size_t o = (size_t)u * D + c0;
-            float n = (float)cnt[u];
-            for (c = 0; c < w; ++c) {
-                float xh = (inp[o + c] - mean[c0 + c]) * rstd[c0 + c];
-                float g = relu_out && !(relu_out[o + c] > 0.0f) ? 0.0f : dout[o + c];
-                dinp[o + c] = k[c] * (g - n * md[c] - xh * (n * mdx[c]));
-            }
-        }
-    }
-}
-
-/* BatchNorm in one of the three modes, then ReLU when relu = 1 (fused);
-   with sum != NULL also sum = res + out (the residual, fused).
-   With cnt != NULL the N rows are classes of cnt[u] equal rows each, ntot
-   rows in all: the first GINE layer's summed in class order
-   (hpj__bn_train_cls, rb = 0, its bits since 0.7), a later layer's over
-   the row blocks of hpj__bn_train (rb = 1). */
+/* BatchNorm in one of the modes, then ReLU when relu = 1 (fused); with
+   sum != NULL also sum = res + out (the residual, fused). */
 static void hpj__bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
                         float *rm, float *rv, int N, int D, int mode, float *tmp, int relu, const float *res,
-                        float *sum, const int32_t *cnt, int ntot, int rb) {
-    float momentum = 0.1f;
+                        float *sum) {
+    float momentum;
     if (mode == HPJ__EVAL) {
         hpj__bn_eval(out, in, g, b, rm, rv, N, D, 1e-5f, relu, res, sum);
         return;
     }
-    if (mode == HPJ__TRAIN_FROZEN) { /* the batch's statistics, running ones untouched */
-        rm = NULL;
-        rv = NULL;
-    } else if (mode == HPJ__TRAIN_DEFER) { /* tmp (2D + 1) gets the update's terms, and whether
-                                              the variance's applies (more than one row) */
-        tmp[2 * D] = (cnt ? ntot : N) > 1 ? 1.0f : 0.0f;
-        rm = tmp;
-        rv = tmp + D;
-        momentum = -1.0f;
-    }
-    if (cnt && !rb) hpj__bn_train_cls(out, mean, rstd, rm, rv, in, g, b, cnt, N, ntot, D, momentum, 1e-5f, relu, res, sum);
-    else hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, momentum, 1e-5f, relu, res, sum, cnt, cnt ? ntot : N);
+    momentum = hpj__bn_mode(mode, tmp, N, D, &rm, &rv);
+    hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, momentum, 1e-5f, relu, res, sum, NULL, N);
 }
 static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, float *rm,
-                    float *rv, int N, int D, int mode, float *tmp, int relu, const int32_t *cnt, int ntot, int rb) {
-    hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, tmp, relu, NULL, NULL, cnt, ntot, rb);
-}
-
-/* The first layer's h0 and t1 on the table path (see hpj__table_dims). */
-static void hpj__table_forward(hpj_model *m, hpj__gnn_ws *w) {
-    const hpj__path *p = &w->path;
-    const hpj_gnn_params *q = &m->p.gnn[0];
-    int D = m->D, nt, ne, nA, k, t, d;
-    int32_t i, n, C = p->C;
-    float s = 1.0f + q->eps[0], *t1 = w->lay[0].t1;
-    hpj__table_dims(m, &nt, &ne);
-    nA = nt * (1 + ne);
-    for (k = 0; k < nt; ++k) { /* type k = label * node_deg + degree (node_deg 0: label) */
-        float *h = w->htab + (size_t)k * D;
-        int lab = m->node_deg ? k / m->node_deg : k, dg = m->node_onehot + (m->node_deg ? k % m->node_deg : 0);
-        for (d = 0; d < D; ++d)
-            h[d] = (lab < m->node_onehot ? m->p.node_W[(size_t)d * m->F + lab] : 0.0f) +
-                   (m->node_deg ? m->p.node_W[(size_t)d * m->F + dg] : 0.0f) + m->p.node_b[d];
-    }
-    for (t = 0; t < ne; ++t) {
-        float *e = w->etab + (size_t)t * D;
-        for (d = 0; d < D; ++d) e[d] = (t < m->edge_onehot ? m->p.edge_W[(size_t)d * m->Fe + t] : 0.0f) + m->p.edge_b[d];
-    }
-    for (k = 0; k < nt; ++k) {
-        const float *h = w->htab + (size_t)k * D;
-        float *a = w->atab + (size_t)k * D;
-        for (d = 0; d < D; ++d) a[d] = s * h[d];
-        for (t = 0; t < ne; ++t) {
-            const float *e = w->etab + (size_t)t * D;
-            a = w->atab + ((size_t)nt + (size_t)k * ne + t) * D;
-            for (d = 0; d < D; ++d) {
-                float v = h[d] + e[d];
-                a[d] = v > 0.0f ? v : 0.0f;
-            }
-        }
-    }
-    hpj__lin(w->ttab, w->atab, q->W1, NULL, nA, D, D);
-    if (w->e && !m->edge_onehot) memcpy(w->e, w->etab, sizeof(float) * (size_t)D); /* the later layers' e */
-    /* row i of h0 and t1: copy i, or with classes class i (its first copy) */
-    n = w->ncls ? w->ncls : C;
-    HPJ__OMP(parallel for schedule(static) if (((int64_t)p->rowptr[C] + C) * D >= HPJ__PAR_ELEMS))
-    for (i = 0; i < n; ++i) {
-        float *o = t1 + (size_t)i * D;
-        int32_t j, c = w->ncls ? w->crep[i] : i;
-        memcpy(w->h0 + (size_t)i * D, w->htab + (size_t)w->ty[c] * D, sizeof(float) * (size_t)D);
-        memcpy(o, w->ttab + (size_t)w->ty[c] * D, sizeof(float) * (size_t)D);
-        for (j = p->rowptr[c]; j < p->rowptr[c + 1]; ++j) {
-            const float *r = w->ttab + (size_t)w->csky[j] * D;
-            int dd;
-            HPJ__OMP(simd)
-            for (dd = 0; dd < D; ++dd) o[dd] += r[dd];
-        }
-    }
-    if (w->e && m->edge_onehot) { /* the later layers' e: entry j's edge type */
-        HPJ__OMP(parallel for schedule(static) if ((int64_t)p->rowptr[C] * D >= HPJ__PAR_ELEMS))
-        for (i = 0; i < p->rowptr[C]; ++i)
-            memcpy(w->e + (size_t)i * D, w->etab + (size_t)((w->ky[i] - nt) % ne) * D, sizeof(float) * (size_t)D);
-    }
-}
-
-/* The rows layer i ran on (after hpj__gnn_forward): its classes, with
-   cnt / cls (and rep for a later layer's), or the copies (NULL, N = C). */
-static int32_t hpj__gnn_rows(const hpj__gnn_ws *w, int i, const int32_t **cnt, const int32_t **cls,
-                             const int32_t **rep) {
-    const hpj__gnn_layer *L = &w->lay[i];
-    *cnt = *cls = *rep = NULL;
-    if (i == 0 && w->ncls) {
-        *cnt = w->ccnt; *cls = w->cls;
-        return w->ncls;
-    }
-    if (i > 0 && L->ncls) {
-        *cnt = L->ccnt; *cls = L->cls; *rep = L->crep;
-        return L->ncls;
-    }
-    return w->path.C;
-}
-
-/* Whether layer i's output is read through its classes, not copied out to
-   the copies: a later layer on classes that is the last one (the patch
-   means, forward and backward, read its class rows). */
-static int hpj__gnn_top_cls(const hpj_model *m, const hpj__gnn_ws *w, int i) {
-    return i > 0 && i == m->cfg.gnn_layers - 1 && w->lay[i].ncls > 0;
+                    float *rv, int N, int D, int mode, float *tmp, int relu) {
+    hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, tmp, relu, NULL, NULL);
 }
 
 /* Layer i's slot of the BatchNorms' scratch: k = 0 patch mixing, 1 the first, 2 the second. */
@@ -8963,142 +8532,110 @@ static void hpj__gnn_defer_apply(hpj_model *m, const hpj__gnn_ws *w) {
         }
 }
 
-/* Whether the patch encoder leaves a layer's class rows unexpanded for a
-   next layer on classes, which reads them through the class map (its
-   GINE forward and residual gather; with a backward, its GINE backward
-   too, which has the map only for shared edge features: with per-edge
-   labels the rows are copied out as before). tests/test_internals.c turns
-   it off to compare the bits; hpj__cls_mapped counts the layers that read
-   through the map. */
-static int hpj__cls_map = 1;
-static HPJ__TLS int64_t hpj__cls_mapped;
+/* Layer i of g_eta over the node copies (reference block):
+       h   = copy_avg(hin + ReLU(BNu(Wu mean_patch(hin))))  (layers > 0 with
+                                                             patch mixing; else hin)
+       agg = (1 + eps) h_i + sum over the in-patch neighbours j of ReLU(h_j + e_ji)
+       sum = h + dropout(ReLU(BN2(W2 ReLU(BN1(W1 agg)))))
+       out = sum Wout^T + bout  (not on the last layer: see hpj__gnn_means)
+   The BatchNorms run in mode (running statistics updated in training). */
+static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, int i, int mode, uint64_t drop_seed) {
+    const hpj__path *p = &w->path;
+    hpj__gnn_layer *L = &w->lay[i];
+    const hpj_gnn_params *q = &m->p.gnn[i];
+    hpj_bn_stats *bn = &m->bn;
+    int D = m->D, C = p->C, S = p->S;
+    size_t CD = (size_t)C * D;
+    if (L->hm) { /* patch mixing, then copy averaging (layers > 0) */
+        int32_t c;
+        hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
+        hpj__lin(L->ul, L->pm, q->Wu, NULL, S, D, D);
+        hpj__bn(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode,
+                hpj__gnn_bntmp(w, i, 0, D), 1);
+        HPJ__OMP(parallel for schedule(static))
+        for (c = 0; c < S; ++c) {
+            int32_t j, d;
+            const float *u = L->ua + (size_t)c * D;
+            for (j = p->seg[c]; j < p->seg[c + 1]; ++j) {
+                const float *hi = L->hin + (size_t)j * D;
+                float *ho = L->hm + (size_t)j * D;
+                HPJ__OMP(simd)
+                for (d = 0; d < D; ++d) ho[d] = hi[d] + u[d];
+            }
+        }
+        hpj__copy_avg(L->h, L->hm, p, D);
+    }
+    if (m->edge_onehot) hpj_gine_forward(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
+    else hpj_gine_forward_shared(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
+    hpj__lin_side(w->side, L->t1, L->agg, q->W1, NULL, C, D, D);
+    hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], C, D, mode,
+            hpj__gnn_bntmp(w, i, 1, D), 1);
+    hpj__lin_side(w->side, L->t2, L->r1, q->W2, NULL, C, D, D);
+    /* ra2 = ReLU(BN2(t2)); sum = h + r2 with r2 = dropout(ra2) (= ra2
+       without dropout: then the BatchNorm pass also forms the sum; the
+       target path, which never reads ra2, does not write it) */
+    hpj__bn_res(w->fwd_only && mode != HPJ__EVAL && !L->mask ? NULL : L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g,
+                q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], C, D, mode, hpj__gnn_bntmp(w, i, 2, D), 1, L->h,
+                L->mask ? NULL : L->sum);
+    if (L->mask) {
+        size_t t;
+        hpj_dropout_forward(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i);
+        HPJ__OMP(parallel for simd schedule(static))
+        for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
+    }
+    if (q->Wout && i + 1 < m->cfg.gnn_layers) hpj__lin_side(w->side, L->out, L->sum, q->Wout, q->bout, C, D, D);
+}
 
-/* Forward of the patch encoder over a filled path: w->z gets the tokens. */
+/* The patch tokens: z = the mean over each patch of the last layer's
+   output. With the output linear, out = sum Wout^T + bout is affine, so
+   its patch mean equals mean(sum) Wout^T + bout: the product runs on the
+   S means instead of the C copies (the same function; the rounding of a
+   mean of products and a product of means differ in the last bits, and
+   the reference takes the cheaper order). */
+static void hpj__gnn_means(hpj_model *m, hpj__gnn_ws *w) {
+    const hpj__path *p = &w->path;
+    int i = m->cfg.gnn_layers - 1;
+    const hpj__gnn_layer *L = &w->lay[i];
+    const hpj_gnn_params *q = &m->p.gnn[i];
+    hpj_segment_mean_forward(q->Wout ? L->out : w->z, L->sum, p->seg, p->S, m->D);
+    if (q->Wout) hpj__lin_side(w->side, w->z, L->out, q->Wout, q->bout, p->S, m->D, m->D);
+}
+
+#ifndef HPJ_REFERENCE
+static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t drop_seed);
+#endif
+/* Forward of the patch encoder over a filled path: the input encoders,
+   the GINE layers, the patch means; w->z gets the tokens. */
 static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t drop_seed) {
     const hpj__path *p = &w->path;
-    int i, D = m->D, C = p->C, S = p->S, nt = 0, ne = 0;
-    size_t CD = (size_t)C * D;
-    hpj_bn_stats *bn = &m->bn;
-    const int32_t *hmap = NULL; /* the previous layer's classes while its output is still in class rows */
-    if (w->ty) { /* h0 and the first layer's t1 from the table */
-        hpj__table_forward(m, w);
-        hpj__table_dims(m, &nt, &ne);
-    } else {
-        hpj__lin(w->h0, w->x, m->p.node_W, m->p.node_b, C, m->F, D);
-        if (m->edge_onehot) hpj__lin(w->e, w->ex, m->p.edge_W, m->p.edge_b, p->E, m->Fe, D);
-        else memcpy(w->e, m->p.edge_b, sizeof(float) * (size_t)D); /* every edge: 0 W + b */
-    }
-    for (i = 0; i < m->cfg.gnn_layers; ++i) {
-        hpj__gnn_layer *L = &w->lay[i];
-        const hpj_gnn_params *q = &m->p.gnn[i];
-        /* rows of this layer: the copies, or its classes (the first
-           layer's: rows in h0 and t1 already; a later layer's: gathered
-           from the representatives' rows) */
-        const int32_t *cnt, *cls, *rep;
-        const float *res = L->h;
-        int N;
-        if (i > 0 && mode != HPJ__EVAL && L->cls && !L->mask && (i == 1 ? w->ncls : w->lay[i - 1].ncls))
-            hpj__gnn_layer_classes(w, i, nt, ne);
-        N = hpj__gnn_rows(w, i, &cnt, &cls, &rep);
-        if (hmap && (L->hm || !rep)) { /* this layer reads copies */
-            hpj__cls_expand(L->hin, hmap, NULL, C, D);
-            hmap = NULL;
-        }
-        L->hmap = hmap;
-        if (L->hm) { /* patch mixing, then copy averaging (layers > 0) */
-            int32_t c;
-            hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
-            hpj__lin(L->ul, L->pm, q->Wu, NULL, S, D, D);
-            hpj__bn(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode,
-                    hpj__gnn_bntmp(w, i, 0, D), 1, NULL, 0, 0);
-            HPJ__OMP(parallel for schedule(static))
-            for (c = 0; c < S; ++c) {
-                int32_t j, d;
-                const float *u = L->ua + (size_t)c * D;
-                for (j = p->seg[c]; j < p->seg[c + 1]; ++j) {
-                    const float *hi = L->hin + (size_t)j * D;
-                    float *ho = L->hm + (size_t)j * D;
-                    HPJ__OMP(simd)
-                    for (d = 0; d < D; ++d) ho[d] = hi[d] + u[d];
-                }
-            }
-            hpj__copy_avg(L->h, L->hm, p, D);
-        }
-        if (i > 0 || !w->ty) { /* with classes, only the representatives' rows */
-            hpj__gine_fwd(L->agg, L->h, w->e, m->edge_onehot ? D : 0, p->rowptr, p->col, N, D, q->eps[0], rep, hmap);
-            hpj__lin_side(w->side, L->t1, L->agg, q->W1, NULL, N, D, D);
-        }
-        hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, mode,
-                hpj__gnn_bntmp(w, i, 1, D), 1, cnt, C, i > 0);
-        hpj__lin_side(w->side, L->t2, L->r1, q->W2, NULL, N, D, D);
-        if (rep) { /* the residual's class rows, summed onto in place */
-            hpj__rows_gather(L->sum, L->h, rep, hmap, N, D);
-            res = L->sum;
-        }
-        hpj__cls_mapped += hmap != NULL;
-        hmap = NULL;
-        /* ra2 = ReLU(BN2(t2)); sum = h + r2 with r2 = dropout(ra2) (= ra2
-           without dropout: then the BatchNorm pass also forms the sum) */
-        hpj__bn_res(w->fwd_only && mode != HPJ__EVAL && !L->mask ? NULL : L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g,
-                    q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], N, D, mode, hpj__gnn_bntmp(w, i, 2, D), 1, res,
-                    L->mask ? NULL : L->sum, cnt, C, i > 0);
-        if (L->mask) {
-            size_t t;
-            hpj_dropout_forward(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i);
-            HPJ__OMP(parallel for simd schedule(static))
-            for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
-        }
-        if (q->Wout && i + 1 < m->cfg.gnn_layers) hpj__lin_side(w->side, L->out, L->sum, q->Wout, q->bout, N, D, D);
-        /* classes -> copies, or (hpj__cls_map) a next layer that runs on
-           classes reads the class rows through cls instead (the same
-           values: the same bits, one (C, D) pass less, and the gathers
-           read U rows instead of C) */
-        if (cls && !hpj__gnn_top_cls(m, w, i)) {
-            if (hpj__cls_map && i + 1 < m->cfg.gnn_layers && (w->fwd_only || !m->edge_onehot)) hmap = cls;
-            else hpj__cls_expand(i + 1 < m->cfg.gnn_layers ? L->out : L->sum, cls, NULL, C, D);
-        }
-    }
-    /* z = the patch means of the last layer's output (its rows are sum,
-       out = sum without Wout); its Wout, a linear map, runs on the means:
-       S rows instead of C */
-    i = m->cfg.gnn_layers - 1;
-    {
-        const hpj__gnn_layer *L = &w->lay[i];
-        const hpj_gnn_params *q = &m->p.gnn[i];
-        hpj__segment_mean_idx(q->Wout ? L->out : w->z, L->sum, hpj__gnn_top_cls(m, w, i) ? L->cls : NULL, p->seg, S, D);
-        if (q->Wout) hpj__lin_side(w->side, w->z, L->out, q->Wout, q->bout, S, D, D);
-    }
+    int i, D = m->D;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast() && w->fast.on) { hpj__fast_gnn_forward(m, w, mode, drop_seed); return; } /* fast: input table, copy classes */
+#endif
+    /* h0 = x node_W^T + node_b; e = ex edge_W^T + edge_b */
+    hpj__lin(w->h0, w->x, m->p.node_W, m->p.node_b, p->C, m->F, D);
+    if (m->edge_onehot) hpj__lin(w->e, w->ex, m->p.edge_W, m->p.edge_b, p->E, m->Fe, D);
+    else memcpy(w->e, m->p.edge_b, sizeof(float) * (size_t)D); /* every edge: 0 W + b */
+    for (i = 0; i < m->cfg.gnn_layers; ++i) hpj__gnn_layer_forward(m, w, i, mode, drop_seed);
+    hpj__gnn_means(m, w);
 }
 
 /* Scratch for the patch encoder's backward: four (C, D) buffers whose
-   roles rotate from layer to layer (see hpj__gnn_backward), so no gradient
-   is ever copied. */
+   roles rotate from layer to layer (see hpj__gnn_layer_backward), so no
+   gradient is ever copied. */
 typedef struct hpj__gnn_bws {
     float *buf[4];                    /* (C, D) */
     float *sA, *sB;                   /* (S, D) */
-    float *de;                        /* (E, D); (D) with unlabelled edges; NULL when no GINE uses e */
-    /* the table path (hpj__table_backward): */
-    double *tacc, *hacc, *eacc;       /* (nA, D), (nt, D), (ne, D) sums       */
-    double *depc;                     /* (D) deps per column                  */
-    float *dtab, *datab;              /* (nA, D) dT, dA                       */
+    float *de;                        /* (E, D); (D) with unlabelled edges */
 } hpj__gnn_bws;
 
 static void hpj__gnn_bind_back(hpj_arena *a, const hpj_model *m, hpj__gnn_bws *b, int32_t S, int32_t C, int32_t E) {
     size_t CD = (size_t)C * m->D + 1, SD = (size_t)S * m->D + 1, D = (size_t)m->D;
-    int i, nt, ne;
+    int i;
     memset(b, 0, sizeof(*b));
     for (i = 0; i < 4; ++i) b->buf[i] = hpj_arena_floats(a, CD);
     b->sA = hpj_arena_floats(a, SD); b->sB = hpj_arena_floats(a, SD);
-    if (hpj__gine_reads_e(m)) b->de = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * D + 1 : D);
-    if (hpj__table_dims(m, &nt, &ne)) {
-        size_t nA = (size_t)nt * (1 + ne);
-        b->tacc = (double *)hpj_arena_alloc(a, sizeof(double) * nA * D);
-        b->hacc = (double *)hpj_arena_alloc(a, sizeof(double) * (size_t)nt * D);
-        b->eacc = (double *)hpj_arena_alloc(a, sizeof(double) * (size_t)ne * D);
-        b->depc = (double *)hpj_arena_alloc(a, sizeof(double) * D);
-        b->dtab = hpj_arena_floats(a, nA * D);
-        b->datab = hpj_arena_floats(a, nA * D);
-    }
+    b->de = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * D + 1 : D);
 }
 
 static void hpj__zero(float *x, size_t n) {
@@ -9115,208 +8652,103 @@ static float *hpj__gnn_spare(const hpj__gnn_bws *b, const float *x, const float 
     return NULL; /* unreachable: four buffers, two excluded */
 }
 
-/* Backward of hpj__table_forward: from dt1 (C, D), the gradient at the
-   first layer's t1, and dh0 (C, D), the one at h0 from the residual (with
-   first-layer classes: (U, D), each class's sums over its copies),
-   accumulates into W1, eps and the node and edge encoders (with the later
-   layers' edge gradient b->de, complete by then). The sums over
-   copies run in double, each task owning a slice of columns over all rows,
-   so they add in row order whatever the thread count. */
-static void hpj__table_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *b, const float *dt1,
-                                const float *dh0) {
+/* Backward of hpj__gnn_layer_forward from dout (the gradient at the
+   layer's output; a pool buffer), accumulating into m->g and b->de;
+   returns the gradient at the layer's input hin. From the pool: dout, dh
+   (the gradient at sum = h + r2, then also at h: the GINE backward adds
+   into it), t1 and t2 (ping-pong through the BatchNorm, linear and GINE
+   backward); the gradient returned is dh (or, with patch mixing, t2). */
+static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *b, int i, float *dout) {
     const hpj__path *p = &w->path;
-    const hpj_gnn_params *q = &m->p.gnn[0];
-    hpj_gnn_params *gq = &m->g.gnn[0];
-    int D = m->D, nt, ne, nA, nc = (D + HPJ__GINE_DC - 1) / HPJ__GINE_DC, cb, d;
-    int32_t C = p->C, nr = w->ncls ? w->ncls : C;
-    float s = 1.0f + q->eps[0];
-    double deps = 0.0;
-    hpj__table_dims(m, &nt, &ne);
-    nA = nt * (1 + ne);
-    /* dT[r] = sum of dt1 over the copies and entries that read row r;
-       dH[k] (residual part) = sum of dh0 over the copies of type k */
-    HPJ__OMP(parallel for schedule(static) if (((int64_t)p->rowptr[C] + C) * D >= HPJ__PAR_ELEMS))
-    for (cb = 0; cb < nc; ++cb) {
-        int c0 = cb * HPJ__GINE_DC, wd = HPJ__MIN(HPJ__GINE_DC, D - c0), j;
-        int32_t r, k;
-        for (r = 0; r < nA; ++r)
-            for (j = 0; j < wd; ++j) b->tacc[(size_t)r * D + c0 + j] = 0.0;
-        for (r = 0; r < nt; ++r)
-            for (j = 0; j < wd; ++j) b->hacc[(size_t)r * D + c0 + j] = 0.0;
-        for (r = 0; r < ne; ++r)
-            for (j = 0; j < wd; ++j) b->eacc[(size_t)r * D + c0 + j] = 0.0;
-        for (r = 0; r < nr; ++r) { /* row r: copy r, or class r (its first copy c) */
-            const float *g = dt1 + (size_t)r * D + c0, *gh = dh0 + (size_t)r * D + c0;
-            int32_t c = w->ncls ? w->crep[r] : r;
-            double *ta = b->tacc + (size_t)w->ty[c] * D + c0, *ha = b->hacc + (size_t)w->ty[c] * D + c0;
-            HPJ__OMP(simd)
-            for (j = 0; j < wd; ++j) { ta[j] += g[j]; ha[j] += gh[j]; }
-            for (k = p->rowptr[c]; k < p->rowptr[c + 1]; ++k) {
-                double *ea = b->tacc + (size_t)w->ky[k] * D + c0;
-                HPJ__OMP(simd)
-                for (j = 0; j < wd; ++j) ea[j] += g[j];
-            }
-        }
-        if (b->de && m->edge_onehot) /* the later layers' de, by edge type */
-            for (k = 0; k < p->rowptr[C]; ++k) {
-                const float *ge = b->de + (size_t)k * D + c0;
-                double *ea = b->eacc + (size_t)((w->ky[k] - nt) % ne) * D + c0;
-                HPJ__OMP(simd)
-                for (j = 0; j < wd; ++j) ea[j] += ge[j];
-            }
-        for (r = 0; r < nA; ++r)
-            for (j = 0; j < wd; ++j) b->dtab[(size_t)r * D + c0 + j] = (float)b->tacc[(size_t)r * D + c0 + j];
+    const hpj__gnn_layer *L = &w->lay[i];
+    const hpj_gnn_params *q = &m->p.gnn[i];
+    hpj_gnn_params *gq = &m->g.gnn[i];
+    int D = m->D, C = p->C, S = p->S;
+    size_t CD = (size_t)C * D;
+    float *dh, *t1, *t2;
+    const float *dra2;
+    /* out = sum Wout^T + bout (or out = sum; the last layer's Wout is done) */
+    if (q->Wout && i + 1 < m->cfg.gnn_layers) {
+        dh = hpj__gnn_spare(b, dout, NULL);
+        hpj__lin_back_set(dh, gq->Wout, gq->bout, dout, L->sum, q->Wout, C, D, D);
+    } else {
+        dh = dout;
     }
-    /* T = A W1^T: dW1 += dT^T A, dA = dT W1 */
-    hpj__lin_back_set(b->datab, gq->W1, NULL, b->dtab, w->atab, q->W1, nA, D, D);
-    /* A = [(1 + eps) H ; ReLU(H[k] + Ev[t])], H[k] = node_W[:, label] (+
-       node_W[:, degree]) + node_b, Ev[t] = edge_W[:, t] + edge_b: column d
-       of every table at once */
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)nA * D >= HPJ__PAR_ELEMS))
-    for (d = 0; d < D; ++d) {
-        double gb = 0.0, geb = 0.0, dep = 0.0;
-        int k, t, lab;
-        if (b->de && !m->edge_onehot) b->eacc[d] += b->de[d]; /* the later layers' shared de */
-        for (k = 0; k < nt; ++k) {
-            float hk = w->htab[(size_t)k * D + d], da = b->datab[(size_t)k * D + d];
-            double gh = b->hacc[(size_t)k * D + d] + (double)s * da;
-            dep += (double)hk * da;
-            for (t = 0; t < ne; ++t) {
-                float v = hk + w->etab[(size_t)t * D + d];
-                double g = v > 0.0f ? b->datab[((size_t)nt + (size_t)k * ne + t) * D + d] : 0.0f;
-                gh += g;
-                b->eacc[(size_t)t * D + d] += g;
-            }
-            lab = m->node_deg ? k / m->node_deg : k; /* type k = label * node_deg + degree */
-            if (lab < m->node_onehot) m->g.node_W[(size_t)d * m->F + lab] += (float)gh;
-            if (m->node_deg) m->g.node_W[(size_t)d * m->F + m->node_onehot + k % m->node_deg] += (float)gh;
-            gb += gh;
-        }
-        m->g.node_b[d] += (float)gb;
-        for (t = 0; t < ne; ++t) {
-            if (t < m->edge_onehot) m->g.edge_W[(size_t)d * m->Fe + t] += (float)b->eacc[(size_t)t * D + d];
-            geb += b->eacc[(size_t)t * D + d];
-        }
-        m->g.edge_b[d] += (float)geb;
-        b->depc[d] = dep;
+    t1 = hpj__gnn_spare(b, dh, NULL);
+    t2 = hpj__gnn_spare(b, dh, t1);
+    /* sum = h + r2: dh = dsum (kept: the GINE backward adds dh += ...), dr2 = dsum */
+    dra2 = dh;
+    if (L->mask) { /* r2 = dropout(ra2) */
+        hpj__zero(t1, CD);
+        hpj_dropout_backward(t1, dh, L->mask, CD, m->cfg.dropout);
+        dra2 = t1;
     }
-    for (d = 0; d < D; ++d) deps += b->depc[d];
-    gq->eps[0] += (float)deps;
+    /* ra2 = relu(BN2(t2)), fused */
+    hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, C, D, L->ra2, 1, NULL, C);
+    /* t2 = r1 W2^T */
+    hpj__lin_back_set(t1, gq->W2, NULL, t2, L->r1, q->W2, C, D, D);
+    /* r1 = relu(BN1(t1)), fused */
+    hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, C, D, L->r1, 1, NULL, C);
+    /* t1 = agg W1^T */
+    hpj__lin_back_set(t1, gq->W1, NULL, t2, L->agg, q->W1, C, D, D);
+    /* agg = GINE(h, e) */
+    if (m->edge_onehot)
+        hpj_gine_backward(dh, b->de, gq->eps, t1, L->h, w->e, p->rowptr, p->col, p->rev, C, D, q->eps[0]);
+    else
+        hpj_gine_backward_shared(dh, b->de, gq->eps, t1, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
+    if (L->hm) {
+        int32_t s;
+        /* h = A hm (copy averaging, symmetric): dhm into t2 */
+        hpj__copy_avg(t2, dh, p, D);
+        /* hm = hin + ua[seg]: dhin = dhm ; dua = segment sums of dhm */
+        HPJ__OMP(parallel for schedule(static))
+        for (s = 0; s < S; ++s) {
+            int32_t j, d;
+            float *o = b->sA + (size_t)s * D;
+            for (d = 0; d < D; ++d) o[d] = 0.0f;
+            for (j = p->seg[s]; j < p->seg[s + 1]; ++j) {
+                const float *r = t2 + (size_t)j * D;
+                for (d = 0; d < D; ++d) o[d] += r[d];
+            }
+        }
+        /* ua = relu(BNu(ul)), fused */
+        hpj__bn_backward(b->sB, gq->bnu_g, gq->bnu_b, b->sA, L->ul, q->bnu_g, L->um, L->ur, S, D, L->ua, 1, NULL, S);
+        /* ul = pm Wu^T */
+        hpj__lin_back_set(b->sA, gq->Wu, NULL, b->sB, L->pm, q->Wu, S, D, D);
+        hpj_segment_mean_backward(t2, b->sA, p->seg, S, D); /* pm = segment_mean(hin) */
+        return t2;
+    }
+    return dh;
 }
 
-/* Backward of hpj__gnn_forward (mode TRAIN / TRAIN_FROZEN) from dz (S, D);
-   accumulates into m->g. Per layer, from the pool: dout (the gradient at
-   the layer's output), dh (the gradient at sum = h + r2, then also at h:
-   the GINE backward adds into it), t1 and t2 (ping-pong through the
-   BatchNorm, linear and GINE backward); the next layer's dout is dh (or,
-   with patch mixing, t2). */
+/* Backward of hpj__gnn_means: dz through the last layer's Wout (on the
+   means) into b->sA; returns the gradient at the means. */
+static const float *hpj__gnn_means_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *b, const float *dz) {
+    int i = m->cfg.gnn_layers - 1, D = m->D, S = w->path.S;
+    if (!m->p.gnn[i].Wout) return dz;
+    hpj__lin_back_set(b->sA, m->g.gnn[i].Wout, m->g.gnn[i].bout, dz, w->lay[i].out, m->p.gnn[i].Wout, S, D, D);
+    return b->sA;
+}
+
+#ifndef HPJ_REFERENCE
+static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *b, const float *dz);
+#endif
+/* Backward of hpj__gnn_forward (mode TRAIN / TRAIN_FROZEN) from dz (S, D),
+   the layers in reverse; accumulates into m->g. */
 static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *b, const float *dz) {
     const hpj__path *p = &w->path;
     int i, D = m->D, C = p->C, S = p->S;
-    size_t CD = (size_t)C * D;
     float *dout = b->buf[0];
-    if (!b->de) { /* the table path with one layer: no GINE reads e */
-    } else if (m->edge_onehot) {
-        hpj__zero(b->de, (size_t)p->E * D);
-    } else {
-        memset(b->de, 0, sizeof(float) * (size_t)D);
-    }
-    /* z = segment_mean(out_last), or segment_mean(sum_last) Wout^T + bout
-       (its means kept in out); a later last layer on classes takes dz
-       straight onto its class rows */
-    i = m->cfg.gnn_layers - 1;
-    if (m->p.gnn[i].Wout) {
-        hpj__lin_back_set(b->sA, m->g.gnn[i].Wout, m->g.gnn[i].bout, dz, w->lay[i].out, m->p.gnn[i].Wout, S, D, D);
-        dz = b->sA;
-    }
-    if (hpj__gnn_top_cls(m, w, i)) {
-        hpj__segment_mean_back_cls(dout, dz, w->lay[i].cls, p->seg, S, w->lay[i].ncls, D);
-    } else {
-        hpj__zero(dout, CD);
-        hpj_segment_mean_backward(dout, dz, p->seg, S, D);
-    }
-    for (i = m->cfg.gnn_layers - 1; i >= 0; --i) {
-        const hpj__gnn_layer *L = &w->lay[i];
-        const hpj_gnn_params *q = &m->p.gnn[i];
-        hpj_gnn_params *gq = &m->g.gnn[i];
-        float *dh, *t1, *t2;
-        const float *dra2;
-        const int32_t *cnt, *cls, *rep;
-        int N = hpj__gnn_rows(w, i, &cnt, &cls, &rep);
-        if (cls && !hpj__gnn_top_cls(m, w, i)) { /* the layer on classes: their summed gradients */
-            float *ds = hpj__gnn_spare(b, dout, NULL);
-            hpj__cls_reduce(ds, dout, cls, C, N, D);
-            dout = ds;
-        }
-        /* out = sum Wout^T + bout (or out = sum; the last layer's Wout is done) */
-        if (q->Wout && i + 1 < m->cfg.gnn_layers) {
-            dh = hpj__gnn_spare(b, dout, NULL);
-            hpj__lin_back_set(dh, gq->Wout, gq->bout, dout, L->sum, q->Wout, N, D, D);
-        } else {
-            dh = dout;
-        }
-        t1 = hpj__gnn_spare(b, dh, NULL);
-        t2 = hpj__gnn_spare(b, dh, t1);
-        /* sum = h + r2: dh = dsum (kept: the GINE backward adds dh += ...), dr2 = dsum */
-        dra2 = dh;
-        if (L->mask) { /* r2 = dropout(ra2) */
-            hpj__zero(t1, CD);
-            hpj_dropout_backward(t1, dh, L->mask, CD, m->cfg.dropout);
-            dra2 = t1;
-        }
-        /* ra2 = relu(BN2(t2)), fused */
-        if (cnt && i == 0)
-            hpj__bn_backward_cls(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, cnt, N, C, D, L->ra2);
-        else
-            hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, N, D, L->ra2, 1, cnt, C);
-        /* t2 = r1 W2^T */
-        hpj__lin_back_set(t1, gq->W2, NULL, t2, L->r1, q->W2, N, D, D);
-        /* r1 = relu(BN1(t1)), fused */
-        if (cnt && i == 0)
-            hpj__bn_backward_cls(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, cnt, N, C, D, L->r1);
-        else
-            hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, N, D, L->r1, 1, cnt, C);
-        if (i == 0 && w->ty) { /* t1 from the table; h0 gets dh (the residual's) */
-            hpj__table_backward(m, w, b, t2, dh);
-            break;
-        }
-        /* t1 = agg W1^T */
-        hpj__lin_back_set(t1, gq->W1, NULL, t2, L->agg, q->W1, N, D, D);
-        if (cls) { /* class rows -> the representatives' rows, zeros elsewhere */
-            hpj__cls_expand(t1, cls, rep, C, D);
-            hpj__cls_expand(dh, cls, rep, C, D);
-        }
-        /* agg = GINE(h, e) */
-        if (m->edge_onehot)
-            hpj_gine_backward(dh, b->de, gq->eps, t1, L->h, w->e, p->rowptr, p->col, p->rev, C, D, q->eps[0]);
-        else
-            hpj__gine_back_sh(dh, b->de, gq->eps, t1, L->h, L->hmap, w->e, p->rowptr, p->col, C, D, q->eps[0]);
-        if (L->hm) {
-            int32_t s;
-            /* h = A hm (copy averaging, symmetric): dhm into t2 */
-            hpj__copy_avg(t2, dh, p, D);
-            /* hm = hin + ua[seg]: dhin = dhm ; dua = segment sums of dhm */
-            HPJ__OMP(parallel for schedule(static))
-            for (s = 0; s < S; ++s) {
-                int32_t j, d;
-                float *o = b->sA + (size_t)s * D;
-                for (d = 0; d < D; ++d) o[d] = 0.0f;
-                for (j = p->seg[s]; j < p->seg[s + 1]; ++j) {
-                    const float *r = t2 + (size_t)j * D;
-                    for (d = 0; d < D; ++d) o[d] += r[d];
-                }
-            }
-            /* ua = relu(BNu(ul)), fused */
-            hpj__bn_backward(b->sB, gq->bnu_g, gq->bnu_b, b->sA, L->ul, q->bnu_g, L->um, L->ur, S, D, L->ua, 1, NULL, S);
-            /* ul = pm Wu^T */
-            hpj__lin_back_set(b->sA, gq->Wu, NULL, b->sB, L->pm, q->Wu, S, D, D);
-            hpj_segment_mean_backward(t2, b->sA, p->seg, S, D); /* pm = segment_mean(hin) */
-            dout = t2;
-        } else {
-            dout = dh;
-        }
-    }
-    if (w->ty) return; /* hpj__table_backward did the encoders */
+#ifndef HPJ_REFERENCE
+    if (hpj__fast() && w->fast.on) { hpj__fast_gnn_backward(m, w, b, dz); return; } /* fast: input table, copy classes */
+#endif
+    if (m->edge_onehot) hpj__zero(b->de, (size_t)p->E * D);
+    else memset(b->de, 0, sizeof(float) * (size_t)D);
+    /* z = segment_mean(out_last) (Wout on the means) */
+    dz = hpj__gnn_means_backward(m, w, b, dz);
+    hpj__zero(dout, (size_t)C * D);
+    hpj_segment_mean_backward(dout, dz, p->seg, S, D);
+    for (i = m->cfg.gnn_layers - 1; i >= 0; --i) dout = hpj__gnn_layer_backward(m, w, b, i, dout);
     /* h0 = x node_W^T + node_b ; e = ex edge_W^T + edge_b */
     hpj__lin_back(NULL, m->g.node_W, m->g.node_b, dout, w->x, m->p.node_W, C, m->F, D);
     if (m->edge_onehot) {
@@ -9353,8 +8785,7 @@ static void hpj__pe_forward(hpj_model *m, hpj__pe_ws *w, const hpj_tokens *tk, c
     int32_t s;
     for (s = 0; s < S; ++s) memcpy(w->rw + (size_t)s * m->R, tk->rw + (size_t)it[s].patch * m->R, sizeof(float) * (size_t)m->R);
     hpj__lin(w->lin, w->rw, m->p.pe_W, NULL, S, m->R, m->D);
-    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.pe_g, m->p.pe_b, m->bn.pe_m, m->bn.pe_v, S, m->D, mode, w->bntmp, 1,
-            NULL, 0, 0);
+    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.pe_g, m->p.pe_b, m->bn.pe_m, m->bn.pe_v, S, m->D, mode, w->bntmp, 1);
 }
 
 static void hpj__pe_backward(hpj_model *m, const hpj__pe_ws *w, int32_t S, const float *dp, float *s1) {
@@ -10036,7 +9467,7 @@ static void hpj__fwd_context(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32
 static void hpj__fwd_target_input(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t Tm) {
     hpj_model *m = tr->m;
     int32_t b, D = m->D, nb = m->cfg.blocks;
-    if (m->cfg.target_fold && nb > 0) {
+    if (hpj__fast() && nb > 0) {
         hpj__zero(w->wsum, (size_t)m->Fh);
         hpj__colsum_add(w->wsum, m->tgt[nb - 1].W2, D, m->Fh, m->Fh); /* W2 is (D, F) */
         hpj__flops += 2.0 * (double)D * m->Fh;
@@ -10085,7 +9516,7 @@ static void hpj__fwd_ema(hpj__trainer *tr, hpj__step_ws *w, int32_t b0, int32_t 
     if (b1 <= b0) return;
     hpj__enc_view(&v, &w->et, b0, b1, m->D, m->H, m->Fh);
     hpj__enc_forward_mean(m, &v, m->tgt, T == B * Tm ? NULL : w->tmask + r, w->adj ? w->adj + r * Tm : NULL, w->mu + r,
-                          w->wsum, m->cfg.target_fold);
+                          w->wsum, hpj__fast());
 }
 
 /* Whether the two paths' forwards run side by side (hpj__fwd_split): two
@@ -13698,6 +13129,723 @@ static int hpj__gelu_fast(float *y, const float *x, const float *dout, size_t n)
 /* ---- anchor: fast encoder ----
    (the patch encoder's fast siblings follow this line)
    ---- */
+
+/* ==== fast: the input table (the first GINE layer on distinct inputs) ====
+
+   When the node input is a one-hot label or nothing, and the edge input a
+   one-hot label or nothing (the TU and ZINC data), every copy's h0 is one
+   of nt rows H[k] = node_W[:, k] + node_b (k < node_onehot: label k;
+   k = node_onehot: none, i.e. a label outside the vocabulary or no node
+   input; with node_degree, k runs over (label, capped degree) pairs and
+   H[k] adds the degree's column too), and every message ReLU(h0_j + e_ji)
+   is one of nt * ne rows ReLU(H[k] + Ev[t]) (Ev from edge_W, edge_b the
+   same way; ne = 1 for unlabelled edges). The layer's first product
+   t1 = agg W1^T is linear in agg, so with
+       A = [(1 + eps) H[k] ; ReLU(H[k] + Ev[t])]    (nA = nt (1 + ne) rows)
+   and T = A W1^T, t1_i = T[ty_i] + the sum over the entries j of row i of
+   T[ky_j]: a product over nA rows instead of one per copy. The same
+   function as the reference's input encoders and first aggregation; the
+   sums round differently (W1 is applied before the sum over neighbours,
+   not after), so the reference and this path agree to rounding, not to
+   the bit (tests model.table_matches_reference and others). Its backward
+   is the transpose: scatter dt1 onto the rows, dW1 += dT^T A, dA = dT W1,
+   then through (1 + eps) and the ReLU onto H and Ev, which are columns of
+   the encoders' weights.
+
+   On top of the table, the classes of equal node copies. A copy's t1 is a
+   function of its type and the multiset of its entries' keys, and its
+   residual input h0 = H[ty] one of its type: copies that agree on both (a
+   class) are equal through the whole first layer (BatchNorm with the
+   batch's statistics, W2, the residual, Wout) when the layer has no
+   dropout. So the layer runs once per class, BatchNorm weighting each
+   class by its number of copies; its output is then copied out to the
+   copies (hpj__cls_expand), and the backward runs on the classes' summed
+   gradients (hpj__cls_reduce). The same argument one level up (a
+   Weisfeiler-Lehman refinement inside the batch's patches): when layer
+   i - 1 ran on classes, two copies of one class whose entries carry the
+   same multiset of (neighbour's class, edge type) get the same GINE
+   aggregation, hence are equal through layer i when it has no patch
+   mixing (which adds a per-patch term and averages over a node's copies)
+   and no dropout. Later layers use classes in training only, so that an
+   embedding does not depend on which other graphs share its batch; the
+   first layer's classes keep that property by summing every copy's keys
+   in sorted order (csky): a copy's first-layer output has the same bits
+   alone or as its class. The same function as the per-copy layers, other
+   rounding (BatchNorm's sums are weighted, the residual and products run
+   on fewer rows). Classes are used only where they save work: the first
+   layer's when there are at most half as many as copies, a later layer's
+   when at least 1/16 of the copies are saved. */
+#define HPJ__TABLE_MAX 4096 /* table rows; larger vocabularies stay on the reference path */
+
+/* The table's node types nt and edge types ne; 1 if the input table applies
+   (labels only, a table of at most HPJ__TABLE_MAX rows). */
+static int hpj__table_dims(const hpj_model *m, int *nt, int *ne) {
+    int t = (m->node_onehot + 1) * HPJ__MAX(1, m->node_deg), e = m->edge_onehot ? m->edge_onehot + 1 : 1;
+    if (nt) *nt = t;
+    if (ne) *ne = e;
+    return m->node_attr_dim == 0 && (int64_t)t * (1 + e) <= HPJ__TABLE_MAX;
+}
+
+#define HPJ__CLS_DC 16      /* channels per task of the loops over classes */
+#define HPJ__PAR_COPIES 256 /* the class numbering and key sorts run in parallel from this many copies */
+
+/* The fast encoder's scratch, bound after the reference's buffers (the
+   layer masks are known): the table, the types and keys, the classes of
+   the layers that may have them, and the backward's sums. Leaves
+   w->fast.on = 0 where the table does not apply. */
+static void hpj__fast_enc_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w) {
+    hpj__enc_fast *f = &w->fast;
+    int32_t C = w->path.C, E = w->path.E;
+    int i, D = m->D;
+    size_t nA;
+    memset(f, 0, sizeof(*f));
+    if (!hpj__table_dims(m, &f->nt, &f->ne)) return;
+    f->on = 1;
+    nA = (size_t)f->nt * (1 + f->ne);
+    f->ty = hpj_arena_ints(a, (size_t)C + 1);
+    f->ky = hpj_arena_ints(a, (size_t)E + 1);
+    f->htab = hpj_arena_floats(a, (size_t)f->nt * D);
+    f->etab = hpj_arena_floats(a, (size_t)f->ne * D);
+    f->atab = hpj_arena_floats(a, nA * D);
+    f->ttab = hpj_arena_floats(a, nA * D);
+    f->csky = hpj_arena_ints(a, (size_t)E + 1);
+    for (f->chcap = 16; f->chcap < 2 * C && f->chcap < (1 << 29); f->chcap *= 2) {}
+    f->chash = hpj_arena_ints(a, (size_t)f->chcap);
+    for (i = 0; i < m->cfg.gnn_layers; ++i) {
+        /* the first layer may run on classes in any mode; a later one in
+           training, without patch mixing and dropout */
+        if (i > 0 && (m->cfg.patch_mixing || w->lay[i].mask)) continue;
+        f->lay[i].cls = hpj_arena_ints(a, (size_t)C + 1);
+        f->lay[i].crep = hpj_arena_ints(a, (size_t)C + 1);
+        f->lay[i].ccnt = hpj_arena_ints(a, (size_t)C + 1);
+        if (i > 0 && !f->lsky) f->lsky = hpj_arena_ints(a, (size_t)E + 1);
+    }
+    if (!w->fwd_only) {
+        f->tacc = (double *)hpj_arena_alloc(a, sizeof(double) * nA * D);
+        f->hacc = (double *)hpj_arena_alloc(a, sizeof(double) * (size_t)f->nt * D);
+        f->eacc = (double *)hpj_arena_alloc(a, sizeof(double) * (size_t)f->ne * D);
+        f->depc = (double *)hpj_arena_alloc(a, sizeof(double) * D);
+        f->dtab = hpj_arena_floats(a, nA * D);
+        f->datab = hpj_arena_floats(a, nA * D);
+    }
+}
+
+/* Sorts the n keys of one row (insertion sort; qsort for long rows). */
+static void hpj__keys_sort(int32_t *r, int32_t n) {
+    int32_t j, k;
+    if (n > 24) {
+        qsort(r, (size_t)n, sizeof(int32_t), hpj__cmp_i32);
+        return;
+    }
+    for (j = 1; j < n; ++j) {
+        int32_t v = r[j];
+        for (k = j; k > 0 && r[k - 1] > v; --k) r[k] = r[k - 1];
+        r[k] = v;
+    }
+}
+
+/* Numbers the classes of the path's copies: copies c, b are one class when
+   prev[c] == prev[b] and their CSR rows hold the same sorted keys (key,
+   one per entry, each row sorted). Classes in order of their first copy
+   (crep), so cls[c] <= c; ccnt counts their copies; chash (chcap >= 2 C
+   slots, a power of two) is scratch. Returns the number of classes U, or
+   0 as soon as more than maxu would be needed. */
+static int32_t hpj__classes_number(const hpj__path *p, const int32_t *prev, const int32_t *key, int32_t *cls,
+                                   int32_t *crep, int32_t *ccnt, int32_t *chash, int32_t chcap, int32_t maxu) {
+    int32_t C = p->C, c, U = 0;
+    uint32_t mask = (uint32_t)chcap - 1;
+    for (c = 0; c < chcap; ++c) chash[c] = -1;
+    /* each copy's home slot, parked in cls[c] until its class replaces it */
+    HPJ__OMP(parallel for schedule(static) if (C >= HPJ__PAR_COPIES))
+    for (c = 0; c < C; ++c) {
+        int32_t a = p->rowptr[c], n = p->rowptr[c + 1] - a, j;
+        uint64_t h = ((uint64_t)(uint32_t)prev[c] << 32) ^ (uint64_t)(uint32_t)n, st;
+        for (j = 0; j < n; ++j) {
+            st = h ^ ((uint64_t)(uint32_t)key[a + j] << 7);
+            h = hpj_splitmix64(&st);
+        }
+        st = h;
+        cls[c] = (int32_t)((uint32_t)hpj_splitmix64(&st) & mask);
+    }
+    for (c = 0; c < C; ++c) {
+        int32_t u, b, n = p->rowptr[c + 1] - p->rowptr[c];
+        uint32_t slot = (uint32_t)cls[c];
+        while ((u = chash[slot]) >= 0) {
+            b = crep[u];
+            if (prev[b] == prev[c] && p->rowptr[b + 1] - p->rowptr[b] == n &&
+                (n == 0 || memcmp(key + p->rowptr[b], key + p->rowptr[c], sizeof(int32_t) * (size_t)n) == 0))
+                break;
+            slot = (slot + 1) & mask;
+        }
+        if (u < 0) {
+            if (U + 1 > maxu) return 0; /* too few copies per class to gain: per copy */
+            u = chash[slot] = U++;
+            crep[u] = c;
+            ccnt[u] = 0;
+        }
+        cls[c] = u;
+        ccnt[u]++;
+    }
+    return U;
+}
+
+/* The first layer's classes: each row's keys sorted (t1 sums them in this
+   order), then classes of (type, sorted keys) when the layer has no
+   dropout and there are at most half as many classes as copies. */
+static void hpj__gnn_classes(hpj__gnn_ws *w) {
+    hpj__enc_fast *f = &w->fast;
+    const hpj__path *p = &w->path;
+    int32_t C = p->C, c;
+    f->lay[0].ncls = 0;
+    HPJ__OMP(parallel for schedule(static) if (C >= HPJ__PAR_COPIES))
+    for (c = 0; c < C; ++c) {
+        int32_t a = p->rowptr[c], n = p->rowptr[c + 1] - a;
+        memcpy(f->csky + a, f->ky + a, sizeof(int32_t) * (size_t)n);
+        hpj__keys_sort(f->csky + a, n);
+    }
+    if (C < 2 || w->lay[0].mask || (int64_t)f->chcap < 2 * (int64_t)C) return;
+    f->lay[0].ncls = hpj__classes_number(p, f->ty, f->csky, f->lay[0].cls, f->lay[0].crep, f->lay[0].ccnt, f->chash,
+                                         f->chcap, C / 2);
+}
+
+/* Classes of a later layer i > 0 (its previous layer ran on classes): the
+   previous class of each copy and the sorted multiset of (neighbour's
+   previous class, edge type) over its entries. */
+static void hpj__gnn_layer_classes(hpj__gnn_ws *w, int i) {
+    hpj__enc_fast *f = &w->fast;
+    const hpj__path *p = &w->path;
+    hpj__enc_cls *L = &f->lay[i];
+    const int32_t *pc = f->lay[i - 1].cls; /* the previous layer's classes */
+    int32_t C = p->C, c, nt = f->nt, ne = f->ne;
+    L->ncls = 0;
+    if (C < 2 || (int64_t)f->chcap < 2 * (int64_t)C || (int64_t)C * ne >= INT32_MAX) return;
+    HPJ__OMP(parallel for schedule(static) if (C >= HPJ__PAR_COPIES))
+    for (c = 0; c < C; ++c) { /* each row's keys (neighbour's class, edge type), sorted */
+        int32_t a = p->rowptr[c], n = p->rowptr[c + 1] - a, j;
+        if (ne == 1) /* one edge type (none labelled): the neighbour's class alone, no division */
+            for (j = 0; j < n; ++j) f->lsky[a + j] = pc[p->col[a + j]];
+        else
+            for (j = 0; j < n; ++j) f->lsky[a + j] = pc[p->col[a + j]] * ne + (f->ky[a + j] - nt) % ne;
+        hpj__keys_sort(f->lsky + a, n);
+    }
+    L->ncls = hpj__classes_number(p, pc, f->lsky, L->cls, L->crep, L->ccnt, f->chash, f->chcap, C - (C + 15) / 16);
+}
+
+/* The in-place row copies and the sums between classes and copies below
+   run with each thread on a block of HPJ__ROWS_DC columns over all rows,
+   so that rows are read and written in the order each needs (and sums add
+   in copy order whatever the thread count). */
+#define HPJ__ROWS_DC 64
+
+/* Columns c0 .. c0 + w - 1 of rows 0 .. U - 1 of x (U, D) set to zero: a
+   column block's sums start here. */
+static void hpj__cols_zero(float *x, int32_t U, int D, int c0, int w) {
+    int32_t r;
+    int j;
+    for (r = 0; r < U; ++r) {
+        float *o = x + (size_t)r * D + c0;
+        HPJ__OMP(simd)
+        for (j = 0; j < w; ++j) o[j] = 0.0f;
+    }
+}
+
+/* dst row k = src row idx[k] for k < U (dst and src apart). */
+static void hpj__rows_gather(float *dst, const float *src, const int32_t *idx, int32_t U, int D) {
+    int32_t k;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
+    for (k = 0; k < U; ++k) memcpy(dst + (size_t)k * D, src + (size_t)idx[k] * D, sizeof(float) * (size_t)D);
+}
+
+/* Copies the U class rows (rows 0..U-1 of x) out to the C copies, in
+   place: row c gets row cls[c] <= c, rows from the last back. With rep
+   (the backward's way back from a later layer's classes) only a class's
+   representative rep[cls[c]] gets the class's row (its summed gradient),
+   every other copy zeros. That is exact for what reads it: the layer below
+   sums its input gradients over its own classes, and all copies of a
+   class have the same input and neighbours' classes (see
+   hpj__gnn_layer_classes). */
+static void hpj__cls_expand(float *x, const int32_t *cls, const int32_t *rep, int32_t C, int D) {
+    int cb, nb = (D + HPJ__ROWS_DC - 1) / HPJ__ROWS_DC;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)C * D >= HPJ__PAR_ELEMS))
+    for (cb = 0; cb < nb; ++cb) {
+        int c0 = cb * HPJ__ROWS_DC, w = HPJ__MIN(HPJ__ROWS_DC, D - c0), j;
+        int32_t r;
+        for (r = C - 1; r >= 0; --r) {
+            float *o = x + (size_t)r * D + c0;
+            const float *g = x + (size_t)cls[r] * D + c0;
+            if (rep && rep[cls[r]] != r) {
+                HPJ__OMP(simd)
+                for (j = 0; j < w; ++j) o[j] = 0.0f;
+            } else if (o != g) {
+                HPJ__OMP(simd)
+                for (j = 0; j < w; ++j) o[j] = g[j];
+            }
+        }
+    }
+}
+
+/* xs (U, D) = the sums of x (C, D) over each class's copies, in copy
+   order. */
+static void hpj__cls_reduce(float *xs, const float *x, const int32_t *cls, int32_t C, int32_t U, int D) {
+    int cb, nb = (D + HPJ__ROWS_DC - 1) / HPJ__ROWS_DC;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)C * D >= HPJ__PAR_ELEMS))
+    for (cb = 0; cb < nb; ++cb) {
+        int c0 = cb * HPJ__ROWS_DC, w = HPJ__MIN(HPJ__ROWS_DC, D - c0), j;
+        int32_t r;
+        hpj__cols_zero(xs, U, D, c0, w);
+        for (r = 0; r < C; ++r) {
+            float *o = xs + (size_t)cls[r] * D + c0;
+            const float *g = x + (size_t)r * D + c0;
+            HPJ__OMP(simd)
+            for (j = 0; j < w; ++j) o[j] += g[j];
+        }
+    }
+}
+
+/* The backward of z = segment_mean(out) when the last layer ran on
+   classes, summed straight onto the U class rows: ds[k] = the sum over
+   k's copies r of dz[s(r)] / |s(r)|, in copy order (no per-copy pass). */
+static void hpj__segment_mean_back_cls(float *ds, const float *dz, const int32_t *cls, const int32_t *segptr, int S,
+                                       int32_t U, int D) {
+    int cb, nb = (D + HPJ__ROWS_DC - 1) / HPJ__ROWS_DC;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)segptr[S] * D >= HPJ__PAR_ELEMS))
+    for (cb = 0; cb < nb; ++cb) {
+        int c0 = cb * HPJ__ROWS_DC, w = HPJ__MIN(HPJ__ROWS_DC, D - c0), j, s;
+        int32_t r;
+        hpj__cols_zero(ds, U, D, c0, w);
+        for (s = 0; s < S; ++s) {
+            const float *g = dz + (size_t)s * D + c0;
+            float inv;
+            if (segptr[s + 1] <= segptr[s]) continue;
+            inv = 1.0f / (float)(segptr[s + 1] - segptr[s]);
+            for (r = segptr[s]; r < segptr[s + 1]; ++r) {
+                float *o = ds + (size_t)cls[r] * D + c0;
+                HPJ__OMP(simd)
+                for (j = 0; j < w; ++j) o[j] += inv * g[j];
+            }
+        }
+    }
+}
+
+/* BatchNorm over U distinct rows that stand for cnt[u] equal rows each
+   (N = the sum of cnt rows in all; the first-layer classes of
+   hpj__gnn_classes): the statistics of the N rows, in double, each
+   channel's sums in class order (threads take channel blocks, so the bits
+   do not depend on their number); then the U output rows as
+   hpj__bn_out_rows. Training mode (running statistics updated with N). */
+static void hpj__bn_train_cls(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
+                              const float *inp, const float *gamma, const float *beta, const int32_t *cnt, int U,
+                              int N, int D, float momentum, float eps, int relu, const float *res, float *sum) {
+    int cb, nb = (D + HPJ__CLS_DC - 1) / HPJ__CLS_DC, i;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
+    for (cb = 0; cb < nb; ++cb) {
+        double sm[HPJ__CLS_DC], q[HPJ__CLS_DC];
+        int c0 = cb * HPJ__CLS_DC, w = HPJ__MIN(HPJ__CLS_DC, D - c0), u, c;
+        for (c = 0; c < w; ++c) sm[c] = q[c] = 0.0;
+        for (u = 0; u < U; ++u)
+            for (c = 0; c < w; ++c) sm[c] += (double)cnt[u] * inp[(size_t)u * D + c0 + c];
+        for (c = 0; c < w; ++c) sm[c] /= N;
+        for (u = 0; u < U; ++u)
+            for (c = 0; c < w; ++c) {
+                double d = inp[(size_t)u * D + c0 + c] - sm[c];
+                q[c] += (double)cnt[u] * d * d;
+            }
+        for (c = 0; c < w; ++c)
+            hpj__bn_stat(c0 + c, sm[c], q[c], mean, rstd, running_mean, running_var, N, momentum, eps);
+    }
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
+    for (i = 0; i < U; ++i) hpj__bn_out_rows(out, inp, mean, rstd, gamma, beta, i, i + 1, D, relu, res, sum);
+}
+
+/* Backward of hpj__bn_train_cls (ReLU fused with relu_out, dinp
+   overwritten) from dout = each class's summed gradient: the channel sums
+   of the N rows are those of the classes, and dinp gets each class's
+   summed input gradient. */
+static void hpj__bn_backward_cls(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                                 const float *gamma, const float *mean, const float *rstd, const int32_t *cnt, int U,
+                                 int N, int D, const float *relu_out) {
+    int cb, nb = (D + HPJ__CLS_DC - 1) / HPJ__CLS_DC;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
+    for (cb = 0; cb < nb; ++cb) {
+        double sd[HPJ__CLS_DC], sdx[HPJ__CLS_DC];
+        float md[HPJ__CLS_DC], mdx[HPJ__CLS_DC], k[HPJ__CLS_DC];
+        int c0 = cb * HPJ__CLS_DC, w = HPJ__MIN(HPJ__CLS_DC, D - c0), u, c;
+        for (c = 0; c < w; ++c) sd[c] = sdx[c] = 0.0;
+        for (u = 0; u < U; ++u) {
+            size_t o = (size_t)u * D + c0;
+            hpj__bn_bw_sums(sd, sdx, inp + o, dout + o, relu_out ? relu_out + o : NULL, mean + c0, rstd + c0, w);
+        }
+        hpj__bn_bw_panel(dgamma, dbeta, md, mdx, k, sd, sdx, gamma, rstd, N, c0, w);
+        for (u = 0; u < U; ++u) {
+            size_t o = (size_t)u * D + c0;
+            float n = (float)cnt[u];
+            for (c = 0; c < w; ++c) {
+                float xh = (inp[o + c] - mean[c0 + c]) * rstd[c0 + c];
+                float g = relu_out && !(relu_out[o + c] > 0.0f) ? 0.0f : dout[o + c];
+                dinp[o + c] = k[c] * (g - n * md[c] - xh * (n * mdx[c]));
+            }
+        }
+    }
+}
+
+/* hpj__bn_res over N rows that stand for cnt[u] equal rows each, ntot in
+   all (a layer on classes; cnt = NULL: plain rows). The statistics are
+   those of the ntot rows: the first layer sums them in class order
+   (hpj__bn_train_cls), a later one over hpj__bn_train's row blocks.
+   Evaluation normalises each row alone, so classes change nothing there. */
+static void hpj__fast_bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
+                             float *rm, float *rv, int N, int D, int mode, float *tmp, int relu, const float *res,
+                             float *sum, const int32_t *cnt, int ntot, int later) {
+    float momentum;
+    if (mode == HPJ__EVAL || !cnt) {
+        hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, tmp, relu, res, sum);
+        return;
+    }
+    momentum = hpj__bn_mode(mode, tmp, ntot, D, &rm, &rv);
+    if (later) hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, momentum, 1e-5f, relu, res, sum, cnt, ntot);
+    else hpj__bn_train_cls(out, mean, rstd, rm, rv, in, g, b, cnt, N, ntot, D, momentum, 1e-5f, relu, res, sum);
+}
+
+/* The table's inputs: ty[c] = the input type of copy c (its label,
+   node_onehot for none, times node_deg plus its capped degree when
+   node_degree is on), ky[j] = the table row of the message along CSR
+   entry j; then the first layer's classes. In place of the reference's
+   one-hot rows x and ex. */
+static void hpj__fast_enc_features(const hpj_model *m, const hpj_dataset *ds, hpj__gnn_ws *w) {
+    const hpj__path *p = &w->path;
+    hpj__enc_fast *f = &w->fast;
+    int nt = f->nt, ne = f->ne;
+    int32_t c;
+    HPJ__OMP(parallel for schedule(static))
+    for (c = 0; c < p->C; ++c) {
+        int32_t u = p->node[c], v = m->node_onehot ? ds->node_label[u] - m->node_label_min : -1;
+        int32_t lab = v >= 0 && v < m->node_onehot ? v : m->node_onehot; /* node_onehot: none */
+        f->ty[c] = m->node_deg ? lab * m->node_deg + HPJ__MIN(hpj__node_degree(ds, u), m->node_deg - 1) : lab;
+    }
+    HPJ__OMP(parallel for schedule(static))
+    for (c = 0; c < p->C; ++c) {
+        int32_t j;
+        for (j = p->rowptr[c]; j < p->rowptr[c + 1]; ++j) {
+            int32_t t = 0, v;
+            if (m->edge_onehot) {
+                v = ds->edge_label[p->edge[j]] - m->edge_label_min;
+                t = v >= 0 && v < m->edge_onehot ? v : ne - 1;
+            }
+            f->ky[j] = nt + f->ty[p->col[j]] * ne + t;
+        }
+    }
+    hpj__gnn_classes(w);
+}
+
+/* The input encoders and the first layer's t1 from the table: h0 and t1
+   get one row per copy, or with first-layer classes one per class (its
+   first copy's); e (for the later layers) one per entry, or the shared
+   one. */
+static void hpj__table_forward(hpj_model *m, hpj__gnn_ws *w) {
+    const hpj__path *p = &w->path;
+    const hpj__enc_fast *f = &w->fast;
+    const hpj_gnn_params *q = &m->p.gnn[0];
+    int D = m->D, nt = f->nt, ne = f->ne, nA, k, t, d;
+    int32_t i, n, C = p->C;
+    float s = 1.0f + q->eps[0], *t1 = w->lay[0].t1;
+    nA = nt * (1 + ne);
+    for (k = 0; k < nt; ++k) { /* type k = label * node_deg + degree (node_deg 0: label) */
+        float *h = f->htab + (size_t)k * D;
+        int lab = m->node_deg ? k / m->node_deg : k, dg = m->node_onehot + (m->node_deg ? k % m->node_deg : 0);
+        for (d = 0; d < D; ++d)
+            h[d] = (lab < m->node_onehot ? m->p.node_W[(size_t)d * m->F + lab] : 0.0f) +
+                   (m->node_deg ? m->p.node_W[(size_t)d * m->F + dg] : 0.0f) + m->p.node_b[d];
+    }
+    for (t = 0; t < ne; ++t) {
+        float *e = f->etab + (size_t)t * D;
+        for (d = 0; d < D; ++d) e[d] = (t < m->edge_onehot ? m->p.edge_W[(size_t)d * m->Fe + t] : 0.0f) + m->p.edge_b[d];
+    }
+    for (k = 0; k < nt; ++k) {
+        const float *h = f->htab + (size_t)k * D;
+        float *a = f->atab + (size_t)k * D;
+        for (d = 0; d < D; ++d) a[d] = s * h[d];
+        for (t = 0; t < ne; ++t) {
+            const float *e = f->etab + (size_t)t * D;
+            a = f->atab + ((size_t)nt + (size_t)k * ne + t) * D;
+            for (d = 0; d < D; ++d) {
+                float v = h[d] + e[d];
+                a[d] = v > 0.0f ? v : 0.0f;
+            }
+        }
+    }
+    hpj__lin(f->ttab, f->atab, q->W1, NULL, nA, D, D);
+    if (m->cfg.gnn_layers > 1 && !m->edge_onehot) memcpy(w->e, f->etab, sizeof(float) * (size_t)D); /* the later layers' e */
+    /* row i of h0 and t1: copy i, or with classes class i (its first copy) */
+    n = f->lay[0].ncls ? f->lay[0].ncls : C;
+    HPJ__OMP(parallel for schedule(static) if (((int64_t)p->rowptr[C] + C) * D >= HPJ__PAR_ELEMS))
+    for (i = 0; i < n; ++i) {
+        float *o = t1 + (size_t)i * D;
+        int32_t j, c = f->lay[0].ncls ? f->lay[0].crep[i] : i;
+        memcpy(w->h0 + (size_t)i * D, f->htab + (size_t)f->ty[c] * D, sizeof(float) * (size_t)D);
+        memcpy(o, f->ttab + (size_t)f->ty[c] * D, sizeof(float) * (size_t)D);
+        for (j = p->rowptr[c]; j < p->rowptr[c + 1]; ++j) {
+            const float *r = f->ttab + (size_t)f->csky[j] * D;
+            int dd;
+            HPJ__OMP(simd)
+            for (dd = 0; dd < D; ++dd) o[dd] += r[dd];
+        }
+    }
+    if (m->cfg.gnn_layers > 1 && m->edge_onehot) { /* the later layers' e: entry j's edge type */
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)p->rowptr[C] * D >= HPJ__PAR_ELEMS))
+        for (i = 0; i < p->rowptr[C]; ++i)
+            memcpy(w->e + (size_t)i * D, f->etab + (size_t)((f->ky[i] - nt) % ne) * D, sizeof(float) * (size_t)D);
+    }
+}
+
+/* Backward of hpj__table_forward: from dt1 (C, D), the gradient at the
+   first layer's t1, and dh0 (C, D), the one at h0 from the residual (with
+   first-layer classes: (U, D), each class's sums over its copies),
+   accumulates into W1, eps and the node and edge encoders (with the later
+   layers' edge gradient b->de, complete by then). The sums over
+   copies run in double, each task owning a slice of columns over all rows,
+   so they add in row order whatever the thread count. */
+static void hpj__table_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *b, const float *dt1,
+                                const float *dh0) {
+    const hpj__path *p = &w->path;
+    const hpj__enc_fast *f = &w->fast;
+    const hpj_gnn_params *q = &m->p.gnn[0];
+    hpj_gnn_params *gq = &m->g.gnn[0];
+    int D = m->D, nt = f->nt, ne = f->ne, nA, nc = (D + HPJ__GINE_DC - 1) / HPJ__GINE_DC, cb, d;
+    int32_t C = p->C, nr = f->lay[0].ncls ? f->lay[0].ncls : C;
+    float s = 1.0f + q->eps[0];
+    double deps = 0.0;
+    nA = nt * (1 + ne);
+    /* dT[r] = sum of dt1 over the copies and entries that read row r;
+       dH[k] (residual part) = sum of dh0 over the copies of type k */
+    HPJ__OMP(parallel for schedule(static) if (((int64_t)p->rowptr[C] + C) * D >= HPJ__PAR_ELEMS))
+    for (cb = 0; cb < nc; ++cb) {
+        int c0 = cb * HPJ__GINE_DC, wd = HPJ__MIN(HPJ__GINE_DC, D - c0), j;
+        int32_t r, k;
+        for (r = 0; r < nA; ++r)
+            for (j = 0; j < wd; ++j) f->tacc[(size_t)r * D + c0 + j] = 0.0;
+        for (r = 0; r < nt; ++r)
+            for (j = 0; j < wd; ++j) f->hacc[(size_t)r * D + c0 + j] = 0.0;
+        for (r = 0; r < ne; ++r)
+            for (j = 0; j < wd; ++j) f->eacc[(size_t)r * D + c0 + j] = 0.0;
+        for (r = 0; r < nr; ++r) { /* row r: copy r, or class r (its first copy c) */
+            const float *g = dt1 + (size_t)r * D + c0, *gh = dh0 + (size_t)r * D + c0;
+            int32_t c = f->lay[0].ncls ? f->lay[0].crep[r] : r;
+            double *ta = f->tacc + (size_t)f->ty[c] * D + c0, *ha = f->hacc + (size_t)f->ty[c] * D + c0;
+            HPJ__OMP(simd)
+            for (j = 0; j < wd; ++j) { ta[j] += g[j]; ha[j] += gh[j]; }
+            for (k = p->rowptr[c]; k < p->rowptr[c + 1]; ++k) {
+                double *ea = f->tacc + (size_t)f->ky[k] * D + c0;
+                HPJ__OMP(simd)
+                for (j = 0; j < wd; ++j) ea[j] += g[j];
+            }
+        }
+        if (m->cfg.gnn_layers > 1 && m->edge_onehot) /* the later layers' de, by edge type */
+            for (k = 0; k < p->rowptr[C]; ++k) {
+                const float *ge = b->de + (size_t)k * D + c0;
+                double *ea = f->eacc + (size_t)((f->ky[k] - nt) % ne) * D + c0;
+                HPJ__OMP(simd)
+                for (j = 0; j < wd; ++j) ea[j] += ge[j];
+            }
+        for (r = 0; r < nA; ++r)
+            for (j = 0; j < wd; ++j) f->dtab[(size_t)r * D + c0 + j] = (float)f->tacc[(size_t)r * D + c0 + j];
+    }
+    /* T = A W1^T: dW1 += dT^T A, dA = dT W1 */
+    hpj__lin_back_set(f->datab, gq->W1, NULL, f->dtab, f->atab, q->W1, nA, D, D);
+    /* A = [(1 + eps) H ; ReLU(H[k] + Ev[t])], H[k] = node_W[:, label] (+
+       node_W[:, degree]) + node_b, Ev[t] = edge_W[:, t] + edge_b: column d
+       of every table at once */
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)nA * D >= HPJ__PAR_ELEMS))
+    for (d = 0; d < D; ++d) {
+        double gb = 0.0, geb = 0.0, dep = 0.0;
+        int k, t, lab;
+        if (m->cfg.gnn_layers > 1 && !m->edge_onehot) f->eacc[d] += b->de[d]; /* the later layers' shared de */
+        for (k = 0; k < nt; ++k) {
+            float hk = f->htab[(size_t)k * D + d], da = f->datab[(size_t)k * D + d];
+            double gh = f->hacc[(size_t)k * D + d] + (double)s * da;
+            dep += (double)hk * da;
+            for (t = 0; t < ne; ++t) {
+                float v = hk + f->etab[(size_t)t * D + d];
+                double g = v > 0.0f ? f->datab[((size_t)nt + (size_t)k * ne + t) * D + d] : 0.0f;
+                gh += g;
+                f->eacc[(size_t)t * D + d] += g;
+            }
+            lab = m->node_deg ? k / m->node_deg : k; /* type k = label * node_deg + degree */
+            if (lab < m->node_onehot) m->g.node_W[(size_t)d * m->F + lab] += (float)gh;
+            if (m->node_deg) m->g.node_W[(size_t)d * m->F + m->node_onehot + k % m->node_deg] += (float)gh;
+            gb += gh;
+        }
+        m->g.node_b[d] += (float)gb;
+        for (t = 0; t < ne; ++t) {
+            if (t < m->edge_onehot) m->g.edge_W[(size_t)d * m->Fe + t] += (float)f->eacc[(size_t)t * D + d];
+            geb += f->eacc[(size_t)t * D + d];
+        }
+        m->g.edge_b[d] += (float)geb;
+        f->depc[d] = dep;
+    }
+    for (d = 0; d < D; ++d) deps += f->depc[d];
+    gq->eps[0] += (float)deps;
+}
+
+/* The rows layer i ran on: its classes (cnt, cls; a later layer's also
+   its representatives rep, whose aggregations it computed), or the copies
+   (NULL, N = C). */
+static int32_t hpj__gnn_rows(const hpj__gnn_ws *w, int i, const int32_t **cnt, const int32_t **cls,
+                             const int32_t **rep) {
+    const hpj__enc_cls *L = &w->fast.lay[i];
+    *cnt = *cls = *rep = NULL;
+    if (!L->ncls) return w->path.C;
+    *cnt = L->ccnt;
+    *cls = L->cls;
+    if (i > 0) *rep = L->crep;
+    return L->ncls;
+}
+
+/* Whether layer i's output stays in class rows: a later layer on classes
+   that is the last one (the patch means, forward and backward, read its
+   class rows through cls instead of C copied-out rows). */
+static int hpj__gnn_top_cls(const hpj_model *m, const hpj__gnn_ws *w, int i) {
+    return i > 0 && i == m->cfg.gnn_layers - 1 && w->fast.lay[i].ncls > 0;
+}
+
+/* The fast sibling of hpj__gnn_forward: the input table gives h0 and the
+   first layer's t1; each layer runs on its classes where it has them, and
+   as the reference layer (hpj__gnn_layer_forward) where not. */
+static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t drop_seed) {
+    const hpj__path *p = &w->path;
+    hpj__enc_fast *f = &w->fast;
+    hpj_bn_stats *bn = &m->bn;
+    int i, D = m->D, C = p->C, S = p->S, layers = m->cfg.gnn_layers;
+    size_t CD = (size_t)C * D;
+    hpj__table_forward(m, w);
+    for (i = 0; i < layers; ++i) {
+        hpj__gnn_layer *L = &w->lay[i];
+        const hpj_gnn_params *q = &m->p.gnn[i];
+        const int32_t *cnt, *cls, *rep;
+        const float *res = L->h;
+        int N;
+        if (i > 0) { /* classes in training when the layer below had them; else the reference layer */
+            f->lay[i].ncls = 0;
+            if (mode != HPJ__EVAL && f->lay[i].cls && f->lay[i - 1].ncls) hpj__gnn_layer_classes(w, i);
+            if (!f->lay[i].ncls) {
+                hpj__gnn_layer_forward(m, w, i, mode, drop_seed);
+                continue;
+            }
+        }
+        N = hpj__gnn_rows(w, i, &cnt, &cls, &rep);
+        if (i > 0) { /* the representatives' aggregations (the first layer's t1 came from the table) */
+            hpj__gine_fwd(L->agg, L->h, w->e, m->edge_onehot ? D : 0, p->rowptr, p->col, N, D, q->eps[0], rep, NULL);
+            hpj__lin_side(w->side, L->t1, L->agg, q->W1, NULL, N, D, D);
+        }
+        hpj__fast_bn_res(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, mode,
+                         hpj__gnn_bntmp(w, i, 1, D), 1, NULL, NULL, cnt, C, i > 0);
+        hpj__lin_side(w->side, L->t2, L->r1, q->W2, NULL, N, D, D);
+        if (rep) { /* the residual's class rows, summed onto in place */
+            hpj__rows_gather(L->sum, L->h, rep, N, D);
+            res = L->sum;
+        }
+        hpj__fast_bn_res(w->fwd_only && mode != HPJ__EVAL && !L->mask ? NULL : L->ra2, L->b2m, L->b2r, L->t2,
+                         q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], N, D, mode, hpj__gnn_bntmp(w, i, 2, D), 1, res,
+                         L->mask ? NULL : L->sum, cnt, C, i > 0);
+        if (L->mask) { /* (dropout keeps the layer per copy: N = C) */
+            size_t t;
+            hpj_dropout_forward(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i);
+            HPJ__OMP(parallel for simd schedule(static))
+            for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
+        }
+        if (q->Wout && i + 1 < layers) hpj__lin_side(w->side, L->out, L->sum, q->Wout, q->bout, N, D, D);
+        if (cls && !hpj__gnn_top_cls(m, w, i)) hpj__cls_expand(i + 1 < layers ? L->out : L->sum, cls, NULL, C, D);
+    }
+    i = layers - 1;
+    if (hpj__gnn_top_cls(m, w, i)) { /* hpj__gnn_means over the class rows */
+        const hpj__gnn_layer *L = &w->lay[i];
+        const hpj_gnn_params *q = &m->p.gnn[i];
+        hpj__segment_mean_idx(q->Wout ? L->out : w->z, L->sum, f->lay[i].cls, p->seg, S, D);
+        if (q->Wout) hpj__lin_side(w->side, w->z, L->out, q->Wout, q->bout, S, D, D);
+    } else {
+        hpj__gnn_means(m, w);
+    }
+}
+
+/* The fast sibling of hpj__gnn_backward: layers on classes take their
+   classes' summed gradients and hand their representatives' back; the
+   others run the reference layer backward; the first layer ends in the
+   table's backward, which also does the input encoders. */
+static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *b, const float *dz) {
+    const hpj__path *p = &w->path;
+    const hpj__enc_fast *f = &w->fast;
+    int i, D = m->D, C = p->C, S = p->S, layers = m->cfg.gnn_layers;
+    size_t CD = (size_t)C * D;
+    float *dout = b->buf[0];
+    if (layers > 1) { /* only the layers after the first read e */
+        if (m->edge_onehot) hpj__zero(b->de, (size_t)p->E * D);
+        else memset(b->de, 0, sizeof(float) * (size_t)D);
+    }
+    dz = hpj__gnn_means_backward(m, w, b, dz);
+    i = layers - 1;
+    if (hpj__gnn_top_cls(m, w, i)) { /* straight onto the last layer's class rows */
+        hpj__segment_mean_back_cls(dout, dz, f->lay[i].cls, p->seg, S, f->lay[i].ncls, D);
+    } else {
+        hpj__zero(dout, CD);
+        hpj_segment_mean_backward(dout, dz, p->seg, S, D);
+    }
+    for (i = layers - 1; i >= 0; --i) {
+        const hpj__gnn_layer *L = &w->lay[i];
+        const hpj_gnn_params *q = &m->p.gnn[i];
+        hpj_gnn_params *gq = &m->g.gnn[i];
+        float *dh, *t1, *t2;
+        const float *dra2;
+        const int32_t *cnt, *cls, *rep;
+        int N;
+        if (i > 0 && !f->lay[i].ncls) {
+            dout = hpj__gnn_layer_backward(m, w, b, i, dout);
+            continue;
+        }
+        N = hpj__gnn_rows(w, i, &cnt, &cls, &rep);
+        if (cls && !hpj__gnn_top_cls(m, w, i)) { /* the classes' summed gradients */
+            float *ds = hpj__gnn_spare(b, dout, NULL);
+            hpj__cls_reduce(ds, dout, cls, C, N, D);
+            dout = ds;
+        }
+        /* as hpj__gnn_layer_backward, on N rows */
+        if (q->Wout && i + 1 < layers) {
+            dh = hpj__gnn_spare(b, dout, NULL);
+            hpj__lin_back_set(dh, gq->Wout, gq->bout, dout, L->sum, q->Wout, N, D, D);
+        } else {
+            dh = dout;
+        }
+        t1 = hpj__gnn_spare(b, dh, NULL);
+        t2 = hpj__gnn_spare(b, dh, t1);
+        dra2 = dh;
+        if (L->mask) {
+            hpj__zero(t1, CD);
+            hpj_dropout_backward(t1, dh, L->mask, CD, m->cfg.dropout);
+            dra2 = t1;
+        }
+        if (cnt && i == 0)
+            hpj__bn_backward_cls(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, cnt, N, C, D, L->ra2);
+        else
+            hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, N, D, L->ra2, 1, cnt, C);
+        hpj__lin_back_set(t1, gq->W2, NULL, t2, L->r1, q->W2, N, D, D);
+        if (cnt && i == 0)
+            hpj__bn_backward_cls(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, cnt, N, C, D, L->r1);
+        else
+            hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, N, D, L->r1, 1, cnt, C);
+        if (i == 0) { /* t1 from the table; h0 gets dh (the residual's) */
+            hpj__table_backward(m, w, b, t2, dh);
+            return;
+        }
+        hpj__lin_back_set(t1, gq->W1, NULL, t2, L->agg, q->W1, N, D, D);
+        /* class rows -> the representatives' rows, zeros elsewhere */
+        hpj__cls_expand(t1, cls, rep, C, D);
+        hpj__cls_expand(dh, cls, rep, C, D);
+        if (m->edge_onehot)
+            hpj_gine_backward(dh, b->de, gq->eps, t1, L->h, w->e, p->rowptr, p->col, p->rev, C, D, q->eps[0]);
+        else
+            hpj_gine_backward_shared(dh, b->de, gq->eps, t1, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
+        dout = dh; /* (no patch mixing on a layer with classes) */
+    }
+}
+
 
 
 /* ---- anchor: fast step ----

@@ -11,7 +11,8 @@
               gnn_layers 1 + (b >> 4) % 2, pred_layers 1 + (b >> 5) % 2,
               node labels (bit 6), ffn gelu (bit 7)
      byte     batch 1 + b % 6, dropout 0.2 (bit 3), token dropout 0.2 (bit 4),
-              patch mixing (bit 5), gnn_out_linear (bit 6), input table off (bit 7)
+              patch mixing (bit 5), gnn_out_linear (bit 6), the reference path
+              (bit 7: hpj_set_paths(HPJ_PATHS_REFERENCE), else the fast one)
      byte     repartition + edge drop 0.3 (bit 0), rb partitions (bit 1),
               rw_dim 1 + (b >> 2) % 4, adamw (bit 4), clip 0.5 (bit 5),
               EMA copy init (bit 6), mean RWSE reduction (bit 7)
@@ -82,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hpj_config_set(&c, "token_dropout", (b2 & 16) ? "0.2" : "0");
     hpj_config_set(&c, "patch_mixing", (b2 & 32) ? "1" : "0");
     hpj_config_set(&c, "gnn_out_linear", (b2 & 64) ? "1" : "0");
-    hpj_config_set(&c, "input_table", (b2 & 128) ? "0" : "1");
+    hpj_set_paths((b2 & 128) ? HPJ_PATHS_REFERENCE : HPJ_PATHS_BEST);
     hpj_config_set(&c, "repartition", (b3 & 1) ? "1" : "0");
     hpj_config_set(&c, "edge_drop", (b3 & 1) ? "0.3" : "0");
     hpj_config_set(&c, "partition", (b3 & 2) ? "rb" : "kway");

@@ -2372,6 +2372,72 @@ static void test_config_checkpoint_roundtrip(void) {
     remove(path);
 }
 
+/* The retired speed switches (input_table, target_fold, layer_classes):
+   hpj_config_set accepts them with 0 or 1 and changes nothing, refuses
+   other values; the key table and the written config do not hold them;
+   and a checkpoint whose config text sets them (as 0.13 and older wrote
+   them) loads to the same model, which writes them no more. */
+static void test_config_retired_keys(void) {
+    static const char *const retired[] = {"input_table", "target_fold", "layer_classes"};
+    static const char old_lines[] = "input_table = 0\ntarget_fold = 0\nlayer_classes = 1\n";
+    hpj_csr_graphs in = csr_base();
+    hpj_dataset ds;
+    hpj_config c, d;
+    hpj_model m, back;
+    char t1[4096], t2[4096];
+    unsigned char *buf = NULL, *old = NULL, *again = NULL;
+    size_t len = 0, alen = 0, olen, clen, extra = sizeof old_lines - 1;
+    uint32_t v;
+    int n, i, k;
+    const hpj_config_key *keys = hpj_config_keys(&n);
+    hpj_config_default(&c);
+    hpj_config_format(&c, t1, sizeof t1);
+    for (k = 0; k < 3; ++k) {
+        d = c;
+        CHECK_OK(hpj_config_set(&d, retired[k], "0"));
+        CHECK_OK(hpj_config_set(&d, retired[k], "1"));
+        CHECK(hpj_config_set(&d, retired[k], "2") == HPJ_ERR_INPUT);
+        CHECK(hpj_config_set(&d, retired[k], "yes") == HPJ_ERR_INPUT);
+        hpj_config_format(&d, t2, sizeof t2);
+        CHECK_MSG(strcmp(t1, t2) == 0, "setting %s changed the config", retired[k]);
+        CHECK_MSG(strstr(t1, retired[k]) == NULL, "the written config holds %s", retired[k]);
+        for (i = 0; i < n; ++i) CHECK_MSG(strcmp(keys[i].name, retired[k]) != 0, "%s is in the key table", retired[k]);
+    }
+    /* a checkpoint with the keys in its config text: magic (8), version,
+       flags, config length (4 each), the text, then the rest */
+    CHECK_OK(hpj_dataset_from_csr(&in, "T", &ds));
+    CHECK_OK(hpj_config_set(&c, "dim", "8"));
+    CHECK_OK(hpj_config_set(&c, "heads", "2"));
+    CHECK_OK(hpj_config_set(&c, "blocks", "1"));
+    CHECK_OK(hpj_config_set(&c, "rw_dim", "3"));
+    CHECK_OK(hpj_config_set(&c, "resolutions", "2,4"));
+    CHECK_OK(hpj_model_init(&m, &c, &ds));
+    CHECK_OK(hpj_model_serialize(&m, 1, &buf, &len));
+    clen = (size_t)buf[16] | (size_t)buf[17] << 8 | (size_t)buf[18] << 16 | (size_t)buf[19] << 24;
+    olen = len + extra;
+    old = (unsigned char *)malloc(olen);
+    CHECK(old != NULL && 20 + clen < len);
+    if (old && 20 + clen < len) {
+        memcpy(old, buf, 20 + clen);
+        memcpy(old + 20 + clen, old_lines, extra);
+        memcpy(old + 20 + clen + extra, buf + 20 + clen, len - 20 - clen);
+        for (v = (uint32_t)(clen + extra), i = 0; i < 4; ++i) old[16 + i] = (unsigned char)(v >> (8 * i));
+        for (v = hpj_crc32(old, olen - 4), i = 0; i < 4; ++i) old[olen - 4 + i] = (unsigned char)(v >> (8 * i));
+        CHECK_MSG(hpj_model_deserialize(&back, old, olen, "old") == HPJ_OK, "%s", hpj_last_error());
+        CHECK(back.num_params == m.num_params && back.adam_state == 1);
+        CHECK(memcmp(back.params, m.params, sizeof(float) * m.num_params) == 0);
+        CHECK_OK(hpj_model_serialize(&back, 1, &again, &alen));
+        CHECK_MSG(alen == len && memcmp(again, buf, len) == 0, "the loaded model writes %zu bytes, the new one %zu", alen,
+                  len);
+        hpj_model_free(&back);
+    }
+    hpj_free_buffer(again);
+    hpj_free_buffer(buf);
+    free(old);
+    hpj_model_free(&m);
+    hpj_dataset_free(&ds);
+}
+
 /* ==== the shared datasets =============================================== */
 
 /* The published averages (2 decimals) are reproduced. */
@@ -2615,6 +2681,7 @@ const test_case core_tests[] = {
     {"core.csr_bad_input", test_csr_bad_input},
     {"core.config_keys_roundtrip", test_config_keys_roundtrip},
     {"core.config_checkpoint_roundtrip", test_config_checkpoint_roundtrip},
+    {"core.config_retired_keys", test_config_retired_keys},
     {"core.data_mutag", test_data_mutag},
     {"core.data_proteins", test_data_proteins},
     {"core.data_imdb_binary", test_data_imdb_binary},

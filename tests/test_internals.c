@@ -234,54 +234,6 @@ static void test_enc_pipe(void) {
     hpj_dataset_free(&ds);
 }
 
-/* The patch encoder leaves a layer's class rows unexpanded when the next
-   layer runs on classes, which reads them through the class map
-   (hpj__cls_map), forward and (without edge labels) backward: training
-   with and without the map gives the same bits, with two and three GINE
-   layers, with MUTAG's edge labels (the map in the target path only) and
-   without (both paths), and the map was read. */
-static void test_cls_map(void) {
-    const char *dir = test_dataset("MUTAG");
-    hpj_dataset ds;
-    int32_t *gs;
-    int layers, bare;
-    if (!dir) return;
-    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
-    gs = test_all_graphs(&ds);
-    for (bare = 0; bare < 2; ++bare)
-    for (layers = 2; layers <= 3; ++layers) {
-        hpj_model m[2];
-        int k;
-        for (k = 0; k < 2; ++k) { /* k = 0: copies written out, 1: the map */
-            hpj_config c;
-            park_config(&c);
-            hpj_config_set(&c, "gnn_layers", layers == 2 ? "2" : "3");
-            hpj_config_set(&c, "patch_mixing", "0");
-            hpj_config_set(&c, "resolutions", "2,4,8");
-            hpj_config_set(&c, "targets", "1,2,3");
-            hpj_config_set(&c, "seed", "3");
-            hpj__cls_map = k;
-            hpj__cls_mapped = 0;
-            CHECK_OK(hpj_model_init(&m[k], &c, &ds));
-            CHECK_OK(hpj_pretrain(&m[k], &ds, gs, ds.num_graphs, 0, NULL, NULL));
-            if (k == 0) CHECK_MSG(hpj__cls_mapped == 0, "%d layers: the map was read with hpj__cls_map = 0", layers);
-            else CHECK_MSG(hpj__cls_mapped >= 9 * (layers - 1) * (1 + bare), "%d layers: the map was read only %lld times",
-                           layers, (long long)hpj__cls_mapped);
-        }
-        hpj__cls_map = 1;
-        CHECK_MSG(memcmp(m[0].params, m[1].params, sizeof(float) * m[0].num_params) == 0 &&
-                      memcmp(m[0].ema, m[1].ema, sizeof(float) * m[0].enc_count) == 0,
-                  "%d layers%s: the model trained with the class map differs", layers, bare ? ", no edge labels" : "");
-        for (k = 0; k < 2; ++k) hpj_model_free(&m[k]);
-        if (layers == 3 && !bare) { /* the same graphs without edge labels */
-            free(ds.edge_label);
-            ds.edge_label = NULL;
-        }
-    }
-    free(gs);
-    hpj_dataset_free(&ds);
-}
-
 /* BatchNorm's channel sums (hpj__bn_part) give the same bits on every
    paths level: training-mode output, statistics and running statistics,
    with and without class counts (a later GINE layer's classes), on the
@@ -560,7 +512,6 @@ static void test_gov_same_bits(void) {
 const test_case internals_tests[] = {
     {"internals.park", test_park},
     {"internals.park_failure", test_park_failure},
-    {"internals.cls_map", test_cls_map},
     {"internals.enc_pipe", test_enc_pipe},
     {"internals.bn_sums_paths", test_bn_sums_paths},
     {"internals.bn_sum_only", test_bn_sum_only},
