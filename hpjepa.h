@@ -731,10 +731,7 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
    the UNBIASED variance var * N/(N-1) for running_var.
    N == 1 (torch refuses it): the variance is 0, so every output equals
    beta; running_mean is updated and running_var is left unchanged (the
-   unbiased variance of one sample is undefined). momentum < 0 stores the
-   update's terms instead (running_mean = the mean, running_var = the
-   unbiased variance when N > 1), for a caller that applies the update
-   later. gamma/beta may be NULL.
+   unbiased variance of one sample is undefined). gamma/beta may be NULL.
    The channel sums run in double over 32 fixed row blocks, added in block
    order (the same bits for any thread count); with several threads this
    and hpj_batchnorm_backward borrow 68 D doubles through HPJ_MALLOC (if
@@ -1221,12 +1218,11 @@ HPJDEF void hpj_readout(const float *H, int n, int L, int D, int readout, float 
 
 /* One training loss evaluation + gradient for tests: runs the step of
    resolution l on the batch `graphs` with the current parameters, without
-   updating parameters, EMA or BN statistics; grads are overwritten.
-   targets (n * max M * 2 floats, may be NULL) receives the targets
-   Phi(u); with reuse_targets = 1 they are read from it instead, which makes
-   the stop-gradient explicit for finite-difference checks. */
+   updating parameters, EMA or BN statistics; grads are overwritten. The
+   gradient treats the targets Phi(u) as constants (stop-gradient), though
+   they move with the patch encoder's parameters. */
 HPJDEF hpj_status hpj_model_loss(hpj_model *m, const hpj_dataset *ds, const int32_t *graphs, int32_t n, int l,
-                                 uint64_t sample_seed, float *targets, int reuse_targets, double *loss);
+                                 uint64_t sample_seed, double *loss);
 
 /* GEMM flops of the last hpj_pretrain (forward + backward + target) run by
    the calling thread, for throughput reports. */
@@ -5601,18 +5597,6 @@ HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, con
     hpj_gemm(0, 1, N, Dout, Din, 1.0f, inp, Din, W, Din, b ? 1.0f : 0.0f, out, Dout);
 }
 
-/* 1 when two pieces of work can run side by side, one per thread: exactly
-   two threads, outside any parallel region, nested regions inactive (so
-   each piece's own loops run on its thread alone), no dynamic team sizes,
-   and thread-local GEMM buffers. */
-static int hpj__two_ok(void) {
-#if defined(_OPENMP) && !defined(HPJ__NO_TLS)
-    return omp_get_max_threads() == 2 && !omp_in_parallel() && omp_get_max_active_levels() == 1 &&
-           omp_get_thread_limit() >= 2 && !omp_get_dynamic();
-#else
-    return 0;
-#endif
-}
 /* Products of at most this many multiply-adds are small enough that two
    of them, one per thread, beat one team on each in turn. */
 #ifndef HPJ__PAIR_MACS
@@ -6055,18 +6039,11 @@ static double *hpj__bn_scratch(int N, int D) {
 static float hpj__bn_run(float r, float x, float momentum) { return (1.0f - momentum) * r + momentum * x; }
 
 /* Channel c's statistics from its mean s and its sum of squared
-   deviations q. momentum < 0: the running statistics get the update's
-   terms x themselves (the variance's only when N > 1), for
-   hpj__gnn_defer_apply. */
+   deviations q; the running statistics (when given) move towards them. */
 static void hpj__bn_stat(int c, double s, double q, float *mean, float *rstd, float *running_mean,
                          float *running_var, int N, float momentum, float eps) {
     mean[c] = (float)s;
     rstd[c] = (float)(1.0 / sqrt(q / N + eps));
-    if (momentum < 0.0f) {
-        if (running_mean) running_mean[c] = (float)s;
-        if (running_var && N > 1) running_var[c] = (float)(q / (N - 1));
-        return;
-    }
     if (running_mean) running_mean[c] = hpj__bn_run(running_mean[c], (float)s, momentum);
     if (running_var && N > 1) running_var[c] = hpj__bn_run(running_var[c], (float)(q / (N - 1)), momentum);
 }
@@ -7084,190 +7061,26 @@ HPJDEF double hpj_softmax_xent(const float *logits, const int32_t *labels, float
 
 /* ==== nn: optimiser, schedules, clipping ==== */
 
-/* The Adam step of hpj_adam_step, fused for the training loop with the EMA
-   update of the target encoder (ema: the EMA copy of p[ema_off..n-1],
-   ema_off a multiple of 16; NULL for none), ema[i] = momentum ema[i] +
-   (1 - momentum) p_new[i], with gradient clipping (g read as gscale g, the
-   factor of hpj__grad_norm) and with zeroing of g for the next step: one
-   pass over the parameters instead of four (clip, Adam, EMA, memset), with
-   the same arithmetic as the separate functions. idle (nidle pairs of
-   16-float block indices [lo, hi), increasing) names blocks the caller
-   knows to hold g = m = v = 0 with no weight decay: there Adam is the
-   identity (m and v stay 0, the update is step * 0 / eps = 0, so p keeps
-   its bits), and the pass only moves their EMA copy, reading 2 floats a
-   parameter instead of 5 and writing 1 instead of 5 (the online encoder's
-   q and k rows, which a one-token context never trains: 15 % of the d =
-   512 model). */
-#ifndef HPJ__PF_AHEAD
-#define HPJ__PF_AHEAD 1024 /* floats (4 KiB) */
-#endif
-#if defined(HPJ__GEMM_AVX512) || defined(HPJ__GEMM_AVX2)
-/* One vector (W = 256: 8 lanes, 512: 16) of hpj__adam_fused's block at
-   offset o, with its variables in scope: the scalar loop's operations,
-   each rounded once, in its order. */
-#define HPJ__ADAM_LANES(W, o)                                                                                     \
-    {                                                                                                             \
-        size_t o_ = (o);                                                                                          \
-        __m##W P = _mm##W##_loadu_ps(p + o_), G = _mm##W##_loadu_ps(g + o_), M = _mm##W##_loadu_ps(m + o_);     \
-        __m##W V = _mm##W##_loadu_ps(v + o_), gi;                                                                 \
-        gi = _mm##W##_add_ps(_mm##W##_mul_ps(G, _mm##W##_set1_ps(gscale)),                                        \
-                             _mm##W##_mul_ps(_mm##W##_set1_ps(gwd), P));                                          \
-        P = _mm##W##_mul_ps(P, _mm##W##_set1_ps(decay));                                                          \
-        M = _mm##W##_add_ps(_mm##W##_mul_ps(_mm##W##_set1_ps(beta1), M), _mm##W##_mul_ps(_mm##W##_set1_ps(omb1), gi)); \
-        V = _mm##W##_add_ps(_mm##W##_mul_ps(_mm##W##_set1_ps(beta2), V),                                          \
-                            _mm##W##_mul_ps(_mm##W##_set1_ps(omb2), _mm##W##_mul_ps(gi, gi)));                    \
-        gi = _mm##W##_add_ps(_mm##W##_div_ps(_mm##W##_sqrt_ps(V), _mm##W##_set1_ps(bc2s)), _mm##W##_set1_ps(eps)); \
-        P = _mm##W##_sub_ps(P, _mm##W##_mul_ps(_mm##W##_set1_ps(step), _mm##W##_div_ps(M, gi)));                  \
-        _mm##W##_storeu_ps(p + o_, P);                                                                            \
-        _mm##W##_storeu_ps(m + o_, M);                                                                            \
-        _mm##W##_storeu_ps(v + o_, V);                                                                            \
-        if (ema && b >= eb) {                                                                                     \
-            float *e_ = ema + (o_ - 16 * (size_t)eb);                                                             \
-            _mm##W##_storeu_ps(e_, _mm##W##_add_ps(_mm##W##_mul_ps(_mm##W##_set1_ps(momentum), _mm##W##_loadu_ps(e_)), \
-                                                   _mm##W##_mul_ps(_mm##W##_set1_ps(ea), P)));                    \
-        }                                                                                                         \
-        if (zero_grad) _mm##W##_storeu_ps(g + o_, _mm##W##_setzero_ps());                                         \
-    }
-#endif
-/* The fused pass's EMA step on one block: e (w floats) <- momentum e + ea p,
-   the block's new parameters p in tp (ea = 1 - momentum). */
-static HPJ__INLINE void hpj__ema16(float *e, const float *tp, int w, float momentum, float ea) {
-    float ts[16];
-    int l;
-    hpj__ld16(ts, e, w);
-    for (l = 0; l < 16; ++l) ts[l] = momentum * ts[l] + ea * tp[l];
-    hpj__st16(e, ts, w);
-}
-static void hpj__adam_fused(float *p, float *g, float gscale, float *m, float *v, size_t n, float lr, float beta1,
-                            float beta2, float eps, float weight_decay, int decoupled, int64_t t, float *ema,
-                            size_t ema_off, float momentum, int zero_grad, const int64_t *idle, int nidle,
-                            int64_t blo, int64_t bhi) {
-    int64_t b, eb = (int64_t)(ema_off / 16);
-    float ea = 1.0f - momentum;
+/* Adam, one parameter at a time: the moments are running means of g and
+   g^2, and the step divides the first by the square root of the second,
+   each corrected for its zero start (bc1, bc2). Every operation is one
+   float operation in this order, so any caller that does the same
+   arithmetic gets the same bits. */
+HPJDEF void hpj_adam_step(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
+                          float beta2, float eps, float weight_decay, int decoupled, int64_t t) {
     double bc1 = 1.0 - pow((double)beta1, (double)t), bc2 = 1.0 - pow((double)beta2, (double)t);
     float step = (float)(lr / bc1), bc2s = (float)sqrt(bc2);
     float gwd = decoupled ? 0.0f : weight_decay, decay = decoupled ? (float)(1.0 - (double)lr * weight_decay) : 1.0f;
     float omb1 = (float)(1.0 - (double)beta1), omb2 = (float)(1.0 - (double)beta2);
-    HPJ__OMP(parallel for schedule(static) if (bhi - blo >= HPJ__PAR_ELEMS / 16))
-    for (b = blo; b < bhi; ++b) {
-        float tp[16], tg[16], tm[16], tv[16], ts[16];
-        int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b), q;
-        for (q = 0; q < nidle && b >= idle[2 * q + 1]; ++q) {}
-        if (q < nidle && b >= idle[2 * q]) { /* Adam is the identity here: the EMA only */
-            if (ema && b >= eb) {
-                HPJ__PREFETCH(p + 16 * b + HPJ__PF_AHEAD);
-                HPJ__PREFETCH(ema + 16 * (b - eb) + HPJ__PF_AHEAD);
-                hpj__ld16(tp, p + 16 * b, w);
-                hpj__ema16(ema + 16 * (b - eb), tp, w, momentum, ea);
-            }
-            continue;
-        }
-        /* a memory-bound pass over four or five streams: software prefetch
-           HPJ__PF_AHEAD floats ahead (the hardware prefetchers alone left it
-           ~15 % slower on this machine) */
-        HPJ__PREFETCH(p + 16 * b + HPJ__PF_AHEAD);
-        HPJ__PREFETCH(g + 16 * b + HPJ__PF_AHEAD);
-        HPJ__PREFETCH(m + 16 * b + HPJ__PF_AHEAD);
-        HPJ__PREFETCH(v + 16 * b + HPJ__PF_AHEAD);
-        if (ema && b >= eb) HPJ__PREFETCH(ema + 16 * (b - eb) + HPJ__PF_AHEAD);
-#if defined(HPJ__GEMM_AVX512)
-        if (w == 16) {
-            /* the block on 16 lanes (the loops below, each operation
-               rounded once in the same order: the same bits). Where the
-               state stays in cache (d = 128: 0.9 M parameters) the two
-               divisions and the square root bound the pass, and 16 lanes
-               do twice the work per instruction of 8 (AMD Zen 5, 2
-               threads, 0.9 M parameters: 0.20 -> 0.13 ms a pass; PROTEINS
-               d = 128 step 1.014, each batch once per variant; memory-bound
-               at 14 M parameters: d = 512 and DD unchanged). Test
-               nn.adam_blocks pins the bits. */
-            HPJ__ADAM_LANES(512, 16 * (size_t)b)
-            continue;
-        }
-#elif defined(HPJ__GEMM_AVX2)
-        if (w == 16) {
-            /* the loops below on 8 lanes, each operation rounded once in
-               the same order (so the same bits); GCC compiled the loops
-               with stack round trips between them, ~12 cycles per element
-               on an AMD Zen 3 core against ~5 here */
-            HPJ__ADAM_LANES(256, 16 * (size_t)b)
-            HPJ__ADAM_LANES(256, 16 * (size_t)b + 8)
-            continue;
-        }
-#endif
-        hpj__ld16(tp, p + 16 * b, w);
-        hpj__ld16(tg, g + 16 * b, w);
-        hpj__ld16(tm, m + 16 * b, w);
-        hpj__ld16(tv, v + 16 * b, w);
-        for (l = 0; l < 16; ++l) {
-            float gi = tg[l] * gscale + gwd * tp[l]; /* clip; Adam: g += wd p */
-            tp[l] *= decay;                 /* AdamW: p *= 1 - lr wd */
-            tm[l] = beta1 * tm[l] + omb1 * gi;
-            tv[l] = beta2 * tv[l] + omb2 * (gi * gi);
-            ts[l] = tv[l];
-        }
-        hpj__sqrt16(ts);
-        for (l = 0; l < 16; ++l) tp[l] -= step * (tm[l] / (ts[l] / bc2s + eps));
-        hpj__st16(p + 16 * b, tp, w);
-        hpj__st16(m + 16 * b, tm, w);
-        hpj__st16(v + 16 * b, tv, w);
-        if (ema && b >= eb) hpj__ema16(ema + 16 * (b - eb), tp, w, momentum, ea);
-        if (zero_grad) {
-            for (l = 0; l < 16; ++l) tg[l] = 0.0f;
-            hpj__st16(g + 16 * b, tg, w);
-        }
+    int64_t i, nn = (int64_t)n;
+    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
+    for (i = 0; i < nn; ++i) {
+        float gi = g[i] + gwd * p[i]; /* Adam: g += wd p */
+        float pi = p[i] * decay;      /* AdamW: p *= 1 - lr wd */
+        m[i] = beta1 * m[i] + omb1 * gi;
+        v[i] = beta2 * v[i] + omb2 * (gi * gi);
+        p[i] = pi - step * (m[i] / (sqrtf(v[i]) / bc2s + eps));
     }
-}
-
-HPJDEF void hpj_adam_step(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
-                          float beta2, float eps, float weight_decay, int decoupled, int64_t t) {
-    /* g is only written when zero_grad = 1 */
-    hpj__adam_fused(p, (float *)g, 1.0f, m, v, n, lr, beta1, beta2, eps, weight_decay, decoupled, t, NULL, 0, 1.0f, 0,
-                    NULL, 0, 0, ((int64_t)n + 15) / 16);
-}
-
-/* One optimizer pass of the training loop (clipping, Adam, the EMA update
-   of the encoder, zeroing of the gradients) as a job on the blocks of 16
-   parameters, [next, end) still to run. Every block's update reads and
-   writes only its own parameters, so the blocks may run in any order and
-   in pieces on either thread: the same bits (hpj__adam_park). */
-typedef struct hpj__adam_job {
-    hpj_model *m;
-    int64_t next, end, t;             /* blocks left; Adam's step number     */
-    float lr, gscale, mom;            /* learning rate, clip factor, EMA momentum */
-    int nidle;                        /* idle q / k block ranges (hpj__qk_blocks) */
-    int64_t idle[2 * HPJ_MAX_BLOCKS];
-    /* measured blocks per second (0: not yet): one thread beside a
-       product (hpj__lin_side), the team alone (hpj__adam_job_finish);
-       passes since the last probe (hpj__adam_park) */
-    double r1, r2;
-    int64_t probe;
-} hpj__adam_job;
-
-static double hpj__wtime(void);
-
-/* A rate sample folded into a running estimate (half old, half new). */
-static void hpj__rate_add(double *r, int64_t blocks, double seconds) {
-    if (seconds <= 0.0) return; /* no clock without OpenMP */
-    *r = *r > 0.0 ? 0.5 * *r + 0.5 * ((double)blocks / seconds) : (double)blocks / seconds;
-}
-
-static void hpj__adam_job_run(const hpj__adam_job *j, int64_t b0, int64_t b1) {
-    hpj_model *m = j->m;
-    if (b1 <= b0) return;
-    hpj__adam_fused(m->params, m->grads, j->gscale, m->adam_m, m->adam_v, m->num_params, j->lr, 0.9f, 0.999f, 1e-8f,
-                    m->cfg.weight_decay, m->cfg.optimizer == HPJ_OPT_ADAMW, j->t, m->ema, m->enc_offset, j->mom, 1,
-                    j->idle, j->nidle, b0, b1);
-}
-
-/* The rest of the job, on the whole team (timed when long enough to
-   tell: ~0.5 ms and more). */
-static void hpj__adam_job_finish(hpj__adam_job *j) {
-    int64_t n = j->end - j->next;
-    double t0 = n >= 65536 ? hpj__wtime() : 0.0;
-    hpj__adam_job_run(j, j->next, j->end);
-    j->next = j->end;
-    if (n >= 65536) hpj__rate_add(&j->r2, n, hpj__wtime() - t0);
 }
 
 HPJDEF float hpj_lr_at(int schedule, float base_lr, float min_lr, int64_t step, int64_t total, int64_t warmup) {
@@ -7281,43 +7094,24 @@ HPJDEF float hpj_lr_at(int schedule, float base_lr, float min_lr, int64_t step, 
     return (float)(min_lr + ((double)base_lr - min_lr) * 0.5 * (1.0 + cos(3.14159265358979323846 * s / span)));
 }
 
-/* A block's sum of squares kept in 8 double lanes: the rest of g[i..i1)
-   added to acc (element i + l in lane l, 8 at a time, the tail from lane
-   0), then the lanes combined in a fixed tree. */
-static double hpj__sumsq_lanes(double *acc, const float *g, int64_t i, int64_t i1) {
-    int l;
-    for (; i + 8 <= i1; i += 8)
-        for (l = 0; l < 8; ++l) acc[l] += (double)g[i + l] * g[i + l];
-    for (l = 0; i + l < i1; ++l) acc[l] += (double)g[i + l] * g[i + l];
-    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-}
-
-/* The global L2 norm of hpj_grad_clip and the factor it scales g by (1 when
-   no clipping applies), without touching g: the training loop hands the
-   factor to the fused Adam pass instead of scaling g in a pass of its own. */
+/* The global L2 norm of g (n) and the factor that clipping scales g by (1
+   when none applies). The sum of squares runs in double over HPJ__NBLK
+   fixed blocks; inside a block, element i0 + 8 k + l goes to lane l of 8,
+   the lanes are combined in a fixed tree, then the blocks in order: a
+   fixed order of additions whatever the thread count. */
 static double hpj__grad_norm(const float *g, size_t n, float max_norm, float *scale) {
     double part[HPJ__NBLK], tot = 0.0, norm;
     int64_t nn = (int64_t)n;
     int b;
-    /* blocks in pairs: a thread reads two streams at once, which keeps
-       more lines in flight than one (the gradient comes from memory: 14 M
-       floats at d = 512; 2 Zen 3 threads 14 -> 18 GB/s); each block keeps
-       its own lanes, so the sums are those of one block at a time */
     HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
-    for (b = 0; b < HPJ__NBLK; b += 2) {
-        int64_t i0 = nn * b / HPJ__NBLK, i1 = nn * (b + 1) / HPJ__NBLK, j1 = nn * (b + 2) / HPJ__NBLK, i, j;
-        double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, bcc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (b = 0; b < HPJ__NBLK; ++b) {
+        int64_t i, i1 = nn * (b + 1) / HPJ__NBLK;
+        double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         int l;
-        for (i = i0, j = i1; i + 8 <= i1 && j + 8 <= j1; i += 8, j += 8) {
-            if (((i - i0) & 15) == 0) { /* a line per two steps */
-                HPJ__PREFETCH(g + i + HPJ__PF_AHEAD);
-                HPJ__PREFETCH(g + j + HPJ__PF_AHEAD);
-            }
+        for (i = nn * b / HPJ__NBLK; i + 8 <= i1; i += 8)
             for (l = 0; l < 8; ++l) acc[l] += (double)g[i + l] * g[i + l];
-            for (l = 0; l < 8; ++l) bcc[l] += (double)g[j + l] * g[j + l];
-        }
-        part[b] = hpj__sumsq_lanes(acc, g, i, i1);
-        part[b + 1] = hpj__sumsq_lanes(bcc, g, j, j1);
+        for (l = 0; i + l < i1; ++l) acc[l] += (double)g[i + l] * g[i + l];
+        part[b] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
     }
     for (b = 0; b < HPJ__NBLK; ++b) tot += part[b];
     norm = sqrt(tot);
@@ -7339,17 +7133,10 @@ HPJDEF double hpj_grad_clip(float *g, size_t n, float max_norm) {
 /* ==== nn: EMA ==== */
 
 HPJDEF void hpj_ema_update(float *target, const float *online, size_t n, float momentum) {
-    int64_t b, nb = ((int64_t)n + 15) / 16;
+    int64_t i, nn = (int64_t)n;
     float a = 1.0f - momentum;
-    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 16))
-    for (b = 0; b < nb; ++b) {
-        float t[16], o[16];
-        int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)n - 16 * b);
-        hpj__ld16(t, target + 16 * b, w);
-        hpj__ld16(o, online + 16 * b, w);
-        for (l = 0; l < 16; ++l) t[l] = momentum * t[l] + a * o[l];
-        hpj__st16(target + 16 * b, t, w);
-    }
+    HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
+    for (i = 0; i < nn; ++i) target[i] = momentum * target[i] + a * online[i];
 }
 
 HPJDEF float hpj_ema_momentum(float start, float end, int64_t step, int64_t total) {
@@ -8210,9 +7997,8 @@ static void hpj__copy_avg(float *out, const float *in, const hpj__path *p, int D
 
 /* ==== model: patch encoder g_eta (GINE stack) ============================= */
 
-/* frozen: batch stats, no running update; defer: batch stats, and the
-   running update's terms kept for hpj__gnn_defer_apply (hpj__fwd_split) */
-enum { HPJ__EVAL = 0, HPJ__TRAIN = 1, HPJ__TRAIN_FROZEN = 2, HPJ__TRAIN_DEFER = 3 };
+/* frozen: batch stats, no running update */
+enum { HPJ__EVAL = 0, HPJ__TRAIN = 1, HPJ__TRAIN_FROZEN = 2 };
 
 typedef struct hpj__gnn_layer {
     float *hin;                 /* (C, D) layer input (previous output)        */
@@ -8265,9 +8051,6 @@ typedef struct hpj__gnn_ws {
     float *e;    /* (E, D) edge encoder output; (D) with unlabelled edges */
     hpj__gnn_layer lay[HPJ_MAX_GNN];
     float *z;    /* (S, D) patch tokens */
-    float *bntmp;/* (3 layers, 2D + 1) the BatchNorms' HPJ__TRAIN_DEFER terms */
-    hpj__adam_job *side; /* a parked optimizer pass that a second thread runs
-                            beside the forward's products (hpj__lin_side), or NULL */
     int fwd_only; /* no backward follows */
 #ifndef HPJ_REFERENCE
     hpj__enc_fast fast; /* the fast encoder's scratch (fast.on = 0: the reference runs) */
@@ -8332,7 +8115,6 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
     hpj__path_bind(a, &w->path, S, C, E, NG);
     w->e = hpj_arena_floats(a, m->edge_onehot ? (size_t)E * D + 1 : (size_t)D);
     w->h0 = hpj_arena_floats(a, CD + 1);
-    w->bntmp = hpj_arena_floats(a, 3 * (size_t)m->cfg.gnn_layers * (2 * (size_t)D + 1));
     if (fwd_only)
         for (k = 0; k < npool; ++k) pool[k] = hpj_arena_floats(a, CD + 1);
     for (i = 0; i < m->cfg.gnn_layers; ++i) {
@@ -8394,74 +8176,6 @@ static void hpj__lin(float *out, const float *in, const float *W, const float *b
     hpj__flops += 2.0 * N * Din * Dout;
 }
 
-/* hpj__lin with a parked optimizer pass beside it (side, when it has blocks
-   left and two threads can run, hpj__two_ok): thread 0 runs the product
-   HPJ__SIDE_ROWS rows at a time, thread 1 the pass HPJ__SIDE_BLOCKS blocks
-   at a time, each until its own work or the other's is done; the rows
-   left then run on both threads. The pass is memory-bound and one thread
-   streams it nearly as fast as two, while the product is compute-bound:
-   side by side they share the cores better than one after the other (DD,
-   d = 512, the vCPUs near: a pass at ~92-100 thousand blocks / ms on one
-   thread beside a product against ~115-118 on two alone; the product ~8 %
-   slower on its one thread).
-   A row's bits do not depend on the rows around it, nor a block's on the
-   other blocks: the same bits. Thread 1 times its blocks (side->r1, for
-   hpj__adam_park). */
-#ifndef HPJ__SIDE_ROWS
-#define HPJ__SIDE_ROWS 512
-#endif
-#ifndef HPJ__SIDE_BLOCKS
-#define HPJ__SIDE_BLOCKS 2048
-#endif
-static HPJ__TLS int64_t hpj__side_done; /* blocks run beside products (tests/test_internals.c) */
-static void hpj__lin_side(hpj__adam_job *side, float *out, const float *in, const float *W, const float *b, int N,
-                          int Din, int Dout) {
-    int rows = 0, gdone = 0, adone = 0;
-    int64_t next0;
-    if (!side || side->next >= side->end || !hpj__two_ok()) {
-        hpj__lin(out, in, W, b, N, Din, Dout);
-        return;
-    }
-    next0 = side->next;
-    HPJ__OMP(parallel num_threads(2))
-    {
-        int id = 0, nth = 1, seen = 0;
-#ifdef _OPENMP
-        id = omp_get_thread_num();
-        nth = omp_get_num_threads();
-#endif
-        if (id == 0) {
-            while (rows < N && !seen) {
-                int r1 = HPJ__MIN(N, rows + HPJ__SIDE_ROWS);
-                hpj_linear_forward(out + (size_t)rows * Dout, in + (size_t)rows * Din, W, b, r1 - rows, Din, Dout);
-                rows = r1;
-                if (nth == 2) {
-                    HPJ__OMP(atomic read)
-                    seen = adone;
-                }
-            }
-            HPJ__OMP(atomic write)
-            gdone = 1;
-        }
-        if (id == 1) {
-            int64_t n0 = side->next;
-            double t0 = hpj__wtime();
-            while (!seen && side->next < side->end) {
-                int64_t b1 = HPJ__MIN(side->end, side->next + HPJ__SIDE_BLOCKS);
-                hpj__adam_job_run(side, side->next, b1);
-                side->next = b1;
-                HPJ__OMP(atomic read)
-                seen = gdone;
-            }
-            HPJ__OMP(atomic write)
-            adone = 1;
-            if (side->next - n0 >= 4 * HPJ__SIDE_BLOCKS) hpj__rate_add(&side->r1, side->next - n0, hpj__wtime() - t0);
-        }
-    }
-    if (rows < N) hpj_linear_forward(out + (size_t)rows * Dout, in + (size_t)rows * Din, W, b, N - rows, Din, Dout);
-    hpj__flops += 2.0 * N * Din * Dout;
-    hpj__side_done += side->next - next0;
-}
 static void hpj__lin_back(float *dinp, float *dW, float *db, const float *dout, const float *inp, const float *W, int N,
                           int Din, int Dout) {
     hpj_linear_backward(dinp, dW, db, dout, inp, W, N, Din, Dout);
@@ -8475,19 +8189,13 @@ static void hpj__lin_back_set(float *dinp, float *dW, float *db, const float *do
     hpj__flops += 2.0 * N * Din * Dout + (dW ? 2.0 : 0.0) * N * Din * Dout;
 }
 
-/* The running statistics a training-mode BatchNorm over n rows updates
-   (*rm, *rv: NULL when frozen; HPJ__TRAIN_DEFER: tmp (2D + 1) gets the
-   update's terms, and whether the variance's applies, more than one row),
-   and its momentum (-1: the deferred terms). */
-static float hpj__bn_mode(int mode, float *tmp, int n, int D, float **rm, float **rv) {
-    if (mode == HPJ__TRAIN_FROZEN) { /* the batch's statistics, running ones untouched */
+/* The running statistics a training-mode BatchNorm updates (*rm, *rv:
+   NULL when frozen, so only the batch's statistics are used), and its
+   momentum. */
+static float hpj__bn_mode(int mode, float **rm, float **rv) {
+    if (mode == HPJ__TRAIN_FROZEN) {
         *rm = NULL;
         *rv = NULL;
-    } else if (mode == HPJ__TRAIN_DEFER) {
-        tmp[2 * D] = n > 1 ? 1.0f : 0.0f;
-        *rm = tmp;
-        *rv = tmp + D;
-        return -1.0f;
     }
     return 0.1f;
 }
@@ -8495,41 +8203,19 @@ static float hpj__bn_mode(int mode, float *tmp, int n, int D, float **rm, float 
 /* BatchNorm in one of the modes, then ReLU when relu = 1 (fused); with
    sum != NULL also sum = res + out (the residual, fused). */
 static void hpj__bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
-                        float *rm, float *rv, int N, int D, int mode, float *tmp, int relu, const float *res,
+                        float *rm, float *rv, int N, int D, int mode, int relu, const float *res,
                         float *sum) {
     float momentum;
     if (mode == HPJ__EVAL) {
         hpj__bn_eval(out, in, g, b, rm, rv, N, D, 1e-5f, relu, res, sum);
         return;
     }
-    momentum = hpj__bn_mode(mode, tmp, N, D, &rm, &rv);
+    momentum = hpj__bn_mode(mode, &rm, &rv);
     hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, momentum, 1e-5f, relu, res, sum, NULL, N);
 }
 static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, float *rm,
-                    float *rv, int N, int D, int mode, float *tmp, int relu) {
-    hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, tmp, relu, NULL, NULL);
-}
-
-/* Layer i's slot of the BatchNorms' scratch: k = 0 patch mixing, 1 the first, 2 the second. */
-static float *hpj__gnn_bntmp(const hpj__gnn_ws *w, int i, int k, int D) {
-    return w->bntmp + (size_t)(3 * i + k) * (2 * (size_t)D + 1);
-}
-
-/* After a forward in HPJ__TRAIN_DEFER mode: the running statistics'
-   updates it deferred, in the order a HPJ__TRAIN forward makes them (the
-   same arithmetic, so the same bits). */
-static void hpj__gnn_defer_apply(hpj_model *m, const hpj__gnn_ws *w) {
-    int i, k, c, D = m->D;
-    hpj_bn_stats *bn = &m->bn;
-    for (i = 0; i < m->cfg.gnn_layers; ++i)
-        for (k = w->lay[i].hm ? 0 : 1; k < 3; ++k) {
-            const float *t = hpj__gnn_bntmp(w, i, k, D);
-            float *rm = k == 0 ? bn->bnu_m[i] : k == 1 ? bn->bn1_m[i] : bn->bn2_m[i];
-            float *rv = k == 0 ? bn->bnu_v[i] : k == 1 ? bn->bn1_v[i] : bn->bn2_v[i];
-            for (c = 0; c < D; ++c) rm[c] = hpj__bn_run(rm[c], t[c], 0.1f);
-            if (t[2 * D] != 0.0f)
-                for (c = 0; c < D; ++c) rv[c] = hpj__bn_run(rv[c], t[D + c], 0.1f);
-        }
+                    float *rv, int N, int D, int mode, int relu) {
+    hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, relu, NULL, NULL);
 }
 
 /* Layer i of g_eta over the node copies (reference block):
@@ -8550,8 +8236,7 @@ static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, int i, int mode
         int32_t c;
         hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
         hpj__lin(L->ul, L->pm, q->Wu, NULL, S, D, D);
-        hpj__bn(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode,
-                hpj__gnn_bntmp(w, i, 0, D), 1);
+        hpj__bn(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode, 1);
         HPJ__OMP(parallel for schedule(static))
         for (c = 0; c < S; ++c) {
             int32_t j, d;
@@ -8567,15 +8252,14 @@ static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, int i, int mode
     }
     if (m->edge_onehot) hpj_gine_forward(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
     else hpj_gine_forward_shared(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
-    hpj__lin_side(w->side, L->t1, L->agg, q->W1, NULL, C, D, D);
-    hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], C, D, mode,
-            hpj__gnn_bntmp(w, i, 1, D), 1);
-    hpj__lin_side(w->side, L->t2, L->r1, q->W2, NULL, C, D, D);
+    hpj__lin(L->t1, L->agg, q->W1, NULL, C, D, D);
+    hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], C, D, mode, 1);
+    hpj__lin(L->t2, L->r1, q->W2, NULL, C, D, D);
     /* ra2 = ReLU(BN2(t2)); sum = h + r2 with r2 = dropout(ra2) (= ra2
        without dropout: then the BatchNorm pass also forms the sum; the
        target path, which never reads ra2, does not write it) */
     hpj__bn_res(w->fwd_only && mode != HPJ__EVAL && !L->mask ? NULL : L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g,
-                q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], C, D, mode, hpj__gnn_bntmp(w, i, 2, D), 1, L->h,
+                q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], C, D, mode, 1, L->h,
                 L->mask ? NULL : L->sum);
     if (L->mask) {
         size_t t;
@@ -8583,7 +8267,7 @@ static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, int i, int mode
         HPJ__OMP(parallel for simd schedule(static))
         for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
     }
-    if (q->Wout && i + 1 < m->cfg.gnn_layers) hpj__lin_side(w->side, L->out, L->sum, q->Wout, q->bout, C, D, D);
+    if (q->Wout && i + 1 < m->cfg.gnn_layers) hpj__lin(L->out, L->sum, q->Wout, q->bout, C, D, D);
 }
 
 /* The patch tokens: z = the mean over each patch of the last layer's
@@ -8598,7 +8282,7 @@ static void hpj__gnn_means(hpj_model *m, hpj__gnn_ws *w) {
     const hpj__gnn_layer *L = &w->lay[i];
     const hpj_gnn_params *q = &m->p.gnn[i];
     hpj_segment_mean_forward(q->Wout ? L->out : w->z, L->sum, p->seg, p->S, m->D);
-    if (q->Wout) hpj__lin_side(w->side, w->z, L->out, q->Wout, q->bout, p->S, m->D, m->D);
+    if (q->Wout) hpj__lin(w->z, L->out, q->Wout, q->bout, p->S, m->D, m->D);
 }
 
 #ifndef HPJ_REFERENCE
@@ -8766,7 +8450,6 @@ typedef struct hpj__pe_ws {
     float *lin;      /* (S, D) */
     float *mean, *rstd; /* (D) */
     float *p;        /* (S, D) structural queries */
-    float *bntmp;    /* (2D) */
 } hpj__pe_ws;
 
 static void hpj__pe_bind(hpj_arena *a, const hpj_model *m, hpj__pe_ws *w, int32_t S) {
@@ -8776,7 +8459,6 @@ static void hpj__pe_bind(hpj_arena *a, const hpj_model *m, hpj__pe_ws *w, int32_
     w->mean = hpj_arena_floats(a, (size_t)m->D);
     w->rstd = hpj_arena_floats(a, (size_t)m->D);
     w->p = hpj_arena_floats(a, SD);
-    w->bntmp = hpj_arena_floats(a, 2 * (size_t)m->D);
 }
 
 /* p = ReLU(BN(rw W^T)) over the S patches of items (reference: Linear
@@ -8785,7 +8467,7 @@ static void hpj__pe_forward(hpj_model *m, hpj__pe_ws *w, const hpj_tokens *tk, c
     int32_t s;
     for (s = 0; s < S; ++s) memcpy(w->rw + (size_t)s * m->R, tk->rw + (size_t)it[s].patch * m->R, sizeof(float) * (size_t)m->R);
     hpj__lin(w->lin, w->rw, m->p.pe_W, NULL, S, m->R, m->D);
-    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.pe_g, m->p.pe_b, m->bn.pe_m, m->bn.pe_v, S, m->D, mode, w->bntmp, 1);
+    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.pe_g, m->p.pe_b, m->bn.pe_m, m->bn.pe_v, S, m->D, mode, 1);
 }
 
 static void hpj__pe_backward(hpj_model *m, const hpj__pe_ws *w, int32_t S, const float *dp, float *s1) {
@@ -8795,25 +8477,12 @@ static void hpj__pe_backward(hpj_model *m, const hpj__pe_ws *w, int32_t S, const
 
 /* ==== model: token encoders (online f_theta and EMA target) =============== */
 
-/* Floats of one scratch of hpj__enc_backward's pipeline, and whether the
-   pipeline can run: one-token sequences, products small enough to pair
-   (hpj__linear_back2). */
-static size_t hpj__pipe_count(int N, int D, int F) {
-    size_t nd = (size_t)N * D, nf = (size_t)N * F;
-    return 4 * hpj__r16(nd) + 2 * hpj__r16(nf);
-}
-static int hpj__enc_pipe_fits(const hpj_model *m, int B, int T) {
-    return T == 1 && m->cfg.blocks > 0 && (double)B * m->D * HPJ__MAX(m->D, m->Fh) <= HPJ__PAIR_MACS;
-}
-
 typedef struct hpj__enc_ws {
     int B, T, nblocks, train;
     float *x[HPJ_MAX_BLOCKS + 1];          /* (B*T, D) block inputs; x[nblocks] = output */
     hpj_block_cache cache[HPJ_MAX_BLOCKS]; /* one per block when training, else shared */
     float *scratch;                        /* backward scratch                         */
     float *dA, *dB;                        /* (B*T, D)                                 */
-    float *pipe[2];                        /* hpj__enc_backward's two-thread pipeline's
-                                              scratches (hpj__enc_pipe_fits), or NULL */
 } hpj__enc_ws;
 
 static void hpj__enc_bind(hpj_arena *a, const hpj_model *m, hpj__enc_ws *w, int B, int T, int train) {
@@ -8841,8 +8510,6 @@ static void hpj__enc_bind(hpj_arena *a, const hpj_model *m, hpj__enc_ws *w, int 
         w->scratch = hpj_arena_floats(a, hpj_block_scratch_count(B, T, D, H, F) + 1);
         w->dA = hpj_arena_floats(a, BTD);
         w->dB = hpj_arena_floats(a, BTD);
-        if (hpj__enc_pipe_fits(m, B, T) && hpj__two_ok())
-            for (i = 0; i < 2; ++i) w->pipe[i] = hpj_arena_floats(a, hpj__pipe_count(B, D, F) + 1);
     }
 }
 
@@ -8852,265 +8519,45 @@ static void hpj__enc_flops(const hpj_model *m, int B, int T, int single, double 
     hpj__flops += mult * (2.0 * BT * D * qkv * D + 2.0 * BT * D * D + 4.0 * BT * D * m->Fh + att) * m->cfg.blocks;
 }
 
-/* Blocks 0 .. n-1: x[i + 1] = block i (x[i]); no flop count. */
-static void hpj__enc_blocks(const hpj_model *m, hpj__enc_ws *w, const hpj_block_params *blk, const uint8_t *mask,
-                            const float *adj, int n) {
-    int i;
-    for (i = 0; i < n; ++i)
-        hpj_block_forward(w->x[i + 1], &w->cache[i], w->x[i], &blk[i], mask, adj, w->B, w->T, m->D, m->H, m->Fh,
-                          m->cfg.ffn_act);
-}
-
 static void hpj__enc_forward(hpj_model *m, hpj__enc_ws *w, const hpj_block_params *blk, const uint8_t *mask,
                              const float *adj) {
-    hpj__enc_blocks(m, w, blk, mask, adj, w->nblocks);
+    int i;
+    for (i = 0; i < w->nblocks; ++i)
+        hpj_block_forward(w->x[i + 1], &w->cache[i], w->x[i], &blk[i], mask, adj, w->B, w->T, m->D, m->H, m->Fh,
+                          m->cfg.ffn_act);
     hpj__enc_flops(m, w->B, w->T, hpj__block_single(w->T, mask, adj), 1.0);
 }
 
-/* Training reads the EMA encoder's output only through m(u), the channel
-   mean of each token (the targets Phi). The last block's output is
-   u = x1 + a W2^T + b2 (a: its FFN activation), so
-   sum_c u_c = sum_c x1_c + a . colsum(W2) + sum_c b2_c: its last product,
-   (N, F) by (F, D), becomes one dot product per token: a third of the
-   block's multiply-adds at FFN width 4d (a quarter at 2d), 1/12 of a
-   4-block encoder's (1/16 at 2d). The sums are regrouped, so m(u) matches
-   the full output's mean up to float rounding (test model.target_fold).
-   mu (B*T) gets m(u) of every token; wsum (F) holds colsum(W2) of the
-   last block (hpj__fwd_target_input computes it once a step). fold = 0
-   (config target_fold) runs the whole encoder and sums its output
-   instead, the bits of 0.7.1. */
+/* Training reads the EMA encoder's output u only through m(u), the mean
+   of each token's D channels (the targets Phi): mu (B*T) gets it, summed
+   in double. */
 static void hpj__enc_forward_mean(hpj_model *m, hpj__enc_ws *w, const hpj_block_params *blk, const uint8_t *mask,
-                                  const float *adj, double *mu, const float *wsum, int fold) {
-    int i, t, nb = w->nblocks, D = m->D, F = m->Fh, N = w->B * w->T;
-    const float *xs = w->x[nb], *as = NULL; /* per token: D values to sum (and F to dot with wsum) */
-    double sb = 0.0;
-    if (!fold || nb == 0) {
-        hpj__enc_forward(m, w, blk, mask, adj);
-    } else {
-        const hpj_block_params *p = &blk[nb - 1];
-        hpj_block_cache *c = &w->cache[nb - 1];
-        hpj__enc_blocks(m, w, blk, mask, adj, nb - 1);
-        hpj__block_front(c, w->x[nb - 1], p, mask, adj, w->B, w->T, D, m->H, F, m->cfg.ffn_act);
-        for (i = 0; i < D; ++i) sb += p->b2[i];
-        xs = c->x1;
-        as = c->fch_act;
-        hpj__enc_flops(m, w->B, w->T, hpj__block_single(w->T, mask, adj), 1.0);
-        hpj__flops -= 2.0 * N * (double)F * (D - 1); /* the product (hpj__fwd_target_input counts the colsum) */
-    }
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * (D + F) >= HPJ__PAR_ELEMS))
+                                  const float *adj, double *mu) {
+    int t, D = m->D, N = w->B * w->T;
+    const float *u;
+    hpj__enc_forward(m, w, blk, mask, adj);
+    u = w->x[w->nblocks];
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
     for (t = 0; t < N; ++t) {
-        const float *x = xs + (size_t)t * D;
         double sx = 0.0;
         int c;
-        for (c = 0; c < D; ++c) sx += x[c];
-        if (as) sx += (double)hpj__dot(wsum, as + (size_t)t * F, F) + sb;
+        for (c = 0; c < D; ++c) sx += u[(size_t)t * D + c];
         mu[t] = sx / D;
     }
 }
 
-/* Waits until another thread of the team has set *ctr to v or more (after
-   its writes: OpenMP's producer / consumer pattern, a flush on both
-   sides); hpj__post sets it. */
-static void hpj__wait_count(int *ctr, int v) {
-    int seen;
-    do {
-        HPJ__OMP(atomic read)
-        seen = *ctr;
-    } while (seen < v);
-    HPJ__OMP(flush)
-}
-static void hpj__post(int *ctr, int v) {
-    HPJ__OMP(flush)
-    HPJ__OMP(atomic write)
-    *ctr = v;
-    (void)v; /* (GCC 12 takes v in an atomic write as set but not used) */
-}
-
-/* The online encoder's backward on two threads as a pipeline, for
-   one-token sequences (the context path: every block on the v-only path)
-   whose products are small enough to pair (hpj__linear_back2): one thread
-   runs the chain of input gradients (the four products' dX, the GELU
-   factor, the LayerNorms' dinp, the residuals) block after block, the
-   other follows with everything nothing downstream waits for (the weight
-   and bias gradients, the LayerNorms' gain and shift gradients), each
-   task as soon as the chain has posted its input. One parallel region for
-   the encoder instead of about six per block, and the chain no longer
-   waits at every pair for the slower half. Every gradient is computed as
-   in hpj_block_backward by one thread (the same bits); the two scratches
-   (hpj__enc_ws's pipe, by block parity) keep the inputs of the parameter
-   tasks until they are done. The chain runs on thread 1, the thread of
-   the context path when the paths run side by side (hpj__fwd_split),
-   whose caches still hold the encoder's weights and activations.
-   Paired, each batch once per variant, PROTEINS d = 128: vCPUs far apart
-   1.019-1.034, near 1.002-1.013 (the chain on thread 0: 1.001-1.009 far,
-   1.00 near); DD 1.013-1.014 (totals 1.014-1.022). Since 0.12.1 the
-   chain's thread also takes the parameter tasks left when its chain is
-   done (hpj__pipe_params). */
-#define HPJ__PIPE_TASKS 5
-/* tests/test_internals.c turns the pipeline off to compare the bits,
-   and sets hpj__pipe_lag (seconds) to hold each parameter task back, so
-   that the chain runs ahead as far as the waits let it, and
-   hpj__pipe_hold, so that thread 0 leaves the last task (which the chain
-   never waits for) to the chain's thread; hpj__enc_pipes counts the
-   backwards the pipeline ran */
-static int hpj__enc_pipe_on = 1;
-static double hpj__pipe_lag;
-static int hpj__pipe_hold;
-static int64_t hpj__enc_pipes;
-
-typedef struct hpj__pipe_blk {
-    float *dx1, *dln2, *datty, *dln1, *dF1, *dF2; /* (N, D) x 4, (N, F) x 2 */
-} hpj__pipe_blk;
-
-static void hpj__pipe_bind(hpj__pipe_blk *k, float *s, const hpj_block_cache *c, int act, int N, int D, int F) {
-    size_t nd = hpj__r16((size_t)N * D);
-    k->dx1 = s;
-    k->dln2 = s + nd;
-    k->datty = s + 2 * nd;
-    k->dln1 = s + 3 * nd;
-    k->dF1 = s + 4 * nd;
-    k->dF2 = k->dF1 + hpj__r16((size_t)N * F);
-    (void)c, (void)act;
-}
-
-/* The chain: the input gradients; *done1 counts the parameter tasks
-   done, *posted the chain's inputs ready (task q of the pipeline reads
-   input q). */
-static void hpj__pipe_chain(hpj_model *m, hpj__enc_ws *w, const float *dy, float *dx, int *posted, int *done1) {
-    int i, nb = w->nblocks, N = w->B, D = m->D, F = m->Fh, act = m->cfg.ffn_act;
-    size_t nd = (size_t)N * D, nf = (size_t)N * F;
-    const float *dcur = dy;
-    float *bufs[2];
-    bufs[0] = w->dA;
-    bufs[1] = w->dB;
-    for (i = nb - 1; i >= 0; --i) {
-        const hpj_block_params *p = &m->p.blk[i];
-        const hpj_block_cache *c = &w->cache[i];
-        float *dnext = (i == 0) ? dx : bufs[i & 1], *Wv = p->Wqkv + 2 * (size_t)D * D;
-        int q = HPJ__PIPE_TASKS * (nb - 1 - i);
-        hpj__pipe_blk k;
-        hpj__pipe_bind(&k, w->pipe[i & 1], c, act, N, D, F);
-        /* block i + 2's tasks, on this scratch, are done */
-        if (i + 2 < nb) hpj__wait_count(done1, q - HPJ__PIPE_TASKS);
-        hpj__post(posted, q + 1); /* task 0 reads dcur */
-        /* y = x1 + fch_act W2^T + b2 */
-        memcpy(k.dx1, dcur, nd * sizeof(float));
-        hpj__linear_back_part(0, k.dF1, 0.0f, NULL, NULL, dcur, NULL, p->W2, N, F, D);
-        hpj__act_back(c, act, k.dF1, k.dF2, nf);
-        hpj__post(posted, q + 2); /* task 1 reads dF2 */
-        /* fch = ln2 W1^T + b1; ln2 = LN(x1) */
-        hpj__linear_back_part(0, k.dln2, 0.0f, NULL, NULL, k.dF2, NULL, p->W1, N, D, F);
-        hpj_layernorm_backward(k.dx1, NULL, NULL, k.dln2, c->x1, p->ln2_g, c->ln2_mean, c->ln2_rstd, N, D);
-        hpj__post(posted, q + 3); /* task 2 reads dln2 and dx1 */
-        /* x1 = x + atty Wo^T + bo; atty = v = ln1 Wv^T + bv */
-        hpj__linear_back_part(0, k.datty, 0.0f, NULL, NULL, k.dx1, NULL, p->Wo, N, D, D);
-        hpj__post(posted, q + 4); /* task 3 reads datty */
-        hpj__linear_back_part(0, k.dln1, 0.0f, NULL, NULL, k.datty, NULL, Wv, N, D, D);
-        hpj__post(posted, q + 5); /* task 4 reads dln1 */
-        /* ln1 = LN(x), and the residual; dnext is block i + 1's dcur
-           (task 0 of block i + 1 read it) */
-        if (i + 1 < nb) hpj__wait_count(done1, q - HPJ__PIPE_TASKS + 1);
-        hpj__zero(dnext, nd);
-        hpj_layernorm_backward(dnext, NULL, NULL, k.dln1, w->x[i], p->ln1_g, c->ln1_mean, c->ln1_rstd, N, D);
-        hpj__add_inplace(dnext, k.dx1, nd);
-        dcur = dnext;
-    }
-}
-
-/* Parameter task q (block nb - 1 - q / HPJ__PIPE_TASKS): the gradients of
-   the parameters whose input the chain posted as its input q. */
-static void hpj__pipe_task(hpj_model *m, hpj__enc_ws *w, const float *dy, int q) {
-    int nb = w->nblocks, N = w->B, D = m->D, F = m->Fh, act = m->cfg.ffn_act;
-    int i = nb - 1 - q / HPJ__PIPE_TASKS;
-    const hpj_block_params *p = &m->p.blk[i];
-    hpj_block_params *g = &m->g.blk[i];
-    const hpj_block_cache *c = &w->cache[i];
-    const float *dcur = i == nb - 1 ? dy : (i + 1) & 1 ? w->dB : w->dA;
-    hpj__pipe_blk k;
-    hpj__pipe_bind(&k, w->pipe[i & 1], c, act, N, D, F);
-    switch (q % HPJ__PIPE_TASKS) {
-    case 0: hpj__linear_back_part(1, NULL, 0.0f, g->W2, g->b2, dcur, c->fch_act, p->W2, N, F, D); break;
-    case 1: hpj__linear_back_part(1, NULL, 0.0f, g->W1, g->b1, k.dF2, c->ln2, p->W1, N, D, F); break;
-    case 2:
-        hpj_layernorm_backward(NULL, g->ln2_g, g->ln2_b, k.dln2, c->x1, p->ln2_g, c->ln2_mean, c->ln2_rstd, N, D);
-        hpj__linear_back_part(1, NULL, 0.0f, g->Wo, g->bo, k.dx1, c->atty, p->Wo, N, D, D);
-        break;
-    case 3:
-        hpj__linear_back_part(1, NULL, 0.0f, g->Wqkv + 2 * (size_t)D * D, g->bqkv + 2 * D, k.datty, c->ln1,
-                              p->Wqkv + 2 * (size_t)D * D, N, D, D);
-        break;
-    default:
-        hpj_layernorm_backward(NULL, g->ln1_g, g->ln1_b, k.dln1, w->x[i], p->ln1_g, c->ln1_mean, c->ln1_rstd, N, D);
-    }
-}
-
-/* The other part: the parameter tasks, each claimed from *next (so both
-   threads can take them) once the chain has posted its input. Thread 0
-   runs this beside the chain and posts *done1 (it claims in order while
-   the chain runs, so the count means "tasks below done"); the chain's
-   thread joins in when its chain is done (done1 = NULL: nothing reads
-   the count any more) and takes what is left, instead of waiting at the
-   region's end for thread 0's last tasks. Which thread runs a task never
-   changes a bit (each is one thread's products into its own gradients).
-   PROTEINS d = 128 (2 Zen 3 threads): thread 0's part took
-   4.27 ms a backward against the chain's 3.22; taking what is left, the
-   chain's thread runs 3.6 of the 20 tasks and ends at 3.52 ms. Paired,
-   each batch once per variant (tools/paired_step.py): d = 128 medians
-   1.023, 1.011, 1.014; DD 1.013; PROTEINS d = 512 1.012. */
-static int64_t hpj__pipe_stolen; /* tasks the chain's thread took (tests) */
-static void hpj__pipe_params(hpj_model *m, hpj__enc_ws *w, const float *dy, int *posted, int *done1, int *next) {
-    int q, nq = HPJ__PIPE_TASKS * w->nblocks;
-    for (;;) {
-        if (hpj__pipe_hold) { /* (tests: both threads claim under one lock) */
-            HPJ__OMP(critical(hpj__pipe_claim))
-            q = done1 && *next >= nq - 1 ? nq : (*next)++;
-        } else {
-            HPJ__OMP(atomic capture)
-            q = (*next)++;
-        }
-        if (q >= nq) break;
-        hpj__wait_count(posted, q + 1);
-        if (done1 && hpj__pipe_lag > 0.0) {
-            double t0 = hpj__wtime();
-            while (hpj__wtime() - t0 < hpj__pipe_lag) continue;
-        }
-        hpj__pipe_task(m, w, dy, q);
-        if (done1) hpj__post(done1, q + 1);
-        else {
-            HPJ__OMP(atomic update)
-            hpj__pipe_stolen++;
-        }
-    }
-}
-
-/* dx (B*T, D) = d(output)/d(input)^T dy, accumulating parameter grads. */
+/* The online encoder's backward, block by block in reverse: dx (B*T, D)
+   gets the gradient of its input from dy, the gradient of its output; the
+   blocks' parameter gradients are accumulated. */
 static void hpj__enc_backward(hpj_model *m, hpj__enc_ws *w, const float *dy, float *dx, const uint8_t *mask) {
-    int i, two = 0;
+    int i;
     size_t n = (size_t)w->B * w->T * m->D;
     const float *dcur = dy;
     float *bufs[2];
     bufs[0] = w->dA;
     bufs[1] = w->dB;
     if (w->nblocks == 0) { memcpy(dx, dy, sizeof(float) * n); return; }
-    if (hpj__enc_pipe_on && !mask && w->pipe[0] && hpj__two_ok()) {
-        int posted = 0, done1 = 0, next = 0;
-        HPJ__OMP(parallel num_threads(2))
-        {
-            int id = 0;
-#ifdef _OPENMP
-            id = omp_get_thread_num();
-            HPJ__OMP(single)
-            two = omp_get_num_threads() == 2;
-#endif
-            if (two && id == 1) {
-                hpj__pipe_chain(m, w, dy, dx, &posted, &done1);
-                hpj__pipe_params(m, w, dy, &posted, NULL, &next); /* the tasks left */
-            }
-            if (two && id == 0) hpj__pipe_params(m, w, dy, &posted, &done1, &next);
-        }
-        hpj__enc_pipes += two;
-    }
-    for (i = w->nblocks - 1; i >= 0 && !two; --i) { /* (block by block when the pipeline did not run) */
+    for (i = w->nblocks - 1; i >= 0; --i) {
         float *dnext = (i == 0) ? dx : bufs[i & 1];
         hpj__zero(dnext, n);
         hpj_block_backward(dnext, &m->g.blk[i], dcur, w->x[i], &m->p.blk[i], &w->cache[i], w->scratch, mask, NULL, w->B,
@@ -9227,14 +8674,6 @@ typedef struct hpj__trainer {
     int64_t total_steps, warmup_steps;
     int mode;                /* HPJ__TRAIN or HPJ__TRAIN_FROZEN */
     int apply;               /* 1: optimizer + EMA */
-    int grads_zero;          /* 1: m->grads is known to be all zeros */
-    int qk_idle;             /* 1: the online encoder's q and k rows hold
-                                g = m = v = 0 (hpj__qk_blocks) */
-    float *targets;          /* tests: targets out / in (reuse_targets) */
-    int reuse_targets;
-    double split[HPJ_MAX_RES]; /* hpj__fwd_split's share of thread 0 (0: not yet measured) */
-    hpj__adam_job pend;      /* the online encoder's part of the last step's
-                                optimizer pass, parked (hpj__adam_park) */
 } hpj__trainer;
 
 /* Samples the context and targets of the eligible graphs (k_l >= 2) of a
@@ -9289,7 +8728,6 @@ typedef struct hpj__step_ws {
     float *yt, *dy;          /* (T, 2)                                        */
     float *dq, *ds, *dx, *dtmp, *s1;      /* (T, D), (B, D) x3, (max(B,T), D)    */
     double *mu;              /* (B, Tm) m(u) of the target encoder's tokens   */
-    float *wsum;             /* (F) colsum(W2) of hpj__enc_forward_mean      */
 } hpj__step_ws;
 
 static void hpj__step_bind(hpj_arena *a, const hpj_model *m, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm,
@@ -9315,7 +8753,6 @@ static void hpj__step_bind(hpj_arena *a, const hpj_model *m, hpj__step_ws *w, in
     w->dtmp = hpj_arena_floats(a, BD);
     w->s1 = hpj_arena_floats(a, MD);
     w->mu = (double *)hpj_arena_alloc(a, sizeof(double) * ((size_t)B * Tm + 1));
-    w->wsum = hpj_arena_floats(a, (size_t)m->Fh + 1);
 }
 
 /* Makes sure the arena holds `need` bytes (grows between steps only). */
@@ -9334,67 +8771,6 @@ static float hpj__step_lr(const hpj__trainer *tr) {
     const hpj_config *c = &tr->m->cfg;
     return hpj_lr_at(c->schedule, c->lr, c->min_lr, tr->m->step, tr->total_steps, tr->warmup_steps);
 }
-
-static int hpj__split_ok(const hpj_model *m);
-
-/* Whether a step may park the online encoder's part of its optimizer pass
-   for the next step: when that step's patch encoders run on a team of two
-   one path after the other (not side by side, hpj__split_ok), so that a
-   second thread can take the pass beside their products. (With the paths
-   side by side, thread 0 running the whole pass before its path, the
-   context path waiting for it before its online encoder: PROTEINS
-   d = 128 1.018-1.019 near, 0.989 far, where thread 1 then reads every
-   weight thread 0 wrote from the other die. Not done.) */
-static int hpj__park_ok(const hpj_model *m) { return !hpj__split_ok(m) && hpj__two_ok(); }
-#ifndef HPJ__PARK_RATIO
-#define HPJ__PARK_RATIO 0.6
-#endif
-#ifndef HPJ__PARK_PROBE
-#define HPJ__PARK_PROBE 16
-#endif
-
-/* The optimizer pass of a step (learning rate lr, gradient factor gscale,
-   EMA momentum mom, nidle idle q / k ranges already in tr->pend.idle):
-   the parameters before the online encoder (inputs, patch encoder,
-   structural queries, predictor) now, the encoder's blocks now too or
-   parked (hpj__park_ok): the next step's target path runs its patch
-   encoder first, thread 1 taking blocks beside its products
-   (hpj__lin_side), and the rest runs on both threads before the context
-   path. Nothing reads the encoder's parameters, its EMA copy, their
-   moments or gradients in between, and every exit of the training loop
-   and the end of each batch finish the pass (hpj__adam_job_finish): the
-   model is whole whenever anything else can see it (0.11.2). */
-static void hpj__adam_park(hpj__trainer *tr, float lr, float gscale, float mom, int nidle) {
-    hpj__adam_job *j = &tr->pend;
-    hpj_model *m = tr->m;
-    int64_t eb = (int64_t)m->enc_offset / 16;
-    int park = hpj__park_ok(m), slow = j->r1 > 0.0 && j->r2 > 0.0 && j->r1 < HPJ__PARK_RATIO * j->r2;
-    /* parking pays when one thread beside a product streams the pass at
-       more than ~0.55 of the team's rate (the product loses about half the
-       team on that time): two vCPUs sharing a last-level cache ran it at
-       ~0.80, on two dies (each with its own memory link) ~0.47. The
-       placement can change during a run: the team's rate is measured at
-       every batch's end (the finish of its last step's pass), and while
-       parking is off one pass in HPJ__PARK_PROBE parks to measure the
-       other rate again. */
-    if (park && slow && ++j->probe >= HPJ__PARK_PROBE) j->probe = 0; /* a probe: park */
-    else if (park) park = !slow;
-    j->m = m;
-    j->t = m->step + 1;
-    j->lr = lr;
-    j->gscale = gscale;
-    j->mom = mom;
-    j->nidle = nidle;
-    j->next = 0;
-    j->end = ((int64_t)m->num_params + 15) / 16;
-    if (!park) {
-        hpj__adam_job_finish(j);
-        return;
-    }
-    hpj__adam_job_run(j, 0, eb);
-    j->next = eb;
-}
-
 
 /* A path's inputs: its node copies, their edges (CSR, with the reverse
    entries hpj_gine_backward reads for the context path, ctx = 1) and
@@ -9444,9 +8820,10 @@ static void hpj__pred_input(const hpj__trainer *tr, hpj__step_ws *w, int32_t B) 
     }
 }
 
-/* The context path's forward: patch tokens z and structural queries p of
-   the contexts (and p of the targets, for the predictor), x = z + p (token
-   dropout on it), online encoder: s. */
+/* The context path: patch tokens z = g_eta(context patch) and structural
+   queries p = e_xi of the contexts (and of the targets, for the
+   predictor); the tokens x = z + p (token dropout on them) through the
+   online encoder f_theta: s (B, D), one token per graph. */
 static void hpj__fwd_context(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, uint64_t drop_seed) {
     hpj_model *m = tr->m;
     size_t i, n = (size_t)B * m->D;
@@ -9459,19 +8836,12 @@ static void hpj__fwd_context(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32
     hpj__enc_forward(m, &w->ec, m->p.blk, NULL, NULL);
 }
 
-/* The EMA encoder's input: z of the targets only (stop-gradient), Tm slots
-   per graph (masked past a graph's targets), the overlap adjacency, and
-   for the folded last block (hpj__enc_forward_mean) its colsum(W2), once
-   a step for every part of the encoder (with the paths side by side both
-   threads computed it: ~1 % of a d = 128 step). */
+/* The EMA encoder's input: z of the targets only (no gradient flows
+   back), Tm slots per graph (masked past a graph's targets), and the
+   overlap adjacency. */
 static void hpj__fwd_target_input(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t Tm) {
     hpj_model *m = tr->m;
-    int32_t b, D = m->D, nb = m->cfg.blocks;
-    if (hpj__fast() && nb > 0) {
-        hpj__zero(w->wsum, (size_t)m->Fh);
-        hpj__colsum_add(w->wsum, m->tgt[nb - 1].W2, D, m->Fh, m->Fh); /* W2 is (D, F) */
-        hpj__flops += 2.0 * (double)D * m->Fh;
-    }
+    int32_t b, D = m->D;
     for (b = 0; b < B; ++b) {
         int32_t t0 = tr->tptr[b], nt = tr->tptr[b + 1] - t0, j;
         for (j = 0; j < Tm; ++j) {
@@ -9484,168 +8854,39 @@ static void hpj__fwd_target_input(hpj__trainer *tr, hpj__step_ws *w, int32_t B, 
     }
 }
 
-/* The graphs b0 .. b1 - 1 of a forward-only encoder workspace: the same
-   buffers from row b0 T on (every buffer is by token, attention by graph). */
-static void hpj__enc_view(hpj__enc_ws *v, const hpj__enc_ws *w, int b0, int b1, int D, int H, int F) {
-    size_t r = (size_t)b0 * w->T;
-    int i;
-    *v = *w;
-    v->B = b1 - b0;
-    for (i = 0; i <= w->nblocks; ++i) v->x[i] = w->x[i] + r * D;
-    for (i = 0; i < w->nblocks; ++i) {
-        hpj_block_cache *c = &v->cache[i];
-        c->ln1 += r * D; c->ln1_mean += r; c->ln1_rstd += r; c->qkv += r * 3 * D;
-        c->att += (size_t)b0 * H * w->T * w->T;
-        c->atty += r * D; c->x1 += r * D; c->ln2 += r * D; c->ln2_mean += r; c->ln2_rstd += r;
-        c->fch += r * F; c->fch_act += r * F;
-    }
-}
-
-/* m(u) of the EMA encoder on graphs b0 .. b1 - 1 (of B, T targets in all):
-   every operation of that forward is per token or per graph, and the rows
-   of a product do not depend on the others, so any split of the graphs
-   gives the same bits. The mask only matters when some graph has fewer
-   than Tm targets; without one (always so at Tm = 1, as B counts only
-   graphs with targets) attention skips the mask tests, and one-token
-   blocks skip q, k and the softmax: the same bits as an all-ones mask.
-   After hpj__fwd_target_input. */
-static void hpj__fwd_ema(hpj__trainer *tr, hpj__step_ws *w, int32_t b0, int32_t b1, int32_t B, int32_t T, int32_t Tm) {
+/* The target path: z = g_eta(target patch) (the same patch encoder, no
+   gradient; its BatchNorms' running statistics update after the context
+   path's), the EMA encoder fbar_theta over each graph's Tm target tokens,
+   and m(u), the channel mean of each output token. The mask only matters
+   when some graph has fewer than Tm targets; without one (always so at
+   Tm = 1, as B counts only graphs with targets) attention skips the mask
+   tests, and one-token blocks skip q, k and the softmax: the same bits as
+   an all-ones mask. */
+static void hpj__fwd_target(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm) {
     hpj_model *m = tr->m;
-    hpj__enc_ws v;
-    size_t r = (size_t)b0 * Tm;
-    if (b1 <= b0) return;
-    hpj__enc_view(&v, &w->et, b0, b1, m->D, m->H, m->Fh);
-    hpj__enc_forward_mean(m, &v, m->tgt, T == B * Tm ? NULL : w->tmask + r, w->adj ? w->adj + r * Tm : NULL, w->mu + r,
-                          w->wsum, hpj__fast());
+    hpj__gnn_forward(m, &w->gt, tr->mode == HPJ__TRAIN ? HPJ__TRAIN : HPJ__TRAIN_FROZEN, 0);
+    hpj__fwd_target_input(tr, w, B, Tm);
+    hpj__enc_forward_mean(m, &w->et, m->tgt, T == B * Tm ? NULL : w->tmask, w->adj, w->mu);
 }
 
-/* Whether the two paths' forwards run side by side (hpj__fwd_split): two
-   threads can (hpj__two_ok) and d <= HPJ__SPLIT_MAX_D. At d = 512 the
-   patch encoders' large products keep both threads busy one at a time:
-   PROTEINS d = 512 gained nothing side by side (465 / 440 and 464 / 470
-   graphs/s, vCPUs far apart) and DD lost (83 / 92). */
-#ifndef HPJ__SPLIT_MAX_D
-#define HPJ__SPLIT_MAX_D 256
+/* The optimizer's update once the gradient is clipped: Adam on every
+   parameter, then the EMA of the encoder, fbar_theta <- tau fbar_theta +
+   (1 - tau) f_theta (the encoder is the last parameter range). */
+#ifndef HPJ_REFERENCE
+static void hpj__fast_adam_ema(hpj_model *m, float lr, float tau);
 #endif
-static int hpj__split_ok(const hpj_model *m) { return m->D <= HPJ__SPLIT_MAX_D && hpj__two_ok(); }
-
-/* Seconds on a wall clock: omp_get_wtime (0 without OpenMP, where
-   nothing runs side by side and the split it times never happens). */
-static double hpj__wtime(void) {
-#ifdef _OPENMP
-    return omp_get_wtime();
-#else
-    return 0.0;
+static void hpj__adam_ema(hpj_model *m, float lr, float tau) {
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { hpj__fast_adam_ema(m, lr, tau); return; } /* fast: one pass (see the fast part) */
 #endif
+    hpj_adam_step(m->params, m->grads, m->adam_m, m->adam_v, m->num_params, lr, 0.9f, 0.999f, 1e-8f,
+                  m->cfg.weight_decay, m->cfg.optimizer == HPJ_OPT_ADAMW, m->step + 1);
+    hpj_ema_update(m->ema, m->params + m->enc_offset, m->enc_count, tau);
 }
 
-/* The two paths side by side, each on one thread: thread 0 builds the
-   target path's inputs (hpj__path_inputs), runs its patch encoder and
-   then the EMA encoder and the targets Phi on the first bs graphs;
-   thread 1 builds the context path's inputs, runs the context path, forms
-   the predictor's input, then the EMA encoder and the targets Phi of the
-   rest (once thread 0's target input is ready). *badt, *badmu: the first
-   target whose m(u) overflows, as hpj__targets_phi (or -1). The inputs
-   built here instead of in parallel regions before the split: PROTEINS
-   d = 128 1.002-1.007 median in five paired runs (tools/paired_step.py);
-   the targets Phi and the predictor's input here: 1.000-1.004 (neutral,
-   kept: work off the serial path). Each operation is the one of the
-   serial order with the same inputs, and no result bit depends on the
-   thread count or on bs, so the bits are those of the serial order,
-   with one care: the target path's BatchNorms update the running
-   statistics after the context path's, so they keep their update terms
-   (HPJ__TRAIN_DEFER) and hpj__gnn_defer_apply applies them after the
-   join. bs follows the measured times of the last step at this
-   resolution, so that both threads end together (thread 1's context path
-   timed without its wait for the target input: with the wait, a thread 1
-   done first looked as busy as thread 0 and bs stayed where it was). */
-static void hpj__fwd_split(hpj__trainer *tr, hpj__step_ws *w, int l, int32_t B, int32_t T, int32_t Tm,
-                           uint64_t drop_seed, int32_t *badt, double *badmu) {
-    hpj_model *m = tr->m;
-    int tmode = tr->mode == HPJ__TRAIN ? HPJ__TRAIN_DEFER : HPJ__TRAIN_FROZEN, ready = 0;
-    double f = tr->split[l] > 0.0 ? tr->split[l] : 0.5, fl1 = 0.0, tm[4] = {0, 0, 0, 0};
-    int32_t bs = (int32_t)(f * B + 0.5), bad[2] = {-1, -1};
-    double bmu[2] = {0.0, 0.0};
-    bs = HPJ__MAX(0, HPJ__MIN(B, bs));
-    HPJ__OMP(parallel num_threads(2))
-    {
-        int id = 0, nth = 1;
-        double f0 = hpj__flops, t0 = hpj__wtime(), t1;
-#ifdef _OPENMP
-        id = omp_get_thread_num();
-        nth = omp_get_num_threads();
-#endif
-        if (id == 0) {
-            hpj__path_inputs(tr, &w->gt, tr->tgt, 0);
-            hpj__gnn_forward(m, &w->gt, tmode, 0);
-            hpj__fwd_target_input(tr, w, B, Tm);
-            hpj__post(&ready, 1); /* (after the target input) */
-            t1 = hpj__wtime();
-            hpj__fwd_ema(tr, w, 0, bs, B, T, Tm);
-            bad[0] = hpj__targets_phi(tr, w, 0, bs, Tm, &bmu[0]);
-            tm[0] = t1 - t0;
-            tm[1] = hpj__wtime() - t1;
-        }
-        if (id == 1 || nth == 1) { /* (a team of one runs both parts) */
-            t0 = hpj__wtime();
-            hpj__path_inputs(tr, &w->gc, tr->ctx, 1);
-            hpj__fwd_context(tr, w, B, T, drop_seed);
-            hpj__pred_input(tr, w, B);
-            tm[2] = hpj__wtime() - t0; /* (without the wait below: what bs can balance) */
-            hpj__wait_count(&ready, 1);
-            t1 = hpj__wtime();
-            hpj__fwd_ema(tr, w, bs, B, B, T, Tm);
-            bad[1] = hpj__targets_phi(tr, w, bs, B, Tm, &bmu[1]);
-            tm[3] = hpj__wtime() - t1;
-            if (id == 1) fl1 = hpj__flops - f0;
-        }
-    }
-    hpj__flops += fl1;
-    *badt = bad[0] >= 0 ? bad[0] : bad[1]; /* the first in graph order */
-    *badmu = bad[0] >= 0 ? bmu[0] : bmu[1];
-    if (tmode == HPJ__TRAIN_DEFER) hpj__gnn_defer_apply(m, &w->gt);
-    /* next bs: thread 0's patch encoder + bs graphs' EMA time = thread 1's
-       context path + the rest, at this step's EMA time per graph */
-    if (tm[1] + tm[3] > 0.0 && B > 0) {
-        double per = (tm[1] + tm[3]) / B, want = 0.5 * (B + (tm[2] - tm[0]) / per) / B;
-        want = want < 0.0 ? 0.0 : want > 1.0 ? 1.0 : want;
-        tr->split[l] = 0.5 * f + 0.5 * want;
-    }
-}
-
-/* The 16-float blocks of the parameters (pairs [lo, hi) into idle, their
-   count returned) inside the online encoder's q and k rows, the first 2 D
-   rows of each block's Wqkv. The context path runs the online encoder on
-   one token per graph, where q and k get exactly zero gradient
-   (hpj__block_single): with no weight decay their Adam moments stay 0,
-   Adam leaves them alone, and the optimizer pass only moves their EMA
-   copy (hpj__adam_fused's idle blocks). */
-static int hpj__qk_blocks(const hpj_model *m, int64_t *idle) {
-    int i, n = 0;
-    for (i = 0; i < m->cfg.blocks; ++i) {
-        int64_t s = (int64_t)(m->p.blk[i].Wqkv - m->params), e = s + 2 * (int64_t)m->D * m->D;
-        if ((s + 15) / 16 < e / 16) {
-            idle[2 * n] = (s + 15) / 16;
-            idle[2 * n++ + 1] = e / 16;
-        }
-    }
-    return n;
-}
-
-/* Whether the q and k rows' Adam moments are all zero (a new model, or a
-   checkpoint of a run that never trained them). */
-static int hpj__qk_moments_zero(const hpj_model *m) {
-    int64_t idle[2 * HPJ_MAX_BLOCKS], i;
-    int n = hpj__qk_blocks(m, idle), k;
-    for (k = 0; k < n; ++k)
-        for (i = 16 * idle[2 * k]; i < 16 * idle[2 * k + 1]; ++i)
-            if (m->adam_m[i] != 0.0f || m->adam_v[i] != 0.0f) return 0;
-    return 1;
-}
-
-/* Runs resolution l on a batch: forward, loss, backward and (if tr->apply)
-   the optimizer step and EMA update. *loss gets L_l(B); *active = 0 when
-   B_l is empty (nothing done). */
+/* Runs resolution l on a batch: the step of the method, in order. *loss
+   gets L_l(B); *active = 0 when B_l is empty (nothing done). With
+   tr->apply = 0 (hpj_model_loss) it stops after the backward. */
 static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, int l, double *loss, int *active) {
     hpj_model *m = tr->m;
     const hpj_config *cfg = &m->cfg;
@@ -9657,14 +8898,13 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     size_t mark;
     hpj_status st;
     uint64_t drop_seed = cfg->seed ^ 0xD50FULL;
-    /* (the split's two threads each need a stamp of the path builders: a
-       thread count raised after the trainer was made, from a progress
-       callback, runs the paths one after the other) */
-    int train_drop = (tr->mode == HPJ__TRAIN), split = hpj__split_ok(m) && tr->ps.nthr >= 2;
-    int32_t badt = -1; /* a target whose m(u) overflows cosh / sinh (hpj__targets_phi) */
+    int train_drop = (tr->mode == HPJ__TRAIN);
+    int32_t badt; /* a target whose m(u) overflows cosh / sinh (hpj__targets_phi) */
     double L_sum, badmu = 0.0;
     *loss = 0.0;
     *active = 0;
+
+    /* -- 1. sample: per graph one context region c and M_l target regions t -- */
     B = hpj__sample(tr, batch, nb, l, &T);
     if (B < 0) return HPJ_ERR_NOMEM;
     if (B == 0) return HPJ_OK;
@@ -9680,37 +8920,19 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     mark = hpj_arena_mark(&tr->arena);
     hpj__step_bind(&tr->arena, m, &w, B, T, Tm, cc, ct, train_drop);
 
-    /* -- inputs -- */
-    if (!split) { /* (side by side, each path's thread builds its own: hpj__fwd_split) */
-        hpj__path_inputs(tr, &w.gc, tr->ctx, 1);
-        hpj__path_inputs(tr, &w.gt, tr->tgt, 0);
-    }
-    if (!tr->grads_zero) memset(m->grads, 0, sizeof(float) * m->num_params);
-    tr->grads_zero = 0;
+    /* -- 2. the paths' inputs: node copies, edges and features of the
+       context patches and of the target patches -- */
+    hpj__path_inputs(tr, &w.gc, tr->ctx, 1);
+    hpj__path_inputs(tr, &w.gt, tr->tgt, 0);
+    memset(m->grads, 0, sizeof(float) * m->num_params);
 
-    /* -- forward: the context path (patch tokens z and structural queries p,
-       the online encoder) and the target path (z of the targets, the EMA
-       encoder's means m(u)), one after the other or side by side -- */
-    if (split) {
-        hpj__adam_job_finish(&tr->pend); /* (nothing parked: hpj__park_ok) */
-        hpj__fwd_split(tr, &w, l, B, T, Tm, drop_seed, &badt, &badmu); /* (with the targets Phi and q) */
-    } else {
-        /* the target path's patch encoder first, with the last step's
-           parked optimizer pass beside its products (hpj__adam_park); its
-           BatchNorms' running statistics still update after the context
-           path's (HPJ__TRAIN_DEFER), as in the order of the method */
-        int tmode = tr->mode == HPJ__TRAIN ? HPJ__TRAIN_DEFER : HPJ__TRAIN_FROZEN;
-        w.gt.side = &tr->pend;
-        hpj__gnn_forward(m, &w.gt, tmode, 0);
-        w.gt.side = NULL;
-        hpj__adam_job_finish(&tr->pend);
-        hpj__fwd_context(tr, &w, B, T, drop_seed);
-        if (tmode == HPJ__TRAIN_DEFER) hpj__gnn_defer_apply(m, &w.gt);
-        hpj__fwd_target_input(tr, &w, B, Tm);
-        hpj__fwd_ema(tr, &w, 0, B, B, T, Tm);
-        badt = hpj__targets_phi(tr, &w, 0, B, Tm, &badmu);
-        hpj__pred_input(tr, &w, B);
-    }
+    /* -- 3. context: s_c = f_theta(g_eta(P_c) + e_xi(c)) -- */
+    hpj__fwd_context(tr, &w, B, T, drop_seed);
+
+    /* -- 4. targets (no gradient): y_t = Phi(m(fbar_theta(g_eta(P_t)))),
+       Phi(u) = [cosh m(u), sinh m(u)] on the hyperbola -- */
+    hpj__fwd_target(tr, &w, B, T, Tm);
+    badt = hpj__targets_phi(tr, &w, 0, B, Tm, &badmu);
     if (badt >= 0) {
         hpj_arena_reset(&tr->arena, mark);
         return hpj__fail(HPJ_ERR_NUMERIC,
@@ -9718,14 +8940,13 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
                          "overflow float; set target_clamp (e.g. 20) to guard",
                          (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], badmu);
     }
-    if (tr->targets) {
-        if (tr->reuse_targets) memcpy(w.yt, tr->targets, sizeof(float) * 2 * (size_t)T);
-        else memcpy(tr->targets, w.yt, sizeof(float) * 2 * (size_t)T);
-    }
-    /* predictor on q = s_c + p_t (hpj__pred_input) */
+
+    /* -- 5. predictor: yhat_t = q_psi(s_c + e_xi(t)) -- */
+    hpj__pred_input(tr, &w, B);
     hpj__pred_forward(m, &w.pr, drop_seed);
-    /* loss: SmoothL1 per coordinate, averaged over 2 coordinates and all T
-       selected targets of the minibatch (the paper's Z_l normaliser) */
+
+    /* -- 6. loss: smooth L1 per coordinate, averaged over the 2 coordinates
+       and all T targets of the minibatch (the paper's Z_l normaliser) -- */
     memset(w.dy, 0, sizeof(float) * (size_t)T * 2);
     L_sum = hpj_smooth_l1(w.pr.a[cfg->pred_layers], w.yt, w.dy, (size_t)T * 2, cfg->beta, 1.0f / (2.0f * (float)T));
     *loss = L_sum;
@@ -9735,9 +8956,10 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
                          (long long)m->step + 1, l + 1, cfg->K[l], L_sum);
     }
 
-    /* -- backward -- */
+    /* -- 7. backward, in reverse: q_psi, then q_t = s_c + p_t splits the
+       gradient (ds_c = the sum of dq over c's targets, dp_t = dq_t), f_theta,
+       token dropout, x = z + p (dz = dp = dx), e_xi, g_eta -- */
     hpj__pred_backward(m, &w.pr, w.dy, w.dq);
-    /* q_t = s_c + p_t: ds_c = sum of dq over c's targets, dp_t = dq_t */
     HPJ__OMP(parallel for schedule(static) if ((int64_t)T * D >= HPJ__PAR_ELEMS))
     for (b = 0; b < B; ++b) {
         int32_t t, d;
@@ -9752,30 +8974,20 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
         hpj__zero(w.dx, (size_t)B * D);
         hpj_dropout_backward(w.dx, w.dtmp, w.tokmask, (size_t)B * D, cfg->token_dropout);
     }
-    /* x = z + p: dz = dp = dx */
     hpj__pe_backward(m, &w.pc, B, w.dx, w.s1);
     hpj__pe_backward(m, &w.pt, T, w.dq, w.s1);
     hpj__gnn_backward(m, &w.gc, &w.gb, w.dx);
 
-    /* -- update -- */
+    /* -- 8. update: clip the gradient's global norm, Adam, the EMA -- */
     if (tr->apply) {
-        double gn;
-        float lr = hpj__step_lr(tr), mom, gscale;
-        gn = hpj__grad_norm(m->grads, m->num_params, cfg->clip, &gscale);
+        float lr = hpj__step_lr(tr), tau = hpj_ema_momentum(cfg->ema_start, cfg->ema_end, m->step, tr->total_steps);
+        double gn = hpj_grad_clip(m->grads, m->num_params, cfg->clip);
         if (!(gn == gn) || gn > 1e30) {
             hpj_arena_reset(&tr->arena, mark);
             return hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): gradient norm is %g",
                              (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], gn);
         }
-        mom = hpj_ema_momentum(cfg->ema_start, cfg->ema_end, m->step, tr->total_steps);
-        /* clipping, Adam, the EMA update (the encoder is the last parameter
-           range) and zeroing of the gradients in one pass */
-        HPJ_ASSERT(m->enc_offset % 16 == 0 && m->enc_offset + m->enc_count == m->num_params);
-        /* the q and k rows stay idle while no step trains them: one-token
-           contexts (their gradient is exactly 0) and no weight decay */
-        tr->qk_idle = tr->qk_idle && cfg->weight_decay == 0.0f && hpj__block_single(w.ec.T, NULL, NULL);
-        hpj__adam_park(tr, lr, gscale, mom, tr->qk_idle ? hpj__qk_blocks(m, tr->pend.idle) : 0);
-        tr->grads_zero = 1;
+        hpj__adam_ema(m, lr, tau);
         m->step++;
     }
     hpj_arena_reset(&tr->arena, mark);
@@ -9815,7 +9027,6 @@ static hpj_status hpj__trainer_init(hpj__trainer *tr, hpj_model *m, const hpj_da
     tr->ds = ds;
     tr->mode = HPJ__TRAIN;
     tr->apply = 1;
-    tr->qk_idle = hpj__qk_moments_zero(m);
     tr->sample_seed = m->cfg.seed ^ 0x5A3DULL;
     if (m->node_onehot && !ds->node_label)
         return hpj__fail(HPJ_ERR_INPUT, "model expects node labels but dataset %s has none", ds->name);
@@ -10090,7 +9301,6 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
                     if ((st = hpj__step(&tr, order + b0, bn, l, &loss, &active))) goto done;
                     if (active) { pg.loss[l] += loss; pg.loss_count[l]++; }
                 }
-                hpj__adam_job_finish(&tr.pend); /* the model whole before progress sees the batch */
                 hpj__gov_end(gov, -1.0);
                 graphs_done += bn;
                 if (progress) {
@@ -10107,7 +9317,6 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
         }
     }
 done:
-    hpj__adam_job_finish(&tr.pend); /* a step that succeeded is applied whole, whatever stopped the run */
     hpj__gov_leave(gov);
     if (m->step > 0) m->adam_state = 1;
     hpj__free(order);
@@ -10129,7 +9338,7 @@ HPJDEF hpj_status hpj_pretrain_until(hpj_model *m, const hpj_dataset *ds, const 
 }
 
 HPJDEF hpj_status hpj_model_loss(hpj_model *m, const hpj_dataset *ds, const int32_t *graphs, int32_t n, int l,
-                                 uint64_t sample_seed, float *targets, int reuse_targets, double *loss) {
+                                 uint64_t sample_seed, double *loss) {
     hpj__trainer tr;
     hpj_status st;
     int active;
@@ -10139,8 +9348,6 @@ HPJDEF hpj_status hpj_model_loss(hpj_model *m, const hpj_dataset *ds, const int3
     tr.mode = HPJ__TRAIN_FROZEN;
     tr.apply = 0;
     tr.sample_seed = sample_seed;
-    tr.targets = targets;
-    tr.reuse_targets = reuse_targets && targets;
     if ((st = hpj__trainer_tokens(&tr, graphs, n, 0, 0)) == HPJ_OK) st = hpj__step(&tr, graphs, n, l, loss, &active);
     if (st == HPJ_OK && !active) st = hpj__fail(HPJ_ERR_INPUT, "model_loss: no graph of the batch is eligible at resolution %d", l + 1);
     hpj__trainer_free(&tr);
@@ -12940,6 +12147,19 @@ static void hpj__gemm_fast(int transA, int transB, int M, int N, int K, float al
    (the nn layers' fast siblings follow this line)
    ---- */
 
+/* 1 when two pieces of work can run side by side, one per thread: exactly
+   two threads, outside any parallel region, nested regions inactive (so
+   each piece's own loops run on its thread alone), no dynamic team sizes,
+   and thread-local GEMM buffers. */
+static int hpj__two_ok(void) {
+#if defined(_OPENMP) && !defined(HPJ__NO_TLS)
+    return omp_get_max_threads() == 2 && !omp_in_parallel() && omp_get_max_active_levels() == 1 &&
+           omp_get_thread_limit() >= 2 && !omp_get_dynamic();
+#else
+    return 0;
+#endif
+}
+
 /* ==== fast: linear backward, the two parts side by side ====
    The input gradient (dinp = dout W) and the weight and bias gradients
    (dW += dout^T inp, db += column sums) read the same dout and write
@@ -13494,14 +12714,14 @@ static void hpj__bn_backward_cls(float *dinp, float *dgamma, float *dbeta, const
    (hpj__bn_train_cls), a later one over hpj__bn_train's row blocks.
    Evaluation normalises each row alone, so classes change nothing there. */
 static void hpj__fast_bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
-                             float *rm, float *rv, int N, int D, int mode, float *tmp, int relu, const float *res,
+                             float *rm, float *rv, int N, int D, int mode, int relu, const float *res,
                              float *sum, const int32_t *cnt, int ntot, int later) {
     float momentum;
     if (mode == HPJ__EVAL || !cnt) {
-        hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, tmp, relu, res, sum);
+        hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, relu, res, sum);
         return;
     }
-    momentum = hpj__bn_mode(mode, tmp, ntot, D, &rm, &rv);
+    momentum = hpj__bn_mode(mode, &rm, &rv);
     if (later) hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, momentum, 1e-5f, relu, res, sum, cnt, ntot);
     else hpj__bn_train_cls(out, mean, rstd, rm, rv, in, g, b, cnt, N, ntot, D, momentum, 1e-5f, relu, res, sum);
 }
@@ -13734,17 +12954,16 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64
         N = hpj__gnn_rows(w, i, &cnt, &cls, &rep);
         if (i > 0) { /* the representatives' aggregations (the first layer's t1 came from the table) */
             hpj__gine_fwd(L->agg, L->h, w->e, m->edge_onehot ? D : 0, p->rowptr, p->col, N, D, q->eps[0], rep, NULL);
-            hpj__lin_side(w->side, L->t1, L->agg, q->W1, NULL, N, D, D);
+            hpj__lin(L->t1, L->agg, q->W1, NULL, N, D, D);
         }
-        hpj__fast_bn_res(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, mode,
-                         hpj__gnn_bntmp(w, i, 1, D), 1, NULL, NULL, cnt, C, i > 0);
-        hpj__lin_side(w->side, L->t2, L->r1, q->W2, NULL, N, D, D);
+        hpj__fast_bn_res(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, mode, 1, NULL, NULL, cnt, C, i > 0);
+        hpj__lin(L->t2, L->r1, q->W2, NULL, N, D, D);
         if (rep) { /* the residual's class rows, summed onto in place */
             hpj__rows_gather(L->sum, L->h, rep, N, D);
             res = L->sum;
         }
         hpj__fast_bn_res(w->fwd_only && mode != HPJ__EVAL && !L->mask ? NULL : L->ra2, L->b2m, L->b2r, L->t2,
-                         q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], N, D, mode, hpj__gnn_bntmp(w, i, 2, D), 1, res,
+                         q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], N, D, mode, 1, res,
                          L->mask ? NULL : L->sum, cnt, C, i > 0);
         if (L->mask) { /* (dropout keeps the layer per copy: N = C) */
             size_t t;
@@ -13752,7 +12971,7 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64
             HPJ__OMP(parallel for simd schedule(static))
             for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
         }
-        if (q->Wout && i + 1 < layers) hpj__lin_side(w->side, L->out, L->sum, q->Wout, q->bout, N, D, D);
+        if (q->Wout && i + 1 < layers) hpj__lin(L->out, L->sum, q->Wout, q->bout, N, D, D);
         if (cls && !hpj__gnn_top_cls(m, w, i)) hpj__cls_expand(i + 1 < layers ? L->out : L->sum, cls, NULL, C, D);
     }
     i = layers - 1;
@@ -13760,7 +12979,7 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64
         const hpj__gnn_layer *L = &w->lay[i];
         const hpj_gnn_params *q = &m->p.gnn[i];
         hpj__segment_mean_idx(q->Wout ? L->out : w->z, L->sum, f->lay[i].cls, p->seg, S, D);
-        if (q->Wout) hpj__lin_side(w->side, w->z, L->out, q->Wout, q->bout, S, D, D);
+        if (q->Wout) hpj__lin(w->z, L->out, q->Wout, q->bout, S, D, D);
     } else {
         hpj__gnn_means(m, w);
     }
@@ -13851,6 +13070,91 @@ static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_
 /* ---- anchor: fast step ----
    (the training step's fast siblings follow this line)
    ---- */
+
+/* ==== fast: optimizer pass (Adam and the EMA in one pass) ====
+   hpj__adam_ema's two loops, Adam over all parameters and then the EMA
+   over the encoder's, fused into one pass over blocks of 16 parameters:
+   each block's new p goes into its EMA copy while still in registers, so
+   the pass reads p, g, m, v and the copy once instead of p twice, and the
+   lanes run Adam's square root and divisions side by side (a scalar
+   sqrtf, which may set errno, keeps compilers from vectorizing the plain
+   loop). Each lane does the plain loop's float operations in its order,
+   each rounded once, so the bits are the same on every level (test
+   model.fast_matches_reference). */
+#if !defined(HPJ_NO_SIMD) && (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)))
+#include <immintrin.h>
+/* One vector of W bits (256: 8 lanes, 512: 16) at offset o of the pass
+   below, with its variables in scope. */
+#define HPJ__ADAM_LANES(W, o)                                                                                     \
+    {                                                                                                             \
+        size_t o_ = (o);                                                                                          \
+        __m##W P = _mm##W##_loadu_ps(p + o_), G = _mm##W##_loadu_ps(g + o_), M = _mm##W##_loadu_ps(mo + o_);    \
+        __m##W V = _mm##W##_loadu_ps(v + o_), gi;                                                                 \
+        gi = _mm##W##_add_ps(G, _mm##W##_mul_ps(_mm##W##_set1_ps(gwd), P));                                       \
+        P = _mm##W##_mul_ps(P, _mm##W##_set1_ps(decay));                                                          \
+        M = _mm##W##_add_ps(_mm##W##_mul_ps(_mm##W##_set1_ps(beta1), M), _mm##W##_mul_ps(_mm##W##_set1_ps(omb1), gi)); \
+        V = _mm##W##_add_ps(_mm##W##_mul_ps(_mm##W##_set1_ps(beta2), V),                                          \
+                            _mm##W##_mul_ps(_mm##W##_set1_ps(omb2), _mm##W##_mul_ps(gi, gi)));                    \
+        gi = _mm##W##_add_ps(_mm##W##_div_ps(_mm##W##_sqrt_ps(V), _mm##W##_set1_ps(bc2s)), _mm##W##_set1_ps(eps)); \
+        P = _mm##W##_sub_ps(P, _mm##W##_mul_ps(_mm##W##_set1_ps(step), _mm##W##_div_ps(M, gi)));                  \
+        _mm##W##_storeu_ps(p + o_, P);                                                                            \
+        _mm##W##_storeu_ps(mo + o_, M);                                                                           \
+        _mm##W##_storeu_ps(v + o_, V);                                                                            \
+        if (o_ >= eo) {                                                                                           \
+            float *e_ = ema + (o_ - eo);                                                                          \
+            _mm##W##_storeu_ps(e_, _mm##W##_add_ps(_mm##W##_mul_ps(_mm##W##_set1_ps(tau), _mm##W##_loadu_ps(e_)), \
+                                                   _mm##W##_mul_ps(_mm##W##_set1_ps(ta), P)));                    \
+        }                                                                                                         \
+    }
+#endif
+static void hpj__fast_adam_ema(hpj_model *m, float lr, float tau) {
+    const float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, wd = m->cfg.weight_decay;
+    int decoupled = m->cfg.optimizer == HPJ_OPT_ADAMW;
+    double bc1 = 1.0 - pow((double)beta1, (double)(m->step + 1)), bc2 = 1.0 - pow((double)beta2, (double)(m->step + 1));
+    float step = (float)(lr / bc1), bc2s = (float)sqrt(bc2), ta = 1.0f - tau;
+    float gwd = decoupled ? 0.0f : wd, decay = decoupled ? (float)(1.0 - (double)lr * wd) : 1.0f;
+    float omb1 = (float)(1.0 - (double)beta1), omb2 = (float)(1.0 - (double)beta2);
+    float *p = m->params, *mo = m->adam_m, *v = m->adam_v, *ema = m->ema;
+    const float *g = m->grads;
+    size_t n = m->num_params, eo = m->enc_offset;
+    int64_t b, nb = (int64_t)((n + 15) / 16);
+    int level = hpj_paths();
+    HPJ_ASSERT(eo % 16 == 0 && eo + m->enc_count == n); /* whole blocks: a block is all encoder or none */
+    (void)level;
+    HPJ__OMP(parallel for schedule(static) if (nb >= HPJ__PAR_ELEMS / 16))
+    for (b = 0; b < nb; ++b) {
+        size_t o = 16 * (size_t)b;
+        int l, w = (int)HPJ__MIN((int64_t)16, (int64_t)(n - o));
+        float tp[16], tm[16], tv[16], ts[16];
+#if !defined(HPJ_NO_SIMD) && defined(__AVX512F__)
+        if (w == 16 && level >= HPJ_PATHS_AVX512) {
+            HPJ__ADAM_LANES(512, o)
+            continue;
+        }
+#endif
+#if !defined(HPJ_NO_SIMD) && defined(__AVX2__) && defined(__FMA__)
+        if (w == 16 && level >= HPJ_PATHS_AVX2) {
+            HPJ__ADAM_LANES(256, o)
+            HPJ__ADAM_LANES(256, o + 8)
+            continue;
+        }
+#endif
+        for (l = 0; l < w; ++l) {
+            float gi = g[o + l] + gwd * p[o + l];
+            tp[l] = p[o + l] * decay;
+            tm[l] = beta1 * mo[o + l] + omb1 * gi;
+            tv[l] = beta2 * v[o + l] + omb2 * (gi * gi);
+        }
+        for (l = 0; l < w; ++l) ts[l] = sqrtf(tv[l]);
+        for (l = 0; l < w; ++l) {
+            tp[l] -= step * (tm[l] / (ts[l] / bc2s + eps));
+            p[o + l] = tp[l];
+            mo[o + l] = tm[l];
+            v[o + l] = tv[l];
+            if (o >= eo) ema[o - eo + l] = tau * ema[o - eo + l] + ta * tp[l];
+        }
+    }
+}
 
 
 /* ---- anchor: fast probe ----

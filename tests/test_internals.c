@@ -4,8 +4,6 @@
 #define HPJ_STATIC
 #define HPJEPA_IMPLEMENTATION
 #define HPJ__SPLIT_MAX_D 0 /* the two paths one after the other at any d */
-#define HPJ__SIDE_ROWS 16  /* hpj__lin_side's chunks, tiny */
-#define HPJ__SIDE_BLOCKS 4
 #define HPJ__GOV_RATIO 0.0 /* hpj__gov tries the other team size every other unit */
 #if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wunused-function" /* the API, unused here */
@@ -43,108 +41,10 @@ static void skip_without_openmp(void) {
 }
 #endif
 
-/* Parking (0.11.2): with the two paths one after the other (here at any
-   d: HPJ__SPLIT_MAX_D 0) and two threads, a step leaves the online
-   encoder's part of its optimizer pass to the next step, whose target
-   path runs it on a second thread beside its patch encoder's products
-   (hpj__lin_side), in chunks made tiny here so that the two sides
-   interleave many times. The model (parameters, EMA copy, Adam's
-   moments), the embeddings and what the progress callback sees after
-   every batch have the bits of a run on one thread, where nothing is
-   parked, also when the run is made of two calls (each returns with its
-   last step's pass applied); with two threads blocks did run beside
-   products. */
-typedef struct park_seen {
-    const hpj_model *m;
-    uint64_t h[16];
-    int n;
-} park_seen;
-static uint64_t park_hash(const float *x, size_t n, uint64_t h) {
-    const unsigned char *b = (const unsigned char *)x;
-    size_t i;
-    for (i = 0; i < n * sizeof(float); ++i) h = (h ^ b[i]) * 1099511628211ULL;
-    return h;
-}
-static void park_progress(void *user, const hpj_progress *p) {
-    park_seen *s = (park_seen *)user;
-    uint64_t h = 14695981039346656037ULL;
-    (void)p;
-    h = park_hash(s->m->params, s->m->num_params, h);
-    h = park_hash(s->m->ema, s->m->enc_count, h);
-    if (s->n < 16) s->h[s->n++] = h;
-}
-static void test_park(void) {
-#ifdef _OPENMP
-    const char *dir = test_dataset("MUTAG");
-    hpj_dataset ds;
-    hpj_config c;
-    hpj_model m[3];
-    park_seen seen[3];
-    int32_t *gs;
-    float *H[3];
-    int t;
-    size_t n;
-    if (!dir) return;
-    hpj_set_adaptive_threads(0); /* two threads in every batch, so blocks run beside products */
-    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
-    gs = test_all_graphs(&ds);
-    n = (size_t)ds.num_graphs * 3 * 32;
-    for (t = 0; t < 3; ++t) { /* t = 0: one thread, t = 1: two, t = 2: two, the run in two calls */
-        park_config(&c);
-        hpj_config_set(&c, "rw_dim", "5");
-        hpj_config_set(&c, "resolutions", "2,4,8");
-        hpj_config_set(&c, "targets", "1,2,3");
-        hpj_config_set(&c, "epochs", "2");
-        hpj_config_set(&c, "lr", "1e-3");
-        hpj_config_set(&c, "seed", "5");
-        hpj_config_set(&c, "gnn_out_linear", "1");
-        hpj_config_set(&c, "dropout", "0.1");
-        hpj_config_set(&c, "weight_decay", "0.01");
-        hpj_config_set(&c, "clip", "1");
-        omp_set_num_threads(t ? 2 : 1);
-        hpj__side_done = 0;
-        memset(&seen[t], 0, sizeof seen[t]);
-        seen[t].m = &m[t];
-        H[t] = (float *)malloc(sizeof(float) * n);
-        CHECK_OK(hpj_model_init(&m[t], &c, &ds));
-        if (t < 2) {
-            CHECK_OK(hpj_pretrain(&m[t], &ds, gs, ds.num_graphs, 0, park_progress, &seen[t]));
-        } else { /* each call ends with the pass parked by its last step applied */
-            CHECK_OK(hpj_pretrain_until(&m[t], &ds, gs, ds.num_graphs, 1, park_progress, &seen[t]));
-            CHECK_OK(hpj_pretrain_until(&m[t], &ds, gs, ds.num_graphs, 2, park_progress, &seen[t]));
-        }
-        CHECK_OK(hpj_embed(&m[t], &ds, gs, ds.num_graphs, H[t]));
-        if (t == 0) CHECK_MSG(hpj__side_done == 0, "one thread ran %lld blocks beside products", (long long)hpj__side_done);
-        else CHECK_MSG(hpj__side_done > 1000, "two threads ran only %lld blocks beside products", (long long)hpj__side_done);
-    }
-    omp_set_num_threads(2);
-    hpj_set_adaptive_threads(1);
-    CHECK_EQ_INT(seen[0].n, 6); /* 2 epochs of 3 batches */
-    for (t = 1; t < 3; ++t) {
-        CHECK_MSG(seen[0].n == seen[t].n && memcmp(seen[0].h, seen[t].h, sizeof seen[0].h) == 0,
-                  "run %d: the model seen by progress differs from one thread's", t);
-        CHECK_MSG(memcmp(m[0].params, m[t].params, sizeof(float) * m[0].num_params) == 0, "run %d: parameters differ", t);
-        CHECK_MSG(memcmp(m[0].ema, m[t].ema, sizeof(float) * m[0].enc_count) == 0, "run %d: EMA copies differ", t);
-        CHECK_MSG(memcmp(m[0].adam_m, m[t].adam_m, sizeof(float) * m[0].num_params) == 0 &&
-                      memcmp(m[0].adam_v, m[t].adam_v, sizeof(float) * m[0].num_params) == 0,
-                  "run %d: Adam's moments differ", t);
-        CHECK_MSG(memcmp(H[0], H[t], sizeof(float) * n) == 0, "run %d: embeddings differ", t);
-    }
-    for (t = 0; t < 3; ++t) {
-        free(H[t]);
-        hpj_model_free(&m[t]);
-    }
-    free(gs);
-    hpj_dataset_free(&ds);
-#else
-    skip_without_openmp();
-#endif
-}
-
 /* A run that fails (lr = 1 makes the targets overflow within a few steps)
-   leaves the model of its last good step, parked pass applied: the bits
-   of the same failure on one thread. */
-static void test_park_failure(void) {
+   leaves the model of its last good step: the bits of the same failure on
+   one thread. */
+static void test_failure_threads(void) {
 #ifdef _OPENMP
     const char *dir = test_dataset("MUTAG");
     hpj_dataset ds;
@@ -172,66 +72,6 @@ static void test_park_failure(void) {
 #else
     skip_without_openmp();
 #endif
-}
-
-/* The online encoder's two-thread backward pipeline (hpj__enc_backward,
-   0.11.6): training with it and without (each block's backward in turn)
-   gives the same bits, with ReLU and GELU (the forward's GELU' in the
-   cache), two blocks and five (the scratches by block parity: the chain
-   waits for the parameter tasks of block i + 2), with the parameter tasks
-   held back (hpj__pipe_lag) in the five-block runs, and it ran. There
-   thread 0 also leaves the last task of each backward (hpj__pipe_hold),
-   which only the chain's thread, done with its chain, can take (0.12.1):
-   the same bits, and it happened. (With the lag alone whether it happened
-   was a race, lost once in an ASan build.) */
-static void test_enc_pipe(void) {
-    const char *dir = test_dataset("MUTAG");
-    hpj_dataset ds;
-    int32_t *gs;
-    int act, blocks;
-#ifndef _OPENMP
-    skip_without_openmp();
-    return;
-#endif
-    if (!dir) return;
-    hpj_set_adaptive_threads(0); /* two threads in every batch, so the pipeline runs */
-    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
-    gs = test_all_graphs(&ds);
-    for (act = 0; act < 2; ++act)
-        for (blocks = 2; blocks <= 5; blocks += 3) {
-            hpj_model m[2];
-            int k;
-            int64_t stolen = hpj__pipe_stolen;
-            for (k = 0; k < 2; ++k) { /* k = 0: block by block, 1: the pipeline */
-                hpj_config c;
-                park_config(&c);
-                hpj_config_set(&c, "blocks", blocks == 2 ? "2" : "5");
-                hpj_config_set(&c, "ffn_act", act ? "gelu" : "relu");
-                hpj_config_set(&c, "ffn", "40");
-                hpj_config_set(&c, "epochs", "1");
-                hpj_config_set(&c, "seed", "4");
-                hpj__enc_pipe_on = k;
-                hpj__enc_pipes = 0;
-                hpj__pipe_lag = blocks == 5 ? 2e-5 : 0.0;
-                hpj__pipe_hold = blocks == 5;
-                CHECK_OK(hpj_model_init(&m[k], &c, &ds));
-                CHECK_OK(hpj_pretrain(&m[k], &ds, gs, ds.num_graphs, 0, NULL, NULL));
-                hpj__pipe_lag = 0.0;
-                hpj__pipe_hold = 0;
-                if (k == 0) CHECK_MSG(hpj__enc_pipes == 0, "the pipeline ran while off");
-                else CHECK_MSG(hpj__enc_pipes >= 9, "the pipeline ran %lld times", (long long)hpj__enc_pipes);
-            }
-            if (blocks == 5)
-                CHECK_MSG(hpj__pipe_stolen > stolen, "the chain's thread took no parameter task with thread 0 held back");
-            hpj__enc_pipe_on = 1;
-            CHECK_MSG(memcmp(m[0].params, m[1].params, sizeof(float) * m[0].num_params) == 0 &&
-                          memcmp(m[0].ema, m[1].ema, sizeof(float) * m[0].enc_count) == 0,
-                      "%s, %d blocks: the model trained with the pipeline differs", act ? "gelu" : "relu", blocks);
-            for (k = 0; k < 2; ++k) hpj_model_free(&m[k]);
-        }
-    hpj_set_adaptive_threads(1);
-    free(gs);
-    hpj_dataset_free(&ds);
 }
 
 /* BatchNorm's channel sums (hpj__bn_part) give the same bits on every
@@ -510,9 +350,7 @@ static void test_gov_same_bits(void) {
 }
 
 const test_case internals_tests[] = {
-    {"internals.park", test_park},
-    {"internals.park_failure", test_park_failure},
-    {"internals.enc_pipe", test_enc_pipe},
+    {"internals.failure_threads", test_failure_threads},
     {"internals.bn_sums_paths", test_bn_sums_paths},
     {"internals.bn_sum_only", test_bn_sum_only},
     {"internals.colsum_paths", test_colsum_paths},
