@@ -13179,7 +13179,7 @@ static double hpj__fast_probe_hsum(__m512d s) { /* ((l0+l4)+(l2+l6))+((l1+l5)+(l
 }
 /* a[0..7] widened to double; entries outside the mask m read as 0 */
 static __m512d hpj__fast_probe_widen(const float *a, __mmask8 m) {
-    return _mm512_cvtps_pd(m == 0xFF ? _mm256_loadu_ps(a) : _mm256_maskz_loadu_ps(m, a));
+    return _mm512_maskz_cvtps_pd((__mmask8)0xFF, m == 0xFF ? _mm256_loadu_ps(a) : _mm256_maskz_loadu_ps(m, a));
 }
 
 /* scores of the 8 rows against a pair of weight rows (v1 may be NULL):
