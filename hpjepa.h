@@ -9370,10 +9370,9 @@ HPJDEF void hpj_readout(const float *H, int n, int L, int D, int readout, float 
         }
 }
 
-/* Node copies per embedding chunk: every chunk's buffers are sized by it
-   (d = 512: 16-24 KB per copy over the GNN and encoder buffers). 2^16 held
-   1.2-1.7 GB at d = 512 and was no faster than 2^12-2^14; each graph's
-   embedding is the same for any chunking (rows are independent). */
+/* Node copies per embedding chunk: every chunk's buffers are sized by it,
+   so it bounds the memory an embedding takes; each graph's embedding is
+   the same for any chunking (rows are independent). */
 #define HPJ__EMBED_COPIES (1 << 13)
 
 /* train = 0: the fixed evaluation partition; 1: training epoch `epoch`'s. */
