@@ -1025,10 +1025,11 @@ typedef struct hpj_config {
     float lambda_unif;             /* uniform share of the task weighting             */
     float probe_alpha;             /* probe penalty, as hpj_probe_options.alpha       */
     int probe_select;              /* probe_select: fixed (0) | cv (1): `hpjepa eval`
-                                      picks the classification probe's penalty from
-                                      probe_alpha x 10^-3..10^3 by 5-fold CV on the
-                                      training folds only (regression always picks
-                                      it on the validation split)                    */
+                                      picks the probe's penalty from one absolute
+                                      grid, 1e-5..1e4 by decades: classification by
+                                      5-fold CV on the training folds only,
+                                      regression on the validation split; fixed
+                                      uses probe_alpha as it is                      */
     int train_embed;               /* train_embed: fixed (0) | repartition (1):
                                       `hpjepa eval` embeds the training graphs with
                                       their fixed evaluation partition, or with a
