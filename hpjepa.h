@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.13.0 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.14.0 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -120,8 +120,9 @@
                    gov the team size (T threads or one)
        probe       pb_ probes; lm_ linear model
        checkpoints put_ / get_ fields; ckpt_ file format
-       fast part   cls_ classes of equal node copies; table_ the input table;
-                   pipe_, two_, split_, park: work shared by two threads
+       fast part   fast_ a fast sibling of the reference function of the
+                   same name; cls_ classes of equal node copies; table_ the
+                   input table; two_ two pieces side by side, one a thread
 
    ERRORS, THREADS, DETERMINISM
        Every fallible call returns an hpj_status (HPJ_OK == 0, failures
@@ -155,7 +156,7 @@
 #include <stdint.h>
 
 #define HPJEPA_VERSION_MAJOR 0
-#define HPJEPA_VERSION_MINOR 13
+#define HPJEPA_VERSION_MINOR 14
 #define HPJEPA_VERSION_PATCH 0
 
 #ifndef HPJDEF
@@ -193,8 +194,10 @@ HPJDEF void hpj_clear_error(void);
 /* The implementation has two parts. The reference part is the method in
    plain C loops, the code to read; the fast part plugs faster siblings
    (a packed GEMM with SIMD micro-kernels, two-thread schedules, ...) into
-   a few named points, each computing the same function. hpj_set_paths
-   picks what runs:
+   a few named points, each computing the same function (the same bits,
+   except where the fast patch encoder sums BatchNorm statistics over
+   classes of equal node copies: other last bits). hpj_set_paths picks
+   what runs:
        HPJ_PATHS_REFERENCE  the reference part only
        HPJ_PATHS_PORTABLE   the fast part without SIMD kernels
        HPJ_PATHS_AVX2       ... with the AVX2 kernels
@@ -1113,7 +1116,8 @@ typedef struct hpj_params {
     float *node_W, *node_b;         /* (D, F), (D) node input encoder       */
     float *edge_W, *edge_b;         /* (D, Fe), (D) edge input encoder      */
     hpj_gnn_params gnn[HPJ_MAX_GNN];
-    float *pe_W, *pe_g, *pe_b;      /* (D, R) no bias, BN (D), (D)          */
+    float *sq_W, *sq_g, *sq_b;      /* (D, R) no bias, BN (D), (D): e_xi,
+                                       the structural-query encoder          */
     float *pred_W[HPJ_MAX_PRED];    /* (D, D) hidden layers, (2, D) last    */
     float *pred_b[HPJ_MAX_PRED];    /* (D) hidden, (2) last                 */
     hpj_block_params blk[HPJ_MAX_BLOCKS]; /* online token encoder f_theta   */
@@ -1124,7 +1128,7 @@ typedef struct hpj_bn_stats {
     float *bn1_m[HPJ_MAX_GNN], *bn1_v[HPJ_MAX_GNN]; /* (D) each */
     float *bn2_m[HPJ_MAX_GNN], *bn2_v[HPJ_MAX_GNN];
     float *bnu_m[HPJ_MAX_GNN], *bnu_v[HPJ_MAX_GNN];
-    float *pe_m, *pe_v;
+    float *sq_m, *sq_v;
 } hpj_bn_stats;
 
 typedef struct hpj_model {
@@ -7538,9 +7542,9 @@ static size_t hpj__model_layout(const hpj_model *m, float *base, hpj_params *p, 
             HPJ__T(q->bnu_b, D);
         }
     }
-    HPJ__T(p->pe_W, (size_t)D * m->R);
-    HPJ__T(p->pe_g, D);
-    HPJ__T(p->pe_b, D);
+    HPJ__T(p->sq_W, (size_t)D * m->R);
+    HPJ__T(p->sq_g, D);
+    HPJ__T(p->sq_b, D);
     for (i = 0; i < c->pred_layers; ++i) {
         int out = (i == c->pred_layers - 1) ? 2 : D;
         HPJ__T(p->pred_W[i], (size_t)out * D);
@@ -7567,7 +7571,7 @@ static size_t hpj__stats_layout(const hpj_model *m, float *base, hpj_bn_stats *b
         HPJ__T(b->bn2_m[i]); HPJ__T(b->bn2_v[i]);
         if (i > 0 && m->cfg.patch_mixing) { HPJ__T(b->bnu_m[i]); HPJ__T(b->bnu_v[i]); }
     }
-    HPJ__T(b->pe_m); HPJ__T(b->pe_v);
+    HPJ__T(b->sq_m); HPJ__T(b->sq_v);
 #undef HPJ__T
     return off;
 }
@@ -7709,9 +7713,9 @@ HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_
         hpj__fill(m->bn.bn2_v[i], (size_t)m->D, 1.0f);
         hpj__fill(m->bn.bnu_v[i], (size_t)m->D, 1.0f);
     }
-    hpj__init_linear(m->p.pe_W, NULL, m->D, m->R, &r);
-    hpj__fill(m->p.pe_g, (size_t)m->D, 1.0f);
-    hpj__fill(m->bn.pe_v, (size_t)m->D, 1.0f);
+    hpj__init_linear(m->p.sq_W, NULL, m->D, m->R, &r);
+    hpj__fill(m->p.sq_g, (size_t)m->D, 1.0f);
+    hpj__fill(m->bn.sq_v, (size_t)m->D, 1.0f);
     for (i = 0; i < cfg->pred_layers; ++i)
         hpj__init_linear(m->p.pred_W[i], m->p.pred_b[i], i == cfg->pred_layers - 1 ? 2 : m->D, m->D, &r);
     hpj__init_blocks(m->p.blk, cfg->blocks, m->D, m->Fh, &r);
@@ -8446,14 +8450,14 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
 
 /* ==== model: structural-query encoder e_xi ================================ */
 
-typedef struct hpj__pe_ws {
+typedef struct hpj__sq_ws {
     float *rw;       /* (S, R) reduced RWSE of the patches */
     float *lin;      /* (S, D) */
     float *mean, *rstd; /* (D) */
     float *p;        /* (S, D) structural queries */
-} hpj__pe_ws;
+} hpj__sq_ws;
 
-static void hpj__pe_bind(hpj_arena *a, const hpj_model *m, hpj__pe_ws *w, int32_t S) {
+static void hpj__sq_bind(hpj_arena *a, const hpj_model *m, hpj__sq_ws *w, int32_t S) {
     size_t SD = (size_t)S * m->D + 1;
     w->rw = hpj_arena_floats(a, (size_t)S * m->R + 1);
     w->lin = hpj_arena_floats(a, SD);
@@ -8464,16 +8468,16 @@ static void hpj__pe_bind(hpj_arena *a, const hpj_model *m, hpj__pe_ws *w, int32_
 
 /* p = ReLU(BN(rw W^T)) over the S patches of items (reference: Linear
    without bias, BatchNorm, ReLU). */
-static void hpj__pe_forward(hpj_model *m, hpj__pe_ws *w, const hpj_tokens *tk, const hpj__item *it, int32_t S, int mode) {
+static void hpj__sq_forward(hpj_model *m, hpj__sq_ws *w, const hpj_tokens *tk, const hpj__item *it, int32_t S, int mode) {
     int32_t s;
     for (s = 0; s < S; ++s) memcpy(w->rw + (size_t)s * m->R, tk->rw + (size_t)it[s].patch * m->R, sizeof(float) * (size_t)m->R);
-    hpj__lin(w->lin, w->rw, m->p.pe_W, NULL, S, m->R, m->D);
-    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.pe_g, m->p.pe_b, m->bn.pe_m, m->bn.pe_v, S, m->D, mode, 1);
+    hpj__lin(w->lin, w->rw, m->p.sq_W, NULL, S, m->R, m->D);
+    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.sq_g, m->p.sq_b, m->bn.sq_m, m->bn.sq_v, S, m->D, mode, 1);
 }
 
-static void hpj__pe_backward(hpj_model *m, const hpj__pe_ws *w, int32_t S, const float *dp, float *s1) {
-    hpj__bn_backward(s1, m->g.pe_g, m->g.pe_b, dp, w->lin, m->p.pe_g, w->mean, w->rstd, S, m->D, w->p, 1, NULL, S);
-    hpj__lin_back(NULL, m->g.pe_W, NULL, s1, w->rw, m->p.pe_W, S, m->R, m->D);
+static void hpj__sq_backward(hpj_model *m, const hpj__sq_ws *w, int32_t S, const float *dp, float *s1) {
+    hpj__bn_backward(s1, m->g.sq_g, m->g.sq_b, dp, w->lin, m->p.sq_g, w->mean, w->rstd, S, m->D, w->p, 1, NULL, S);
+    hpj__lin_back(NULL, m->g.sq_W, NULL, s1, w->rw, m->p.sq_W, S, m->R, m->D);
 }
 
 /* ==== model: token encoders (online f_theta and EMA target) =============== */
@@ -8720,7 +8724,7 @@ static int32_t hpj__sample(hpj__trainer *tr, const int32_t *batch, int32_t nb, i
 typedef struct hpj__step_ws {
     hpj__gnn_ws gc, gt;      /* context (with grad) and target patch encoders */
     hpj__gnn_bws gb;
-    hpj__pe_ws pc, pt;
+    hpj__sq_ws pc, pt;
     hpj__enc_ws ec, et;      /* online (B, 1) and target (B, Tm) encoders     */
     hpj__pred_ws pr;
     uint8_t *tmask;          /* (B, Tm) valid targets                         */
@@ -8738,8 +8742,8 @@ static void hpj__step_bind(hpj_arena *a, const hpj_model *m, hpj__step_ws *w, in
     hpj__gnn_bind(a, m, &w->gc, B, (int32_t)cc[0], (int32_t)cc[1], (int32_t)cc[2], train_drop ? HPJ__TRAIN : HPJ__EVAL, 0);
     hpj__gnn_bind_back(a, m, &w->gb, B, (int32_t)cc[0], (int32_t)cc[1]);
     hpj__gnn_bind(a, m, &w->gt, T, (int32_t)ct[0], (int32_t)ct[1], (int32_t)ct[2], HPJ__EVAL /* no dropout */, 1);
-    hpj__pe_bind(a, m, &w->pc, B);
-    hpj__pe_bind(a, m, &w->pt, T);
+    hpj__sq_bind(a, m, &w->pc, B);
+    hpj__sq_bind(a, m, &w->pt, T);
     hpj__enc_bind(a, m, &w->ec, B, 1, 1);
     hpj__enc_bind(a, m, &w->et, B, Tm, 0);
     hpj__pred_bind(a, m, &w->pr, T, 1);
@@ -8829,8 +8833,8 @@ static void hpj__fwd_context(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32
     hpj_model *m = tr->m;
     size_t i, n = (size_t)B * m->D;
     hpj__gnn_forward(m, &w->gc, tr->mode, drop_seed);
-    hpj__pe_forward(m, &w->pc, &tr->tk, tr->ctx, B, tr->mode);
-    hpj__pe_forward(m, &w->pt, &tr->tk, tr->tgt, T, tr->mode);
+    hpj__sq_forward(m, &w->pc, &tr->tk, tr->ctx, B, tr->mode);
+    hpj__sq_forward(m, &w->pt, &tr->tk, tr->tgt, T, tr->mode);
     for (i = 0; i < n; ++i) w->ec.x[0][i] = w->gc.z[i] + w->pc.p[i];
     if (w->tokmask)
         hpj_dropout_forward(w->ec.x[0], w->tokmask, w->ec.x[0], n, m->cfg.token_dropout, drop_seed, (uint64_t)m->step, 300);
@@ -8975,8 +8979,8 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
         hpj__zero(w.dx, (size_t)B * D);
         hpj_dropout_backward(w.dx, w.dtmp, w.tokmask, (size_t)B * D, cfg->token_dropout);
     }
-    hpj__pe_backward(m, &w.pc, B, w.dx, w.s1);
-    hpj__pe_backward(m, &w.pt, T, w.dq, w.s1);
+    hpj__sq_backward(m, &w.pc, B, w.dx, w.s1);
+    hpj__sq_backward(m, &w.pt, T, w.dq, w.s1);
     hpj__gnn_backward(m, &w.gc, &w.gb, w.dx);
 
     /* -- 8. update: clip the gradient's global norm, Adam, the EMA -- */
@@ -9407,7 +9411,7 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
             int32_t end = start, S = 0, B, Tm = 0, b, j;
             int64_t copies = 0, cnt[3];
             hpj__gnn_ws gw;
-            hpj__pe_ws pw;
+            hpj__sq_ws pw;
             hpj__enc_ws ew;
             uint8_t *mask;
             float *adj = NULL;
@@ -9438,21 +9442,21 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
             hpj__path_count(ds, &tr.tk, items, S, &tr.ps, hpj__path_groups(m), &cnt[0], &cnt[1], &cnt[2]);
             hpj_arena_init_measure(&meas);
             hpj__gnn_bind(&meas, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL, 1);
-            hpj__pe_bind(&meas, m, &pw, S);
+            hpj__sq_bind(&meas, m, &pw, S);
             hpj__enc_bind(&meas, m, &ew, B, Tm, 0);
             hpj_arena_alloc(&meas, (size_t)B * Tm + 1);
             if (c->target_adj) hpj_arena_floats(&meas, (size_t)B * Tm * Tm + 1);
             if ((st = hpj__arena_ensure(&tr.arena, meas.used))) goto done;
             mark = hpj_arena_mark(&tr.arena);
             hpj__gnn_bind(&tr.arena, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL, 1);
-            hpj__pe_bind(&tr.arena, m, &pw, S);
+            hpj__sq_bind(&tr.arena, m, &pw, S);
             hpj__enc_bind(&tr.arena, m, &ew, B, Tm, 0);
             mask = (uint8_t *)hpj_arena_alloc(&tr.arena, (size_t)B * Tm + 1);
             if (c->target_adj) adj = hpj_arena_floats(&tr.arena, (size_t)B * Tm * Tm + 1);
             hpj__path_fill(ds, &tr.tk, items, &gw.path, &tr.ps, 0);
             hpj__path_features(m, ds, &gw);
             hpj__gnn_forward(m, &gw, HPJ__EVAL, 0);
-            hpj__pe_forward(m, &pw, &tr.tk, items, S, HPJ__EVAL);
+            hpj__sq_forward(m, &pw, &tr.tk, items, S, HPJ__EVAL);
             /* full tokens x = z + p of each graph, padded to Tm */
             S = 0;
             for (b = 0; b < B; ++b) {
@@ -13270,7 +13274,7 @@ static void hpj__fast_probe_gradient8(const float *const *x, const double *w, in
 
 /*
    CHANGES (one line per version, newest first; git log has the details)
-   0.14.0  (this restructure; the lead fills it in)
+   0.14.0  a reference part and a fast part (HPJ_REFERENCE, hpj_set_paths); small fast paths deleted (new bits)
    0.13.0  team size chosen by timing units of work; hpj_dataset_from_csr; stricter readers (same bits)
    0.12.4  LayerNorm's dgamma / dbeta sums in registers (same bits)
    0.12.3  AVX2 column sums (bias gradients) in registers (same bits)
