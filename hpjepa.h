@@ -5579,6 +5579,7 @@ static void hpj__colsum_add(float *dst, const float *src, int N, int D, ptrdiff_
             for (j = 0; j < 16; ++j) acc[j] = 0.0;
             for (i = 0; i < N; ++i) {
                 const float *r = src + (ptrdiff_t)i * lds + j0;
+                HPJ__OMP(simd)
                 for (j = 0; j < w; ++j) acc[j] += r[j];
             }
             for (j = 0; j < w; ++j) dst[j0 + j] += (float)acc[j];
@@ -6180,17 +6181,24 @@ HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float
 static void hpj__bn_bw_sums(double *sd, double *sdx, const float *x, const float *dy, const float *ro,
                             const float *mean, const float *rstd, int w) {
     int c;
-    if (ro)
+    /* (omp simd: the channels are independent, and without it the
+       compiler, unsure the arrays do not overlap, keeps the loop scalar) */
+    if (ro) {
+        HPJ__OMP(simd)
         for (c = 0; c < w; ++c) {
-            float g = !(ro[c] > 0.0f) ? 0.0f : dy[c];
+            /* dy where the ReLU passed (ro > 0), else 0: a product by 0 or 1,
+               which the compiler vectorizes where it kept a branch scalar */
+            float g = dy[c] * (float)(ro[c] > 0.0f);
             sd[c] += g;
             sdx[c] += (double)g * ((x[c] - mean[c]) * rstd[c]);
         }
-    else
+    } else {
+        HPJ__OMP(simd)
         for (c = 0; c < w; ++c) {
             sd[c] += dy[c];
             sdx[c] += (double)dy[c] * ((x[c] - mean[c]) * rstd[c]);
         }
+    }
 }
 
 /* One row of BatchNorm backward's input gradient over w channels, g = dy
@@ -6201,6 +6209,7 @@ static HPJ__INLINE_ALWAYS void hpj__bn_back_row(float *dx, const float *x, const
                                                 const float *mean, const float *rstd, const float *k, const float *md,
                                                 const float *mdx, int w, int overwrite, int has_ro, float n) {
     int c;
+    HPJ__OMP(simd)
     for (c = 0; c < w; ++c) {
         float xh = (x[c] - mean[c]) * rstd[c];
         float g = has_ro && !(ro[c] > 0.0f) ? 0.0f : dy[c];
