@@ -5384,11 +5384,12 @@ done:
 #define HPJ__INLINE_ALWAYS HPJ__INLINE
 #endif
 
-/* a * b + c rounded once where the target has a fast fused multiply-add
-   (FP_FAST_FMAF), else twice. Every sum of products in the library goes
-   through it, so the C loops and the SIMD kernels (which always fuse, and
-   are compiled only for targets that have fma) round alike. */
-#if defined(FP_FAST_FMAF)
+/* a * b + c rounded once where the target has a fused multiply-add
+   (FP_FAST_FMAF, or __FMA__: clang does not announce FP_FAST_FMAF), else
+   twice. Every sum of products in the library goes through it, so the C
+   loops and the SIMD kernels (which always fuse, and are compiled only for
+   targets that have fma) round alike. */
+#if defined(FP_FAST_FMAF) || defined(__FMA__)
 #define HPJ__FMAF(a, b, c) fmaf((a), (b), (c))
 #else
 #define HPJ__FMAF(a, b, c) ((a) * (b) + (c))

@@ -289,7 +289,7 @@ static void test_model_table_matches_per_copy(void) {
             CHECK(memcmp(m[0].params, m[1].params, sizeof(float) * m[0].num_params) == 0);
             for (i = 0; i < 12; ++i) gs[i] = i * 5 + 1;
             for (l = 0; l < 3; ++l) {
-                char what[64];
+                char what[96];
                 snprintf(what, sizeof what, "reference vs table, %s edges, %d layers",
                          unl == 1 ? "unlabelled" : unl ? "labelled, degrees," : "labelled", layers);
                 check_same_loss_grads(m, &ds, gs, 12, l, what);

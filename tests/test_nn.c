@@ -1191,8 +1191,8 @@ static double att_ref(const att_ctx *c, int b, int i, int d) {
    output row and 16-float heads: its dot products (hpj__dot: 16 lanes, a
    fused first step, the tree l + 8, l + 4, (0 + 2) + (1 + 3)), expf, and
    axpys in key order, each step fused where the library's are
-   (FP_FAST_FMAF): the loop's bits are pinned to these. */
-#if defined(FP_FAST_FMAF)
+   (FP_FAST_FMAF or __FMA__, as HPJ__FMAF): the loop's bits are pinned to these. */
+#if defined(FP_FAST_FMAF) || defined(__FMA__)
 #define ATT_FMAF(a, b, c) fmaf((a), (b), (c))
 #else
 #define ATT_FMAF(a, b, c) ((a) * (b) + (c))
