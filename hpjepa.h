@@ -13097,10 +13097,10 @@ static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_
    patch encoder g_eta and lays out the EMA encoder's input; thread 1
    builds the context patches' inputs and runs the context path (g_eta,
    e_xi, f_theta). Then each runs the EMA encoder and the targets Phi on
-   a part of the graphs: thread 0 on the first `share` of them, thread 1,
-   once thread 0's input is laid out, on the rest; `share` follows the
-   last step's times at this resolution, so that both threads end
-   together.
+   a part of the graphs: thread 0 on the first share of them, thread 1,
+   once thread 0's input is laid out, on the rest; the share follows the
+   last step's times at this resolution (the trainer's side_share), so
+   that both threads end together.
    The same bits as the reference: each piece does the reference's
    arithmetic on the same inputs (a loop run by one thread computes what
    it computes on many; the EMA encoder works token by token and graph by
@@ -13109,8 +13109,9 @@ static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_
    path's update first. The target path therefore runs on a copy of the
    model whose running statistics are a scratch of -0: there
    r <- (1 - a) r + a x leaves exactly a x (-0 adds nothing), which is
-   added to the real statistics after both threads are done, as the
-   reference's (1 - a) r + a x (hpj__bn_run; the same two roundings). A
+   added to the real statistics after both threads are done in
+   hpj__bn_run's expression, (1 - a) r + (a x), with a x already rounded
+   as there: the same bits. A
    variance over a single row is not updated (hpj__bn_stat): its slot
    stays -0, which a x never is for a variance x >= 0.
    It applies with exactly two threads (hpj__two_ok; the path builders
