@@ -7799,7 +7799,7 @@ static int hpj__pscr_team(const hpj__pscr *ps) { return HPJ__MIN(ps->nthr, omp_g
 #endif
 
 /* The calling thread's stamp: its number in the innermost team of more
-   than one thread (inside a region nested in hpj__fwd_split's, a team of
+   than one thread (inside a region nested in hpj__fast_paths_side's, a team of
    one, omp_get_thread_num() is 0 on both of the split's threads; active
    regions do not nest here, hpj__two_ok). */
 static int32_t *hpj__pscr_mine(const hpj__pscr *ps) {
@@ -7812,7 +7812,7 @@ static int32_t *hpj__pscr_mine(const hpj__pscr *ps) {
             break;
         }
     if (t >= ps->nthr) t = 0; /* (cannot happen: the builders' regions use at most nthr threads, and
-                                     hpj__step splits the paths only when nthr >= 2) */
+                                     hpj__fast_paths_side runs only when nthr >= 2) */
 #endif
     return ps->buf + (size_t)t * (size_t)ps->maxn;
 }
@@ -8689,6 +8689,9 @@ typedef struct hpj__trainer {
     int64_t total_steps, warmup_steps;
     int mode;                /* HPJ__TRAIN or HPJ__TRAIN_FROZEN */
     int apply;               /* 1: optimizer + EMA */
+    double side_share[HPJ_MAX_RES]; /* fast: the EMA encoder's share on the target path's
+                                       thread when the paths run side by side, by resolution
+                                       (0: not yet measured) */
 } hpj__trainer;
 
 /* Samples the context and targets of the eligible graphs (k_l >= 2) of a
@@ -8899,6 +8902,10 @@ static void hpj__adam_ema(hpj_model *m, float lr, float tau) {
     hpj_ema_update(m->ema, m->params + m->enc_offset, m->enc_count, tau);
 }
 
+#ifndef HPJ_REFERENCE
+static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm, int l,
+                                uint64_t drop_seed, int32_t *badt, double *badmu);
+#endif
 /* Runs resolution l on a batch: the step of the method, in order. *loss
    gets L_l(B); *active = 0 when B_l is empty (nothing done). With
    tr->apply = 0 (hpj_model_loss) it stops after the backward. */
@@ -8935,19 +8942,25 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     mark = hpj_arena_mark(&tr->arena);
     hpj__step_bind(&tr->arena, m, &w, B, T, Tm, cc, ct, train_drop);
 
-    /* -- 2. the paths' inputs: node copies, edges and features of the
-       context patches and of the target patches -- */
-    hpj__path_inputs(tr, &w.gc, tr->ctx, 1);
-    hpj__path_inputs(tr, &w.gt, tr->tgt, 0);
     memset(m->grads, 0, sizeof(float) * m->num_params);
+#ifndef HPJ_REFERENCE
+    /* fast: steps 2 to 4 with the two paths side by side, one per thread (see the fast part) */
+    if (!hpj__fast() || !hpj__fast_paths_side(tr, &w, B, T, Tm, l, drop_seed, &badt, &badmu))
+#endif
+    {
+        /* -- 2. the paths' inputs: node copies, edges and features of the
+           context patches and of the target patches -- */
+        hpj__path_inputs(tr, &w.gc, tr->ctx, 1);
+        hpj__path_inputs(tr, &w.gt, tr->tgt, 0);
 
-    /* -- 3. context: s_c = f_theta(g_eta(P_c) + e_xi(c)) -- */
-    hpj__fwd_context(tr, &w, B, T, drop_seed);
+        /* -- 3. context: s_c = f_theta(g_eta(P_c) + e_xi(c)) -- */
+        hpj__fwd_context(tr, &w, B, T, drop_seed);
 
-    /* -- 4. targets (no gradient): y_t = Phi(m(fbar_theta(g_eta(P_t)))),
-       Phi(u) = [cosh m(u), sinh m(u)] on the hyperbola -- */
-    hpj__fwd_target(tr, &w, B, T, Tm);
-    badt = hpj__targets_phi(tr, &w, 0, B, Tm, &badmu);
+        /* -- 4. targets (no gradient): y_t = Phi(m(fbar_theta(g_eta(P_t)))),
+           Phi(u) = [cosh m(u), sinh m(u)] on the hyperbola -- */
+        hpj__fwd_target(tr, &w, B, T, Tm);
+        badt = hpj__targets_phi(tr, &w, 0, B, Tm, &badmu);
+    }
     if (badt >= 0) {
         hpj_arena_reset(&tr->arena, mark);
         return hpj__fail(HPJ_ERR_NUMERIC,
@@ -13084,6 +13097,189 @@ static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_
 /* ---- anchor: fast step ----
    (the training step's fast siblings follow this line)
    ---- */
+
+/* ==== fast: the two paths side by side on two threads ====
+   Steps 2 to 4 of hpj__step (the paths' inputs, the context path, the
+   targets) as two pieces of work, one per thread, instead of one after
+   the other with both threads on every loop: at small widths the loops
+   are short and the threads spend much of their time meeting at the
+   loops' barriers. Thread 0 builds the target patches' inputs, runs their
+   patch encoder g_eta and lays out the EMA encoder's input; thread 1
+   builds the context patches' inputs and runs the context path (g_eta,
+   e_xi, f_theta). Then each runs the EMA encoder and the targets Phi on
+   a part of the graphs: thread 0 on the first share of them, thread 1,
+   once thread 0's input is laid out, on the rest; the share follows the
+   last step's times at this resolution (the trainer's side_share), so
+   that both threads end together.
+   The same bits as the reference: each piece does the reference's
+   arithmetic on the same inputs (a loop run by one thread computes what
+   it computes on many; the EMA encoder works token by token and graph by
+   graph, so splitting its graphs changes no bit). One care: both paths'
+   patch encoders move the same BatchNorm running statistics, the context
+   path's update first. The target path therefore runs on a copy of the
+   model whose running statistics are a scratch of -0: there
+   r <- (1 - a) r + a x leaves exactly a x (-0 adds nothing), which is
+   added to the real statistics after both threads are done in
+   hpj__bn_run's expression, (1 - a) r + (a x), with a x already rounded
+   as there: the same bits. A
+   variance over a single row is not updated (hpj__bn_stat): its slot
+   stays -0, which a x never is for a variance x >= 0.
+   It applies with exactly two threads (hpj__two_ok; the path builders
+   made with stamps for both) and widths up to HPJ__SPLIT_MAX_D: wider
+   patch encoders' products keep both threads busy on their own, and
+   side by side the paths only compete for the cache. */
+#ifndef HPJ__SPLIT_MAX_D
+#define HPJ__SPLIT_MAX_D 256
+#endif
+
+/* Seconds on a wall clock (0 without OpenMP, where this path never runs). */
+static double hpj__wtime(void) {
+#ifdef _OPENMP
+    return omp_get_wtime();
+#else
+    return 0.0;
+#endif
+}
+
+/* Waits until the other thread has set *ctr to v or more, after its
+   writes (OpenMP's producer / consumer pattern: a flush on both sides);
+   hpj__post sets it. */
+static void hpj__wait_count(int *ctr, int v) {
+    int seen;
+    do {
+        HPJ__OMP(atomic read)
+        seen = *ctr;
+    } while (seen < v);
+    HPJ__OMP(flush)
+}
+static void hpj__post(int *ctr, int v) {
+    HPJ__OMP(flush)
+    HPJ__OMP(atomic write)
+    *ctr = v;
+    (void)v; /* (GCC 12 takes v in an atomic write as set but not used) */
+}
+
+/* The graphs b0 .. b1 - 1 of a forward-only encoder workspace: the same
+   buffers from row b0 T on (every buffer is by token, attention by graph). */
+static void hpj__enc_view(hpj__enc_ws *v, const hpj__enc_ws *w, int b0, int b1, int D, int H, int F) {
+    size_t r = (size_t)b0 * w->T;
+    int i;
+    *v = *w;
+    v->B = b1 - b0;
+    for (i = 0; i <= w->nblocks; ++i) v->x[i] = w->x[i] + r * D;
+    for (i = 0; i < w->nblocks; ++i) {
+        hpj_block_cache *c = &v->cache[i];
+        c->ln1 += r * D; c->ln1_mean += r; c->ln1_rstd += r; c->qkv += r * 3 * D;
+        c->att += (size_t)b0 * H * w->T * w->T;
+        c->atty += r * D; c->x1 += r * D; c->ln2 += r * D; c->ln2_mean += r; c->ln2_rstd += r;
+        c->fch += r * F; c->fch_act += r * F;
+    }
+}
+
+/* The EMA encoder's m(u) and the targets Phi of graphs b0 .. b1 - 1 (of
+   B, T targets in all), as the reference's hpj__fwd_target and
+   hpj__targets_phi do for all graphs. Returns the first bad target or -1. */
+static int32_t hpj__side_targets(hpj__trainer *tr, hpj__step_ws *w, int32_t b0, int32_t b1, int32_t B, int32_t T,
+                                 int32_t Tm, double *badmu) {
+    hpj_model *m = tr->m;
+    hpj__enc_ws v;
+    size_t r = (size_t)b0 * Tm;
+    if (b1 <= b0) return -1;
+    hpj__enc_view(&v, &w->et, b0, b1, m->D, m->H, m->Fh);
+    hpj__enc_forward_mean(m, &v, m->tgt, T == B * Tm ? NULL : w->tmask + r, w->adj ? w->adj + r * Tm : NULL,
+                          w->mu + r);
+    return hpj__targets_phi(tr, w, b0, b1, Tm, badmu);
+}
+
+/* After the paths: the target path's running-statistics terms a x (in
+   sbn) added to the model's, r <- (1 - a) r + a x, in the order of the
+   reference's forward (the order does not matter: each statistic moves
+   once). */
+static void hpj__side_bn_apply(hpj_model *m, const hpj_bn_stats *sbn) {
+    float *rm = NULL, *rv = NULL, a = hpj__bn_mode(HPJ__TRAIN, &rm, &rv);
+    int i, k, c, D = m->D;
+    for (i = 0; i < m->cfg.gnn_layers; ++i)
+        for (k = 0; k < 3; ++k) {
+            float *um = k == 0 ? m->bn.bnu_m[i] : k == 1 ? m->bn.bn1_m[i] : m->bn.bn2_m[i];
+            float *uv = k == 0 ? m->bn.bnu_v[i] : k == 1 ? m->bn.bn1_v[i] : m->bn.bn2_v[i];
+            const float *sm = k == 0 ? sbn->bnu_m[i] : k == 1 ? sbn->bn1_m[i] : sbn->bn2_m[i];
+            const float *sv = k == 0 ? sbn->bnu_v[i] : k == 1 ? sbn->bn1_v[i] : sbn->bn2_v[i];
+            if (!um) continue; /* no patch mixing on this layer */
+            for (c = 0; c < D; ++c) {
+                uint32_t bits;
+                memcpy(&bits, &sv[c], sizeof bits);
+                um[c] = (1.0f - a) * um[c] + sm[c];
+                if (bits != 0x80000000u) uv[c] = (1.0f - a) * uv[c] + sv[c]; /* (-0: not updated) */
+            }
+        }
+}
+
+/* Steps 2 to 4 side by side; 0 when this path does not apply (nothing
+   done), else 1 with *badt and *badmu as the reference sets them. */
+static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm, int l,
+                                uint64_t drop_seed, int32_t *badt, double *badmu) {
+    hpj_model *m = tr->m, mt;
+    int train = tr->mode == HPJ__TRAIN, tmode = train ? HPJ__TRAIN : HPJ__TRAIN_FROZEN, ready = 0;
+    double f = tr->side_share[l] > 0.0 ? tr->side_share[l] : 0.5, fl1 = 0.0, tm[4] = {0, 0, 0, 0};
+    int32_t bs, bad[2] = {-1, -1};
+    double bmu[2] = {0.0, 0.0};
+    float *scratch = NULL;
+    size_t i;
+    if (m->D > HPJ__SPLIT_MAX_D || tr->ps.nthr < 2 || !hpj__two_ok()) return 0;
+    mt = *m;
+    if (train) { /* the target path's BatchNorms update a scratch of -0 (see above) */
+        scratch = (float *)HPJ_MALLOC(NULL, sizeof(float) * (m->num_stats + 1));
+        if (!scratch) return 0;
+        for (i = 0; i < m->num_stats; ++i) scratch[i] = -0.0f;
+        hpj__stats_layout(m, scratch, &mt.bn);
+    }
+    bs = HPJ__MAX(0, HPJ__MIN(B, (int32_t)(f * B + 0.5)));
+    HPJ__OMP(parallel num_threads(2))
+    {
+        int id = 0, nth = 1;
+        double f0 = hpj__flops, t0 = hpj__wtime(), t1;
+#ifdef _OPENMP
+        id = omp_get_thread_num();
+        nth = omp_get_num_threads();
+#endif
+        if (id == 0) {
+            hpj__path_inputs(tr, &w->gt, tr->tgt, 0);
+            hpj__gnn_forward(&mt, &w->gt, tmode, 0);
+            hpj__fwd_target_input(tr, w, B, Tm);
+            hpj__post(&ready, 1);
+            t1 = hpj__wtime();
+            bad[0] = hpj__side_targets(tr, w, 0, bs, B, T, Tm, &bmu[0]);
+            tm[0] = t1 - t0;
+            tm[1] = hpj__wtime() - t1;
+        }
+        if (id == 1 || nth == 1) { /* (a team of one runs both pieces) */
+            hpj__path_inputs(tr, &w->gc, tr->ctx, 1);
+            hpj__fwd_context(tr, w, B, T, drop_seed);
+            tm[2] = hpj__wtime() - t0; /* (without the wait below: what bs can balance) */
+            hpj__wait_count(&ready, 1);
+            t1 = hpj__wtime();
+            bad[1] = hpj__side_targets(tr, w, bs, B, B, T, Tm, &bmu[1]);
+            tm[3] = hpj__wtime() - t1;
+            if (id == 1) fl1 = hpj__flops - f0; /* (the flop counter is per thread) */
+        }
+    }
+    hpj__flops += fl1;
+    if (scratch) {
+        hpj__side_bn_apply(m, &mt.bn);
+        HPJ_FREE(NULL, scratch);
+    }
+    *badt = bad[0] >= 0 ? bad[0] : bad[1]; /* the first in graph order */
+    *badmu = bad[0] >= 0 ? bmu[0] : bmu[1];
+    /* the next share: thread 0's patch encoder and its graphs' EMA time
+       equal to thread 1's context path and the rest, at this step's EMA
+       time per graph */
+    if (tm[1] + tm[3] > 0.0 && B > 0) {
+        double per = (tm[1] + tm[3]) / B, want = 0.5 * (B + (tm[2] - tm[0]) / per) / B;
+        want = want < 0.0 ? 0.0 : want > 1.0 ? 1.0 : want;
+        tr->side_share[l] = 0.5 * f + 0.5 * want;
+    }
+    return 1;
+}
 
 /* ==== fast: optimizer pass (Adam and the EMA in one pass) ====
    hpj__adam_ema's two loops, Adam over all parameters and then the EMA

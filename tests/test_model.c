@@ -654,8 +654,10 @@ static void test_deterministic_and_threads(void) {
 
 /* The fast part (hpj_set_paths' default) and the reference part
    (HPJ_PATHS_REFERENCE) each train to the same checkpoint bits, optimizer
-   state included, on 1 and 2 threads; and to the same model up to
-   rounding: the fast patch encoder sums BatchNorm statistics over classes
+   state included, on 1 and 2 threads (on 2 the fast part runs the two
+   paths side by side, hpj__fast_paths_side, BatchNorm running statistics
+   included); and to the same model up to rounding: the fast patch
+   encoder sums BatchNorm statistics over classes
    of equal node copies, in another order than the reference's rows, so
    after six steps the parameters agree to 1e-3 of the largest. A few
    steps on MUTAG (edge labels, patch mixing) and on PROTEINS (no edge
@@ -1019,7 +1021,7 @@ static void test_ema_update_rule(void) {
 /* A target mean m(u) past what cosh / sinh can hold in float stops the step
    with HPJ_ERR_NUMERIC and a reason naming the step, the resolution and
    the guard, on 1 thread and on 2 (where the two halves of the batch's
-   targets are computed on the two threads side by side, hpj__fwd_split:
+   targets are computed on the two threads side by side, hpj__fast_paths_side:
    the same first target, so the same reason); with target_clamp set the
    same model gives a finite loss. The EMA copy of the last block's output
    bias, raised to 1000, moves every m(u) by about 1000. */
