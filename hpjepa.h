@@ -5395,49 +5395,6 @@ done:
 #define HPJ__FMAF(a, b, c) ((a) * (b) + (c))
 #endif
 
-/* ---- transitional: what the nn layers' code still uses of the old GEMM
-   section (the nn helper moves that code to the fast part and onto
-   hpj_paths(); delete this block when nothing uses it) ---- */
-#if !defined(HPJ_NO_SIMD) && (defined(__AVX512F__) || defined(__AVX2__)) && \
-    (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
-#include <immintrin.h>
-#endif
-#if !defined(HPJ_NO_SIMD) && defined(__AVX512F__)
-#define HPJ__GEMM_AVX512 1
-#endif
-#if !defined(HPJ_NO_SIMD) && defined(__AVX2__) && defined(__FMA__)
-#define HPJ__GEMM_AVX2 1
-#endif
-#define HPJ__R6(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#define HPJ__R8(X) HPJ__R6(X) X(6) X(7)
-#define HPJ_GEMM_PORTABLE 0
-#define HPJ_GEMM_AVX2 1
-#define HPJ_GEMM_AVX512 2
-#define hpj_gemm_isa() (hpj_paths() - 1)
-#if defined(__GNUC__) || defined(__clang__)
-static void hpj__gemm_impl(int, int, int, int, int, float, const float *, int, const float *, int, float, float *,
-                           int, const float *) __attribute__((unused));
-static void hpj__gemm_transpose(float *, ptrdiff_t, const float *, ptrdiff_t, int, int, int) __attribute__((unused));
-#endif
-/* linear forward with a bias: the bias in every row of C, then C += A B */
-static void hpj__gemm_impl(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                           const float *B, int ldb, float beta, float *C, int ldc, const float *bias) {
-    int i;
-    if (bias) {
-        HPJ__OMP(parallel for schedule(static) if ((double)M * N >= 65536.0))
-        for (i = 0; i < M; ++i) memcpy(C + (ptrdiff_t)i * ldc, bias, sizeof(float) * (size_t)N);
-        beta = 1.0f;
-    }
-    hpj_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-/* dst (rows x cols, ldd) = src^T, src (cols x rows, lds), rows [r0, r1) */
-static void hpj__gemm_transpose(float *dst, ptrdiff_t ldd, const float *src, ptrdiff_t lds, int r0, int r1, int cols) {
-    int r, c;
-    for (r = r0; r < r1; ++r)
-        for (c = 0; c < cols; ++c) dst[(ptrdiff_t)r * ldd + c] = src[(ptrdiff_t)c * lds + r];
-}
-/* ---- end of the transitional block ---- */
-
 /* The reference GEMM, in plain loops. Every element of C is a chain of
    multiply-adds over k in increasing order (HPJ__FMAF), restarted from
    zero every HPJ__GEMM_KC values of k: a "K block" of sum s. The first

@@ -38,16 +38,6 @@ int32_t *test_all_graphs(const struct hpj_dataset *ds);
         if (hpj_set_paths(level) != (level)) {                                   \
         } else
 
-/* transitional, for the tests that still use the old names (the nn
-   helper converts them; delete when nothing uses them): the fast levels
-   only, as before */
-#define FOR_EACH_GEMM_ISA(isa)                                                   \
-    for ((isa) = HPJ_PATHS_PORTABLE; (isa) <= HPJ_PATHS_AVX512; ++(isa))       \
-        if (hpj_set_paths(isa) != (isa)) {                                       \
-        } else
-#define hpj_gemm_set_isa(isa) ((void)hpj_set_paths((isa) < 0 ? HPJ_PATHS_BEST : (isa)))
-#define hpj_gemm_isa_name(isa) hpj_paths_name(isa)
-
 #define CHECK(cond)                                                       \
     do {                                                                  \
         if (!(cond)) {                                                    \

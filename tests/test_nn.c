@@ -305,7 +305,7 @@ static void test_linear_bias_tiles(void) {
     fill_uniform(inp, (size_t)301 * 300, -1, 1, &r);
     fill_uniform(W, (size_t)263 * 300, -1, 1, &r);
     fill_uniform(b, 263, -1, 1, &r);
-    FOR_EACH_GEMM_ISA(isa) {
+    FOR_EACH_PATHS(isa) {
         for (sh = 0; sh < 4; ++sh) {
             int N = shape[sh][0], Din = shape[sh][1], Dout = shape[sh][2], row;
             for (row = 0; row < N; ++row) memcpy(ref + (size_t)row * Dout, b, sizeof(float) * (size_t)Dout);
@@ -313,13 +313,13 @@ static void test_linear_bias_tiles(void) {
             for (i = 0; i < N * Dout; ++i) out[i] = 1e30f; /* must all be overwritten */
             hpj_linear_forward(out, inp, W, b, N, Din, Dout);
             if (!bits_equal(ref, out, (size_t)N * Dout)) {
-                hpj_gemm_set_isa(-1);
+                hpj_set_paths(HPJ_PATHS_BEST);
                 CHECK_MSG(0, "%s, %d x %d -> %d: linear forward with bias differs from the GEMM on bias rows",
-                          hpj_gemm_isa_name(isa), N, Din, Dout);
+                          hpj_paths_name(isa), N, Din, Dout);
             }
         }
     }
-    hpj_gemm_set_isa(-1);
+    hpj_set_paths(HPJ_PATHS_BEST);
     free(inp);
     free(W);
     free(b);
