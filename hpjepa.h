@@ -9634,7 +9634,7 @@ static void hpj__probe_scores8(const float *const *x /*(8) rows of d*/, const do
                                double *z /*(8, K)*/) {
     int r, k;
 #ifdef HPJ__FAST_PROBE_AVX512
-    if (hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_scores8(x, V, K, d, z); return; } /* fast: AVX-512 row group */
+    if (hpj__fast() && hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_scores8(x, V, K, d, z); return; } /* fast: AVX-512 row group */
 #endif
     for (r = 0; r < 8; ++r)
         for (k = 0; k < K; ++k) z[r * K + k] = hpj__probe_dot_fd(x[r], V + (size_t)k * d, d);
@@ -9643,7 +9643,7 @@ static void hpj__probe_gradient8(const float *const *x /*(8) rows of d*/, const 
                                  double *G /*(K, d)*/, int d) {
     int j, k;
 #ifdef HPJ__FAST_PROBE_AVX512
-    if (hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_gradient8(x, w, K, G, d); return; } /* fast: AVX-512 row group */
+    if (hpj__fast() && hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_gradient8(x, w, K, G, d); return; } /* fast: AVX-512 row group */
 #endif
     for (k = 0; k < K; ++k) {
         const double w0 = w[k], w1 = w[K + k], w2 = w[2 * K + k], w3 = w[3 * K + k], w4 = w[4 * K + k],
