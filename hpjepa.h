@@ -6292,10 +6292,9 @@ HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, con
 /* The GINE forward for both edge layouts: e[k] at e + k * estride, so
    estride = D gives one feature per edge and estride = 0 one shared
    feature; e = NULL means no edge feature. rows (if not NULL): output row
-   i aggregates row rows[i]; hmap (if not NULL): row r of the input is
-   row hmap[r] of h (a previous layer's class rows, not copied out). */
+   i aggregates row rows[i]. */
 static void hpj__gine_fwd(float *out, const float *h, const float *e, ptrdiff_t estride, const int32_t *rowptr,
-                          const int32_t *col, int N, int D, float eps, const int32_t *rows, const int32_t *hmap) {
+                          const int32_t *col, int N, int D, float eps, const int32_t *rows) {
     int i;
     if (N <= 0 || D <= 0) return;
     /* (rows increase: rowptr[rows[N - 1] + 1] bounds the entries read) */
@@ -6304,13 +6303,13 @@ static void hpj__gine_fwd(float *out, const float *h, const float *e, ptrdiff_t 
     for (i = 0; i < N; ++i) {
         int32_t r = rows ? rows[i] : i; /* output row i is row r's aggregation */
         float *o = out + (ptrdiff_t)i * D;
-        const float *hi = h + (ptrdiff_t)(hmap ? hmap[r] : r) * D;
+        const float *hi = h + (ptrdiff_t)r * D;
         float s = 1.0f + eps;
         int j, k;
         HPJ__OMP(simd)
         for (j = 0; j < D; ++j) o[j] = s * hi[j];
         for (k = rowptr[r]; k < rowptr[r + 1]; ++k) {
-            const float *hj = h + (ptrdiff_t)(hmap ? hmap[col[k]] : col[k]) * D;
+            const float *hj = h + (ptrdiff_t)col[k] * D;
             if (e) {
                 const float *ek = e + (ptrdiff_t)k * estride;
                 HPJ__OMP(simd)
@@ -6328,11 +6327,11 @@ static void hpj__gine_fwd(float *out, const float *h, const float *e, ptrdiff_t 
 
 HPJDEF void hpj_gine_forward(float *out, const float *h, const float *e, const int32_t *rowptr, const int32_t *col,
                              int N, int D, float eps) {
-    hpj__gine_fwd(out, h, e, D, rowptr, col, N, D, eps, NULL, NULL);
+    hpj__gine_fwd(out, h, e, D, rowptr, col, N, D, eps, NULL);
 }
 
 /* deps += sum_i dout[i].h[i] over 64 fixed row blocks, in double. */
-static void hpj__gine_deps(float *deps, const float *dout, const float *h, const int32_t *hmap, int N, int D, int par) {
+static void hpj__gine_deps(float *deps, const float *dout, const float *h, int N, int D, int par) {
     double part[HPJ__NBLK], tot = 0.0;
     int b;
     (void)par;
@@ -6340,7 +6339,7 @@ static void hpj__gine_deps(float *deps, const float *dout, const float *h, const
     for (b = 0; b < HPJ__NBLK; ++b) {
         int64_t r0 = (int64_t)N * b / HPJ__NBLK, r1 = (int64_t)N * (b + 1) / HPJ__NBLK, r;
         double s = 0.0;
-        for (r = r0; r < r1; ++r) s += hpj__dot(dout + r * D, h + (hmap ? hmap[r] : r) * D, D);
+        for (r = r0; r < r1; ++r) s += hpj__dot(dout + r * D, h + r * D, D);
         part[b] = s;
     }
     for (b = 0; b < HPJ__NBLK; ++b) tot += part[b];
@@ -6392,7 +6391,7 @@ HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *do
             }
         }
     }
-    if (deps) hpj__gine_deps(deps, dout, h, NULL, N, D, par);
+    if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
 }
 
 /* Columns per task of hpj_gine_backward_shared (256-byte row slices). */
@@ -6400,7 +6399,7 @@ HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *do
 
 HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, const int32_t *rowptr,
                                     const int32_t *col, int N, int D, float eps) {
-    hpj__gine_fwd(out, h, e, 0, rowptr, col, N, D, eps, NULL, NULL);
+    hpj__gine_fwd(out, h, e, 0, rowptr, col, N, D, eps, NULL);
 }
 
 /* t[j] = [h[j] + e[j] > 0] t[j] and acc[j] += t[j] (in double) over w
@@ -6417,8 +6416,8 @@ static void hpj__gine_mask_acc(double *acc, float *t, const float *hr, const flo
    panels of HPJ__GINE_DC: t = the sum of dout over the row's neighbours,
    masked by [h + e > 0] and added to acc (c1 - c0 doubles, in row order);
    dh += (1 + eps) dout + t. */
-static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const float *h, const int32_t *hmap,
-                              const float *e, const int32_t *rowptr, const int32_t *col, int r0, int r1, int D, int c0,
+static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const float *h, const float *e,
+                              const int32_t *rowptr, const int32_t *col, int r0, int r1, int D, int c0,
                               int c1, float s) {
     int r, p0, j, k;
     for (r = r0; r < r1; ++r)
@@ -6432,7 +6431,7 @@ static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const f
                 HPJ__OMP(simd)
                 for (j = 0; j < w; ++j) t[j] += dn[j];
             }
-            hpj__gine_mask_acc(acc + (p0 - c0), t, h + (ptrdiff_t)(hmap ? hmap[r] : r) * D + p0, e + p0, w);
+            hpj__gine_mask_acc(acc + (p0 - c0), t, h + (ptrdiff_t)r * D + p0, e + p0, w);
             if (dh) {
                 float *g = dh + (ptrdiff_t)r * D + p0;
                 HPJ__OMP(simd)
@@ -6441,11 +6440,9 @@ static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const f
         }
 }
 
-/* hpj_gine_backward_shared with hmap (as hpj__gine_fwd's: row r of the
-   input is row hmap[r] of h, or r without it). */
-static void hpj__gine_back_sh(float *dh, float *de, float *deps, const float *dout, const float *h,
-                              const int32_t *hmap, const float *e, const int32_t *rowptr, const int32_t *col, int N,
-                              int D, float eps) {
+HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
+                                     const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
+                                     float eps) {
     int par;
     float s = 1.0f + eps;
     double *ws;
@@ -6466,7 +6463,7 @@ static void hpj__gine_back_sh(float *dh, float *de, float *deps, const float *do
                 for (b = 0; b < HPJ__BN_RB; ++b) {
                     double *p = ws + (size_t)b * D;
                     for (c = 0; c < D; ++c) p[c] = 0.0;
-                    hpj__gine_sh_rows(p, dh, dout, h, hmap, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, 0,
+                    hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, 0,
                                       D, s);
                 }
                 if (de) {
@@ -6483,7 +6480,7 @@ static void hpj__gine_back_sh(float *dh, float *de, float *deps, const float *do
                 for (j = 0; j < w; ++j) acc[j] = 0.0;
                 for (b = 0; b < HPJ__BN_RB; ++b) {
                     for (j = 0; j < w; ++j) p[j] = 0.0;
-                    hpj__gine_sh_rows(p, dh, dout, h, hmap, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, c0,
+                    hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, c0,
                                       c0 + w, s);
                     for (j = 0; j < w; ++j) acc[j] += p[j];
                 }
@@ -6492,13 +6489,7 @@ static void hpj__gine_back_sh(float *dh, float *de, float *deps, const float *do
             }
         }
     }
-    if (deps) hpj__gine_deps(deps, dout, h, hmap, N, D, par);
-}
-
-HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
-                                     const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
-                                     float eps) {
-    hpj__gine_back_sh(dh, de, deps, dout, h, NULL, e, rowptr, col, N, D, eps);
+    if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
 }
 
 HPJDEF hpj_status hpj_csr_reverse(int32_t *rev, const int32_t *rowptr, const int32_t *col, int N) {
@@ -12937,7 +12928,7 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64
         }
         N = hpj__gnn_rows(w, i, &cnt, &cls, &rep);
         if (i > 0) { /* the representatives' aggregations (the first layer's t1 came from the table) */
-            hpj__gine_fwd(L->agg, L->h, w->e, m->edge_onehot ? D : 0, p->rowptr, p->col, N, D, q->eps[0], rep, NULL);
+            hpj__gine_fwd(L->agg, L->h, w->e, m->edge_onehot ? D : 0, p->rowptr, p->col, N, D, q->eps[0], rep);
             hpj__lin(L->t1, L->agg, q->W1, NULL, N, D, D);
         }
         hpj__fast_bn_res(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, mode, 1, NULL, NULL, cnt, C, i > 0);
