@@ -120,6 +120,7 @@ import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 key = lambda r: [(x["seed"], x["fold"], x["score"], x["train"]) for x in r["rows"]]
 ok = key(a) == key(b) and all(abs(a[k] - b[k]) < 2e-6 for k in ("mean", "std", "fold_std")) and b["seeds"] == 2
+ok = ok and all(a.get(k) == b.get(k) for k in ("probe_select", "alpha_grid", "alpha_at_edge", "alpha_folds"))
 print("ok" if ok else "mismatch: %s vs %s" % (key(a)[:3], key(b)[:3]))
 PY
 )
@@ -189,6 +190,15 @@ hl=$(od -An -tu2 -j8 -N2 "$TMP/cvemb.s1f1.npy" | tr -d ' ')
 for f in 1 2 3; do
     { head -c $((10 + hl)) "$TMP/cvemb.s1f1.npy"; head -c $((400 * 16 * 4)) /dev/zero; } >"$TMP/zemb.s1f$f.npy"
 done
+# merge_reports.py joins cv parts: the edge counts add up (seed 2 re-probes
+# all-zero embeddings: an edge in each of its folds)
+for f in 1 2 3; do cp "$TMP/zemb.s1f$f.npy" "$TMP/zemb.s2f$f.npy"; done
+if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --first-seed 2 --quiet --set probe_select=cv --set probe_alpha=300 \
+       --from-embeddings "$TMP/zemb" --report "$TMP/z2" >/dev/null 2>&1 &&
+   python3 tools/paper/merge_reports.py "$TMP/cvj" "$TMP/cv300" "$TMP/z2" >/dev/null 2>&1 &&
+   [ "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["probe_select"], r["alpha_at_edge"], r["alpha_folds"])' "$TMP/cvj.json")" = "cv $((n + 3)) 6" ] && grep -q "alpha at grid edge: $((n + 3)) of 6 folds\.$" "$TMP/cvj.md"; then
+    ok "merge_reports: cv parts joined, grid-edge counts added ($((n + 3)) of 6)"
+else bad "merge_reports: cv parts joined, grid-edge counts added" "$(grep -A3 '"probe_select' "$TMP/cvj.json" 2>/dev/null | tr -d '\n')"; fi
 if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set probe_select=cv \
        --from-embeddings "$TMP/zemb" --fold-log "$TMP/z.folds" --report "$TMP/z" >/dev/null 2>"$TMP/z.err" &&
    OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --seeds 1 --quiet --set probe_select=cv \

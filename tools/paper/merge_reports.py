@@ -119,11 +119,29 @@ def main(argv):
     resumed = sum(r.get("resumed_folds", 0) for r in reps)
     if resumed:  # folds continued from an earlier, stopped run (eval --resume)
         merged["resumed_folds"] = resumed
+    # the probe's penalty rule: parts share it (the config says so); with
+    # probe_select = cv the folds whose choice is a grid edge add up
+    rule = first.get("probe_select")
+    probe_line = None
+    if rule is not None:
+        merged["probe_select"] = rule
+    if rule == "cv":
+        for p, r in zip(parts, reps):
+            if r.get("alpha_grid") != first.get("alpha_grid"):
+                fail("%s.json: alpha_grid %r differs from %s.json's %r" % (p, r.get("alpha_grid"), parts[0], first.get("alpha_grid")))
+        edge = sum(r.get("alpha_at_edge", 0) for r in reps)
+        nfold = sum(r.get("alpha_folds", 0) for r in reps)
+        merged["alpha_grid"] = first["alpha_grid"]
+        merged["alpha_at_edge"], merged["alpha_folds"] = edge, nfold
+        probe_line = ("Probe penalty: probe_select = cv, chosen per fold from the absolute grid %.0e..%.0e by decades; "
+                      "alpha at grid edge: %d of %d folds.\n" % (first["alpha_grid"][0], first["alpha_grid"][1], edge, nfold))
     md = ["# hpjepa eval: %s\n" % first["dataset"],
           "%s = %.4f +- %.4f (mean over folds per seed, then mean/std over %d seeds, %s); mean fold std %.4f; "
           "wall time %.1f s (sum of %d parts, joined by tools/paper/merge_reports.py: %s)\n"
-          % (metric, mean, sd, len(seeds), seed_text, fstd, wall, len(parts), ", ".join(parts)),
-          "| seed | fold | %s | train |" % ("test mae" if metric == "mae" else "test accuracy"),
+          % (metric, mean, sd, len(seeds), seed_text, fstd, wall, len(parts), ", ".join(parts))]
+    if probe_line:
+        md.append(probe_line)
+    md += ["| seed | fold | %s | train |" % ("test mae" if metric == "mae" else "test accuracy"),
           "|---|---|---|---|"]
     for row in rows:
         md.append("| %d | %d | %.4f | %.4f |" % (row["seed"], row["fold"], row["score"], row["train"]))
