@@ -9,39 +9,28 @@
 # Environment: HPJ_DATA (default ../shared/data), SEEDS (default 1; the
 # paper's table uses 5), FIRST_SEED (default 1: seeds FIRST_SEED ..
 # FIRST_SEED+SEEDS-1, the job named <name>_seedsA-B, so a 5-seed protocol can
-# run in parts that tools/paper/merge_reports.py joins), LANES (jobs run side by side, default 1), THREADS
-# (OpenMP threads per job, default 2 / LANES); results are the same bits
-# either way. Measured on this 2-core machine: two 1-thread copies of the
-# PROTEINS Graph-JEPA `bench train` did 15-24 % more work than one 2-thread
-# run, but PROTEINS HP-JEPA next to DD Graph-JEPA ran a fold in 380-385 s
-# against 162 s alone on 2 threads (memory bandwidth): not a reliable win.
+# run in parts that tools/paper/merge_reports.py joins), LANES (jobs run side
+# by side, default 1), THREADS (OpenMP threads per job, default 2 / LANES);
+# results are the same bits either way, but jobs side by side compete for
+# memory bandwidth: measure before relying on LANES > 1.
 # FOLD_LANES=J passes `eval --lanes J` (J folds pretrained at once, each on
 # THREADS / J threads; same results) when the binary has that option.
 # HPJEPA names the binary (default ./hpjepa): a long queue can pin a copy
 # (cp hpjepa build/hpjepa-pinned; HPJEPA=build/hpjepa-pinned bash ...) so
 # that rebuilding ./hpjepa meanwhile does not change the bits mid-protocol.
-# Every job saves each fold's embeddings (its own --save-embeddings prefix,
-# else build/analysis/<job>) and runs with --resume, so a job stopped
-# part-way continues from the folds it finished, with the same results; only
-# the fold that was running is lost. build/ does not survive a new machine, so
-# every job also keeps its folds' results in reports/folds/<job>.folds
-# (eval --fold-log, a few KB per fold; a pinned binary from before that
-# option runs without it): commit that file, and the job continues on the
-# next machine from the folds it records (with a binary of the same header
-# version: the key includes it; eval says so when a log's records are under
-# another key). REDDIT-BINARY_hp_clamp20_1seed's fold log is from 0.5.0; a
-# 0.5.0 binary to continue it: git worktree add /tmp/v050 ba3a6d5 &&
-# make -C /tmp/v050 hpjepa, then HPJEPA=/tmp/v050/hpjepa THREADS=2
-# FOLD_LANES=2 bash tools/paper/reproduce.sh REDDIT-BINARY_hp_clamp20_1seed.
-# A 0.5.0 binary that also checkpoints folds (the same bits and key as
-# 0.5.0; session 16 ran REDDIT folds 7-8 with one, build/hpjepa-s16r):
-# git worktree add /tmp/v050r ba3a6d5 && git diff a73570c 2f77654 --
-# hpjepa.h tools/cmd_eval.c tools/cmd_model.c | git -C /tmp/v050r apply
-# --3way, keep 0.5.0's side of the version conflicts in hpjepa.h, make.
-# A binary with eval --checkpoint-every (0.6.1 on) also saves the fold in
-# progress after every CKPT_EVERY epochs (default 1) beside its embeddings,
-# so on a machine whose build/ survives, a job cut off mid-fold continues
-# that fold from its last epoch (the same bits); CKPT_EVERY=0 turns it off.
+# Resuming: every job saves each fold's embeddings (its own
+# --save-embeddings prefix, else build/analysis/<job>) and runs with
+# --resume, so a job stopped part-way continues from the folds it finished,
+# with the same results. build/ does not survive a new machine, so every job
+# also keeps its folds' results in reports/folds/<job>.folds (eval
+# --fold-log, a few KB per fold): commit that file, and the job continues on
+# the next machine from the folds it records, with a binary of the same
+# header version (the log's key includes it; eval says so when a log's
+# records are under another key: build that version from git to continue).
+# With eval --checkpoint-every, the fold in progress is also saved every
+# CKPT_EVERY epochs (default 1; 0 turns it off) beside its embeddings, so on
+# a machine whose build/ survives, a job cut off mid-fold continues that fold
+# from its last saved epoch (the same bits).
 set -u
 cd "$(dirname "$0")/../.."
 DATA=${HPJ_DATA:-../shared/data}
@@ -98,7 +87,7 @@ JOBS=(
   "PROTEINS_hp_more_1seed|PROTEINS|data/configs/PROTEINS.cfg|--save-embeddings build/analysis/PROTEINS_hp_models"
   "ZINC-12K_gj_trainemb_1seed|ZINC-12K|data/configs/graph-jepa/ZINC-12K.cfg|--set train_embed=repartition"
   "PROTEINS_hp_adamw_cv_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set optimizer=adamw --set probe_select=cv --save-embeddings build/analysis/PROTEINS_hp_adamw_1seed"
-  # ~3.5 h per seed on 2 threads: resumable across sessions (see above)
+  # hours per seed: resumable (see above)
   "DD_hp_1seed|DD|data/configs/DD.cfg|"
   # IMDB node features as the HP-JEPA paper describes them (one-hot degree; 88 = IMDB-MULTI's largest degree)
   "IMDB-MULTI_hp_degree_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set node_degree=88"
@@ -120,11 +109,10 @@ JOBS=(
   "MUTAG_hp_untrained_cv_1seed|MUTAG|data/configs/MUTAG.cfg|--set epochs=0 --set probe_select=cv"
   "DD_gj_untrained_1seed|DD|data/configs/graph-jepa/DD.cfg|--set epochs=0"
   "DD_hp_untrained_1seed|DD|data/configs/DD.cfg|--set epochs=0"
-  # ~50 min per fold on 2 threads (bench train: 28 graphs/s on an AMD EPYC
-  # host), ~8 h per seed: several sessions through the fold log. With the
-  # guard target_clamp = 20 from the start, as the Graph-JEPA-mode REDDIT
-  # run (the reference's REDDIT logs overflow cosh), so a divergence late in
-  # the job does not throw away its finished folds
+  # hours per seed: continued across machines through the fold log. With
+  # the guard target_clamp = 20 from the start, as the Graph-JEPA-mode
+  # REDDIT run (the reference's REDDIT logs overflow cosh), so a divergence
+  # late in the job does not throw away its finished folds
   "REDDIT-BINARY_hp_clamp20_1seed|REDDIT-BINARY|data/configs/REDDIT-BINARY.cfg|--set target_clamp=20"
 )
 
