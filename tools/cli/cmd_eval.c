@@ -1034,7 +1034,7 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
             float omega[HPJ_MAX_RES];
             double mae;
             int better;
-            if (hpj_pretrain_until(m, ds, tr, ntr, sel->epoch[k], progress, user) != HPJ_OK ||
+            if ((m->epoch < sel->epoch[k] && hpj_pretrain_until(m, ds, tr, ntr, sel->epoch[k], progress, user) != HPJ_OK) ||
                 embed_fold(m, ds, tr, ntr, held, nheld, cs->train_embed, ids, scratch, sel->Hc) != HPJ_OK) {
                 snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
                 hpj_model_free(m);
