@@ -1337,10 +1337,6 @@ int cmd_eval(int argc, char **argv) {
         return 2;
     }
     if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); return 2; }
-    if (validation && folds < 3) {
-        cli_error("eval", "--validation needs --folds 3 or more (one fold left out for the test, one for validation)");
-        return 2;
-    }
     if (select_spec) {
         if (from_emb || from_mod || every) {
             cli_error("eval", "--select-epochs reads out checkpoints while it pretrains: it excludes --from-embeddings, "
@@ -1400,6 +1396,11 @@ int cmd_eval(int argc, char **argv) {
         goto done;
     }
     if (!regression && ds.num_classes < 2) { cli_error("eval", "%s: only one class", ds.name); goto done; }
+    if (validation && !regression && folds < 3) {
+        cli_error("eval", "--validation needs --folds 3 or more (one fold left out for the test, one for validation)");
+        rc = 2;
+        goto done;
+    }
     if (sel.n && !regression) {
         cli_error("eval", "--select-epochs chooses the checkpoint on a validation split: it needs a regression dataset "
                           "with one (train/val/test, as ZINC-12K)");
