@@ -79,6 +79,26 @@ if [ $rc -eq 0 ] && why=$(same_report "$TMP/r1" "$TMP/r/p") && diff <(mask "$TMP
     ok "eval on 2 ranks resumed from 3 logged folds: the one-process report, the log complete"
 else bad "eval on 2 ranks resumed from 3 logged folds: the one-process report, the log complete" "exit=$rc ${why:-} $(tail -c 300 "$TMP/r2.err")"; fi
 
+# -- --validation, and a regression split with --select-epochs: the
+# one-process report and fold log (the chosen epochs travel in the lines) --
+"$HPJ" eval "${A[@]}" --validation --fold-log "$TMP/v1.folds" --report "$TMP/v1" >"$TMP/v1.out" 2>/dev/null
+run2 "$MPI" eval "${A[@]}" --validation --fold-log "$TMP/v2.folds" --report "$TMP/v2" >"$TMP/v2.out" 2>"$TMP/v2.err"; rc=$?
+if [ $rc -eq 0 ] && why=$(same_report "$TMP/v1" "$TMP/v2") && diff <(mask "$TMP/v1.out") <(mask "$TMP/v2.out") >/dev/null &&
+   grep -q '^validation_accuracy=' "$TMP/v2.out" && [ "$(log_records "$TMP/v1.folds")" = "$(log_records "$TMP/v2.folds")" ]; then
+    ok "eval --validation on 2 ranks: the one-process report and fold log"
+else bad "eval --validation on 2 ranks: the one-process report and fold log" "exit=$rc ${why:-} $(tail -c 300 "$TMP/v2.err")"; fi
+vd=$TMP/VREG; mkdir -p "$vd"
+for f in A graph_indicator node_labels; do cp data/DEMO/DEMO_$f.txt "$vd/VREG_$f.txt"; done
+awk '{n[$1]++} END {for (g = 1; g <= 400; ++g) printf "%.3f\n", n[g] / 10}' data/DEMO/DEMO_graph_indicator.txt > "$vd/VREG_graph_attributes.txt"
+awk 'BEGIN {for (g = 0; g < 400; ++g) print (g % 5 == 0 ? "test" : g % 5 == 1 ? "val" : "train")}' > "$vd/VREG_split.txt"
+R=("$vd" --config data/configs/DEMO.cfg --seeds 2 --set epochs=4 --set readout=task --select-epochs 4)
+"$HPJ" eval "${R[@]}" --fold-log "$TMP/s1.folds" --report "$TMP/s1" >"$TMP/s1.out" 2>/dev/null
+run2 "$MPI" eval "${R[@]}" --fold-log "$TMP/s2.folds" --report "$TMP/s2" >"$TMP/s2.out" 2>"$TMP/s2.err"; rc=$?
+if [ $rc -eq 0 ] && why=$(same_report "$TMP/s1" "$TMP/s2") && diff <(mask "$TMP/s1.out") <(mask "$TMP/s2.out") >/dev/null &&
+   [ "$(grep -c ' epoch=[1-4]$' "$TMP/s2.folds")" -eq 2 ] && [ "$(log_records "$TMP/s1.folds")" = "$(log_records "$TMP/s2.folds")" ]; then
+    ok "eval --select-epochs on 2 ranks (a regression split, 2 seeds): the one-process report and fold log"
+else bad "eval --select-epochs on 2 ranks (a regression split, 2 seeds): the one-process report and fold log" "exit=$rc ${why:-} $(tail -c 300 "$TMP/s2.err")"; fi
+
 # -- one rank, no mpirun: ./hpjepa --
 "$MPI" eval "${A[@]}" --report "$TMP/single" >"$TMP/single.out" 2>"$TMP/single.err"; rc=$?
 # (stderr too, but for the times)

@@ -5,7 +5,10 @@
    fitted on the training folds) feeds an L2 logistic-regression probe fitted
    on the training folds, and the test fold is scored. Regression (a dataset
    with graph attributes and a train/val/test split, ZINC-12K): pretrain on
-   train, choose the ridge penalty on val, report test MAE; per seed. */
+   train, choose the ridge penalty on val, report test MAE; per seed.
+   --validation runs the same protocol on held-out validation graphs, the
+   test graphs never read (fold_role), for choices made without them;
+   --select-epochs chooses a regression run's checkpoint on val. */
 #include "cli.h"
 #include <math.h>
 #ifdef _OPENMP
@@ -22,6 +25,7 @@ static const char *eval_usage =
     "                   [--save-embeddings PREFIX] [--from-embeddings PREFIX]\n"
     "                   [--save-models PREFIX] [--from-models PREFIX] [--resume]\n"
     "                   [--fold-log FILE] [--lanes J] [--checkpoint-every N] [--quiet]\n"
+    "                   [--validation] [--select-epochs N|E1,E2,..]\n"
     "  Runs the whole protocol and ends with accuracy=<mean> std=<std> (classification,\n"
     "  fractions) or mae=<mean> std=<std> (regression): the mean over folds per seed,\n"
     "  then mean and std across seeds (the paper's aggregation; std=n/a for one\n"
@@ -103,26 +107,55 @@ static const char *eval_usage =
     "  writes the same results, report and fold log as one process. A fold's own\n"
     "  files (--save-embeddings, --save-models, part files) are written by the\n"
     "  rank that runs it: on a cluster, give a folder every node sees.\n"
+    "  --validation: choices (the patch-token definition, the weight decay, a\n"
+    "  readout...) are made on validation scores, never on the test folds (the\n"
+    "  paper's coefficients are \"selected without using the corresponding test\n"
+    "  data\"). Each outer fold's test fold is left out entirely; the next fold\n"
+    "  (f + 1, stratified as every fold) is held out as its validation part, and\n"
+    "  the model pretrains, and the probe (its own penalty rule, its inner CV)\n"
+    "  fits, on the other K - 2 folds; the fold's score is the validation\n"
+    "  graphs' (each graph is scored once per seed; --folds 3 or more). A\n"
+    "  regression split pretrains on train and scores val, the penalty chosen\n"
+    "  on val as probe_select says: the selection score. The test graphs are\n"
+    "  never read: not embedded, probed or reported. The result reads\n"
+    "  validation_accuracy= / validation_mae=, as do the report and the json\n"
+    "  (\"validation\": true); fold-log records carry the mode in their key, and\n"
+    "  the fold files are PREFIX.val.s<seed>f<fold>.npy / .hpj, PREFIX.val.done,\n"
+    "  so test and validation records never mix. Then rerun the chosen setting\n"
+    "  without --validation for the test result.\n"
+    "  --select-epochs N|E1,E2,.. (regression with a val split, as ZINC): the\n"
+    "  checkpoint chosen on the validation split. The graphs are embedded after\n"
+    "  epochs E/N, 2E/N, .., E (or the listed epochs, and E), the probe fitted at\n"
+    "  each as the protocol does (weights and penalty from train and val), and\n"
+    "  the checkpoint of lowest validation MAE kept (the earlier on a tie): the\n"
+    "  test MAE reported is that choice's only, its epoch in the report, json\n"
+    "  and fold log (--save-models: its model). Off by default (the last\n"
+    "  epoch); excludes --from-*, --checkpoint-every. With --validation the\n"
+    "  score is the chosen checkpoint's validation MAE.\n"
     "  Defaults: 10 folds, 5 seeds (1 seed for regression splits: use --seeds).\n";
 
-typedef struct eval_row { int seed, fold; double score, train_score, seconds, alpha; float omega[HPJ_MAX_RES]; } eval_row;
+/* epoch: the checkpoint --select-epochs chose (0: selection off, the last epoch) */
+typedef struct eval_row { int seed, fold, epoch; double score, train_score, seconds, alpha; float omega[HPJ_MAX_RES]; } eval_row;
 /* one test prediction: graph g of seed s (each graph is tested once per seed) */
 typedef struct eval_pred { int fold; float pred; } eval_pred;
 
 /* --resume bookkeeping. PREFIX.done gets one line per fold whose embeddings
    were saved, "s<seed>f<fold> <key> <seconds>", appended after the .npy is in
    place (it is written atomically), so a recorded fold is complete. The key
-   is FNV-1a over the dataset's name and size, --folds, the library version
-   and the config text (its threads line aside: the bits do not depend on
-   it). */
-static uint64_t resume_key(const hpj_dataset *ds, long long folds, const hpj_config *cfg) {
-    char text[4096], head[256];
+   is FNV-1a over the dataset's name and size, --folds, the library version,
+   the protocol's mode and the config text (its threads line aside: the bits
+   do not depend on it). mode is "" for the test protocol of every earlier
+   version (so their fold logs and .done files keep their keys), else a line
+   naming --validation and --select-epochs: a validation record and a test
+   record of the same fold never answer for each other. */
+static uint64_t resume_key(const hpj_dataset *ds, long long folds, const hpj_config *cfg, const char *mode) {
+    char text[4096], head[512];
     const char *parts[2], *c;
     uint64_t h = 1469598103934665603ULL;
     int k;
     hpj_config_format(cfg, text, sizeof text);
-    snprintf(head, sizeof head, "%s %d %lld hpjepa.h %d.%d.%d\n", ds->name, ds->num_graphs, folds, HPJEPA_VERSION_MAJOR,
-             HPJEPA_VERSION_MINOR, HPJEPA_VERSION_PATCH);
+    snprintf(head, sizeof head, "%s %d %lld hpjepa.h %d.%d.%d\n%s", ds->name, ds->num_graphs, folds, HPJEPA_VERSION_MAJOR,
+             HPJEPA_VERSION_MINOR, HPJEPA_VERSION_PATCH, mode);
     parts[0] = head;
     parts[1] = text;
     for (k = 0; k < 2; ++k)
@@ -138,33 +171,38 @@ static uint64_t resume_key(const hpj_dataset *ds, long long folds, const hpj_con
     return h;
 }
 
-/* 1 (and the recorded seconds) if PREFIX.done records seed/fold under key. */
-static int resume_lookup(const char *prefix, int seed, int fold, uint64_t key, double *seconds) {
+/* 1 (and the recorded seconds) if PREFIX.done records seed/fold under key.
+   --select-epochs adds " epoch=E" to the line, the checkpoint whose
+   embeddings were saved (*epoch; 0 without it). */
+static int resume_lookup(const char *prefix, int seed, int fold, uint64_t key, double *seconds, int *epoch) {
     char path[1100], line[256];
     FILE *f;
     int found = 0;
     snprintf(path, sizeof path, "%s.done", prefix);
     if (!(f = fopen(path, "r"))) return 0;
     while (fgets(line, sizeof line, f)) {
-        int ls, lf;
+        int ls, lf, at = 0, e = 0;
         unsigned long long lk;
         double sec;
-        if (sscanf(line, "s%df%d %llx %lf", &ls, &lf, &lk, &sec) == 4 && ls == seed && lf == fold && lk == key) {
+        if (sscanf(line, "s%df%d %llx %lf%n", &ls, &lf, &lk, &sec, &at) == 4 && ls == seed && lf == fold && lk == key) {
             found = 1;
             *seconds = sec;
+            *epoch = sscanf(line + at, " epoch=%d", &e) == 1 && e > 0 ? e : 0;
         }
     }
     fclose(f);
     return found;
 }
 
-static int resume_record(const char *prefix, int seed, int fold, uint64_t key, double seconds) {
+static int resume_record(const char *prefix, int seed, int fold, uint64_t key, double seconds, int epoch) {
     char path[1100];
     FILE *f;
     int bad;
     snprintf(path, sizeof path, "%s.done", prefix);
     if (!(f = fopen(path, "a"))) { cli_error("eval", "%s: cannot open for appending", path); return -1; }
-    bad = fprintf(f, "s%df%d %016llx %.1f\n", seed, fold, (unsigned long long)key, seconds) < 0;
+    bad = fprintf(f, "s%df%d %016llx %.1f", seed, fold, (unsigned long long)key, seconds) < 0;
+    if (epoch > 0) bad |= fprintf(f, " epoch=%d", epoch) < 0;
+    bad |= fputc('\n', f) == EOF;
     bad |= fclose(f) != 0;
     if (bad) { cli_error("eval", "%s: write failed", path); return -1; }
     return 0;
@@ -175,13 +213,16 @@ static int resume_record(const char *prefix, int seed, int fold, uint64_t key, d
    carried across machines in a few kilobytes (the embeddings of --resume are
    megabytes per fold). Line: "s<seed>f<fold> <key> <seconds> <score> <train>
    <alpha> <L> <omega_1> .. <omega_L> <n> <graph>:<pred> ..." (doubles as %.17g
-   and floats as %.9g, so they read back to the same bits). A later run with
+   and floats as %.9g, so they read back to the same bits), then with
+   --select-epochs " epoch=<E>", the checkpoint chosen. Under --validation the
+   predictions are those of the fold's validation graphs (and the key says
+   so: see resume_key). A later run with
    the same key reuses a recorded fold instead of running it. A last line
    without its newline (a run stopped while writing it) is cut off the file
    (rewritten atomically); any other line that does not parse is an error
    naming the file and the line. */
 typedef struct fold_rec {
-    int seed, fold, n, L;
+    int seed, fold, n, L, epoch; /* epoch: --select-epochs' choice, 0 without it */
     int from; /* -1: read from the fold log file; else the rank that ran it in this run (hpjepa-mpi) */
     double seconds, score, train, alpha;
     float omega[HPJ_MAX_RES];
@@ -240,6 +281,13 @@ static int fold_rec_parse(const char *line, uint64_t key, int num_graphs, fold_r
         p = end + 1;
         r->pred[i] = strtof(p, &end);
         if (end == p) { *why = "a test prediction is not <graph>:<pred>"; goto bad; }
+        p = end;
+    }
+    while (*p == ' ') ++p;
+    if (!strncmp(p, "epoch=", 6)) {
+        v = strtol(p + 6, &end, 10);
+        if (end == p + 6 || v < 1 || v > (1L << 20)) { *why = "epoch=<E> is not an epoch"; goto bad; }
+        r->epoch = (int)v;
         p = end;
     }
     while (*p == ' ' || *p == '\r' || *p == '\n') ++p;
@@ -353,6 +401,7 @@ static char *fold_line(uint64_t key, const eval_row *row, int L, const int32_t *
     for (i = 0; i < L; ++i) n += (size_t)snprintf(buf + n, cap - n, " %.9g", row->omega[i]);
     n += (size_t)snprintf(buf + n, cap - n, " %d", nte);
     for (i = 0; i < nte; ++i) n += (size_t)snprintf(buf + n, cap - n, " %d:%.9g", te[i], preds[te[i]].pred);
+    if (row->epoch > 0) n += (size_t)snprintf(buf + n, cap - n, " epoch=%d", row->epoch);
     buf[n++] = '\n';
     buf[n] = 0;
     return buf;
@@ -562,6 +611,122 @@ static int select_alpha_val(const float *Xtr, const float *Ytr, int ntr, const f
     return 0;
 }
 
+/* The regression probe of one split, everything but scoring the held-out
+   graphs: the penalty (probe_select: cv on the validation graphs va, the
+   task weighting's head first on the uniform readout, then the ridge's on
+   the weighted one; fixed: probe_alpha), the resolution weights omega
+   (task: fitted on the training graphs tr only), the ridge fitted on tr
+   into *lm (the caller frees it), Xtr left holding tr's probe features and
+   Ytr their targets. *val_mae: the fitted ridge's mean absolute error on va
+   (HUGE_VAL without validation graphs), what --select-epochs compares.
+   Htr: scratch of ntr x L*dim floats, S of nv floats. -1 (said) on
+   failure. */
+static int regression_probe(const float *H, const int32_t *tr, int32_t ntr, const int32_t *va, int32_t nv,
+                            const hpj_dataset *ds, const hpj_config *cfg, uint64_t seed, int seed_no, int verbose,
+                            float *Xtr, float *Xva, float *Ytr, float *S, float *Htr, hpj_probe_options *po,
+                            float *omega, hpj_linear_model *lm, double *val_mae) {
+    int l, w = cfg->readout == HPJ_READOUT_CONCAT ? cfg->L * cfg->dim : cfg->dim;
+    int32_t g;
+    double mae;
+    hpj_probe_options_default(po);
+    po->alpha = cfg->probe_alpha; /* probe_select = fixed: the config's penalty as it is */
+    for (g = 0; g < ntr; ++g) Ytr[g] = ds->target[(size_t)tr[g] * ds->target_dim];
+    if (cfg->probe_select && cfg->readout == HPJ_READOUT_TASK) {
+        /* the task weighting fits its head with the probe's penalty:
+           chosen by the same rule on the uniform readout first (as
+           select_alpha does), then again on the weighted one below */
+        readout_rows(H, tr, ntr, cfg->L, cfg->dim, HPJ_READOUT_UNIFORM, NULL, Xtr);
+        readout_rows(H, va, nv, cfg->L, cfg->dim, HPJ_READOUT_UNIFORM, NULL, Xva);
+        if (select_alpha_val(Xtr, Ytr, ntr, Xva, va, nv, cfg->dim, ds, S, po, &mae)) return -1;
+    }
+    for (l = 0; l < HPJ_MAX_RES; ++l) omega[l] = 1.0f / (float)cfg->L;
+    if (cfg->readout == HPJ_READOUT_TASK) { /* weights from the training graphs only */
+        for (g = 0; g < ntr; ++g)
+            memcpy(Htr + (size_t)g * cfg->L * cfg->dim, H + (size_t)tr[g] * cfg->L * cfg->dim,
+                   sizeof(float) * (size_t)cfg->L * cfg->dim);
+        if (hpj_resweight_fit(Htr, ntr, cfg->L, cfg->dim, NULL, Ytr, 0, cfg->lambda_unif, seed, po, omega) != HPJ_OK) {
+            cli_error("eval", "seed %d fold 1: %s", seed_no, hpj_last_error());
+            return -1;
+        }
+    }
+    readout_rows(H, tr, ntr, cfg->L, cfg->dim, cfg->readout, omega, Xtr);
+    readout_rows(H, va, nv, cfg->L, cfg->dim, cfg->readout, omega, Xva);
+    if (cfg->probe_select) { /* ridge; the penalty chosen on the validation split */
+        if (select_alpha_val(Xtr, Ytr, ntr, Xva, va, nv, w, ds, S, po, &mae)) return -1;
+        if (verbose) fprintf(stderr, "    ridge alpha chosen on val: %g (val mae %.4f)\n", po->alpha, mae);
+    }
+    if (hpj_ridge_fit(Xtr, Ytr, ntr, w, 1, po, lm) != HPJ_OK) {
+        cli_error("eval", "seed %d: ridge: %s", seed_no, hpj_last_error());
+        return -1;
+    }
+    *val_mae = HUGE_VAL;
+    if (nv > 0) {
+        hpj_linear_model_predict(lm, Xva, nv, S);
+        for (mae = 0.0, g = 0; g < nv; ++g) mae += fabs(S[g] - ds->target[(size_t)va[g] * ds->target_dim]);
+        *val_mae = mae / nv;
+    }
+    return 0;
+}
+
+/* ---- --select-epochs: the checkpoint chosen on the validation split ------
+
+   The paper chooses ZINC's model on its validation split. With
+   --select-epochs, a regression run embeds its graphs at a few checkpoints
+   of the pretraining (the epochs of the list; N alone means after E/N,
+   2E/N, .., E of the E epochs) and fits the probe at each exactly as the
+   protocol then does (weights and penalty from train and val). The
+   checkpoint with the lowest validation MAE (the earlier one on a tie)
+   is kept; its embeddings are what the rest of the protocol sees, so the
+   test MAE reported is that of the one choice, and the test graphs never
+   take part in it. The last epoch is always a candidate: the pretraining
+   runs its whole schedule, only the read-out point is chosen. */
+#define SELECT_MAX 64
+typedef struct eval_select {
+    int n, epoch[SELECT_MAX];  /* the checkpoints, ascending; the last is the config's epochs */
+    const int32_t *va;         /* the validation graphs */
+    int32_t nv;
+    float *Hc, *Xtr, *Xva, *Ytr, *S; /* work space: a checkpoint's embeddings (graphs x L*dim), probe buffers */
+    int verbose;
+    int best_epoch;            /* out: the chosen checkpoint */
+    double best_mae;           /*      and its validation MAE */
+} eval_select;
+
+/* Parses --select-epochs SPEC for a run of `epochs` epochs: "N" (N evenly
+   spaced checkpoints) or "e1,e2,.." (ascending epochs in 1..epochs); the
+   last epoch is added when missing. -1 with a printed reason. */
+static int select_parse(const char *spec, int epochs, eval_select *sel) {
+    const char *p = spec;
+    char *end;
+    long v, prev = 0;
+    int i;
+    sel->n = 0;
+    if (!strchr(spec, ',')) {
+        v = strtol(spec, &end, 10);
+        if (end == spec || *end || v < 1 || v > SELECT_MAX - 1) {
+            cli_error("eval", "--select-epochs: '%s' is neither a count in 1..%d nor a list of epochs", spec, SELECT_MAX - 1);
+            return -1;
+        }
+        for (i = 1; i <= v; ++i) {
+            long e = (long)((long long)epochs * i / v);
+            if (e > prev) sel->epoch[sel->n++] = (int)(prev = e);
+        }
+    } else
+        for (;;) {
+            v = strtol(p, &end, 10);
+            if (end == p || v <= prev || v > epochs || sel->n >= SELECT_MAX - 1) {
+                cli_error("eval", "--select-epochs: '%s' is not a list of ascending epochs in 1..%d (at most %d)", spec,
+                          epochs, SELECT_MAX - 1);
+                return -1;
+            }
+            sel->epoch[sel->n++] = (int)(prev = v);
+            if (!*end) break;
+            if (*end != ',') { cli_error("eval", "--select-epochs: '%s': expected epochs separated by commas", spec); return -1; }
+            p = end + 1;
+        }
+    if (prev < epochs || sel->n == 0) sel->epoch[sel->n++] = epochs;
+    return 0;
+}
+
 /* ---- progress: where the protocol is, how long the rest will take ------- */
 
 /* On a terminal, while folds pretrain, one line redrawn in place:
@@ -581,6 +746,7 @@ typedef struct eval_meter {
     int epoch0;               /* the epoch the current folds started from (a resumed fold: > 0); -1: not seen yet */
     double t0, last_draw;     /* t0: when the first computed fold started (< 0: none yet) */
     int shown;                /* a progress line is on the terminal */
+    int validation;           /* --validation: the fold lines name validation scores */
     struct eval_gather *gather; /* hpjepa-mpi, rank 0: polled for the other ranks' folds while pretraining */
     double last_poll;
 } eval_meter;
@@ -605,6 +771,13 @@ static void meter_eta(const eval_meter *mt, double frac, char *buf, size_t cap) 
     snprintf(buf, cap, "ETA %s", t);
 }
 
+/* What a fold's score is, in the progress lines: under --validation the
+   score of the validation graphs, and the lines say so. */
+static const char *metric_word(int regression, int validation) {
+    if (validation) return regression ? "validation mae" : "validation accuracy";
+    return regression ? "mae" : "accuracy";
+}
+
 /* The current folds are done (count of them finished): the progress line
    goes, so that the next line starts on a clean row. */
 static void meter_end(eval_meter *mt, int count) {
@@ -624,7 +797,7 @@ static void meter_fold_line(eval_meter *mt, int seed_no, int fold_no, int regres
     meter_eta(mt, 0.0, eta, sizeof eta);
     if (rank >= 0) snprintf(on, sizeof on, ", rank %d", rank);
     fprintf(stderr, "  seed %d/%d fold %2d/%d: %s %.4f (train %.4f)  %.1f s%s%s%s\n", seed_no, mt->seeds, fold_no, mt->folds,
-            regression ? "mae" : "accuracy", score, train, seconds, on, eta[0] && mt->done < mt->todo ? ", " : "",
+            metric_word(regression, mt->validation), score, train, seconds, on, eta[0] && mt->done < mt->todo ? ", " : "",
             mt->done < mt->todo ? eta : "");
 }
 
@@ -691,12 +864,24 @@ static void scatter_rows(float *H, const float *scratch, const int32_t *ids, int
    graph embedded once: with its fixed evaluation partition, except the
    training graphs tr with train_embed = repartition (a partition
    pretraining never drew, as the reference's train loader). ids (graphs)
-   and scratch (graphs x L*dim) are work space. */
-static hpj_status embed_fold(const hpj_model *m, const hpj_dataset *ds, const int32_t *tr, int32_t ntr, int train_embed,
-                             int32_t *ids, float *scratch, float *H) {
+   and scratch (graphs x L*dim) are work space. held != NULL (--validation):
+   only the training graphs and the nheld validation graphs are embedded;
+   the other rows of H (the test graphs) are zeros, never computed, so
+   nothing downstream can read them. */
+static hpj_status embed_fold(const hpj_model *m, const hpj_dataset *ds, const int32_t *tr, int32_t ntr,
+                             const int32_t *held, int32_t nheld, int train_embed, int32_t *ids, float *scratch, float *H) {
     size_t LD = (size_t)m->cfg.L * m->cfg.dim;
     int32_t g, n = 0;
     hpj_status st;
+    if (held) {
+        memset(H, 0, sizeof(float) * (size_t)ds->num_graphs * LD);
+        if ((st = hpj_embed(m, ds, held, nheld, scratch))) return st;
+        scatter_rows(H, scratch, held, nheld, LD);
+        st = train_embed ? hpj_embed_epoch(m, ds, tr, ntr, m->cfg.epochs, scratch) : hpj_embed(m, ds, tr, ntr, scratch);
+        if (st) return st;
+        scatter_rows(H, scratch, tr, ntr, LD);
+        return HPJ_OK;
+    }
     if (!train_embed) {
         for (g = 0; g < ds->num_graphs; ++g) ids[g] = g;
         return hpj_embed(m, ds, ids, ds->num_graphs, H);
@@ -826,14 +1011,59 @@ static int fold_model_start(hpj_model *m, const hpj_config *c, const hpj_dataset
 /* One fold's embeddings from model m (initialised, or loaded when pretrain
    = 0): pretrains it on the training graphs tr (in parts of ck->every epochs,
    each part saved with the seconds since t_begin, when ck is given), saves
-   it under save_mod
-   (with the seed config's threads), embeds every graph into H, frees m.
-   0, or -1 with the reason in err. Used by one-lane runs and by lanes. */
+   it under save_mod (with the seed config's threads), embeds the graphs into
+   H (every graph, or with held the training and the nheld held-out graphs:
+   see embed_fold), frees m. sel (--select-epochs, regression): H gets the
+   embeddings of the checkpoint with the lowest validation MAE, save_mod its
+   model, sel->best_epoch its epoch. 0, or -1 with the reason in err (empty
+   when it was said already). Used by one-lane runs and by lanes. */
 static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, const hpj_dataset *ds, const int32_t *tr,
-                           int32_t ntr, const char *save_mod, const fold_ckpt *ck, double t_begin, int seed_no,
-                           int fold, hpj_progress_fn progress, void *user, int32_t *ids, float *scratch, float *H,
-                           char *err, size_t cap) {
+                           int32_t ntr, const int32_t *held, int32_t nheld, eval_select *sel, const char *save_mod,
+                           const fold_ckpt *ck, double t_begin, int seed_no, int fold, hpj_progress_fn progress,
+                           void *user, int32_t *ids, float *scratch, float *H, char *err, size_t cap) {
     char path[1100];
+    int k;
+    err[0] = 0;
+    snprintf(path, sizeof path, "%s.s%df%d.hpj", save_mod ? save_mod : "", seed_no, fold + 1);
+    if (sel) { /* pretraining from checkpoint to checkpoint (eval refuses part files here) */
+        sel->best_epoch = 0;
+        sel->best_mae = HUGE_VAL;
+        for (k = 0; k < sel->n; ++k) {
+            hpj_probe_options po;
+            hpj_linear_model lm;
+            float omega[HPJ_MAX_RES];
+            double mae;
+            int better;
+            if ((m->epoch < sel->epoch[k] && hpj_pretrain_until(m, ds, tr, ntr, sel->epoch[k], progress, user) != HPJ_OK) ||
+                embed_fold(m, ds, tr, ntr, held, nheld, cs->train_embed, ids, scratch, sel->Hc) != HPJ_OK) {
+                snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
+                hpj_model_free(m);
+                return -1;
+            }
+            /* the protocol's probe at this checkpoint, on train and val only */
+            if (regression_probe(sel->Hc, tr, ntr, sel->va, sel->nv, ds, cs, cs->seed, seed_no, 0, sel->Xtr, sel->Xva,
+                                 sel->Ytr, sel->S, scratch, &po, omega, &lm, &mae)) {
+                hpj_model_free(m);
+                return -1;
+            }
+            hpj_linear_model_free(&lm);
+            better = k == 0 || mae < sel->best_mae; /* a tie keeps the earlier checkpoint */
+            if (sel->verbose)
+                fprintf(stderr, "    checkpoint epoch %d/%d: val mae %.4f (alpha %g)%s\n", sel->epoch[k], m->cfg.epochs, mae,
+                        po.alpha, better ? ", the best so far" : "");
+            if (!better) continue;
+            sel->best_epoch = sel->epoch[k];
+            sel->best_mae = mae;
+            memcpy(H, sel->Hc, sizeof(float) * (size_t)ds->num_graphs * (size_t)m->cfg.L * (size_t)m->cfg.dim);
+            if (save_mod && cli_model_save(m, path, 0) != HPJ_OK) { /* the chosen checkpoint's model */
+                snprintf(err, cap, "%s", hpj_last_error());
+                hpj_model_free(m);
+                return -1;
+            }
+        }
+        hpj_model_free(m);
+        return 0;
+    }
     /* the test graphs never touch pretraining */
     while (pretrain && m->epoch < m->cfg.epochs) {
         int64_t next = cli_part_end(m->epoch, ck ? ck->every : 0, m->cfg.epochs);
@@ -859,7 +1089,7 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
             return -1;
         }
     }
-    if (embed_fold(m, ds, tr, ntr, cs->train_embed, ids, scratch, H) != HPJ_OK) {
+    if (embed_fold(m, ds, tr, ntr, held, nheld, cs->train_embed, ids, scratch, H) != HPJ_OK) {
         snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
         hpj_model_free(m);
         return -1;
@@ -868,25 +1098,44 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
     return 0;
 }
 
-/* Pretrains fold `fold` of seed config cs (training graphs: fold[g] != fold)
-   on `threads` threads and embeds every graph into lane->H; on failure
+/* Which part of outer fold f (of nf) graph g in fold fold_of[g] plays: 0
+   test, 1 training, 2 scored held-out. The test protocol scores the test
+   fold f. --validation never touches it: the next fold, f + 1 (mod nf), is
+   the validation part, scored, and the other nf - 2 folds train. As the
+   outer folds are stratified, so is the validation part, and each graph is
+   the validation graph of exactly one outer fold per seed (its own fold's
+   predecessor), as each is the test graph of one. */
+static int fold_role(int32_t fold_of_g, int f, int nf, int validation) {
+    if (fold_of_g == f) return validation ? 0 : 2;
+    if (validation && fold_of_g == (f + 1) % nf) return 2;
+    return 1;
+}
+
+/* Pretrains fold `fold` of seed config cs (training graphs: fold_role 1)
+   on `threads` threads and embeds the graphs into lane->H (every graph, or
+   under --validation the training and validation graphs); on failure
    lane->err says why. mt: the progress meter (lane 0 only), or NULL. */
-static void run_lane(eval_lane *lane, int fold, const int32_t *fold_of, const hpj_dataset *ds, const hpj_config *cs,
-                     int threads, const char *save_mod, const fold_ckpt *ck, int seed_no, int quiet, eval_meter *mt) {
+static void run_lane(eval_lane *lane, int fold, const int32_t *fold_of, int nf, int validation, const hpj_dataset *ds,
+                     const hpj_config *cs, int threads, const char *save_mod, const fold_ckpt *ck, int seed_no, int quiet,
+                     eval_meter *mt) {
     hpj_config c = *cs;
     hpj_model m;
-    int32_t g, ntr = 0;
+    int32_t g, ntr = 0, nheld = 0;
     double t0 = cli_now(), prior;
     lane->fold = fold;
     lane->failed = 1;
     for (g = 0; g < ds->num_graphs; ++g)
-        if (fold_of[g] != fold) lane->tr[ntr++] = g;
+        if (fold_role(fold_of[g], fold, nf, validation) == 1) lane->tr[ntr++] = g;
+    if (validation) /* the validation graphs after the training ones */
+        for (g = 0; g < ds->num_graphs; ++g)
+            if (fold_role(fold_of[g], fold, nf, validation) == 2) lane->tr[ntr + nheld++] = g;
     c.threads = threads;
     if (fold_model_start(&m, &c, ds, ck, seed_no, fold, quiet, &prior, lane->err, sizeof lane->err)) return;
     t0 -= prior; /* a resumed fold's time includes its earlier parts */
     lane->prior = prior;
-    if (fold_embeddings(&m, 1, cs, ds, lane->tr, ntr, save_mod, ck, t0, seed_no, fold, mt ? on_meter_progress : NULL, mt,
-                        lane->ids, lane->scratch, lane->H, lane->err, sizeof lane->err))
+    if (fold_embeddings(&m, 1, cs, ds, lane->tr, ntr, validation ? lane->tr + ntr : NULL, nheld, NULL, save_mod, ck, t0,
+                        seed_no, fold, mt ? on_meter_progress : NULL, mt, lane->ids, lane->scratch, lane->H, lane->err,
+                        sizeof lane->err))
         return;
     lane->failed = 0;
     lane->seconds = cli_now() - t0;
@@ -925,6 +1174,7 @@ typedef struct eval_plan {
     unsigned char *state; /* (n) FOLD_* */
     double *rec;          /* (n) FOLD_RESUMED: the seconds PREFIX.done records */
     int *owner;           /* (n) the rank that runs the fold; -1: LOGGED */
+    int *epoch;           /* (n) FOLD_RESUMED: the checkpoint PREFIX.done records (--select-epochs; else 0) */
 } eval_plan;
 
 /* Under MPI, rank 0 gathers every fold's results as its fold-log line: its
@@ -1018,7 +1268,15 @@ int cmd_eval(int argc, char **argv) {
     uint64_t key0 = 0; /* rank 0's key */
     eval_plan plan;
     eval_gather ga;
+    /* --validation: every score is of held-out validation graphs, the test
+       graphs never read; --select-epochs SPEC: the checkpoint chosen on val */
+    int validation = 0;
+    const char *select_spec = NULL;
+    eval_select sel;
+    char mode[256] = "", pre[4][1100]; /* the key's mode line; --validation's file prefixes */
+    float *Hc = NULL;
     hpj_config_default(&cfg);
+    memset(&sel, 0, sizeof sel);
     memset(&flog, 0, sizeof flog);
     memset(&plan, 0, sizeof plan);
     memset(&ga, 0, sizeof ga);
@@ -1046,6 +1304,8 @@ int cmd_eval(int argc, char **argv) {
         else if (!strcmp(argv[i], "--from-models") && i + 1 < argc) from_mod = argv[++i];
         else if (!strcmp(argv[i], "--quiet")) quiet = 1;
         else if (!strcmp(argv[i], "--resume")) resume = 1;
+        else if (!strcmp(argv[i], "--validation")) validation = 1;
+        else if (!strcmp(argv[i], "--select-epochs") && i + 1 < argc) select_spec = argv[++i];
         else if (!strcmp(argv[i], "--fold-log") && i + 1 < argc) fold_log_path = argv[++i];
         else if (!strcmp(argv[i], "--checkpoint-every") && i + 1 < argc) {
             if (cli_parse_int("eval", "--checkpoint-every", argv[++i], 1, 1000000, &every)) return 2;
@@ -1077,6 +1337,35 @@ int cmd_eval(int argc, char **argv) {
         return 2;
     }
     if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); return 2; }
+    if (select_spec) {
+        if (from_emb || from_mod || every) {
+            cli_error("eval", "--select-epochs reads out checkpoints while it pretrains: it excludes --from-embeddings, "
+                              "--from-models and --checkpoint-every");
+            return 2;
+        }
+        if (select_parse(select_spec, cfg.epochs, &sel)) return 2;
+    }
+    /* the key's mode (resume_key), and under --validation the fold files of
+       --save-embeddings, --save-models and their --from-* get a ".val" infix
+       (PREFIX.val.s1f1.npy, PREFIX.val.done): a validation fold's files hold
+       no test rows and come from a model of fewer training graphs, so they
+       must never be taken for a test run's, nor the other way round */
+    if (validation) snprintf(mode, sizeof mode, "validation\n");
+    if (sel.n) {
+        size_t n = strlen(mode);
+        n += (size_t)snprintf(mode + n, sizeof mode - n, "select_epochs");
+        for (i = 0; i < sel.n && n < sizeof mode - 16; ++i) n += (size_t)snprintf(mode + n, sizeof mode - n, " %d", sel.epoch[i]);
+        snprintf(mode + n, sizeof mode - n, "\n");
+    }
+    if (validation) {
+        const char **p[4];
+        p[0] = &save_emb; p[1] = &from_emb; p[2] = &save_mod; p[3] = &from_mod;
+        for (i = 0; i < 4; ++i)
+            if (*p[i] && strlen(*p[i]) <= 1000) {
+                snprintf(pre[i], sizeof pre[i], "%s.val", *p[i]);
+                *p[i] = pre[i];
+            }
+    }
     /* output paths are checked before hours of pretraining (by rank 0: the
        check creates and removes PATH.tmp~, which ranks sharing a folder
        must not do at once) */
@@ -1107,12 +1396,22 @@ int cmd_eval(int argc, char **argv) {
         goto done;
     }
     if (!regression && ds.num_classes < 2) { cli_error("eval", "%s: only one class", ds.name); goto done; }
+    if (validation && !regression && folds < 3) {
+        cli_error("eval", "--validation needs --folds 3 or more (one fold left out for the test, one for validation)");
+        rc = 2;
+        goto done;
+    }
+    if (sel.n && !regression) {
+        cli_error("eval", "--select-epochs chooses the checkpoint on a validation split: it needs a regression dataset "
+                          "with one (train/val/test, as ZINC-12K)");
+        goto done;
+    }
     if (!regression && folds > ds.num_graphs) {
         cli_error("eval", "--folds %lld exceeds the %d graphs", folds, ds.num_graphs);
         goto done;
     }
     if (seeds < 0) seeds = regression ? 1 : 5;
-    key = resume_key(&ds, regression ? 1 : folds, &cfg);
+    key = resume_key(&ds, regression ? 1 : folds, &cfg, mode);
     ck.prefix = save_emb;
     ck.key = key;
     ck.every = every;
@@ -1143,14 +1442,16 @@ int cmd_eval(int argc, char **argv) {
     plan.state = (unsigned char *)calloc((size_t)plan.n, 1);
     plan.rec = (double *)calloc((size_t)plan.n, sizeof(double));
     plan.owner = (int *)calloc((size_t)plan.n, sizeof(int));
-    if (!plan.state || !plan.rec || !plan.owner) { cli_error("eval", "out of memory"); goto done; }
+    plan.epoch = (int *)calloc((size_t)plan.n, sizeof(int));
+    if (!plan.state || !plan.rec || !plan.owner || !plan.epoch) { cli_error("eval", "out of memory"); goto done; }
     if (rank == 0) {
         int nf = regression ? 1 : (int)folds;
         for (s = 0; s < seeds; ++s)
             for (f = 0; f < nf; ++f) {
                 int p = s * nf + f;
                 if (fold_log_find(&flog, s0 + s + 1, f + 1)) plan.state[p] = FOLD_LOGGED;
-                else if (resume && resume_lookup(save_emb, s0 + s + 1, f + 1, key, &plan.rec[p])) plan.state[p] = FOLD_RESUMED;
+                else if (resume && resume_lookup(save_emb, s0 + s + 1, f + 1, key, &plan.rec[p], &plan.epoch[p]))
+                    plan.state[p] = FOLD_RESUMED;
                 else plan.state[p] = FOLD_RUN;
             }
     }
@@ -1203,6 +1504,20 @@ int cmd_eval(int argc, char **argv) {
             }
         } else nlanes = 1;
     }
+    if (regression && (validation || sel.n)) { /* both score or choose on the validation split: it must exist */
+        int32_t nv = 0;
+        for (g = 0; g < ds.num_graphs; ++g) nv += ds.split[g] == HPJ_SPLIT_VAL;
+        if (nv == 0) {
+            cli_error("eval", "%s: %s on the validation split, and there is none", ds.name,
+                      validation ? "--validation scores" : "--select-epochs chooses");
+            goto done;
+        }
+        if (!(Xva = (float *)malloc(sizeof(float) * (size_t)nv * cfg.L * cfg.dim + 1))) { cli_error("eval", "out of memory"); goto done; }
+        if (sel.n && !(Hc = (float *)malloc(sizeof(float) * (size_t)ds.num_graphs * cfg.L * cfg.dim))) {
+            cli_error("eval", "out of memory");
+            goto done;
+        }
+    }
     if (from_emb && rank == 0) { /* every fold's file, before any work: present, of the right shape */
         int nf = regression ? 1 : (int)folds;
         for (s = 0; s < seeds; ++s)
@@ -1223,6 +1538,7 @@ int cmd_eval(int argc, char **argv) {
         }
         dist->bcast(plan.state, (size_t)plan.n);
         dist->bcast(plan.rec, sizeof(double) * (size_t)plan.n);
+        dist->bcast(plan.epoch, sizeof(int) * (size_t)plan.n);
     }
     for (i = 0, g = 0; i < plan.n; ++i) plan.owner[i] = plan.state[i] == FOLD_LOGGED ? -1 : g++ % (dist ? dist->size : 1);
     if (rank == 0) {
@@ -1239,6 +1555,7 @@ int cmd_eval(int argc, char **argv) {
     mt.seeds = s0 + (int)seeds;
     mt.folds = regression ? 1 : (int)folds;
     mt.t0 = -1.0;
+    mt.validation = validation;
     for (i = 0; i < plan.n; ++i) /* the folds to pretrain (rank 0 counts every rank's) */
         mt.todo += plan.state[i] == FOLD_RUN && (rank == 0 || plan.owner[i] == rank);
     if (dist && rank == 0) {
@@ -1297,12 +1614,31 @@ int cmd_eval(int argc, char **argv) {
                 const fold_rec *fr;
                 const int at = s * nf + f; /* the fold's place in the plan */
                 if (!reporting && plan.owner[at] != rank) continue; /* another rank's fold, or one in the fold log */
+                /* tr: the training graphs; te: the scored ones, the test graphs, or
+                   under --validation the validation graphs (the test graphs are
+                   then in neither list: nothing below reads them) */
                 for (g = 0; g < ds.num_graphs; ++g) {
                     if (regression) {
                         if (ds.split[g] == HPJ_SPLIT_TRAIN) tr[ntr++] = g;
-                        else if (ds.split[g] == HPJ_SPLIT_TEST) te[nte++] = g;
-                    } else if (fold[g] == f) te[nte++] = g;
-                    else tr[ntr++] = g;
+                        else if (ds.split[g] == (validation ? HPJ_SPLIT_VAL : HPJ_SPLIT_TEST)) te[nte++] = g;
+                    } else {
+                        int role = fold_role(fold[g], f, nf, validation);
+                        if (role == 2) te[nte++] = g;
+                        else if (role == 1) tr[ntr++] = g;
+                    }
+                }
+                if (regression) { /* the validation graphs, where probe_select = cv and --select-epochs choose */
+                    for (g = 0, nv = 0; g < ds.num_graphs; ++g)
+                        if (ds.split[g] == HPJ_SPLIT_VAL) va[nv++] = g;
+                    if (cfg.probe_select && nv == 0) {
+                        cli_error("eval", "seed %d: probe_select = cv chooses the ridge penalty on the validation split, and %s has none",
+                                  s0 + s + 1, ds.name);
+                        goto done;
+                    }
+                    if (!Xva && !(Xva = (float *)malloc(sizeof(float) * (size_t)nv * cfg.L * cfg.dim + 1))) {
+                        cli_error("eval", "out of memory");
+                        goto done;
+                    }
                 }
                 fr = reporting ? fold_log_find(&flog, s0 + s + 1, f + 1) : NULL;
                 if (dist && reporting && !fr) {
@@ -1332,6 +1668,7 @@ int cmd_eval(int argc, char **argv) {
                     row->fold = f + 1;
                     row->score = fr->score;
                     row->train_score = fr->train;
+                    row->epoch = fr->epoch;
                     row->alpha = fr->alpha;
                     row->seconds = fr->seconds;
                     memcpy(row->omega, fr->omega, sizeof row->omega);
@@ -1341,7 +1678,7 @@ int cmd_eval(int argc, char **argv) {
                         ++nrestored;
                         resumed_seconds += fr->seconds;
                         fprintf(stderr, "  seed %d/%d fold %2d/%d: %s %.4f (train %.4f)  %.1f s, restored from %s\n",
-                                s0 + s + 1, mt.seeds, f + 1, nf, regression ? "mae" : "accuracy", fr->score, fr->train, fr->seconds,
+                                s0 + s + 1, mt.seeds, f + 1, nf, metric_word(regression, validation), fr->score, fr->train, fr->seconds,
                                 fold_log_path);
                     } else if (fr->from > 0 && plan.state[at] == FOLD_RESUMED) { /* rank 0 counted its own as it ran them */
                         ++nresumed;
@@ -1356,6 +1693,7 @@ int cmd_eval(int argc, char **argv) {
                                              " (replaced since PREFIX.done recorded it)"))
                         goto done;
                     resumed = 1;
+                    sel.best_epoch = plan.epoch[at];
                     ++nresumed;
                     resumed_seconds += t_rec;
                     if (rank == 0)
@@ -1373,8 +1711,8 @@ int cmd_eval(int argc, char **argv) {
 #pragma omp parallel for num_threads(nl) schedule(static, 1)
 #endif
                         for (j = 0; j < nl; ++j)
-                            run_lane(&lanes[j], group[j], fold, &ds, &cs, lane_threads, save_mod, &ck, s0 + s + 1, quiet,
-                                     j == 0 ? &mt : NULL);
+                            run_lane(&lanes[j], group[j], fold, nf, validation, &ds, &cs, lane_threads, save_mod, &ck,
+                                     s0 + s + 1, quiet, j == 0 ? &mt : NULL);
                         meter_end(&mt, nl);
                         for (j = 0; j < nl; ++j)
                             if (lanes[j].failed) {
@@ -1408,74 +1746,80 @@ int cmd_eval(int argc, char **argv) {
                     }
                     t0 -= prior; /* a resumed fold's time includes its earlier parts */
                     resumed_seconds += prior;
-                    bad = fold_embeddings(&m, !from_mod, &cs, &ds, tr, ntr, save_mod, &ck, t0, s0 + s + 1, f, on_meter_progress, &mt,
-                                          ids, Xte, H, err, sizeof err); /* Xte: free scratch here */
+                    if (sel.n) { /* --select-epochs: the probe at each checkpoint, on train and val */
+                        sel.va = va;
+                        sel.nv = nv;
+                        sel.Hc = Hc;
+                        sel.Xtr = Xtr;
+                        sel.Xva = Xva;
+                        sel.Ytr = Ytr;
+                        sel.S = S;
+                        sel.verbose = rank == 0;
+                    }
+                    bad = fold_embeddings(&m, !from_mod, &cs, &ds, tr, ntr, validation ? te : NULL, nte, sel.n ? &sel : NULL,
+                                          save_mod, &ck, t0, s0 + s + 1, f, on_meter_progress, &mt, ids, Xte, H, err,
+                                          sizeof err); /* Xte: free scratch here */
                     meter_end(&mt, 1);
                     if (bad) {
-                        cli_error("eval", "%s", err);
+                        if (err[0]) cli_error("eval", "%s", err);
                         goto done;
                     }
                 }
                 if (save_emb && !resumed) {
                     snprintf(out_path, sizeof out_path, "%s.s%df%d.npy", save_emb, s0 + s + 1, f + 1);
                     if (cli_write_npy("eval", out_path, H, ds.num_graphs, (int64_t)cfg.L * cfg.dim)) goto done;
-                    if (resume_record(save_emb, s0 + s + 1, f + 1, key, cli_now() - t0)) goto done;
+                    if (resume_record(save_emb, s0 + s + 1, f + 1, key, cli_now() - t0, sel.n ? sel.best_epoch : 0)) goto done;
                     if (every || resume) { /* the fold is recorded: its part file, if any, has served */
                         fold_ckpt_path(&ck, s0 + s + 1, f, out_path, sizeof out_path);
                         fold_part_remove(out_path);
                     }
                 }
-                hpj_probe_options_default(&po);
-                po.alpha = cfg.probe_alpha; /* probe_select = fixed: the config's penalty as it is */
-                if (regression) { /* the validation graphs, where probe_select = cv chooses the ridge's penalty */
-                    for (g = 0, nv = 0; g < ds.num_graphs; ++g)
-                        if (ds.split[g] == HPJ_SPLIT_VAL) va[nv++] = g;
-                    for (g = 0; g < ntr; ++g) Ytr[g] = ds.target[(size_t)tr[g] * ds.target_dim];
-                    if (cfg.probe_select && nv == 0) {
-                        cli_error("eval", "seed %d: probe_select = cv chooses the ridge penalty on the validation split, and %s has none",
-                                  s0 + s + 1, ds.name);
+                if (regression) { /* weights, penalty and ridge from train (and val), as --select-epochs did */
+                    double vmae;
+                    if (regression_probe(H, tr, ntr, va, nv, &ds, &cfg, cs.seed, s0 + s + 1, rank == 0, Xtr, Xva, Ytr, S, Xte, &po,
+                                         omega, &lm, &vmae))
                         goto done;
+                    readout_rows(H, te, nte, cfg.L, cfg.dim, cfg.readout, omega, Xte);
+                    hpj_linear_model_predict(&lm, Xte, nte, S);
+                    score = 0;
+                    for (g = 0; g < nte; ++g) {
+                        eval_pred *pr = &preds[(size_t)s * ds.num_graphs + te[g]];
+                        pr->fold = f + 1;
+                        pr->pred = S[g];
+                        score += fabs(S[g] - ds.target[(size_t)te[g] * ds.target_dim]);
                     }
-                    if (!Xva && !(Xva = (float *)malloc(sizeof(float) * (size_t)nv * cfg.L * cfg.dim + 1))) {
-                        cli_error("eval", "out of memory");
-                        goto done;
+                    score /= nte;
+                    hpj_linear_model_predict(&lm, Xtr, ntr, S);
+                    tscore = 0;
+                    for (g = 0; g < ntr; ++g) tscore += fabs(S[g] - Ytr[g]);
+                    tscore /= ntr;
+                    hpj_linear_model_free(&lm);
+                } else {
+                    hpj_probe_options_default(&po);
+                    po.alpha = cfg.probe_alpha; /* probe_select = fixed: the config's penalty as it is */
+                    if (cfg.probe_select) {
+                        double inner;
+                        if (select_alpha(H, tr, ntr, &ds, &cfg, cs.seed + (uint64_t)f, &po, &inner)) goto done;
+                        if (rank == 0)
+                            fprintf(stderr, "    probe alpha chosen by 5-fold CV on the training folds: %g (inner accuracy %.4f)\n",
+                                    po.alpha, inner);
                     }
-                }
-                if (!regression && cfg.probe_select) {
-                    double inner;
-                    if (select_alpha(H, tr, ntr, &ds, &cfg, cs.seed + (uint64_t)f, &po, &inner)) goto done;
-                    if (rank == 0)
-                        fprintf(stderr, "    probe alpha chosen by 5-fold CV on the training folds: %g (inner accuracy %.4f)\n",
-                                po.alpha, inner);
-                } else if (regression && cfg.probe_select && cfg.readout == HPJ_READOUT_TASK) {
-                    /* the task weighting fits its head with the probe's penalty:
-                       chosen by the same rule on the uniform readout first (as
-                       select_alpha does), then again on the weighted one below */
-                    double mae;
-                    readout_rows(H, tr, ntr, cfg.L, cfg.dim, HPJ_READOUT_UNIFORM, NULL, Xtr);
-                    readout_rows(H, va, nv, cfg.L, cfg.dim, HPJ_READOUT_UNIFORM, NULL, Xva);
-                    if (select_alpha_val(Xtr, Ytr, ntr, Xva, va, nv, cfg.dim, &ds, S, &po, &mae)) goto done;
-                }
-                for (l = 0; l < HPJ_MAX_RES; ++l) omega[l] = 1.0f / (float)cfg.L;
-                if (cfg.readout == HPJ_READOUT_TASK) { /* weights from the training graphs only */
-                    float *Htr = Xte; /* scratch: (ntr, L, D) */
-                    for (g = 0; g < ntr; ++g)
-                        memcpy(Htr + (size_t)g * cfg.L * cfg.dim, H + (size_t)tr[g] * cfg.L * cfg.dim,
-                               sizeof(float) * (size_t)cfg.L * cfg.dim);
-                    if (!regression)
+                    for (l = 0; l < HPJ_MAX_RES; ++l) omega[l] = 1.0f / (float)cfg.L;
+                    if (cfg.readout == HPJ_READOUT_TASK) { /* weights from the training graphs only */
+                        float *Htr = Xte; /* scratch: (ntr, L, D) */
+                        for (g = 0; g < ntr; ++g)
+                            memcpy(Htr + (size_t)g * cfg.L * cfg.dim, H + (size_t)tr[g] * cfg.L * cfg.dim,
+                                   sizeof(float) * (size_t)cfg.L * cfg.dim);
                         for (g = 0; g < ntr; ++g) ytr[g] = ds.graph_label[tr[g]];
-                    else
-                        for (g = 0; g < ntr; ++g) Ytr[g] = ds.target[(size_t)tr[g] * ds.target_dim];
-                    if (hpj_resweight_fit(Htr, ntr, cfg.L, cfg.dim, regression ? NULL : ytr, regression ? Ytr : NULL,
-                                          regression ? 0 : ds.num_classes, cfg.lambda_unif, cs.seed, &po, omega) != HPJ_OK) {
-                        cli_error("eval", "seed %d fold %d: %s", s0 + s + 1, f + 1, hpj_last_error());
-                        goto done;
+                        if (hpj_resweight_fit(Htr, ntr, cfg.L, cfg.dim, ytr, NULL, ds.num_classes, cfg.lambda_unif, cs.seed, &po,
+                                              omega) != HPJ_OK) {
+                            cli_error("eval", "seed %d fold %d: %s", s0 + s + 1, f + 1, hpj_last_error());
+                            goto done;
+                        }
                     }
-                }
-                w = cfg.readout == HPJ_READOUT_CONCAT ? cfg.L * cfg.dim : cfg.dim;
-                readout_rows(H, tr, ntr, cfg.L, cfg.dim, cfg.readout, omega, Xtr);
-                readout_rows(H, te, nte, cfg.L, cfg.dim, cfg.readout, omega, Xte);
-                if (!regression) {
+                    w = cfg.readout == HPJ_READOUT_CONCAT ? cfg.L * cfg.dim : cfg.dim;
+                    readout_rows(H, tr, ntr, cfg.L, cfg.dim, cfg.readout, omega, Xtr);
+                    readout_rows(H, te, nte, cfg.L, cfg.dim, cfg.readout, omega, Xte);
                     for (g = 0; g < ntr; ++g) ytr[g] = ds.graph_label[tr[g]];
                     if (hpj_logreg_fit(Xtr, ytr, ntr, w, ds.num_classes, &po, &lm) != HPJ_OK) {
                         cli_error("eval", "seed %d fold %d: probe: %s", s0 + s + 1, f + 1, hpj_last_error());
@@ -1494,38 +1838,12 @@ int cmd_eval(int argc, char **argv) {
                     hpj_linear_model_free(&lm);
                     score = (double)correct / nte;
                     tscore = (double)tcorrect / ntr;
-                } else {
-                    /* ridge; probe_select = cv chooses the penalty on the
-                       validation split (select_alpha_val) */
-                    if (cfg.probe_select) {
-                        double mae;
-                        readout_rows(H, va, nv, cfg.L, cfg.dim, cfg.readout, omega, Xva);
-                        if (select_alpha_val(Xtr, Ytr, ntr, Xva, va, nv, w, &ds, S, &po, &mae)) goto done;
-                        if (rank == 0) fprintf(stderr, "    ridge alpha chosen on val: %g (val mae %.4f)\n", po.alpha, mae);
-                    }
-                    if (hpj_ridge_fit(Xtr, Ytr, ntr, w, 1, &po, &lm) != HPJ_OK) {
-                        cli_error("eval", "seed %d: ridge: %s", s0 + s + 1, hpj_last_error());
-                        goto done;
-                    }
-                    hpj_linear_model_predict(&lm, Xte, nte, S);
-                    score = 0;
-                    for (g = 0; g < nte; ++g) {
-                        eval_pred *pr = &preds[(size_t)s * ds.num_graphs + te[g]];
-                        pr->fold = f + 1;
-                        pr->pred = S[g];
-                        score += fabs(S[g] - ds.target[(size_t)te[g] * ds.target_dim]);
-                    }
-                    score /= nte;
-                    hpj_linear_model_predict(&lm, Xtr, ntr, S);
-                    tscore = 0;
-                    for (g = 0; g < ntr; ++g) tscore += fabs(S[g] - Ytr[g]);
-                    tscore /= ntr;
-                    hpj_linear_model_free(&lm);
                 }
                 row->seed = s0 + s + 1;
                 row->fold = f + 1;
                 row->score = score;
                 row->train_score = tscore;
+                row->epoch = sel.n ? sel.best_epoch : 0;
                 row->alpha = po.alpha;
                 row->seconds = cli_now() - t0 + t_rec;
                 memcpy(row->omega, omega, sizeof omega);
@@ -1553,6 +1871,10 @@ int cmd_eval(int argc, char **argv) {
     }
     {
         double mean = mean_of(seed_mean, (int)seeds), sd = std_of(seed_mean, (int)seeds), fstd = mean_of(seed_std, (int)seeds);
+        /* the result's name: validation_accuracy / validation_mae under
+           --validation, so that nobody takes a validation score for a test
+           result (in the result line, the report and the json alike) */
+        const char *metric = validation ? (regression ? "validation_mae" : "validation_accuracy") : (regression ? "mae" : "accuracy");
         double wall = cli_now() - t_all + resumed_seconds;
         int nedge = 0; /* probe_select = cv: folds whose penalty is the grid's smallest or largest */
         for (i = 0; i < nrows; ++i) nedge += alpha_on_grid_edge(rows[i].alpha);
@@ -1572,7 +1894,19 @@ int cmd_eval(int argc, char **argv) {
             if (!(fj = cli_create("eval", pj, tj, sizeof tj))) { cli_discard(fm, tm); goto done; }
             fprintf(fm, "# hpjepa eval: %s\n\n%s = %.4f +- %.4f (mean over folds per seed, then mean/std over %lld seeds, "
                         "%d..%lld); mean fold std %.4f; wall time %.1f s\n\n",
-                    ds.name, regression ? "mae" : "accuracy", mean, sd, seeds, s0 + 1, s0 + seeds, fstd, wall);
+                    ds.name, metric, mean, sd, seeds, s0 + 1, s0 + seeds, fstd, wall);
+            if (validation)
+                fprintf(fm, "Validation scores, not test results: %s. The test graphs were never read (not in pretraining, "
+                            "the probes, or this report); PREFIX.graphs.csv lists the validation predictions.\n\n",
+                        regression ? "each seed pretrained on the train split and was scored on the val split"
+                                   : "each outer fold's test fold was left out, the next fold held out as its validation part, "
+                                     "and the model pretrained and probed on the remaining folds");
+            if (sel.n) {
+                fprintf(fm, "Checkpoint: chosen per seed on the validation split (--select-epochs; the lowest validation MAE) "
+                            "among epochs");
+                for (i = 0; i < sel.n; ++i) fprintf(fm, "%s %d", i ? "," : "", sel.epoch[i]);
+                fprintf(fm, "; the epoch column gives the choice.\n\n");
+            }
             if (from_emb) fprintf(fm, "No pretraining: embeddings read from %s.s<seed>f<fold>.npy.\n\n", from_emb);
             if (from_mod) fprintf(fm, "No pretraining: models read from %s.s<seed>f<fold>.hpj.\n\n", from_mod);
             if (nresumed)
@@ -1587,10 +1921,21 @@ int cmd_eval(int argc, char **argv) {
                         pow(10.0, PROBE_GRID_LO), pow(10.0, PROBE_GRID_HI),
                         regression ? "on the validation split" : "5-fold CV on the training folds", nedge, nrows);
             else fprintf(fm, "Probe penalty: probe_select = fixed, alpha = probe_alpha = %g.\n\n", (double)cfg.probe_alpha);
-            fprintf(fm, "| seed | fold | %s | train |\n|---|---|---|---|\n", regression ? "test mae" : "test accuracy");
+            {
+                const char *col = validation ? (regression ? "validation mae" : "validation accuracy")
+                                             : (regression ? "test mae" : "test accuracy");
+                if (sel.n) fprintf(fm, "| seed | fold | epoch | %s | train |\n|---|---|---|---|---|\n", col);
+                else fprintf(fm, "| seed | fold | %s | train |\n|---|---|---|---|\n", col);
+            }
             fprintf(fj, "{\"dataset\": \"%s\", \"metric\": \"%s\", \"mean\": %.6f, \"std\": %.6f, \"fold_std\": %.6f, "
                         "\"seeds\": %lld, \"first_seed\": %d, \"folds\": %lld, \"wall_seconds\": %.1f, ",
-                    ds.name, regression ? "mae" : "accuracy", mean, sd, fstd, seeds, s0 + 1, regression ? 1 : folds, wall);
+                    ds.name, metric, mean, sd, fstd, seeds, s0 + 1, regression ? 1 : folds, wall);
+            if (validation) fputs("\"validation\": true, ", fj);
+            if (sel.n) {
+                fputs("\"select_epochs\": [", fj);
+                for (i = 0; i < sel.n; ++i) fprintf(fj, "%s%d", i ? ", " : "", sel.epoch[i]);
+                fputs("], ", fj);
+            }
             if (from_emb || from_mod) {
                 const char *src = from_emb ? from_emb : from_mod;
                 fputs(from_emb ? "\"embeddings_from\": \"" : "\"models_from\": \"", fj);
@@ -1609,9 +1954,14 @@ int cmd_eval(int argc, char **argv) {
             fputs("\"rows\": [", fj);
             for (i = 0; i < nrows; ++i) {
                 int l;
-                fprintf(fm, "| %d | %d | %.4f | %.4f |\n", rows[i].seed, rows[i].fold, rows[i].score, rows[i].train_score);
-                fprintf(fj, "%s{\"seed\": %d, \"fold\": %d, \"score\": %.6f, \"train\": %.6f, \"seconds\": %.2f, \"alpha\": %.6g, \"omega\": [",
+                if (sel.n)
+                    fprintf(fm, "| %d | %d | %d | %.4f | %.4f |\n", rows[i].seed, rows[i].fold, rows[i].epoch, rows[i].score,
+                            rows[i].train_score);
+                else fprintf(fm, "| %d | %d | %.4f | %.4f |\n", rows[i].seed, rows[i].fold, rows[i].score, rows[i].train_score);
+                fprintf(fj, "%s{\"seed\": %d, \"fold\": %d, \"score\": %.6f, \"train\": %.6f, \"seconds\": %.2f, \"alpha\": %.6g, ",
                         i ? ", " : "", rows[i].seed, rows[i].fold, rows[i].score, rows[i].train_score, rows[i].seconds, rows[i].alpha);
+                if (sel.n) fprintf(fj, "\"epoch\": %d, ", rows[i].epoch);
+                fputs("\"omega\": [", fj);
                 for (l = 0; l < cfg.L; ++l) fprintf(fj, "%s%.5f", l ? ", " : "", rows[i].omega[l]);
                 fprintf(fj, "]}");
             }
@@ -1629,14 +1979,14 @@ int cmd_eval(int argc, char **argv) {
         }
         printf("fold_std=%.4f seconds=%.1f\n", fstd, wall);
         /* the std is over seeds: one seed has none (0.0000 would read as no spread) */
-        if (seeds == 1) printf("%s=%.4f std=n/a\n", regression ? "mae" : "accuracy", mean);
-        else printf("%s=%.4f std=%.4f\n", regression ? "mae" : "accuracy", mean, sd);
+        if (seeds == 1) printf("%s=%.4f std=n/a\n", metric, mean);
+        else printf("%s=%.4f std=%.4f\n", metric, mean, sd);
     }
     rc = 0;
 done:
     free(fold); free(tr); free(te); free(ids); free(ytr); free(H); free(Xtr); free(Xte); free(S); free(Ytr);
     free(rows); free(preds); free(seed_mean); free(seed_std); free(Xva);
-    free(plan.state); free(plan.rec); free(plan.owner); free(ga.seen);
+    free(plan.state); free(plan.rec); free(plan.owner); free(plan.epoch); free(ga.seen); free(Hc);
     fold_log_free(&flog);
     if (lanes)
         for (i = 0; i < nlanes; ++i) { free(lanes[i].tr); free(lanes[i].ids); free(lanes[i].H); free(lanes[i].scratch); }
