@@ -141,7 +141,11 @@ def main(argv):
           % (metric, mean, sd, len(seeds), seed_text, fstd, wall, len(parts), ", ".join(parts))]
     if probe_line:
         md.append(probe_line)
-    md += ["| seed | fold | %s | train |" % ("test mae" if metric == "mae" else "test accuracy"),
+    if first.get("validation"):  # eval --validation: scores on held-out training graphs
+        merged["validation"] = True
+        md.append("Validation scores, not test results (eval --validation): the test folds were never read.\n")
+    md += ["| seed | fold | %s | train |" % metric.replace("_", " ") if metric.startswith("validation") else
+           ("test mae" if metric == "mae" else "test accuracy"),
           "|---|---|---|---|"]
     for row in rows:
         md.append("| %d | %d | %.4f | %.4f |" % (row["seed"], row["fold"], row["score"], row["train"]))
