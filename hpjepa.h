@@ -1228,7 +1228,9 @@ HPJDEF hpj_status hpj_pretrain_until(hpj_model *m, const hpj_dataset *ds, const 
                                      int64_t until_epoch, hpj_progress_fn progress, void *user);
 
 /* Per-resolution embeddings h^(l) from the frozen EMA encoder: out is
-   (n, L, D) (zeros where a resolution is inactive). Graphs are tokenised
+   (n, L, D) (zeros where a resolution is inactive). Resolution l's
+   patches are normalised with its own running statistics (m->bn[l]), and
+   a graph's embedding depends on that graph only. Graphs are tokenised
    with their fixed evaluation partition (no edge drop). */
 HPJDEF hpj_status hpj_embed(const hpj_model *m, const hpj_dataset *ds, const int32_t *graphs, int32_t n, float *out);
 /* The same with the partition training epoch `epoch` (0-based) would draw:
