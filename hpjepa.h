@@ -8121,9 +8121,10 @@ static void hpj__fast_enc_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w)
    the layers share up to five rotating (C, D) buffers instead of keeping
    every intermediate: per layer, from the ones that are not its input hin,
    X = hm -> agg -> r1 -> ra2, Y = t1 -> t2 (-> r2 with dropout) -> out,
-   Z = sum, H = h (patch mixing; without copy groups hm = h = H); the next
-   layer's input is out (Y, or Z without the output linear). The first layer's input is h0, outside the
-   pool, so one layer needs 3 buffers (4 with mixing), more layers 4 (5). */
+   Z = sum, H = h (patch mixing; without copy groups hm = h = H); the
+   next layer's input is out (Y, or Z without the output linear). The first
+   layer's input is h0, outside the pool, so one layer needs 3 buffers (4
+   with mixing), more layers 4 (5). */
 static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int32_t S, int32_t C, int32_t E,
                           int32_t NG, int mode, int fwd_only) {
     int i, k, D = m->D, npool = 3 + (m->cfg.patch_mixing && m->cfg.gnn_layers > 1) + (m->cfg.gnn_layers > 1);
@@ -8166,7 +8167,9 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
             L->ra2 = hpj_arena_floats(a, CD + 1);
             L->sum = hpj_arena_floats(a, CD + 1);
         }
-        if (mixing) L->hm = groups ? L->agg : L->h; /* hm is dead once h = copy_avg(hm) exists, before agg is written */
+        /* with copy groups hm is dead once h = copy_avg(hm) exists, before
+           agg is written; without, hm is h itself */
+        if (mixing) L->hm = groups ? L->agg : L->h;
         if (mode != HPJ__EVAL && m->cfg.dropout > 0.0f) {
             L->r2 = fwd_only ? f[1] : hpj_arena_floats(a, CD + 1);
             L->mask = (uint8_t *)hpj_arena_alloc(a, CD + 1);
@@ -12433,8 +12436,8 @@ static int hpj__gelu_fast(float *y, const float *x, const float *dout, size_t n)
    i - 1 ran on classes, two copies of one class whose entries carry the
    same multiset of (neighbour's class, edge type) get the same GINE
    aggregation, hence are equal through layer i when it has no patch
-   mixing (which adds a per-patch term and averages over a node's copies)
-   and no dropout. Later layers use classes in training only, so that an
+   mixing (which adds a per-patch term, and with patch_tokens = present
+   averages over a node's copies) and no dropout. Later layers use classes in training only, so that an
    embedding does not depend on which other graphs share its batch; the
    first layer's classes keep that property by summing every copy's keys
    in sorted order (csky): a copy's first-layer output has the same bits
