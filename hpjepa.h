@@ -970,6 +970,7 @@ HPJDEF void hpj_init_xavier_uniform(float *w, int fan_out, int fan_in, float gai
 enum { HPJ_MODE_HP = 0, HPJ_MODE_GRAPH_JEPA = 1 };
 enum { HPJ_OPT_ADAM = 0, HPJ_OPT_ADAMW = 1 };
 enum { HPJ_READOUT_CONCAT = 0, HPJ_READOUT_UNIFORM = 1, HPJ_READOUT_TASK = 2 };
+enum { HPJ_TOKENS_ALONE = 0, HPJ_TOKENS_PRESENT = 1 };
 
 /* Every setting of a model and its training. Keys of the config files
    (`key = value` lines) are the field names, except where noted.
@@ -999,6 +1000,18 @@ typedef struct hpj_config {
                                       GNN layers (the reference)                      */
     int gnn_out_linear;            /* 1: GINE block ends in Linear_out (the reference);
                                       0: out = h + branch (one d x d GEMM less)       */
+    int patch_tokens;              /* patch_tokens: alone | present. What a patch
+                                      token is when patch mixing averages node
+                                      copies. alone: z_i = g_eta(G[P~_i]), each
+                                      patch encoded by itself (the paper), so a
+                                      token is one function of its patch in the
+                                      context path, the target path and the
+                                      embedding pass. present: copies of a node are
+                                      averaged over the patches of its graph that
+                                      share the call (one context, the sampled
+                                      targets, all k when embedding: three
+                                      different functions); checkpoints of format
+                                      1 load with it                              */
     float lr, min_lr, weight_decay;
     int optimizer;                 /* optimizer: adam | adamw                         */
     int batch_size, epochs;
@@ -1097,7 +1110,8 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap);
    bout when gnn_out_linear = 0: h' = h + ReLU(...); the last layer's
    Wout, bout apply to the patch means, the same map),
    agg = (1+eps) h_i + sum_j ReLU(h_j + e_ji); layers > 0 first mix in the
-   patch mean through ReLU(BNu(Wu mean)) and average node copies. */
+   patch mean through ReLU(BNu(Wu mean)) (and, with patch_tokens = present,
+   average node copies over the patches of the call). */
 typedef struct hpj_gnn_params {
     float *eps;             /* (1)                                          */
     float *W1;              /* (D, D) no bias                               */
@@ -1123,7 +1137,12 @@ typedef struct hpj_params {
     hpj_block_params blk[HPJ_MAX_BLOCKS]; /* online token encoder f_theta   */
 } hpj_params;
 
-/* BatchNorm running statistics (saved in checkpoints, not trained). */
+/* BatchNorm running statistics of the patch encoder g_eta and the
+   structural-query encoder e_xi (saved in checkpoints, not trained). A
+   model keeps one set per resolution: training normalises each
+   resolution's step with its own batch's statistics, and patch sizes,
+   in-patch degrees and the RWSE reductions all shift with the resolution,
+   so resolution l's step moves set l and its embedding pass reads set l. */
 typedef struct hpj_bn_stats {
     float *bn1_m[HPJ_MAX_GNN], *bn1_v[HPJ_MAX_GNN]; /* (D) each */
     float *bn2_m[HPJ_MAX_GNN], *bn2_v[HPJ_MAX_GNN];
@@ -1145,10 +1164,12 @@ typedef struct hpj_model {
     float *mem;                     /* params | grads | adam_m | adam_v       */
     float *params, *grads, *adam_m, *adam_v; /* (num_params) each           */
     float *ema;                     /* (enc_count) EMA target encoder         */
-    float *stats;                   /* (num_stats) BN running statistics      */
+    float *stats;                   /* (num_stats) BN running statistics:
+                                       cfg.L sets, resolution l's from
+                                       l * num_stats / cfg.L on              */
     hpj_params p, g;                /* views of params and grads              */
     hpj_block_params tgt[HPJ_MAX_BLOCKS]; /* views of ema                    */
-    hpj_bn_stats bn;
+    hpj_bn_stats bn[HPJ_MAX_RES];   /* views of stats, one set per resolution */
     int64_t step;                   /* optimizer steps taken                  */
     int64_t epoch;                  /* epochs completed                       */
     int adam_state;                 /* 1: adam_m / adam_v hold the run's      */
@@ -1207,7 +1228,9 @@ HPJDEF hpj_status hpj_pretrain_until(hpj_model *m, const hpj_dataset *ds, const 
                                      int64_t until_epoch, hpj_progress_fn progress, void *user);
 
 /* Per-resolution embeddings h^(l) from the frozen EMA encoder: out is
-   (n, L, D) (zeros where a resolution is inactive). Graphs are tokenised
+   (n, L, D) (zeros where a resolution is inactive). Resolution l's
+   patches are normalised with its own running statistics (m->bn[l]), and
+   a graph's embedding depends on that graph only. Graphs are tokenised
    with their fixed evaluation partition (no edge drop). */
 HPJDEF hpj_status hpj_embed(const hpj_model *m, const hpj_dataset *ds, const int32_t *graphs, int32_t n, float *out);
 /* The same with the partition training epoch `epoch` (0-based) would draw:
@@ -1446,16 +1469,22 @@ HPJDEF void hpj_resweight_apply(float *out /*(n, D)*/, const float *H /*(n, L, D
 
 /* ==== checkpoints: API ===================================================== */
 
-/* Checkpoint format (little-endian), version 1:
+/* Checkpoint format (little-endian), version 2:
      "HPJEPA\r\n" magic (8 bytes) | u32 version | u32 flags (1: optimizer state)
      | u32 config text length | config text (`key = value` lines)
      | 8 x i32 input encoding (F, Fe, node_onehot, node_label_min,
        node_attr_dim, edge_onehot, edge_label_min, node_deg (0 before 0.5))
      | 5 x u64 (num_params, enc_count, num_stats, step, epoch)
-     | f32 params | f32 EMA encoder | f32 BN running statistics
+     | f32 params | f32 EMA encoder | f32 BN running statistics (one set
+       per resolution, in resolution order)
      | [f32 Adam m | f32 Adam v] | u32 CRC-32 of every byte before it.
-   Written to a temporary file and renamed into place. */
-#define HPJ_CKPT_VERSION 1
+   Written to a temporary file and renamed into place. Version 1
+   held one set of statistics for every resolution and averaged node
+   copies over the patches present: it loads with patch_tokens = present
+   and its one set copied into every resolution's, which is exactly the
+   model it was (its embeddings keep their bits); training it on moves
+   each resolution's set on its own. */
+#define HPJ_CKPT_VERSION 2
 HPJDEF uint32_t hpj_crc32(const void *data, size_t len);
 #ifndef HPJ_NO_STDIO
 /* Serialises into a malloc'd buffer (free with hpj_free_buffer); needs the
@@ -7131,6 +7160,7 @@ HPJDEF void hpj_config_default(hpj_config *c) {
     c->dim = 512; c->blocks = 4; c->heads = 8; c->ffn = 0; c->ffn_act = HPJ_ACT_RELU;
     c->gnn_layers = 2; c->rw_dim = 15; c->rw_reduce = HPJ_RW_MAX; c->pred_layers = 3;
     c->target_adj = 0; c->ema_copy_init = 1; c->patch_mixing = 1; c->gnn_out_linear = 1;
+    c->patch_tokens = HPJ_TOKENS_ALONE;
     c->lr = 2.5e-4f; c->min_lr = 0.0f; c->weight_decay = 0.0f; c->optimizer = HPJ_OPT_ADAM;
     c->batch_size = 128; c->epochs = 20; c->schedule = HPJ_SCHED_COSINE; c->warmup = 0.0f;
     c->dropout = 0.0f; c->token_dropout = 0.0f; c->clip = 0.0f; c->beta = 1.0f;
@@ -7160,6 +7190,7 @@ static int hpj__streq(const char *a, const char *b) { return strcmp(a, b) == 0; 
     X(ema_copy_init, "ema_init", HPJ_KEY_WORD, 0, 0, "independent copy")             \
     X(patch_mixing, "patch_mixing", HPJ_KEY_INT, 0, 1, NULL)                         \
     X(gnn_out_linear, "gnn_out_linear", HPJ_KEY_INT, 0, 1, NULL)                     \
+    X(patch_tokens, "patch_tokens", HPJ_KEY_WORD, 0, 0, "alone present")             \
     X(lr, "lr", HPJ_KEY_REAL, 0.0, 10.0, NULL)                                       \
     X(min_lr, "min_lr", HPJ_KEY_REAL, 0.0, 10.0, NULL)                               \
     X(weight_decay, "weight_decay", HPJ_KEY_REAL, 0.0, 10.0, NULL)                   \
@@ -7443,6 +7474,7 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
     HPJ__PUT("rw_reduce = %s\npred_layers = %d\ntarget_adj = %d\nema_init = %s\npatch_mixing = %d\ngnn_out_linear = %d\n",
              c->rw_reduce == HPJ_RW_MEAN ? "mean" : "max", c->pred_layers, c->target_adj,
              c->ema_copy_init ? "copy" : "independent", c->patch_mixing, c->gnn_out_linear);
+    HPJ__PUT("patch_tokens = %s\n", c->patch_tokens == HPJ_TOKENS_PRESENT ? "present" : "alone");
     HPJ__PUT("node_degree = %d\n", c->node_degree);
     HPJ__PUT("lr = %.9g\nmin_lr = %.9g\nweight_decay = %.9g\noptimizer = %s\nbatch_size = %d\nepochs = %d\n", c->lr,
              c->min_lr, c->weight_decay, c->optimizer == HPJ_OPT_ADAMW ? "adamw" : "adam", c->batch_size, c->epochs);
@@ -7519,17 +7551,23 @@ static size_t hpj__model_layout(const hpj_model *m, float *base, hpj_params *p, 
     return off;
 }
 
+/* Binds the running statistics: one set per resolution (b[0 .. L-1]),
+   each contiguous, in resolution order (or only counts when base is NULL);
+   returns the float count. */
 static size_t hpj__stats_layout(const hpj_model *m, float *base, hpj_bn_stats *b) {
     size_t off = 0;
-    int i, D = m->D;
+    int i, l, D = m->D;
 #define HPJ__T(ptr) do { (ptr) = base ? base + off : NULL; off += (size_t)D; } while (0)
-    memset(b, 0, sizeof(*b));
-    for (i = 0; i < m->cfg.gnn_layers; ++i) {
-        HPJ__T(b->bn1_m[i]); HPJ__T(b->bn1_v[i]);
-        HPJ__T(b->bn2_m[i]); HPJ__T(b->bn2_v[i]);
-        if (i > 0 && m->cfg.patch_mixing) { HPJ__T(b->bnu_m[i]); HPJ__T(b->bnu_v[i]); }
+    memset(b, 0, sizeof(*b) * HPJ_MAX_RES);
+    for (l = 0; l < m->cfg.L; ++l) {
+        hpj_bn_stats *s = &b[l];
+        for (i = 0; i < m->cfg.gnn_layers; ++i) {
+            HPJ__T(s->bn1_m[i]); HPJ__T(s->bn1_v[i]);
+            HPJ__T(s->bn2_m[i]); HPJ__T(s->bn2_v[i]);
+            if (i > 0 && m->cfg.patch_mixing) { HPJ__T(s->bnu_m[i]); HPJ__T(s->bnu_v[i]); }
+        }
+        HPJ__T(s->sq_m); HPJ__T(s->sq_v);
     }
-    HPJ__T(b->sq_m); HPJ__T(b->sq_v);
 #undef HPJ__T
     return off;
 }
@@ -7576,6 +7614,7 @@ static hpj_status hpj__model_shape(hpj_model *m, const hpj_config *cfg) {
     hpj_status st;
     size_t n;
     hpj_params dummy;
+    hpj_bn_stats nostats[HPJ_MAX_RES];
     if ((st = hpj_config_check(cfg))) return st;
     if (cfg->gnn_layers > HPJ_MAX_GNN || cfg->blocks > HPJ_MAX_BLOCKS || cfg->pred_layers > HPJ_MAX_PRED)
         return hpj__fail(HPJ_ERR_INPUT, "model: too many layers (gnn %d/%d, blocks %d/%d, predictor %d/%d)",
@@ -7590,7 +7629,7 @@ static hpj_status hpj__model_shape(hpj_model *m, const hpj_config *cfg) {
     n = hpj__model_layout(m, NULL, &dummy, &m->enc_offset);
     m->num_params = n;
     m->enc_count = n - m->enc_offset;
-    m->num_stats = hpj__stats_layout(m, NULL, &m->bn);
+    m->num_stats = hpj__stats_layout(m, NULL, nostats);
     return HPJ_OK;
 }
 
@@ -7612,7 +7651,7 @@ static hpj_status hpj__model_alloc(hpj_model *m) {
     hpj__model_layout(m, m->grads, &m->g, NULL);
     for (i = 0; i < m->cfg.blocks; ++i)
         hpj_block_params_bind(&m->tgt[i], m->ema + (size_t)i * hpj_block_param_count(m->D, m->Fh), m->D, m->Fh);
-    hpj__stats_layout(m, m->stats, &m->bn);
+    hpj__stats_layout(m, m->stats, m->bn);
     return HPJ_OK;
 }
 
@@ -7630,7 +7669,7 @@ static hpj_status hpj__onehot_width(const char *what, int32_t lo, int32_t hi, in
 HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_dataset *ds) {
     hpj_status st;
     hpj_rng r;
-    int i;
+    int i, l;
     memset(m, 0, sizeof(*m));
     /* input encoding: one-hot of (label - min), as PyG's TUDataset does */
     if (ds->node_label) {
@@ -7667,13 +7706,15 @@ HPJDEF hpj_status hpj_model_init(hpj_model *m, const hpj_config *cfg, const hpj_
             hpj__init_linear(q->Wu, NULL, m->D, m->D, &r);
             hpj__fill(q->bnu_g, (size_t)m->D, 1.0f);
         }
-        hpj__fill(m->bn.bn1_v[i], (size_t)m->D, 1.0f);
-        hpj__fill(m->bn.bn2_v[i], (size_t)m->D, 1.0f);
-        hpj__fill(m->bn.bnu_v[i], (size_t)m->D, 1.0f);
+        for (l = 0; l < cfg->L; ++l) {
+            hpj__fill(m->bn[l].bn1_v[i], (size_t)m->D, 1.0f);
+            hpj__fill(m->bn[l].bn2_v[i], (size_t)m->D, 1.0f);
+            hpj__fill(m->bn[l].bnu_v[i], (size_t)m->D, 1.0f);
+        }
     }
     hpj__init_linear(m->p.sq_W, NULL, m->D, m->R, &r);
     hpj__fill(m->p.sq_g, (size_t)m->D, 1.0f);
-    hpj__fill(m->bn.sq_v, (size_t)m->D, 1.0f);
+    for (l = 0; l < cfg->L; ++l) hpj__fill(m->bn[l].sq_v, (size_t)m->D, 1.0f);
     for (i = 0; i < cfg->pred_layers; ++i)
         hpj__init_linear(m->p.pred_W[i], m->p.pred_b[i], i == cfg->pred_layers - 1 ? 2 : m->D, m->D, &r);
     hpj__init_blocks(m->p.blk, cfg->blocks, m->D, m->Fh, &r);
@@ -7715,8 +7756,12 @@ typedef struct hpj__path {
 } hpj__path;
 
 /* Whether a forward pass needs the copy groups: copy averaging comes with
-   patch mixing, between GINE layers. */
-static int hpj__path_groups(const hpj_model *m) { return m->cfg.patch_mixing && m->cfg.gnn_layers > 1; }
+   patch mixing, between GINE layers, and only when a token is defined by
+   the patches present (patch_tokens = present); with alone, each patch is
+   encoded by itself and a node's copies never meet. */
+static int hpj__path_groups(const hpj_model *m) {
+    return m->cfg.patch_mixing && m->cfg.gnn_layers > 1 && m->cfg.patch_tokens == HPJ_TOKENS_PRESENT;
+}
 
 /* Scratch of the path builders: a stamp per thread, of the largest
    graph's size (-1 between uses), so items go in parallel. */
@@ -7963,12 +8008,23 @@ static void hpj__copy_avg(float *out, const float *in, const hpj__path *p, int D
 /* frozen: batch stats, no running update */
 enum { HPJ__EVAL = 0, HPJ__TRAIN = 1, HPJ__TRAIN_FROZEN = 2 };
 
+/* What a patch token is. The paper defines z_i = g_eta(G[P~_i]): the patch
+   encoder run on patch i's induced subgraph alone (patch_tokens = alone).
+   Every forward pass here runs many patches at once, as one graph of node
+   copies with no edges between patches, so with alone a patch's token
+   depends on its patch only (up to the BatchNorms' batch statistics in
+   training, which every row shares): the context path, the target path
+   and the embedding pass compute one function. With patch_tokens =
+   present, the layers after the first also average each node's copies
+   over the patches of its graph in the same pass (copy groups), which
+   makes a token depend on which patches share the call. */
 typedef struct hpj__gnn_layer {
     float *hin;                 /* (C, D) layer input (previous output)        */
     float *pm, *ul, *ua;        /* (S, D) patch mean, Wu pm, ReLU(BN(Wu pm))   */
     float *um, *ur;             /* (D) BNu batch mean / rstd                    */
     float *hm;                  /* (C, D) hin + ua broadcast                   */
-    float *h;                   /* (C, D) what GINE and the residual see       */
+    float *h;                   /* (C, D) what GINE and the residual see:
+                                   copy_avg(hm) with copy groups, else hm      */
     float *agg, *t1, *r1;       /* (C, D) r1 = ReLU(BN1(t1))                    */
     float *t2, *ra2, *r2;       /* (C, D) ra2 = ReLU(BN2(t2)), r2 = dropout(ra2) */
     float *sum, *out;           /* (C, D)                                       */
@@ -8065,12 +8121,14 @@ static void hpj__fast_enc_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w)
    the layers share up to five rotating (C, D) buffers instead of keeping
    every intermediate: per layer, from the ones that are not its input hin,
    X = hm -> agg -> r1 -> ra2, Y = t1 -> t2 (-> r2 with dropout) -> out,
-   Z = sum, H = h (patch mixing); the next layer's input is out (Y, or Z
-   without the output linear). The first layer's input is h0, outside the
-   pool, so one layer needs 3 buffers (4 with mixing), more layers 4 (5). */
+   Z = sum, H = h (patch mixing; without copy groups hm = h = H); the
+   next layer's input is out (Y, or Z without the output linear). The first
+   layer's input is h0, outside the pool, so one layer needs 3 buffers (4
+   with mixing), more layers 4 (5). */
 static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int32_t S, int32_t C, int32_t E,
                           int32_t NG, int mode, int fwd_only) {
     int i, k, D = m->D, npool = 3 + (m->cfg.patch_mixing && m->cfg.gnn_layers > 1) + (m->cfg.gnn_layers > 1);
+    int groups = hpj__path_groups(m);
     size_t CD = (size_t)C * D, SD = (size_t)S * D;
     float *pool[5] = {NULL, NULL, NULL, NULL, NULL};
     memset(w, 0, sizeof(*w));
@@ -8109,7 +8167,9 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
             L->ra2 = hpj_arena_floats(a, CD + 1);
             L->sum = hpj_arena_floats(a, CD + 1);
         }
-        if (mixing) L->hm = L->agg; /* hm is dead once h = copy_avg(hm) exists, before agg is written */
+        /* with copy groups hm is dead once h = copy_avg(hm) exists, before
+           agg is written; without, hm is h itself */
+        if (mixing) L->hm = groups ? L->agg : L->h;
         if (mode != HPJ__EVAL && m->cfg.dropout > 0.0f) {
             L->r2 = fwd_only ? f[1] : hpj_arena_floats(a, CD + 1);
             L->mask = (uint8_t *)hpj_arena_alloc(a, CD + 1);
@@ -8183,19 +8243,21 @@ static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const
 
 /* Layer i of g_eta over the node copies (reference block):
        h   = copy_avg(hin + ReLU(BNu(Wu mean_patch(hin))))  (layers > 0 with
-                                                             patch mixing; else hin)
+                                                             patch mixing; else hin;
+                                                             copy_avg only with
+                                                             copy groups)
        agg = (1 + eps) h_i + sum over the in-patch neighbours j of ReLU(h_j + e_ji)
        sum = h + dropout(ReLU(BN2(W2 ReLU(BN1(W1 agg)))))
        out = sum Wout^T + bout  (not on the last layer: see hpj__gnn_means)
-   The BatchNorms run in mode (running statistics updated in training). */
-static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, int i, int mode, uint64_t drop_seed) {
+   The BatchNorms run in mode with the running statistics bn (the
+   resolution's set; updated in training). */
+static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn, int i, int mode, uint64_t drop_seed) {
     const hpj__path *p = &w->path;
     hpj__gnn_layer *L = &w->lay[i];
     const hpj_gnn_params *q = &m->p.gnn[i];
-    hpj_bn_stats *bn = &m->bn;
     int D = m->D, C = p->C, S = p->S;
     size_t CD = (size_t)C * D;
-    if (L->hm) { /* patch mixing, then copy averaging (layers > 0) */
+    if (L->hm) { /* patch mixing, then copy averaging (layers > 0; with copy groups) */
         int32_t c;
         hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
         hpj__lin(L->ul, L->pm, q->Wu, NULL, S, D, D);
@@ -8211,7 +8273,7 @@ static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, int i, int mode
                 for (d = 0; d < D; ++d) ho[d] = hi[d] + u[d];
             }
         }
-        hpj__copy_avg(L->h, L->hm, p, D);
+        if (L->h != L->hm) hpj__copy_avg(L->h, L->hm, p, D);
     }
     if (m->edge_onehot) hpj_gine_forward(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
     else hpj_gine_forward_shared(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
@@ -8249,21 +8311,22 @@ static void hpj__gnn_means(hpj_model *m, hpj__gnn_ws *w) {
 }
 
 #ifndef HPJ_REFERENCE
-static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t drop_seed);
+static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn, int mode, uint64_t drop_seed);
 #endif
 /* Forward of the patch encoder over a filled path: the input encoders,
-   the GINE layers, the patch means; w->z gets the tokens. */
-static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t drop_seed) {
+   the GINE layers, the patch means; w->z gets the tokens. bn: the running
+   statistics of the path's resolution. */
+static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn, int mode, uint64_t drop_seed) {
     const hpj__path *p = &w->path;
     int i, D = m->D;
 #ifndef HPJ_REFERENCE
-    if (hpj__fast() && w->fast.on) { hpj__fast_gnn_forward(m, w, mode, drop_seed); return; } /* fast: input table, copy classes */
+    if (hpj__fast() && w->fast.on) { hpj__fast_gnn_forward(m, w, bn, mode, drop_seed); return; } /* fast: input table, copy classes */
 #endif
     /* h0 = x node_W^T + node_b; e = ex edge_W^T + edge_b */
     hpj__lin(w->h0, w->x, m->p.node_W, m->p.node_b, p->C, m->F, D);
     if (m->edge_onehot) hpj__lin(w->e, w->ex, m->p.edge_W, m->p.edge_b, p->E, m->Fe, D);
     else memcpy(w->e, m->p.edge_b, sizeof(float) * (size_t)D); /* every edge: 0 W + b */
-    for (i = 0; i < m->cfg.gnn_layers; ++i) hpj__gnn_layer_forward(m, w, i, mode, drop_seed);
+    for (i = 0; i < m->cfg.gnn_layers; ++i) hpj__gnn_layer_forward(m, w, bn, i, mode, drop_seed);
     hpj__gnn_means(m, w);
 }
 
@@ -8304,7 +8367,8 @@ static float *hpj__gnn_spare(const hpj__gnn_bws *b, const float *x, const float 
    returns the gradient at the layer's input hin. From the pool: dout, dh
    (the gradient at sum = h + r2, then also at h: the GINE backward adds
    into it), t1 and t2 (ping-pong through the BatchNorm, linear and GINE
-   backward); the gradient returned is dh (or, with patch mixing, t2). */
+   backward); the gradient returned is dh (or, with patch mixing and copy
+   groups, t2). */
 static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *b, int i, float *dout) {
     const hpj__path *p = &w->path;
     const hpj__gnn_layer *L = &w->lay[i];
@@ -8345,8 +8409,9 @@ static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__g
         hpj_gine_backward_shared(dh, b->de, gq->eps, t1, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
     if (L->hm) {
         int32_t s;
+        float *dhm = dh; /* h = hm without copy groups */
         /* h = A hm (copy averaging, symmetric): dhm into t2 */
-        hpj__copy_avg(t2, dh, p, D);
+        if (L->h != L->hm) hpj__copy_avg(dhm = t2, dh, p, D);
         /* hm = hin + ua[seg]: dhin = dhm ; dua = segment sums of dhm */
         HPJ__OMP(parallel for schedule(static))
         for (s = 0; s < S; ++s) {
@@ -8354,7 +8419,7 @@ static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__g
             float *o = b->sA + (size_t)s * D;
             for (d = 0; d < D; ++d) o[d] = 0.0f;
             for (j = p->seg[s]; j < p->seg[s + 1]; ++j) {
-                const float *r = t2 + (size_t)j * D;
+                const float *r = dhm + (size_t)j * D;
                 for (d = 0; d < D; ++d) o[d] += r[d];
             }
         }
@@ -8362,8 +8427,8 @@ static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__g
         hpj__bn_backward(b->sB, gq->bnu_g, gq->bnu_b, b->sA, L->ul, q->bnu_g, L->um, L->ur, S, D, L->ua, 1, NULL, S);
         /* ul = pm Wu^T */
         hpj__lin_back_set(b->sA, gq->Wu, NULL, b->sB, L->pm, q->Wu, S, D, D);
-        hpj_segment_mean_backward(t2, b->sA, p->seg, S, D); /* pm = segment_mean(hin) */
-        return t2;
+        hpj_segment_mean_backward(dhm, b->sA, p->seg, S, D); /* pm = segment_mean(hin) */
+        return dhm;
     }
     return dh;
 }
@@ -8425,12 +8490,13 @@ static void hpj__sq_bind(hpj_arena *a, const hpj_model *m, hpj__sq_ws *w, int32_
 }
 
 /* p = ReLU(BN(rw W^T)) over the S patches of items (reference: Linear
-   without bias, BatchNorm, ReLU). */
-static void hpj__sq_forward(hpj_model *m, hpj__sq_ws *w, const hpj_tokens *tk, const hpj__item *it, int32_t S, int mode) {
+   without bias, BatchNorm, ReLU); bn: the resolution's running statistics. */
+static void hpj__sq_forward(hpj_model *m, hpj__sq_ws *w, hpj_bn_stats *bn, const hpj_tokens *tk, const hpj__item *it,
+                            int32_t S, int mode) {
     int32_t s;
     for (s = 0; s < S; ++s) memcpy(w->rw + (size_t)s * m->R, tk->rw + (size_t)it[s].patch * m->R, sizeof(float) * (size_t)m->R);
     hpj__lin(w->lin, w->rw, m->p.sq_W, NULL, S, m->R, m->D);
-    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.sq_g, m->p.sq_b, m->bn.sq_m, m->bn.sq_v, S, m->D, mode, 1);
+    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.sq_g, m->p.sq_b, bn->sq_m, bn->sq_v, S, m->D, mode, 1);
 }
 
 static void hpj__sq_backward(hpj_model *m, const hpj__sq_ws *w, int32_t S, const float *dp, float *s1) {
@@ -8632,6 +8698,8 @@ typedef struct hpj__trainer {
     hpj__pscr ps;            /* the path builders' scratch */
     hpj__item *ctx, *tgt;    /* (batch), (batch * max M)    */
     int32_t *tptr;           /* (batch + 1) targets of each context */
+    int l;                   /* the resolution of ctx and tgt (hpj__sample): its
+                                BatchNorm running statistics are m->bn[l] */
     uint64_t sample_seed;
     int64_t epoch;
     int64_t total_steps, warmup_steps;
@@ -8650,6 +8718,7 @@ static int32_t hpj__sample(hpj__trainer *tr, const int32_t *batch, int32_t nb, i
     int32_t b, B = 0, T = 0;
     int32_t perm[1024];
     int32_t *big = NULL;
+    tr->l = l;
     tr->tptr[0] = 0;
     for (b = 0; b < nb; ++b) {
         int32_t g = batch[b], k = tk->k[(size_t)g * tk->L + l], Mg, c, j;
@@ -8793,9 +8862,10 @@ static void hpj__pred_input(const hpj__trainer *tr, hpj__step_ws *w, int32_t B) 
 static void hpj__fwd_context(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, uint64_t drop_seed) {
     hpj_model *m = tr->m;
     size_t i, n = (size_t)B * m->D;
-    hpj__gnn_forward(m, &w->gc, tr->mode, drop_seed);
-    hpj__sq_forward(m, &w->pc, &tr->tk, tr->ctx, B, tr->mode);
-    hpj__sq_forward(m, &w->pt, &tr->tk, tr->tgt, T, tr->mode);
+    hpj_bn_stats *bn = &m->bn[tr->l];
+    hpj__gnn_forward(m, &w->gc, bn, tr->mode, drop_seed);
+    hpj__sq_forward(m, &w->pc, bn, &tr->tk, tr->ctx, B, tr->mode);
+    hpj__sq_forward(m, &w->pt, bn, &tr->tk, tr->tgt, T, tr->mode);
     for (i = 0; i < n; ++i) w->ec.x[0][i] = w->gc.z[i] + w->pc.p[i];
     if (w->tokmask)
         hpj_dropout_forward(w->ec.x[0], w->tokmask, w->ec.x[0], n, m->cfg.token_dropout, drop_seed, (uint64_t)m->step, 300);
@@ -8830,7 +8900,7 @@ static void hpj__fwd_target_input(hpj__trainer *tr, hpj__step_ws *w, int32_t B, 
    an all-ones mask. */
 static void hpj__fwd_target(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm) {
     hpj_model *m = tr->m;
-    hpj__gnn_forward(m, &w->gt, tr->mode == HPJ__TRAIN ? HPJ__TRAIN : HPJ__TRAIN_FROZEN, 0);
+    hpj__gnn_forward(m, &w->gt, &m->bn[tr->l], tr->mode == HPJ__TRAIN ? HPJ__TRAIN : HPJ__TRAIN_FROZEN, 0);
     hpj__fwd_target_input(tr, w, B, Tm);
     hpj__enc_forward_mean(m, &w->et, m->tgt, T == B * Tm ? NULL : w->tmask, w->adj, w->mu);
 }
@@ -9426,8 +9496,8 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
             if (c->target_adj) adj = hpj_arena_floats(&tr.arena, (size_t)B * Tm * Tm + 1);
             hpj__path_fill(ds, &tr.tk, items, &gw.path, &tr.ps, 0);
             hpj__path_features(m, ds, &gw);
-            hpj__gnn_forward(m, &gw, HPJ__EVAL, 0);
-            hpj__sq_forward(m, &pw, &tr.tk, items, S, HPJ__EVAL);
+            hpj__gnn_forward(m, &gw, &m->bn[l], HPJ__EVAL, 0);
+            hpj__sq_forward(m, &pw, &m->bn[l], &tr.tk, items, S, HPJ__EVAL);
             /* full tokens x = z + p of each graph, padded to Tm */
             S = 0;
             for (b = 0; b < B; ++b) {
@@ -11366,6 +11436,7 @@ HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, si
     hpj_config cfg;
     hpj_status st;
     uint64_t np, ne, ns, step, epoch;
+    size_t nfile; /* statistics in the file: every resolution's (version 2) or one set (1) */
     memset(m, 0, sizeof(*m));
     if (!name) name = "checkpoint";
     if (len < 8 + 12 || memcmp(b, hpj__ckpt_magic, 8) != 0) HPJ__CKPT_FAIL("%s: not an hpjepa checkpoint (bad magic)", name);
@@ -11374,12 +11445,14 @@ HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, si
     off = 8;
     version = hpj__get_u32(b + off); off += 4;
     flags = hpj__get_u32(b + off); off += 4;
-    if (version != HPJ_CKPT_VERSION)
-        HPJ__CKPT_FAIL("%s: format version %u, this build reads version %d", name, version, HPJ_CKPT_VERSION);
+    if (version != 1 && version != HPJ_CKPT_VERSION)
+        HPJ__CKPT_FAIL("%s: format version %u, this build reads versions 1 and %d", name, version, HPJ_CKPT_VERSION);
     if (flags > 1) HPJ__CKPT_FAIL("%s: unknown flags 0x%x", name, flags);
     clen = hpj__get_u32(b + off); off += 4;
     if (clen > len - off) HPJ__CKPT_FAIL("%s: config length %zu exceeds the file", name, clen);
     hpj_config_default(&cfg);
+    /* version 1 predates the key and averaged copies over the patches present */
+    if (version == 1) cfg.patch_tokens = HPJ_TOKENS_PRESENT;
     if ((st = hpj_config_parse(&cfg, (const char *)b + off, clen, name))) { hpj_model_free(m); return st; }
     off += clen;
     if (len - off < 8 * 4 + 5 * 8 + 4) HPJ__CKPT_FAIL("%s: truncated header", name);
@@ -11398,11 +11471,12 @@ HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, si
     m->F = enc[0]; m->Fe = enc[1]; m->node_onehot = enc[2]; m->node_label_min = enc[3]; m->node_attr_dim = enc[4];
     m->edge_onehot = enc[5]; m->edge_label_min = enc[6]; m->node_deg = enc[7];
     if ((st = hpj__model_shape(m, &cfg))) HPJ__CKPT_FAIL("%s: %s", name, hpj_last_error());
-    if (np != m->num_params || ne != m->enc_count || ns != m->num_stats)
+    nfile = version == 1 ? m->num_stats / (size_t)cfg.L : m->num_stats;
+    if (np != m->num_params || ne != m->enc_count || ns != nfile)
         HPJ__CKPT_FAIL("%s: tensor sizes (%llu, %llu, %llu) do not match the config (%zu, %zu, %zu)", name,
                        (unsigned long long)np, (unsigned long long)ne, (unsigned long long)ns, m->num_params,
-                       m->enc_count, m->num_stats);
-    floats = m->num_params + m->enc_count + m->num_stats + (flags ? 2 * m->num_params : 0);
+                       m->enc_count, nfile);
+    floats = m->num_params + m->enc_count + nfile + (flags ? 2 * m->num_params : 0);
     if (len - off != 4 * floats + 4) HPJ__CKPT_FAIL("%s: %zu bytes of tensors, expected %zu", name, len - off, 4 * floats + 4);
     if (step > INT64_MAX || epoch > INT64_MAX) HPJ__CKPT_FAIL("%s: step or epoch out of range", name);
     if ((st = hpj__model_alloc(m))) { /* out of memory: keep that status */
@@ -11413,7 +11487,9 @@ HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, si
     }
     hpj__get_f32s(m->params, b + off, m->num_params); off += 4 * m->num_params;
     hpj__get_f32s(m->ema, b + off, m->enc_count); off += 4 * m->enc_count;
-    hpj__get_f32s(m->stats, b + off, m->num_stats); off += 4 * m->num_stats;
+    hpj__get_f32s(m->stats, b + off, nfile); off += 4 * nfile;
+    for (i = nfile; i < m->num_stats; i += nfile) /* version 1: its one set serves every resolution */
+        memcpy(m->stats + i, m->stats, sizeof(float) * nfile);
     if (flags) {
         hpj__get_f32s(m->adam_m, b + off, m->num_params); off += 4 * m->num_params;
         hpj__get_f32s(m->adam_v, b + off, m->num_params); off += 4 * m->num_params;
@@ -12360,8 +12436,8 @@ static int hpj__gelu_fast(float *y, const float *x, const float *dout, size_t n)
    i - 1 ran on classes, two copies of one class whose entries carry the
    same multiset of (neighbour's class, edge type) get the same GINE
    aggregation, hence are equal through layer i when it has no patch
-   mixing (which adds a per-patch term and averages over a node's copies)
-   and no dropout. Later layers use classes in training only, so that an
+   mixing (which adds a per-patch term, and with patch_tokens = present
+   averages over a node's copies) and no dropout. Later layers use classes in training only, so that an
    embedding does not depend on which other graphs share its batch; the
    first layer's classes keep that property by summing every copy's keys
    in sorted order (csky): a copy's first-layer output has the same bits
@@ -12905,10 +12981,9 @@ static int hpj__gnn_top_cls(const hpj_model *m, const hpj__gnn_ws *w, int i) {
 /* The fast sibling of hpj__gnn_forward: the input table gives h0 and the
    first layer's t1; each layer runs on its classes where it has them, and
    as the reference layer (hpj__gnn_layer_forward) where not. */
-static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64_t drop_seed) {
+static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn, int mode, uint64_t drop_seed) {
     const hpj__path *p = &w->path;
     hpj__enc_fast *f = &w->fast;
-    hpj_bn_stats *bn = &m->bn;
     int i, D = m->D, C = p->C, S = p->S, layers = m->cfg.gnn_layers;
     size_t CD = (size_t)C * D;
     hpj__table_forward(m, w);
@@ -12922,7 +12997,7 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64
             f->lay[i].ncls = 0;
             if (mode != HPJ__EVAL && f->lay[i].cls && f->lay[i - 1].ncls) hpj__gnn_layer_classes(w, i);
             if (!f->lay[i].ncls) {
-                hpj__gnn_layer_forward(m, w, i, mode, drop_seed);
+                hpj__gnn_layer_forward(m, w, bn, i, mode, drop_seed);
                 continue;
             }
         }
@@ -13140,16 +13215,16 @@ static int32_t hpj__side_targets(hpj__trainer *tr, hpj__step_ws *w, int32_t b0, 
 }
 
 /* After the paths: the target path's running-statistics terms a x (in
-   sbn) added to the model's, r <- (1 - a) r + a x, in the order of the
+   sbn) added to the model's set bn, r <- (1 - a) r + a x, in the order of the
    reference's forward (the order does not matter: each statistic moves
    once). */
-static void hpj__side_bn_apply(hpj_model *m, const hpj_bn_stats *sbn) {
+static void hpj__side_bn_apply(const hpj_model *m, hpj_bn_stats *bn, const hpj_bn_stats *sbn) {
     float *rm = NULL, *rv = NULL, a = hpj__bn_mode(HPJ__TRAIN, &rm, &rv);
     int i, k, c, D = m->D;
     for (i = 0; i < m->cfg.gnn_layers; ++i)
         for (k = 0; k < 3; ++k) {
-            float *um = k == 0 ? m->bn.bnu_m[i] : k == 1 ? m->bn.bn1_m[i] : m->bn.bn2_m[i];
-            float *uv = k == 0 ? m->bn.bnu_v[i] : k == 1 ? m->bn.bn1_v[i] : m->bn.bn2_v[i];
+            float *um = k == 0 ? bn->bnu_m[i] : k == 1 ? bn->bn1_m[i] : bn->bn2_m[i];
+            float *uv = k == 0 ? bn->bnu_v[i] : k == 1 ? bn->bn1_v[i] : bn->bn2_v[i];
             const float *sm = k == 0 ? sbn->bnu_m[i] : k == 1 ? sbn->bn1_m[i] : sbn->bn2_m[i];
             const float *sv = k == 0 ? sbn->bnu_v[i] : k == 1 ? sbn->bn1_v[i] : sbn->bn2_v[i];
             if (!um) continue; /* no patch mixing on this layer */
@@ -13179,7 +13254,7 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
         scratch = (float *)HPJ_MALLOC(NULL, sizeof(float) * (m->num_stats + 1));
         if (!scratch) return 0;
         for (i = 0; i < m->num_stats; ++i) scratch[i] = -0.0f;
-        hpj__stats_layout(m, scratch, &mt.bn);
+        hpj__stats_layout(m, scratch, mt.bn);
     }
     bs = HPJ__MAX(0, HPJ__MIN(B, (int32_t)(f * B + 0.5)));
     HPJ__OMP(parallel num_threads(2))
@@ -13192,7 +13267,7 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
 #endif
         if (id == 0) {
             hpj__path_inputs(tr, &w->gt, tr->tgt, 0);
-            hpj__gnn_forward(&mt, &w->gt, tmode, 0);
+            hpj__gnn_forward(&mt, &w->gt, &mt.bn[tr->l], tmode, 0);
             hpj__fwd_target_input(tr, w, B, Tm);
             hpj__post(&ready, 1);
             t1 = hpj__wtime();
@@ -13213,7 +13288,7 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
     }
     hpj__flops += fl1;
     if (scratch) {
-        hpj__side_bn_apply(m, &mt.bn);
+        hpj__side_bn_apply(m, &m->bn[tr->l], &mt.bn[tr->l]);
         HPJ_FREE(NULL, scratch);
     }
     *badt = bad[0] >= 0 ? bad[0] : bad[1]; /* the first in graph order */

@@ -94,6 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hpj_config_set(&c, "ema_init", (b3 & 64) ? "copy" : "independent");
     hpj_config_set(&c, "rw_reduce", (b3 & 128) ? "mean" : "max");
     snprintf(v, sizeof v, "%d", data[at++]); hpj_config_set(&c, "seed", v);
+    hpj_config_set(&c, "patch_tokens", (data[at - 1] & 128) ? "present" : "alone"); /* (the seed byte's top bit) */
     hpj_config_set(&c, "epochs", "1");
     hpj_config_set(&c, "lr", "1e-3");
     hpj_config_set(&c, "threads", "1");

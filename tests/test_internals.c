@@ -349,6 +349,131 @@ static void test_gov_same_bits(void) {
 #endif
 }
 
+/* The patch tokens z (and structural queries p) of items it[0..S-1] from
+   the frozen patch encoder with resolution l's running statistics, as the
+   embedding pass computes them, into z (S, D) and p (S, D). */
+static void encode_items(hpj__trainer *tr, const hpj__item *it, int32_t S, int l, float *z, float *p) {
+    hpj_model *m = tr->m;
+    hpj__item *its = (hpj__item *)malloc(sizeof(hpj__item) * (size_t)S);
+    hpj__gnn_ws gw;
+    hpj__sq_ws pw;
+    hpj_arena meas;
+    int64_t cnt[3];
+    size_t mark;
+    memcpy(its, it, sizeof(hpj__item) * (size_t)S);
+    hpj__path_count(tr->ds, &tr->tk, its, S, &tr->ps, hpj__path_groups(m), &cnt[0], &cnt[1], &cnt[2]);
+    hpj_arena_init_measure(&meas);
+    hpj__gnn_bind(&meas, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL, 1);
+    hpj__sq_bind(&meas, m, &pw, S);
+    CHECK_OK(hpj__arena_ensure(&tr->arena, meas.used));
+    mark = hpj_arena_mark(&tr->arena);
+    hpj__gnn_bind(&tr->arena, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL, 1);
+    hpj__sq_bind(&tr->arena, m, &pw, S);
+    hpj__path_fill(tr->ds, &tr->tk, its, &gw.path, &tr->ps, 0);
+    hpj__path_features(m, tr->ds, &gw);
+    hpj__gnn_forward(m, &gw, &m->bn[l], HPJ__EVAL, 0);
+    hpj__sq_forward(m, &pw, &m->bn[l], &tr->tk, its, S, HPJ__EVAL);
+    memcpy(z, gw.z, sizeof(float) * (size_t)S * m->D);
+    memcpy(p, pw.p, sizeof(float) * (size_t)S * m->D);
+    hpj_arena_reset(&tr->arena, mark);
+    free(its);
+}
+
+/* One definition of a patch token in every path: the lists of patches the
+   three passes hand the patch encoder (the step's contexts, one patch per
+   graph; its sampled targets; the embedding pass's every patch of every
+   graph; and each patch by itself) give every patch the same token z and
+   structural query p, to 1e-6 of the largest token entry (the products
+   and sums of one row do not depend on the other rows, but the GEMM may
+   tile a different number of rows differently), with patch_tokens =
+   alone, on the reference and the fast paths, at every resolution of a
+   model trained for a few steps (non-trivial running statistics; the
+   encoder frozen, as the embedding pass runs it). With patch_tokens =
+   present the same lists give tokens that differ by far more: the check
+   can fail. */
+static void test_patch_token_paths(void) {
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    int32_t *gs;
+    int pt, path, l;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    gs = test_all_graphs(&ds);
+    for (pt = 0; pt < 2; ++pt)
+        for (path = 0; path < 2; ++path) {
+            hpj_config c;
+            hpj_model m;
+            hpj__trainer tr;
+            hpj_set_paths(path ? HPJ_PATHS_BEST : HPJ_PATHS_REFERENCE);
+            hpj_config_default(&c);
+            hpj_config_set(&c, "dim", "16");
+            hpj_config_set(&c, "heads", "2");
+            hpj_config_set(&c, "blocks", "1");
+            hpj_config_set(&c, "ffn", "16");
+            hpj_config_set(&c, "rw_dim", "5");
+            hpj_config_set(&c, "resolutions", "2,4,8");
+            hpj_config_set(&c, "targets", "1,3,4");
+            hpj_config_set(&c, "gnn_layers", "3");
+            hpj_config_set(&c, "batch_size", "32");
+            hpj_config_set(&c, "patch_tokens", pt ? "present" : "alone");
+            CHECK_OK(hpj_model_init(&m, &c, &ds));
+            CHECK_OK(hpj_pretrain(&m, &ds, gs, 64, 6, NULL, NULL));
+            CHECK_OK(hpj__trainer_init(&tr, &m, &ds, 64));
+            CHECK_OK(hpj__trainer_tokens(&tr, gs, 64, 1, 0));
+            for (l = 0; l < 3; ++l) {
+                int32_t B, T, S = 0, b, j, k, s, q;
+                hpj__item *all = (hpj__item *)malloc(sizeof(hpj__item) * 64 * 64);
+                float *za, *pa, *zb, *pb, zmax = 0.0f;
+                double dz[3] = {0, 0, 0}, dp[3] = {0, 0, 0};
+                B = hpj__sample(&tr, gs, 64, l, &T);
+                CHECK(B > 0 && T >= B);
+                for (b = 0; b < 64; ++b) { /* the embedding pass's list */
+                    int32_t g = gs[b], kk = tr.tk.k[(size_t)g * tr.tk.L + l];
+                    int64_t p0 = tr.tk.patch0[(size_t)g * tr.tk.L + l];
+                    for (j = 0; j < kk; ++j) { all[S].g = g; all[S].slot = j; all[S].patch = p0 + j; ++S; }
+                }
+                za = (float *)malloc(sizeof(float) * (size_t)S * m.D);
+                pa = (float *)malloc(sizeof(float) * (size_t)S * m.D);
+                zb = (float *)malloc(sizeof(float) * (size_t)S * m.D);
+                pb = (float *)malloc(sizeof(float) * (size_t)S * m.D);
+                encode_items(&tr, all, S, l, za, pa);
+                for (k = 0; k < S * m.D; ++k) zmax = fmaxf(zmax, fabsf(za[k]));
+                for (q = 0; q < 3; ++q) { /* contexts, targets, each patch by itself */
+                    const hpj__item *it = q == 0 ? tr.ctx : q == 1 ? tr.tgt : all;
+                    int32_t n = q == 0 ? B : q == 1 ? T : S;
+                    if (q < 2) encode_items(&tr, it, n, l, zb, pb);
+                    for (s = 0; s < n; s += q == 2 ? 7 : 1) { /* (every 7th patch by itself) */
+                        int32_t r = 0;
+                        if (q == 2) encode_items(&tr, it + s, 1, l, zb + (size_t)s * m.D, pb + (size_t)s * m.D);
+                        while (all[r].patch != it[s].patch) ++r; /* its row in the embedding pass */
+                        for (k = 0; k < m.D; ++k) {
+                            dz[q] = fmax(dz[q], fabs((double)zb[(size_t)s * m.D + k] - za[(size_t)r * m.D + k]));
+                            dp[q] = fmax(dp[q], fabs((double)pb[(size_t)s * m.D + k] - pa[(size_t)r * m.D + k]));
+                        }
+                    }
+                }
+                CHECK(zmax > 0.0f);
+                for (q = 0; q < 3; ++q) {
+                    static const char *const what[3] = {"context", "target", "single-patch"};
+                    if (pt == 0)
+                        CHECK_MSG(dz[q] <= 1e-6 * zmax, "alone, %s path, resolution %d: %s tokens differ by %.3g (largest %.3g)",
+                                  path ? "fast" : "reference", l + 1, what[q], dz[q], zmax);
+                    CHECK_MSG(dp[q] <= 1e-6 * zmax, "%s path, resolution %d: %s structural queries differ by %.3g",
+                              path ? "fast" : "reference", l + 1, what[q], dp[q]);
+                }
+                if (pt == 1) /* averaging over the patches present: the lists disagree */
+                    CHECK_MSG(dz[0] > 1e-3 * zmax && dz[1] > 1e-3 * zmax,
+                              "present, resolution %d: context %.3g, target %.3g (largest %.3g)", l + 1, dz[0], dz[1], zmax);
+                free(all); free(za); free(pa); free(zb); free(pb);
+            }
+            hpj__trainer_free(&tr);
+            hpj_model_free(&m);
+        }
+    hpj_set_paths(HPJ_PATHS_BEST);
+    free(gs);
+    hpj_dataset_free(&ds);
+}
+
 const test_case internals_tests[] = {
     {"internals.failure_threads", test_failure_threads},
     {"internals.bn_sums_paths", test_bn_sums_paths},
@@ -357,5 +482,6 @@ const test_case internals_tests[] = {
     {"internals.ln_gb_paths", test_ln_gb_paths},
     {"internals.gov_choice", test_gov_choice},
     {"internals.gov_same_bits", test_gov_same_bits},
+    {"internals.patch_token_paths", test_patch_token_paths},
 };
 const int internals_tests_count = (int)(sizeof internals_tests / sizeof internals_tests[0]);

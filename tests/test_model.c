@@ -214,6 +214,13 @@ static void test_model_gradient(void) {
     model_gradient_case(sets, 0);
 }
 
+/* the reference model with copies averaged over the patches present
+   (patch_tokens = present: copy groups between the GINE layers) */
+static void test_model_gradient_present(void) {
+    static const char *const sets[] = {"target_adj", "1", "patch_tokens", "present", NULL};
+    model_gradient_case(sets, 0);
+}
+
 /* the same model on graphs without edge labels (the shared-edge GINE) */
 static void test_model_gradient_unlabelled_edges(void) {
     static const char *const sets[] = {"target_adj", "1", "ema_init", "independent", NULL};
@@ -464,7 +471,8 @@ static void test_model_layer_classes(void) {
 
 /* The fast encoder (input table, classes of copies) against the reference
    path (hpj_set_paths), on 64 MUTAG graphs with patch mixing (the paper config: the
-   first layer on the table) and without (later layers on classes too):
+   first layer on the table; patch tokens alone, and present: copy
+   averaging) and without (later layers on classes too):
    the embeddings of a fresh model agree to 1e-5 of their largest value,
    and after 4 optimizer steps on each path (the runs drift apart through
    the updates) to 1e-3; each path gives the same bits on 1 and 2 threads.
@@ -478,7 +486,7 @@ static void test_model_encoder_fast_vs_reference(void) {
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
     for (i = 0; i < 64; ++i) gs[i] = (i * 3) % 188;
     hpj_set_adaptive_threads(0);
-    for (mix = 0; mix < 2; ++mix) {
+    for (mix = 0; mix < 3; ++mix) { /* no mixing, mixing, mixing with copy averaging */
         size_t cells = (size_t)64 * 3 * 8, j;
         float *H[2][2][2]; /* [trained][path][threads - 1] */
         int tr, path, t, differ = 0;
@@ -490,6 +498,7 @@ static void test_model_encoder_fast_vs_reference(void) {
                     H[tr][path][t] = (float *)malloc(sizeof(float) * cells);
                     tiny_config(&c);
                     CHECK_OK(hpj_config_set(&c, "patch_mixing", mix ? "1" : "0"));
+                    CHECK_OK(hpj_config_set(&c, "patch_tokens", mix == 2 ? "present" : "alone"));
                     CHECK_OK(hpj_config_set(&c, "threads", t ? "2" : "1"));
                     hpj_set_paths(path ? HPJ_PATHS_BEST : HPJ_PATHS_REFERENCE);
                     CHECK_OK(hpj_model_init(&m, &c, &ds));
@@ -525,8 +534,9 @@ static void test_model_encoder_fast_vs_reference(void) {
 
 /* The batch paths are built in parallel over the patches (hpj__path_count,
    hpj__path_fill, from 64 patches on): a list that names graphs more than
-   once, apart, with and without patch mixing (copy groups), gives the
-   same loss and gradient bits on 1 and 2 threads. */
+   once, apart, without patch mixing, with it, and with it and copy groups
+   (patch_tokens = present), gives the same loss and gradient bits on 1
+   and 2 threads. */
 static void test_model_paths_threads(void) {
     const char *dir = test_dataset("MUTAG");
     hpj_dataset ds;
@@ -535,13 +545,14 @@ static void test_model_paths_threads(void) {
     if (!dir) return;
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
     for (i = 0; i < 96; ++i) gs[i] = (i * 7) % 40; /* each graph two or three times, never adjacent */
-    for (mix = 0; mix < 2; ++mix) {
+    for (mix = 0; mix < 3; ++mix) {
         hpj_model m;
         hpj_config c;
         tiny_config(&c);
         CHECK_OK(hpj_config_set(&c, "patch_mixing", mix ? "1" : "0"));
+        CHECK_OK(hpj_config_set(&c, "patch_tokens", mix == 2 ? "present" : "alone"));
         CHECK_OK(hpj_model_init(&m, &c, &ds));
-        check_threads_same(&m, &ds, gs, 96, mix ? "mixing 1" : "mixing 0");
+        check_threads_same(&m, &ds, gs, 96, mix == 2 ? "mixing 1, present" : mix ? "mixing 1" : "mixing 0");
         hpj_model_free(&m);
     }
     hpj_dataset_free(&ds);
@@ -660,8 +671,9 @@ static void test_deterministic_and_threads(void) {
    encoder sums BatchNorm statistics over classes
    of equal node copies, in another order than the reference's rows, so
    after six steps the parameters agree to 1e-3 of the largest. A few
-   steps on MUTAG (edge labels, patch mixing) and on PROTEINS (no edge
-   labels, GELU), with dropout, token dropout, weight decay and clipping. */
+   steps on MUTAG (edge labels, patch mixing, patch tokens alone) and on
+   PROTEINS (no edge labels, GELU, patch tokens present: copy averaging),
+   with dropout, token dropout, weight decay and clipping. */
 static void test_fast_matches_reference(void) {
     static const char *const names[2] = {"MUTAG", "PROTEINS"};
     int d;
@@ -694,6 +706,7 @@ static void test_fast_matches_reference(void) {
                 hpj_config_set(&c, "weight_decay", "0.01");
                 hpj_config_set(&c, "clip", "1");
                 if (d == 1) hpj_config_set(&c, "ffn_act", "gelu");
+                if (d == 1) hpj_config_set(&c, "patch_tokens", "present");
 #ifdef _OPENMP
                 omp_set_num_threads(t);
 #endif
@@ -844,6 +857,174 @@ static void test_checkpoint(void) {
     hpj_model_free(&m);
     hpj_model_free(&m2);
     hpj_dataset_free(&ds);
+}
+
+/* Each resolution has its own BatchNorm running statistics: after a few
+   steps every resolution's set has moved and the sets differ (resolution
+   l's step moves set l only), and the embedding of resolution l reads set
+   l only (changing set 2's patch encoder or e_xi statistics changes
+   resolution 2's embeddings and leaves the others' bits alone). */
+static void test_bn_per_resolution(void) {
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    hpj_config c;
+    hpj_model m;
+    int32_t *gs;
+    float *a, *b;
+    size_t per, k, cells;
+    int l, l2, i, d, part;
+    float *keep;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    gs = test_all_graphs(&ds);
+    tiny_config(&c);
+    CHECK_OK(hpj_model_init(&m, &c, &ds));
+    CHECK_EQ_INT((int)(m.num_stats % 3), 0);
+    per = m.num_stats / 3;
+    for (l = 0; l < 3; ++l) CHECK(m.bn[l].sq_m == m.stats + (size_t)l * per + per - 2 * (size_t)m.D);
+    CHECK_OK(hpj_pretrain(&m, &ds, gs, 64, 6, NULL, NULL));
+    for (l = 0; l < 3; ++l) {
+        double moved = 0.0;
+        for (d = 0; d < m.D; ++d) moved += fabs(m.bn[l].bn1_m[0][d]) + fabs(m.bn[l].sq_m[d]);
+        CHECK_MSG(moved > 0.0, "resolution %d: its statistics never moved", l + 1);
+        for (l2 = 0; l2 < l; ++l2)
+            CHECK_MSG(memcmp(m.stats + (size_t)l * per, m.stats + (size_t)l2 * per, sizeof(float) * per) != 0,
+                      "resolutions %d and %d hold the same statistics", l2 + 1, l + 1);
+    }
+    cells = (size_t)ds.num_graphs * 3 * m.D;
+    a = (float *)malloc(sizeof(float) * cells);
+    b = (float *)malloc(sizeof(float) * cells);
+    keep = (float *)malloc(sizeof(float) * m.num_stats);
+    CHECK_OK(hpj_embed(&m, &ds, gs, ds.num_graphs, a));
+    for (part = 0; part < 2; ++part) { /* set 2's patch encoder part, then its e_xi part (the last 2 D) */
+        size_t k0 = per + (part ? per - 2 * (size_t)m.D : 0), k1 = per + (part ? per : per - 2 * (size_t)m.D);
+        memcpy(keep, m.stats, sizeof(float) * m.num_stats);
+        for (k = k0; k < k1; ++k) m.stats[k] = m.stats[k] * 1.5f + 0.25f;
+        CHECK_OK(hpj_embed(&m, &ds, gs, ds.num_graphs, b));
+        memcpy(m.stats, keep, sizeof(float) * m.num_stats);
+        for (l = 0; l < 3; ++l) {
+            int same = 1;
+            for (i = 0; i < ds.num_graphs; ++i)
+                same &= memcmp(a + ((size_t)i * 3 + l) * m.D, b + ((size_t)i * 3 + l) * m.D, sizeof(float) * m.D) == 0;
+            CHECK_MSG(same == (l != 1), "resolution %d: embeddings %s after changing set 2's %s statistics", l + 1,
+                      same ? "unchanged" : "changed", part ? "e_xi" : "g_eta");
+        }
+    }
+    free(a); free(b); free(keep); free(gs);
+    hpj_model_free(&m);
+    hpj_dataset_free(&ds);
+}
+
+/* A graph's embedding does not depend on the other graphs of its call or
+   of its chunk (hpj_embed cuts a long list into chunks of node copies):
+   every graph of MUTAG embedded with all the others, in reverse order
+   with them, and alone gives the same bits, for both definitions of a
+   patch token, on the reference and the fast paths, after a few steps of
+   training (non-trivial running statistics). */
+static void test_embed_independent_of_batch(void) {
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    int32_t *gs, *rev;
+    int pt, path, i;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    gs = test_all_graphs(&ds);
+    rev = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds.num_graphs);
+    for (i = 0; i < ds.num_graphs; ++i) rev[i] = ds.num_graphs - 1 - i;
+    for (pt = 0; pt < 2; ++pt)
+        for (path = 0; path < 2; ++path) {
+            hpj_config c;
+            hpj_model m;
+            size_t row;
+            float *all, *back, *one;
+            hpj_set_paths(path ? HPJ_PATHS_BEST : HPJ_PATHS_REFERENCE);
+            tiny_config(&c);
+            CHECK_OK(hpj_config_set(&c, "patch_tokens", pt ? "present" : "alone"));
+            CHECK_OK(hpj_config_set(&c, "resolutions", "2,8,32")); /* 32: more copies than one chunk holds */
+            CHECK_OK(hpj_model_init(&m, &c, &ds));
+            CHECK_OK(hpj_pretrain(&m, &ds, gs, 64, 4, NULL, NULL));
+            row = (size_t)3 * m.D;
+            all = (float *)malloc(sizeof(float) * row * ds.num_graphs);
+            back = (float *)malloc(sizeof(float) * row * ds.num_graphs);
+            one = (float *)malloc(sizeof(float) * row);
+            CHECK_OK(hpj_embed(&m, &ds, gs, ds.num_graphs, all));
+            CHECK_OK(hpj_embed(&m, &ds, rev, ds.num_graphs, back));
+            for (i = 0; i < ds.num_graphs; ++i) {
+                CHECK_MSG(memcmp(all + i * row, back + (ds.num_graphs - 1 - i) * row, sizeof(float) * row) == 0,
+                          "%s, %s path: graph %d embeds differently in reverse order", c.patch_tokens ? "present" : "alone",
+                          path ? "fast" : "reference", i);
+                if (i % 9 == 0) {
+                    CHECK_OK(hpj_embed(&m, &ds, gs + i, 1, one));
+                    CHECK_MSG(memcmp(all + i * row, one, sizeof(float) * row) == 0,
+                              "%s, %s path: graph %d embeds differently alone", c.patch_tokens ? "present" : "alone",
+                              path ? "fast" : "reference", i);
+                }
+            }
+            free(all); free(back); free(one);
+            hpj_model_free(&m);
+        }
+    hpj_set_paths(HPJ_PATHS_BEST);
+    free(gs); free(rev);
+    hpj_dataset_free(&ds);
+}
+
+/* Checkpoints of format 1 (one set of running statistics, copies averaged
+   over the patches present) load as the model they were: patch_tokens =
+   present and their one set copied into every resolution's. The fixture
+   tests/fuzz-corpus/ckpt/format1_three_resolutions (written by 0.14.0:
+   DEMO, resolutions 2,4,8, one epoch; the same file the checkpoint fuzzer
+   reads) loads, embeds, and writes back as format 2 that reads back the
+   same; a format this build does not know is refused with its number. */
+static void test_checkpoint_format1(void) {
+    static const char *const where[2] = {"tests/fuzz-corpus/ckpt/format1_three_resolutions",
+                                         "../tests/fuzz-corpus/ckpt/format1_three_resolutions"};
+    hpj_model m, back;
+    hpj_dataset ds;
+    unsigned char *buf = NULL;
+    size_t len = 0, per, k;
+    int l, i, nonzero = 0;
+    FILE *f = NULL;
+    for (i = 0; i < 2 && !f; ++i) f = fopen(where[i], "rb");
+    if (!f) {
+        test_skipped = 1;
+        printf("  skipped: the fixture is not here (run from the repository)\n");
+        return;
+    }
+    fclose(f);
+    CHECK_OK(hpj_model_load(&m, where[i - 1]));
+    CHECK_EQ_INT(m.cfg.L, 3);
+    CHECK_EQ_INT(m.cfg.patch_tokens, HPJ_TOKENS_PRESENT);
+    CHECK_EQ_INT((int)(m.num_stats % 3), 0);
+    per = m.num_stats / 3;
+    for (k = 0; k < per; ++k) nonzero |= m.stats[k] != 0.0f && m.stats[k] != 1.0f; /* trained: moved */
+    CHECK(nonzero);
+    for (l = 1; l < 3; ++l)
+        CHECK_MSG(memcmp(m.stats, m.stats + (size_t)l * per, sizeof(float) * per) == 0,
+                  "resolution %d did not get the file's statistics", l + 1);
+    { /* it embeds DEMO, the set it was trained on (it ships with the repository) */
+        float *H;
+        int32_t *gs;
+        CHECK_OK(hpj_dataset_load_tu(i == 1 ? "data/DEMO" : "../data/DEMO", &ds));
+        H = (float *)malloc(sizeof(float) * (size_t)ds.num_graphs * 3 * m.D);
+        gs = test_all_graphs(&ds);
+        CHECK_OK(hpj_embed(&m, &ds, gs, ds.num_graphs, H));
+        free(H); free(gs);
+        hpj_dataset_free(&ds);
+    }
+    CHECK_OK(hpj_model_serialize(&m, 0, &buf, &len));
+    CHECK_EQ_INT((int)buf[8], HPJ_CKPT_VERSION);
+    CHECK(strstr((const char *)buf + 20, "patch_tokens = present\n") != NULL);
+    CHECK_OK(hpj_model_deserialize(&back, buf, len, "mem"));
+    CHECK_EQ_INT(back.cfg.patch_tokens, HPJ_TOKENS_PRESENT);
+    CHECK(back.num_stats == m.num_stats && memcmp(back.stats, m.stats, sizeof(float) * m.num_stats) == 0);
+    hpj_model_free(&back);
+    buf[8] = 3; /* a later format */
+    put_crc(buf, len);
+    CHECK(hpj_model_deserialize(&back, buf, len, "t.ckpt") == HPJ_ERR_FORMAT);
+    CHECK_MSG(strstr(hpj_last_error(), "format version 3, this build reads versions 1 and 2") != NULL, "reason '%s'",
+              hpj_last_error());
+    hpj_free_buffer(buf);
+    hpj_model_free(&m);
 }
 
 /* A dataset of tiny graphs: n = 1, 2, 3 nodes (paths), in memory. */
@@ -1159,6 +1340,7 @@ const test_case model_tests[] = {
     {"model.config_errors", test_config_errors},
     {"model.gradient_fd", test_model_gradient},
     {"model.gradient_fd_peer_variant", test_model_gradient_peer_variant},
+    {"model.gradient_fd_present", test_model_gradient_present},
     {"model.gradient_fd_unlabelled_edges", test_model_gradient_unlabelled_edges},
     {"model.gradient_fd_per_copy", test_model_gradient_per_copy},
     {"model.table_matches_per_copy", test_model_table_matches_per_copy},
@@ -1172,6 +1354,9 @@ const test_case model_tests[] = {
     {"model.deterministic_and_threads", test_deterministic_and_threads},
     {"model.fast_matches_reference", test_fast_matches_reference},
     {"model.checkpoint", test_checkpoint},
+    {"model.checkpoint_format1", test_checkpoint_format1},
+    {"model.bn_per_resolution", test_bn_per_resolution},
+    {"model.embed_independent_of_batch", test_embed_independent_of_batch},
     {"model.resume_exact", test_resume_exact},
     {"model.embed_epoch", test_embed_epoch},
     {"model.tiny_graphs", test_tiny_graphs},
