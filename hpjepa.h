@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.14.0 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.15.0 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -156,7 +156,7 @@
 #include <stdint.h>
 
 #define HPJEPA_VERSION_MAJOR 0
-#define HPJEPA_VERSION_MINOR 14
+#define HPJEPA_VERSION_MINOR 15
 #define HPJEPA_VERSION_PATCH 0
 
 #ifndef HPJDEF
@@ -13503,6 +13503,7 @@ static void hpj__fast_probe_gradient8(const float *const *x, const double *w, in
 
 /*
    CHANGES (one line per version, newest first; git log has the details)
+   0.15.0  per-resolution BatchNorm statistics, patch_tokens = alone (checkpoint format 2; new bits); hpj_comm
    0.14.0  a reference part and a fast part (HPJ_REFERENCE, hpj_set_paths); small fast paths deleted (new bits)
    0.13.0  team size chosen by timing units of work; hpj_dataset_from_csr; stricter readers (same bits)
    0.12.4  LayerNorm's dgamma / dbeta sums in registers (same bits)
