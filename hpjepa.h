@@ -6150,6 +6150,7 @@ static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_m
            the row count), which becomes the mean, and q */
         double *ps = ws, *pq = ws + (size_t)HPJ__BN_RB * D, *s = pq + (size_t)HPJ__BN_RB * D, *q = s + D + 1, n;
         int par = (int64_t)N * D >= HPJ__PAR_ELEMS;
+        (void)par; /* (without OpenMP) */
         HPJ__OMP(parallel if (par))
         {
             int b, c;
@@ -6361,6 +6362,7 @@ static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const flo
         double *psd = ws, *psdx = ws + (size_t)HPJ__BN_RB * D, *t = psdx + (size_t)HPJ__BN_RB * D, n;
         float *md = (float *)(t + 2 * (size_t)D + 1), *mdx = md + D, *k = mdx + D;
         int par = (int64_t)N * D >= HPJ__PAR_ELEMS;
+        (void)par; /* (without OpenMP) */
         HPJ__OMP(parallel if (par))
         {
             int b, c;
