@@ -9701,8 +9701,9 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
     }
 done:
     if (dp) {
-        /* (a failed communicator cannot agree; the failed step said so) */
-        if (!dp->failed) st = hpj__dp_end(dp, m, st);
+        /* (a failure is already the same on every rank, and a failed
+           communicator cannot agree: the check is for a run that ended well) */
+        if (!st && !dp->failed) st = hpj__dp_end(dp, m, st);
         hpj__dp_close(dp);
     }
     hpj__gov_leave(gov);

@@ -19,9 +19,12 @@ bad() { FAIL=$((FAIL+1)); echo "[  FAILED  ] $1"; [ $# -gt 1 ] && echo "    $2";
 
 # OpenMPI refuses root (CI runs as root) unless told; 2 ranks on a 1-core
 # machine need oversubscription; containers often forbid the single-copy
-# shared-memory path. One thread per rank; -q keeps OpenMPI's banners off.
+# shared-memory path; a rank waiting in a collective (data-parallel
+# pretrain) yields its core instead of spinning, which on a loaded machine
+# would starve the rank it waits for. One thread per rank; -q keeps
+# OpenMPI's banners off.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_mpi_yield_when_idle=1
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 run2() { timeout 120 mpirun -q -np 2 "$@"; }
 
