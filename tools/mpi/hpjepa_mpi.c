@@ -300,7 +300,7 @@ int main(int argc, char **argv) {
     } else {
         int help = has_help(argc, argv) || !strcmp(cmd, "--version") || argc < 2;
         if (mpi_size > 1 && !help)
-            fprintf(stderr, "hpjepa-mpi %s: runs on rank 0 only while the other ranks wait (only eval spreads its work "
+            fprintf(stderr, "hpjepa-mpi %s: runs on rank 0 only while the other ranks wait (eval and pretrain spread their work "
                             "over the ranks)\n", cmd);
         rc = hpjepa_main(argc, argv);
         if (help && rc == 0 && (!strcmp(cmd, "pretrain") || !strcmp(cmd, "embed") || argc < 2 || cli_is_help(cmd) ||
