@@ -45,7 +45,7 @@ typedef struct dp_world {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int R, arrived, bad;
-    long gen, calls;
+    long gen, calls, fail_at; /* fail_at > 0: that collective fails on every rank, as a broken transport */
     void *buf[DP_MAXR];
     size_t n[DP_MAXR];
     int kind[DP_MAXR];
@@ -92,6 +92,7 @@ static int dp_collective(dp_rank *u, int kind, void *buf, size_t n) {
     w->n[u->comm.rank] = n;
     w->kind[u->comm.rank] = kind;
     if (++w->arrived == w->R) {
+        if (w->calls + 1 == w->fail_at) w->bad = 1;
         dp_reduce(w);
         w->arrived = 0;
         w->gen++;
@@ -113,9 +114,11 @@ static int dp_sum_d(void *u, double *b, size_t n) { return dp_collective((dp_ran
 static int dp_sum_i(void *u, int64_t *b, size_t n) { return dp_collective((dp_rank *)u, DP_INT64, b, n); }
 static int dp_bcast(void *u, void *b, size_t n) { return dp_collective((dp_rank *)u, DP_BYTES, b, n); }
 
+static long dp_fail_at; /* dp_world_init's fail_at */
 static void dp_world_init(dp_world *w, dp_rank *ranks, int R) {
     int r;
     memset(w, 0, sizeof *w);
+    w->fail_at = dp_fail_at;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     w->R = R;
@@ -299,7 +302,8 @@ static void test_ranks_train_one_run(void) {
 }
 
 /* A failure on one rank fails every rank with its reason, and no rank
-   waits forever: a bad graph index, another config, another training set. */
+   waits forever: a bad graph index, another config, another training set;
+   a transport that fails mid-run fails every rank with HPJ_ERR_IO. */
 static void test_rank_failure_agreed(void) {
     const char *dir = test_dataset("MUTAG");
     hpj_dataset ds;
@@ -332,6 +336,14 @@ static void test_rank_failure_agreed(void) {
     for (i = 0; i < 2; ++i) {
         CHECK_MSG(jobs[i].st == HPJ_ERR_INPUT && strstr(jobs[i].why, "trains other graphs"), "rank %d: status %d, '%s'",
                   i, (int)jobs[i].st, jobs[i].why);
+        hpj_free_buffer(jobs[i].bytes);
+    }
+    dp_fail_at = 100; /* (a run makes several hundred collectives) */
+    CHECK(dp_train(&ds, &c, gs, 40, 2, jobs, NULL, 0, NULL) > 0);
+    dp_fail_at = 0;
+    for (i = 0; i < 2; ++i) {
+        CHECK_MSG(jobs[i].st == HPJ_ERR_IO && strstr(jobs[i].why, "the communicator failed (rank"),
+                  "rank %d: status %d, '%s'", i, (int)jobs[i].st, jobs[i].why);
         hpj_free_buffer(jobs[i].bytes);
     }
     hpj_dataset_free(&ds);
