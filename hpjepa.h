@@ -1150,6 +1150,22 @@ typedef struct hpj_bn_stats {
     float *sq_m, *sq_v;
 } hpj_bn_stats;
 
+/* A communicator for data-parallel pretraining: R processes (ranks) train
+   one model together, each on its share of every minibatch, and meet in
+   the collectives below (the library calls them from the thread that
+   called hpj_pretrain, never from two threads at once). Each sum replaces
+   buf[0..n) on every rank by the elementwise sum over all ranks, the same
+   bits on every rank, and returns 0 (non-zero: the transport failed);
+   bcast copies rank 0's bytes to every rank. See hpj_model_set_comm. */
+typedef struct hpj_comm {
+    int rank, size;     /* this process (0..size-1) and how many train together */
+    void *user;         /* handed to the callbacks */
+    int (*sum_float)(void *user, float *buf, size_t n);
+    int (*sum_double)(void *user, double *buf, size_t n);
+    int (*sum_int64)(void *user, int64_t *buf, size_t n);
+    int (*bcast)(void *user, void *buf, size_t bytes);
+} hpj_comm;
+
 typedef struct hpj_model {
     hpj_config cfg;
     int D, F, Fe, R, Fh, H;         /* width, node/edge input, d_RW, FFN, heads */
@@ -1175,6 +1191,9 @@ typedef struct hpj_model {
     int adam_state;                 /* 1: adam_m / adam_v hold the run's      */
                                     /* moments (it trained, or was loaded     */
                                     /* from a checkpoint saved with them)     */
+    const hpj_comm *comm;           /* data-parallel pretraining over these    */
+                                    /* ranks (hpj_model_set_comm); NULL: one  */
+                                    /* process. Never saved.                  */
 } hpj_model;
 
 /* Creates a model for a dataset's input encoding (node/edge label ranges,
@@ -1226,6 +1245,44 @@ HPJDEF hpj_status hpj_pretrain(hpj_model *m, const hpj_dataset *ds, const int32_
    between them. Does nothing when m->epoch >= until_epoch. */
 HPJDEF hpj_status hpj_pretrain_until(hpj_model *m, const hpj_dataset *ds, const int32_t *train, int32_t n_train,
                                      int64_t until_epoch, hpj_progress_fn progress, void *user);
+
+/* Data-parallel pretraining: hpj_pretrain and hpj_pretrain_until then run
+   on every rank of comm (set it after hpj_model_init / hpj_model_load,
+   which clear it; NULL, the default, is one process). Every rank calls
+   them with the same dataset, graphs and config; rank 0's parameters, EMA,
+   Adam moments, BatchNorm statistics and counters are sent to the others
+   first. Each minibatch is cut into R contiguous slices, rank r training
+   on slice r; the ranks agree on the minibatch's context and target counts
+   (the loss normaliser), sum their BatchNorm statistics and the backward's
+   channel sums, and sum their gradients and losses, so a step is the one
+   process's step on the whole minibatch up to the order of summation, and
+   every rank applies the same update: the parameters stay the same bits
+   on every rank. Dropout and sampling draw what one process draws. A
+   failure on any rank (bad input, memory, a non-finite value) is agreed
+   on, so every rank returns the same status, its reason naming the rank;
+   a failed callback returns HPJ_ERR_IO. A size-1 communicator trains the
+   bits of NULL. With MPI (the header never includes it):
+
+       static int sum_f(void *u, float *b, size_t n) {
+           (void)u; // (n above INT_MAX: loop over chunks)
+           return MPI_Allreduce(MPI_IN_PLACE, b, (int)n, MPI_FLOAT, MPI_SUM,
+                                MPI_COMM_WORLD) != MPI_SUCCESS;
+       }
+       ... sum_d (MPI_DOUBLE), sum_i (MPI_INT64_T), and
+       static int bc(void *u, void *b, size_t k) {
+           (void)u;
+           return MPI_Bcast(b, (int)k, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS;
+       }
+       hpj_comm comm = {0, 1, NULL, sum_f, sum_d, sum_i, bc};
+       MPI_Comm_rank(MPI_COMM_WORLD, &comm.rank);
+       MPI_Comm_size(MPI_COMM_WORLD, &comm.size);
+       hpj_model_set_comm(&m, &comm);
+       hpj_pretrain(&m, &ds, train, n, 0, NULL, NULL);  // on every rank
+
+   MPI_Allreduce may add in an order that differs between ranks (some
+   algorithms do): then reduce to rank 0 and broadcast instead, as
+   tools/mpi/hpjepa_mpi.c does. The communicator must outlive the calls. */
+HPJDEF void hpj_model_set_comm(hpj_model *m, const hpj_comm *comm);
 
 /* Per-resolution embeddings h^(l) from the frozen EMA encoder: out is
    (n, L, D) (zeros where a resolution is inactive). Resolution l's
@@ -5776,8 +5833,12 @@ static float hpj__hash_uniform(uint64_t key, uint64_t i) {
     return (float)(z >> 40) * (1.0f / 16777216.0f);
 }
 
-HPJDEF void hpj_dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t seed,
-                                uint64_t step, uint64_t salt) {
+/* hpj_dropout_forward on elements off .. off + n - 1 of a longer buffer:
+   element i here draws as element off + i there. A rank of data-parallel
+   training holds a slice of the minibatch's rows, and so draws the masks
+   one process draws on the whole minibatch. */
+static void hpj__dropout_at(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t seed,
+                            uint64_t step, uint64_t salt, uint64_t off) {
     int64_t i, nn = (int64_t)n;
     if (!(p > 0.0f)) {
         if (out != inp) memmove(out, inp, n * sizeof(float));
@@ -5795,11 +5856,16 @@ HPJDEF void hpj_dropout_forward(float *out, uint8_t *mask, const float *inp, siz
         float scale = 1.0f / (1.0f - p);
         HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS / 4))
         for (i = 0; i < nn; ++i) {
-            int keep = hpj__hash_uniform(key, (uint64_t)i) >= p;
+            int keep = hpj__hash_uniform(key, off + (uint64_t)i) >= p;
             out[i] = keep ? inp[i] * scale : 0.0f;
             if (mask) mask[i] = (uint8_t)keep;
         }
     }
+}
+
+HPJDEF void hpj_dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float p, uint64_t seed,
+                                uint64_t step, uint64_t salt) {
+    hpj__dropout_at(out, mask, inp, n, p, seed, step, salt, 0);
 }
 
 HPJDEF void hpj_dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float p) {
@@ -5814,6 +5880,34 @@ HPJDEF void hpj_dropout_backward(float *dinp, const float *dout, const uint8_t *
 }
 
 /* ==== nn: normalisation ==== */
+
+/* Data-parallel training (hpj_model_set_comm) reaches the layers as an
+   hpj__dp: the caller's communicator, a BatchNorm scratch of its own (so
+   that no rank takes another path because an allocation failed there: the
+   ranks must make the same collective calls in the same order) and a
+   failure flag. Every collective goes through the helpers below; once one
+   has failed they do nothing, and the step reports the failure at its next
+   check (the sums are meaningless from then on, and no rank waits). NULL
+   (one process) everywhere else. */
+typedef struct hpj__dp {
+    const hpj_comm *comm;
+    int failed;     /* a callback returned non-zero */
+    double *bn_ws;  /* (HPJ__BN_WS(D)) BatchNorm's row-block scratch */
+    int64_t *slots; /* (size, HPJ__DP_FIELDS) the ranks' rows of an agreement */
+} hpj__dp;
+#define HPJ__DP_FIELDS 8
+static void hpj__dp_sum_f(hpj__dp *dp, float *buf, size_t n) {
+    if (!dp->failed && dp->comm->sum_float(dp->comm->user, buf, n)) dp->failed = 1;
+}
+static void hpj__dp_sum_d(hpj__dp *dp, double *buf, size_t n) {
+    if (!dp->failed && dp->comm->sum_double(dp->comm->user, buf, n)) dp->failed = 1;
+}
+static void hpj__dp_sum_i(hpj__dp *dp, int64_t *buf, size_t n) {
+    if (!dp->failed && dp->comm->sum_int64(dp->comm->user, buf, n)) dp->failed = 1;
+}
+static void hpj__dp_bcast(hpj__dp *dp, void *buf, size_t bytes) {
+    if (!dp->failed && dp->comm->bcast(dp->comm->user, buf, bytes)) dp->failed = 1;
+}
 
 /* Optional operands (gamma, beta, a saved ReLU output) are tested outside
    the loops: the helpers below take constant flags and are called once
@@ -6023,9 +6117,10 @@ static double *hpj__rb_scratch(int par, size_t count) {
 #endif
     return NULL;
 }
-/* BatchNorm's: (2 RB + 4) D doubles. */
+/* BatchNorm's: (2 RB + 4) D + 4 doubles. */
+#define HPJ__BN_WS(D) ((size_t)(2 * HPJ__BN_RB + 4) * (size_t)(D) + 4)
 static double *hpj__bn_scratch(int N, int D) {
-    return hpj__rb_scratch((int64_t)N * D >= HPJ__PAR_ELEMS, (size_t)(2 * HPJ__BN_RB + 4) * (size_t)D);
+    return hpj__rb_scratch((int64_t)N * D >= HPJ__PAR_ELEMS, HPJ__BN_WS(D));
 }
 
 /* A running statistic's update r <- (1 - momentum) r + momentum x. */
@@ -6068,33 +6163,59 @@ static void hpj__bn_out_rows(float *out, const float *inp, const float *mean, co
    and with a residual add (sum != NULL: also sum = res + out, the same
    float addition as a separate pass). With cnt the N rows are classes of
    cnt[r] equal rows each, ntot rows in all (a later GINE layer's classes,
-   hpj__gnn_layer_classes): the statistics are those of the ntot rows. */
+   hpj__gnn_layer_classes): the statistics are those of the ntot rows.
+   With dp the N rows are this rank's share of the batch: each channel's
+   sum (with ntot) and then its squared deviations are summed over the
+   ranks before they are used, so the mean, the variance and the running
+   statistics are the whole batch's on every rank. */
 static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
                           const float *inp, const float *gamma, const float *beta, int N, int D, float momentum,
-                          float eps, int relu, const float *res, float *sum, const int32_t *cnt, int ntot) {
+                          float eps, int relu, const float *res, float *sum, const int32_t *cnt, int ntot,
+                          hpj__dp *dp) {
     double *ws;
-    if (N <= 0 || D <= 0) return;
-    if ((ws = hpj__bn_scratch(N, D)) != NULL) {
-        double *ps = ws, *pq = ws + (size_t)HPJ__BN_RB * D, *s = pq + (size_t)HPJ__BN_RB * D;
-        HPJ__OMP(parallel)
+    if (D <= 0 || (N <= 0 && !dp)) return; /* (a rank without rows still takes part in the sums) */
+    if ((ws = dp ? dp->bn_ws : hpj__bn_scratch(N, D)) != NULL) {
+        /* the row blocks' sums ps, pq and the channels' totals: s (slot D:
+           the row count), which becomes the mean, and q */
+        double *ps = ws, *pq = ws + (size_t)HPJ__BN_RB * D, *s = pq + (size_t)HPJ__BN_RB * D, *q = s + D + 1, n;
+        int par = (int64_t)N * D >= HPJ__PAR_ELEMS;
+        (void)par; /* (without OpenMP) */
+        HPJ__OMP(parallel if (par))
         {
             int b, c;
             HPJ__OMP(for schedule(static))
             for (b = 0; b < HPJ__BN_RB; ++b) hpj__bn_part(ps + (size_t)b * D, inp, N, D, b, 0, D, NULL, cnt);
             HPJ__OMP(for schedule(static))
-            for (c = 0; c < D; ++c) s[c] = hpj__bn_total(ps, D, c) / ntot;
+            for (c = 0; c < D; ++c) s[c] = hpj__bn_total(ps, D, c);
+        }
+        s[D] = ntot;
+        if (dp) hpj__dp_sum_d(dp, s, (size_t)D + 1); /* the whole batch's sums and rows */
+        n = s[D];
+        HPJ__OMP(parallel if (par))
+        {
+            int b, c;
+            HPJ__OMP(for schedule(static))
+            for (c = 0; c < D; ++c) s[c] /= n;
             HPJ__OMP(for schedule(static))
             for (b = 0; b < HPJ__BN_RB; ++b) hpj__bn_part(pq + (size_t)b * D, inp, N, D, b, 0, D, s, cnt);
             HPJ__OMP(for schedule(static))
-            for (c = 0; c < D; ++c)
-                hpj__bn_stat(c, s[c], hpj__bn_total(pq, D, c), mean, rstd, running_mean, running_var, ntot, momentum,
-                             eps);
-            HPJ__OMP(for schedule(static))
-            for (b = 0; b < HPJ__BN_RB; ++b)
-                hpj__bn_out_rows(out, inp, mean, rstd, gamma, beta, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, relu, res,
-                                 sum);
+            for (c = 0; c < D; ++c) q[c] = hpj__bn_total(pq, D, c);
         }
-        HPJ_FREE(NULL, ws);
+        if (dp) hpj__dp_sum_d(dp, q, (size_t)D); /* the whole batch's squared deviations */
+        if (n > 0) {
+            HPJ__OMP(parallel if (par))
+            {
+                int b, c;
+                HPJ__OMP(for schedule(static))
+                for (c = 0; c < D; ++c)
+                    hpj__bn_stat(c, s[c], q[c], mean, rstd, running_mean, running_var, (int)n, momentum, eps);
+                HPJ__OMP(for schedule(static))
+                for (b = 0; b < HPJ__BN_RB; ++b)
+                    hpj__bn_out_rows(out, inp, mean, rstd, gamma, beta, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, relu,
+                                     res, sum);
+            }
+        }
+        if (!dp) HPJ_FREE(NULL, ws);
         return;
     }
     {
@@ -6123,7 +6244,7 @@ HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, fl
                                         float *running_var, const float *inp, const float *gamma,
                                         const float *beta, int N, int D, float momentum, float eps) {
     hpj__bn_train(out, mean, rstd, running_mean, running_var, inp, gamma, beta, N, D, momentum, eps, 0, NULL, NULL, NULL,
-                  N);
+                  N, NULL);
 }
 
 static void hpj__bn_eval(float *out, const float *inp, const float *gamma, const float *beta,
@@ -6254,17 +6375,24 @@ static void hpj__bn_bw_panel(float *dgamma, float *dbeta, float *md, float *mdx,
    dout [relu_out > 0]) and with overwrite = 1 writing dinp instead of
    adding to it (no zeroing pass). The channel sums run over the row
    blocks of hpj__bn_train. With cnt (hpj__bn_train's classes) dout holds
-   each class's summed gradient and dinp gets the sum of its rows'. */
+   each class's summed gradient and dinp gets the sum of its rows'. With
+   dp (hpj__bn_train's ranks) dgamma and dbeta get this rank's rows' share
+   (the gradient's sum over the ranks completes them), while the channel
+   means that every row's input gradient needs are the whole batch's. */
 static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                              const float *gamma, const float *mean, const float *rstd, int N, int D,
-                             const float *relu_out, int overwrite, const int32_t *cnt, int ntot) {
+                             const float *relu_out, int overwrite, const int32_t *cnt, int ntot, hpj__dp *dp) {
     double *ws;
-    if (N <= 0 || D <= 0) return;
+    if (D <= 0 || (N <= 0 && !dp)) return;
     /* out = xhat gamma + beta, xhat = (x - mean_c) rstd_c over the batch */
-    if ((ws = hpj__bn_scratch(N, D)) != NULL) {
-        double *psd = ws, *psdx = ws + (size_t)HPJ__BN_RB * D;
-        float *md = (float *)(psdx + (size_t)HPJ__BN_RB * D), *mdx = md + D, *k = mdx + D;
-        HPJ__OMP(parallel)
+    if ((ws = dp ? dp->bn_ws : hpj__bn_scratch(N, D)) != NULL) {
+        /* the row blocks' sums psd, psdx; t: the channels' totals of g,
+           then of g xhat, then the row count */
+        double *psd = ws, *psdx = ws + (size_t)HPJ__BN_RB * D, *t = psdx + (size_t)HPJ__BN_RB * D, n;
+        float *md = (float *)(t + 2 * (size_t)D + 1), *mdx = md + D, *k = mdx + D;
+        int par = (int64_t)N * D >= HPJ__PAR_ELEMS;
+        (void)par; /* (without OpenMP) */
+        HPJ__OMP(parallel if (par))
         {
             int b, c;
             HPJ__OMP(for schedule(static))
@@ -6273,11 +6401,22 @@ static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const flo
                                 D);
             HPJ__OMP(for schedule(static))
             for (c = 0; c < D; ++c) {
-                double sd = hpj__bn_total(psd, D, c), sdx = hpj__bn_total(psdx, D, c);
-                if (dgamma) dgamma[c] += (float)sdx;
-                if (dbeta) dbeta[c] += (float)sd;
-                md[c] = (float)(sd / ntot);
-                mdx[c] = (float)(sdx / ntot);
+                t[c] = hpj__bn_total(psd, D, c);
+                t[D + c] = hpj__bn_total(psdx, D, c);
+                if (dgamma) dgamma[c] += (float)t[D + c];
+                if (dbeta) dbeta[c] += (float)t[c];
+            }
+        }
+        t[2 * D] = ntot;
+        if (dp) hpj__dp_sum_d(dp, t, 2 * (size_t)D + 1); /* the whole batch's sums and rows */
+        n = t[2 * D];
+        HPJ__OMP(parallel if (par))
+        {
+            int b, c;
+            HPJ__OMP(for schedule(static))
+            for (c = 0; c < D; ++c) {
+                md[c] = (float)(t[c] / n);
+                mdx[c] = (float)(t[D + c] / n);
                 k[c] = (gamma ? gamma[c] : 1.0f) * rstd[c];
             }
             if (dinp) {
@@ -6287,7 +6426,7 @@ static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const flo
                                       hpj__bn_r(N, b + 1), D, 0, D, overwrite, cnt);
             }
         }
-        HPJ_FREE(NULL, ws);
+        if (!dp) HPJ_FREE(NULL, ws);
         return;
     }
     {
@@ -6313,7 +6452,7 @@ static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const flo
 
 HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                    const float *gamma, const float *mean, const float *rstd, int N, int D) {
-    hpj__bn_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D, NULL, 0, NULL, N);
+    hpj__bn_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D, NULL, 0, NULL, N, NULL);
 }
 
 /* ==== nn: GINE message passing ==== */
@@ -8071,6 +8210,8 @@ typedef struct hpj__gnn_ws {
     hpj__gnn_layer lay[HPJ_MAX_GNN];
     float *z;    /* (S, D) patch tokens */
     int fwd_only; /* no backward follows */
+    hpj__dp *dp;  /* data-parallel BatchNorm (NULL: one process) */
+    int64_t row0; /* data-parallel: this rank's first copy in the whole batch (dropout draws by it) */
 #ifndef HPJ_REFERENCE
     hpj__enc_fast fast; /* the fast encoder's scratch (fast.on = 0: the reference runs) */
 #endif
@@ -8227,18 +8368,18 @@ static float hpj__bn_mode(int mode, float **rm, float **rv) {
    sum != NULL also sum = res + out (the residual, fused). */
 static void hpj__bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
                         float *rm, float *rv, int N, int D, int mode, int relu, const float *res,
-                        float *sum) {
+                        float *sum, hpj__dp *dp) {
     float momentum;
     if (mode == HPJ__EVAL) {
         hpj__bn_eval(out, in, g, b, rm, rv, N, D, 1e-5f, relu, res, sum);
         return;
     }
     momentum = hpj__bn_mode(mode, &rm, &rv);
-    hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, momentum, 1e-5f, relu, res, sum, NULL, N);
+    hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, momentum, 1e-5f, relu, res, sum, NULL, N, dp);
 }
 static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, float *rm,
-                    float *rv, int N, int D, int mode, int relu) {
-    hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, relu, NULL, NULL);
+                    float *rv, int N, int D, int mode, int relu, hpj__dp *dp) {
+    hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, relu, NULL, NULL, dp);
 }
 
 /* Layer i of g_eta over the node copies (reference block):
@@ -8261,7 +8402,7 @@ static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *b
         int32_t c;
         hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
         hpj__lin(L->ul, L->pm, q->Wu, NULL, S, D, D);
-        hpj__bn(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode, 1);
+        hpj__bn(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode, 1, w->dp);
         HPJ__OMP(parallel for schedule(static))
         for (c = 0; c < S; ++c) {
             int32_t j, d;
@@ -8278,17 +8419,18 @@ static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *b
     if (m->edge_onehot) hpj_gine_forward(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
     else hpj_gine_forward_shared(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
     hpj__lin(L->t1, L->agg, q->W1, NULL, C, D, D);
-    hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], C, D, mode, 1);
+    hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], C, D, mode, 1, w->dp);
     hpj__lin(L->t2, L->r1, q->W2, NULL, C, D, D);
     /* ra2 = ReLU(BN2(t2)); sum = h + r2 with r2 = dropout(ra2) (= ra2
        without dropout: then the BatchNorm pass also forms the sum; the
        target path, which never reads ra2, does not write it) */
     hpj__bn_res(w->fwd_only && mode != HPJ__EVAL && !L->mask ? NULL : L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g,
                 q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], C, D, mode, 1, L->h,
-                L->mask ? NULL : L->sum);
+                L->mask ? NULL : L->sum, w->dp);
     if (L->mask) {
         size_t t;
-        hpj_dropout_forward(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i);
+        hpj__dropout_at(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i,
+                        (uint64_t)w->row0 * D);
         HPJ__OMP(parallel for simd schedule(static))
         for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
     }
@@ -8395,11 +8537,11 @@ static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__g
         dra2 = t1;
     }
     /* ra2 = relu(BN2(t2)), fused */
-    hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, C, D, L->ra2, 1, NULL, C);
+    hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, C, D, L->ra2, 1, NULL, C, w->dp);
     /* t2 = r1 W2^T */
     hpj__lin_back_set(t1, gq->W2, NULL, t2, L->r1, q->W2, C, D, D);
     /* r1 = relu(BN1(t1)), fused */
-    hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, C, D, L->r1, 1, NULL, C);
+    hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, C, D, L->r1, 1, NULL, C, w->dp);
     /* t1 = agg W1^T */
     hpj__lin_back_set(t1, gq->W1, NULL, t2, L->agg, q->W1, C, D, D);
     /* agg = GINE(h, e) */
@@ -8424,7 +8566,8 @@ static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__g
             }
         }
         /* ua = relu(BNu(ul)), fused */
-        hpj__bn_backward(b->sB, gq->bnu_g, gq->bnu_b, b->sA, L->ul, q->bnu_g, L->um, L->ur, S, D, L->ua, 1, NULL, S);
+        hpj__bn_backward(b->sB, gq->bnu_g, gq->bnu_b, b->sA, L->ul, q->bnu_g, L->um, L->ur, S, D, L->ua, 1, NULL, S,
+                         w->dp);
         /* ul = pm Wu^T */
         hpj__lin_back_set(b->sA, gq->Wu, NULL, b->sB, L->pm, q->Wu, S, D, D);
         hpj_segment_mean_backward(dhm, b->sA, p->seg, S, D); /* pm = segment_mean(hin) */
@@ -8478,6 +8621,7 @@ typedef struct hpj__sq_ws {
     float *lin;      /* (S, D) */
     float *mean, *rstd; /* (D) */
     float *p;        /* (S, D) structural queries */
+    hpj__dp *dp;     /* data-parallel BatchNorm (NULL: one process) */
 } hpj__sq_ws;
 
 static void hpj__sq_bind(hpj_arena *a, const hpj_model *m, hpj__sq_ws *w, int32_t S) {
@@ -8487,6 +8631,7 @@ static void hpj__sq_bind(hpj_arena *a, const hpj_model *m, hpj__sq_ws *w, int32_
     w->mean = hpj_arena_floats(a, (size_t)m->D);
     w->rstd = hpj_arena_floats(a, (size_t)m->D);
     w->p = hpj_arena_floats(a, SD);
+    w->dp = NULL;
 }
 
 /* p = ReLU(BN(rw W^T)) over the S patches of items (reference: Linear
@@ -8496,11 +8641,11 @@ static void hpj__sq_forward(hpj_model *m, hpj__sq_ws *w, hpj_bn_stats *bn, const
     int32_t s;
     for (s = 0; s < S; ++s) memcpy(w->rw + (size_t)s * m->R, tk->rw + (size_t)it[s].patch * m->R, sizeof(float) * (size_t)m->R);
     hpj__lin(w->lin, w->rw, m->p.sq_W, NULL, S, m->R, m->D);
-    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.sq_g, m->p.sq_b, bn->sq_m, bn->sq_v, S, m->D, mode, 1);
+    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.sq_g, m->p.sq_b, bn->sq_m, bn->sq_v, S, m->D, mode, 1, w->dp);
 }
 
 static void hpj__sq_backward(hpj_model *m, const hpj__sq_ws *w, int32_t S, const float *dp, float *s1) {
-    hpj__bn_backward(s1, m->g.sq_g, m->g.sq_b, dp, w->lin, m->p.sq_g, w->mean, w->rstd, S, m->D, w->p, 1, NULL, S);
+    hpj__bn_backward(s1, m->g.sq_g, m->g.sq_b, dp, w->lin, m->p.sq_g, w->mean, w->rstd, S, m->D, w->p, 1, NULL, S, w->dp);
     hpj__lin_back(NULL, m->g.sq_W, NULL, s1, w->rw, m->p.sq_W, S, m->R, m->D);
 }
 
@@ -8604,6 +8749,7 @@ typedef struct hpj__pred_ws {
     float *r[HPJ_MAX_PRED];     /* (N, D) ReLU outputs (before dropout)              */
     uint8_t *mask[HPJ_MAX_PRED];
     float *dA, *dB, *dC;        /* (N, D)                                          */
+    int64_t row0;               /* data-parallel: this rank's first row in the whole batch */
 } hpj__pred_ws;
 
 static void hpj__pred_bind(hpj_arena *a, const hpj_model *m, hpj__pred_ws *w, int N, int train) {
@@ -8637,7 +8783,7 @@ static void hpj__pred_forward(hpj_model *m, hpj__pred_ws *w, uint64_t drop_seed)
         hpj__lin(i == P - 1 ? w->a[P] : w->r[i], w->a[i], m->p.pred_W[i], m->p.pred_b[i], w->N, D, out);
         if (i < P - 1) {
             hpj_relu_forward(w->r[i], w->r[i], ND);
-            if (w->mask[i]) hpj_dropout_forward(w->a[i + 1], w->mask[i], w->r[i], ND, m->cfg.dropout, drop_seed, (uint64_t)m->step, 200 + i);
+            if (w->mask[i]) hpj__dropout_at(w->a[i + 1], w->mask[i], w->r[i], ND, m->cfg.dropout, drop_seed, (uint64_t)m->step, 200 + i, (uint64_t)w->row0 * D);
         }
     }
 }
@@ -8705,6 +8851,9 @@ typedef struct hpj__trainer {
     int64_t total_steps, warmup_steps;
     int mode;                /* HPJ__TRAIN or HPJ__TRAIN_FROZEN */
     int apply;               /* 1: optimizer + EMA */
+    hpj__dp *dp;             /* data-parallel (hpj_model_set_comm); NULL: one process */
+    int64_t row0[3];         /* data-parallel: this rank's first context, target and
+                                context copy in the whole batch (0 alone) */
     double side_share[HPJ_MAX_RES]; /* fast: the EMA encoder's share on the target path's
                                        thread when the paths run side by side, by resolution
                                        (0: not yet measured) */
@@ -8868,7 +9017,8 @@ static void hpj__fwd_context(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32
     hpj__sq_forward(m, &w->pt, bn, &tr->tk, tr->tgt, T, tr->mode);
     for (i = 0; i < n; ++i) w->ec.x[0][i] = w->gc.z[i] + w->pc.p[i];
     if (w->tokmask)
-        hpj_dropout_forward(w->ec.x[0], w->tokmask, w->ec.x[0], n, m->cfg.token_dropout, drop_seed, (uint64_t)m->step, 300);
+        hpj__dropout_at(w->ec.x[0], w->tokmask, w->ec.x[0], n, m->cfg.token_dropout, drop_seed, (uint64_t)m->step, 300,
+                        (uint64_t)tr->row0[0] * m->D);
     hpj__enc_forward(m, &w->ec, m->p.blk, NULL, NULL);
 }
 
@@ -8920,6 +9070,65 @@ static void hpj__adam_ema(hpj_model *m, float lr, float tau) {
     hpj_ema_update(m->ema, m->params + m->enc_offset, m->enc_count, tau);
 }
 
+/* ---- data parallel: how the ranks agree ----
+   A rank must never wait in a collective that another rank, having failed,
+   will not reach. So every failure a rank can meet on its own (memory, its
+   share of the input, a target that overflows) is folded into an
+   agreement before the next collective: each rank writes its status and
+   up to HPJ__DP_FIELDS - 1 counts into its row of dp->slots, the rows are
+   summed, and every rank then reads every rank's row. When one failed,
+   its reason travels to all (one character per integer, through the same
+   sum) and every rank returns its status: the same error everywhere. */
+static hpj_status hpj__dp_lost(const hpj__dp *dp) {
+    return hpj__fail(HPJ_ERR_IO, "pretrain: the communicator failed (rank %d of %d)", dp->comm->rank,
+                     dp->comm->size);
+}
+
+static hpj_status hpj__dp_agree(hpj__dp *dp, hpj_status st, const int64_t *mine, int k) {
+    const hpj_comm *c = dp->comm;
+    int64_t *row = dp->slots + (size_t)c->rank * HPJ__DP_FIELDS, msg[HPJ__ERRLEN];
+    char text[HPJ__ERRLEN];
+    int r, i, bad = -1;
+    memset(dp->slots, 0, sizeof(int64_t) * (size_t)c->size * HPJ__DP_FIELDS);
+    row[0] = st;
+    for (i = 0; i < k; ++i) row[1 + i] = mine[i];
+    hpj__dp_sum_i(dp, dp->slots, (size_t)c->size * HPJ__DP_FIELDS);
+    if (dp->failed) return hpj__dp_lost(dp);
+    for (r = 0; r < c->size && bad < 0; ++r)
+        if (dp->slots[(size_t)r * HPJ__DP_FIELDS] != 0) bad = r;
+    if (bad < 0) return HPJ_OK;
+    memset(msg, 0, sizeof msg);
+    if (bad == c->rank) {
+        const char *e = hpj_last_error();
+        for (i = 0; e[i] && i < HPJ__ERRLEN - 1; ++i) msg[i] = (unsigned char)e[i];
+    }
+    hpj__dp_sum_i(dp, msg, HPJ__ERRLEN);
+    if (dp->failed) return hpj__dp_lost(dp);
+    for (i = 0; i < HPJ__ERRLEN - 1 && msg[i] > 0 && msg[i] < 256; ++i) text[i] = (char)msg[i];
+    text[i] = 0;
+    return hpj__fail((hpj_status)dp->slots[(size_t)bad * HPJ__DP_FIELDS], "rank %d of %d: %s", bad, c->size, text);
+}
+
+/* The whole batch of a step: the ranks' contexts, targets and node copies
+   of both paths (mine, 4 counts) summed into all; this rank's first
+   context, target and context copy in it (the sum over the ranks before
+   it) into tr->row0. With st != 0 on any rank, every rank fails. */
+static hpj_status hpj__dp_batch(hpj__trainer *tr, hpj_status st, const int64_t *mine, int64_t *all) {
+    hpj__dp *dp = tr->dp;
+    int r, j;
+    if ((st = hpj__dp_agree(dp, st, mine, 4))) return st;
+    for (j = 0; j < 4; ++j) all[j] = 0;
+    for (r = 0; r < dp->comm->size; ++r)
+        for (j = 0; j < 4; ++j) {
+            if (r == dp->comm->rank && j < 3) tr->row0[j] = all[j];
+            all[j] += dp->slots[(size_t)r * HPJ__DP_FIELDS + 1 + j];
+        }
+    if (all[2] > INT32_MAX / 2 || all[3] > INT32_MAX / 2)
+        return hpj__fail(HPJ_ERR_INPUT, "step: batch too large (%lld node copies over %d ranks)",
+                         (long long)(all[2] + all[3]), dp->comm->size);
+    return HPJ_OK;
+}
+
 #ifndef HPJ_REFERENCE
 static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm, int l,
                                 uint64_t drop_seed, int32_t *badt, double *badmu);
@@ -8931,12 +9140,13 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     hpj_model *m = tr->m;
     const hpj_config *cfg = &m->cfg;
     const hpj_dataset *ds = tr->ds;
+    hpj__dp *dp = tr->dp;
     hpj__step_ws w;
     hpj_arena meas;
     int32_t B, T, Tm = 0, b, D = m->D;
-    int64_t cc[3], ct[3];
+    int64_t cc[3] = {0, 0, 0}, ct[3] = {0, 0, 0}, all[4];
     size_t mark;
-    hpj_status st;
+    hpj_status st = HPJ_OK;
     uint64_t drop_seed = cfg->seed ^ 0xD50FULL;
     int train_drop = (tr->mode == HPJ__TRAIN);
     int32_t badt; /* a target whose m(u) overflows cosh / sinh (hpj__targets_phi) */
@@ -8944,21 +9154,47 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     *loss = 0.0;
     *active = 0;
 
-    /* -- 1. sample: per graph one context region c and M_l target regions t -- */
+    /* -- 1. sample: per graph one context region c and M_l target regions t
+       (with a communicator: of this rank's slice of the batch) -- */
     B = hpj__sample(tr, batch, nb, l, &T);
-    if (B < 0) return HPJ_ERR_NOMEM;
-    if (B == 0) return HPJ_OK;
-    *active = 1;
+    if (B < 0) {
+        st = HPJ_ERR_NOMEM;
+        B = T = 0;
+    }
+    if (!dp && (st || B == 0)) return st;
     for (b = 0; b < B; ++b) Tm = HPJ__MAX(Tm, tr->tptr[b + 1] - tr->tptr[b]);
-    hpj__path_count(ds, &tr->tk, tr->ctx, B, &tr->ps, hpj__path_groups(m), &cc[0], &cc[1], &cc[2]);
-    hpj__path_count(ds, &tr->tk, tr->tgt, T, &tr->ps, hpj__path_groups(m), &ct[0], &ct[1], &ct[2]);
-    if (cc[0] > INT32_MAX / 2 || cc[1] > INT32_MAX / 2 || ct[0] > INT32_MAX / 2 || ct[1] > INT32_MAX / 2)
-        return hpj__fail(HPJ_ERR_INPUT, "step: batch too large (%lld node copies)", (long long)(cc[0] + ct[0]));
-    hpj_arena_init_measure(&meas);
-    hpj__step_bind(&meas, m, &w, B, T, Tm, cc, ct, train_drop);
-    if ((st = hpj__arena_ensure(&tr->arena, meas.used))) return st;
+    if (!st) {
+        hpj__path_count(ds, &tr->tk, tr->ctx, B, &tr->ps, hpj__path_groups(m), &cc[0], &cc[1], &cc[2]);
+        hpj__path_count(ds, &tr->tk, tr->tgt, T, &tr->ps, hpj__path_groups(m), &ct[0], &ct[1], &ct[2]);
+        if (cc[0] > INT32_MAX / 2 || cc[1] > INT32_MAX / 2 || ct[0] > INT32_MAX / 2 || ct[1] > INT32_MAX / 2)
+            st = hpj__fail(HPJ_ERR_INPUT, "step: batch too large (%lld node copies)", (long long)(cc[0] + ct[0]));
+    }
+    if (!st) {
+        hpj_arena_init_measure(&meas);
+        hpj__step_bind(&meas, m, &w, B, T, Tm, cc, ct, train_drop);
+        st = hpj__arena_ensure(&tr->arena, meas.used);
+    }
+    all[0] = B;
+    all[1] = T;
+    if (dp) {
+        /* data parallel: the ranks agree on the whole batch (its T is the
+           loss normaliser below) and on where this rank's rows sit in it; a
+           rank without an eligible graph takes part with none */
+        int64_t mine[4];
+        mine[0] = B;
+        mine[1] = T;
+        mine[2] = cc[0];
+        mine[3] = ct[0];
+        st = hpj__dp_batch(tr, st, mine, all);
+    }
+    if (st) return st;
+    if (all[0] == 0) return HPJ_OK; /* no graph of the batch is eligible at l: no step */
+    *active = 1;
     mark = hpj_arena_mark(&tr->arena);
     hpj__step_bind(&tr->arena, m, &w, B, T, Tm, cc, ct, train_drop);
+    w.gc.dp = w.gt.dp = w.pc.dp = w.pt.dp = dp;
+    w.gc.row0 = tr->row0[2];
+    w.pr.row0 = tr->row0[1];
 
     memset(m->grads, 0, sizeof(float) * m->num_params);
 #ifndef HPJ_REFERENCE
@@ -8979,12 +9215,15 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
         hpj__fwd_target(tr, &w, B, T, Tm);
         badt = hpj__targets_phi(tr, &w, 0, B, Tm, &badmu);
     }
-    if (badt >= 0) {
+    if (badt >= 0)
+        st = hpj__fail(HPJ_ERR_NUMERIC,
+                       "epoch %lld, step %lld, resolution %d (K=%d): target mean m(u) = %g makes cosh/sinh "
+                       "overflow float; set target_clamp (e.g. 20) to guard",
+                       (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], badmu);
+    if (dp) st = hpj__dp_agree(dp, st, NULL, 0);
+    if (st) {
         hpj_arena_reset(&tr->arena, mark);
-        return hpj__fail(HPJ_ERR_NUMERIC,
-                         "epoch %lld, step %lld, resolution %d (K=%d): target mean m(u) = %g makes cosh/sinh "
-                         "overflow float; set target_clamp (e.g. 20) to guard",
-                         (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], badmu);
+        return st;
     }
 
     /* -- 5. predictor: yhat_t = q_psi(s_c + e_xi(t)) -- */
@@ -8992,10 +9231,17 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     hpj__pred_forward(m, &w.pr, drop_seed);
 
     /* -- 6. loss: smooth L1 per coordinate, averaged over the 2 coordinates
-       and all T targets of the minibatch (the paper's Z_l normaliser) -- */
+       and all T targets of the minibatch (the paper's Z_l normaliser; with
+       a communicator every rank sums its targets' share, and the shares
+       are summed) -- */
     memset(w.dy, 0, sizeof(float) * (size_t)T * 2);
-    L_sum = hpj_smooth_l1(w.pr.a[cfg->pred_layers], w.yt, w.dy, (size_t)T * 2, cfg->beta, 1.0f / (2.0f * (float)T));
+    L_sum = hpj_smooth_l1(w.pr.a[cfg->pred_layers], w.yt, w.dy, (size_t)T * 2, cfg->beta, 1.0f / (2.0f * (float)all[1]));
+    if (dp) hpj__dp_sum_d(dp, &L_sum, 1);
     *loss = L_sum;
+    if (dp && dp->failed) {
+        hpj_arena_reset(&tr->arena, mark);
+        return hpj__dp_lost(dp);
+    }
     if (!(L_sum == L_sum) || L_sum > 1e30) {
         hpj_arena_reset(&tr->arena, mark);
         return hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): loss is %g", (long long)tr->epoch + 1,
@@ -9023,6 +9269,15 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     hpj__sq_backward(m, &w.pc, B, w.dx, w.s1);
     hpj__sq_backward(m, &w.pt, T, w.dq, w.s1);
     hpj__gnn_backward(m, &w.gc, &w.gb, w.dx);
+    if (dp) {
+        /* the ranks' gradients summed: every rank now holds the whole
+           batch's gradient, so the update below is the same on every rank */
+        hpj__dp_sum_f(dp, m->grads, m->num_params);
+        if (dp->failed) {
+            hpj_arena_reset(&tr->arena, mark);
+            return hpj__dp_lost(dp);
+        }
+    }
 
     /* -- 8. update: clip the gradient's global norm, Adam, the EMA -- */
     if (tr->apply) {
@@ -9264,32 +9519,170 @@ static void hpj__set_threads(const hpj_config *c) {
 
 HPJDEF double hpj_model_last_flops(void) { return hpj__flops; }
 
+HPJDEF void hpj_model_set_comm(hpj_model *m, const hpj_comm *comm) { m->comm = comm; }
+
+/* FNV-1a over bytes, folded into hash h (the ranks' fingerprints). */
+static uint64_t hpj__fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001B3ULL;
+    return h;
+}
+
+/* A fingerprint of what the ranks must share: the training graphs, the
+   model's shape and the config's training settings (threads may differ). */
+static int64_t hpj__dp_print(const hpj_model *m, const int32_t *train, int32_t n, int64_t until, int64_t max_steps) {
+    const hpj_config *c = &m->cfg;
+    uint64_t h = 0xCBF29CE484222325ULL;
+    h = hpj__fnv(h, train, sizeof(int32_t) * (size_t)n);
+    h = hpj__fnv(h, &m->num_params, sizeof m->num_params);
+    h = hpj__fnv(h, c->K, sizeof c->K);
+    h = hpj__fnv(h, c->M, sizeof c->M);
+    h = hpj__fnv(h, &c->seed, sizeof c->seed);
+    h = hpj__fnv(h, &c->lr, sizeof c->lr);
+    h = hpj__fnv(h, &c->dropout, sizeof c->dropout);
+    h = hpj__fnv(h, &c->token_dropout, sizeof c->token_dropout);
+    h = hpj__fnv(h, &c->edge_drop, sizeof c->edge_drop);
+    h = hpj__fnv(h, &c->ema_start, sizeof c->ema_start);
+    h = hpj__fnv(h, &c->clip, sizeof c->clip);
+    h = hpj__fnv(h, &c->batch_size, sizeof c->batch_size);
+    h = hpj__fnv(h, &c->epochs, sizeof c->epochs);
+    h = hpj__fnv(h, &c->repartition, sizeof c->repartition);
+    h = hpj__fnv(h, &until, sizeof until);
+    h = hpj__fnv(h, &max_steps, sizeof max_steps);
+    return (int64_t)(h >> 2);
+}
+
+/* A hash of the trained state (parameters, Adam moments, EMA, BatchNorm
+   statistics), which the ranks compare when they are done. */
+static int64_t hpj__dp_state(const hpj_model *m) {
+    uint64_t h = 0xCBF29CE484222325ULL;
+    h = hpj__fnv(h, m->params, sizeof(float) * m->num_params);
+    h = hpj__fnv(h, m->adam_m, sizeof(float) * m->num_params);
+    h = hpj__fnv(h, m->adam_v, sizeof(float) * m->num_params);
+    h = hpj__fnv(h, m->ema, sizeof(float) * m->enc_count);
+    h = hpj__fnv(h, m->stats, sizeof(float) * m->num_stats);
+    return (int64_t)(h >> 2);
+}
+
+static void hpj__dp_close(hpj__dp *dp) {
+    hpj__free(dp->bn_ws);
+    hpj__free(dp->slots);
+    memset(dp, 0, sizeof *dp);
+}
+
+/* The start of data-parallel pretraining: the ranks agree that each is
+   ready (st: its setup) and that they train the same graphs and model
+   (hpj__dp_print), then take rank 0's state: parameters, Adam moments,
+   EMA, BatchNorm statistics and counters. */
+static hpj_status hpj__dp_open(hpj__dp *dp, hpj_model *m, hpj_status st, int64_t print) {
+    const hpj_comm *c = m->comm;
+    int64_t mine[2], cnt[3];
+    int r;
+    memset(dp, 0, sizeof *dp);
+    dp->comm = c;
+    if (c->size < 1 || c->rank < 0 || c->rank >= c->size || !c->sum_float || !c->sum_double || !c->sum_int64 ||
+        !c->bcast)
+        return hpj__fail(HPJ_ERR_INPUT, "pretrain: communicator with rank %d of %d or without a callback", c->rank, c->size);
+    dp->bn_ws = (double *)hpj__alloc(sizeof(double) * HPJ__BN_WS(m->D), "pretrain");
+    dp->slots = (int64_t *)hpj__calloc((size_t)c->size * HPJ__DP_FIELDS, sizeof(int64_t), "pretrain");
+    if (!dp->slots) { /* (no agreement without them: the others may wait) */
+        hpj__dp_close(dp);
+        return HPJ_ERR_NOMEM;
+    }
+    if (!st && !dp->bn_ws) st = HPJ_ERR_NOMEM;
+    mine[0] = 1; /* (a rank number taken twice leaves another row empty) */
+    mine[1] = print;
+    st = hpj__dp_agree(dp, st, mine, 2);
+    for (r = 0; !st && r < c->size; ++r) {
+        const int64_t *row = dp->slots + (size_t)r * HPJ__DP_FIELDS;
+        if (row[1] != 1)
+            st = hpj__fail(HPJ_ERR_INPUT, "pretrain: %lld processes say they are rank %d of %d", (long long)row[1], r,
+                           c->size);
+        else if (row[2] != dp->slots[2])
+            st = hpj__fail(HPJ_ERR_INPUT, "pretrain: rank %d of %d trains other graphs, another model shape or other "
+                           "settings than rank 0", r, c->size);
+    }
+    if (!st) {
+        cnt[0] = m->step;
+        cnt[1] = m->epoch;
+        cnt[2] = m->adam_state;
+        hpj__dp_bcast(dp, m->params, sizeof(float) * m->num_params);
+        hpj__dp_bcast(dp, m->adam_m, sizeof(float) * m->num_params);
+        hpj__dp_bcast(dp, m->adam_v, sizeof(float) * m->num_params);
+        hpj__dp_bcast(dp, m->ema, sizeof(float) * m->enc_count);
+        hpj__dp_bcast(dp, m->stats, sizeof(float) * m->num_stats);
+        hpj__dp_bcast(dp, cnt, sizeof cnt);
+        m->step = cnt[0];
+        m->epoch = cnt[1];
+        m->adam_state = (int)cnt[2];
+        if (dp->failed) st = hpj__dp_lost(dp);
+    }
+    if (st) hpj__dp_close(dp);
+    return st;
+}
+
+/* The end: the ranks must hold the same state, bit for bit (a
+   communicator whose sums differ between ranks would break that). */
+static hpj_status hpj__dp_end(hpj__dp *dp, const hpj_model *m, hpj_status st) {
+    int64_t mine[1];
+    int r;
+    mine[0] = st ? 0 : hpj__dp_state(m);
+    if ((st = hpj__dp_agree(dp, st, mine, 1))) return st;
+    for (r = 1; r < dp->comm->size; ++r)
+        if (dp->slots[(size_t)r * HPJ__DP_FIELDS + 1] != dp->slots[1])
+            return hpj__fail(HPJ_ERR_NUMERIC, "pretrain: rank %d of %d holds other parameters than rank 0 after "
+                             "training (the communicator's sums must be the same bits on every rank)", r,
+                             dp->comm->size);
+    return HPJ_OK;
+}
+
 static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32_t *train, int32_t n_train,
                                 int64_t max_steps, int64_t until, hpj_progress_fn progress, void *user) {
     const hpj_config *c = &m->cfg;
     hpj__trainer tr;
-    hpj_status st;
-    int32_t *order = NULL, nb, bs = c->batch_size, i;
+    hpj_status st = HPJ_OK;
+    int32_t *order = NULL, *mine = NULL, nb, bs = c->batch_size, i;
     int64_t e, steps_per_epoch = 0;
     hpj_progress pg;
     uint8_t *eligible = NULL; /* (G * L): k_l(g) >= 2 (depends only on n) */
     hpj__gov *gov = NULL;
-    if (n_train < 1) return hpj__fail(HPJ_ERR_INPUT, "pretrain: no training graphs");
-    if (m->epoch < 0) return hpj__fail(HPJ_ERR_INPUT, "pretrain: the model's epoch count is negative");
-    if (m->epoch >= until) return HPJ_OK; /* nothing left of the run */
-    for (i = 0; i < n_train; ++i)
+    hpj__dp dps, *dp = NULL; /* data-parallel (m->comm): rank r of R trains slice r of each batch */
+    int R = 1, rank = 0;
+    /* (with a communicator a failure here is agreed on below, not returned
+       at once: the other ranks would wait for this one) */
+    if (n_train < 1) st = hpj__fail(HPJ_ERR_INPUT, "pretrain: no training graphs");
+    else if (m->epoch < 0) st = hpj__fail(HPJ_ERR_INPUT, "pretrain: the model's epoch count is negative");
+    else if (m->epoch >= until && !m->comm) return HPJ_OK; /* nothing left of the run */
+    for (i = 0; !st && i < n_train; ++i)
         if (train[i] < 0 || train[i] >= ds->num_graphs)
-            return hpj__fail(HPJ_ERR_INPUT, "pretrain: graph index %d outside 0..%d", train[i], ds->num_graphs - 1);
-    hpj__set_threads(c);
-    hpj__flops = 0.0;
-    gov = hpj__gov_enter(HPJ__GOV_TRAIN);
-    if ((st = hpj__trainer_init(&tr, m, ds, bs))) {
-        hpj__gov_leave(gov);
-        return st;
+            st = hpj__fail(HPJ_ERR_INPUT, "pretrain: graph index %d outside 0..%d", train[i], ds->num_graphs - 1);
+    if (st && !m->comm) return st;
+    memset(&tr, 0, sizeof tr);
+    if (!st) {
+        hpj__set_threads(c);
+        hpj__flops = 0.0;
+        gov = hpj__gov_enter(HPJ__GOV_TRAIN);
+        if ((st = hpj__trainer_init(&tr, m, ds, bs)) && !m->comm) {
+            hpj__gov_leave(gov);
+            return st;
+        }
     }
-    order = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)n_train, "pretrain");
-    eligible = (uint8_t *)hpj__calloc((size_t)ds->num_graphs * c->L + 1, 1, "pretrain");
-    if (!order || !eligible) { st = HPJ_ERR_NOMEM; goto done; }
+    if (!st) {
+        order = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)n_train, "pretrain");
+        mine = m->comm ? (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)n_train, "pretrain") : NULL;
+        eligible = (uint8_t *)hpj__calloc((size_t)ds->num_graphs * c->L + 1, 1, "pretrain");
+        if (!order || !eligible || (m->comm && !mine)) st = HPJ_ERR_NOMEM;
+    }
+    if (m->comm) {
+        if ((st = hpj__dp_open(&dps, m, st, st ? 0 : hpj__dp_print(m, train, n_train, until, max_steps))))
+            goto done;
+        tr.dp = dp = &dps;
+        R = m->comm->size;
+        rank = m->comm->rank;
+        if (m->epoch >= until) goto done; /* nothing left of the run (rank 0's epoch) */
+    }
+    if (st) goto done;
     for (i = 0; i < n_train; ++i) {
         int l;
         int32_t n = (int32_t)(ds->node_ptr[train[i] + 1] - ds->node_ptr[train[i]]);
@@ -9329,22 +9722,36 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
             int32_t bi;
             int64_t graphs_done = 0;
             tr.epoch = m->epoch;
-            if (e == e0 || c->repartition)
-                if ((st = hpj__trainer_tokens(&tr, train, n_train, 1, m->epoch))) goto done;
             memcpy(order, train, sizeof(int32_t) * (size_t)n_train);
             hpj_rng_shuffle_i32(&r, order, n_train);
+            if (dp && c->repartition) {
+                /* each rank partitions only the graphs of its slices */
+                int32_t nm = 0, j;
+                for (bi = 0; bi < nb; ++bi) {
+                    int32_t b0 = bi * bs, bn = HPJ__MIN(n_train, b0 + bs) - b0;
+                    for (j = b0 + (int32_t)((int64_t)bn * rank / R); j < b0 + (int32_t)((int64_t)bn * (rank + 1) / R); ++j)
+                        mine[nm++] = order[j];
+                }
+                st = hpj__trainer_tokens(&tr, mine, nm, 1, m->epoch);
+            } else if (e == e0 || c->repartition) {
+                st = hpj__trainer_tokens(&tr, train, n_train, 1, m->epoch);
+            }
+            if (dp) st = hpj__dp_agree(dp, st, NULL, 0);
+            if (st) goto done;
             memset(pg.loss, 0, sizeof pg.loss);
             memset(pg.loss_count, 0, sizeof pg.loss_count);
             pg.epoch = (int)e;
             for (bi = 0; bi < nb; ++bi) {
                 int l;
                 int32_t b0 = bi * bs, bn = HPJ__MIN(n_train, b0 + bs) - b0;
+                /* this rank's slice of the batch (all of it alone) */
+                int32_t lo = b0 + (int32_t)((int64_t)bn * rank / R), hi = b0 + (int32_t)((int64_t)bn * (rank + 1) / R);
                 hpj__gov_begin(gov, e == e0 && bi == 0);
                 for (l = 0; l < c->L; ++l) {
                     double loss;
                     int active;
                     if (max_steps > 0 && m->step >= max_steps) break;
-                    if ((st = hpj__step(&tr, order + b0, bn, l, &loss, &active))) goto done;
+                    if ((st = hpj__step(&tr, order + lo, hi - lo, l, &loss, &active))) goto done;
                     if (active) { pg.loss[l] += loss; pg.loss_count[l]++; }
                 }
                 hpj__gov_end(gov, -1.0);
@@ -9363,9 +9770,16 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
         }
     }
 done:
+    if (dp) {
+        /* (a failure is already the same on every rank, and a failed
+           communicator cannot agree: the check is for a run that ended well) */
+        if (!st && !dp->failed) st = hpj__dp_end(dp, m, st);
+        hpj__dp_close(dp);
+    }
     hpj__gov_leave(gov);
     if (m->step > 0) m->adam_state = 1;
     hpj__free(order);
+    hpj__free(mine);
     hpj__free(eligible);
     hpj__trainer_free(&tr);
     return st;
@@ -12703,26 +13117,60 @@ static void hpj__segment_mean_back_cls(float *ds, const float *dz, const int32_t
    hpj__gnn_classes): the statistics of the N rows, in double, each
    channel's sums in class order (threads take channel blocks, so the bits
    do not depend on their number); then the U output rows as
-   hpj__bn_out_rows. Training mode (running statistics updated with N). */
+   hpj__bn_out_rows. Training mode (running statistics updated with N).
+   With dp (hpj__bn_train's ranks) the same sums meet over the ranks
+   between the passes. */
 static void hpj__bn_train_cls(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
                               const float *inp, const float *gamma, const float *beta, const int32_t *cnt, int U,
-                              int N, int D, float momentum, float eps, int relu, const float *res, float *sum) {
+                              int N, int D, float momentum, float eps, int relu, const float *res, float *sum,
+                              hpj__dp *dp) {
     int cb, nb = (D + HPJ__CLS_DC - 1) / HPJ__CLS_DC, i;
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
-    for (cb = 0; cb < nb; ++cb) {
-        double sm[HPJ__CLS_DC], q[HPJ__CLS_DC];
-        int c0 = cb * HPJ__CLS_DC, w = HPJ__MIN(HPJ__CLS_DC, D - c0), u, c;
-        for (c = 0; c < w; ++c) sm[c] = q[c] = 0.0;
-        for (u = 0; u < U; ++u)
-            for (c = 0; c < w; ++c) sm[c] += (double)cnt[u] * inp[(size_t)u * D + c0 + c];
-        for (c = 0; c < w; ++c) sm[c] /= N;
-        for (u = 0; u < U; ++u)
-            for (c = 0; c < w; ++c) {
-                double d = inp[(size_t)u * D + c0 + c] - sm[c];
-                q[c] += (double)cnt[u] * d * d;
+    if (dp) {
+        double *sm = dp->bn_ws, *q = sm + D + 1, n;
+        int c;
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
+        for (cb = 0; cb < nb; ++cb) {
+            int c0 = cb * HPJ__CLS_DC, w = HPJ__MIN(HPJ__CLS_DC, D - c0), u, j;
+            for (j = 0; j < w; ++j) sm[c0 + j] = 0.0;
+            for (u = 0; u < U; ++u)
+                for (j = 0; j < w; ++j) sm[c0 + j] += (double)cnt[u] * inp[(size_t)u * D + c0 + j];
+        }
+        sm[D] = N;
+        hpj__dp_sum_d(dp, sm, (size_t)D + 1);
+        n = sm[D];
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
+        for (cb = 0; cb < nb; ++cb) {
+            int c0 = cb * HPJ__CLS_DC, w = HPJ__MIN(HPJ__CLS_DC, D - c0), u, j;
+            for (j = 0; j < w; ++j) {
+                sm[c0 + j] /= n;
+                q[c0 + j] = 0.0;
             }
-        for (c = 0; c < w; ++c)
-            hpj__bn_stat(c0 + c, sm[c], q[c], mean, rstd, running_mean, running_var, N, momentum, eps);
+            for (u = 0; u < U; ++u)
+                for (j = 0; j < w; ++j) {
+                    double d = inp[(size_t)u * D + c0 + j] - sm[c0 + j];
+                    q[c0 + j] += (double)cnt[u] * d * d;
+                }
+        }
+        hpj__dp_sum_d(dp, q, (size_t)D);
+        if (!(n > 0)) return;
+        for (c = 0; c < D; ++c) hpj__bn_stat(c, sm[c], q[c], mean, rstd, running_mean, running_var, (int)n, momentum, eps);
+    } else {
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
+        for (cb = 0; cb < nb; ++cb) {
+            double sm[HPJ__CLS_DC], q[HPJ__CLS_DC];
+            int c0 = cb * HPJ__CLS_DC, w = HPJ__MIN(HPJ__CLS_DC, D - c0), u, c;
+            for (c = 0; c < w; ++c) sm[c] = q[c] = 0.0;
+            for (u = 0; u < U; ++u)
+                for (c = 0; c < w; ++c) sm[c] += (double)cnt[u] * inp[(size_t)u * D + c0 + c];
+            for (c = 0; c < w; ++c) sm[c] /= N;
+            for (u = 0; u < U; ++u)
+                for (c = 0; c < w; ++c) {
+                    double d = inp[(size_t)u * D + c0 + c] - sm[c];
+                    q[c] += (double)cnt[u] * d * d;
+                }
+            for (c = 0; c < w; ++c)
+                hpj__bn_stat(c0 + c, sm[c], q[c], mean, rstd, running_mean, running_var, N, momentum, eps);
+        }
     }
     HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
     for (i = 0; i < U; ++i) hpj__bn_out_rows(out, inp, mean, rstd, gamma, beta, i, i + 1, D, relu, res, sum);
@@ -12731,29 +13179,55 @@ static void hpj__bn_train_cls(float *out, float *mean, float *rstd, float *runni
 /* Backward of hpj__bn_train_cls (ReLU fused with relu_out, dinp
    overwritten) from dout = each class's summed gradient: the channel sums
    of the N rows are those of the classes, and dinp gets each class's
-   summed input gradient. */
+   summed input gradient. With dp: dgamma and dbeta from this rank's sums,
+   the channel means from the ranks' summed ones (hpj__bn_backward). */
 static void hpj__bn_backward_cls(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                  const float *gamma, const float *mean, const float *rstd, const int32_t *cnt, int U,
-                                 int N, int D, const float *relu_out) {
+                                 int N, int D, const float *relu_out, hpj__dp *dp) {
     int cb, nb = (D + HPJ__CLS_DC - 1) / HPJ__CLS_DC;
+    double *t = dp ? dp->bn_ws : NULL, n = N; /* with dp: the sums of g, of g xhat, and the rows */
+    if (dp) {
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
+        for (cb = 0; cb < nb; ++cb) {
+            int c0 = cb * HPJ__CLS_DC, w = HPJ__MIN(HPJ__CLS_DC, D - c0), u, c;
+            for (c = 0; c < w; ++c) t[c0 + c] = t[D + c0 + c] = 0.0;
+            for (u = 0; u < U; ++u) {
+                size_t o = (size_t)u * D + c0;
+                hpj__bn_bw_sums(t + c0, t + D + c0, inp + o, dout + o, relu_out ? relu_out + o : NULL, mean + c0,
+                                rstd + c0, w);
+            }
+            for (c = 0; c < w; ++c) {
+                if (dgamma) dgamma[c0 + c] += (float)t[D + c0 + c];
+                if (dbeta) dbeta[c0 + c] += (float)t[c0 + c];
+            }
+        }
+        t[2 * D] = N;
+        hpj__dp_sum_d(dp, t, 2 * (size_t)D + 1);
+        n = t[2 * D];
+        if (!(n > 0)) return;
+    }
     HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
     for (cb = 0; cb < nb; ++cb) {
         double sd[HPJ__CLS_DC], sdx[HPJ__CLS_DC];
         float md[HPJ__CLS_DC], mdx[HPJ__CLS_DC], k[HPJ__CLS_DC];
         int c0 = cb * HPJ__CLS_DC, w = HPJ__MIN(HPJ__CLS_DC, D - c0), u, c;
-        for (c = 0; c < w; ++c) sd[c] = sdx[c] = 0.0;
-        for (u = 0; u < U; ++u) {
-            size_t o = (size_t)u * D + c0;
-            hpj__bn_bw_sums(sd, sdx, inp + o, dout + o, relu_out ? relu_out + o : NULL, mean + c0, rstd + c0, w);
+        if (t) {
+            hpj__bn_bw_panel(NULL, NULL, md, mdx, k, t + c0, t + D + c0, gamma, rstd, (int)n, c0, w);
+        } else {
+            for (c = 0; c < w; ++c) sd[c] = sdx[c] = 0.0;
+            for (u = 0; u < U; ++u) {
+                size_t o = (size_t)u * D + c0;
+                hpj__bn_bw_sums(sd, sdx, inp + o, dout + o, relu_out ? relu_out + o : NULL, mean + c0, rstd + c0, w);
+            }
+            hpj__bn_bw_panel(dgamma, dbeta, md, mdx, k, sd, sdx, gamma, rstd, N, c0, w);
         }
-        hpj__bn_bw_panel(dgamma, dbeta, md, mdx, k, sd, sdx, gamma, rstd, N, c0, w);
         for (u = 0; u < U; ++u) {
             size_t o = (size_t)u * D + c0;
-            float n = (float)cnt[u];
+            float cn = (float)cnt[u];
             for (c = 0; c < w; ++c) {
                 float xh = (inp[o + c] - mean[c0 + c]) * rstd[c0 + c];
                 float g = relu_out && !(relu_out[o + c] > 0.0f) ? 0.0f : dout[o + c];
-                dinp[o + c] = k[c] * (g - n * md[c] - xh * (n * mdx[c]));
+                dinp[o + c] = k[c] * (g - cn * md[c] - xh * (cn * mdx[c]));
             }
         }
     }
@@ -12766,15 +13240,15 @@ static void hpj__bn_backward_cls(float *dinp, float *dgamma, float *dbeta, const
    Evaluation normalises each row alone, so classes change nothing there. */
 static void hpj__fast_bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
                              float *rm, float *rv, int N, int D, int mode, int relu, const float *res,
-                             float *sum, const int32_t *cnt, int ntot, int later) {
+                             float *sum, const int32_t *cnt, int ntot, int later, hpj__dp *dp) {
     float momentum;
     if (mode == HPJ__EVAL || !cnt) {
-        hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, relu, res, sum);
+        hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, relu, res, sum, dp);
         return;
     }
     momentum = hpj__bn_mode(mode, &rm, &rv);
-    if (later) hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, momentum, 1e-5f, relu, res, sum, cnt, ntot);
-    else hpj__bn_train_cls(out, mean, rstd, rm, rv, in, g, b, cnt, N, ntot, D, momentum, 1e-5f, relu, res, sum);
+    if (later) hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, momentum, 1e-5f, relu, res, sum, cnt, ntot, dp);
+    else hpj__bn_train_cls(out, mean, rstd, rm, rv, in, g, b, cnt, N, ntot, D, momentum, 1e-5f, relu, res, sum, dp);
 }
 
 /* The table's inputs: ty[c] = the input type of copy c (its label,
@@ -13006,7 +13480,7 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn
             hpj__gine_fwd(L->agg, L->h, w->e, m->edge_onehot ? D : 0, p->rowptr, p->col, N, D, q->eps[0], rep);
             hpj__lin(L->t1, L->agg, q->W1, NULL, N, D, D);
         }
-        hpj__fast_bn_res(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, mode, 1, NULL, NULL, cnt, C, i > 0);
+        hpj__fast_bn_res(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, mode, 1, NULL, NULL, cnt, C, i > 0, w->dp);
         hpj__lin(L->t2, L->r1, q->W2, NULL, N, D, D);
         if (rep) { /* the residual's class rows, summed onto in place */
             hpj__rows_gather(L->sum, L->h, rep, N, D);
@@ -13014,10 +13488,11 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn
         }
         hpj__fast_bn_res(w->fwd_only && mode != HPJ__EVAL && !L->mask ? NULL : L->ra2, L->b2m, L->b2r, L->t2,
                          q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], N, D, mode, 1, res,
-                         L->mask ? NULL : L->sum, cnt, C, i > 0);
+                         L->mask ? NULL : L->sum, cnt, C, i > 0, w->dp);
         if (L->mask) { /* (dropout keeps the layer per copy: N = C) */
             size_t t;
-            hpj_dropout_forward(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i);
+            hpj__dropout_at(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i,
+                            (uint64_t)w->row0 * D);
             HPJ__OMP(parallel for simd schedule(static))
             for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
         }
@@ -13091,14 +13566,18 @@ static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_
             dra2 = t1;
         }
         if (cnt && i == 0)
-            hpj__bn_backward_cls(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, cnt, N, C, D, L->ra2);
+            hpj__bn_backward_cls(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, cnt, N, C, D, L->ra2,
+                                 w->dp);
         else
-            hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, N, D, L->ra2, 1, cnt, C);
+            hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, N, D, L->ra2, 1, cnt, C,
+                             w->dp);
         hpj__lin_back_set(t1, gq->W2, NULL, t2, L->r1, q->W2, N, D, D);
         if (cnt && i == 0)
-            hpj__bn_backward_cls(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, cnt, N, C, D, L->r1);
+            hpj__bn_backward_cls(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, cnt, N, C, D, L->r1,
+                                 w->dp);
         else
-            hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, N, D, L->r1, 1, cnt, C);
+            hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, N, D, L->r1, 1, cnt, C,
+                             w->dp);
         if (i == 0) { /* t1 from the table; h0 gets dh (the residual's) */
             hpj__table_backward(m, w, b, t2, dh);
             return;
@@ -13248,7 +13727,9 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
     double bmu[2] = {0.0, 0.0};
     float *scratch = NULL;
     size_t i;
-    if (m->D > HPJ__SPLIT_MAX_D || tr->ps.nthr < 2 || !hpj__two_ok()) return 0;
+    /* (with a communicator both threads would call the collectives of
+       their BatchNorms: the paths then run one after the other) */
+    if (tr->dp || m->D > HPJ__SPLIT_MAX_D || tr->ps.nthr < 2 || !hpj__two_ok()) return 0;
     mt = *m;
     if (train) { /* the target path's BatchNorms update a scratch of -0 (see above) */
         scratch = (float *)HPJ_MALLOC(NULL, sizeof(float) * (m->num_stats + 1));

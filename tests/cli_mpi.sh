@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Command-line checks of hpjepa-mpi (make mpi): eval over 2 MPI ranks gives
 # the one-process run's result lines and report files, with and without a
-# fold log and resumed from part of one; a rank that fails or is killed ends
+# fold log and resumed from part of one; pretrain over 2 ranks trains the
+# one-process losses (data-parallel); a rank that fails or is killed ends
 # the job in bounded time with its reason; one rank without mpirun is
 # ./hpjepa. Prints "N passed, N failed", or a line saying why it is skipped.
 # Usage (from the repository root): tests/cli_mpi.sh [HPJEPA_BIN [HPJEPA_MPI_BIN]]
@@ -18,9 +19,12 @@ bad() { FAIL=$((FAIL+1)); echo "[  FAILED  ] $1"; [ $# -gt 1 ] && echo "    $2";
 
 # OpenMPI refuses root (CI runs as root) unless told; 2 ranks on a 1-core
 # machine need oversubscription; containers often forbid the single-copy
-# shared-memory path. One thread per rank; -q keeps OpenMPI's banners off.
+# shared-memory path; a rank waiting in a collective (data-parallel
+# pretrain) yields its core instead of spinning, which on a loaded machine
+# would starve the rank it waits for. One thread per rank; -q keeps
+# OpenMPI's banners off.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_mpi_yield_when_idle=1
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 run2() { timeout 120 mpirun -q -np 2 "$@"; }
 
@@ -154,12 +158,90 @@ if [ $rc -eq 0 ] && [ "$(wc -l < "$TMP/k.folds")" -eq 4 ] &&
     ok "the killed job continued from its fold log: the one-process results"
 else bad "the killed job continued from its fold log: the one-process results" "exit=$rc $(tail -c 300 "$TMP/k2.err")"; fi
 
-# -- the other commands run on rank 0 only, and say so --
+# -- pretrain: data-parallel over the ranks --
+# MUTAG (the shared data) at a small width, 2 epochs: the per-resolution
+# losses of every epoch (--loss-log) within 1e-4 relative of one process,
+# the same model on both ranks (hpjepa-mpi compares their CRCs), rank 0
+# alone printing and writing; the checkpoint embeds near the one-process one
+DATA=${HPJ_DATA:-../shared/data}
+if [ -d "$DATA/MUTAG" ]; then
+P=("$DATA/MUTAG" --config data/configs/MUTAG.cfg --set epochs=2 --set dim=32 --set heads=2 --set dropout=0.1)
+"$HPJ" pretrain "${P[@]}" --out "$TMP/p1.hpj" --loss-log "$TMP/p1.csv" >"$TMP/p1.out" 2>/dev/null
+run2 "$MPI" pretrain "${P[@]}" --out "$TMP/p2.hpj" --loss-log "$TMP/p2.csv" >"$TMP/p2.out" 2>"$TMP/p2.err"; rc=$?
+# max relative difference of the loss columns, or "rows differ"
+relmax() { paste -d, "$1" "$2" | awk -F, 'NR > 1 { if ($1 != $6 || $3 != $8) { print "rows differ"; exit }
+    d = $5 - $10; d = d < 0 ? -d : d; r = d / ($10 < 0 ? -$10 : $10); if (r > m) m = r; n++ }
+    END { if (n) printf "%.2g\n", m + 0; else print "no rows" }'; }
+rel=$(relmax "$TMP/p2.csv" "$TMP/p1.csv")
+if [ $rc -eq 0 ] && [ "$(wc -l < "$TMP/p1.csv")" -eq 11 ] && awk -v r="$rel" 'BEGIN { exit !(r + 0 == r && r <= 1e-4) }' &&
+   [ "$(cut -d' ' -f2-4 "$TMP/p1.out")" = "$(cut -d' ' -f2-4 "$TMP/p2.out")" ] && [ "$(wc -l < "$TMP/p2.out")" -eq 1 ]; then
+    ok "pretrain on 2 ranks: the one-process losses of each epoch and resolution (max relative difference $rel in the log's 6 digits)"
+else bad "pretrain on 2 ranks: the one-process losses of each epoch and resolution" "exit=$rc rel=$rel $(tail -c 300 "$TMP/p2.err")"; fi
+if [ "$(grep -c '^hpjepa pretrain: the 2 ranks hold the same model (crc32 [0-9a-f]*)$' "$TMP/p2.err")" -eq 1 ] &&
+   [ "$(grep -c '^epoch 2/2 ' "$TMP/p2.err")" -eq 1 ] && [ "$(grep -c 'data-parallel over 2 ranks' "$TMP/p2.err")" -eq 1 ]; then
+    ok "pretrain on 2 ranks: both ranks hold the same model, rank 0 alone prints"
+else bad "pretrain on 2 ranks: both ranks hold the same model, rank 0 alone prints" "$(head -c 400 "$TMP/p2.err")"; fi
+# the embeddings of the two checkpoints: the largest difference relative
+# to the largest value (a float32 .npy read without numpy)
+npy_diff() { python3 - "$1" "$2" <<'PY'
+import struct, sys
+def load(p):
+    b = open(p, 'rb').read(); n = struct.unpack('<H', b[8:10])[0]
+    return struct.unpack('<%df' % ((len(b) - 10 - n) // 4), b[10 + n:])
+a, b = load(sys.argv[1]), load(sys.argv[2])
+print('%.2g' % (max(abs(x - y) for x, y in zip(a, b)) / max(abs(x) for x in a)) if len(a) == len(b) else 'sizes differ')
+PY
+}
+"$HPJ" embed "$TMP/p1.hpj" "$DATA/MUTAG" --out "$TMP/e1.npy" >/dev/null 2>&1
+"$HPJ" embed "$TMP/p2.hpj" "$DATA/MUTAG" --out "$TMP/e2.npy" >/dev/null 2>&1
+ed=$(npy_diff "$TMP/e1.npy" "$TMP/e2.npy" 2>&1)
+if awk -v r="$ed" 'BEGIN { exit !(r + 0 == r && r <= 1e-4) }'; then
+    ok "pretrain on 2 ranks: its checkpoint embeds within 1e-4 of the one-process one (max difference / max value $ed)"
+else bad "pretrain on 2 ranks: its checkpoint embeds within 1e-4 of the one-process one" "$ed"; fi
+# in two parts (--until-epoch, then --resume): the uninterrupted run's bits
+run2 "$MPI" pretrain "${P[@]}" --save-optimizer --out "$TMP/q1.hpj" >/dev/null 2>&1
+run2 "$MPI" pretrain "${P[@]}" --until-epoch 1 --out "$TMP/q2.hpj" >/dev/null 2>&1 &&
+run2 "$MPI" pretrain "$DATA/MUTAG" --resume "$TMP/q2.hpj" --save-optimizer --out "$TMP/q2.hpj" >/dev/null 2>"$TMP/q2.err"; rc=$?
+if [ $rc -eq 0 ] && cmp -s "$TMP/q1.hpj" "$TMP/q2.hpj"; then ok "pretrain on 2 ranks, stopped after epoch 1 and resumed: the uninterrupted run's checkpoint"
+else bad "pretrain on 2 ranks, stopped after epoch 1 and resumed: the uninterrupted run's checkpoint" "exit=$rc $(tail -c 300 "$TMP/q2.err")"; fi
+# failures: said once, by rank 0, in bounded time, and no file written
+expect_fail2 "pretrain, rank 1 cannot read its dataset: the job ends with its reason" '^\[rank 1\] hpjepa pretrain: .*NOPE_A\.txt: cannot open' \
+    timeout 120 mpirun -q -np 1 "$MPI" pretrain "${P[@]}" --out "$TMP/f1.hpj" : -np 1 "$MPI" pretrain "$TMP/NOPE" --config data/configs/MUTAG.cfg --out "$TMP/f1.hpj"
+[ ! -e "$TMP/f1.hpj" ] && [ "$(grep -c 'cannot open' "$TMP/f.err")" -eq 1 ] && ok "pretrain, rank 1 cannot read its dataset: said once, no model" ||
+    bad "pretrain, rank 1 cannot read its dataset: said once, no model" "$(cat "$TMP/f.err")"
+expect_fail2 "pretrain, rank 1 with another config: the job ends before training" 'rank 1 of 2 trains other graphs, another model shape or other settings than rank 0' \
+    timeout 120 mpirun -q -np 1 "$MPI" pretrain "${P[@]}" --out "$TMP/f2.hpj" : -np 1 "$MPI" pretrain "${P[@]}" --set lr=0.002 --out "$TMP/f2.hpj"
+expect_fail2 "pretrain on 2 ranks, a usage error: said once, exit 2" '^hpjepa pretrain: missing --out MODEL$' run2 "$MPI" pretrain "${P[@]}"
+[ "$(wc -l < "$TMP/f.err")" -eq 1 ] && ok "pretrain on 2 ranks, a usage error: one line" || bad "pretrain on 2 ranks, a usage error: one line" "$(cat "$TMP/f.err")"
+# a rank killed mid-run (kill -9): the job ends at once, no model written
+run2 "$MPI" pretrain "$DATA/MUTAG" --config data/configs/MUTAG.cfg --set epochs=400 --set dim=32 --set heads=2 \
+    --out "$TMP/k.hpj" >/dev/null 2>"$TMP/pk.err" &
+job=$!
+sleep 1.5
+killed=""
+for c in $(desc "$job"); do
+    if tr '\0' '\n' < "/proc/$c/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then kill -9 "$c" && killed=$c; fi
+done
+t0=$(date +%s)
+wait "$job"; rc=$?
+t1=$(date +%s)
+if [ -n "$killed" ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $((t1 - t0)) -le 20 ] && [ ! -e "$TMP/k.hpj" ]; then
+    ok "pretrain on 2 ranks, a rank killed mid-run: the job ends ($((t1 - t0)) s), no model written"
+else bad "pretrain on 2 ranks, a rank killed mid-run: the job ends" "killed='$killed' exit=$rc after $((t1 - t0)) s: $(tail -c 300 "$TMP/pk.err")"; fi
+else
+    echo "  (no $DATA/MUTAG: the data-parallel pretrain checks skipped)"
+fi
+
+# -- embed runs on rank 0 only, and says so --
 "$HPJ" pretrain data/DEMO --config data/configs/DEMO.cfg --set epochs=1 --out "$TMP/m1.hpj" >/dev/null 2>&1
-run2 "$MPI" pretrain data/DEMO --config data/configs/DEMO.cfg --set epochs=1 --out "$TMP/m2.hpj" >"$TMP/pt.out" 2>"$TMP/pt.err"; rc=$?
-if [ $rc -eq 0 ] && cmp -s "$TMP/m1.hpj" "$TMP/m2.hpj" && [ "$(grep -c 'runs on rank 0 only' "$TMP/pt.err")" -eq 1 ]; then
-    ok "pretrain on 2 ranks: rank 0 alone, the one-process checkpoint, said once"
-else bad "pretrain on 2 ranks: rank 0 alone, the one-process checkpoint, said once" "exit=$rc $(head -c 300 "$TMP/pt.err")"; fi
+"$HPJ" embed "$TMP/m1.hpj" data/DEMO --out "$TMP/d1.npy" >/dev/null 2>&1
+run2 "$MPI" embed "$TMP/m1.hpj" data/DEMO --out "$TMP/d2.npy" >"$TMP/em.out" 2>"$TMP/em.err"; rc=$?
+if [ $rc -eq 0 ] && cmp -s "$TMP/d1.npy" "$TMP/d2.npy" && [ "$(grep -c 'runs on rank 0 only' "$TMP/em.err")" -eq 1 ] &&
+   [ "$(wc -l < "$TMP/em.out")" -eq 1 ]; then
+    ok "embed on 2 ranks: rank 0 alone, the one-process embeddings, said once"
+else bad "embed on 2 ranks: rank 0 alone, the one-process embeddings, said once" "exit=$rc $(head -c 300 "$TMP/em.err")"; fi
+run2 "$MPI" pretrain --help >"$TMP/h.out" 2>&1
+[ "$(grep -c '^usage: hpjepa pretrain' "$TMP/h.out")" -eq 1 ] && ok "pretrain --help on 2 ranks: printed once" || bad "pretrain --help on 2 ranks: printed once"
 run2 "$MPI" eval --help >"$TMP/h.out" 2>&1
 [ "$(grep -c '^usage: hpjepa eval' "$TMP/h.out")" -eq 1 ] && ok "eval --help on 2 ranks: printed once" || bad "eval --help on 2 ranks: printed once"
 

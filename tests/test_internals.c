@@ -102,7 +102,7 @@ static void test_bn_sums_paths(void) {
                 o[nres] = y = (float *)calloc((size_t)N * D + 4 * D, sizeof(float));
                 mean = y + (size_t)N * D, rstd = mean + D, rm = rstd + D, rv = rm + D;
                 for (i = 0; i < D; ++i) rv[i] = 1.0f;
-                hpj__bn_train(y, mean, rstd, rm, rv, x, g, b, N, D, 0.1f, 1e-5f, 1, NULL, NULL, cnt, cnt ? ntot : N);
+                hpj__bn_train(y, mean, rstd, rm, rv, x, g, b, N, D, 0.1f, 1e-5f, 1, NULL, NULL, cnt, cnt ? ntot : N, NULL);
                 if (nres > 0)
                     CHECK_MSG(memcmp(o[0], y, sizeof(float) * ((size_t)N * D + 4 * D)) == 0,
                               "BatchNorm, %d rows%s: %s differs from the reference", N, cnt ? ", classes" : "",
@@ -154,9 +154,9 @@ static void test_bn_sum_only(void) {
             for (i = 0; cnt && i < N; ++i) ntot += cnt[i] = 1 + i % 3;
             if (inplace) memcpy(s1, res, sizeof(float) * nd), memcpy(s2, res, sizeof(float) * nd);
             hpj__bn_train(y, st, st + D, NULL, NULL, x, g, b, N, D, 0.1f, 1e-5f, 1, inplace ? s1 : res, s1, cnt,
-                          cnt ? ntot : N);
+                          cnt ? ntot : N, NULL);
             hpj__bn_train(NULL, st + 2 * D, st + 3 * D, NULL, NULL, x, g, b, N, D, 0.1f, 1e-5f, 1, inplace ? s2 : res, s2,
-                          cnt, cnt ? ntot : N);
+                          cnt, cnt ? ntot : N, NULL);
             CHECK_MSG(memcmp(s1, s2, sizeof(float) * nd) == 0, "BatchNorm sum only%s%s: the sum differs",
                       cnt ? ", classes" : "", inplace ? ", in place" : "");
             free(x); free(res); free(y); free(s1); free(s2); free(g); free(b); free(cnt);

@@ -123,4 +123,25 @@ typedef struct cli_dist {
     char *(*recv)(int wait, int *from);
 } cli_dist;
 extern const cli_dist *cli_eval_dist;
+
+/* pretrain across processes. hpjepa-mpi trains one model on all its
+   ranks, data-parallel (hpj_model_set_comm): every rank runs the same
+   pretrain command line, rank 0 alone prints progress and writes files.
+   cmd_model.c reaches MPI only through these hooks, which hpjepa-mpi sets
+   in cli_pretrain_dist before the program's main runs; NULL (./hpjepa) or
+   one rank is one process.
+     comm   handed to hpj_model_set_comm (the collectives of training)
+     agree  every rank with its exit code so far (0: ready; after each
+            checkpoint rank 0 with its save's, the others 0): the code of
+            the first rank that failed, which every rank then returns
+            (hpjepa-mpi prints that rank's reason once); 0 goes on
+     same   every rank after training with a CRC of its model: 1 if every
+            rank holds the same one */
+typedef struct cli_train_dist {
+    int rank, size;
+    const hpj_comm *comm;
+    int (*agree)(int rc);
+    int (*same)(uint32_t crc);
+} cli_train_dist;
+extern const cli_train_dist *cli_pretrain_dist;
 #endif

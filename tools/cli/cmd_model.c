@@ -178,7 +178,22 @@ static const char *pretrain_usage =
     "  continue: with --resume MODEL after a --checkpoint-every checkpoint.\n"
     "  Config keys: see data/configs/*.cfg and the README.\n";
 
+const cli_train_dist *cli_pretrain_dist = NULL; /* hpjepa-mpi sets it (cli.h) */
+
+/* A CRC of a model's trained state (parameters, Adam moments, EMA,
+   BatchNorm statistics): the ranks of a data-parallel run compare theirs. */
+static uint32_t model_crc(const hpj_model *m) {
+    uint32_t c = hpj_crc32(m->params, sizeof(float) * m->num_params);
+    c = c * 31u + hpj_crc32(m->adam_m, sizeof(float) * m->num_params);
+    c = c * 31u + hpj_crc32(m->adam_v, sizeof(float) * m->num_params);
+    c = c * 31u + hpj_crc32(m->ema, sizeof(float) * m->enc_count);
+    return c * 31u + hpj_crc32(m->stats, sizeof(float) * m->num_stats);
+}
+
 int cmd_pretrain(int argc, char **argv) {
+    /* data-parallel over the ranks of hpjepa-mpi (cli.h); `lead` prints and writes */
+    const cli_train_dist *dist = cli_pretrain_dist && cli_pretrain_dist->size > 1 ? cli_pretrain_dist : NULL;
+    int lead = !dist || dist->rank == 0, agreed = 0;
     hpj_config cfg;
     hpj_dataset ds;
     hpj_model m;
@@ -230,7 +245,10 @@ int cmd_pretrain(int argc, char **argv) {
     if (!resume && hpj_config_check(&cfg) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); return 2; }
     /* the outputs are checked before the work: a run of hours must not fail
        at its end on a mistyped folder */
-    if (cli_check_writable("pretrain", out) || (loss_log && cli_check_writable("pretrain", loss_log))) return 2;
+    if (lead && (cli_check_writable("pretrain", out) || (loss_log && cli_check_writable("pretrain", loss_log)))) {
+        rc = 2;
+        goto done; /* (the other ranks wait for this one's word) */
+    }
     /* how an interrupted run continues: the same command on its checkpoint */
     snprintf(again, sizeof again, "hpjepa pretrain %.1000s --resume %.1000s --out %.1000s%s%s", dir, out, out,
              split ? " --split " : "", split ? split : "");
@@ -260,6 +278,7 @@ int cmd_pretrain(int argc, char **argv) {
         if (!ds.split || (split && !strcmp(split, "all")) || ds.split[g] == HPJ_SPLIT_TRAIN) train[n++] = g;
     if (!resume && hpj_model_init(&m, &cfg, &ds) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done; }
     if (!until) until = cfg.epochs;
+    if (!lead) quiet = 1, loss_log = NULL;
     if (!quiet) {
         fprintf(stderr, "hpjepa pretrain: %s, %d graphs, %s mode, %zu parameters (+%zu EMA), %d resolutions\n", ds.name, n,
                 cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", m.num_params, m.enc_count, cfg.L);
@@ -273,6 +292,15 @@ int cmd_pretrain(int argc, char **argv) {
         /* the level's size: K parts (HP-JEPA) or P patches (Graph-JEPA mode) */
         fputs(cfg.mode == HPJ_MODE_HP ? "epoch,step,resolution,K,loss\n" : "epoch,step,resolution,P,loss\n", cp.loss_log);
     }
+    if (dist) { /* every rank is ready, or all stop */
+        agreed = 1;
+        if ((rc = dist->agree(0)) != 0) goto done;
+        rc = 1;
+        hpj_model_set_comm(&m, dist->comm);
+        if (!quiet)
+            fprintf(stderr, "hpjepa pretrain: data-parallel over %d ranks (each minibatch split between them)\n",
+                    dist->size);
+    }
     t0 = cli_now();
     /* in parts of `every` epochs, each part's model written with its
        optimizer state (the parts give the bits of one uninterrupted run) */
@@ -284,9 +312,24 @@ int cmd_pretrain(int argc, char **argv) {
             goto done;
         }
         if (next < until) {
-            if (cli_model_save(&m, out, 1) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); goto done; }
+            int bad = lead && cli_model_save(&m, out, 1) != HPJ_OK;
+            if (bad) cli_error("pretrain", "%s", hpj_last_error());
+            if (dist && (bad = dist->agree(bad)) != 0) rc = bad;
+            if (bad) goto done;
             cli_interrupt_note("%s holds epoch %lld of %d: continue with %s", out, (long long)next, cfg.epochs, again);
         }
+    }
+    if (dist && !dist->same(model_crc(&m))) {
+        cli_error("pretrain", "the %d ranks hold different models after training (the MPI sums differ between ranks)",
+                  dist->size);
+        goto done;
+    }
+    if (dist && lead && !quiet)
+        fprintf(stderr, "hpjepa pretrain: the %d ranks hold the same model (crc32 %08x)\n", dist->size,
+                (unsigned)model_crc(&m));
+    if (!lead) { /* rank 0 writes the files */
+        rc = 0;
+        goto done;
     }
     if (cli_model_save(&m, out, save_opt || every || until < cfg.epochs) != HPJ_OK) {
         cli_error("pretrain", "%s", hpj_last_error());
@@ -307,6 +350,8 @@ int cmd_pretrain(int argc, char **argv) {
     putchar('\n');
     rc = 0;
 done:
+    /* a rank that failed before training tells the others, which wait for it */
+    if (dist && !agreed) rc = dist->agree(rc ? rc : 1);
     if (cp.loss_log) cli_discard(cp.loss_log, log_tmp); /* a failed run leaves no partial log */
     hpj_model_free(&m);
     free(train);
