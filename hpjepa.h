@@ -6402,91 +6402,74 @@ HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, 
     hpj__gine_fwd(out, h, e, 0, rowptr, col, N, D, eps, NULL);
 }
 
-/* t[j] = [h[j] + e[j] > 0] t[j] and acc[j] += t[j] (in double) over w
-   channels. */
-static void hpj__gine_mask_acc(double *acc, float *t, const float *hr, const float *ec, int w) {
-    int j;
-    for (j = 0; j < w; ++j) {
-        t[j] = hr[j] + ec[j] > 0.0f ? t[j] : 0.0f;
-        acc[j] += t[j];
+/* Rows r0..r1 of the shared-edge GINE backward over the channels
+   [c0, c0 + w), w <= HPJ__GINE_DC: t = the sum of dout over the row's
+   neighbours, masked by [h + e > 0] and added to acc (w doubles, in row
+   order); dh += (1 + eps) dout + t. */
+static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const float *h, const float *e,
+                              const int32_t *rowptr, const int32_t *col, int r0, int r1, int D, int c0, int w,
+                              float s) {
+    int r, j, k;
+    for (r = r0; r < r1; ++r) {
+        float t[HPJ__GINE_DC];
+        const float *dr = dout + (ptrdiff_t)r * D + c0, *hr = h + (ptrdiff_t)r * D + c0;
+        for (j = 0; j < w; ++j) t[j] = 0.0f;
+        for (k = rowptr[r]; k < rowptr[r + 1]; ++k) {
+            const float *dn = dout + (ptrdiff_t)col[k] * D + c0;
+            HPJ__OMP(simd)
+            for (j = 0; j < w; ++j) t[j] += dn[j];
+        }
+        for (j = 0; j < w; ++j) {
+            t[j] = hr[j] + e[c0 + j] > 0.0f ? t[j] : 0.0f;
+            acc[j] += t[j];
+        }
+        if (dh) {
+            float *g = dh + (ptrdiff_t)r * D + c0;
+            HPJ__OMP(simd)
+            for (j = 0; j < w; ++j) g[j] += s * dr[j] + t[j];
+        }
     }
 }
 
-/* Rows r0..r1 of the shared-edge GINE backward over channels [c0, c1), in
-   panels of HPJ__GINE_DC: t = the sum of dout over the row's neighbours,
-   masked by [h + e > 0] and added to acc (c1 - c0 doubles, in row order);
-   dh += (1 + eps) dout + t. */
-static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const float *h, const float *e,
-                              const int32_t *rowptr, const int32_t *col, int r0, int r1, int D, int c0,
-                              int c1, float s) {
-    int r, p0, j, k;
-    for (r = r0; r < r1; ++r)
-        for (p0 = c0; p0 < c1; p0 += HPJ__GINE_DC) {
-            int w = HPJ__MIN(HPJ__GINE_DC, c1 - p0);
-            float t[HPJ__GINE_DC];
-            const float *dr = dout + (ptrdiff_t)r * D + p0;
-            for (j = 0; j < w; ++j) t[j] = 0.0f;
-            for (k = rowptr[r]; k < rowptr[r + 1]; ++k) {
-                const float *dn = dout + (ptrdiff_t)col[k] * D + p0;
-                HPJ__OMP(simd)
-                for (j = 0; j < w; ++j) t[j] += dn[j];
-            }
-            hpj__gine_mask_acc(acc + (p0 - c0), t, h + (ptrdiff_t)r * D + p0, e + p0, w);
-            if (dh) {
-                float *g = dh + (ptrdiff_t)r * D + p0;
-                HPJ__OMP(simd)
-                for (j = 0; j < w; ++j) g[j] += s * dr[j] + t[j];
-            }
-        }
-}
+#ifndef HPJ_REFERENCE
+static int hpj__fast_gine_back_shared(float *dh, float *de, const float *dout, const float *h, const float *e,
+                                      const int32_t *rowptr, const int32_t *col, int N, int D, float s, int par);
+#endif
 
 HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
                                      const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
                                      float eps) {
-    int par;
+    int par, c0;
     float s = 1.0f + eps;
-    double *ws;
     if (N <= 0 || D <= 0) return;
     par = (int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS;
+    (void)par;
     /* The message of the entry k in row i is relu(h[j] + e), j = col[k]; by
        symmetry the messages node j sends are the entries of its own row, so
        d h[j] and de both get [h[j] + e > 0] times the sum of dout[col[k]]
        over k in row j. de's sums run over the fixed row blocks of BatchNorm
-       (hpj__bn_r), added in block order: with several threads each thread
-       takes whole rows (blocks), alone the same sums go by column panels. */
+       (hpj__bn_r), each block's in double, added in block order: the same
+       bits for any thread count. Threads take panels of HPJ__GINE_DC
+       channels, which share nothing. */
     if (dh || de) {
-        if ((ws = hpj__rb_scratch(par, (size_t)HPJ__BN_RB * (size_t)D)) != NULL) {
-            HPJ__OMP(parallel)
-            {
-                int b, c;
-                HPJ__OMP(for schedule(static))
-                for (b = 0; b < HPJ__BN_RB; ++b) {
-                    double *p = ws + (size_t)b * D;
-                    for (c = 0; c < D; ++c) p[c] = 0.0;
-                    hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, 0,
-                                      D, s);
-                }
-                if (de) {
-                    HPJ__OMP(for schedule(static))
-                    for (c = 0; c < D; ++c) de[c] += (float)hpj__bn_total(ws, D, c);
-                }
+#ifndef HPJ_REFERENCE
+        if (hpj__fast() && hpj__fast_gine_back_shared(dh, de, dout, h, e, rowptr, col, N, D, s, par)) {
+            if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
+            return; /* fast: threads by row blocks (see the fast part) */
+        }
+#endif
+        HPJ__OMP(parallel for schedule(static) if (par))
+        for (c0 = 0; c0 < D; c0 += HPJ__GINE_DC) {
+            int w = HPJ__MIN(HPJ__GINE_DC, D - c0), b, j;
+            double acc[HPJ__GINE_DC], p[HPJ__GINE_DC];
+            for (j = 0; j < w; ++j) acc[j] = 0.0;
+            for (b = 0; b < HPJ__BN_RB; ++b) {
+                for (j = 0; j < w; ++j) p[j] = 0.0;
+                hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, c0, w, s);
+                for (j = 0; j < w; ++j) acc[j] += p[j];
             }
-            HPJ_FREE(NULL, ws);
-        } else {
-            int c0, b, j;
-            for (c0 = 0; c0 < D; c0 += HPJ__GINE_DC) {
-                int w = HPJ__MIN(HPJ__GINE_DC, D - c0);
-                double acc[HPJ__GINE_DC], p[HPJ__GINE_DC];
-                for (j = 0; j < w; ++j) acc[j] = 0.0;
-                for (b = 0; b < HPJ__BN_RB; ++b) {
-                    for (j = 0; j < w; ++j) p[j] = 0.0;
-                    hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, c0,
-                                      c0 + w, s);
-                    for (j = 0; j < w; ++j) acc[j] += p[j];
-                }
-                if (de)
-                    for (j = 0; j < w; ++j) de[c0 + j] += (float)acc[j];
-            }
+            if (de)
+                for (j = 0; j < w; ++j) de[c0 + j] += (float)acc[j];
         }
     }
     if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
@@ -12149,6 +12132,38 @@ static int hpj__linear_back_pair(float *dinp, float beta, float *dW, float *db, 
     if (!dinp || (!dW && !db) || (double)N * Din * Dout > HPJ__PAIR_MACS || !hpj__two_ok()) return 0;
     HPJ__OMP(parallel for num_threads(2) schedule(static, 1))
     for (part = 0; part < 2; ++part) hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
+    return 1;
+}
+
+/* ==== fast: GINE shared-edge backward, threads by row blocks ====
+   The reference hands each thread panels of channels, which share nothing
+   but leave few tasks when D is small. Here each thread takes whole
+   blocks of rows (the fixed blocks of hpj__bn_r) over every channel and
+   keeps each block's masked sums in a scratch of HPJ__BN_RB x D doubles;
+   de then adds the blocks in block order. Every sum is the reference's,
+   in its order, so the bits are the reference's. Returns 0 (the reference
+   runs) alone or when the scratch cannot be had. */
+static int hpj__fast_gine_back_shared(float *dh, float *de, const float *dout, const float *h, const float *e,
+                                      const int32_t *rowptr, const int32_t *col, int N, int D, float s, int par) {
+    double *ws = hpj__rb_scratch(par, (size_t)HPJ__BN_RB * (size_t)D);
+    if (!ws) return 0;
+    HPJ__OMP(parallel)
+    {
+        int b, c;
+        HPJ__OMP(for schedule(static))
+        for (b = 0; b < HPJ__BN_RB; ++b) {
+            double *p = ws + (size_t)b * D;
+            for (c = 0; c < D; ++c) p[c] = 0.0;
+            for (c = 0; c < D; c += HPJ__GINE_DC)
+                hpj__gine_sh_rows(p + c, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, c,
+                                  HPJ__MIN(HPJ__GINE_DC, D - c), s);
+        }
+        if (de) {
+            HPJ__OMP(for schedule(static))
+            for (c = 0; c < D; ++c) de[c] += (float)hpj__bn_total(ws, D, c);
+        }
+    }
+    HPJ_FREE(NULL, ws);
     return 1;
 }
 
