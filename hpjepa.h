@@ -821,7 +821,8 @@ HPJDEF void hpj_segment_max_forward(float *out, int32_t *argmax, const float *in
 HPJDEF void hpj_segment_max_backward(float *dinp, const float *dout, const int32_t *argmax, int S, int D);
 /* Pooling over index lists (rows may belong to several lists):
    out (S,D)[s] = mean of inp (R,D)[idx[k]] for k in ptr[s]..ptr[s+1]-1
-   (ptr (S+1), idx (ptr[S])), zeros if empty. */
+   (ptr (S+1), idx (ptr[S]); idx NULL: rows k, the segment mean), zeros if
+   empty. */
 HPJDEF void hpj_gather_mean_forward(float *out, const float *inp, const int32_t *ptr, const int32_t *idx, int S,
                                     int D);
 /* Differentiates the gather mean as a gather over the transposed lists
@@ -5691,29 +5692,6 @@ static HPJ__INLINE float hpj__ncdf(float x) {
 /* phi(x), the normal density (GELU' = Phi + x phi) */
 static HPJ__INLINE float hpj__pdf(float x) { return 0.3989422804014327f * hpj__expf(-0.5f * x * x); }
 
-/* Copies w <= 16 floats to a 16-float block, zero-padded, and back (for
-   loops that work on fixed blocks of 16, which compilers vectorize). */
-static HPJ__INLINE void hpj__ld16(float *t, const float *x, int w) {
-    int l;
-    if (w == 16)
-        for (l = 0; l < 16; ++l) t[l] = x[l];
-    else
-        for (l = 0; l < 16; ++l) t[l] = l < w ? x[l] : 0.0f;
-}
-static HPJ__INLINE void hpj__st16(float *y, const float *t, int w) {
-    int l;
-    if (w == 16)
-        for (l = 0; l < 16; ++l) y[l] = t[l];
-    else
-        for (l = 0; l < 16; ++l)
-            if (l < w) y[l] = t[l];
-}
-/* t[l] = sqrt(t[l]) for 16 floats (correctly rounded). */
-static HPJ__INLINE void hpj__sqrt16(float *t) {
-    int l;
-    for (l = 0; l < 16; ++l) t[l] = sqrtf(t[l]);
-}
-
 #ifndef HPJ_REFERENCE
 static int hpj__gelu_fast(float *y, const float *x, const float *dout, size_t n);
 #endif
@@ -6528,32 +6506,8 @@ HPJDEF hpj_status hpj_index_transpose(int32_t *tptr, int32_t *tidx, const int32_
 
 /* ==== nn: pooling ==== */
 
-/* out[s] = the mean of rows segptr[s] .. segptr[s + 1] - 1, read as rows
-   idx[r] of inp (idx = NULL: rows r; a layer's classes: idx = cls). */
-static void hpj__segment_mean_idx(float *out, const float *inp, const int32_t *idx, const int32_t *segptr, int S,
-                                  int D) {
-    int s;
-    if (S <= 0 || D <= 0) return;
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)segptr[S] * D >= HPJ__PAR_ELEMS))
-    for (s = 0; s < S; ++s) {
-        float *o = out + (ptrdiff_t)s * D;
-        int32_t r0 = segptr[s], r1 = segptr[s + 1], r;
-        int j;
-        for (j = 0; j < D; ++j) o[j] = 0.0f;
-        for (r = r0; r < r1; ++r) {
-            const float *x = inp + (ptrdiff_t)(idx ? idx[r] : r) * D;
-            HPJ__OMP(simd)
-            for (j = 0; j < D; ++j) o[j] += x[j];
-        }
-        if (r1 > r0) {
-            float inv = 1.0f / (float)(r1 - r0);
-            for (j = 0; j < D; ++j) o[j] *= inv;
-        }
-    }
-}
-
 HPJDEF void hpj_segment_mean_forward(float *out, const float *inp, const int32_t *segptr, int S, int D) {
-    hpj__segment_mean_idx(out, inp, NULL, segptr, S, D);
+    hpj_gather_mean_forward(out, inp, segptr, NULL, S, D); /* the rows of a segment are its own index list */
 }
 
 HPJDEF void hpj_segment_mean_backward(float *dinp, const float *dout, const int32_t *segptr, int S, int D) {
@@ -6630,7 +6584,7 @@ HPJDEF void hpj_gather_mean_forward(float *out, const float *inp, const int32_t 
         int j;
         for (j = 0; j < D; ++j) o[j] = 0.0f;
         for (k = k0; k < k1; ++k) {
-            const float *x = inp + (ptrdiff_t)idx[k] * D;
+            const float *x = inp + (ptrdiff_t)(idx ? idx[k] : k) * D;
             HPJ__OMP(simd)
             for (j = 0; j < D; ++j) o[j] += x[j];
         }
@@ -6856,13 +6810,10 @@ static int hpj__block_single(int T, const uint8_t *keymask, const float *adj) {
     return T == 1 && !keymask && !adj;
 }
 
-/* The block up to the FFN's activation: c->x1 (attention sublayer output
-   with its residual) and c->fch_act; hpj_block_forward adds the last
-   product and residual. */
-static void hpj__block_front(hpj_block_cache *c, const float *inp, const hpj_block_params *p, const uint8_t *keymask,
-                             const float *adj, int B, int T, int D, int H, int F, int act) {
+HPJDEF void hpj_block_forward(float *out, hpj_block_cache *c, const float *inp, const hpj_block_params *p,
+                              const uint8_t *keymask, const float *adj, int B, int T, int D, int H, int F, int act) {
     int N = B * T;
-    size_t nd = (size_t)N * D;
+    if (N <= 0) return;
     hpj_layernorm_forward(c->ln1, c->ln1_mean, c->ln1_rstd, inp, p->ln1_g, p->ln1_b, N, D, 1e-5f);
     if (hpj__block_single(T, keymask, adj)) {
         /* one token: the softmax over one key is 1, the attention output
@@ -6875,30 +6826,13 @@ static void hpj__block_front(hpj_block_cache *c, const float *inp, const hpj_blo
         hpj_attention_forward(c->atty, c->att, c->qkv, keymask, adj, B, T, D, H);
     }
     hpj_linear_forward(c->x1, c->atty, p->Wo, p->bo, N, D, D);
-    hpj__add_inplace(c->x1, inp, nd);
+    hpj__add_inplace(c->x1, inp, (size_t)N * D);
     hpj_layernorm_forward(c->ln2, c->ln2_mean, c->ln2_rstd, c->x1, p->ln2_g, p->ln2_b, N, D, 1e-5f);
     hpj_linear_forward(c->fch, c->ln2, p->W1, p->b1, N, D, F);
     if (act == HPJ_ACT_GELU) hpj_gelu_forward(c->fch_act, c->fch, (size_t)N * F);
     else hpj_relu_forward(c->fch_act, c->fch, (size_t)N * F);
-}
-
-HPJDEF void hpj_block_forward(float *out, hpj_block_cache *c, const float *inp, const hpj_block_params *p,
-                              const uint8_t *keymask, const float *adj, int B, int T, int D, int H, int F, int act) {
-    int N = B * T;
-    if (N <= 0) return;
-    hpj__block_front(c, inp, p, keymask, adj, B, T, D, H, F, act);
     hpj_linear_forward(out, c->fch_act, p->W2, p->b2, N, F, D);
     hpj__add_inplace(out, c->x1, (size_t)N * D);
-}
-
-/* The FFN activation's backward (fch_act = act(fch)): dF2 = the gradient
-   of fch from dF1, the gradient of fch_act (dF2 overwritten); returns
-   dF2. */
-static float *hpj__act_back(const hpj_block_cache *c, int act, float *dF1, float *dF2, size_t nf) {
-    memset(dF2, 0, nf * sizeof(float));
-    if (act == HPJ_ACT_GELU) hpj_gelu_backward(dF2, dF1, c->fch, nf);
-    else hpj_relu_backward(dF2, dF1, c->fch_act, nf);
-    return dF2;
 }
 
 HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *dout, const float *inp,
@@ -6911,12 +6845,15 @@ HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *d
     float *dF1 = dD + hpj__r16(nd);         /* (N, F): d fch_act */
     float *dF2 = dF1 + hpj__r16(nf);        /* (N, F): d fch */
     float *dqkv = dF2 + hpj__r16(nf);       /* (N, 3D) */
+    float *dln1 = dD;                       /* d ln1 */
     if (N <= 0 || (!dinp && !dp)) return;
     /* y = x1 + fch_act W2^T + b2 */
     memcpy(dx1, dout, nd * sizeof(float));
     hpj__linear_back2(dF1, 0.0f, dp ? dp->W2 : NULL, dp ? dp->b2 : NULL, dout, c->fch_act, p->W2, N, F, D);
-    /* fch_act = act(fch) */
-    dF2 = hpj__act_back(c, act, dF1, dF2, nf);
+    /* fch_act = act(fch): dF2 = act'(fch) dF1 */
+    memset(dF2, 0, nf * sizeof(float));
+    if (act == HPJ_ACT_GELU) hpj_gelu_backward(dF2, dF1, c->fch, nf);
+    else hpj_relu_backward(dF2, dF1, c->fch_act, nf);
     /* fch = ln2 W1^T + b1 */
     hpj__linear_back2(dD, 0.0f, dp ? dp->W1 : NULL, dp ? dp->b1 : NULL, dF2, c->ln2, p->W1, N, D, F);
     /* ln2 = LN(x1) */
@@ -6925,25 +6862,20 @@ HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *d
     /* x1 = x + atty Wo^T + bo */
     hpj__linear_back2(dD, 0.0f, dp ? dp->Wo : NULL, dp ? dp->bo : NULL, dx1, c->atty, p->Wo, N, D, D);
     if (hpj__block_single(T, keymask, adj)) { /* atty = v: q and k get no gradient */
-        const float *Wv = p->Wqkv + 2 * (size_t)D * D;
         hpj__linear_back2(dqkv, 0.0f, dp ? dp->Wqkv + 2 * (size_t)D * D : NULL, dp ? dp->bqkv + 2 * D : NULL, dD, c->ln1,
-                          Wv, N, D, D);
-        hpj_layernorm_backward(dinp, dp ? dp->ln1_g : NULL, dp ? dp->ln1_b : NULL, dqkv, inp, p->ln1_g, c->ln1_mean,
-                               c->ln1_rstd, N, D);
-        if (dinp) hpj__add_inplace(dinp, dx1, nd);
-        return;
+                          p->Wqkv + 2 * (size_t)D * D, N, D, D);
+        dln1 = dqkv;
+    } else {
+        /* atty = attention(qkv) */
+        memset(dqkv, 0, 3 * nd * sizeof(float));
+        hpj_attention_backward(dqkv, dD, c->qkv, c->att, keymask, adj, B, T, D, H);
+        /* qkv = ln1 Wqkv^T + bqkv */
+        hpj__linear_back2(dD, 0.0f, dp ? dp->Wqkv : NULL, dp ? dp->bqkv : NULL, dqkv, c->ln1, p->Wqkv, N, D, 3 * D);
     }
-    /* atty = attention(qkv) */
-    memset(dqkv, 0, 3 * nd * sizeof(float));
-    hpj_attention_backward(dqkv, dD, c->qkv, c->att, keymask, adj, B, T, D, H);
-    /* qkv = ln1 Wqkv^T + bqkv */
-    hpj__linear_back2(dD, 0.0f, dp ? dp->Wqkv : NULL, dp ? dp->bqkv : NULL, dqkv, c->ln1, p->Wqkv, N, D, 3 * D);
-    {
-        /* ln1 = LN(x) ; and the residual x1 = x + ... */
-        hpj_layernorm_backward(dinp, dp ? dp->ln1_g : NULL, dp ? dp->ln1_b : NULL, dD, inp, p->ln1_g, c->ln1_mean,
-                               c->ln1_rstd, N, D);
-        if (dinp) hpj__add_inplace(dinp, dx1, nd);
-    }
+    /* ln1 = LN(x) ; and the residual x1 = x + ... */
+    hpj_layernorm_backward(dinp, dp ? dp->ln1_g : NULL, dp ? dp->ln1_b : NULL, dln1, inp, p->ln1_g, c->ln1_mean,
+                           c->ln1_rstd, N, D);
+    if (dinp) hpj__add_inplace(dinp, dx1, nd);
 }
 
 /* ==== nn: losses ==== */
@@ -9509,27 +9441,35 @@ static hpj_status hpj__probe_check_options(const char *fn, const hpj_probe_optio
     return HPJ_OK;
 }
 
-/* One allocation carved into `count` double buffers of sizes[i] doubles,
-   each 64-byte aligned; *ptrs[i] receives buffer i. Returns the block to
-   free, or NULL (reason recorded) on overflow or out of memory. */
-static void *hpj__probe_carve(const char *fn, int count, const size_t *sizes, double ***ptrs) {
-    size_t total = 64, b;
+/* One allocation carved into double buffers, each 64-byte aligned. The
+   arguments after fn are pairs (double **buffer, size_t doubles), ended
+   by a (double **)NULL. Returns the block to free, or NULL (reason
+   recorded) on overflow or out of memory. */
+static void *hpj__probe_carve(const char *fn, ...) {
+    size_t total = 64, b, count;
     unsigned char *mem, *q;
-    int i;
-    for (i = 0; i < count; ++i) {
-        b = hpj_arena_need(sizes[i], sizeof(double));
-        if ((sizes[i] && !b) || hpj__add_size(total, b, &total)) {
+    double **buf;
+    va_list ap;
+    va_start(ap, fn);
+    while ((buf = va_arg(ap, double **)) != NULL) {
+        count = va_arg(ap, size_t);
+        b = hpj_arena_need(count, sizeof(double));
+        if ((count && !b) || hpj__add_size(total, b, &total)) {
+            va_end(ap);
             hpj__fail(HPJ_ERR_NOMEM, "%s: workspace size overflows", fn);
             return NULL;
         }
     }
+    va_end(ap);
     mem = (unsigned char *)hpj__alloc(total, fn);
     if (!mem) return NULL;
     q = (unsigned char *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
-    for (i = 0; i < count; ++i) {
-        *ptrs[i] = (double *)q;
-        q += hpj_arena_need(sizes[i], sizeof(double));
+    va_start(ap, fn);
+    while ((buf = va_arg(ap, double **)) != NULL) {
+        *buf = (double *)q;
+        q += hpj_arena_need(va_arg(ap, size_t), sizeof(double));
     }
+    va_end(ap);
     return mem;
 }
 
@@ -10042,40 +9982,12 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     nb = hpj__probe_nblocks(n);
     KD = (size_t)K * d;
     P = KD + (size_t)K;
-    {
-        size_t sz[19];
-        double **pv[19];
-        sz[0] = sz[1] = sz[2] = sz[3] = sz[4] = sz[5] = sz[6] = sz[7] = P;
-        sz[8] = sz[9] = (size_t)HPJ__PROBE_LBFGS_M * P;
-        sz[10] = sz[11] = (size_t)n * K;
-        sz[12] = (size_t)nb * KD;
-        sz[13] = (size_t)nb * K;
-        sz[14] = (size_t)nb * hpj__probe_pass_work(K);
-        sz[15] = sz[16] = (size_t)d;
-        sz[17] = (size_t)nb * d;
-        sz[18] = (size_t)4 * K + 4;
-        pv[0] = &theta;
-        pv[1] = &theta1;
-        pv[2] = &g;
-        pv[3] = &g1;
-        pv[4] = &p;
-        pv[5] = &L.Veff;
-        pv[6] = &L.Graw;
-        pv[7] = &L.ceff;
-        pv[8] = &H.S;
-        pv[9] = &H.Y;
-        pv[10] = &Z0;
-        pv[11] = &Z1;
-        pv[12] = &L.G;
-        pv[13] = &L.gs;
-        pv[14] = &L.work;
-        pv[15] = &mu;
-        pv[16] = &s;
-        pv[17] = &part;
-        pv[18] = &zt;
-        mem = hpj__probe_carve(fn, 19, sz, pv);
-        if (!mem) return HPJ_ERR_NOMEM;
-    }
+    mem = hpj__probe_carve(fn, &theta, P, &theta1, P, &g, P, &g1, P, &p, P, &L.Veff, P, &L.Graw, P, &L.ceff, P,
+                           &H.S, (size_t)HPJ__PROBE_LBFGS_M * P, &H.Y, (size_t)HPJ__PROBE_LBFGS_M * P,
+                           &Z0, (size_t)n * K, &Z1, (size_t)n * K, &L.G, (size_t)nb * KD, &L.gs, (size_t)nb * K,
+                           &L.work, (size_t)nb * hpj__probe_pass_work(K), &mu, (size_t)d, &s, (size_t)d,
+                           &part, (size_t)nb * d, &zt, (size_t)4 * K + 4, (double **)NULL);
+    if (!mem) return HPJ_ERR_NOMEM;
     L.gsum = L.ceff + K; /* ceff (K) and gsum (K) share the P-sized slot */
     if (hpj__probe_column_stats(X, n, d, mu, o->standardize ? s : NULL, part)) {
         hpj__free(mem);
@@ -10592,49 +10504,15 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     R.dual = d > n;
     m = R.dual ? n : d;
     k = R.dual ? d : n;
-    {
-        size_t sz[22];
-        double **pv[22];
-        sz[0] = sz[1] = (size_t)d;                     /* mu s */
-        sz[2] = (size_t)nb * HPJ__MAX(d, t);           /* part */
-        sz[3] = (size_t)t;                             /* ybar */
-        sz[4] = (size_t)n * t;                         /* Yc */
-        sz[5] = sz[6] = sz[7] = sz[8] = sz[9] = sz[10] = (size_t)t * m; /* B x r z p q */
-        sz[11] = (size_t)t * d;                        /* Veff */
-        sz[12] = (size_t)t;                            /* ceff */
-        sz[13] = (size_t)nb * t * d;                   /* G */
-        sz[14] = (size_t)nb * t;                       /* gs */
-        sz[15] = (size_t)t * d;                        /* Graw */
-        sz[16] = (size_t)t;                            /* gsum */
-        sz[17] = (size_t)nb * hpj__probe_pass_work(t);    /* work */
-        sz[18] = sz[19] = (size_t)n * t;               /* Zb Rb */
-        sz[20] = (size_t)t * d;                        /* u */
-        sz[21] = (size_t)2 * HPJ__PROBE_NB * HPJ__PROBE_NB;  /* D (Cholesky blocks) */
-        pv[0] = &mu;
-        pv[1] = &s;
-        pv[2] = &part;
-        pv[3] = &ybar;
-        pv[4] = &Yc;
-        pv[5] = &B;
-        pv[6] = &x;
-        pv[7] = &r;
-        pv[8] = &z;
-        pv[9] = &p;
-        pv[10] = &q;
-        pv[11] = &R.Veff;
-        pv[12] = &R.ceff;
-        pv[13] = &R.G;
-        pv[14] = &R.gs;
-        pv[15] = &R.Graw;
-        pv[16] = &R.gsum;
-        pv[17] = &R.work;
-        pv[18] = &R.Zb;
-        pv[19] = &R.Rb;
-        pv[20] = &R.u;
-        pv[21] = &Dw;
-        mem = hpj__probe_carve(fn, 22, sz, pv);
-        if (!mem) return HPJ_ERR_NOMEM;
-    }
+    mem = hpj__probe_carve(fn, &mu, (size_t)d, &s, (size_t)d, &part, (size_t)nb * HPJ__MAX(d, t), &ybar, (size_t)t,
+                           &Yc, (size_t)n * t, &B, (size_t)t * m, &x, (size_t)t * m, &r, (size_t)t * m,
+                           &z, (size_t)t * m, &p, (size_t)t * m, &q, (size_t)t * m, &R.Veff, (size_t)t * d,
+                           &R.ceff, (size_t)t, &R.G, (size_t)nb * t * d, &R.gs, (size_t)nb * t, &R.Graw, (size_t)t * d,
+                           &R.gsum, (size_t)t, &R.work, (size_t)nb * hpj__probe_pass_work(t), &R.Zb, (size_t)n * t,
+                           &R.Rb, (size_t)n * t, &R.u, (size_t)t * d,
+                           &Dw, (size_t)2 * HPJ__PROBE_NB * HPJ__PROBE_NB, /* the Cholesky's diagonal blocks */
+                           (double **)NULL);
+    if (!mem) return HPJ_ERR_NOMEM;
     if (hpj__probe_column_stats(X, n, d, mu, o->standardize ? s : NULL, part)) {
         hpj__free(mem);
         return hpj__probe_bad_value(fn, "X", X, n, d);
@@ -11060,37 +10938,12 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
     R.alpha = o->alpha;
     R.pen = C == 0 ? 2.0 * o->alpha : o->alpha;
     {
-        size_t sz[16];
-        double **pv[16];
-        const int nbmax = hpj__probe_nblocks(n);
-        sz[0] = sz[1] = sz[2] = sz[3] = sz[4] = P;
-        sz[5] = sz[6] = (size_t)HPJ__PROBE_LBFGS_M * P;
-        sz[7] = (size_t)L * D;  /* mean */
-        sz[8] = (size_t)D;      /* scale */
-        sz[9] = (size_t)L;      /* bbest */
-        sz[10] = (size_t)n;     /* ycd */
-        sz[11] = (size_t)L;     /* om */
-        sz[12] = (size_t)D;     /* mo */
-        sz[13] = KD;            /* Weff */
-        sz[14] = ((size_t)nbmax + 1) * ((size_t)K * D + K + L + D); /* part (+ total) */
-        sz[15] = (size_t)nbmax * (3 * (size_t)D + 2 * (size_t)K);  /* scratch */
-        pv[0] = &theta;
-        pv[1] = &theta1;
-        pv[2] = &g;
-        pv[3] = &g1;
-        pv[4] = &p;
-        pv[5] = &Hs.S;
-        pv[6] = &Hs.Y;
-        pv[7] = &mean;
-        pv[8] = &scale;
-        pv[9] = &bbest;
-        pv[10] = &ycd;
-        pv[11] = &R.om;
-        pv[12] = &R.mo;
-        pv[13] = &R.Weff;
-        pv[14] = &R.part;
-        pv[15] = &R.scratch;
-        mem = hpj__probe_carve(fn, 16, sz, pv);
+        const size_t nbmax = (size_t)hpj__probe_nblocks(n);
+        mem = hpj__probe_carve(fn, &theta, P, &theta1, P, &g, P, &g1, P, &p, P, &Hs.S, (size_t)HPJ__PROBE_LBFGS_M * P,
+                               &Hs.Y, (size_t)HPJ__PROBE_LBFGS_M * P, &mean, (size_t)L * D, &scale, (size_t)D,
+                               &bbest, (size_t)L, &ycd, (size_t)n, &R.om, (size_t)L, &R.mo, (size_t)D, &R.Weff, KD,
+                               &R.part, (nbmax + 1) * ((size_t)K * D + K + L + D), /* (+ the total) */
+                               &R.scratch, nbmax * (3 * (size_t)D + 2 * (size_t)K), (double **)NULL);
         if (!mem) {
             hpj__free(rows);
             return HPJ_ERR_NOMEM;
@@ -12968,7 +12821,7 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, int mode, uint64
     if (hpj__gnn_top_cls(m, w, i)) { /* hpj__gnn_means over the class rows */
         const hpj__gnn_layer *L = &w->lay[i];
         const hpj_gnn_params *q = &m->p.gnn[i];
-        hpj__segment_mean_idx(q->Wout ? L->out : w->z, L->sum, f->lay[i].cls, p->seg, S, D);
+        hpj_gather_mean_forward(q->Wout ? L->out : w->z, L->sum, p->seg, f->lay[i].cls, S, D);
         if (q->Wout) hpj__lin(w->z, L->out, q->Wout, q->bout, S, D, D);
     } else {
         hpj__gnn_means(m, w);
