@@ -1854,17 +1854,17 @@ HPJDEF void hpj_arena_reset(hpj_arena *a, size_t mark) {
 
 /* ==== graph: CSR construction and checks ============================= */
 
-/* The entry of v in row u of a CSR whose rows ascend (binary search), or
-   -1: the reverse of an entry u -> v is hpj__csr_find(rowptr, col, v, u). */
+/* The first entry of v in row u of a CSR whose rows ascend (binary
+   search), or -1: the reverse of an entry u -> v is
+   hpj__csr_find(rowptr, col, v, u). */
 static int32_t hpj__csr_find(const int32_t *rowptr, const int32_t *col, int32_t u, int32_t v) {
-    int32_t lo = rowptr[u], hi = rowptr[u + 1] - 1;
-    while (lo <= hi) {
+    int32_t lo = rowptr[u], hi = rowptr[u + 1];
+    while (lo < hi) {
         int32_t mid = lo + (hi - lo) / 2;
-        if (col[mid] == v) return mid;
         if (col[mid] < v) lo = mid + 1;
-        else hi = mid - 1;
+        else hi = mid;
     }
-    return -1;
+    return lo < rowptr[u + 1] && col[lo] == v ? lo : -1;
 }
 
 HPJDEF void hpj_graph_owned_free(hpj_graph_owned *g) {
@@ -3469,6 +3469,31 @@ static void hpj__bnd_set(int32_t *bnd, int32_t *bpos, int32_t *nbnd, int32_t v, 
     }
 }
 
+/* The state a refinement tracks, recounted for a partition of g into k
+   parts: ed (N) the external degree of each vertex, the boundary list
+   (bnd, bpos, *nbnd) of the vertices with ed > 0, pw (k) the part
+   weights and cnt (k, may be NULL) their vertex counts. Returns the cut. */
+static int64_t hpj__part_state(const hpj__pg *g, const int32_t *part, int32_t k, int32_t *ed, int32_t *bnd,
+                               int32_t *bpos, int32_t *nbnd, int64_t *pw, int32_t *cnt) {
+    int32_t v, j;
+    int64_t cut = 0;
+    memset(pw, 0, sizeof(int64_t) * (size_t)k);
+    if (cnt) memset(cnt, 0, sizeof(int32_t) * (size_t)k);
+    *nbnd = 0;
+    for (v = 0; v < g->n; ++v) {
+        int32_t e = 0, p = part[v];
+        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
+            if (part[g->adj[j]] != p) e += g->adjw[j];
+        ed[v] = e;
+        pw[p] += g->vw[v];
+        if (cnt) cnt[p]++;
+        cut += e;
+        bpos[v] = -1;
+        if (e > 0) hpj__bnd_set(bnd, bpos, nbnd, v, 1);
+    }
+    return cut / 2;
+}
+
 /* ==== partition: workspace ==== */
 
 static hpj_status hpj__pws_init(hpj__pws *w, hpj_part_work *pw, int32_t n0, int32_t k, const hpj__pctrl *ctl) {
@@ -3790,22 +3815,7 @@ static int hpj__bis_better(int64_t inf, int64_t cut, double diff, int64_t binf, 
 }
 
 static void hpj__bis_params(hpj__bis *b) {
-    const hpj__pg *g = b->g;
-    int32_t v, j;
-    b->pw[0] = b->pw[1] = 0;
-    b->cut = 0;
-    b->nbnd = 0;
-    for (v = 0; v < g->n; ++v) {
-        int32_t e = 0, p = b->part[v];
-        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
-            if (b->part[g->adj[j]] != p) e += g->adjw[j];
-        b->ed[v] = e;
-        b->pw[p] += g->vw[v];
-        b->cut += e;
-        b->bpos[v] = -1;
-        if (e > 0) hpj__bnd_set(b->bnd, b->bpos, &b->nbnd, v, 1);
-    }
-    b->cut /= 2;
+    b->cut = hpj__part_state(b->g, b->part, 2, b->ed, b->bnd, b->bpos, &b->nbnd, b->pw, NULL);
 }
 
 #ifdef HPJ_DEBUG
@@ -3853,17 +3863,7 @@ static void hpj__bis_move(hpj__bis *b, int32_t v, hpj__heap *hp, const int32_t *
     for (j = xadj[v]; j < je; ++j) {
         int32_t u = adj[j], pu = part[u], e = ed[u] + (pu == to ? -adjw[j] : adjw[j]);
         ed[u] = e;
-        if (e > 0) {
-            if (bpos[u] < 0) {
-                bpos[u] = nbnd;
-                bnd[nbnd++] = u;
-            }
-        } else if (bpos[u] >= 0) {
-            int32_t i = bpos[u], last = bnd[--nbnd];
-            bnd[i] = last;
-            bpos[last] = i;
-            bpos[u] = -1;
-        }
+        hpj__bnd_set(bnd, bpos, &nbnd, u, e > 0);
         if (hp && mark[u] != stamp && (only < 0 || pu == only)) {
             hpj__heap *h = &hp[pu];
             if (h->pos[u] >= 0) {
@@ -4227,24 +4227,7 @@ typedef struct hpj__kw {
 } hpj__kw;
 
 static void hpj__kw_params(hpj__kw *s) {
-    const hpj__pg *g = s->g;
-    int32_t v, j;
-    memset(s->pw, 0, sizeof(int64_t) * (size_t)s->k);
-    memset(s->cnt, 0, sizeof(int32_t) * (size_t)s->k);
-    s->cut = 0;
-    s->nbnd = 0;
-    for (v = 0; v < g->n; ++v) {
-        int32_t e = 0, p = s->part[v];
-        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
-            if (s->part[g->adj[j]] != p) e += g->adjw[j];
-        s->ed[v] = e;
-        s->pw[p] += g->vw[v];
-        s->cnt[p]++;
-        s->cut += e;
-        s->bpos[v] = -1;
-        if (e > 0) hpj__bnd_set(s->bnd, s->bpos, &s->nbnd, v, 1);
-    }
-    s->cut /= 2;
+    s->cut = hpj__part_state(s->g, s->part, s->k, s->ed, s->bnd, s->bpos, &s->nbnd, s->pw, s->cnt);
 }
 
 #ifdef HPJ_DEBUG
@@ -6455,30 +6438,19 @@ HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const fl
 
 HPJDEF hpj_status hpj_csr_reverse(int32_t *rev, const int32_t *rowptr, const int32_t *col, int N) {
     int i;
-    for (i = 0; i < N; ++i) {
-        int32_t k;
+    int32_t k;
+    for (i = 0; i < N; ++i)
         for (k = rowptr[i]; k < rowptr[i + 1]; ++k) {
-            int32_t j = col[k], lo, hi;
-            if (j < 0 || j >= N) {
+            int32_t j = col[k];
+            if (j < 0 || j >= N || (rev[k] = hpj__csr_find(rowptr, col, j, i)) < 0) {
                 memset(rev, 0, sizeof(int32_t) * (size_t)rowptr[N]);
-                return hpj__fail(HPJ_ERR_INPUT, "csr_reverse: entry %d of row %d has column %d outside 0..%d", (int)k, i,
-                                 (int)j, N - 1);
+                if (j < 0 || j >= N)
+                    return hpj__fail(HPJ_ERR_INPUT, "csr_reverse: entry %d of row %d has column %d outside 0..%d",
+                                     (int)k, i, (int)j, N - 1);
+                return hpj__fail(HPJ_ERR_INPUT, "csr_reverse: edge %d -> %d has no reverse %d -> %d (not symmetric)",
+                                 i, (int)j, (int)j, i);
             }
-            lo = rowptr[j];
-            hi = rowptr[j + 1];
-            while (lo < hi) { /* binary search for i in row j */
-                int32_t mid = lo + (hi - lo) / 2;
-                if (col[mid] < i) lo = mid + 1;
-                else hi = mid;
-            }
-            if (lo >= rowptr[j + 1] || col[lo] != i) {
-                memset(rev, 0, sizeof(int32_t) * (size_t)rowptr[N]);
-                return hpj__fail(HPJ_ERR_INPUT, "csr_reverse: edge %d -> %d has no reverse %d -> %d (not symmetric)", i,
-                                 (int)j, (int)j, i);
-            }
-            rev[k] = lo;
         }
-    }
     return HPJ_OK;
 }
 
