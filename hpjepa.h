@@ -1827,22 +1827,22 @@ HPJDEF void *hpj_arena_alloc(hpj_arena *a, size_t bytes) {
     return p;
 }
 
-HPJDEF float *hpj_arena_floats(hpj_arena *a, size_t count) {
+/* count elements of elem bytes (the typed allocators below) */
+static void *hpj__arena_array(hpj_arena *a, size_t count, size_t elem, const char *what) {
     size_t b;
-    if (hpj__mul_size(count, sizeof(float), &b)) {
-        hpj__fail(HPJ_ERR_NOMEM, "arena: %zu floats overflow", count);
+    if (hpj__mul_size(count, elem, &b)) {
+        hpj__fail(HPJ_ERR_NOMEM, "arena: %zu %s overflow", count, what);
         return NULL;
     }
-    return (float *)hpj_arena_alloc(a, b);
+    return hpj_arena_alloc(a, b);
+}
+
+HPJDEF float *hpj_arena_floats(hpj_arena *a, size_t count) {
+    return (float *)hpj__arena_array(a, count, sizeof(float), "floats");
 }
 
 HPJDEF int32_t *hpj_arena_ints(hpj_arena *a, size_t count) {
-    size_t b;
-    if (hpj__mul_size(count, sizeof(int32_t), &b)) {
-        hpj__fail(HPJ_ERR_NOMEM, "arena: %zu ints overflow", count);
-        return NULL;
-    }
-    return (int32_t *)hpj_arena_alloc(a, b);
+    return (int32_t *)hpj__arena_array(a, count, sizeof(int32_t), "ints");
 }
 
 HPJDEF size_t hpj_arena_mark(const hpj_arena *a) { return a->used; }
@@ -2068,6 +2068,20 @@ static hpj_status hpj__scan_err(const hpj__scan *s, const char *what) {
     return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: %s", s->file, (long long)s->line, what);
 }
 
+/* Copies the token at s->p (up to a blank or the line's end) into buf
+   (64 chars); *after points past it. */
+static hpj_status hpj__scan_token(hpj__scan *s, char buf[64], const char **after) {
+    size_t n = 0;
+    const char *r = s->p;
+    while (r < s->end && !hpj__is_blank(*r) && *r != '\n') {
+        if (n >= 63) return hpj__scan_err(s, "number token too long");
+        buf[n++] = *r++;
+    }
+    buf[n] = 0;
+    *after = r;
+    return HPJ_OK;
+}
+
 /* Reads one integer token (optional sign, decimal digits). A scanner set
    lenient also takes a float token with an integral value such as "1.0"
    or "-1e0", since some TU exports write labels that way; node ids,
@@ -2088,16 +2102,11 @@ static hpj_status hpj__scan_i64(hpj__scan *s, int64_t *out, const char *what) {
     }
     if (s->lenient && q < s->end && (*q == '.' || *q == 'e' || *q == 'E')) {
         /* integral-valued float such as "2.0" */
-        char buf[64];
-        size_t n = 0;
-        const char *r = s->p;
-        char *endp;
+        char buf[64], *endp;
+        const char *r;
+        hpj_status st;
         double dv;
-        while (r < s->end && !hpj__is_blank(*r) && *r != '\n') {
-            if (n >= sizeof(buf) - 1) return hpj__scan_err(s, "number token too long");
-            buf[n++] = *r++;
-        }
-        buf[n] = 0;
+        if ((st = hpj__scan_token(s, buf, &r))) return st;
         dv = strtod(buf, &endp);
         if (*endp != 0 || dv != floor(dv) || fabs(dv) > 9.0e15) return hpj__scan_err(s, "expected an integer");
         *out = (int64_t)dv;
@@ -2130,20 +2139,14 @@ static hpj_status hpj__scan_i32(hpj__scan *s, int32_t *out, int64_t lo, int64_t 
 
 /* Reads one real number (strtod on a bounded copy of the token). */
 static hpj_status hpj__scan_f32(hpj__scan *s, float *out, const char *what) {
-    char buf[64];
-    size_t n = 0;
+    char buf[64], *endp;
     const char *r;
-    char *endp;
+    hpj_status st;
     double v;
     if (!hpj__scan_peek(s)) return hpj__scan_err(s, what);
-    r = s->p;
-    while (r < s->end && !hpj__is_blank(*r) && *r != '\n') {
-        if (n >= sizeof(buf) - 1) return hpj__scan_err(s, "number token too long");
-        buf[n++] = *r++;
-    }
-    buf[n] = 0;
+    if ((st = hpj__scan_token(s, buf, &r))) return st;
     v = strtod(buf, &endp);
-    if (*endp != 0 || n == 0) return hpj__scan_err(s, "expected a real number");
+    if (*endp != 0 || !buf[0]) return hpj__scan_err(s, "expected a real number");
     if (!(v == v) || v > FLT_MAX || v < -FLT_MAX) return hpj__scan_err(s, "number is NaN or out of float range");
     *out = (float)v;
     s->p = r;
@@ -5086,12 +5089,11 @@ static int32_t hpj__tok_regions(int32_t n, int32_t K, int always_active) {
     return K < n ? K : n;
 }
 
-/* Per-thread scratch of the tokenizer. */
+/* Per-thread scratch of the tokenizer, sized for the largest graph. */
 typedef struct hpj__tokws {
-    int32_t cap, dcap; /* capacity of the node arrays (+1), of dcol */
-    int32_t *stamp, *list, *order, *cnt;
-    int32_t *drow, *dcol; /* edge-dropped copy of the graph */
-    hpj_part_work *pwork; /* partitioner workspace, reused across graphs */
+    int32_t *stamp, *list, *order, *cnt; /* (n), (n), (n), (n+1)     */
+    int32_t *drow, *dcol;                /* edge-dropped copy of the graph: (n+1), (nnz) */
+    hpj_part_work *pwork;                /* partitioner workspace, reused across graphs */
 } hpj__tokws;
 
 static void hpj__tokws_free(hpj__tokws *w) {
@@ -5101,30 +5103,15 @@ static void hpj__tokws_free(hpj__tokws *w) {
     memset(w, 0, sizeof(*w));
 }
 
-static hpj_status hpj__tokws_reserve(hpj__tokws *w, int32_t n, int32_t nnz) {
-    if (n + 1 > w->cap) {
-        int32_t c = HPJ__MAX(n + 1, 64);
-        hpj__free(w->stamp); hpj__free(w->list); hpj__free(w->order); hpj__free(w->cnt);
-        hpj__free(w->drow);
-        w->stamp = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
-        w->list = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
-        w->order = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
-        w->cnt = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)c + 1), "tokens");
-        w->drow = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)c + 1), "tokens");
-        w->cap = c;
-        if (!w->stamp || !w->list || !w->order || !w->cnt || !w->drow) {
-            w->cap = 0;
-            return HPJ_ERR_NOMEM;
-        }
-    }
-    if (nnz >= 0 && nnz + 1 > w->dcap) { /* nnz < 0: no edge-dropped copy needed */
-        int32_t c = HPJ__MAX(nnz + 1, 256);
-        hpj__free(w->dcol);
-        w->dcol = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
-        w->dcap = w->dcol ? c : 0;
-        if (!w->dcol) return HPJ_ERR_NOMEM;
-    }
-    return HPJ_OK;
+static hpj_status hpj__tokws_init(hpj__tokws *w, int32_t maxn, int64_t maxnnz) {
+    size_t n = (size_t)maxn + 1;
+    w->stamp = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "tokens");
+    w->list = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "tokens");
+    w->order = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "tokens");
+    w->cnt = (int32_t *)hpj__alloc(sizeof(int32_t) * (n + 1), "tokens");
+    w->drow = (int32_t *)hpj__alloc(sizeof(int32_t) * (n + 1), "tokens");
+    w->dcol = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)maxnnz + 1), "tokens");
+    return w->stamp && w->list && w->order && w->cnt && w->drow && w->dcol ? HPJ_OK : HPJ_ERR_NOMEM;
 }
 
 /* Core regions of graph g at capacity K into part (n): one node per region
@@ -5178,6 +5165,7 @@ static hpj_status hpj__tok_partition(const hpj_graph *gr, int32_t k, int32_t K, 
 HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, const int32_t *graphs, int32_t count,
                                    const hpj_tok_options *o, hpj_tokens *out) {
     int32_t G = ds->num_graphs, L = o->L, gi, maxn = 0;
+    int64_t maxnnz = 0;
     int64_t s, total_patches = 0;
     int64_t *nodes_of = NULL; /* (G*L) expanded node count of each slot */
     int64_t *part_of = NULL;  /* (G*L+1) offset of each slot's partition in parts */
@@ -5211,8 +5199,10 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
     }
     for (gi = 0; gi < G; ++gi) {
         int32_t n = (int32_t)(ds->node_ptr[gi + 1] - ds->node_ptr[gi]);
+        int64_t nnz = ds->edge_ptr[gi + 1] - ds->edge_ptr[gi];
         int l;
         if (n > maxn) maxn = n;
+        if (nnz > maxnnz) maxnnz = nnz;
         for (l = 0; l < L; ++l) t.k[(size_t)gi * L + l] = listed[gi] ? hpj__tok_regions(n, o->K[l], o->always_active) : 0;
     }
     for (s = 0; s < (int64_t)G * L; ++s) t.patch0[s + 1] = t.patch0[s] + t.k[s];
@@ -5234,6 +5224,8 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
 #endif
     ws = (hpj__tokws *)hpj__calloc((size_t)nthreads, sizeof(hpj__tokws), "tokens");
     if (!ws) { st = HPJ_ERR_NOMEM; goto done; }
+    for (gi = 0; gi < nthreads; ++gi)
+        if ((st = hpj__tokws_init(&ws[gi], maxn, maxnnz)) != HPJ_OK) goto done;
     /* Two passes over (graph, resolution) slots: partition (kept in parts)
        + count expanded sizes, then (after a prefix sum) fill node lists. */
     {
@@ -5261,10 +5253,7 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
                 if (k == 0 || st != HPJ_OK) continue;
                 gr = hpj_dataset_graph(ds, g);
                 n = gr.n;
-                /* the edge-dropped copy (dcol) is built only when pass 0 partitions */
-                ls = hpj__tokws_reserve(w, n, pass == 0 && o->edge_drop > 0.0f && o->K[l] < n ? gr.nnz : -1);
-                if (ls == HPJ_OK && pass == 0) ls = hpj__tok_partition(&gr, k, o->K[l], o, g, l, w, part);
-                if (ls != HPJ_OK) {
+                if (pass == 0 && (ls = hpj__tok_partition(&gr, k, o->K[l], o, g, l, w, part)) != HPJ_OK) {
                     HPJ__OMP(critical)
                     st = ls;
                     continue;
@@ -9682,7 +9671,7 @@ static double hpj__probe_dot_long(const double *a, const double *b, size_t n) {
 }
 
 /* p = -H g; with no pairs stored p = -g. */
-static void hpj__probe_lbfgs_dir(hpj__probe_lbfgs *h, const double *g, double *p) {
+static void hpj__probe_lbfgs_two_loop(hpj__probe_lbfgs *h, const double *g, double *p) {
     size_t P = (size_t)h->P, j;
     int q, idx;
     for (j = 0; j < P; ++j) p[j] = -g[j];
@@ -9704,6 +9693,20 @@ static void hpj__probe_lbfgs_dir(hpj__probe_lbfgs *h, const double *g, double *p
         beta = h->rho[idx] * hpj__probe_dot_long(h->Y + idx * P, p, P);
         for (j = 0; j < P; ++j) p[j] += (h->al[idx] - beta) * h->S[idx * P + j];
     }
+}
+
+/* The search direction p = -H g and the slope g.p; when p is no descent
+   direction the history is dropped and p = -g (steepest descent). */
+static double hpj__probe_lbfgs_dir(hpj__probe_lbfgs *h, const double *g, double *p) {
+    double d0;
+    hpj__probe_lbfgs_two_loop(h, g, p);
+    d0 = hpj__probe_dot_long(g, p, (size_t)h->P);
+    if (!(d0 < 0)) {
+        h->cnt = 0;
+        hpj__probe_lbfgs_two_loop(h, g, p);
+        d0 = hpj__probe_dot_long(g, p, (size_t)h->P);
+    }
+    return d0;
 }
 
 /* Stores the pair (s, y) = (x_new - x_old, g_new - g_old) when the
@@ -9996,13 +9999,7 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     gmax = g0max;
     for (it = 0; it < o->max_iter && gmax > thresh; ++it) {
         double d0, d1, t, ww, wp, pp;
-        hpj__probe_lbfgs_dir(&H, g, p);
-        d0 = hpj__probe_dot_long(g, p, P);
-        if (!(d0 < 0)) { /* not a descent direction: restart from steepest descent */
-            H.cnt = 0;
-            hpj__probe_lbfgs_dir(&H, g, p);
-            d0 = hpj__probe_dot_long(g, p, P);
-        }
+        d0 = hpj__probe_lbfgs_dir(&H, g, p);
         if (H.cnt == 0) { /* first step: unit length, the search scales it */
             double nrm = sqrt(hpj__probe_dot_long(p, p, P));
             for (j = 0; j < P; ++j) p[j] /= nrm;
@@ -10981,13 +10978,7 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
         for (it = 1; it <= HPJ_RESWEIGHT_ITERS && gmax > thresh && isfinite(F); ++it) {
             double d0, t = 1.0;
             int ls, ok = 0;
-            hpj__probe_lbfgs_dir(&Hs, g, p);
-            d0 = hpj__probe_dot_long(g, p, P);
-            if (!(d0 < 0)) {
-                Hs.cnt = 0;
-                hpj__probe_lbfgs_dir(&Hs, g, p);
-                d0 = hpj__probe_dot_long(g, p, P);
-            }
+            d0 = hpj__probe_lbfgs_dir(&Hs, g, p);
             if (Hs.cnt == 0) t = 1.0 / sqrt(hpj__probe_dot_long(p, p, P));
             R.rows = rows;
             R.nr = ntr;
