@@ -10303,40 +10303,53 @@ typedef struct hpj__probe_ridge {
     /* (t,d) (t) (nb,t,d) (nb,t) (t,d) (t) pass (n,t) (n,t) (t,d) */
 } hpj__probe_ridge;
 
-/* out (t, d) = A^T R for R (n, t) given row-major (a pass over X). */
-static void hpj__probe_ridge_At(hpj__probe_ridge *R, const double *Rn, double *out) {
+/* One pass over X: the scores A w of the weights in Veff, ceff (Rn NULL;
+   written to Z if not NULL), or the residuals Rn (n, t) given row-major;
+   with out, also out (t, d) = A^T r (+ alpha v, if v is not NULL). */
+static void hpj__probe_ridge_pass(hpj__probe_ridge *R, const double *Rn, double *Z, double *out, const double *v) {
+    const int t = R->t, d = R->d;
     hpj__probe_pass P;
     int c;
     size_t j;
     memset(&P, 0, sizeof(P));
     P.X = R->X;
     P.n = R->n;
-    P.d = R->d;
-    P.K = R->t;
+    P.d = d;
+    P.K = t;
     P.nb = R->nb;
-    P.R = Rn;
-    P.G = R->G;
-    P.gs = R->gs;
     P.work = R->work;
+    if (Rn) {
+        P.R = Rn;
+    } else {
+        P.V = R->Veff;
+        P.c = R->ceff;
+        P.Z = Z;
+    }
+    if (out) {
+        P.G = R->G;
+        P.gs = R->gs;
+    }
     hpj__probe_pass_run(&P);
-    hpj__probe_sum_blocks(R->G, R->nb, (size_t)R->t * R->d, R->Graw);
-    hpj__probe_sum_blocks(R->gs, R->nb, (size_t)R->t, R->gsum);
-    for (c = 0; c < R->t; ++c)
-        for (j = 0; j < (size_t)R->d; ++j)
-            out[(size_t)c * R->d + j] = (R->Graw[(size_t)c * R->d + j] - R->gsum[c] * R->mu[j]) * R->s[j];
+    if (!out) return;
+    hpj__probe_sum_blocks(R->G, R->nb, (size_t)t * d, R->Graw);
+    hpj__probe_sum_blocks(R->gs, R->nb, (size_t)t, R->gsum);
+    for (c = 0; c < t; ++c)
+        for (j = 0; j < (size_t)d; ++j) {
+            double a = (R->Graw[(size_t)c * d + j] - R->gsum[c] * R->mu[j]) * R->s[j];
+            out[(size_t)c * d + j] = v ? a + R->alpha * v[(size_t)c * d + j] : a;
+        }
 }
 
 /* out = (system matrix) v for v, out (t, m). */
 static void hpj__probe_ridge_apply(hpj__probe_ridge *R, const double *v, double *out) {
     const int t = R->t, d = R->d, n = R->n;
-    hpj__probe_pass P;
     const double *w = v; /* weights in the feature space (t, d) */
     int c, i;
     size_t j;
     if (R->dual) { /* u = A^T v */
         for (i = 0; i < n; ++i)
             for (c = 0; c < t; ++c) R->Rb[(size_t)i * t + c] = v[(size_t)c * n + i];
-        hpj__probe_ridge_At(R, R->Rb, R->u);
+        hpj__probe_ridge_pass(R, R->Rb, NULL, R->u, NULL);
         w = R->u;
     }
     for (c = 0; c < t; ++c) { /* scores A w = X (w .* s) - mu . (w .* s) */
@@ -10344,30 +10357,12 @@ static void hpj__probe_ridge_apply(hpj__probe_ridge *R, const double *v, double 
         for (j = 0; j < (size_t)d; ++j) ve[j] = w[(size_t)c * d + j] * R->s[j];
         R->ceff[c] = -hpj__probe_dot(ve, R->mu, d);
     }
-    memset(&P, 0, sizeof(P));
-    P.X = R->X;
-    P.n = n;
-    P.d = d;
-    P.K = t;
-    P.nb = R->nb;
-    P.V = R->Veff;
-    P.c = R->ceff;
-    P.work = R->work;
     if (R->dual) {
-        P.Z = R->Zb;
-        hpj__probe_pass_run(&P);
+        hpj__probe_ridge_pass(R, NULL, R->Zb, NULL, NULL);
         for (c = 0; c < t; ++c)
             for (i = 0; i < n; ++i) out[(size_t)c * n + i] = R->Zb[(size_t)i * t + c] + R->alpha * v[(size_t)c * n + i];
     } else { /* fused: r = A w, then A^T r */
-        P.G = R->G;
-        P.gs = R->gs;
-        hpj__probe_pass_run(&P);
-        hpj__probe_sum_blocks(R->G, R->nb, (size_t)t * d, R->Graw);
-        hpj__probe_sum_blocks(R->gs, R->nb, (size_t)t, R->gsum);
-        for (c = 0; c < t; ++c)
-            for (j = 0; j < (size_t)d; ++j)
-                out[(size_t)c * d + j] = (R->Graw[(size_t)c * d + j] - R->gsum[c] * R->mu[j]) * R->s[j] +
-                                         R->alpha * v[(size_t)c * d + j];
+        hpj__probe_ridge_pass(R, NULL, NULL, out, v);
     }
 }
 
@@ -10513,7 +10508,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
         for (c = 0; c < t; ++c)
             for (i = 0; i < n; ++i) B[(size_t)c * n + i] = Yc[(size_t)i * t + c];
     } else {
-        hpj__probe_ridge_At(&R, Yc, B);
+        hpj__probe_ridge_pass(&R, Yc, NULL, B, NULL);
     }
     S.p = X;
     S.ld = (size_t)d;
@@ -10606,7 +10601,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
         if (R.dual) {
             for (i = 0; i < n; ++i)
                 for (c = 0; c < t; ++c) R.Rb[(size_t)i * t + c] = x[(size_t)c * n + i];
-            hpj__probe_ridge_At(&R, R.Rb, w);
+            hpj__probe_ridge_pass(&R, R.Rb, NULL, w, NULL);
         } else {
             memcpy(w, x, sizeof(double) * (size_t)t * d);
         }
