@@ -3272,11 +3272,13 @@ typedef struct hpj__pws {
 
 /* ==== partition: workspace (reusable scratch blocks) ==== */
 
-/* hpj_part_work caches the blocks one partitioning call frees, so the
-   next call of a similar size takes them back instead of calling
-   HPJ_MALLOC: a dataset of thousands of small graphs allocates only on
-   its first few graphs. A block starts with a 64-byte header holding its
-   payload size. Which blocks a call gets never changes its result. */
+/* hpj_part_work: the blocks of a partitioning call come from here and go
+   back here. The reference allocates each block and frees it on release;
+   the fast part keeps released blocks for the next call of a similar
+   size, so that a dataset of thousands of small graphs allocates only on
+   its first few graphs. Every block starts with a 64-byte header holding
+   its payload size (which that cache reads). Which blocks a call gets
+   never changes its result. */
 #define HPJ__PW_SLOTS 48  /* cached blocks at most           */
 #define HPJ__PW_HEAD 64   /* header bytes before the payload */
 struct hpj_part_work {
@@ -3285,53 +3287,37 @@ struct hpj_part_work {
     int nblk;
 };
 
+#ifndef HPJ_REFERENCE
+static unsigned char *hpj__fast_pw_take(hpj_part_work *pw, size_t bytes, const char *what, int *failed);
+static int hpj__fast_pw_keep(hpj_part_work *pw, unsigned char *b);
+#endif
+
 static void *hpj__pw_alloc(hpj_part_work *pw, size_t bytes, const char *what) {
-    int i, best = -1;
-    size_t need, total;
+    size_t total;
     unsigned char *b;
+#ifndef HPJ_REFERENCE
+    int failed = 0;
+    if (hpj__fast() && ((b = hpj__fast_pw_take(pw, bytes, what, &failed)) != NULL || failed))
+        return b ? b + HPJ__PW_HEAD : NULL; /* fast: a cached block (see the fast part) */
+#endif
+    (void)pw;
     if (bytes == 0) bytes = 1;
-    for (i = 0; i < pw->nblk; ++i) /* best fit among the cached blocks */
-        if (pw->cap[i] >= bytes && (best < 0 || pw->cap[i] < pw->cap[best])) best = i;
-    if (best >= 0) {
-        b = pw->blk[best];
-        pw->blk[best] = pw->blk[--pw->nblk];
-        pw->cap[best] = pw->cap[pw->nblk];
-        return b + HPJ__PW_HEAD;
-    }
-    /* 1/8 headroom so the next, slightly larger graph fits the same block */
-    need = bytes + bytes / 8;
-    need = (need + 63) & ~(size_t)63;
-    if (need < bytes || hpj__add_size(need, HPJ__PW_HEAD, &total)) {
+    if (hpj__add_size(bytes, HPJ__PW_HEAD, &total)) {
         hpj__fail(HPJ_ERR_NOMEM, "%s: size overflow (%zu bytes)", what, bytes);
         return NULL;
     }
-    b = (unsigned char *)hpj__alloc(total, what);
-    if (!b) return NULL;
-    memcpy(b, &need, sizeof need);
+    if (!(b = (unsigned char *)hpj__alloc(total, what))) return NULL;
+    memcpy(b, &bytes, sizeof bytes);
     return b + HPJ__PW_HEAD;
 }
 
 static void hpj__pw_release(hpj_part_work *pw, void *p) {
-    unsigned char *b;
-    size_t cap;
-    int i, small = 0;
     if (!p) return;
-    b = (unsigned char *)p - HPJ__PW_HEAD;
-    memcpy(&cap, b, sizeof cap);
-    if (pw->nblk < HPJ__PW_SLOTS) {
-        pw->blk[pw->nblk] = b;
-        pw->cap[pw->nblk++] = cap;
-        return;
-    }
-    for (i = 1; i < pw->nblk; ++i) /* full: keep the larger blocks */
-        if (pw->cap[i] < pw->cap[small]) small = i;
-    if (pw->cap[small] < cap) {
-        hpj__free(pw->blk[small]);
-        pw->blk[small] = b;
-        pw->cap[small] = cap;
-    } else {
-        hpj__free(b);
-    }
+#ifndef HPJ_REFERENCE
+    if (hpj__fast() && hpj__fast_pw_keep(pw, (unsigned char *)p - HPJ__PW_HEAD)) return; /* fast: cached */
+#endif
+    (void)pw;
+    hpj__free((unsigned char *)p - HPJ__PW_HEAD);
 }
 
 HPJDEF hpj_part_work *hpj_part_work_new(void) {
@@ -11943,6 +11929,60 @@ static int hpj__linear_back_pair(float *dinp, float beta, float *dW, float *db, 
     if (!dinp || (!dW && !db) || (double)N * Din * Dout > HPJ__PAIR_MACS || !hpj__two_ok()) return 0;
     HPJ__OMP(parallel for num_threads(2) schedule(static, 1))
     for (part = 0; part < 2; ++part) hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
+    return 1;
+}
+
+/* ==== fast: partitioner blocks cached across calls ====
+   hpj__pw_alloc and hpj__pw_release through the workspace's cache: a
+   request takes the smallest cached block that fits, else a new block
+   with 1/8 headroom (the next, slightly larger graph then fits it too); a
+   released block is kept, and when the cache is full it replaces the
+   smallest cached block if larger. Only where the memory comes from
+   changes, never what is computed in it. */
+static unsigned char *hpj__fast_pw_take(hpj_part_work *pw, size_t bytes, const char *what, int *failed) {
+    int i, best = -1;
+    size_t need, total;
+    unsigned char *b;
+    if (bytes == 0) bytes = 1;
+    for (i = 0; i < pw->nblk; ++i) /* best fit among the cached blocks */
+        if (pw->cap[i] >= bytes && (best < 0 || pw->cap[i] < pw->cap[best])) best = i;
+    if (best >= 0) {
+        b = pw->blk[best];
+        pw->blk[best] = pw->blk[--pw->nblk];
+        pw->cap[best] = pw->cap[pw->nblk];
+        return b;
+    }
+    need = bytes + bytes / 8;
+    need = (need + 63) & ~(size_t)63;
+    if (need < bytes || hpj__add_size(need, HPJ__PW_HEAD, &total)) {
+        hpj__fail(HPJ_ERR_NOMEM, "%s: size overflow (%zu bytes)", what, bytes);
+        *failed = 1;
+        return NULL;
+    }
+    if (!(b = (unsigned char *)hpj__alloc(total, what))) {
+        *failed = 1;
+        return NULL;
+    }
+    memcpy(b, &need, sizeof need);
+    return b;
+}
+
+/* Keeps the released block b (header start); 0 if the caller frees it. */
+static int hpj__fast_pw_keep(hpj_part_work *pw, unsigned char *b) {
+    size_t cap;
+    int i, small = 0;
+    memcpy(&cap, b, sizeof cap);
+    if (pw->nblk < HPJ__PW_SLOTS) {
+        pw->blk[pw->nblk] = b;
+        pw->cap[pw->nblk++] = cap;
+        return 1;
+    }
+    for (i = 1; i < pw->nblk; ++i) /* full: keep the larger blocks */
+        if (pw->cap[i] < pw->cap[small]) small = i;
+    if (pw->cap[small] >= cap) return 0;
+    hpj__free(pw->blk[small]);
+    pw->blk[small] = b;
+    pw->cap[small] = cap;
     return 1;
 }
 

@@ -61,7 +61,46 @@ static void test_gine_shared_paths(void) {
     free(x); free(w); free(e); free(rowptr); free(col);
 }
 
+/* A partitioner workspace serves calls on any paths level, in any order:
+   its blocks come from the fast part's cache or are allocated and freed
+   plainly, and a block allocated on one level may be released on another.
+   Many small graphs through one workspace, the level alternating call by
+   call (and the graphs growing, so cached blocks are reused and replaced),
+   give the partitions of calls without a workspace. */
+static void test_part_work_paths(void) {
+    hpj_part_work *w = hpj_part_work_new();
+    hpj_rng r;
+    int gi, levels[2] = {HPJ_PATHS_BEST, HPJ_PATHS_REFERENCE};
+    CHECK(w != NULL);
+    hpj_rng_seed(&r, 55);
+    for (gi = 0; gi < 120; ++gi) {
+        int32_t n = 20 + gi * 3 % 180, m = 3 * n, i, *u, *v, *p0, *p1;
+        int64_t cut0, cut1;
+        hpj_graph_owned g;
+        u = (int32_t *)malloc(sizeof(int32_t) * (size_t)m);
+        v = (int32_t *)malloc(sizeof(int32_t) * (size_t)m);
+        p0 = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+        p1 = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+        for (i = 0; i < m; ++i) {
+            u[i] = (int32_t)hpj_rng_below(&r, (uint32_t)n);
+            v[i] = (int32_t)((u[i] + 1 + (int32_t)hpj_rng_below(&r, 9)) % n);
+        }
+        CHECK_OK(hpj_graph_from_edges(n, m, u, v, NULL, &g));
+        hpj_set_paths(HPJ_PATHS_REFERENCE);
+        CHECK_OK(hpj_partition(&g.g, 2 + gi % 7, NULL, NULL, p0, &cut0));
+        hpj_set_paths(levels[gi % 2]);
+        CHECK_OK(hpj_partition(&g.g, 2 + gi % 7, NULL, w, p1, &cut1));
+        hpj_set_paths(HPJ_PATHS_BEST);
+        CHECK_MSG(cut0 == cut1 && memcmp(p0, p1, sizeof(int32_t) * (size_t)n) == 0,
+                  "graph %d (%d nodes): the partition through the workspace differs", gi, n);
+        hpj_graph_owned_free(&g);
+        free(u); free(v); free(p0); free(p1);
+    }
+    hpj_part_work_free(w);
+}
+
 const test_case reading_tests[] = {
     {"reading.gine_shared_paths", test_gine_shared_paths},
+    {"reading.part_work_paths", test_part_work_paths},
 };
 const int reading_tests_count = (int)(sizeof reading_tests / sizeof reading_tests[0]);
