@@ -2672,6 +2672,20 @@ static int hpj__cmp_i32(const void *a, const void *b) {
 /* ---- what the TU reader and hpj_dataset_from_csr share, so that both
    treat edges and labels alike ---- */
 
+/* The scratch of hpj__dataset_edges for m records over N nodes: esrc,
+   edst, eline, order and tmp of 2m entries (each record and its reverse)
+   and cnt of N + 1. */
+static hpj_status hpj__edges_scratch(int64_t m, int64_t N, int32_t **esrc, int32_t **edst, int32_t **eline,
+                                     int32_t **order, int32_t **tmp, int64_t **cnt, const char *name) {
+    *esrc = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *edst = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *eline = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *order = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *tmp = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *cnt = (int64_t *)hpj__calloc((size_t)N + 1, sizeof(int64_t), name);
+    return *esrc && *edst && *eline && *order && *tmp && *cnt ? HPJ_OK : HPJ_ERR_NOMEM;
+}
+
 /* The per-graph CSR of a dataset from its explicit directed entries.
    ds->num_graphs, num_nodes and node_ptr are set on entry. esrc / edst
    hold d entries in global node ids (self-loops already left out) and
@@ -2850,13 +2864,7 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
     /* -- A: edges, with optional aligned labels / attributes -- */
     m = hpj__count_records(files->text[HPJ_TU_A], files->len[HPJ_TU_A]);
     if (m > INT32_MAX / 2 - 1) { st = hpj__fail(HPJ_ERR_FORMAT, "%s: %lld edge lines exceed 2^30", fname[HPJ_TU_A], (long long)m); goto done; }
-    esrc = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    edst = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    eline = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    order = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    tmp = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    cnt = (int64_t *)hpj__calloc((size_t)N + 1, sizeof(int64_t), name);
-    if (!esrc || !edst || !eline || !order || !tmp || !cnt) { st = HPJ_ERR_NOMEM; goto done; }
+    if ((st = hpj__edges_scratch(m, N, &esrc, &edst, &eline, &order, &tmp, &cnt, name))) goto done;
     hpj__scan_init(&s, files->text[HPJ_TU_A], files->len[HPJ_TU_A], fname[HPJ_TU_A]);
     for (i = 0; i < m; ++i) {
         int32_t u, v;
@@ -3081,13 +3089,8 @@ HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *nam
     ds.num_graphs = G;
     ds.num_nodes = N;
     ds.node_ptr = (int64_t *)hpj__calloc((size_t)G + 1, sizeof(int64_t), fn);
-    esrc = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
-    edst = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
-    eline = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
-    order = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
-    tmp = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
-    cnt = (int64_t *)hpj__calloc((size_t)N + 1, sizeof(int64_t), fn);
-    if (!ds.node_ptr || !esrc || !edst || !eline || !order || !tmp || !cnt) { st = HPJ_ERR_NOMEM; goto done; }
+    if (!ds.node_ptr) { st = HPJ_ERR_NOMEM; goto done; }
+    if ((st = hpj__edges_scratch(E, N, &esrc, &edst, &eline, &order, &tmp, &cnt, fn))) goto done;
     memcpy(ds.node_ptr, in->node_ptr, sizeof(int64_t) * ((size_t)G + 1));
     for (g = 0; g < G; ++g) {
         int64_t v0 = in->node_ptr[g], e;
