@@ -821,7 +821,8 @@ HPJDEF void hpj_segment_max_forward(float *out, int32_t *argmax, const float *in
 HPJDEF void hpj_segment_max_backward(float *dinp, const float *dout, const int32_t *argmax, int S, int D);
 /* Pooling over index lists (rows may belong to several lists):
    out (S,D)[s] = mean of inp (R,D)[idx[k]] for k in ptr[s]..ptr[s+1]-1
-   (ptr (S+1), idx (ptr[S])), zeros if empty. */
+   (ptr (S+1), idx (ptr[S]); idx NULL: rows k, the segment mean), zeros if
+   empty. */
 HPJDEF void hpj_gather_mean_forward(float *out, const float *inp, const int32_t *ptr, const int32_t *idx, int S,
                                     int D);
 /* Differentiates the gather mean as a gather over the transposed lists
@@ -1912,22 +1913,22 @@ HPJDEF void *hpj_arena_alloc(hpj_arena *a, size_t bytes) {
     return p;
 }
 
-HPJDEF float *hpj_arena_floats(hpj_arena *a, size_t count) {
+/* count elements of elem bytes (the typed allocators below) */
+static void *hpj__arena_array(hpj_arena *a, size_t count, size_t elem, const char *what) {
     size_t b;
-    if (hpj__mul_size(count, sizeof(float), &b)) {
-        hpj__fail(HPJ_ERR_NOMEM, "arena: %zu floats overflow", count);
+    if (hpj__mul_size(count, elem, &b)) {
+        hpj__fail(HPJ_ERR_NOMEM, "arena: %zu %s overflow", count, what);
         return NULL;
     }
-    return (float *)hpj_arena_alloc(a, b);
+    return hpj_arena_alloc(a, b);
+}
+
+HPJDEF float *hpj_arena_floats(hpj_arena *a, size_t count) {
+    return (float *)hpj__arena_array(a, count, sizeof(float), "floats");
 }
 
 HPJDEF int32_t *hpj_arena_ints(hpj_arena *a, size_t count) {
-    size_t b;
-    if (hpj__mul_size(count, sizeof(int32_t), &b)) {
-        hpj__fail(HPJ_ERR_NOMEM, "arena: %zu ints overflow", count);
-        return NULL;
-    }
-    return (int32_t *)hpj_arena_alloc(a, b);
+    return (int32_t *)hpj__arena_array(a, count, sizeof(int32_t), "ints");
 }
 
 HPJDEF size_t hpj_arena_mark(const hpj_arena *a) { return a->used; }
@@ -1939,17 +1940,17 @@ HPJDEF void hpj_arena_reset(hpj_arena *a, size_t mark) {
 
 /* ==== graph: CSR construction and checks ============================= */
 
-/* The entry of v in row u of a CSR whose rows ascend (binary search), or
-   -1: the reverse of an entry u -> v is hpj__csr_find(rowptr, col, v, u). */
+/* The first entry of v in row u of a CSR whose rows ascend (binary
+   search), or -1: the reverse of an entry u -> v is
+   hpj__csr_find(rowptr, col, v, u). */
 static int32_t hpj__csr_find(const int32_t *rowptr, const int32_t *col, int32_t u, int32_t v) {
-    int32_t lo = rowptr[u], hi = rowptr[u + 1] - 1;
-    while (lo <= hi) {
+    int32_t lo = rowptr[u], hi = rowptr[u + 1];
+    while (lo < hi) {
         int32_t mid = lo + (hi - lo) / 2;
-        if (col[mid] == v) return mid;
         if (col[mid] < v) lo = mid + 1;
-        else hi = mid - 1;
+        else hi = mid;
     }
-    return -1;
+    return lo < rowptr[u + 1] && col[lo] == v ? lo : -1;
 }
 
 HPJDEF void hpj_graph_owned_free(hpj_graph_owned *g) {
@@ -2153,6 +2154,20 @@ static hpj_status hpj__scan_err(const hpj__scan *s, const char *what) {
     return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: %s", s->file, (long long)s->line, what);
 }
 
+/* Copies the token at s->p (up to a blank or the line's end) into buf
+   (64 chars); *after points past it. */
+static hpj_status hpj__scan_token(hpj__scan *s, char buf[64], const char **after) {
+    size_t n = 0;
+    const char *r = s->p;
+    while (r < s->end && !hpj__is_blank(*r) && *r != '\n') {
+        if (n >= 63) return hpj__scan_err(s, "number token too long");
+        buf[n++] = *r++;
+    }
+    buf[n] = 0;
+    *after = r;
+    return HPJ_OK;
+}
+
 /* Reads one integer token (optional sign, decimal digits). A scanner set
    lenient also takes a float token with an integral value such as "1.0"
    or "-1e0", since some TU exports write labels that way; node ids,
@@ -2173,16 +2188,11 @@ static hpj_status hpj__scan_i64(hpj__scan *s, int64_t *out, const char *what) {
     }
     if (s->lenient && q < s->end && (*q == '.' || *q == 'e' || *q == 'E')) {
         /* integral-valued float such as "2.0" */
-        char buf[64];
-        size_t n = 0;
-        const char *r = s->p;
-        char *endp;
+        char buf[64], *endp;
+        const char *r;
+        hpj_status st;
         double dv;
-        while (r < s->end && !hpj__is_blank(*r) && *r != '\n') {
-            if (n >= sizeof(buf) - 1) return hpj__scan_err(s, "number token too long");
-            buf[n++] = *r++;
-        }
-        buf[n] = 0;
+        if ((st = hpj__scan_token(s, buf, &r))) return st;
         dv = strtod(buf, &endp);
         if (*endp != 0 || dv != floor(dv) || fabs(dv) > 9.0e15) return hpj__scan_err(s, "expected an integer");
         *out = (int64_t)dv;
@@ -2215,20 +2225,14 @@ static hpj_status hpj__scan_i32(hpj__scan *s, int32_t *out, int64_t lo, int64_t 
 
 /* Reads one real number (strtod on a bounded copy of the token). */
 static hpj_status hpj__scan_f32(hpj__scan *s, float *out, const char *what) {
-    char buf[64];
-    size_t n = 0;
+    char buf[64], *endp;
     const char *r;
-    char *endp;
+    hpj_status st;
     double v;
     if (!hpj__scan_peek(s)) return hpj__scan_err(s, what);
-    r = s->p;
-    while (r < s->end && !hpj__is_blank(*r) && *r != '\n') {
-        if (n >= sizeof(buf) - 1) return hpj__scan_err(s, "number token too long");
-        buf[n++] = *r++;
-    }
-    buf[n] = 0;
+    if ((st = hpj__scan_token(s, buf, &r))) return st;
     v = strtod(buf, &endp);
-    if (*endp != 0 || n == 0) return hpj__scan_err(s, "expected a real number");
+    if (*endp != 0 || !buf[0]) return hpj__scan_err(s, "expected a real number");
     if (!(v == v) || v > FLT_MAX || v < -FLT_MAX) return hpj__scan_err(s, "number is NaN or out of float range");
     *out = (float)v;
     s->p = r;
@@ -2754,6 +2758,20 @@ static int hpj__cmp_i32(const void *a, const void *b) {
 /* ---- what the TU reader and hpj_dataset_from_csr share, so that both
    treat edges and labels alike ---- */
 
+/* The scratch of hpj__dataset_edges for m records over N nodes: esrc,
+   edst, eline, order and tmp of 2m entries (each record and its reverse)
+   and cnt of N + 1. */
+static hpj_status hpj__edges_scratch(int64_t m, int64_t N, int32_t **esrc, int32_t **edst, int32_t **eline,
+                                     int32_t **order, int32_t **tmp, int64_t **cnt, const char *name) {
+    *esrc = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *edst = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *eline = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *order = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *tmp = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *cnt = (int64_t *)hpj__calloc((size_t)N + 1, sizeof(int64_t), name);
+    return *esrc && *edst && *eline && *order && *tmp && *cnt ? HPJ_OK : HPJ_ERR_NOMEM;
+}
+
 /* The per-graph CSR of a dataset from its explicit directed entries.
    ds->num_graphs, num_nodes and node_ptr are set on entry. esrc / edst
    hold d entries in global node ids (self-loops already left out) and
@@ -2932,13 +2950,7 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
     /* -- A: edges, with optional aligned labels / attributes -- */
     m = hpj__count_records(files->text[HPJ_TU_A], files->len[HPJ_TU_A]);
     if (m > INT32_MAX / 2 - 1) { st = hpj__fail(HPJ_ERR_FORMAT, "%s: %lld edge lines exceed 2^30", fname[HPJ_TU_A], (long long)m); goto done; }
-    esrc = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    edst = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    eline = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    order = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    tmp = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    cnt = (int64_t *)hpj__calloc((size_t)N + 1, sizeof(int64_t), name);
-    if (!esrc || !edst || !eline || !order || !tmp || !cnt) { st = HPJ_ERR_NOMEM; goto done; }
+    if ((st = hpj__edges_scratch(m, N, &esrc, &edst, &eline, &order, &tmp, &cnt, name))) goto done;
     hpj__scan_init(&s, files->text[HPJ_TU_A], files->len[HPJ_TU_A], fname[HPJ_TU_A]);
     for (i = 0; i < m; ++i) {
         int32_t u, v;
@@ -3163,13 +3175,8 @@ HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *nam
     ds.num_graphs = G;
     ds.num_nodes = N;
     ds.node_ptr = (int64_t *)hpj__calloc((size_t)G + 1, sizeof(int64_t), fn);
-    esrc = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
-    edst = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
-    eline = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
-    order = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
-    tmp = (int32_t *)hpj__calloc((size_t)(2 * E), sizeof(int32_t), fn);
-    cnt = (int64_t *)hpj__calloc((size_t)N + 1, sizeof(int64_t), fn);
-    if (!ds.node_ptr || !esrc || !edst || !eline || !order || !tmp || !cnt) { st = HPJ_ERR_NOMEM; goto done; }
+    if (!ds.node_ptr) { st = HPJ_ERR_NOMEM; goto done; }
+    if ((st = hpj__edges_scratch(E, N, &esrc, &edst, &eline, &order, &tmp, &cnt, fn))) goto done;
     memcpy(ds.node_ptr, in->node_ptr, sizeof(int64_t) * ((size_t)G + 1));
     for (g = 0; g < G; ++g) {
         int64_t v0 = in->node_ptr[g], e;
@@ -3354,11 +3361,13 @@ typedef struct hpj__pws {
 
 /* ==== partition: workspace (reusable scratch blocks) ==== */
 
-/* hpj_part_work caches the blocks one partitioning call frees, so the
-   next call of a similar size takes them back instead of calling
-   HPJ_MALLOC: a dataset of thousands of small graphs allocates only on
-   its first few graphs. A block starts with a 64-byte header holding its
-   payload size. Which blocks a call gets never changes its result. */
+/* hpj_part_work: the blocks of a partitioning call come from here and go
+   back here. The reference allocates each block and frees it on release;
+   the fast part keeps released blocks for the next call of a similar
+   size, so that a dataset of thousands of small graphs allocates only on
+   its first few graphs. Every block starts with a 64-byte header holding
+   its payload size (which that cache reads). Which blocks a call gets
+   never changes its result. */
 #define HPJ__PW_SLOTS 48  /* cached blocks at most           */
 #define HPJ__PW_HEAD 64   /* header bytes before the payload */
 struct hpj_part_work {
@@ -3367,53 +3376,37 @@ struct hpj_part_work {
     int nblk;
 };
 
+#ifndef HPJ_REFERENCE
+static unsigned char *hpj__fast_pw_take(hpj_part_work *pw, size_t bytes, const char *what, int *failed);
+static int hpj__fast_pw_keep(hpj_part_work *pw, unsigned char *b);
+#endif
+
 static void *hpj__pw_alloc(hpj_part_work *pw, size_t bytes, const char *what) {
-    int i, best = -1;
-    size_t need, total;
+    size_t total;
     unsigned char *b;
+#ifndef HPJ_REFERENCE
+    int failed = 0;
+    if (hpj__fast() && ((b = hpj__fast_pw_take(pw, bytes, what, &failed)) != NULL || failed))
+        return b ? b + HPJ__PW_HEAD : NULL; /* fast: a cached block (see the fast part) */
+#endif
+    (void)pw;
     if (bytes == 0) bytes = 1;
-    for (i = 0; i < pw->nblk; ++i) /* best fit among the cached blocks */
-        if (pw->cap[i] >= bytes && (best < 0 || pw->cap[i] < pw->cap[best])) best = i;
-    if (best >= 0) {
-        b = pw->blk[best];
-        pw->blk[best] = pw->blk[--pw->nblk];
-        pw->cap[best] = pw->cap[pw->nblk];
-        return b + HPJ__PW_HEAD;
-    }
-    /* 1/8 headroom so the next, slightly larger graph fits the same block */
-    need = bytes + bytes / 8;
-    need = (need + 63) & ~(size_t)63;
-    if (need < bytes || hpj__add_size(need, HPJ__PW_HEAD, &total)) {
+    if (hpj__add_size(bytes, HPJ__PW_HEAD, &total)) {
         hpj__fail(HPJ_ERR_NOMEM, "%s: size overflow (%zu bytes)", what, bytes);
         return NULL;
     }
-    b = (unsigned char *)hpj__alloc(total, what);
-    if (!b) return NULL;
-    memcpy(b, &need, sizeof need);
+    if (!(b = (unsigned char *)hpj__alloc(total, what))) return NULL;
+    memcpy(b, &bytes, sizeof bytes);
     return b + HPJ__PW_HEAD;
 }
 
 static void hpj__pw_release(hpj_part_work *pw, void *p) {
-    unsigned char *b;
-    size_t cap;
-    int i, small = 0;
     if (!p) return;
-    b = (unsigned char *)p - HPJ__PW_HEAD;
-    memcpy(&cap, b, sizeof cap);
-    if (pw->nblk < HPJ__PW_SLOTS) {
-        pw->blk[pw->nblk] = b;
-        pw->cap[pw->nblk++] = cap;
-        return;
-    }
-    for (i = 1; i < pw->nblk; ++i) /* full: keep the larger blocks */
-        if (pw->cap[i] < pw->cap[small]) small = i;
-    if (pw->cap[small] < cap) {
-        hpj__free(pw->blk[small]);
-        pw->blk[small] = b;
-        pw->cap[small] = cap;
-    } else {
-        hpj__free(b);
-    }
+#ifndef HPJ_REFERENCE
+    if (hpj__fast() && hpj__fast_pw_keep(pw, (unsigned char *)p - HPJ__PW_HEAD)) return; /* fast: cached */
+#endif
+    (void)pw;
+    hpj__free((unsigned char *)p - HPJ__PW_HEAD);
 }
 
 HPJDEF hpj_part_work *hpj_part_work_new(void) {
@@ -3552,6 +3545,31 @@ static void hpj__bnd_set(int32_t *bnd, int32_t *bpos, int32_t *nbnd, int32_t v, 
         bpos[last] = i;
         bpos[v] = -1;
     }
+}
+
+/* The state a refinement tracks, recounted for a partition of g into k
+   parts: ed (N) the external degree of each vertex, the boundary list
+   (bnd, bpos, *nbnd) of the vertices with ed > 0, pw (k) the part
+   weights and cnt (k, may be NULL) their vertex counts. Returns the cut. */
+static int64_t hpj__part_state(const hpj__pg *g, const int32_t *part, int32_t k, int32_t *ed, int32_t *bnd,
+                               int32_t *bpos, int32_t *nbnd, int64_t *pw, int32_t *cnt) {
+    int32_t v, j;
+    int64_t cut = 0;
+    memset(pw, 0, sizeof(int64_t) * (size_t)k);
+    if (cnt) memset(cnt, 0, sizeof(int32_t) * (size_t)k);
+    *nbnd = 0;
+    for (v = 0; v < g->n; ++v) {
+        int32_t e = 0, p = part[v];
+        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
+            if (part[g->adj[j]] != p) e += g->adjw[j];
+        ed[v] = e;
+        pw[p] += g->vw[v];
+        if (cnt) cnt[p]++;
+        cut += e;
+        bpos[v] = -1;
+        if (e > 0) hpj__bnd_set(bnd, bpos, nbnd, v, 1);
+    }
+    return cut / 2;
 }
 
 /* ==== partition: workspace ==== */
@@ -3875,22 +3893,7 @@ static int hpj__bis_better(int64_t inf, int64_t cut, double diff, int64_t binf, 
 }
 
 static void hpj__bis_params(hpj__bis *b) {
-    const hpj__pg *g = b->g;
-    int32_t v, j;
-    b->pw[0] = b->pw[1] = 0;
-    b->cut = 0;
-    b->nbnd = 0;
-    for (v = 0; v < g->n; ++v) {
-        int32_t e = 0, p = b->part[v];
-        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
-            if (b->part[g->adj[j]] != p) e += g->adjw[j];
-        b->ed[v] = e;
-        b->pw[p] += g->vw[v];
-        b->cut += e;
-        b->bpos[v] = -1;
-        if (e > 0) hpj__bnd_set(b->bnd, b->bpos, &b->nbnd, v, 1);
-    }
-    b->cut /= 2;
+    b->cut = hpj__part_state(b->g, b->part, 2, b->ed, b->bnd, b->bpos, &b->nbnd, b->pw, NULL);
 }
 
 #ifdef HPJ_DEBUG
@@ -3938,17 +3941,7 @@ static void hpj__bis_move(hpj__bis *b, int32_t v, hpj__heap *hp, const int32_t *
     for (j = xadj[v]; j < je; ++j) {
         int32_t u = adj[j], pu = part[u], e = ed[u] + (pu == to ? -adjw[j] : adjw[j]);
         ed[u] = e;
-        if (e > 0) {
-            if (bpos[u] < 0) {
-                bpos[u] = nbnd;
-                bnd[nbnd++] = u;
-            }
-        } else if (bpos[u] >= 0) {
-            int32_t i = bpos[u], last = bnd[--nbnd];
-            bnd[i] = last;
-            bpos[last] = i;
-            bpos[u] = -1;
-        }
+        hpj__bnd_set(bnd, bpos, &nbnd, u, e > 0);
         if (hp && mark[u] != stamp && (only < 0 || pu == only)) {
             hpj__heap *h = &hp[pu];
             if (h->pos[u] >= 0) {
@@ -4312,24 +4305,7 @@ typedef struct hpj__kw {
 } hpj__kw;
 
 static void hpj__kw_params(hpj__kw *s) {
-    const hpj__pg *g = s->g;
-    int32_t v, j;
-    memset(s->pw, 0, sizeof(int64_t) * (size_t)s->k);
-    memset(s->cnt, 0, sizeof(int32_t) * (size_t)s->k);
-    s->cut = 0;
-    s->nbnd = 0;
-    for (v = 0; v < g->n; ++v) {
-        int32_t e = 0, p = s->part[v];
-        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
-            if (s->part[g->adj[j]] != p) e += g->adjw[j];
-        s->ed[v] = e;
-        s->pw[p] += g->vw[v];
-        s->cnt[p]++;
-        s->cut += e;
-        s->bpos[v] = -1;
-        if (e > 0) hpj__bnd_set(s->bnd, s->bpos, &s->nbnd, v, 1);
-    }
-    s->cut /= 2;
+    s->cut = hpj__part_state(s->g, s->part, s->k, s->ed, s->bnd, s->bpos, &s->nbnd, s->pw, s->cnt);
 }
 
 #ifdef HPJ_DEBUG
@@ -5188,12 +5164,11 @@ static int32_t hpj__tok_regions(int32_t n, int32_t K, int always_active) {
     return K < n ? K : n;
 }
 
-/* Per-thread scratch of the tokenizer. */
+/* Per-thread scratch of the tokenizer, sized for the largest graph. */
 typedef struct hpj__tokws {
-    int32_t cap, dcap; /* capacity of the node arrays (+1), of dcol */
-    int32_t *stamp, *list, *order, *cnt;
-    int32_t *drow, *dcol; /* edge-dropped copy of the graph */
-    hpj_part_work *pwork; /* partitioner workspace, reused across graphs */
+    int32_t *stamp, *list, *order, *cnt; /* (n), (n), (n), (n+1)     */
+    int32_t *drow, *dcol;                /* edge-dropped copy of the graph: (n+1), (nnz) */
+    hpj_part_work *pwork;                /* partitioner workspace, reused across graphs */
 } hpj__tokws;
 
 static void hpj__tokws_free(hpj__tokws *w) {
@@ -5203,30 +5178,15 @@ static void hpj__tokws_free(hpj__tokws *w) {
     memset(w, 0, sizeof(*w));
 }
 
-static hpj_status hpj__tokws_reserve(hpj__tokws *w, int32_t n, int32_t nnz) {
-    if (n + 1 > w->cap) {
-        int32_t c = HPJ__MAX(n + 1, 64);
-        hpj__free(w->stamp); hpj__free(w->list); hpj__free(w->order); hpj__free(w->cnt);
-        hpj__free(w->drow);
-        w->stamp = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
-        w->list = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
-        w->order = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
-        w->cnt = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)c + 1), "tokens");
-        w->drow = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)c + 1), "tokens");
-        w->cap = c;
-        if (!w->stamp || !w->list || !w->order || !w->cnt || !w->drow) {
-            w->cap = 0;
-            return HPJ_ERR_NOMEM;
-        }
-    }
-    if (nnz >= 0 && nnz + 1 > w->dcap) { /* nnz < 0: no edge-dropped copy needed */
-        int32_t c = HPJ__MAX(nnz + 1, 256);
-        hpj__free(w->dcol);
-        w->dcol = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)c, "tokens");
-        w->dcap = w->dcol ? c : 0;
-        if (!w->dcol) return HPJ_ERR_NOMEM;
-    }
-    return HPJ_OK;
+static hpj_status hpj__tokws_init(hpj__tokws *w, int32_t maxn, int64_t maxnnz) {
+    size_t n = (size_t)maxn + 1;
+    w->stamp = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "tokens");
+    w->list = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "tokens");
+    w->order = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "tokens");
+    w->cnt = (int32_t *)hpj__alloc(sizeof(int32_t) * (n + 1), "tokens");
+    w->drow = (int32_t *)hpj__alloc(sizeof(int32_t) * (n + 1), "tokens");
+    w->dcol = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)maxnnz + 1), "tokens");
+    return w->stamp && w->list && w->order && w->cnt && w->drow && w->dcol ? HPJ_OK : HPJ_ERR_NOMEM;
 }
 
 /* Core regions of graph g at capacity K into part (n): one node per region
@@ -5280,6 +5240,7 @@ static hpj_status hpj__tok_partition(const hpj_graph *gr, int32_t k, int32_t K, 
 HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, const int32_t *graphs, int32_t count,
                                    const hpj_tok_options *o, hpj_tokens *out) {
     int32_t G = ds->num_graphs, L = o->L, gi, maxn = 0;
+    int64_t maxnnz = 0;
     int64_t s, total_patches = 0;
     int64_t *nodes_of = NULL; /* (G*L) expanded node count of each slot */
     int64_t *part_of = NULL;  /* (G*L+1) offset of each slot's partition in parts */
@@ -5313,8 +5274,10 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
     }
     for (gi = 0; gi < G; ++gi) {
         int32_t n = (int32_t)(ds->node_ptr[gi + 1] - ds->node_ptr[gi]);
+        int64_t nnz = ds->edge_ptr[gi + 1] - ds->edge_ptr[gi];
         int l;
         if (n > maxn) maxn = n;
+        if (nnz > maxnnz) maxnnz = nnz;
         for (l = 0; l < L; ++l) t.k[(size_t)gi * L + l] = listed[gi] ? hpj__tok_regions(n, o->K[l], o->always_active) : 0;
     }
     for (s = 0; s < (int64_t)G * L; ++s) t.patch0[s + 1] = t.patch0[s] + t.k[s];
@@ -5336,6 +5299,8 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
 #endif
     ws = (hpj__tokws *)hpj__calloc((size_t)nthreads, sizeof(hpj__tokws), "tokens");
     if (!ws) { st = HPJ_ERR_NOMEM; goto done; }
+    for (gi = 0; gi < nthreads; ++gi)
+        if ((st = hpj__tokws_init(&ws[gi], maxn, maxnnz)) != HPJ_OK) goto done;
     /* Two passes over (graph, resolution) slots: partition (kept in parts)
        + count expanded sizes, then (after a prefix sum) fill node lists. */
     {
@@ -5363,10 +5328,7 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
                 if (k == 0 || st != HPJ_OK) continue;
                 gr = hpj_dataset_graph(ds, g);
                 n = gr.n;
-                /* the edge-dropped copy (dcol) is built only when pass 0 partitions */
-                ls = hpj__tokws_reserve(w, n, pass == 0 && o->edge_drop > 0.0f && o->K[l] < n ? gr.nnz : -1);
-                if (ls == HPJ_OK && pass == 0) ls = hpj__tok_partition(&gr, k, o->K[l], o, g, l, w, part);
-                if (ls != HPJ_OK) {
+                if (pass == 0 && (ls = hpj__tok_partition(&gr, k, o->K[l], o, g, l, w, part)) != HPJ_OK) {
                     HPJ__OMP(critical)
                     st = ls;
                     continue;
@@ -5776,29 +5738,6 @@ static HPJ__INLINE float hpj__ncdf(float x) {
 
 /* phi(x), the normal density (GELU' = Phi + x phi) */
 static HPJ__INLINE float hpj__pdf(float x) { return 0.3989422804014327f * hpj__expf(-0.5f * x * x); }
-
-/* Copies w <= 16 floats to a 16-float block, zero-padded, and back (for
-   loops that work on fixed blocks of 16, which compilers vectorize). */
-static HPJ__INLINE void hpj__ld16(float *t, const float *x, int w) {
-    int l;
-    if (w == 16)
-        for (l = 0; l < 16; ++l) t[l] = x[l];
-    else
-        for (l = 0; l < 16; ++l) t[l] = l < w ? x[l] : 0.0f;
-}
-static HPJ__INLINE void hpj__st16(float *y, const float *t, int w) {
-    int l;
-    if (w == 16)
-        for (l = 0; l < 16; ++l) y[l] = t[l];
-    else
-        for (l = 0; l < 16; ++l)
-            if (l < w) y[l] = t[l];
-}
-/* t[l] = sqrt(t[l]) for 16 floats (correctly rounded). */
-static HPJ__INLINE void hpj__sqrt16(float *t) {
-    int l;
-    for (l = 0; l < 16; ++l) t[l] = sqrtf(t[l]);
-}
 
 #ifndef HPJ_REFERENCE
 static int hpj__gelu_fast(float *y, const float *x, const float *dout, size_t n);
@@ -6570,91 +6509,74 @@ HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, 
     hpj__gine_fwd(out, h, e, 0, rowptr, col, N, D, eps, NULL);
 }
 
-/* t[j] = [h[j] + e[j] > 0] t[j] and acc[j] += t[j] (in double) over w
-   channels. */
-static void hpj__gine_mask_acc(double *acc, float *t, const float *hr, const float *ec, int w) {
-    int j;
-    for (j = 0; j < w; ++j) {
-        t[j] = hr[j] + ec[j] > 0.0f ? t[j] : 0.0f;
-        acc[j] += t[j];
+/* Rows r0..r1 of the shared-edge GINE backward over the channels
+   [c0, c0 + w), w <= HPJ__GINE_DC: t = the sum of dout over the row's
+   neighbours, masked by [h + e > 0] and added to acc (w doubles, in row
+   order); dh += (1 + eps) dout + t. */
+static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const float *h, const float *e,
+                              const int32_t *rowptr, const int32_t *col, int r0, int r1, int D, int c0, int w,
+                              float s) {
+    int r, j, k;
+    for (r = r0; r < r1; ++r) {
+        float t[HPJ__GINE_DC];
+        const float *dr = dout + (ptrdiff_t)r * D + c0, *hr = h + (ptrdiff_t)r * D + c0;
+        for (j = 0; j < w; ++j) t[j] = 0.0f;
+        for (k = rowptr[r]; k < rowptr[r + 1]; ++k) {
+            const float *dn = dout + (ptrdiff_t)col[k] * D + c0;
+            HPJ__OMP(simd)
+            for (j = 0; j < w; ++j) t[j] += dn[j];
+        }
+        for (j = 0; j < w; ++j) {
+            t[j] = hr[j] + e[c0 + j] > 0.0f ? t[j] : 0.0f;
+            acc[j] += t[j];
+        }
+        if (dh) {
+            float *g = dh + (ptrdiff_t)r * D + c0;
+            HPJ__OMP(simd)
+            for (j = 0; j < w; ++j) g[j] += s * dr[j] + t[j];
+        }
     }
 }
 
-/* Rows r0..r1 of the shared-edge GINE backward over channels [c0, c1), in
-   panels of HPJ__GINE_DC: t = the sum of dout over the row's neighbours,
-   masked by [h + e > 0] and added to acc (c1 - c0 doubles, in row order);
-   dh += (1 + eps) dout + t. */
-static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const float *h, const float *e,
-                              const int32_t *rowptr, const int32_t *col, int r0, int r1, int D, int c0,
-                              int c1, float s) {
-    int r, p0, j, k;
-    for (r = r0; r < r1; ++r)
-        for (p0 = c0; p0 < c1; p0 += HPJ__GINE_DC) {
-            int w = HPJ__MIN(HPJ__GINE_DC, c1 - p0);
-            float t[HPJ__GINE_DC];
-            const float *dr = dout + (ptrdiff_t)r * D + p0;
-            for (j = 0; j < w; ++j) t[j] = 0.0f;
-            for (k = rowptr[r]; k < rowptr[r + 1]; ++k) {
-                const float *dn = dout + (ptrdiff_t)col[k] * D + p0;
-                HPJ__OMP(simd)
-                for (j = 0; j < w; ++j) t[j] += dn[j];
-            }
-            hpj__gine_mask_acc(acc + (p0 - c0), t, h + (ptrdiff_t)r * D + p0, e + p0, w);
-            if (dh) {
-                float *g = dh + (ptrdiff_t)r * D + p0;
-                HPJ__OMP(simd)
-                for (j = 0; j < w; ++j) g[j] += s * dr[j] + t[j];
-            }
-        }
-}
+#ifndef HPJ_REFERENCE
+static int hpj__fast_gine_back_shared(float *dh, float *de, const float *dout, const float *h, const float *e,
+                                      const int32_t *rowptr, const int32_t *col, int N, int D, float s, int par);
+#endif
 
 HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
                                      const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
                                      float eps) {
-    int par;
+    int par, c0;
     float s = 1.0f + eps;
-    double *ws;
     if (N <= 0 || D <= 0) return;
     par = (int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS;
+    (void)par;
     /* The message of the entry k in row i is relu(h[j] + e), j = col[k]; by
        symmetry the messages node j sends are the entries of its own row, so
        d h[j] and de both get [h[j] + e > 0] times the sum of dout[col[k]]
        over k in row j. de's sums run over the fixed row blocks of BatchNorm
-       (hpj__bn_r), added in block order: with several threads each thread
-       takes whole rows (blocks), alone the same sums go by column panels. */
+       (hpj__bn_r), each block's in double, added in block order: the same
+       bits for any thread count. Threads take panels of HPJ__GINE_DC
+       channels, which share nothing. */
     if (dh || de) {
-        if ((ws = hpj__rb_scratch(par, (size_t)HPJ__BN_RB * (size_t)D)) != NULL) {
-            HPJ__OMP(parallel)
-            {
-                int b, c;
-                HPJ__OMP(for schedule(static))
-                for (b = 0; b < HPJ__BN_RB; ++b) {
-                    double *p = ws + (size_t)b * D;
-                    for (c = 0; c < D; ++c) p[c] = 0.0;
-                    hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, 0,
-                                      D, s);
-                }
-                if (de) {
-                    HPJ__OMP(for schedule(static))
-                    for (c = 0; c < D; ++c) de[c] += (float)hpj__bn_total(ws, D, c);
-                }
+#ifndef HPJ_REFERENCE
+        if (hpj__fast() && hpj__fast_gine_back_shared(dh, de, dout, h, e, rowptr, col, N, D, s, par)) {
+            if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
+            return; /* fast: threads by row blocks (see the fast part) */
+        }
+#endif
+        HPJ__OMP(parallel for schedule(static) if (par))
+        for (c0 = 0; c0 < D; c0 += HPJ__GINE_DC) {
+            int w = HPJ__MIN(HPJ__GINE_DC, D - c0), b, j;
+            double acc[HPJ__GINE_DC], p[HPJ__GINE_DC];
+            for (j = 0; j < w; ++j) acc[j] = 0.0;
+            for (b = 0; b < HPJ__BN_RB; ++b) {
+                for (j = 0; j < w; ++j) p[j] = 0.0;
+                hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, c0, w, s);
+                for (j = 0; j < w; ++j) acc[j] += p[j];
             }
-            HPJ_FREE(NULL, ws);
-        } else {
-            int c0, b, j;
-            for (c0 = 0; c0 < D; c0 += HPJ__GINE_DC) {
-                int w = HPJ__MIN(HPJ__GINE_DC, D - c0);
-                double acc[HPJ__GINE_DC], p[HPJ__GINE_DC];
-                for (j = 0; j < w; ++j) acc[j] = 0.0;
-                for (b = 0; b < HPJ__BN_RB; ++b) {
-                    for (j = 0; j < w; ++j) p[j] = 0.0;
-                    hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, c0,
-                                      c0 + w, s);
-                    for (j = 0; j < w; ++j) acc[j] += p[j];
-                }
-                if (de)
-                    for (j = 0; j < w; ++j) de[c0 + j] += (float)acc[j];
-            }
+            if (de)
+                for (j = 0; j < w; ++j) de[c0 + j] += (float)acc[j];
         }
     }
     if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
@@ -6662,30 +6584,19 @@ HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const fl
 
 HPJDEF hpj_status hpj_csr_reverse(int32_t *rev, const int32_t *rowptr, const int32_t *col, int N) {
     int i;
-    for (i = 0; i < N; ++i) {
-        int32_t k;
+    int32_t k;
+    for (i = 0; i < N; ++i)
         for (k = rowptr[i]; k < rowptr[i + 1]; ++k) {
-            int32_t j = col[k], lo, hi;
-            if (j < 0 || j >= N) {
+            int32_t j = col[k];
+            if (j < 0 || j >= N || (rev[k] = hpj__csr_find(rowptr, col, j, i)) < 0) {
                 memset(rev, 0, sizeof(int32_t) * (size_t)rowptr[N]);
-                return hpj__fail(HPJ_ERR_INPUT, "csr_reverse: entry %d of row %d has column %d outside 0..%d", (int)k, i,
-                                 (int)j, N - 1);
+                if (j < 0 || j >= N)
+                    return hpj__fail(HPJ_ERR_INPUT, "csr_reverse: entry %d of row %d has column %d outside 0..%d",
+                                     (int)k, i, (int)j, N - 1);
+                return hpj__fail(HPJ_ERR_INPUT, "csr_reverse: edge %d -> %d has no reverse %d -> %d (not symmetric)",
+                                 i, (int)j, (int)j, i);
             }
-            lo = rowptr[j];
-            hi = rowptr[j + 1];
-            while (lo < hi) { /* binary search for i in row j */
-                int32_t mid = lo + (hi - lo) / 2;
-                if (col[mid] < i) lo = mid + 1;
-                else hi = mid;
-            }
-            if (lo >= rowptr[j + 1] || col[lo] != i) {
-                memset(rev, 0, sizeof(int32_t) * (size_t)rowptr[N]);
-                return hpj__fail(HPJ_ERR_INPUT, "csr_reverse: edge %d -> %d has no reverse %d -> %d (not symmetric)", i,
-                                 (int)j, (int)j, i);
-            }
-            rev[k] = lo;
         }
-    }
     return HPJ_OK;
 }
 
@@ -6713,32 +6624,8 @@ HPJDEF hpj_status hpj_index_transpose(int32_t *tptr, int32_t *tidx, const int32_
 
 /* ==== nn: pooling ==== */
 
-/* out[s] = the mean of rows segptr[s] .. segptr[s + 1] - 1, read as rows
-   idx[r] of inp (idx = NULL: rows r; a layer's classes: idx = cls). */
-static void hpj__segment_mean_idx(float *out, const float *inp, const int32_t *idx, const int32_t *segptr, int S,
-                                  int D) {
-    int s;
-    if (S <= 0 || D <= 0) return;
-    HPJ__OMP(parallel for schedule(static) if ((int64_t)segptr[S] * D >= HPJ__PAR_ELEMS))
-    for (s = 0; s < S; ++s) {
-        float *o = out + (ptrdiff_t)s * D;
-        int32_t r0 = segptr[s], r1 = segptr[s + 1], r;
-        int j;
-        for (j = 0; j < D; ++j) o[j] = 0.0f;
-        for (r = r0; r < r1; ++r) {
-            const float *x = inp + (ptrdiff_t)(idx ? idx[r] : r) * D;
-            HPJ__OMP(simd)
-            for (j = 0; j < D; ++j) o[j] += x[j];
-        }
-        if (r1 > r0) {
-            float inv = 1.0f / (float)(r1 - r0);
-            for (j = 0; j < D; ++j) o[j] *= inv;
-        }
-    }
-}
-
 HPJDEF void hpj_segment_mean_forward(float *out, const float *inp, const int32_t *segptr, int S, int D) {
-    hpj__segment_mean_idx(out, inp, NULL, segptr, S, D);
+    hpj_gather_mean_forward(out, inp, segptr, NULL, S, D); /* the rows of a segment are its own index list */
 }
 
 HPJDEF void hpj_segment_mean_backward(float *dinp, const float *dout, const int32_t *segptr, int S, int D) {
@@ -6815,7 +6702,7 @@ HPJDEF void hpj_gather_mean_forward(float *out, const float *inp, const int32_t 
         int j;
         for (j = 0; j < D; ++j) o[j] = 0.0f;
         for (k = k0; k < k1; ++k) {
-            const float *x = inp + (ptrdiff_t)idx[k] * D;
+            const float *x = inp + (ptrdiff_t)(idx ? idx[k] : k) * D;
             HPJ__OMP(simd)
             for (j = 0; j < D; ++j) o[j] += x[j];
         }
@@ -7041,13 +6928,10 @@ static int hpj__block_single(int T, const uint8_t *keymask, const float *adj) {
     return T == 1 && !keymask && !adj;
 }
 
-/* The block up to the FFN's activation: c->x1 (attention sublayer output
-   with its residual) and c->fch_act; hpj_block_forward adds the last
-   product and residual. */
-static void hpj__block_front(hpj_block_cache *c, const float *inp, const hpj_block_params *p, const uint8_t *keymask,
-                             const float *adj, int B, int T, int D, int H, int F, int act) {
+HPJDEF void hpj_block_forward(float *out, hpj_block_cache *c, const float *inp, const hpj_block_params *p,
+                              const uint8_t *keymask, const float *adj, int B, int T, int D, int H, int F, int act) {
     int N = B * T;
-    size_t nd = (size_t)N * D;
+    if (N <= 0) return;
     hpj_layernorm_forward(c->ln1, c->ln1_mean, c->ln1_rstd, inp, p->ln1_g, p->ln1_b, N, D, 1e-5f);
     if (hpj__block_single(T, keymask, adj)) {
         /* one token: the softmax over one key is 1, the attention output
@@ -7060,30 +6944,13 @@ static void hpj__block_front(hpj_block_cache *c, const float *inp, const hpj_blo
         hpj_attention_forward(c->atty, c->att, c->qkv, keymask, adj, B, T, D, H);
     }
     hpj_linear_forward(c->x1, c->atty, p->Wo, p->bo, N, D, D);
-    hpj__add_inplace(c->x1, inp, nd);
+    hpj__add_inplace(c->x1, inp, (size_t)N * D);
     hpj_layernorm_forward(c->ln2, c->ln2_mean, c->ln2_rstd, c->x1, p->ln2_g, p->ln2_b, N, D, 1e-5f);
     hpj_linear_forward(c->fch, c->ln2, p->W1, p->b1, N, D, F);
     if (act == HPJ_ACT_GELU) hpj_gelu_forward(c->fch_act, c->fch, (size_t)N * F);
     else hpj_relu_forward(c->fch_act, c->fch, (size_t)N * F);
-}
-
-HPJDEF void hpj_block_forward(float *out, hpj_block_cache *c, const float *inp, const hpj_block_params *p,
-                              const uint8_t *keymask, const float *adj, int B, int T, int D, int H, int F, int act) {
-    int N = B * T;
-    if (N <= 0) return;
-    hpj__block_front(c, inp, p, keymask, adj, B, T, D, H, F, act);
     hpj_linear_forward(out, c->fch_act, p->W2, p->b2, N, F, D);
     hpj__add_inplace(out, c->x1, (size_t)N * D);
-}
-
-/* The FFN activation's backward (fch_act = act(fch)): dF2 = the gradient
-   of fch from dF1, the gradient of fch_act (dF2 overwritten); returns
-   dF2. */
-static float *hpj__act_back(const hpj_block_cache *c, int act, float *dF1, float *dF2, size_t nf) {
-    memset(dF2, 0, nf * sizeof(float));
-    if (act == HPJ_ACT_GELU) hpj_gelu_backward(dF2, dF1, c->fch, nf);
-    else hpj_relu_backward(dF2, dF1, c->fch_act, nf);
-    return dF2;
 }
 
 HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *dout, const float *inp,
@@ -7096,12 +6963,15 @@ HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *d
     float *dF1 = dD + hpj__r16(nd);         /* (N, F): d fch_act */
     float *dF2 = dF1 + hpj__r16(nf);        /* (N, F): d fch */
     float *dqkv = dF2 + hpj__r16(nf);       /* (N, 3D) */
+    float *dln1 = dD;                       /* d ln1 */
     if (N <= 0 || (!dinp && !dp)) return;
     /* y = x1 + fch_act W2^T + b2 */
     memcpy(dx1, dout, nd * sizeof(float));
     hpj__linear_back2(dF1, 0.0f, dp ? dp->W2 : NULL, dp ? dp->b2 : NULL, dout, c->fch_act, p->W2, N, F, D);
-    /* fch_act = act(fch) */
-    dF2 = hpj__act_back(c, act, dF1, dF2, nf);
+    /* fch_act = act(fch): dF2 = act'(fch) dF1 */
+    memset(dF2, 0, nf * sizeof(float));
+    if (act == HPJ_ACT_GELU) hpj_gelu_backward(dF2, dF1, c->fch, nf);
+    else hpj_relu_backward(dF2, dF1, c->fch_act, nf);
     /* fch = ln2 W1^T + b1 */
     hpj__linear_back2(dD, 0.0f, dp ? dp->W1 : NULL, dp ? dp->b1 : NULL, dF2, c->ln2, p->W1, N, D, F);
     /* ln2 = LN(x1) */
@@ -7110,25 +6980,20 @@ HPJDEF void hpj_block_backward(float *dinp, hpj_block_params *dp, const float *d
     /* x1 = x + atty Wo^T + bo */
     hpj__linear_back2(dD, 0.0f, dp ? dp->Wo : NULL, dp ? dp->bo : NULL, dx1, c->atty, p->Wo, N, D, D);
     if (hpj__block_single(T, keymask, adj)) { /* atty = v: q and k get no gradient */
-        const float *Wv = p->Wqkv + 2 * (size_t)D * D;
         hpj__linear_back2(dqkv, 0.0f, dp ? dp->Wqkv + 2 * (size_t)D * D : NULL, dp ? dp->bqkv + 2 * D : NULL, dD, c->ln1,
-                          Wv, N, D, D);
-        hpj_layernorm_backward(dinp, dp ? dp->ln1_g : NULL, dp ? dp->ln1_b : NULL, dqkv, inp, p->ln1_g, c->ln1_mean,
-                               c->ln1_rstd, N, D);
-        if (dinp) hpj__add_inplace(dinp, dx1, nd);
-        return;
+                          p->Wqkv + 2 * (size_t)D * D, N, D, D);
+        dln1 = dqkv;
+    } else {
+        /* atty = attention(qkv) */
+        memset(dqkv, 0, 3 * nd * sizeof(float));
+        hpj_attention_backward(dqkv, dD, c->qkv, c->att, keymask, adj, B, T, D, H);
+        /* qkv = ln1 Wqkv^T + bqkv */
+        hpj__linear_back2(dD, 0.0f, dp ? dp->Wqkv : NULL, dp ? dp->bqkv : NULL, dqkv, c->ln1, p->Wqkv, N, D, 3 * D);
     }
-    /* atty = attention(qkv) */
-    memset(dqkv, 0, 3 * nd * sizeof(float));
-    hpj_attention_backward(dqkv, dD, c->qkv, c->att, keymask, adj, B, T, D, H);
-    /* qkv = ln1 Wqkv^T + bqkv */
-    hpj__linear_back2(dD, 0.0f, dp ? dp->Wqkv : NULL, dp ? dp->bqkv : NULL, dqkv, c->ln1, p->Wqkv, N, D, 3 * D);
-    {
-        /* ln1 = LN(x) ; and the residual x1 = x + ... */
-        hpj_layernorm_backward(dinp, dp ? dp->ln1_g : NULL, dp ? dp->ln1_b : NULL, dD, inp, p->ln1_g, c->ln1_mean,
-                               c->ln1_rstd, N, D);
-        if (dinp) hpj__add_inplace(dinp, dx1, nd);
-    }
+    /* ln1 = LN(x) ; and the residual x1 = x + ... */
+    hpj_layernorm_backward(dinp, dp ? dp->ln1_g : NULL, dp ? dp->ln1_b : NULL, dln1, inp, p->ln1_g, c->ln1_mean,
+                           c->ln1_rstd, N, D);
+    if (dinp) hpj__add_inplace(dinp, dx1, nd);
 }
 
 /* ==== nn: losses ==== */
@@ -10010,27 +9875,35 @@ static hpj_status hpj__probe_check_options(const char *fn, const hpj_probe_optio
     return HPJ_OK;
 }
 
-/* One allocation carved into `count` double buffers of sizes[i] doubles,
-   each 64-byte aligned; *ptrs[i] receives buffer i. Returns the block to
-   free, or NULL (reason recorded) on overflow or out of memory. */
-static void *hpj__probe_carve(const char *fn, int count, const size_t *sizes, double ***ptrs) {
-    size_t total = 64, b;
+/* One allocation carved into double buffers, each 64-byte aligned. The
+   arguments after fn are pairs (double **buffer, size_t doubles), ended
+   by a (double **)NULL. Returns the block to free, or NULL (reason
+   recorded) on overflow or out of memory. */
+static void *hpj__probe_carve(const char *fn, ...) {
+    size_t total = 64, b, count;
     unsigned char *mem, *q;
-    int i;
-    for (i = 0; i < count; ++i) {
-        b = hpj_arena_need(sizes[i], sizeof(double));
-        if ((sizes[i] && !b) || hpj__add_size(total, b, &total)) {
+    double **buf;
+    va_list ap;
+    va_start(ap, fn);
+    while ((buf = va_arg(ap, double **)) != NULL) {
+        count = va_arg(ap, size_t);
+        b = hpj_arena_need(count, sizeof(double));
+        if ((count && !b) || hpj__add_size(total, b, &total)) {
+            va_end(ap);
             hpj__fail(HPJ_ERR_NOMEM, "%s: workspace size overflows", fn);
             return NULL;
         }
     }
+    va_end(ap);
     mem = (unsigned char *)hpj__alloc(total, fn);
     if (!mem) return NULL;
     q = (unsigned char *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
-    for (i = 0; i < count; ++i) {
-        *ptrs[i] = (double *)q;
-        q += hpj_arena_need(sizes[i], sizeof(double));
+    va_start(ap, fn);
+    while ((buf = va_arg(ap, double **)) != NULL) {
+        *buf = (double *)q;
+        q += hpj_arena_need(va_arg(ap, size_t), sizeof(double));
     }
+    va_end(ap);
     return mem;
 }
 
@@ -10271,7 +10144,7 @@ static double hpj__probe_dot_long(const double *a, const double *b, size_t n) {
 }
 
 /* p = -H g; with no pairs stored p = -g. */
-static void hpj__probe_lbfgs_dir(hpj__probe_lbfgs *h, const double *g, double *p) {
+static void hpj__probe_lbfgs_two_loop(hpj__probe_lbfgs *h, const double *g, double *p) {
     size_t P = (size_t)h->P, j;
     int q, idx;
     for (j = 0; j < P; ++j) p[j] = -g[j];
@@ -10293,6 +10166,20 @@ static void hpj__probe_lbfgs_dir(hpj__probe_lbfgs *h, const double *g, double *p
         beta = h->rho[idx] * hpj__probe_dot_long(h->Y + idx * P, p, P);
         for (j = 0; j < P; ++j) p[j] += (h->al[idx] - beta) * h->S[idx * P + j];
     }
+}
+
+/* The search direction p = -H g and the slope g.p; when p is no descent
+   direction the history is dropped and p = -g (steepest descent). */
+static double hpj__probe_lbfgs_dir(hpj__probe_lbfgs *h, const double *g, double *p) {
+    double d0;
+    hpj__probe_lbfgs_two_loop(h, g, p);
+    d0 = hpj__probe_dot_long(g, p, (size_t)h->P);
+    if (!(d0 < 0)) {
+        h->cnt = 0;
+        hpj__probe_lbfgs_two_loop(h, g, p);
+        d0 = hpj__probe_dot_long(g, p, (size_t)h->P);
+    }
+    return d0;
 }
 
 /* Stores the pair (s, y) = (x_new - x_old, g_new - g_old) when the
@@ -10543,40 +10430,12 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     nb = hpj__probe_nblocks(n);
     KD = (size_t)K * d;
     P = KD + (size_t)K;
-    {
-        size_t sz[19];
-        double **pv[19];
-        sz[0] = sz[1] = sz[2] = sz[3] = sz[4] = sz[5] = sz[6] = sz[7] = P;
-        sz[8] = sz[9] = (size_t)HPJ__PROBE_LBFGS_M * P;
-        sz[10] = sz[11] = (size_t)n * K;
-        sz[12] = (size_t)nb * KD;
-        sz[13] = (size_t)nb * K;
-        sz[14] = (size_t)nb * hpj__probe_pass_work(K);
-        sz[15] = sz[16] = (size_t)d;
-        sz[17] = (size_t)nb * d;
-        sz[18] = (size_t)4 * K + 4;
-        pv[0] = &theta;
-        pv[1] = &theta1;
-        pv[2] = &g;
-        pv[3] = &g1;
-        pv[4] = &p;
-        pv[5] = &L.Veff;
-        pv[6] = &L.Graw;
-        pv[7] = &L.ceff;
-        pv[8] = &H.S;
-        pv[9] = &H.Y;
-        pv[10] = &Z0;
-        pv[11] = &Z1;
-        pv[12] = &L.G;
-        pv[13] = &L.gs;
-        pv[14] = &L.work;
-        pv[15] = &mu;
-        pv[16] = &s;
-        pv[17] = &part;
-        pv[18] = &zt;
-        mem = hpj__probe_carve(fn, 19, sz, pv);
-        if (!mem) return HPJ_ERR_NOMEM;
-    }
+    mem = hpj__probe_carve(fn, &theta, P, &theta1, P, &g, P, &g1, P, &p, P, &L.Veff, P, &L.Graw, P, &L.ceff, P,
+                           &H.S, (size_t)HPJ__PROBE_LBFGS_M * P, &H.Y, (size_t)HPJ__PROBE_LBFGS_M * P,
+                           &Z0, (size_t)n * K, &Z1, (size_t)n * K, &L.G, (size_t)nb * KD, &L.gs, (size_t)nb * K,
+                           &L.work, (size_t)nb * hpj__probe_pass_work(K), &mu, (size_t)d, &s, (size_t)d,
+                           &part, (size_t)nb * d, &zt, (size_t)4 * K + 4, (double **)NULL);
+    if (!mem) return HPJ_ERR_NOMEM;
     L.gsum = L.ceff + K; /* ceff (K) and gsum (K) share the P-sized slot */
     if (hpj__probe_column_stats(X, n, d, mu, o->standardize ? s : NULL, part)) {
         hpj__free(mem);
@@ -10613,13 +10472,7 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     gmax = g0max;
     for (it = 0; it < o->max_iter && gmax > thresh; ++it) {
         double d0, d1, t, ww, wp, pp;
-        hpj__probe_lbfgs_dir(&H, g, p);
-        d0 = hpj__probe_dot_long(g, p, P);
-        if (!(d0 < 0)) { /* not a descent direction: restart from steepest descent */
-            H.cnt = 0;
-            hpj__probe_lbfgs_dir(&H, g, p);
-            d0 = hpj__probe_dot_long(g, p, P);
-        }
+        d0 = hpj__probe_lbfgs_dir(&H, g, p);
         if (H.cnt == 0) { /* first step: unit length, the search scales it */
             double nrm = sqrt(hpj__probe_dot_long(p, p, P));
             for (j = 0; j < P; ++j) p[j] /= nrm;
@@ -10923,40 +10776,53 @@ typedef struct hpj__probe_ridge {
     /* (t,d) (t) (nb,t,d) (nb,t) (t,d) (t) pass (n,t) (n,t) (t,d) */
 } hpj__probe_ridge;
 
-/* out (t, d) = A^T R for R (n, t) given row-major (a pass over X). */
-static void hpj__probe_ridge_At(hpj__probe_ridge *R, const double *Rn, double *out) {
+/* One pass over X: the scores A w of the weights in Veff, ceff (Rn NULL;
+   written to Z if not NULL), or the residuals Rn (n, t) given row-major;
+   with out, also out (t, d) = A^T r (+ alpha v, if v is not NULL). */
+static void hpj__probe_ridge_pass(hpj__probe_ridge *R, const double *Rn, double *Z, double *out, const double *v) {
+    const int t = R->t, d = R->d;
     hpj__probe_pass P;
     int c;
     size_t j;
     memset(&P, 0, sizeof(P));
     P.X = R->X;
     P.n = R->n;
-    P.d = R->d;
-    P.K = R->t;
+    P.d = d;
+    P.K = t;
     P.nb = R->nb;
-    P.R = Rn;
-    P.G = R->G;
-    P.gs = R->gs;
     P.work = R->work;
+    if (Rn) {
+        P.R = Rn;
+    } else {
+        P.V = R->Veff;
+        P.c = R->ceff;
+        P.Z = Z;
+    }
+    if (out) {
+        P.G = R->G;
+        P.gs = R->gs;
+    }
     hpj__probe_pass_run(&P);
-    hpj__probe_sum_blocks(R->G, R->nb, (size_t)R->t * R->d, R->Graw);
-    hpj__probe_sum_blocks(R->gs, R->nb, (size_t)R->t, R->gsum);
-    for (c = 0; c < R->t; ++c)
-        for (j = 0; j < (size_t)R->d; ++j)
-            out[(size_t)c * R->d + j] = (R->Graw[(size_t)c * R->d + j] - R->gsum[c] * R->mu[j]) * R->s[j];
+    if (!out) return;
+    hpj__probe_sum_blocks(R->G, R->nb, (size_t)t * d, R->Graw);
+    hpj__probe_sum_blocks(R->gs, R->nb, (size_t)t, R->gsum);
+    for (c = 0; c < t; ++c)
+        for (j = 0; j < (size_t)d; ++j) {
+            double a = (R->Graw[(size_t)c * d + j] - R->gsum[c] * R->mu[j]) * R->s[j];
+            out[(size_t)c * d + j] = v ? a + R->alpha * v[(size_t)c * d + j] : a;
+        }
 }
 
 /* out = (system matrix) v for v, out (t, m). */
 static void hpj__probe_ridge_apply(hpj__probe_ridge *R, const double *v, double *out) {
     const int t = R->t, d = R->d, n = R->n;
-    hpj__probe_pass P;
     const double *w = v; /* weights in the feature space (t, d) */
     int c, i;
     size_t j;
     if (R->dual) { /* u = A^T v */
         for (i = 0; i < n; ++i)
             for (c = 0; c < t; ++c) R->Rb[(size_t)i * t + c] = v[(size_t)c * n + i];
-        hpj__probe_ridge_At(R, R->Rb, R->u);
+        hpj__probe_ridge_pass(R, R->Rb, NULL, R->u, NULL);
         w = R->u;
     }
     for (c = 0; c < t; ++c) { /* scores A w = X (w .* s) - mu . (w .* s) */
@@ -10964,30 +10830,12 @@ static void hpj__probe_ridge_apply(hpj__probe_ridge *R, const double *v, double 
         for (j = 0; j < (size_t)d; ++j) ve[j] = w[(size_t)c * d + j] * R->s[j];
         R->ceff[c] = -hpj__probe_dot(ve, R->mu, d);
     }
-    memset(&P, 0, sizeof(P));
-    P.X = R->X;
-    P.n = n;
-    P.d = d;
-    P.K = t;
-    P.nb = R->nb;
-    P.V = R->Veff;
-    P.c = R->ceff;
-    P.work = R->work;
     if (R->dual) {
-        P.Z = R->Zb;
-        hpj__probe_pass_run(&P);
+        hpj__probe_ridge_pass(R, NULL, R->Zb, NULL, NULL);
         for (c = 0; c < t; ++c)
             for (i = 0; i < n; ++i) out[(size_t)c * n + i] = R->Zb[(size_t)i * t + c] + R->alpha * v[(size_t)c * n + i];
     } else { /* fused: r = A w, then A^T r */
-        P.G = R->G;
-        P.gs = R->gs;
-        hpj__probe_pass_run(&P);
-        hpj__probe_sum_blocks(R->G, R->nb, (size_t)t * d, R->Graw);
-        hpj__probe_sum_blocks(R->gs, R->nb, (size_t)t, R->gsum);
-        for (c = 0; c < t; ++c)
-            for (j = 0; j < (size_t)d; ++j)
-                out[(size_t)c * d + j] = (R->Graw[(size_t)c * d + j] - R->gsum[c] * R->mu[j]) * R->s[j] +
-                                         R->alpha * v[(size_t)c * d + j];
+        hpj__probe_ridge_pass(R, NULL, NULL, out, v);
     }
 }
 
@@ -11093,49 +10941,15 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     R.dual = d > n;
     m = R.dual ? n : d;
     k = R.dual ? d : n;
-    {
-        size_t sz[22];
-        double **pv[22];
-        sz[0] = sz[1] = (size_t)d;                     /* mu s */
-        sz[2] = (size_t)nb * HPJ__MAX(d, t);           /* part */
-        sz[3] = (size_t)t;                             /* ybar */
-        sz[4] = (size_t)n * t;                         /* Yc */
-        sz[5] = sz[6] = sz[7] = sz[8] = sz[9] = sz[10] = (size_t)t * m; /* B x r z p q */
-        sz[11] = (size_t)t * d;                        /* Veff */
-        sz[12] = (size_t)t;                            /* ceff */
-        sz[13] = (size_t)nb * t * d;                   /* G */
-        sz[14] = (size_t)nb * t;                       /* gs */
-        sz[15] = (size_t)t * d;                        /* Graw */
-        sz[16] = (size_t)t;                            /* gsum */
-        sz[17] = (size_t)nb * hpj__probe_pass_work(t);    /* work */
-        sz[18] = sz[19] = (size_t)n * t;               /* Zb Rb */
-        sz[20] = (size_t)t * d;                        /* u */
-        sz[21] = (size_t)2 * HPJ__PROBE_NB * HPJ__PROBE_NB;  /* D (Cholesky blocks) */
-        pv[0] = &mu;
-        pv[1] = &s;
-        pv[2] = &part;
-        pv[3] = &ybar;
-        pv[4] = &Yc;
-        pv[5] = &B;
-        pv[6] = &x;
-        pv[7] = &r;
-        pv[8] = &z;
-        pv[9] = &p;
-        pv[10] = &q;
-        pv[11] = &R.Veff;
-        pv[12] = &R.ceff;
-        pv[13] = &R.G;
-        pv[14] = &R.gs;
-        pv[15] = &R.Graw;
-        pv[16] = &R.gsum;
-        pv[17] = &R.work;
-        pv[18] = &R.Zb;
-        pv[19] = &R.Rb;
-        pv[20] = &R.u;
-        pv[21] = &Dw;
-        mem = hpj__probe_carve(fn, 22, sz, pv);
-        if (!mem) return HPJ_ERR_NOMEM;
-    }
+    mem = hpj__probe_carve(fn, &mu, (size_t)d, &s, (size_t)d, &part, (size_t)nb * HPJ__MAX(d, t), &ybar, (size_t)t,
+                           &Yc, (size_t)n * t, &B, (size_t)t * m, &x, (size_t)t * m, &r, (size_t)t * m,
+                           &z, (size_t)t * m, &p, (size_t)t * m, &q, (size_t)t * m, &R.Veff, (size_t)t * d,
+                           &R.ceff, (size_t)t, &R.G, (size_t)nb * t * d, &R.gs, (size_t)nb * t, &R.Graw, (size_t)t * d,
+                           &R.gsum, (size_t)t, &R.work, (size_t)nb * hpj__probe_pass_work(t), &R.Zb, (size_t)n * t,
+                           &R.Rb, (size_t)n * t, &R.u, (size_t)t * d,
+                           &Dw, (size_t)2 * HPJ__PROBE_NB * HPJ__PROBE_NB, /* the Cholesky's diagonal blocks */
+                           (double **)NULL);
+    if (!mem) return HPJ_ERR_NOMEM;
     if (hpj__probe_column_stats(X, n, d, mu, o->standardize ? s : NULL, part)) {
         hpj__free(mem);
         return hpj__probe_bad_value(fn, "X", X, n, d);
@@ -11167,7 +10981,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
         for (c = 0; c < t; ++c)
             for (i = 0; i < n; ++i) B[(size_t)c * n + i] = Yc[(size_t)i * t + c];
     } else {
-        hpj__probe_ridge_At(&R, Yc, B);
+        hpj__probe_ridge_pass(&R, Yc, NULL, B, NULL);
     }
     S.p = X;
     S.ld = (size_t)d;
@@ -11260,7 +11074,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
         if (R.dual) {
             for (i = 0; i < n; ++i)
                 for (c = 0; c < t; ++c) R.Rb[(size_t)i * t + c] = x[(size_t)c * n + i];
-            hpj__probe_ridge_At(&R, R.Rb, w);
+            hpj__probe_ridge_pass(&R, R.Rb, NULL, w, NULL);
         } else {
             memcpy(w, x, sizeof(double) * (size_t)t * d);
         }
@@ -11561,37 +11375,12 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
     R.alpha = o->alpha;
     R.pen = C == 0 ? 2.0 * o->alpha : o->alpha;
     {
-        size_t sz[16];
-        double **pv[16];
-        const int nbmax = hpj__probe_nblocks(n);
-        sz[0] = sz[1] = sz[2] = sz[3] = sz[4] = P;
-        sz[5] = sz[6] = (size_t)HPJ__PROBE_LBFGS_M * P;
-        sz[7] = (size_t)L * D;  /* mean */
-        sz[8] = (size_t)D;      /* scale */
-        sz[9] = (size_t)L;      /* bbest */
-        sz[10] = (size_t)n;     /* ycd */
-        sz[11] = (size_t)L;     /* om */
-        sz[12] = (size_t)D;     /* mo */
-        sz[13] = KD;            /* Weff */
-        sz[14] = ((size_t)nbmax + 1) * ((size_t)K * D + K + L + D); /* part (+ total) */
-        sz[15] = (size_t)nbmax * (3 * (size_t)D + 2 * (size_t)K);  /* scratch */
-        pv[0] = &theta;
-        pv[1] = &theta1;
-        pv[2] = &g;
-        pv[3] = &g1;
-        pv[4] = &p;
-        pv[5] = &Hs.S;
-        pv[6] = &Hs.Y;
-        pv[7] = &mean;
-        pv[8] = &scale;
-        pv[9] = &bbest;
-        pv[10] = &ycd;
-        pv[11] = &R.om;
-        pv[12] = &R.mo;
-        pv[13] = &R.Weff;
-        pv[14] = &R.part;
-        pv[15] = &R.scratch;
-        mem = hpj__probe_carve(fn, 16, sz, pv);
+        const size_t nbmax = (size_t)hpj__probe_nblocks(n);
+        mem = hpj__probe_carve(fn, &theta, P, &theta1, P, &g, P, &g1, P, &p, P, &Hs.S, (size_t)HPJ__PROBE_LBFGS_M * P,
+                               &Hs.Y, (size_t)HPJ__PROBE_LBFGS_M * P, &mean, (size_t)L * D, &scale, (size_t)D,
+                               &bbest, (size_t)L, &ycd, (size_t)n, &R.om, (size_t)L, &R.mo, (size_t)D, &R.Weff, KD,
+                               &R.part, (nbmax + 1) * ((size_t)K * D + K + L + D), /* (+ the total) */
+                               &R.scratch, nbmax * (3 * (size_t)D + 2 * (size_t)K), (double **)NULL);
         if (!mem) {
             hpj__free(rows);
             return HPJ_ERR_NOMEM;
@@ -11657,13 +11446,7 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
         for (it = 1; it <= HPJ_RESWEIGHT_ITERS && gmax > thresh && isfinite(F); ++it) {
             double d0, t = 1.0;
             int ls, ok = 0;
-            hpj__probe_lbfgs_dir(&Hs, g, p);
-            d0 = hpj__probe_dot_long(g, p, P);
-            if (!(d0 < 0)) {
-                Hs.cnt = 0;
-                hpj__probe_lbfgs_dir(&Hs, g, p);
-                d0 = hpj__probe_dot_long(g, p, P);
-            }
+            d0 = hpj__probe_lbfgs_dir(&Hs, g, p);
             if (Hs.cnt == 0) t = 1.0 / sqrt(hpj__probe_dot_long(p, p, P));
             R.rows = rows;
             R.nr = ntr;
@@ -12642,6 +12425,92 @@ static int hpj__linear_back_pair(float *dinp, float beta, float *dW, float *db, 
     return 1;
 }
 
+/* ==== fast: partitioner blocks cached across calls ====
+   hpj__pw_alloc and hpj__pw_release through the workspace's cache: a
+   request takes the smallest cached block that fits, else a new block
+   with 1/8 headroom (the next, slightly larger graph then fits it too); a
+   released block is kept, and when the cache is full it replaces the
+   smallest cached block if larger. Only where the memory comes from
+   changes, never what is computed in it. */
+static unsigned char *hpj__fast_pw_take(hpj_part_work *pw, size_t bytes, const char *what, int *failed) {
+    int i, best = -1;
+    size_t need, total;
+    unsigned char *b;
+    if (bytes == 0) bytes = 1;
+    for (i = 0; i < pw->nblk; ++i) /* best fit among the cached blocks */
+        if (pw->cap[i] >= bytes && (best < 0 || pw->cap[i] < pw->cap[best])) best = i;
+    if (best >= 0) {
+        b = pw->blk[best];
+        pw->blk[best] = pw->blk[--pw->nblk];
+        pw->cap[best] = pw->cap[pw->nblk];
+        return b;
+    }
+    need = bytes + bytes / 8;
+    need = (need + 63) & ~(size_t)63;
+    if (need < bytes || hpj__add_size(need, HPJ__PW_HEAD, &total)) {
+        hpj__fail(HPJ_ERR_NOMEM, "%s: size overflow (%zu bytes)", what, bytes);
+        *failed = 1;
+        return NULL;
+    }
+    if (!(b = (unsigned char *)hpj__alloc(total, what))) {
+        *failed = 1;
+        return NULL;
+    }
+    memcpy(b, &need, sizeof need);
+    return b;
+}
+
+/* Keeps the released block b (header start); 0 if the caller frees it. */
+static int hpj__fast_pw_keep(hpj_part_work *pw, unsigned char *b) {
+    size_t cap;
+    int i, small = 0;
+    memcpy(&cap, b, sizeof cap);
+    if (pw->nblk < HPJ__PW_SLOTS) {
+        pw->blk[pw->nblk] = b;
+        pw->cap[pw->nblk++] = cap;
+        return 1;
+    }
+    for (i = 1; i < pw->nblk; ++i) /* full: keep the larger blocks */
+        if (pw->cap[i] < pw->cap[small]) small = i;
+    if (pw->cap[small] >= cap) return 0;
+    hpj__free(pw->blk[small]);
+    pw->blk[small] = b;
+    pw->cap[small] = cap;
+    return 1;
+}
+
+/* ==== fast: GINE shared-edge backward, threads by row blocks ====
+   The reference hands each thread panels of channels, which share nothing
+   but leave few tasks when D is small. Here each thread takes whole
+   blocks of rows (the fixed blocks of hpj__bn_r) over every channel and
+   keeps each block's masked sums in a scratch of HPJ__BN_RB x D doubles;
+   de then adds the blocks in block order. Every sum is the reference's,
+   in its order, so the bits are the reference's. Returns 0 (the reference
+   runs) alone or when the scratch cannot be had. */
+static int hpj__fast_gine_back_shared(float *dh, float *de, const float *dout, const float *h, const float *e,
+                                      const int32_t *rowptr, const int32_t *col, int N, int D, float s, int par) {
+    double *ws = hpj__rb_scratch(par, (size_t)HPJ__BN_RB * (size_t)D);
+    if (!ws) return 0;
+    HPJ__OMP(parallel)
+    {
+        int b, c;
+        HPJ__OMP(for schedule(static))
+        for (b = 0; b < HPJ__BN_RB; ++b) {
+            double *p = ws + (size_t)b * D;
+            for (c = 0; c < D; ++c) p[c] = 0.0;
+            for (c = 0; c < D; c += HPJ__GINE_DC)
+                hpj__gine_sh_rows(p + c, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, c,
+                                  HPJ__MIN(HPJ__GINE_DC, D - c), s);
+        }
+        if (de) {
+            HPJ__OMP(for schedule(static))
+            for (c = 0; c < D; ++c) de[c] += (float)hpj__bn_total(ws, D, c);
+        }
+    }
+    HPJ_FREE(NULL, ws);
+    return 1;
+}
+
 /* ==== fast: GELU with AVX-512 and AVX2 ====
    hpj__expf and hpj__ncdf lane by lane: the same operations in the same
    order (the polynomials' fused steps; every other multiply and add
@@ -13503,7 +13372,7 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn
     if (hpj__gnn_top_cls(m, w, i)) { /* hpj__gnn_means over the class rows */
         const hpj__gnn_layer *L = &w->lay[i];
         const hpj_gnn_params *q = &m->p.gnn[i];
-        hpj__segment_mean_idx(q->Wout ? L->out : w->z, L->sum, f->lay[i].cls, p->seg, S, D);
+        hpj_gather_mean_forward(q->Wout ? L->out : w->z, L->sum, p->seg, f->lay[i].cls, S, D);
         if (q->Wout) hpj__lin(w->z, L->out, q->Wout, q->bout, S, D, D);
     } else {
         hpj__gnn_means(m, w);

@@ -69,7 +69,7 @@ int32_t *test_all_graphs(const hpj_dataset *ds) {
 
 /* Module tables, each defined in its tests/test_<module>.c. */
 #ifndef TEST_MODULES
-#define TEST_MODULES(X) X(core) X(partition) X(nn) X(model) X(probe) X(internals) X(dp)
+#define TEST_MODULES(X) X(core) X(partition) X(nn) X(model) X(probe) X(internals) X(dp) X(reading)
 #endif
 #define X(m) extern const test_case m##_tests[]; extern const int m##_tests_count;
 TEST_MODULES(X)
