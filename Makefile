@@ -74,7 +74,9 @@ $(B)/hpjepa-mpi: $(MPI_NEEDS)
 	@mkdir -p $(B)
 	$(MPICC) $(TFLAGS) -D_POSIX_C_SOURCE=200809L -o $@ $(MPI_SRC) $(LDLIBS)
 # the reference build (-DHPJ_REFERENCE: the fast part compiled out) runs the
-# whole unit suite too, and its program trains the fast build's bits
+# whole unit suite too; its program trains bits of its own, the same for any
+# thread count, and embeds within a stated tolerance of the fast build's
+# (tests/cli_model.inc.sh)
 $(B)/tests-ref: $(TEST_SRC) tests/test.h $(HDRS)
 	@mkdir -p $(B)
 	$(CC) $(TFLAGS) -DHPJ_REFERENCE -o $@ $(TEST_SRC) $(LDLIBS)
