@@ -25,7 +25,11 @@ const char *test_dataset(const char *name);
 const char *test_tmpfile(const char *tag);
 /* The ids 0 .. num_graphs - 1 of a dataset, malloc'd (the caller frees). */
 struct hpj_dataset;
+struct hpj_config;
 int32_t *test_all_graphs(const struct hpj_dataset *ds);
+/* A tiny model config: the full architecture at toy width (dim 8, three
+   resolutions, two epochs of batch 16). */
+void test_tiny_config(struct hpj_config *c);
 
 /* The statement (or block) after it, once for each paths level that this
    build has (reference, portable, AVX2, AVX-512: hpj_set_paths), with that

@@ -14,18 +14,7 @@
 #include <time.h>
 
 static void dp_config(hpj_config *c) {
-    hpj_config_default(c);
-    hpj_config_set(c, "dim", "8");
-    hpj_config_set(c, "heads", "2");
-    hpj_config_set(c, "blocks", "2");
-    hpj_config_set(c, "ffn", "12");
-    hpj_config_set(c, "rw_dim", "5");
-    hpj_config_set(c, "resolutions", "2,4,8");
-    hpj_config_set(c, "targets", "1,2,3");
-    hpj_config_set(c, "batch_size", "16");
-    hpj_config_set(c, "epochs", "2");
-    hpj_config_set(c, "lr", "1e-3");
-    hpj_config_set(c, "seed", "5");
+    test_tiny_config(c);
     /* every draw that depends on where a row sits in the batch */
     hpj_config_set(c, "dropout", "0.1");
     hpj_config_set(c, "token_dropout", "0.1");

@@ -61,6 +61,21 @@ const char *test_tmpfile(const char *tag) {
     return b;
 }
 
+void test_tiny_config(hpj_config *c) {
+    hpj_config_default(c);
+    hpj_config_set(c, "dim", "8");
+    hpj_config_set(c, "heads", "2");
+    hpj_config_set(c, "blocks", "2");
+    hpj_config_set(c, "ffn", "12");
+    hpj_config_set(c, "rw_dim", "5");
+    hpj_config_set(c, "resolutions", "2,4,8");
+    hpj_config_set(c, "targets", "1,2,3");
+    hpj_config_set(c, "batch_size", "16");
+    hpj_config_set(c, "epochs", "2");
+    hpj_config_set(c, "lr", "1e-3");
+    hpj_config_set(c, "seed", "5");
+}
+
 int32_t *test_all_graphs(const hpj_dataset *ds) {
     int32_t *g = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds->num_graphs + 1), i;
     for (i = 0; g && i < ds->num_graphs; ++i) g[i] = i;

@@ -8,21 +8,6 @@
 #include <omp.h>
 #endif
 
-/* A tiny model config: the full architecture at toy width. */
-static void tiny_config(hpj_config *c) {
-    hpj_config_default(c);
-    hpj_config_set(c, "dim", "8");
-    hpj_config_set(c, "heads", "2");
-    hpj_config_set(c, "blocks", "2");
-    hpj_config_set(c, "ffn", "12");
-    hpj_config_set(c, "rw_dim", "5");
-    hpj_config_set(c, "resolutions", "2,4,8");
-    hpj_config_set(c, "targets", "1,2,3");
-    hpj_config_set(c, "batch_size", "16");
-    hpj_config_set(c, "epochs", "2");
-    hpj_config_set(c, "lr", "1e-3");
-    hpj_config_set(c, "seed", "5");
-}
 
 /* Dense reference of diag((D^-1 A)^k). */
 static void rwse_dense(const hpj_graph *g, int K, double *out) {
@@ -164,7 +149,7 @@ static void model_gradient_case(const char *const *sets, int unlabelled_edges) {
         free(ds.edge_label);
         ds.edge_label = NULL;
     }
-    tiny_config(&c);
+    test_tiny_config(&c);
     CHECK_OK(hpj_config_set(&c, "target_clamp", "1e-6"));
     for (i = 0; sets[i]; i += 2) CHECK_OK(hpj_config_set(&c, sets[i], sets[i + 1]));
     CHECK_OK(hpj_model_init(&m, &c, &ds));
@@ -287,7 +272,7 @@ static void test_model_table_matches_per_copy(void) {
             if (unl == 1) { free(ds.edge_label); ds.edge_label = NULL; }
             for (k = 0; k < 2; ++k) {
                 hpj_config c;
-                tiny_config(&c);
+                test_tiny_config(&c);
                 CHECK_OK(hpj_config_set(&c, "gnn_layers", nl));
                 if (unl == 2) CHECK_OK(hpj_config_set(&c, "node_degree", "3")); /* MUTAG degrees 1-4, 4 capped to 3 */
                 CHECK_OK(hpj_model_init(&m[k], &c, &ds));
@@ -350,7 +335,7 @@ static void test_model_first_layer_classes(void) {
         for (i = 0; i < 32; ++i) gs[i] = i * 5 + 3;
         for (k = 0; k < 2; ++k) {
             hpj_config c;
-            tiny_config(&c);
+            test_tiny_config(&c);
             CHECK_OK(hpj_model_init(&m[k], &c, &ds));
         }
         for (l = 0; l < 3; ++l)
@@ -358,7 +343,7 @@ static void test_model_first_layer_classes(void) {
         for (k = 0; k < 2; ++k) hpj_model_free(&m[k]);
         for (k = 0; k < 2; ++k) { /* one epoch without / with dropout */
             hpj_config c;
-            tiny_config(&c);
+            test_tiny_config(&c);
             CHECK_OK(hpj_config_set(&c, "epochs", "1"));
             CHECK_OK(hpj_config_set(&c, "dropout", k ? "0.1" : "0"));
             CHECK_OK(hpj_model_init(&m[k], &c, &ds));
@@ -429,7 +414,7 @@ static void test_model_layer_classes(void) {
             for (i = 0; i < 48; ++i) gs[i] = (i * 7 + 2) % 188;
             for (k = 0; k < 2; ++k) {
                 hpj_config c;
-                tiny_config(&c);
+                test_tiny_config(&c);
                 CHECK_OK(hpj_config_set(&c, "patch_mixing", "0"));
                 CHECK_OK(hpj_config_set(&c, "gnn_layers", cs == 1 ? "3" : "2"));
                 CHECK_OK(hpj_config_set(&c, "gnn_out_linear", cs == 2 ? "1" : "0"));
@@ -458,7 +443,7 @@ static void test_model_layer_classes(void) {
         int i;
         CHECK_OK(hpj_dataset_load_tu(dir, &ds));
         for (i = 0; i < 96; ++i) gs[i] = (i * 5) % 188;
-        tiny_config(&c);
+        test_tiny_config(&c);
         CHECK_OK(hpj_config_set(&c, "patch_mixing", "0"));
         CHECK_OK(hpj_config_set(&c, "dim", "256"));
         CHECK_OK(hpj_config_set(&c, "ffn", "256"));
@@ -496,7 +481,7 @@ static void test_model_encoder_fast_vs_reference(void) {
                     hpj_model m;
                     hpj_config c;
                     H[tr][path][t] = (float *)malloc(sizeof(float) * cells);
-                    tiny_config(&c);
+                    test_tiny_config(&c);
                     CHECK_OK(hpj_config_set(&c, "patch_mixing", mix ? "1" : "0"));
                     CHECK_OK(hpj_config_set(&c, "patch_tokens", mix == 2 ? "present" : "alone"));
                     CHECK_OK(hpj_config_set(&c, "threads", t ? "2" : "1"));
@@ -548,7 +533,7 @@ static void test_model_paths_threads(void) {
     for (mix = 0; mix < 3; ++mix) {
         hpj_model m;
         hpj_config c;
-        tiny_config(&c);
+        test_tiny_config(&c);
         CHECK_OK(hpj_config_set(&c, "patch_mixing", mix ? "1" : "0"));
         CHECK_OK(hpj_config_set(&c, "patch_tokens", mix == 2 ? "present" : "alone"));
         CHECK_OK(hpj_model_init(&m, &c, &ds));
@@ -581,7 +566,7 @@ static void test_loss_decreases(void) {
     int l;
     if (!dir) return;
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
-    tiny_config(&c);
+    test_tiny_config(&c);
     hpj_config_set(&c, "epochs", "5");
     hpj_config_set(&c, "dim", "16");
     CHECK_OK(hpj_model_init(&m, &c, &ds));
@@ -610,7 +595,7 @@ static float *train_and_embed_w(const hpj_dataset *ds, int threads, hpj_model *k
 #else
     (void)threads;
 #endif
-    tiny_config(&c);
+    test_tiny_config(&c);
     hpj_config_set(&c, "dropout", "0.1");
     hpj_config_set(&c, "token_dropout", "0.1");
     if (wide) {
@@ -697,7 +682,7 @@ static void test_fast_matches_reference(void) {
                 hpj_model m;
                 unsigned char *buf = NULL;
                 size_t len = 0;
-                tiny_config(&c);
+                test_tiny_config(&c);
                 hpj_config_set(&c, "dim", "32");
                 hpj_config_set(&c, "ffn", "64");
                 hpj_config_set(&c, "batch_size", "64");
@@ -877,7 +862,7 @@ static void test_bn_per_resolution(void) {
     if (!dir) return;
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
     gs = test_all_graphs(&ds);
-    tiny_config(&c);
+    test_tiny_config(&c);
     CHECK_OK(hpj_model_init(&m, &c, &ds));
     CHECK_EQ_INT((int)(m.num_stats % 3), 0);
     per = m.num_stats / 3;
@@ -938,7 +923,7 @@ static void test_embed_independent_of_batch(void) {
             size_t row;
             float *all, *back, *one;
             hpj_set_paths(path ? HPJ_PATHS_BEST : HPJ_PATHS_REFERENCE);
-            tiny_config(&c);
+            test_tiny_config(&c);
             CHECK_OK(hpj_config_set(&c, "patch_tokens", pt ? "present" : "alone"));
             CHECK_OK(hpj_config_set(&c, "resolutions", "2,8,32")); /* 32: more copies than one chunk holds */
             CHECK_OK(hpj_model_init(&m, &c, &ds));
@@ -1081,7 +1066,7 @@ static void test_tiny_graphs(void) {
     int32_t gs[5] = {0, 1, 2, 3, 4};
     float H[5 * 2 * 8];
     CHECK_OK(parse_texts("TINY", A, gi, gl, NULL, &ds));
-    tiny_config(&c);
+    test_tiny_config(&c);
     hpj_config_set(&c, "resolutions", "4,8"); /* every graph is smaller than the smallest K */
     hpj_config_set(&c, "targets", "2,3");
     CHECK_OK(hpj_model_init(&m, &c, &ds));
@@ -1122,7 +1107,7 @@ static void test_label_span_rejected(void) {
         CHECK(strstr(hpj_last_error(), "WIDE") != NULL);
         return;
     }
-    tiny_config(&c);
+    test_tiny_config(&c);
     CHECK(hpj_model_init(&m, &c, &ds) == HPJ_ERR_INPUT);
     CHECK_MSG(strstr(hpj_last_error(), "node labels -2147483647..2147483647 span 4294967295 values") != NULL, "reason '%s'", hpj_last_error());
     hpj_dataset_free(&ds);
@@ -1179,7 +1164,7 @@ static void test_ema_update_rule(void) {
     int i;
     if (!dir) return;
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
-    tiny_config(&c);
+    test_tiny_config(&c);
     hpj_config_set(&c, "resolutions", "2");
     hpj_config_set(&c, "targets", "1");
     hpj_config_set(&c, "epochs", "1");
@@ -1218,7 +1203,7 @@ static void test_target_overflow(void) {
         hpj_config c;
         hpj_model m;
         char why[2][512];
-        tiny_config(&c);
+        test_tiny_config(&c);
         if (clamp) CHECK_OK(hpj_config_set(&c, "target_clamp", "20"));
         CHECK_OK(hpj_model_init(&m, &c, &ds));
         for (i = 0; i < m.D; ++i) m.tgt[m.cfg.blocks - 1].b2[i] = 1000.0f;
@@ -1266,7 +1251,7 @@ static void test_resume_exact(void) {
     if (!dir) return;
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
     for (i = 0; i < 150; ++i) gs[i] = i + 20; /* a training subset, as a fold */
-    tiny_config(&c);
+    test_tiny_config(&c);
     hpj_config_set(&c, "epochs", "4");
     hpj_config_set(&c, "repartition", "1");
     hpj_config_set(&c, "edge_drop", "0.3");
