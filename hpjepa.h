@@ -5850,22 +5850,31 @@ static void hpj__dp_bcast(hpj__dp *dp, void *buf, size_t bytes) {
     if (!dp->failed && dp->comm->bcast(dp->comm->user, buf, bytes)) dp->failed = 1;
 }
 
-/* Optional operands (gamma, beta, a saved ReLU output) are tested outside
-   the loops: the helpers below take constant flags and are called once
-   per combination, so each inlined copy has a plain loop. Tested inside,
-   a compiler may turn `if (gamma) v *= gamma[j]` into masked loads, which
-   some processors complete slowly when the pointer is NULL. */
-static HPJ__INLINE_ALWAYS void hpj__ln_apply(float *y, const float *x, float mu, float rs, const float *gamma,
-                                             const float *beta, int D, int has_gamma, int has_beta) {
-    int j;
-    HPJ__OMP(simd)
-    for (j = 0; j < D; ++j) {
-        float v = (x[j] - mu) * rs;
-        if (has_gamma) v *= gamma[j];
-        if (has_beta) v += beta[j];
-        y[j] = v;
+/* 1/sqrt(var + eps) of a row of D values with mean mu: the squared
+   deviations summed in 16 lanes by fused multiply-adds, the lanes added
+   as in hpj__sum. */
+static float hpj__ln_rstd(const float *x, float mu, int D, float eps) {
+    float acc[16];
+    int j = 0, l;
+    for (l = 0; l < 16; ++l) acc[l] = 0.0f;
+    for (; j + 16 <= D; j += 16)
+        for (l = 0; l < 16; ++l) {
+            float d = x[j + l] - mu;
+            acc[l] = HPJ__FMAF(d, d, acc[l]);
+        }
+    for (l = 0; j + l < D; ++l) {
+        float d = x[j + l] - mu;
+        acc[l] = HPJ__FMAF(d, d, acc[l]);
     }
+    return 1.0f / sqrtf(hpj__sum(acc, 16) / (float)D + eps);
 }
+
+/* Optional operands (gamma, beta, a saved ReLU output) reach the row
+   helpers below as flags: called with constant flags, once per
+   combination (hpj__bn_row_any, the fast part's LayerNorm), each inlined
+   copy has a plain loop. Tested inside, a compiler may turn
+   `if (gamma) v *= gamma[j]` into masked loads, which some processors
+   complete slowly when the pointer is NULL. */
 
 /* One row of the LayerNorm input gradient, g = dy gamma (dy with no gamma). */
 static HPJ__INLINE_ALWAYS void hpj__ln_back_row(float *dx, const float *x, const float *dy, const float *gamma,
@@ -5919,73 +5928,76 @@ static HPJ__INLINE_ALWAYS void hpj__bn_row_any(float *y, const float *x, const f
     else hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 0, 0);
 }
 
+#ifndef HPJ_REFERENCE
+static void hpj__fast_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
+                                        const float *beta, int N, int D, float eps);
+static void hpj__fast_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
+                                         const float *inp, const float *gamma, const float *mean, const float *rstd,
+                                         int N, int D);
+#endif
+
+/* LayerNorm normalises each row on its own (rows share nothing, so
+   threads take rows): the mean and the variance of its D values, summed
+   in 16 lanes, then out = (x - mean) rstd gamma + beta. */
 HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                                   const float *beta, int N, int D, float eps) {
     int i;
     if (N <= 0 || D <= 0) return;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { /* fast: one copy per gamma/beta case (see the fast part) */
+        hpj__fast_layernorm_forward(out, mean, rstd, inp, gamma, beta, N, D, eps);
+        return;
+    }
+#endif
     HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
     for (i = 0; i < N; ++i) {
         const float *x = inp + (ptrdiff_t)i * D;
         float *y = out + (ptrdiff_t)i * D;
-        float mu = hpj__sum(x, D) / (float)D, var, rs, acc[16];
-        int j = 0, l;
-        for (l = 0; l < 16; ++l) acc[l] = 0.0f;
-        for (; j + 16 <= D; j += 16)
-            for (l = 0; l < 16; ++l) {
-                float d = x[j + l] - mu;
-                acc[l] = HPJ__FMAF(d, d, acc[l]);
-            }
-        for (l = 0; j + l < D; ++l) {
-            float d = x[j + l] - mu;
-            acc[l] = HPJ__FMAF(d, d, acc[l]);
-        }
-        var = hpj__sum(acc, 16) / (float)D;
-        rs = 1.0f / sqrtf(var + eps);
+        float mu = hpj__sum(x, D) / (float)D, rs = hpj__ln_rstd(x, mu, D, eps);
+        int j;
         if (mean) mean[i] = mu;
         if (rstd) rstd[i] = rs;
-        if (gamma && beta) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 1, 1);
-        else if (gamma) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 1, 0);
-        else if (beta) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 0, 1);
-        else hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 0, 0);
+        for (j = 0; j < D; ++j) { /* (out may alias inp: x[j] is read before y[j] is written) */
+            float v = (x[j] - mu) * rs;
+            if (gamma) v *= gamma[j];
+            if (beta) v += beta[j];
+            y[j] = v;
+        }
     }
 }
 
+/* With g = dout gamma: dx = rstd (g - mean(g) - xhat mean(g xhat)) row by
+   row (threads take rows); dgamma and dbeta sum over the rows, per column
+   in row order and in double (the product of two floats is exact in
+   double; threads take columns). */
 HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                    const float *gamma, const float *mean, const float *rstd, int N, int D) {
-    int i;
+    int i, j;
     if (N <= 0 || D <= 0) return;
-    /* out = xhat gamma + beta, xhat = (x - mean) rstd */
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { /* fast: one copy per gamma case, column blocks (see the fast part) */
+        hpj__fast_layernorm_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D);
+        return;
+    }
+#endif
     if (dinp) {
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-        for (i = 0; i < N; ++i) {
-            const float *x = inp + (ptrdiff_t)i * D, *dy = dout + (ptrdiff_t)i * D;
-            float *dx = dinp + (ptrdiff_t)i * D;
-            if (gamma) hpj__ln_back_row(dx, x, dy, gamma, mean[i], rstd[i], D, 1);
-            else hpj__ln_back_row(dx, x, dy, gamma, mean[i], rstd[i], D, 0);
-        }
+        for (i = 0; i < N; ++i)
+            hpj__ln_back_row(dinp + (ptrdiff_t)i * D, inp + (ptrdiff_t)i * D, dout + (ptrdiff_t)i * D, gamma, mean[i],
+                             rstd[i], D, gamma != NULL);
     }
     if (dgamma || dbeta) {
-        /* dgamma += sum over rows of dout xhat, dbeta += sum of dout: per
-           column in row order, in double (the product of two floats is
-           exact in double); threads take blocks of 32 columns */
-        int nb = (D + 31) / 32, jb;
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-        for (jb = 0; jb < nb; ++jb) {
-            double sg[32], sb[32];
-            int j0 = jb * 32, w = HPJ__MIN(32, D - j0), r, j;
-            for (j = 0; j < w; ++j) sg[j] = sb[j] = 0.0;
+        for (j = 0; j < D; ++j) {
+            double sg = 0.0, sb = 0.0;
+            int r;
             for (r = 0; r < N; ++r) {
-                const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
-                float mu = mean[r], rs = rstd[r];
-                for (j = 0; j < w; ++j) {
-                    sg[j] += (double)dy[j] * ((x[j] - mu) * rs);
-                    sb[j] += dy[j];
-                }
+                float dy = dout[(ptrdiff_t)r * D + j];
+                sg += (double)dy * ((inp[(ptrdiff_t)r * D + j] - mean[r]) * rstd[r]);
+                sb += dy;
             }
-            for (j = 0; j < w; ++j) {
-                if (dgamma) dgamma[j0 + j] += (float)sg[j];
-                if (dbeta) dbeta[j0 + j] += (float)sb[j];
-            }
+            if (dgamma) dgamma[j] += (float)sg;
+            if (dbeta) dbeta[j] += (float)sb;
         }
     }
 }
@@ -12314,6 +12326,85 @@ static int hpj__fast_pw_keep(hpj_part_work *pw, unsigned char *b) {
     pw->blk[small] = b;
     pw->cap[small] = cap;
     return 1;
+}
+
+/* ==== fast: LayerNorm, one copy per gamma/beta case ====
+   The reference tests gamma and beta inside its loops. Here they are
+   tested outside: hpj__ln_apply and hpj__ln_back_row take constant flags
+   and are called once per case, so each inlined copy is a plain loop
+   (see the note above hpj__ln_back_row); and dgamma / dbeta take blocks
+   of 32 columns, so that a row's 32 values are read together. Every
+   element is computed as in the reference, by the same operations in
+   the same order: the same bits. */
+static HPJ__INLINE_ALWAYS void hpj__ln_apply(float *y, const float *x, float mu, float rs, const float *gamma,
+                                             const float *beta, int D, int has_gamma, int has_beta) {
+    int j;
+    HPJ__OMP(simd)
+    for (j = 0; j < D; ++j) {
+        float v = (x[j] - mu) * rs;
+        if (has_gamma) v *= gamma[j];
+        if (has_beta) v += beta[j];
+        y[j] = v;
+    }
+}
+
+static void hpj__fast_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
+                                        const float *beta, int N, int D, float eps) {
+    int i;
+    if (N <= 0 || D <= 0) return;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    for (i = 0; i < N; ++i) {
+        const float *x = inp + (ptrdiff_t)i * D;
+        float *y = out + (ptrdiff_t)i * D;
+        float mu = hpj__sum(x, D) / (float)D, rs = hpj__ln_rstd(x, mu, D, eps);
+        if (mean) mean[i] = mu;
+        if (rstd) rstd[i] = rs;
+        if (gamma && beta) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 1, 1);
+        else if (gamma) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 1, 0);
+        else if (beta) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 0, 1);
+        else hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 0, 0);
+    }
+}
+
+static void hpj__fast_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
+                                         const float *inp, const float *gamma, const float *mean, const float *rstd,
+                                         int N, int D) {
+    int i;
+    if (N <= 0 || D <= 0) return;
+    /* out = xhat gamma + beta, xhat = (x - mean) rstd */
+    if (dinp) {
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+        for (i = 0; i < N; ++i) {
+            const float *x = inp + (ptrdiff_t)i * D, *dy = dout + (ptrdiff_t)i * D;
+            float *dx = dinp + (ptrdiff_t)i * D;
+            if (gamma) hpj__ln_back_row(dx, x, dy, gamma, mean[i], rstd[i], D, 1);
+            else hpj__ln_back_row(dx, x, dy, gamma, mean[i], rstd[i], D, 0);
+        }
+    }
+    if (dgamma || dbeta) {
+        /* dgamma += sum over rows of dout xhat, dbeta += sum of dout: per
+           column in row order, in double (the product of two floats is
+           exact in double); threads take blocks of 32 columns */
+        int nb = (D + 31) / 32, jb;
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+        for (jb = 0; jb < nb; ++jb) {
+            double sg[32], sb[32];
+            int j0 = jb * 32, w = HPJ__MIN(32, D - j0), r, j;
+            for (j = 0; j < w; ++j) sg[j] = sb[j] = 0.0;
+            for (r = 0; r < N; ++r) {
+                const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
+                float mu = mean[r], rs = rstd[r];
+                for (j = 0; j < w; ++j) {
+                    sg[j] += (double)dy[j] * ((x[j] - mu) * rs);
+                    sb[j] += dy[j];
+                }
+            }
+            for (j = 0; j < w; ++j) {
+                if (dgamma) dgamma[j0 + j] += (float)sg[j];
+                if (dbeta) dbeta[j0 + j] += (float)sb[j];
+            }
+        }
+    }
 }
 
 /* ==== fast: BatchNorm row blocks ====

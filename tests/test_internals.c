@@ -256,6 +256,48 @@ static void test_bn_reference_vs_fast(void) {
     if (!compared) SKIP("built with -DHPJ_REFERENCE: the reference's thread check ran, no fast level to compare");
 }
 
+/* LayerNorm's fast sibling (one copy per gamma/beta case, column blocks)
+   gives the reference's bits: forward (out, mean, rstd) and backward
+   (dinp, dgamma, dbeta, each added to a nonzero start) in all four
+   gamma / beta cases, for widths with and without a lane tail, one row,
+   and a size that runs on threads. */
+static void test_ln_reference_vs_fast(void) {
+    static const int shape[4][2] = {{50, 7}, {300, 128}, {1, 40}, {64, 37}};
+    int si, k, i, compared = 0;
+    hpj_rng r;
+    hpj_rng_seed(&r, 22);
+    for (si = 0; si < 4; ++si)
+        for (k = 0; k < 4; ++k) {
+            int N = shape[si][0], D = shape[si][1], lvl;
+            size_t nd = (size_t)N * D, no = 2 * nd + 2 * (size_t)N + 2 * (size_t)D;
+            float *x = (float *)malloc(sizeof(float) * nd), *dy = (float *)malloc(sizeof(float) * nd);
+            float *g = (float *)malloc(sizeof(float) * D), *b = (float *)malloc(sizeof(float) * D), *o[2];
+            for (i = 0; i < (int)nd; ++i)
+                x[i] = 4.0f * hpj_rng_uniform(&r) - 1.0f, dy[i] = 2.0f * hpj_rng_uniform(&r) - 1.0f;
+            for (i = 0; i < D; ++i) g[i] = 0.5f + hpj_rng_uniform(&r), b[i] = hpj_rng_uniform(&r) - 0.5f;
+            for (lvl = 0; lvl < 2; ++lvl) { /* reference, then the best fast level */
+                const float *gk = (k & 1) ? NULL : g, *bk = (k & 2) ? NULL : b;
+                float *y, *mu, *rs, *dx, *dg, *db;
+                o[lvl] = y = (float *)malloc(sizeof(float) * no);
+                mu = y + nd, rs = mu + N, dx = rs + N, dg = dx + nd, db = dg + D;
+                for (i = 0; i < (int)nd; ++i) dx[i] = 0.25f;
+                for (i = 0; i < D; ++i) dg[i] = 0.5f, db[i] = -0.5f;
+                if (hpj_set_paths(lvl ? HPJ_PATHS_BEST : HPJ_PATHS_REFERENCE) == HPJ_PATHS_REFERENCE && lvl) break;
+                hpj_layernorm_forward(y, mu, rs, x, gk, bk, N, D, 1e-5f);
+                hpj_layernorm_backward(dx, dg, db, dy, x, gk, mu, rs, N, D);
+                if (lvl) {
+                    CHECK_MSG(memcmp(o[0], o[1], sizeof(float) * no) == 0,
+                              "layernorm %d x %d, gamma %s, beta %s: the fast sibling differs from the reference", N,
+                              D, gk ? "set" : "NULL", bk ? "set" : "NULL");
+                    ++compared;
+                }
+            }
+            hpj_set_paths(HPJ_PATHS_BEST);
+            free(x); free(dy); free(g); free(b); free(o[0]); free(o[1]);
+        }
+    if (!compared) SKIP("built with -DHPJ_REFERENCE: no fast level to compare");
+}
+
 /* Column sums (the bias gradients): every paths level gives the bits of
    the definition, each column summed in double in row order, then rounded
    once and added to dst, for widths with and without a tail past the
@@ -572,6 +614,7 @@ const test_case internals_tests[] = {
     {"internals.bn_sums_paths", test_bn_sums_paths},
     {"internals.bn_sum_only", test_bn_sum_only},
     {"internals.bn_reference_vs_fast", test_bn_reference_vs_fast},
+    {"internals.ln_reference_vs_fast", test_ln_reference_vs_fast},
     {"internals.colsum_paths", test_colsum_paths},
     {"internals.ln_gb_paths", test_ln_gb_paths},
     {"internals.gov_choice", test_gov_choice},
