@@ -5869,14 +5869,9 @@ static float hpj__ln_rstd(const float *x, float mu, int D, float eps) {
     return 1.0f / sqrtf(hpj__sum(acc, 16) / (float)D + eps);
 }
 
-/* Optional operands (gamma, beta, a saved ReLU output) reach the row
-   helpers below as flags: called with constant flags, once per
-   combination (hpj__bn_row_any, the fast part's LayerNorm), each inlined
-   copy has a plain loop. Tested inside, a compiler may turn
-   `if (gamma) v *= gamma[j]` into masked loads, which some processors
-   complete slowly when the pointer is NULL. */
-
-/* One row of the LayerNorm input gradient, g = dy gamma (dy with no gamma). */
+/* One row of the LayerNorm input gradient, g = dy gamma (dy with no gamma),
+   the two row means summed in 16 lanes. (The fast part passes has_gamma
+   as a constant, so that each inlined copy is a plain loop.) */
 static HPJ__INLINE_ALWAYS void hpj__ln_back_row(float *dx, const float *x, const float *dy, const float *gamma,
                                                 float mu, float rs, int D, int has_gamma) {
     float ag[16], agx[16], mg, mgx;
@@ -5903,29 +5898,6 @@ static HPJ__INLINE_ALWAYS void hpj__ln_back_row(float *dx, const float *x, const
         float xh = (x[j] - mu) * rs;
         dx[j] += rs * (g - mg - xh * mgx);
     }
-}
-
-/* One row (w channels) of a BatchNorm output: v = (x - m) s (training: m
-   the batch mean, s its rstd) or v = (x - m) / s (evaluation: m the
-   running mean, s = sqrt(running_var + eps)), then gamma, beta, ReLU. */
-static HPJ__INLINE_ALWAYS void hpj__bn_row(float *y, const float *x, const float *m, const float *s,
-                                           const float *gamma, const float *beta, int w, int relu, int divide,
-                                           int has_gamma, int has_beta) {
-    int c;
-    HPJ__OMP(simd)
-    for (c = 0; c < w; ++c) {
-        float v = divide ? (x[c] - m[c]) / s[c] : (x[c] - m[c]) * s[c];
-        if (has_gamma) v *= gamma[c];
-        if (has_beta) v += beta[c];
-        y[c] = relu && !(v > 0.0f) ? 0.0f : v;
-    }
-}
-static HPJ__INLINE_ALWAYS void hpj__bn_row_any(float *y, const float *x, const float *m, const float *s,
-                                               const float *gamma, const float *beta, int w, int relu, int divide) {
-    if (gamma && beta) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 1, 1);
-    else if (gamma) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 1, 0);
-    else if (beta) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 0, 1);
-    else hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 0, 0);
 }
 
 #ifndef HPJ_REFERENCE
@@ -6118,35 +6090,37 @@ HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, fl
                   N, NULL);
 }
 
-/* Evaluation normalises each row alone with the running statistics, by
-   panels of HPJ__BN_PANEL channels. */
-#define HPJ__BN_PANEL 256
+#ifndef HPJ_REFERENCE
+static void hpj__fast_bn_eval(float *out, const float *inp, const float *gamma, const float *beta,
+                              const float *running_mean, const float *running_var, int N, int D, float eps, int relu,
+                              const float *res, float *sum);
+#endif
+
+/* Evaluation mode normalises each row alone with the running statistics,
+   out = (x - running_mean) / sqrt(running_var + eps) gamma + beta, with
+   the ReLU and the residual sum fused as in training. */
 static void hpj__bn_eval(float *out, const float *inp, const float *gamma, const float *beta,
                          const float *running_mean, const float *running_var, int N, int D, float eps, int relu,
                          const float *res, float *sum) {
+    int r;
     if (N <= 0 || D <= 0) return;
-    /* by channel panels, each panel's sqrt(running_var + eps) computed once
-       per thread (the same correctly rounded value as per element) */
-    HPJ__OMP(parallel if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-    {
-        float den[HPJ__BN_PANEL];
-        int c0, i, c;
-        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
-            int w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
-            for (c = 0; c < w; ++c) den[c] = sqrtf(running_var[c0 + c] + eps);
-            HPJ__OMP(for schedule(static) nowait)
-            for (i = 0; i < N; ++i) {
-                const float *x = inp + (ptrdiff_t)i * D + c0;
-                float *y = out + (ptrdiff_t)i * D + c0;
-                hpj__bn_row_any(y, x, running_mean + c0, den, gamma ? gamma + c0 : NULL, beta ? beta + c0 : NULL, w,
-                                relu, 1);
-                if (sum) {
-                    const float *r = res + (ptrdiff_t)i * D + c0;
-                    float *o = sum + (ptrdiff_t)i * D + c0;
-                    HPJ__OMP(simd)
-                    for (c = 0; c < w; ++c) o[c] = r[c] + y[c];
-                }
-            }
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { /* fast: channel panels (see the fast part) */
+        hpj__fast_bn_eval(out, inp, gamma, beta, running_mean, running_var, N, D, eps, relu, res, sum);
+        return;
+    }
+#endif
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    for (r = 0; r < N; ++r) {
+        ptrdiff_t o = (ptrdiff_t)r * D;
+        int j;
+        for (j = 0; j < D; ++j) {
+            float v = (inp[o + j] - running_mean[j]) / sqrtf(running_var[j] + eps);
+            if (gamma) v *= gamma[j];
+            if (beta) v += beta[j];
+            if (relu && !(v > 0.0f)) v = 0.0f;
+            out[o + j] = v;
+            if (sum) sum[o + j] = res[o + j] + v;
         }
     }
 }
@@ -12332,10 +12306,15 @@ static int hpj__fast_pw_keep(hpj_part_work *pw, unsigned char *b) {
    The reference tests gamma and beta inside its loops. Here they are
    tested outside: hpj__ln_apply and hpj__ln_back_row take constant flags
    and are called once per case, so each inlined copy is a plain loop
-   (see the note above hpj__ln_back_row); and dgamma / dbeta take blocks
+   (see the note below); and dgamma / dbeta take blocks
    of 32 columns, so that a row's 32 values are read together. Every
    element is computed as in the reference, by the same operations in
    the same order: the same bits. */
+/* Optional operands (gamma, beta, a saved ReLU output) are tested outside
+   the loops: the helpers take constant flags and are called once per
+   combination, so each inlined copy has a plain loop. Tested inside, a
+   compiler may turn `if (gamma) v *= gamma[j]` into masked loads, which
+   some processors complete slowly when the pointer is NULL. */
 static HPJ__INLINE_ALWAYS void hpj__ln_apply(float *y, const float *x, float mu, float rs, const float *gamma,
                                              const float *beta, int D, int has_gamma, int has_beta) {
     int j;
@@ -12424,6 +12403,30 @@ static void hpj__fast_layernorm_backward(float *dinp, float *dgamma, float *dbet
    channel's rows in one run instead of by blocks, so the two agree to
    rounding (a test holds them within a tolerance), not to the bit.
  */
+#define HPJ__BN_PANEL 256
+/* One row (w channels) of a BatchNorm output: v = (x - m) s (training: m
+   the batch mean, s its rstd) or v = (x - m) / s (evaluation: m the
+   running mean, s = sqrt(running_var + eps)), then gamma, beta, ReLU. */
+static HPJ__INLINE_ALWAYS void hpj__bn_row(float *y, const float *x, const float *m, const float *s,
+                                           const float *gamma, const float *beta, int w, int relu, int divide,
+                                           int has_gamma, int has_beta) {
+    int c;
+    HPJ__OMP(simd)
+    for (c = 0; c < w; ++c) {
+        float v = divide ? (x[c] - m[c]) / s[c] : (x[c] - m[c]) * s[c];
+        if (has_gamma) v *= gamma[c];
+        if (has_beta) v += beta[c];
+        y[c] = relu && !(v > 0.0f) ? 0.0f : v;
+    }
+}
+static HPJ__INLINE_ALWAYS void hpj__bn_row_any(float *y, const float *x, const float *m, const float *s,
+                                               const float *gamma, const float *beta, int w, int relu, int divide) {
+    if (gamma && beta) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 1, 1);
+    else if (gamma) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 1, 0);
+    else if (beta) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 0, 1);
+    else hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 0, 0);
+}
+
 /* Channel c's total over the blocks' sums p (RB, D), in block order. */
 static double hpj__bn_total(const double *p, int D, int c) {
     double t = 0.0;
@@ -12672,6 +12675,37 @@ static void hpj__bn_bw_panel(float *dgamma, float *dbeta, float *md, float *mdx,
         md[c] = (float)(sd[c] / N);
         mdx[c] = (float)(sdx[c] / N);
         k[c] = (gamma ? gamma[c0 + c] : 1.0f) * rstd[c0 + c];
+    }
+}
+
+/* hpj__bn_eval by channel panels (the same function, the same bits). */
+static void hpj__fast_bn_eval(float *out, const float *inp, const float *gamma, const float *beta,
+                              const float *running_mean, const float *running_var, int N, int D, float eps, int relu,
+                              const float *res, float *sum) {
+    if (N <= 0 || D <= 0) return;
+    /* by channel panels, each panel's sqrt(running_var + eps) computed once
+       per thread (the same correctly rounded value as per element) */
+    HPJ__OMP(parallel if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    {
+        float den[HPJ__BN_PANEL];
+        int c0, i, c;
+        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
+            int w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
+            for (c = 0; c < w; ++c) den[c] = sqrtf(running_var[c0 + c] + eps);
+            HPJ__OMP(for schedule(static) nowait)
+            for (i = 0; i < N; ++i) {
+                const float *x = inp + (ptrdiff_t)i * D + c0;
+                float *y = out + (ptrdiff_t)i * D + c0;
+                hpj__bn_row_any(y, x, running_mean + c0, den, gamma ? gamma + c0 : NULL, beta ? beta + c0 : NULL, w,
+                                relu, 1);
+                if (sum) {
+                    const float *r = res + (ptrdiff_t)i * D + c0;
+                    float *o = sum + (ptrdiff_t)i * D + c0;
+                    HPJ__OMP(simd)
+                    for (c = 0; c < w; ++c) o[c] = r[c] + y[c];
+                }
+            }
+        }
     }
 }
 

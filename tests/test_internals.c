@@ -202,8 +202,8 @@ static void bn_run_both(float *o, const float *x, const float *res, const float 
    of the forward and the backward, with the ReLU and the residual sum
    fused, with and without row classes, on the row-block path (1500 rows,
    two threads) and the panel path (40 rows); the difference is rounding
-   only (a wrong sum is off by far more). The reference also gives the
-   same bits on one and two threads. */
+   only (a wrong sum is off by far more). Evaluation mode gives the same
+   bits on both, and the reference the same bits on one and two threads. */
 static void test_bn_reference_vs_fast(void) {
     int sizes[2] = {1500, 40}, D = 100, si, k, i, compared = 0;
     hpj_rng r;
@@ -247,6 +247,17 @@ static void test_bn_reference_vs_fast(void) {
                     double d = bn_rel_diff(fast + off, ref[0] + off, len[p]);
                     CHECK_MSG(d <= 2e-5, "BatchNorm, %d rows%s: %s of the fast sibling is %.3g off the reference", N,
                               cnt ? ", classes" : "", name[p], d);
+                }
+                { /* evaluation mode (ReLU and sum fused), with the running statistics trained above: the same bits */
+                    const float *rm = ref[0] + 2 * nd + 2 * (size_t)D, *rv = rm + D;
+                    float *e0 = (float *)malloc(sizeof(float) * 2 * nd), *e1 = (float *)malloc(sizeof(float) * 2 * nd);
+                    hpj_set_paths(HPJ_PATHS_REFERENCE);
+                    hpj__bn_eval(e0, x, g, b, rm, rv, N, D, 1e-5f, 1, res, e0 + nd);
+                    hpj_set_paths(HPJ_PATHS_BEST);
+                    hpj__bn_eval(e1, x, g, b, rm, rv, N, D, 1e-5f, 1, res, e1 + nd);
+                    CHECK_MSG(memcmp(e0, e1, sizeof(float) * 2 * nd) == 0,
+                              "BatchNorm evaluation, %d rows: the fast sibling differs from the reference", N);
+                    free(e0); free(e1);
                 }
                 ++compared;
             }
