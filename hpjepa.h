@@ -1,3 +1,5 @@
+/* hpj__bn_train by row blocks (the same arguments and the same function:
+   fused ReLU and residual sum, classes, ranks). */
 /* hpjepa.h - v0.15.0 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
@@ -735,10 +737,10 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
    N == 1 (torch refuses it): the variance is 0, so every output equals
    beta; running_mean is updated and running_var is left unchanged (the
    unbiased variance of one sample is undefined). gamma/beta may be NULL.
-   The channel sums run in double over 32 fixed row blocks, added in block
-   order (the same bits for any thread count); with several threads this
-   and hpj_batchnorm_backward borrow 68 D doubles through HPJ_MALLOC (if
-   that fails, the same sums run on one thread). */
+   The channel sums run in double in a fixed order (the same bits for any
+   thread count); with several threads the fast paths of this and
+   hpj_batchnorm_backward borrow 68 D doubles through HPJ_MALLOC (if that
+   fails, the same sums run on one thread). */
 HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, float *running_mean,
                                         float *running_var, const float *inp, const float *gamma,
                                         const float *beta, int N, int D, float momentum, float eps);
@@ -5831,7 +5833,7 @@ HPJDEF void hpj_dropout_backward(float *dinp, const float *dout, const uint8_t *
 typedef struct hpj__dp {
     const hpj_comm *comm;
     int failed;     /* a callback returned non-zero */
-    double *bn_ws;  /* (HPJ__BN_WS(D)) BatchNorm's row-block scratch */
+    double *bn_ws;  /* (HPJ__BN_WS(D)) BatchNorm's scratch for the sums */
     int64_t *slots; /* (size, HPJ__DP_FIELDS) the ranks' rows of an agreement */
 } hpj__dp;
 #define HPJ__DP_FIELDS 8
@@ -5848,24 +5850,28 @@ static void hpj__dp_bcast(hpj__dp *dp, void *buf, size_t bytes) {
     if (!dp->failed && dp->comm->bcast(dp->comm->user, buf, bytes)) dp->failed = 1;
 }
 
-/* Optional operands (gamma, beta, a saved ReLU output) are tested outside
-   the loops: the helpers below take constant flags and are called once
-   per combination, so each inlined copy has a plain loop. Tested inside,
-   a compiler may turn `if (gamma) v *= gamma[j]` into masked loads, which
-   some processors complete slowly when the pointer is NULL. */
-static HPJ__INLINE_ALWAYS void hpj__ln_apply(float *y, const float *x, float mu, float rs, const float *gamma,
-                                             const float *beta, int D, int has_gamma, int has_beta) {
-    int j;
-    HPJ__OMP(simd)
-    for (j = 0; j < D; ++j) {
-        float v = (x[j] - mu) * rs;
-        if (has_gamma) v *= gamma[j];
-        if (has_beta) v += beta[j];
-        y[j] = v;
+/* 1/sqrt(var + eps) of a row of D values with mean mu: the squared
+   deviations summed in 16 lanes by fused multiply-adds, the lanes added
+   as in hpj__sum. */
+static float hpj__ln_rstd(const float *x, float mu, int D, float eps) {
+    float acc[16];
+    int j = 0, l;
+    for (l = 0; l < 16; ++l) acc[l] = 0.0f;
+    for (; j + 16 <= D; j += 16)
+        for (l = 0; l < 16; ++l) {
+            float d = x[j + l] - mu;
+            acc[l] = HPJ__FMAF(d, d, acc[l]);
+        }
+    for (l = 0; j + l < D; ++l) {
+        float d = x[j + l] - mu;
+        acc[l] = HPJ__FMAF(d, d, acc[l]);
     }
+    return 1.0f / sqrtf(hpj__sum(acc, 16) / (float)D + eps);
 }
 
-/* One row of the LayerNorm input gradient, g = dy gamma (dy with no gamma). */
+/* One row of the LayerNorm input gradient, g = dy gamma (dy with no gamma),
+   the two row means summed in 16 lanes. (The fast part passes has_gamma
+   as a constant, so that each inlined copy is a plain loop.) */
 static HPJ__INLINE_ALWAYS void hpj__ln_back_row(float *dx, const float *x, const float *dy, const float *gamma,
                                                 float mu, float rs, int D, int has_gamma) {
     float ag[16], agx[16], mg, mgx;
@@ -5894,173 +5900,90 @@ static HPJ__INLINE_ALWAYS void hpj__ln_back_row(float *dx, const float *x, const
     }
 }
 
-/* One row (w channels) of a BatchNorm output: v = (x - m) s (training: m
-   the batch mean, s its rstd) or v = (x - m) / s (evaluation: m the
-   running mean, s = sqrt(running_var + eps)), then gamma, beta, ReLU. */
-static HPJ__INLINE_ALWAYS void hpj__bn_row(float *y, const float *x, const float *m, const float *s,
-                                           const float *gamma, const float *beta, int w, int relu, int divide,
-                                           int has_gamma, int has_beta) {
-    int c;
-    HPJ__OMP(simd)
-    for (c = 0; c < w; ++c) {
-        float v = divide ? (x[c] - m[c]) / s[c] : (x[c] - m[c]) * s[c];
-        if (has_gamma) v *= gamma[c];
-        if (has_beta) v += beta[c];
-        y[c] = relu && !(v > 0.0f) ? 0.0f : v;
-    }
-}
-static HPJ__INLINE_ALWAYS void hpj__bn_row_any(float *y, const float *x, const float *m, const float *s,
-                                               const float *gamma, const float *beta, int w, int relu, int divide) {
-    if (gamma && beta) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 1, 1);
-    else if (gamma) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 1, 0);
-    else if (beta) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 0, 1);
-    else hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 0, 0);
-}
+#ifndef HPJ_REFERENCE
+static void hpj__fast_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
+                                        const float *beta, int N, int D, float eps);
+static void hpj__fast_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
+                                         const float *inp, const float *gamma, const float *mean, const float *rstd,
+                                         int N, int D);
+#endif
 
+/* LayerNorm normalises each row on its own (rows share nothing, so
+   threads take rows): the mean and the variance of its D values, summed
+   in 16 lanes, then out = (x - mean) rstd gamma + beta. */
 HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                                   const float *beta, int N, int D, float eps) {
     int i;
     if (N <= 0 || D <= 0) return;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { /* fast: one copy per gamma/beta case (see the fast part) */
+        hpj__fast_layernorm_forward(out, mean, rstd, inp, gamma, beta, N, D, eps);
+        return;
+    }
+#endif
     HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
     for (i = 0; i < N; ++i) {
         const float *x = inp + (ptrdiff_t)i * D;
         float *y = out + (ptrdiff_t)i * D;
-        float mu = hpj__sum(x, D) / (float)D, var, rs, acc[16];
-        int j = 0, l;
-        for (l = 0; l < 16; ++l) acc[l] = 0.0f;
-        for (; j + 16 <= D; j += 16)
-            for (l = 0; l < 16; ++l) {
-                float d = x[j + l] - mu;
-                acc[l] = HPJ__FMAF(d, d, acc[l]);
-            }
-        for (l = 0; j + l < D; ++l) {
-            float d = x[j + l] - mu;
-            acc[l] = HPJ__FMAF(d, d, acc[l]);
-        }
-        var = hpj__sum(acc, 16) / (float)D;
-        rs = 1.0f / sqrtf(var + eps);
+        float mu = hpj__sum(x, D) / (float)D, rs = hpj__ln_rstd(x, mu, D, eps);
+        int j;
         if (mean) mean[i] = mu;
         if (rstd) rstd[i] = rs;
-        if (gamma && beta) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 1, 1);
-        else if (gamma) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 1, 0);
-        else if (beta) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 0, 1);
-        else hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 0, 0);
+        for (j = 0; j < D; ++j) { /* (out may alias inp: x[j] is read before y[j] is written) */
+            float v = (x[j] - mu) * rs;
+            if (gamma) v *= gamma[j];
+            if (beta) v += beta[j];
+            y[j] = v;
+        }
     }
 }
 
+/* With g = dout gamma: dx = rstd (g - mean(g) - xhat mean(g xhat)) row by
+   row (threads take rows); dgamma and dbeta sum over the rows, per column
+   in row order and in double (the product of two floats is exact in
+   double; threads take columns). */
 HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                    const float *gamma, const float *mean, const float *rstd, int N, int D) {
-    int i;
+    int i, j;
     if (N <= 0 || D <= 0) return;
-    /* out = xhat gamma + beta, xhat = (x - mean) rstd */
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { /* fast: one copy per gamma case, column blocks (see the fast part) */
+        hpj__fast_layernorm_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D);
+        return;
+    }
+#endif
     if (dinp) {
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-        for (i = 0; i < N; ++i) {
-            const float *x = inp + (ptrdiff_t)i * D, *dy = dout + (ptrdiff_t)i * D;
-            float *dx = dinp + (ptrdiff_t)i * D;
-            if (gamma) hpj__ln_back_row(dx, x, dy, gamma, mean[i], rstd[i], D, 1);
-            else hpj__ln_back_row(dx, x, dy, gamma, mean[i], rstd[i], D, 0);
-        }
+        for (i = 0; i < N; ++i)
+            hpj__ln_back_row(dinp + (ptrdiff_t)i * D, inp + (ptrdiff_t)i * D, dout + (ptrdiff_t)i * D, gamma, mean[i],
+                             rstd[i], D, gamma != NULL);
     }
     if (dgamma || dbeta) {
-        /* dgamma += sum over rows of dout xhat, dbeta += sum of dout: per
-           column in row order, in double (the product of two floats is
-           exact in double); threads take blocks of 32 columns */
-        int nb = (D + 31) / 32, jb;
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-        for (jb = 0; jb < nb; ++jb) {
-            double sg[32], sb[32];
-            int j0 = jb * 32, w = HPJ__MIN(32, D - j0), r, j;
-            for (j = 0; j < w; ++j) sg[j] = sb[j] = 0.0;
+        for (j = 0; j < D; ++j) {
+            double sg = 0.0, sb = 0.0;
+            int r;
             for (r = 0; r < N; ++r) {
-                const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
-                float mu = mean[r], rs = rstd[r];
-                for (j = 0; j < w; ++j) {
-                    sg[j] += (double)dy[j] * ((x[j] - mu) * rs);
-                    sb[j] += dy[j];
-                }
+                float dy = dout[(ptrdiff_t)r * D + j];
+                sg += (double)dy * ((inp[(ptrdiff_t)r * D + j] - mean[r]) * rstd[r]);
+                sb += dy;
             }
-            for (j = 0; j < w; ++j) {
-                if (dgamma) dgamma[j0 + j] += (float)sg[j];
-                if (dbeta) dbeta[j0 + j] += (float)sb[j];
-            }
+            if (dgamma) dgamma[j] += (float)sg;
+            if (dbeta) dbeta[j] += (float)sb;
         }
     }
 }
 
-/* BatchNorm's per-channel sums run over HPJ__BN_RB fixed row blocks (rows
-   N b / RB .. N (b + 1) / RB): each block sums its rows in row order, in
-   double, and the block sums are added in block order, so the bits do not
-   depend on the thread count. With several threads every pass (statistics,
-   output, backward) gives each thread the same blocks (a static schedule
-   over the blocks), so a thread reads rows it has just read or written
-   itself; the blocks' sums then live in a scratch of (2 RB + 4) D doubles.
-   Alone (or if that scratch cannot be had) the same sums run by channel
-   panels of HPJ__BN_PANEL on the stack: the same arithmetic in the same
-   order, so the same bits. */
+/* Fixed row blocks. A sum over many rows that threads share out (the GINE
+   shared-edge backward's, BatchNorm's fast sibling's) cuts the N rows into
+   HPJ__BN_RB blocks, rows N b / RB .. N (b + 1) / RB, sums each block in
+   row order and adds the blocks' sums in block order: the same bits for
+   any thread count. HPJ__BN_WS(D) doubles are a data-parallel run's
+   BatchNorm scratch (hpj__dp.bn_ws): the reference needs 2 D + 1 of them,
+   the fast sibling's blocks the rest. */
 #define HPJ__BN_RB 32
-#define HPJ__BN_PANEL 256
 static int hpj__bn_r(int N, int b) { return (int)((int64_t)N * b / HPJ__BN_RB); }
-/* Channel c's total over the blocks' sums p (RB, D), in block order. */
-static double hpj__bn_total(const double *p, int D, int c) {
-    double t = 0.0;
-    int b;
-    for (b = 0; b < HPJ__BN_RB; ++b) t += p[(size_t)b * D + c];
-    return t;
-}
-
-/* Block b's sums over channels [c0, c0 + w): p[c] = the sum over the
-   block's rows of x[c] (m = NULL) or of (x[c] - m[c])^2, in row order;
-   with cnt, row r counted cnt[r] times (a class of equal rows). */
-static void hpj__bn_part(double *p, const float *inp, int N, int D, int b, int c0, int w, const double *m,
-                         const int32_t *cnt) {
-    int r, c, r1 = hpj__bn_r(N, b + 1);
-    for (c = 0; c < w; ++c) p[c] = 0.0;
-    for (r = hpj__bn_r(N, b); r < r1; ++r) {
-        const float *x = inp + (ptrdiff_t)r * D + c0;
-        if (cnt) {
-            double n = cnt[r];
-            if (m) {
-                HPJ__OMP(simd)
-                for (c = 0; c < w; ++c) {
-                    double d = x[c] - m[c];
-                    p[c] += n * (d * d);
-                }
-            } else {
-                HPJ__OMP(simd)
-                for (c = 0; c < w; ++c) p[c] += n * x[c];
-            }
-        } else if (m) {
-            HPJ__OMP(simd)
-            for (c = 0; c < w; ++c) {
-                double d = x[c] - m[c];
-                p[c] += d * d;
-            }
-        } else {
-            HPJ__OMP(simd)
-            for (c = 0; c < w; ++c) p[c] += x[c];
-        }
-    }
-}
-
-/* The scratch (count doubles) of a row-block path run by several threads,
-   or NULL: run alone (par = 0, one thread, already inside a parallel
-   region, or no memory; the caller's alone path gives the same bits). */
-static double *hpj__rb_scratch(int par, size_t count) {
-#ifdef _OPENMP
-    if (par && omp_get_max_threads() > 1 && !omp_in_parallel())
-        return (double *)HPJ_MALLOC(NULL, sizeof(double) * count);
-#else
-    (void)par;
-    (void)count;
-#endif
-    return NULL;
-}
-/* BatchNorm's: (2 RB + 4) D + 4 doubles. */
 #define HPJ__BN_WS(D) ((size_t)(2 * HPJ__BN_RB + 4) * (size_t)(D) + 4)
-static double *hpj__bn_scratch(int N, int D) {
-    return hpj__rb_scratch((int64_t)N * D >= HPJ__PAR_ELEMS, HPJ__BN_WS(D));
-}
 
 /* A running statistic's update r <- (1 - momentum) r + momentum x. */
 static float hpj__bn_run(float r, float x, float momentum) { return (1.0f - momentum) * r + momentum * x; }
@@ -6075,107 +5998,88 @@ static void hpj__bn_stat(int c, double s, double q, float *mean, float *rstd, fl
     if (running_var && N > 1) running_var[c] = hpj__bn_run(running_var[c], (float)(q / (N - 1)), momentum);
 }
 
-/* Rows r0..r1 of the BatchNorm output (and of sum = res + out), by
-   panels of HPJ__BN_PANEL channels. out = NULL (with sum): only the sum,
-   each panel's output made on the stack (a forward with no backward never
-   reads it). */
-static void hpj__bn_out_rows(float *out, const float *inp, const float *mean, const float *rstd, const float *gamma,
-                             const float *beta, int r0, int r1, int D, int relu, const float *res, float *sum) {
-    int i, c, c0, w;
-    for (i = r0; i < r1; ++i)
-        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
-            float t[HPJ__BN_PANEL], *y = out ? out + (ptrdiff_t)i * D + c0 : t;
-            w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
-            hpj__bn_row_any(y, inp + (ptrdiff_t)i * D + c0, mean + c0, rstd + c0, gamma ? gamma + c0 : NULL,
-                            beta ? beta + c0 : NULL, w, relu, 0);
-            if (sum) {
-                const float *r = res + (ptrdiff_t)i * D + c0;
-                float *o = sum + (ptrdiff_t)i * D + c0;
-                HPJ__OMP(simd)
-                for (c = 0; c < w; ++c) o[c] = r[c] + y[c];
-            }
-        }
+/* BatchNorm in training mode normalises each channel c over the batch:
+       mean_c = (1/n) sum_r x[r][c],   var_c = (1/n) sum_r (x[r][c] - mean_c)^2,
+       out[r][c] = (x[r][c] - mean_c) rstd_c gamma_c + beta_c,  rstd_c = 1/sqrt(var_c + eps).
+   The sums run in double, each channel's in row order, so the bits do not
+   depend on the thread count. What the callers add:
+   - fused ops: relu = 1 gives out = max(BN(x), 0); sum != NULL also gives
+     sum = res + out (then out may be NULL: only the sum is kept);
+   - classes (cnt != NULL): row r stands for cnt[r] equal rows, ntot in all
+     (the fast encoder's copy classes); the statistics are the ntot rows';
+   - ranks (dp != NULL): the N rows are this rank's share of the batch; the
+     sums and the row count are added over the ranks before they are used,
+     so every rank gets the whole batch's statistics. */
+
+/* Channel c's sum over the N rows of x (m = NULL) or of (x - *m)^2, in
+   double and in row order; row r counts cnt[r] times (cnt = NULL: once). */
+static double hpj__bn_sum(const float *inp, int N, int D, int c, const double *m, const int32_t *cnt) {
+    double t = 0.0;
+    int r;
+    for (r = 0; r < N; ++r) {
+        double x = inp[(ptrdiff_t)r * D + c], v = m ? (x - *m) * (x - *m) : x;
+        t += cnt ? cnt[r] * v : v;
+    }
+    return t;
 }
 
-/* BatchNorm forward (training mode), optionally fused with a ReLU on the
-   output (relu = 1: out = max(BN(inp), 0), one pass less over the data)
-   and with a residual add (sum != NULL: also sum = res + out, the same
-   float addition as a separate pass). With cnt the N rows are classes of
-   cnt[r] equal rows each, ntot rows in all (a later GINE layer's classes,
-   hpj__gnn_layer_classes): the statistics are those of the ntot rows.
-   With dp the N rows are this rank's share of the batch: each channel's
-   sum (with ntot) and then its squared deviations are summed over the
-   ranks before they are used, so the mean, the variance and the running
-   statistics are the whole batch's on every rank. */
+#ifndef HPJ_REFERENCE
+static void hpj__fast_bn_train(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
+                               const float *inp, const float *gamma, const float *beta, int N, int D, float momentum,
+                               float eps, int relu, const float *res, float *sum, const int32_t *cnt, int ntot,
+                               hpj__dp *dp);
+static void hpj__fast_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                                  const float *gamma, const float *mean, const float *rstd, int N, int D,
+                                  const float *relu_out, int overwrite, const int32_t *cnt, int ntot, hpj__dp *dp);
+#endif
+
 static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
                           const float *inp, const float *gamma, const float *beta, int N, int D, float momentum,
                           float eps, int relu, const float *res, float *sum, const int32_t *cnt, int ntot,
                           hpj__dp *dp) {
-    double *ws;
+    int par = (int64_t)N * D >= HPJ__PAR_ELEMS, c, r;
+    (void)par; /* (without OpenMP) */
     if (D <= 0 || (N <= 0 && !dp)) return; /* (a rank without rows still takes part in the sums) */
-    if ((ws = dp ? dp->bn_ws : hpj__bn_scratch(N, D)) != NULL) {
-        /* the row blocks' sums ps, pq and the channels' totals: s (slot D:
-           the row count), which becomes the mean, and q */
-        double *ps = ws, *pq = ws + (size_t)HPJ__BN_RB * D, *s = pq + (size_t)HPJ__BN_RB * D, *q = s + D + 1, n;
-        int par = (int64_t)N * D >= HPJ__PAR_ELEMS;
-        (void)par; /* (without OpenMP) */
-        HPJ__OMP(parallel if (par))
-        {
-            int b, c;
-            HPJ__OMP(for schedule(static))
-            for (b = 0; b < HPJ__BN_RB; ++b) hpj__bn_part(ps + (size_t)b * D, inp, N, D, b, 0, D, NULL, cnt);
-            HPJ__OMP(for schedule(static))
-            for (c = 0; c < D; ++c) s[c] = hpj__bn_total(ps, D, c);
-        }
-        s[D] = ntot;
-        if (dp) hpj__dp_sum_d(dp, s, (size_t)D + 1); /* the whole batch's sums and rows */
-        n = s[D];
-        HPJ__OMP(parallel if (par))
-        {
-            int b, c;
-            HPJ__OMP(for schedule(static))
-            for (c = 0; c < D; ++c) s[c] /= n;
-            HPJ__OMP(for schedule(static))
-            for (b = 0; b < HPJ__BN_RB; ++b) hpj__bn_part(pq + (size_t)b * D, inp, N, D, b, 0, D, s, cnt);
-            HPJ__OMP(for schedule(static))
-            for (c = 0; c < D; ++c) q[c] = hpj__bn_total(pq, D, c);
-        }
-        if (dp) hpj__dp_sum_d(dp, q, (size_t)D); /* the whole batch's squared deviations */
-        if (n > 0) {
-            HPJ__OMP(parallel if (par))
-            {
-                int b, c;
-                HPJ__OMP(for schedule(static))
-                for (c = 0; c < D; ++c)
-                    hpj__bn_stat(c, s[c], q[c], mean, rstd, running_mean, running_var, (int)n, momentum, eps);
-                HPJ__OMP(for schedule(static))
-                for (b = 0; b < HPJ__BN_RB; ++b)
-                    hpj__bn_out_rows(out, inp, mean, rstd, gamma, beta, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, relu,
-                                     res, sum);
-            }
-        }
-        if (!dp) HPJ_FREE(NULL, ws);
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { /* fast: row blocks (see the fast part) */
+        hpj__fast_bn_train(out, mean, rstd, running_mean, running_var, inp, gamma, beta, N, D, momentum, eps, relu,
+                           res, sum, cnt, ntot, dp);
         return;
     }
-    {
-        int c0, b, c;
-        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
-            double p[HPJ__BN_PANEL], s[HPJ__BN_PANEL], q[HPJ__BN_PANEL];
-            int w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
-            for (c = 0; c < w; ++c) s[c] = q[c] = 0.0;
-            for (b = 0; b < HPJ__BN_RB; ++b) {
-                hpj__bn_part(p, inp, N, D, b, c0, w, NULL, cnt);
-                for (c = 0; c < w; ++c) s[c] += p[c];
-            }
-            for (c = 0; c < w; ++c) s[c] /= ntot;
-            for (b = 0; b < HPJ__BN_RB; ++b) {
-                hpj__bn_part(p, inp, N, D, b, c0, w, s, cnt);
-                for (c = 0; c < w; ++c) q[c] += p[c];
-            }
-            for (c = 0; c < w; ++c)
-                hpj__bn_stat(c0 + c, s[c], q[c], mean, rstd, running_mean, running_var, ntot, momentum, eps);
+#endif
+    if (!dp) {
+        HPJ__OMP(parallel for schedule(static) if (par))
+        for (c = 0; c < D; ++c) {
+            double mu = hpj__bn_sum(inp, N, D, c, NULL, cnt) / ntot;
+            hpj__bn_stat(c, mu, hpj__bn_sum(inp, N, D, c, &mu, cnt), mean, rstd, running_mean, running_var, ntot,
+                         momentum, eps);
         }
-        hpj__bn_out_rows(out, inp, mean, rstd, gamma, beta, 0, N, D, relu, res, sum);
+    } else {
+        double *s = dp->bn_ws, *q = s + D + 1; /* the sums, then means (s[D]: the rows); the squared deviations */
+        for (c = 0; c < D; ++c) s[c] = hpj__bn_sum(inp, N, D, c, NULL, cnt);
+        s[D] = ntot;
+        hpj__dp_sum_d(dp, s, (size_t)D + 1);
+        for (c = 0; c < D; ++c) {
+            s[c] /= s[D];
+            q[c] = hpj__bn_sum(inp, N, D, c, &s[c], cnt);
+        }
+        hpj__dp_sum_d(dp, q, (size_t)D);
+        if (!(s[D] > 0)) return;
+        for (c = 0; c < D; ++c)
+            hpj__bn_stat(c, s[c], q[c], mean, rstd, running_mean, running_var, (int)s[D], momentum, eps);
+    }
+    HPJ__OMP(parallel for schedule(static) if (par))
+    for (r = 0; r < N; ++r) {
+        ptrdiff_t o = (ptrdiff_t)r * D;
+        int j;
+        for (j = 0; j < D; ++j) {
+            float v = (inp[o + j] - mean[j]) * rstd[j];
+            if (gamma) v *= gamma[j];
+            if (beta) v += beta[j];
+            if (relu && !(v > 0.0f)) v = 0.0f;
+            if (out) out[o + j] = v;
+            if (sum) sum[o + j] = res[o + j] + v;
+        }
     }
 }
 
@@ -6186,32 +6090,37 @@ HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, fl
                   N, NULL);
 }
 
+#ifndef HPJ_REFERENCE
+static void hpj__fast_bn_eval(float *out, const float *inp, const float *gamma, const float *beta,
+                              const float *running_mean, const float *running_var, int N, int D, float eps, int relu,
+                              const float *res, float *sum);
+#endif
+
+/* Evaluation mode normalises each row alone with the running statistics,
+   out = (x - running_mean) / sqrt(running_var + eps) gamma + beta, with
+   the ReLU and the residual sum fused as in training. */
 static void hpj__bn_eval(float *out, const float *inp, const float *gamma, const float *beta,
                          const float *running_mean, const float *running_var, int N, int D, float eps, int relu,
                          const float *res, float *sum) {
+    int r;
     if (N <= 0 || D <= 0) return;
-    /* by channel panels, each panel's sqrt(running_var + eps) computed once
-       per thread (the same correctly rounded value as per element) */
-    HPJ__OMP(parallel if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-    {
-        float den[HPJ__BN_PANEL];
-        int c0, i, c;
-        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
-            int w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
-            for (c = 0; c < w; ++c) den[c] = sqrtf(running_var[c0 + c] + eps);
-            HPJ__OMP(for schedule(static) nowait)
-            for (i = 0; i < N; ++i) {
-                const float *x = inp + (ptrdiff_t)i * D + c0;
-                float *y = out + (ptrdiff_t)i * D + c0;
-                hpj__bn_row_any(y, x, running_mean + c0, den, gamma ? gamma + c0 : NULL, beta ? beta + c0 : NULL, w,
-                                relu, 1);
-                if (sum) {
-                    const float *r = res + (ptrdiff_t)i * D + c0;
-                    float *o = sum + (ptrdiff_t)i * D + c0;
-                    HPJ__OMP(simd)
-                    for (c = 0; c < w; ++c) o[c] = r[c] + y[c];
-                }
-            }
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { /* fast: channel panels (see the fast part) */
+        hpj__fast_bn_eval(out, inp, gamma, beta, running_mean, running_var, N, D, eps, relu, res, sum);
+        return;
+    }
+#endif
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    for (r = 0; r < N; ++r) {
+        ptrdiff_t o = (ptrdiff_t)r * D;
+        int j;
+        for (j = 0; j < D; ++j) {
+            float v = (inp[o + j] - running_mean[j]) / sqrtf(running_var[j] + eps);
+            if (gamma) v *= gamma[j];
+            if (beta) v += beta[j];
+            if (relu && !(v > 0.0f)) v = 0.0f;
+            out[o + j] = v;
+            if (sum) sum[o + j] = res[o + j] + v;
         }
     }
 }
@@ -6222,171 +6131,85 @@ HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float
     hpj__bn_eval(out, inp, gamma, beta, running_mean, running_var, N, D, eps, 0, NULL, NULL);
 }
 
-/* One row of BatchNorm backward's sums over w channels: sd += g and
-   sdx += g xhat in double, g = dy (or dy [ro > 0]), xhat = (x - mean) rstd
-   in float. */
-static void hpj__bn_bw_sums(double *sd, double *sdx, const float *x, const float *dy, const float *ro,
-                            const float *mean, const float *rstd, int w) {
-    int c;
-    /* (omp simd: the channels are independent, and without it the
-       compiler, unsure the arrays do not overlap, keeps the loop scalar) */
-    if (ro) {
-        HPJ__OMP(simd)
-        for (c = 0; c < w; ++c) {
-            /* dy where the ReLU passed (ro > 0), else 0: a product by 0 or 1,
-               which the compiler vectorizes where it kept a branch scalar */
-            float g = dy[c] * (float)(ro[c] > 0.0f);
-            sd[c] += g;
-            sdx[c] += (double)g * ((x[c] - mean[c]) * rstd[c]);
-        }
-    } else {
-        HPJ__OMP(simd)
-        for (c = 0; c < w; ++c) {
-            sd[c] += dy[c];
-            sdx[c] += (double)dy[c] * ((x[c] - mean[c]) * rstd[c]);
-        }
-    }
-}
+/* BatchNorm backward. With xhat = (x - mean_c) rstd_c and g the gradient
+   that reaches BatchNorm's output (dout, or dout [relu_out > 0] when the
+   ReLU after it was fused: relu_out is its saved output), per channel
+       dbeta_c += sum_r g,   dgamma_c += sum_r g xhat,
+       dx = gamma_c rstd_c (g - mean_r(g) - xhat mean_r(g xhat)),
+   the sums in double and in row order. overwrite = 1 writes dinp instead
+   of adding to it. With cnt (the forward's classes) dout holds each
+   class's summed gradient and dinp gets the sum of its rows' (xhat is the
+   same over a class, so its n rows take n times the means). With dp,
+   dgamma and dbeta get this rank's share (the gradient's sum over the
+   ranks completes them), while the two means are the whole batch's. */
 
-/* One row of BatchNorm backward's input gradient over w channels, g = dy
-   (or dy [ro > 0] with the saved ReLU output ro); n > 1 for a row that
-   stands for a class of n equal rows, dy then their summed gradient, dx
-   the sum of theirs (n = 1: the same bits as without the factor). */
-static HPJ__INLINE_ALWAYS void hpj__bn_back_row(float *dx, const float *x, const float *dy, const float *ro,
-                                                const float *mean, const float *rstd, const float *k, const float *md,
-                                                const float *mdx, int w, int overwrite, int has_ro, float n) {
-    int c;
-    HPJ__OMP(simd)
-    for (c = 0; c < w; ++c) {
-        float xh = (x[c] - mean[c]) * rstd[c];
-        float g = has_ro && !(ro[c] > 0.0f) ? 0.0f : dy[c];
-        float v = k[c] * (g - n * md[c] - xh * (n * mdx[c]));
-        dx[c] = overwrite ? v : dx[c] + v;
-    }
-}
-
-/* Rows r0..r1 of BatchNorm backward's input gradient over channels
-   [c0, c0 + w) (md, mdx: the channel means of g and g xhat; k = gamma
-   rstd; all three indexed from c0). */
-static void hpj__bn_back_rows(float *dinp, const float *dout, const float *inp, const float *relu_out,
-                              const float *mean, const float *rstd, const float *k, const float *md, const float *mdx,
-                              int r0, int r1, int D, int c0, int w, int overwrite, const int32_t *cnt) {
+/* Channel c's sums over the rows: *sd of g, *sdx of g xhat. */
+static void hpj__bn_bw_col(double *sd, double *sdx, const float *dout, const float *inp, const float *relu_out,
+                           float mean, float rstd, int N, int D, int c) {
     int r;
-    for (r = r0; r < r1; ++r) {
-        ptrdiff_t o = (ptrdiff_t)r * D + c0;
-        float n = cnt ? (float)cnt[r] : 1.0f;
-        if (relu_out)
-            hpj__bn_back_row(dinp + o, inp + o, dout + o, relu_out + o, mean + c0, rstd + c0, k, md, mdx, w, overwrite,
-                             1, n);
-        else
-            hpj__bn_back_row(dinp + o, inp + o, dout + o, NULL, mean + c0, rstd + c0, k, md, mdx, w, overwrite, 0, n);
+    *sd = *sdx = 0.0;
+    for (r = 0; r < N; ++r) {
+        ptrdiff_t o = (ptrdiff_t)r * D + c;
+        float g = relu_out && !(relu_out[o] > 0.0f) ? 0.0f : dout[o];
+        *sd += g;
+        *sdx += (double)g * ((inp[o] - mean) * rstd);
     }
 }
 
-/* Block b's backward sums over channels [c0, c0 + w) (hpj__bn_bw_sums). */
-static void hpj__bn_bw_part(double *pd, double *pdx, const float *dout, const float *inp, const float *relu_out,
-                            const float *mean, const float *rstd, int N, int D, int b, int c0, int w) {
-    int r, c, r1 = hpj__bn_r(N, b + 1);
-    for (c = 0; c < w; ++c) pd[c] = pdx[c] = 0.0;
-    for (r = hpj__bn_r(N, b); r < r1; ++r) {
-        ptrdiff_t o = (ptrdiff_t)r * D + c0;
-        hpj__bn_bw_sums(pd, pdx, inp + o, dout + o, relu_out ? relu_out + o : NULL, mean + c0, rstd + c0, w);
+/* Channel c of the input gradient from md = mean(g) and mdx = mean(g xhat). */
+static void hpj__bn_dx_col(float *dinp, const float *dout, const float *inp, const float *relu_out, float k,
+                           float mean, float rstd, float md, float mdx, int N, int D, int c, int overwrite,
+                           const int32_t *cnt) {
+    int r;
+    for (r = 0; r < N; ++r) {
+        ptrdiff_t o = (ptrdiff_t)r * D + c;
+        float n = cnt ? (float)cnt[r] : 1.0f, xh = (inp[o] - mean) * rstd;
+        float g = relu_out && !(relu_out[o] > 0.0f) ? 0.0f : dout[o];
+        float v = k * (g - n * md - xh * (n * mdx));
+        dinp[o] = overwrite ? v : dinp[o] + v;
     }
 }
 
-/* Channels [c0, c0 + w) of BatchNorm backward from their sums over the N
-   rows, sd of g and sdx of g xhat: dgamma and dbeta, and the panel's md,
-   mdx (the channel means of g and g xhat) and k = gamma rstd. */
-static void hpj__bn_bw_panel(float *dgamma, float *dbeta, float *md, float *mdx, float *k, const double *sd,
-                             const double *sdx, const float *gamma, const float *rstd, int N, int c0, int w) {
-    int c;
-    for (c = 0; c < w; ++c) {
-        if (dgamma) dgamma[c0 + c] += (float)sdx[c];
-        if (dbeta) dbeta[c0 + c] += (float)sd[c];
-        md[c] = (float)(sd[c] / N);
-        mdx[c] = (float)(sdx[c] / N);
-        k[c] = (gamma ? gamma[c0 + c] : 1.0f) * rstd[c0 + c];
-    }
-}
-
-/* BatchNorm backward, optionally fused with the ReLU that followed it
-   (relu_out: the saved max(BN(inp), 0); the incoming gradient is then
-   dout [relu_out > 0]) and with overwrite = 1 writing dinp instead of
-   adding to it (no zeroing pass). The channel sums run over the row
-   blocks of hpj__bn_train. With cnt (hpj__bn_train's classes) dout holds
-   each class's summed gradient and dinp gets the sum of its rows'. With
-   dp (hpj__bn_train's ranks) dgamma and dbeta get this rank's rows' share
-   (the gradient's sum over the ranks completes them), while the channel
-   means that every row's input gradient needs are the whole batch's. */
 static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                              const float *gamma, const float *mean, const float *rstd, int N, int D,
                              const float *relu_out, int overwrite, const int32_t *cnt, int ntot, hpj__dp *dp) {
-    double *ws;
+    int par = (int64_t)N * D >= HPJ__PAR_ELEMS, c;
+    double *t; /* with dp: the sums of g (D), of g xhat (D), the rows */
+    (void)par; /* (without OpenMP) */
     if (D <= 0 || (N <= 0 && !dp)) return;
-    /* out = xhat gamma + beta, xhat = (x - mean_c) rstd_c over the batch */
-    if ((ws = dp ? dp->bn_ws : hpj__bn_scratch(N, D)) != NULL) {
-        /* the row blocks' sums psd, psdx; t: the channels' totals of g,
-           then of g xhat, then the row count */
-        double *psd = ws, *psdx = ws + (size_t)HPJ__BN_RB * D, *t = psdx + (size_t)HPJ__BN_RB * D, n;
-        float *md = (float *)(t + 2 * (size_t)D + 1), *mdx = md + D, *k = mdx + D;
-        int par = (int64_t)N * D >= HPJ__PAR_ELEMS;
-        (void)par; /* (without OpenMP) */
-        HPJ__OMP(parallel if (par))
-        {
-            int b, c;
-            HPJ__OMP(for schedule(static))
-            for (b = 0; b < HPJ__BN_RB; ++b)
-                hpj__bn_bw_part(psd + (size_t)b * D, psdx + (size_t)b * D, dout, inp, relu_out, mean, rstd, N, D, b, 0,
-                                D);
-            HPJ__OMP(for schedule(static))
-            for (c = 0; c < D; ++c) {
-                t[c] = hpj__bn_total(psd, D, c);
-                t[D + c] = hpj__bn_total(psdx, D, c);
-                if (dgamma) dgamma[c] += (float)t[D + c];
-                if (dbeta) dbeta[c] += (float)t[c];
-            }
-        }
-        t[2 * D] = ntot;
-        if (dp) hpj__dp_sum_d(dp, t, 2 * (size_t)D + 1); /* the whole batch's sums and rows */
-        n = t[2 * D];
-        HPJ__OMP(parallel if (par))
-        {
-            int b, c;
-            HPJ__OMP(for schedule(static))
-            for (c = 0; c < D; ++c) {
-                md[c] = (float)(t[c] / n);
-                mdx[c] = (float)(t[D + c] / n);
-                k[c] = (gamma ? gamma[c] : 1.0f) * rstd[c];
-            }
-            if (dinp) {
-                HPJ__OMP(for schedule(static))
-                for (b = 0; b < HPJ__BN_RB; ++b)
-                    hpj__bn_back_rows(dinp, dout, inp, relu_out, mean, rstd, k, md, mdx, hpj__bn_r(N, b),
-                                      hpj__bn_r(N, b + 1), D, 0, D, overwrite, cnt);
-            }
-        }
-        if (!dp) HPJ_FREE(NULL, ws);
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { /* fast: row blocks (see the fast part) */
+        hpj__fast_bn_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D, relu_out, overwrite, cnt, ntot,
+                              dp);
         return;
     }
-    {
-        int c0, b, c;
-        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
-            double pd[HPJ__BN_PANEL], pdx[HPJ__BN_PANEL], sd[HPJ__BN_PANEL], sdx[HPJ__BN_PANEL];
-            float md[HPJ__BN_PANEL], mdx[HPJ__BN_PANEL], k[HPJ__BN_PANEL];
-            int w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
-            for (c = 0; c < w; ++c) sd[c] = sdx[c] = 0.0;
-            for (b = 0; b < HPJ__BN_RB; ++b) {
-                hpj__bn_bw_part(pd, pdx, dout, inp, relu_out, mean, rstd, N, D, b, c0, w);
-                for (c = 0; c < w; ++c) {
-                    sd[c] += pd[c];
-                    sdx[c] += pdx[c];
-                }
-            }
-            hpj__bn_bw_panel(dgamma, dbeta, md, mdx, k, sd, sdx, gamma, rstd, ntot, c0, w);
+#endif
+    if (!dp) {
+        HPJ__OMP(parallel for schedule(static) if (par))
+        for (c = 0; c < D; ++c) {
+            double sd, sdx;
+            hpj__bn_bw_col(&sd, &sdx, dout, inp, relu_out, mean[c], rstd[c], N, D, c);
+            if (dgamma) dgamma[c] += (float)sdx;
+            if (dbeta) dbeta[c] += (float)sd;
             if (dinp)
-                hpj__bn_back_rows(dinp, dout, inp, relu_out, mean, rstd, k, md, mdx, 0, N, D, c0, w, overwrite, cnt);
+                hpj__bn_dx_col(dinp, dout, inp, relu_out, (gamma ? gamma[c] : 1.0f) * rstd[c], mean[c], rstd[c],
+                               (float)(sd / ntot), (float)(sdx / ntot), N, D, c, overwrite, cnt);
         }
+        return;
     }
+    t = dp->bn_ws;
+    for (c = 0; c < D; ++c) {
+        hpj__bn_bw_col(&t[c], &t[D + c], dout, inp, relu_out, mean[c], rstd[c], N, D, c);
+        if (dgamma) dgamma[c] += (float)t[D + c];
+        if (dbeta) dbeta[c] += (float)t[c];
+    }
+    t[2 * D] = ntot;
+    hpj__dp_sum_d(dp, t, 2 * (size_t)D + 1);
+    if (!dinp || !(t[2 * D] > 0)) return;
+    HPJ__OMP(parallel for schedule(static) if (par))
+    for (c = 0; c < D; ++c)
+        hpj__bn_dx_col(dinp, dout, inp, relu_out, (gamma ? gamma[c] : 1.0f) * rstd[c], mean[c], rstd[c],
+                       (float)(t[c] / t[2 * D]), (float)(t[D + c] / t[2 * D]), N, D, c, overwrite, cnt);
 }
 
 HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
@@ -12477,6 +12300,486 @@ static int hpj__fast_pw_keep(hpj_part_work *pw, unsigned char *b) {
     pw->blk[small] = b;
     pw->cap[small] = cap;
     return 1;
+}
+
+/* ==== fast: LayerNorm, one copy per gamma/beta case ====
+   The reference tests gamma and beta inside its loops. Here they are
+   tested outside: hpj__ln_apply and hpj__ln_back_row take constant flags
+   and are called once per case, so each inlined copy is a plain loop
+   (see the note below); and dgamma / dbeta take blocks
+   of 32 columns, so that a row's 32 values are read together. Every
+   element is computed as in the reference, by the same operations in
+   the same order: the same bits. */
+/* Optional operands (gamma, beta, a saved ReLU output) are tested outside
+   the loops: the helpers take constant flags and are called once per
+   combination, so each inlined copy has a plain loop. Tested inside, a
+   compiler may turn `if (gamma) v *= gamma[j]` into masked loads, which
+   some processors complete slowly when the pointer is NULL. */
+static HPJ__INLINE_ALWAYS void hpj__ln_apply(float *y, const float *x, float mu, float rs, const float *gamma,
+                                             const float *beta, int D, int has_gamma, int has_beta) {
+    int j;
+    HPJ__OMP(simd)
+    for (j = 0; j < D; ++j) {
+        float v = (x[j] - mu) * rs;
+        if (has_gamma) v *= gamma[j];
+        if (has_beta) v += beta[j];
+        y[j] = v;
+    }
+}
+
+static void hpj__fast_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
+                                        const float *beta, int N, int D, float eps) {
+    int i;
+    if (N <= 0 || D <= 0) return;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    for (i = 0; i < N; ++i) {
+        const float *x = inp + (ptrdiff_t)i * D;
+        float *y = out + (ptrdiff_t)i * D;
+        float mu = hpj__sum(x, D) / (float)D, rs = hpj__ln_rstd(x, mu, D, eps);
+        if (mean) mean[i] = mu;
+        if (rstd) rstd[i] = rs;
+        if (gamma && beta) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 1, 1);
+        else if (gamma) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 1, 0);
+        else if (beta) hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 0, 1);
+        else hpj__ln_apply(y, x, mu, rs, gamma, beta, D, 0, 0);
+    }
+}
+
+static void hpj__fast_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout,
+                                         const float *inp, const float *gamma, const float *mean, const float *rstd,
+                                         int N, int D) {
+    int i;
+    if (N <= 0 || D <= 0) return;
+    /* out = xhat gamma + beta, xhat = (x - mean) rstd */
+    if (dinp) {
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+        for (i = 0; i < N; ++i) {
+            const float *x = inp + (ptrdiff_t)i * D, *dy = dout + (ptrdiff_t)i * D;
+            float *dx = dinp + (ptrdiff_t)i * D;
+            if (gamma) hpj__ln_back_row(dx, x, dy, gamma, mean[i], rstd[i], D, 1);
+            else hpj__ln_back_row(dx, x, dy, gamma, mean[i], rstd[i], D, 0);
+        }
+    }
+    if (dgamma || dbeta) {
+        /* dgamma += sum over rows of dout xhat, dbeta += sum of dout: per
+           column in row order, in double (the product of two floats is
+           exact in double); threads take blocks of 32 columns */
+        int nb = (D + 31) / 32, jb;
+        HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+        for (jb = 0; jb < nb; ++jb) {
+            double sg[32], sb[32];
+            int j0 = jb * 32, w = HPJ__MIN(32, D - j0), r, j;
+            for (j = 0; j < w; ++j) sg[j] = sb[j] = 0.0;
+            for (r = 0; r < N; ++r) {
+                const float *x = inp + (ptrdiff_t)r * D + j0, *dy = dout + (ptrdiff_t)r * D + j0;
+                float mu = mean[r], rs = rstd[r];
+                for (j = 0; j < w; ++j) {
+                    sg[j] += (double)dy[j] * ((x[j] - mu) * rs);
+                    sb[j] += dy[j];
+                }
+            }
+            for (j = 0; j < w; ++j) {
+                if (dgamma) dgamma[j0 + j] += (float)sg[j];
+                if (dbeta) dbeta[j0 + j] += (float)sb[j];
+            }
+        }
+    }
+}
+
+/* ==== fast: BatchNorm row blocks ====
+   The reference sums each channel down its column, row after row: plain,
+   but each step of that walk lands on another cache line. Here the rows
+   are cut into the HPJ__BN_RB fixed blocks (hpj__bn_r) and each block sums
+   all channels of its rows at once, reading every row straight through,
+   in double and in row order; the blocks' sums are added in block order,
+   so the bits do not depend on the thread count. With several threads
+   every pass (statistics, output, backward) gives each thread the same
+   blocks (a static schedule over the blocks), so a thread reads rows it
+   has just read or written itself; the blocks' sums then live in a
+   scratch of HPJ__BN_WS(D) doubles (borrowed through HPJ_MALLOC, or the
+   data-parallel run's). Alone (or if that scratch cannot be had) the same
+   sums run by channel panels of HPJ__BN_PANEL on the stack: the same
+   arithmetic in the same order, so the same bits. The reference adds each
+   channel's rows in one run instead of by blocks, so the two agree to
+   rounding (a test holds them within a tolerance), not to the bit.
+ */
+#define HPJ__BN_PANEL 256
+/* One row (w channels) of a BatchNorm output: v = (x - m) s (training: m
+   the batch mean, s its rstd) or v = (x - m) / s (evaluation: m the
+   running mean, s = sqrt(running_var + eps)), then gamma, beta, ReLU. */
+static HPJ__INLINE_ALWAYS void hpj__bn_row(float *y, const float *x, const float *m, const float *s,
+                                           const float *gamma, const float *beta, int w, int relu, int divide,
+                                           int has_gamma, int has_beta) {
+    int c;
+    HPJ__OMP(simd)
+    for (c = 0; c < w; ++c) {
+        float v = divide ? (x[c] - m[c]) / s[c] : (x[c] - m[c]) * s[c];
+        if (has_gamma) v *= gamma[c];
+        if (has_beta) v += beta[c];
+        y[c] = relu && !(v > 0.0f) ? 0.0f : v;
+    }
+}
+static HPJ__INLINE_ALWAYS void hpj__bn_row_any(float *y, const float *x, const float *m, const float *s,
+                                               const float *gamma, const float *beta, int w, int relu, int divide) {
+    if (gamma && beta) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 1, 1);
+    else if (gamma) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 1, 0);
+    else if (beta) hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 0, 1);
+    else hpj__bn_row(y, x, m, s, gamma, beta, w, relu, divide, 0, 0);
+}
+
+/* Channel c's total over the blocks' sums p (RB, D), in block order. */
+static double hpj__bn_total(const double *p, int D, int c) {
+    double t = 0.0;
+    int b;
+    for (b = 0; b < HPJ__BN_RB; ++b) t += p[(size_t)b * D + c];
+    return t;
+}
+
+/* Block b's sums over channels [c0, c0 + w): p[c] = the sum over the
+   block's rows of x[c] (m = NULL) or of (x[c] - m[c])^2, in row order;
+   with cnt, row r counted cnt[r] times (a class of equal rows). */
+static void hpj__bn_part(double *p, const float *inp, int N, int D, int b, int c0, int w, const double *m,
+                         const int32_t *cnt) {
+    int r, c, r1 = hpj__bn_r(N, b + 1);
+    for (c = 0; c < w; ++c) p[c] = 0.0;
+    for (r = hpj__bn_r(N, b); r < r1; ++r) {
+        const float *x = inp + (ptrdiff_t)r * D + c0;
+        if (cnt) {
+            double n = cnt[r];
+            if (m) {
+                HPJ__OMP(simd)
+                for (c = 0; c < w; ++c) {
+                    double d = x[c] - m[c];
+                    p[c] += n * (d * d);
+                }
+            } else {
+                HPJ__OMP(simd)
+                for (c = 0; c < w; ++c) p[c] += n * x[c];
+            }
+        } else if (m) {
+            HPJ__OMP(simd)
+            for (c = 0; c < w; ++c) {
+                double d = x[c] - m[c];
+                p[c] += d * d;
+            }
+        } else {
+            HPJ__OMP(simd)
+            for (c = 0; c < w; ++c) p[c] += x[c];
+        }
+    }
+}
+
+/* The scratch (count doubles) of a row-block path run by several threads,
+   or NULL: run alone (par = 0, one thread, already inside a parallel
+   region, or no memory; the caller's alone path gives the same bits). */
+static double *hpj__rb_scratch(int par, size_t count) {
+#ifdef _OPENMP
+    if (par && omp_get_max_threads() > 1 && !omp_in_parallel())
+        return (double *)HPJ_MALLOC(NULL, sizeof(double) * count);
+#else
+    (void)par;
+    (void)count;
+#endif
+    return NULL;
+}
+/* BatchNorm's: HPJ__BN_WS(D) doubles. */
+static double *hpj__bn_scratch(int N, int D) {
+    return hpj__rb_scratch((int64_t)N * D >= HPJ__PAR_ELEMS, HPJ__BN_WS(D));
+}
+
+/* Rows r0..r1 of the BatchNorm output (and of sum = res + out), by
+   panels of HPJ__BN_PANEL channels. out = NULL (with sum): only the sum,
+   each panel's output made on the stack (a forward with no backward never
+   reads it). */
+static void hpj__bn_out_rows(float *out, const float *inp, const float *mean, const float *rstd, const float *gamma,
+                             const float *beta, int r0, int r1, int D, int relu, const float *res, float *sum) {
+    int i, c, c0, w;
+    for (i = r0; i < r1; ++i)
+        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
+            float t[HPJ__BN_PANEL], *y = out ? out + (ptrdiff_t)i * D + c0 : t;
+            w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
+            hpj__bn_row_any(y, inp + (ptrdiff_t)i * D + c0, mean + c0, rstd + c0, gamma ? gamma + c0 : NULL,
+                            beta ? beta + c0 : NULL, w, relu, 0);
+            if (sum) {
+                const float *r = res + (ptrdiff_t)i * D + c0;
+                float *o = sum + (ptrdiff_t)i * D + c0;
+                HPJ__OMP(simd)
+                for (c = 0; c < w; ++c) o[c] = r[c] + y[c];
+            }
+        }
+}
+
+/* BatchNorm forward (training mode), optionally fused with a ReLU on the
+   output (relu = 1: out = max(BN(inp), 0), one pass less over the data)
+   and with a residual add (sum != NULL: also sum = res + out, the same
+   float addition as a separate pass). With cnt the N rows are classes of
+   cnt[r] equal rows each, ntot rows in all (a later GINE layer's classes,
+   hpj__gnn_layer_classes): the statistics are those of the ntot rows.
+   With dp the N rows are this rank's share of the batch: each channel's
+   sum (with ntot) and then its squared deviations are summed over the
+   ranks before they are used, so the mean, the variance and the running
+   statistics are the whole batch's on every rank. */
+static void hpj__fast_bn_train(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
+                               const float *inp, const float *gamma, const float *beta, int N, int D, float momentum,
+                               float eps, int relu, const float *res, float *sum, const int32_t *cnt, int ntot,
+                               hpj__dp *dp) {
+    double *ws;
+    if (D <= 0 || (N <= 0 && !dp)) return; /* (a rank without rows still takes part in the sums) */
+    if ((ws = dp ? dp->bn_ws : hpj__bn_scratch(N, D)) != NULL) {
+        /* the row blocks' sums ps, pq and the channels' totals: s (slot D:
+           the row count), which becomes the mean, and q */
+        double *ps = ws, *pq = ws + (size_t)HPJ__BN_RB * D, *s = pq + (size_t)HPJ__BN_RB * D, *q = s + D + 1, n;
+        int par = (int64_t)N * D >= HPJ__PAR_ELEMS;
+        (void)par; /* (without OpenMP) */
+        HPJ__OMP(parallel if (par))
+        {
+            int b, c;
+            HPJ__OMP(for schedule(static))
+            for (b = 0; b < HPJ__BN_RB; ++b) hpj__bn_part(ps + (size_t)b * D, inp, N, D, b, 0, D, NULL, cnt);
+            HPJ__OMP(for schedule(static))
+            for (c = 0; c < D; ++c) s[c] = hpj__bn_total(ps, D, c);
+        }
+        s[D] = ntot;
+        if (dp) hpj__dp_sum_d(dp, s, (size_t)D + 1); /* the whole batch's sums and rows */
+        n = s[D];
+        HPJ__OMP(parallel if (par))
+        {
+            int b, c;
+            HPJ__OMP(for schedule(static))
+            for (c = 0; c < D; ++c) s[c] /= n;
+            HPJ__OMP(for schedule(static))
+            for (b = 0; b < HPJ__BN_RB; ++b) hpj__bn_part(pq + (size_t)b * D, inp, N, D, b, 0, D, s, cnt);
+            HPJ__OMP(for schedule(static))
+            for (c = 0; c < D; ++c) q[c] = hpj__bn_total(pq, D, c);
+        }
+        if (dp) hpj__dp_sum_d(dp, q, (size_t)D); /* the whole batch's squared deviations */
+        if (n > 0) {
+            HPJ__OMP(parallel if (par))
+            {
+                int b, c;
+                HPJ__OMP(for schedule(static))
+                for (c = 0; c < D; ++c)
+                    hpj__bn_stat(c, s[c], q[c], mean, rstd, running_mean, running_var, (int)n, momentum, eps);
+                HPJ__OMP(for schedule(static))
+                for (b = 0; b < HPJ__BN_RB; ++b)
+                    hpj__bn_out_rows(out, inp, mean, rstd, gamma, beta, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, relu,
+                                     res, sum);
+            }
+        }
+        if (!dp) HPJ_FREE(NULL, ws);
+        return;
+    }
+    {
+        int c0, b, c;
+        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
+            double p[HPJ__BN_PANEL], s[HPJ__BN_PANEL], q[HPJ__BN_PANEL];
+            int w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
+            for (c = 0; c < w; ++c) s[c] = q[c] = 0.0;
+            for (b = 0; b < HPJ__BN_RB; ++b) {
+                hpj__bn_part(p, inp, N, D, b, c0, w, NULL, cnt);
+                for (c = 0; c < w; ++c) s[c] += p[c];
+            }
+            for (c = 0; c < w; ++c) s[c] /= ntot;
+            for (b = 0; b < HPJ__BN_RB; ++b) {
+                hpj__bn_part(p, inp, N, D, b, c0, w, s, cnt);
+                for (c = 0; c < w; ++c) q[c] += p[c];
+            }
+            for (c = 0; c < w; ++c)
+                hpj__bn_stat(c0 + c, s[c], q[c], mean, rstd, running_mean, running_var, ntot, momentum, eps);
+        }
+        hpj__bn_out_rows(out, inp, mean, rstd, gamma, beta, 0, N, D, relu, res, sum);
+    }
+}
+
+/* One row of BatchNorm backward's sums over w channels: sd += g and
+   sdx += g xhat in double, g = dy (or dy [ro > 0]), xhat = (x - mean) rstd
+   in float. */
+static void hpj__bn_bw_sums(double *sd, double *sdx, const float *x, const float *dy, const float *ro,
+                            const float *mean, const float *rstd, int w) {
+    int c;
+    /* (omp simd: the channels are independent, and without it the
+       compiler, unsure the arrays do not overlap, keeps the loop scalar) */
+    if (ro) {
+        HPJ__OMP(simd)
+        for (c = 0; c < w; ++c) {
+            /* dy where the ReLU passed (ro > 0), else 0: a product by 0 or 1,
+               which the compiler vectorizes where it kept a branch scalar */
+            float g = dy[c] * (float)(ro[c] > 0.0f);
+            sd[c] += g;
+            sdx[c] += (double)g * ((x[c] - mean[c]) * rstd[c]);
+        }
+    } else {
+        HPJ__OMP(simd)
+        for (c = 0; c < w; ++c) {
+            sd[c] += dy[c];
+            sdx[c] += (double)dy[c] * ((x[c] - mean[c]) * rstd[c]);
+        }
+    }
+}
+
+/* One row of BatchNorm backward's input gradient over w channels, g = dy
+   (or dy [ro > 0] with the saved ReLU output ro); n > 1 for a row that
+   stands for a class of n equal rows, dy then their summed gradient, dx
+   the sum of theirs (n = 1: the same bits as without the factor). */
+static HPJ__INLINE_ALWAYS void hpj__bn_back_row(float *dx, const float *x, const float *dy, const float *ro,
+                                                const float *mean, const float *rstd, const float *k, const float *md,
+                                                const float *mdx, int w, int overwrite, int has_ro, float n) {
+    int c;
+    HPJ__OMP(simd)
+    for (c = 0; c < w; ++c) {
+        float xh = (x[c] - mean[c]) * rstd[c];
+        float g = has_ro && !(ro[c] > 0.0f) ? 0.0f : dy[c];
+        float v = k[c] * (g - n * md[c] - xh * (n * mdx[c]));
+        dx[c] = overwrite ? v : dx[c] + v;
+    }
+}
+
+/* Rows r0..r1 of BatchNorm backward's input gradient over channels
+   [c0, c0 + w) (md, mdx: the channel means of g and g xhat; k = gamma
+   rstd; all three indexed from c0). */
+static void hpj__bn_back_rows(float *dinp, const float *dout, const float *inp, const float *relu_out,
+                              const float *mean, const float *rstd, const float *k, const float *md, const float *mdx,
+                              int r0, int r1, int D, int c0, int w, int overwrite, const int32_t *cnt) {
+    int r;
+    for (r = r0; r < r1; ++r) {
+        ptrdiff_t o = (ptrdiff_t)r * D + c0;
+        float n = cnt ? (float)cnt[r] : 1.0f;
+        if (relu_out)
+            hpj__bn_back_row(dinp + o, inp + o, dout + o, relu_out + o, mean + c0, rstd + c0, k, md, mdx, w, overwrite,
+                             1, n);
+        else
+            hpj__bn_back_row(dinp + o, inp + o, dout + o, NULL, mean + c0, rstd + c0, k, md, mdx, w, overwrite, 0, n);
+    }
+}
+
+/* Block b's backward sums over channels [c0, c0 + w) (hpj__bn_bw_sums). */
+static void hpj__bn_bw_part(double *pd, double *pdx, const float *dout, const float *inp, const float *relu_out,
+                            const float *mean, const float *rstd, int N, int D, int b, int c0, int w) {
+    int r, c, r1 = hpj__bn_r(N, b + 1);
+    for (c = 0; c < w; ++c) pd[c] = pdx[c] = 0.0;
+    for (r = hpj__bn_r(N, b); r < r1; ++r) {
+        ptrdiff_t o = (ptrdiff_t)r * D + c0;
+        hpj__bn_bw_sums(pd, pdx, inp + o, dout + o, relu_out ? relu_out + o : NULL, mean + c0, rstd + c0, w);
+    }
+}
+
+/* Channels [c0, c0 + w) of BatchNorm backward from their sums over the N
+   rows, sd of g and sdx of g xhat: dgamma and dbeta, and the panel's md,
+   mdx (the channel means of g and g xhat) and k = gamma rstd. */
+static void hpj__bn_bw_panel(float *dgamma, float *dbeta, float *md, float *mdx, float *k, const double *sd,
+                             const double *sdx, const float *gamma, const float *rstd, int N, int c0, int w) {
+    int c;
+    for (c = 0; c < w; ++c) {
+        if (dgamma) dgamma[c0 + c] += (float)sdx[c];
+        if (dbeta) dbeta[c0 + c] += (float)sd[c];
+        md[c] = (float)(sd[c] / N);
+        mdx[c] = (float)(sdx[c] / N);
+        k[c] = (gamma ? gamma[c0 + c] : 1.0f) * rstd[c0 + c];
+    }
+}
+
+/* hpj__bn_eval by channel panels (the same function, the same bits). */
+static void hpj__fast_bn_eval(float *out, const float *inp, const float *gamma, const float *beta,
+                              const float *running_mean, const float *running_var, int N, int D, float eps, int relu,
+                              const float *res, float *sum) {
+    if (N <= 0 || D <= 0) return;
+    /* by channel panels, each panel's sqrt(running_var + eps) computed once
+       per thread (the same correctly rounded value as per element) */
+    HPJ__OMP(parallel if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    {
+        float den[HPJ__BN_PANEL];
+        int c0, i, c;
+        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
+            int w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
+            for (c = 0; c < w; ++c) den[c] = sqrtf(running_var[c0 + c] + eps);
+            HPJ__OMP(for schedule(static) nowait)
+            for (i = 0; i < N; ++i) {
+                const float *x = inp + (ptrdiff_t)i * D + c0;
+                float *y = out + (ptrdiff_t)i * D + c0;
+                hpj__bn_row_any(y, x, running_mean + c0, den, gamma ? gamma + c0 : NULL, beta ? beta + c0 : NULL, w,
+                                relu, 1);
+                if (sum) {
+                    const float *r = res + (ptrdiff_t)i * D + c0;
+                    float *o = sum + (ptrdiff_t)i * D + c0;
+                    HPJ__OMP(simd)
+                    for (c = 0; c < w; ++c) o[c] = r[c] + y[c];
+                }
+            }
+        }
+    }
+}
+
+/* hpj__bn_backward by the forward's row blocks (the same arguments and
+   the same function). */
+static void hpj__fast_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                                  const float *gamma, const float *mean, const float *rstd, int N, int D,
+                                  const float *relu_out, int overwrite, const int32_t *cnt, int ntot, hpj__dp *dp) {
+    double *ws;
+    if (D <= 0 || (N <= 0 && !dp)) return;
+    /* out = xhat gamma + beta, xhat = (x - mean_c) rstd_c over the batch */
+    if ((ws = dp ? dp->bn_ws : hpj__bn_scratch(N, D)) != NULL) {
+        /* the row blocks' sums psd, psdx; t: the channels' totals of g,
+           then of g xhat, then the row count */
+        double *psd = ws, *psdx = ws + (size_t)HPJ__BN_RB * D, *t = psdx + (size_t)HPJ__BN_RB * D, n;
+        float *md = (float *)(t + 2 * (size_t)D + 1), *mdx = md + D, *k = mdx + D;
+        int par = (int64_t)N * D >= HPJ__PAR_ELEMS;
+        (void)par; /* (without OpenMP) */
+        HPJ__OMP(parallel if (par))
+        {
+            int b, c;
+            HPJ__OMP(for schedule(static))
+            for (b = 0; b < HPJ__BN_RB; ++b)
+                hpj__bn_bw_part(psd + (size_t)b * D, psdx + (size_t)b * D, dout, inp, relu_out, mean, rstd, N, D, b, 0,
+                                D);
+            HPJ__OMP(for schedule(static))
+            for (c = 0; c < D; ++c) {
+                t[c] = hpj__bn_total(psd, D, c);
+                t[D + c] = hpj__bn_total(psdx, D, c);
+                if (dgamma) dgamma[c] += (float)t[D + c];
+                if (dbeta) dbeta[c] += (float)t[c];
+            }
+        }
+        t[2 * D] = ntot;
+        if (dp) hpj__dp_sum_d(dp, t, 2 * (size_t)D + 1); /* the whole batch's sums and rows */
+        n = t[2 * D];
+        HPJ__OMP(parallel if (par))
+        {
+            int b, c;
+            HPJ__OMP(for schedule(static))
+            for (c = 0; c < D; ++c) {
+                md[c] = (float)(t[c] / n);
+                mdx[c] = (float)(t[D + c] / n);
+                k[c] = (gamma ? gamma[c] : 1.0f) * rstd[c];
+            }
+            if (dinp) {
+                HPJ__OMP(for schedule(static))
+                for (b = 0; b < HPJ__BN_RB; ++b)
+                    hpj__bn_back_rows(dinp, dout, inp, relu_out, mean, rstd, k, md, mdx, hpj__bn_r(N, b),
+                                      hpj__bn_r(N, b + 1), D, 0, D, overwrite, cnt);
+            }
+        }
+        if (!dp) HPJ_FREE(NULL, ws);
+        return;
+    }
+    {
+        int c0, b, c;
+        for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
+            double pd[HPJ__BN_PANEL], pdx[HPJ__BN_PANEL], sd[HPJ__BN_PANEL], sdx[HPJ__BN_PANEL];
+            float md[HPJ__BN_PANEL], mdx[HPJ__BN_PANEL], k[HPJ__BN_PANEL];
+            int w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
+            for (c = 0; c < w; ++c) sd[c] = sdx[c] = 0.0;
+            for (b = 0; b < HPJ__BN_RB; ++b) {
+                hpj__bn_bw_part(pd, pdx, dout, inp, relu_out, mean, rstd, N, D, b, c0, w);
+                for (c = 0; c < w; ++c) {
+                    sd[c] += pd[c];
+                    sdx[c] += pdx[c];
+                }
+            }
+            hpj__bn_bw_panel(dgamma, dbeta, md, mdx, k, sd, sdx, gamma, rstd, ntot, c0, w);
+            if (dinp)
+                hpj__bn_back_rows(dinp, dout, inp, relu_out, mean, rstd, k, md, mdx, 0, N, D, c0, w, overwrite, cnt);
+        }
+    }
 }
 
 /* ==== fast: GINE shared-edge backward, threads by row blocks ====

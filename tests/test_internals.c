@@ -74,14 +74,17 @@ static void test_failure_threads(void) {
 #endif
 }
 
-/* BatchNorm's channel sums (hpj__bn_part) give the same bits on every
-   paths level: training-mode output, statistics and running statistics,
+/* BatchNorm's row-block sums (hpj__bn_part, the fast sibling) give the
+   same bits on every fast paths level (the reference sums each channel in
+   one run: test_bn_reference_vs_fast holds it within a tolerance):
+   training-mode output, statistics and running statistics,
    with and without class counts (a later GINE layer's classes), on the
    row-block path (large N, two threads) and the panel path (small N, and
    fewer rows than row blocks), with a partial block of 64 channels. The
    double sums themselves are compared too: a last-bit change there
    seldom reaches the float outputs. */
 static void test_bn_sums_paths(void) {
+#ifndef HPJ_REFERENCE
     int sizes[3] = {1500, 40, 20}, D = 100, si, k, lvl, i;
     double *ps[4], dm[100]; /* (D channels) */
     hpj_rng r;
@@ -96,7 +99,7 @@ static void test_bn_sums_paths(void) {
             for (i = 0; i < N * D; ++i) x[i] = 3.0f * hpj_rng_uniform(&r) - 1.0f + (i % D) * 0.25f;
             for (i = 0; i < D; ++i) g[i] = 0.5f + hpj_rng_uniform(&r), b[i] = hpj_rng_uniform(&r) - 0.5f;
             for (i = 0; cnt && i < N; ++i) ntot += cnt[i] = 1 + i % 5;
-            for (lvl = HPJ_PATHS_REFERENCE; lvl <= HPJ_PATHS_AVX512; ++lvl) {
+            for (lvl = HPJ_PATHS_PORTABLE; lvl <= HPJ_PATHS_AVX512; ++lvl) {
                 float *y, *mean, *rstd, *rm, *rv;
                 if (hpj_set_paths(lvl) != lvl) continue;
                 o[nres] = y = (float *)calloc((size_t)N * D + 4 * D, sizeof(float));
@@ -105,7 +108,7 @@ static void test_bn_sums_paths(void) {
                 hpj__bn_train(y, mean, rstd, rm, rv, x, g, b, N, D, 0.1f, 1e-5f, 1, NULL, NULL, cnt, cnt ? ntot : N, NULL);
                 if (nres > 0)
                     CHECK_MSG(memcmp(o[0], y, sizeof(float) * ((size_t)N * D + 4 * D)) == 0,
-                              "BatchNorm, %d rows%s: %s differs from the reference", N, cnt ? ", classes" : "",
+                              "BatchNorm, %d rows%s: %s differs from portable", N, cnt ? ", classes" : "",
                               hpj_paths_name(lvl));
                 { /* the double sums themselves (a last-bit change seldom reaches the floats) */
                     int bl, c;
@@ -117,7 +120,7 @@ static void test_bn_sums_paths(void) {
                     }
                     if (nres > 0)
                         CHECK_MSG(memcmp(ps[0], ps[nres], sizeof(double) * 2 * HPJ__BN_RB * D) == 0,
-                                  "BatchNorm sums, %d rows%s: %s differ from the reference", N,
+                                  "BatchNorm sums, %d rows%s: %s differ from portable", N,
                                   cnt ? ", classes" : "", hpj_paths_name(lvl));
                 }
                 ++nres;
@@ -128,6 +131,9 @@ static void test_bn_sums_paths(void) {
             free(x); free(g); free(b); free(cnt);
         }
     for (i = 0; i < 4; ++i) free(ps[i]);
+#else
+    SKIP("built with -DHPJ_REFERENCE: no fast level to compare");
+#endif
 }
 
 /* BatchNorm with the residual sum only (out = NULL: the target path's
@@ -161,6 +167,146 @@ static void test_bn_sum_only(void) {
                       cnt ? ", classes" : "", inplace ? ", in place" : "");
             free(x); free(res); free(y); free(s1); free(s2); free(g); free(b); free(cnt);
         }
+}
+
+/* The largest |a - b| / (1 + |b|) over n floats. */
+static double bn_rel_diff(const float *a, const float *b, size_t n) {
+    double w = 0.0;
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        double d = fabs((double)a[i] - b[i]) / (1.0 + fabs((double)b[i]));
+        if (!(d <= w)) w = d; /* (a NaN counts as the largest) */
+    }
+    return w;
+}
+
+/* One BatchNorm forward (ReLU and residual sum fused, running statistics
+   moved) and backward (through the fused ReLU, adding to dinp) at the
+   current paths level; o holds out, sum, mean, rstd, rm, rv, dinp, dgamma,
+   dbeta in that order. */
+static void bn_run_both(float *o, const float *x, const float *res, const float *dy, const float *g, const float *b,
+                        const int32_t *cnt, int N, int D, int ntot) {
+    size_t nd = (size_t)N * D;
+    float *out = o, *sum = out + nd, *mean = sum + nd, *rstd = mean + D, *rm = rstd + D, *rv = rm + D;
+    float *dx = rv + D, *dg = dx + nd, *db = dg + D;
+    int i;
+    for (i = 0; i < D; ++i) rm[i] = 0.1f * (float)i, rv[i] = 1.0f, dg[i] = 0.5f, db[i] = -0.5f;
+    for (i = 0; i < (int)nd; ++i) dx[i] = 0.25f;
+    hpj__bn_train(out, mean, rstd, rm, rv, x, g, b, N, D, 0.1f, 1e-5f, 1, res, sum, cnt, ntot, NULL);
+    hpj__bn_backward(dx, dg, db, dy, x, g, mean, rstd, N, D, out, 0, cnt, ntot, NULL);
+}
+
+/* The reference BatchNorm (hpj__bn_train, hpj__bn_backward: each channel
+   summed in one run down its rows) and the fast sibling (row blocks)
+   agree within 2e-5 relative (|a - b| <= 2e-5 (1 + |b|)) on every output
+   of the forward and the backward, with the ReLU and the residual sum
+   fused, with and without row classes, on the row-block path (1500 rows,
+   two threads) and the panel path (40 rows); the difference is rounding
+   only (a wrong sum is off by far more). Evaluation mode gives the same
+   bits on both, and the reference the same bits on one and two threads. */
+static void test_bn_reference_vs_fast(void) {
+    int sizes[2] = {1500, 40}, D = 100, si, k, i, compared = 0;
+    hpj_rng r;
+    hpj_rng_seed(&r, 21);
+    for (si = 0; si < 2; ++si)
+        for (k = 0; k < 2; ++k) {
+            int N = sizes[si], ntot = 0, t;
+            size_t nd = (size_t)N * D, no = 3 * nd + 6 * (size_t)D;
+            float *x = (float *)malloc(sizeof(float) * nd), *res = (float *)malloc(sizeof(float) * nd);
+            float *dy = (float *)malloc(sizeof(float) * nd), *g = (float *)malloc(sizeof(float) * D);
+            float *b = (float *)malloc(sizeof(float) * D), *ref[2], *fast = (float *)malloc(sizeof(float) * no);
+            int32_t *cnt = k ? (int32_t *)malloc(sizeof(int32_t) * (size_t)N) : NULL;
+            for (i = 0; i < (int)nd; ++i) {
+                x[i] = 3.0f * hpj_rng_uniform(&r) - 1.0f + (i % D) * 0.25f;
+                res[i] = hpj_rng_uniform(&r), dy[i] = 2.0f * hpj_rng_uniform(&r) - 1.0f;
+            }
+            for (i = 0; i < D; ++i) g[i] = 0.5f + hpj_rng_uniform(&r), b[i] = hpj_rng_uniform(&r) - 0.5f;
+            for (i = 0; i < N; ++i) ntot += cnt ? (cnt[i] = 1 + i % 5) : 1;
+            hpj_set_paths(HPJ_PATHS_REFERENCE);
+            for (t = 0; t < 2; ++t) {
+                ref[t] = (float *)malloc(sizeof(float) * no);
+#ifdef _OPENMP
+                omp_set_num_threads(t + 1);
+#endif
+                bn_run_both(ref[t], x, res, dy, g, b, cnt, N, D, ntot);
+            }
+#ifdef _OPENMP
+            omp_set_num_threads(2);
+#endif
+            CHECK_MSG(memcmp(ref[0], ref[1], sizeof(float) * no) == 0,
+                      "reference BatchNorm, %d rows%s: 1 and 2 threads differ", N, cnt ? ", classes" : "");
+            if (hpj_set_paths(HPJ_PATHS_BEST) != HPJ_PATHS_REFERENCE) {
+                static const char *name[9] = {"out", "sum", "mean", "rstd", "running mean", "running var",
+                                              "dinp", "dgamma", "dbeta"};
+                size_t len[9], off = 0;
+                int p;
+                len[0] = len[1] = len[6] = nd;
+                len[2] = len[3] = len[4] = len[5] = len[7] = len[8] = (size_t)D;
+                bn_run_both(fast, x, res, dy, g, b, cnt, N, D, ntot);
+                for (p = 0; p < 9; off += len[p], ++p) {
+                    double d = bn_rel_diff(fast + off, ref[0] + off, len[p]);
+                    CHECK_MSG(d <= 2e-5, "BatchNorm, %d rows%s: %s of the fast sibling is %.3g off the reference", N,
+                              cnt ? ", classes" : "", name[p], d);
+                }
+                { /* evaluation mode (ReLU and sum fused), with the running statistics trained above: the same bits */
+                    const float *rm = ref[0] + 2 * nd + 2 * (size_t)D, *rv = rm + D;
+                    float *e0 = (float *)malloc(sizeof(float) * 2 * nd), *e1 = (float *)malloc(sizeof(float) * 2 * nd);
+                    hpj_set_paths(HPJ_PATHS_REFERENCE);
+                    hpj__bn_eval(e0, x, g, b, rm, rv, N, D, 1e-5f, 1, res, e0 + nd);
+                    hpj_set_paths(HPJ_PATHS_BEST);
+                    hpj__bn_eval(e1, x, g, b, rm, rv, N, D, 1e-5f, 1, res, e1 + nd);
+                    CHECK_MSG(memcmp(e0, e1, sizeof(float) * 2 * nd) == 0,
+                              "BatchNorm evaluation, %d rows: the fast sibling differs from the reference", N);
+                    free(e0); free(e1);
+                }
+                ++compared;
+            }
+            free(x); free(res); free(dy); free(g); free(b); free(ref[0]); free(ref[1]); free(fast); free(cnt);
+        }
+    hpj_set_paths(HPJ_PATHS_BEST);
+    if (!compared) SKIP("built with -DHPJ_REFERENCE: the reference's thread check ran, no fast level to compare");
+}
+
+/* LayerNorm's fast sibling (one copy per gamma/beta case, column blocks)
+   gives the reference's bits: forward (out, mean, rstd) and backward
+   (dinp, dgamma, dbeta, each added to a nonzero start) in all four
+   gamma / beta cases, for widths with and without a lane tail, one row,
+   and a size that runs on threads. */
+static void test_ln_reference_vs_fast(void) {
+    static const int shape[4][2] = {{50, 7}, {300, 128}, {1, 40}, {64, 37}};
+    int si, k, i, compared = 0;
+    hpj_rng r;
+    hpj_rng_seed(&r, 22);
+    for (si = 0; si < 4; ++si)
+        for (k = 0; k < 4; ++k) {
+            int N = shape[si][0], D = shape[si][1], lvl;
+            size_t nd = (size_t)N * D, no = 2 * nd + 2 * (size_t)N + 2 * (size_t)D;
+            float *x = (float *)malloc(sizeof(float) * nd), *dy = (float *)malloc(sizeof(float) * nd);
+            float *g = (float *)malloc(sizeof(float) * D), *b = (float *)malloc(sizeof(float) * D), *o[2];
+            for (i = 0; i < (int)nd; ++i)
+                x[i] = 4.0f * hpj_rng_uniform(&r) - 1.0f, dy[i] = 2.0f * hpj_rng_uniform(&r) - 1.0f;
+            for (i = 0; i < D; ++i) g[i] = 0.5f + hpj_rng_uniform(&r), b[i] = hpj_rng_uniform(&r) - 0.5f;
+            for (lvl = 0; lvl < 2; ++lvl) { /* reference, then the best fast level */
+                const float *gk = (k & 1) ? NULL : g, *bk = (k & 2) ? NULL : b;
+                float *y, *mu, *rs, *dx, *dg, *db;
+                o[lvl] = y = (float *)malloc(sizeof(float) * no);
+                mu = y + nd, rs = mu + N, dx = rs + N, dg = dx + nd, db = dg + D;
+                for (i = 0; i < (int)nd; ++i) dx[i] = 0.25f;
+                for (i = 0; i < D; ++i) dg[i] = 0.5f, db[i] = -0.5f;
+                if (hpj_set_paths(lvl ? HPJ_PATHS_BEST : HPJ_PATHS_REFERENCE) == HPJ_PATHS_REFERENCE && lvl) break;
+                hpj_layernorm_forward(y, mu, rs, x, gk, bk, N, D, 1e-5f);
+                hpj_layernorm_backward(dx, dg, db, dy, x, gk, mu, rs, N, D);
+                if (lvl) {
+                    CHECK_MSG(memcmp(o[0], o[1], sizeof(float) * no) == 0,
+                              "layernorm %d x %d, gamma %s, beta %s: the fast sibling differs from the reference", N,
+                              D, gk ? "set" : "NULL", bk ? "set" : "NULL");
+                    ++compared;
+                }
+            }
+            hpj_set_paths(HPJ_PATHS_BEST);
+            free(x); free(dy); free(g); free(b); free(o[0]); free(o[1]);
+        }
+    if (!compared) SKIP("built with -DHPJ_REFERENCE: no fast level to compare");
 }
 
 /* Column sums (the bias gradients): every paths level gives the bits of
@@ -478,6 +624,8 @@ const test_case internals_tests[] = {
     {"internals.failure_threads", test_failure_threads},
     {"internals.bn_sums_paths", test_bn_sums_paths},
     {"internals.bn_sum_only", test_bn_sum_only},
+    {"internals.bn_reference_vs_fast", test_bn_reference_vs_fast},
+    {"internals.ln_reference_vs_fast", test_ln_reference_vs_fast},
     {"internals.colsum_paths", test_colsum_paths},
     {"internals.ln_gb_paths", test_ln_gb_paths},
     {"internals.gov_choice", test_gov_choice},
