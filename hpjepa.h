@@ -1,5 +1,3 @@
-/* hpj__bn_train by row blocks (the same arguments and the same function:
-   fused ReLU and residual sum, classes, ranks). */
 /* hpjepa.h - v0.15.0 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
@@ -6024,6 +6022,8 @@ static double hpj__bn_sum(const float *inp, int N, int D, int c, const double *m
 }
 
 #ifndef HPJ_REFERENCE
+/* hpj__bn_train by row blocks (the same arguments and the same function:
+   fused ReLU and residual sum, classes, ranks). */
 static void hpj__fast_bn_train(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
                                const float *inp, const float *gamma, const float *beta, int N, int D, float momentum,
                                float eps, int relu, const float *res, float *sum, const int32_t *cnt, int ntot,
@@ -14156,7 +14156,7 @@ static void hpj__fast_probe_gradient8(const float *const *x, const double *w, in
 
 /*
    CHANGES (one line per version, newest first; git log has the details)
-   0.15.0  per-resolution BatchNorm statistics, patch_tokens = alone (checkpoint format 2; new bits); hpj_comm
+   0.15.0  per-resolution BatchNorm statistics, patch_tokens = alone (checkpoint format 2; new bits); hpj_comm (data-parallel); plain reference BatchNorm
    0.14.0  a reference part and a fast part (HPJ_REFERENCE, hpj_set_paths); small fast paths deleted (new bits)
    0.13.0  team size chosen by timing units of work; hpj_dataset_from_csr; stricter readers (same bits)
    0.12.4  LayerNorm's dgamma / dbeta sums in registers (same bits)
