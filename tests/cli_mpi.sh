@@ -134,18 +134,25 @@ expect_fail2 "rank 1 fails at work: the job ends with its reason, no report" 'no
 # a rank killed mid-run (kill -9): the job ends at once; the fold log keeps
 # the folds finished so far and the same command continues to the report
 desc() { local c; for c in $(pgrep -P "$1"); do echo "$c"; desc "$c"; done; }
+# kill_rank1 JOB: kill -9 the process of rank 1 among JOB's descendants
+# (killed: its pid, or empty), then wait for JOB (rc: its exit status;
+# t0, t1: the seconds around the wait)
+kill_rank1() {
+    local c
+    killed=""
+    for c in $(desc "$1"); do
+        if tr '\0' '\n' < "/proc/$c/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then kill -9 "$c" && killed=$c; fi
+    done
+    t0=$(date +%s)
+    wait "$1"; rc=$?
+    t1=$(date +%s)
+}
 K=(data/DEMO --config data/configs/DEMO.cfg --folds 4 --seeds 1 --set epochs=8)
 "$HPJ" eval "${K[@]}" --report "$TMP/k1" >/dev/null 2>&1
 run2 "$MPI" eval "${K[@]}" --fold-log "$TMP/k.folds" --report "$TMP/k2" >/dev/null 2>"$TMP/k.err" &
 job=$!
 for _ in $(seq 600); do [ -s "$TMP/k.folds" ] && break; sleep 0.05; done
-killed=""
-for c in $(desc "$job"); do
-    if tr '\0' '\n' < "/proc/$c/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then kill -9 "$c" && killed=$c; fi
-done
-t0=$(date +%s)
-wait "$job"; rc=$?
-t1=$(date +%s)
+kill_rank1 "$job"
 n=$(wc -l < "$TMP/k.folds")
 if [ -n "$killed" ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $((t1 - t0)) -le 20 ] && [ ! -e "$TMP/k2.md" ] &&
    [ "$n" -ge 1 ] && [ "$n" -lt 4 ] && [ "$(grep -c '^s1f[1-4] ' "$TMP/k.folds")" -eq "$n" ]; then
@@ -218,13 +225,7 @@ run2 "$MPI" pretrain "$DATA/MUTAG" --config data/configs/MUTAG.cfg --set epochs=
     --out "$TMP/k.hpj" >/dev/null 2>"$TMP/pk.err" &
 job=$!
 sleep 1.5
-killed=""
-for c in $(desc "$job"); do
-    if tr '\0' '\n' < "/proc/$c/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then kill -9 "$c" && killed=$c; fi
-done
-t0=$(date +%s)
-wait "$job"; rc=$?
-t1=$(date +%s)
+kill_rank1 "$job"
 if [ -n "$killed" ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $((t1 - t0)) -le 20 ] && [ ! -e "$TMP/k.hpj" ]; then
     ok "pretrain on 2 ranks, a rank killed mid-run: the job ends ($((t1 - t0)) s), no model written"
 else bad "pretrain on 2 ranks, a rank killed mid-run: the job ends" "killed='$killed' exit=$rc after $((t1 - t0)) s: $(tail -c 300 "$TMP/pk.err")"; fi
