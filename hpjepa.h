@@ -9664,7 +9664,6 @@ HPJDEF hpj_status hpj_embed_epoch(const hpj_model *m, const hpj_dataset *ds, con
    depends on n only (never on the thread count), combined in block order. */
 #define HPJ__PROBE_MAXBLK 32  /* most row blocks                                */
 #define HPJ__PROBE_MINROWS 64 /* fewest rows per block (small n: fewer blocks)  */
-#define HPJ__PROBE_RG 8       /* rows per group in the row passes               */
 #define HPJ__PROBE_LBFGS_M 10 /* L-BFGS history pairs                           */
 #define HPJ__PROBE_PAR 1e5    /* parallel regions only for loops of more flops  */
 
@@ -9788,53 +9787,14 @@ static void hpj__probe_axpy_fd(double *y, const float *a, double alpha, int len)
     for (j = 0; j < len; ++j) y[j] += alpha * (double)a[j];
 }
 
-/* The two loops a row pass spends its time in, over a group of 8 rows x_r
-   (r < 8, float, length d) and the K weight rows at once: each x_r is read
-   from memory once per group and each gradient entry is loaded and stored
-   once per group.
-     scores:   z[r K + k] = x_r . v_k (hpj__probe_dot_fd's order)
-     gradient: g_k[j] += ((w0 x_0[j] + w1 x_1[j]) + (w2 x_2[j] + w3 x_3[j]))
-                       + ((w4 x_4[j] + w5 x_5[j]) + (w6 x_6[j] + w7 x_7[j]))
-               with w_r = w[r K + k]. */
-#if !defined(HPJ_REFERENCE) && !defined(HPJ_NO_SIMD) && defined(__AVX512F__)
-#define HPJ__FAST_PROBE_AVX512 1
-static void hpj__fast_probe_scores8(const float *const *x, const double *V, int K, int d, double *z);
-static void hpj__fast_probe_gradient8(const float *const *x, const double *w, int K, double *G, int d);
-#endif
-static void hpj__probe_scores8(const float *const *x /*(8) rows of d*/, const double *V /*(K, d)*/, int K, int d,
-                               double *z /*(8, K)*/) {
-    int r, k;
-#ifdef HPJ__FAST_PROBE_AVX512
-    if (hpj__fast() && hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_scores8(x, V, K, d, z); return; } /* fast: AVX-512 row group */
-#endif
-    for (r = 0; r < 8; ++r)
-        for (k = 0; k < K; ++k) z[r * K + k] = hpj__probe_dot_fd(x[r], V + (size_t)k * d, d);
-}
-static void hpj__probe_gradient8(const float *const *x /*(8) rows of d*/, const double *w /*(8, K)*/, int K,
-                                 double *G /*(K, d)*/, int d) {
-    int j, k;
-#ifdef HPJ__FAST_PROBE_AVX512
-    if (hpj__fast() && hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_gradient8(x, w, K, G, d); return; } /* fast: AVX-512 row group */
-#endif
-    for (k = 0; k < K; ++k) {
-        const double w0 = w[k], w1 = w[K + k], w2 = w[2 * K + k], w3 = w[3 * K + k], w4 = w[4 * K + k],
-                     w5 = w[5 * K + k], w6 = w[6 * K + k], w7 = w[7 * K + k];
-        double *g = G + (size_t)k * d;
-        for (j = 0; j < d; ++j)
-            g[j] += ((w0 * (double)x[0][j] + w1 * (double)x[1][j]) + (w2 * (double)x[2][j] + w3 * (double)x[3][j])) +
-                    ((w4 * (double)x[4][j] + w5 * (double)x[5][j]) + (w6 * (double)x[6][j] + w7 * (double)x[7][j]));
-    }
-}
-
 /* ---- row passes over float features ----
-   One pass visits the rows of X in HPJ__PROBE_RG-row groups inside fixed
-   row blocks. Per row i it can (1) score: z_i = V x_i + c (K values,
-   double); (2) turn scores into residuals r_i (a callback, or r = z, or
-   given R); (3) accumulate G_blk += r_i x_i^T and gs_blk += r_i. Float
-   elements are widened to double as they are read. Every score is a
-   full-length dot in hpj__probe_dot's order; each gradient entry sums its
-   rows in a fixed tree per group (hpj__probe_gradient8), groups in row
-   order, blocks in block order. */
+   One pass visits the rows of X inside fixed row blocks. Per row i it can
+   (1) score: z_i = V x_i + c (K values, double); (2) turn scores into
+   residuals r_i (a callback, or r = z, or given R); (3) accumulate
+   G_blk += r_i x_i^T and gs_blk += r_i. Float elements are widened to
+   double as they are read. Every score is a full-length dot in
+   hpj__probe_dot's order; the sums over rows run in row order inside a
+   block, blocks in block order. */
 typedef void (*hpj__probe_rowfn)(void *ctx, int blk, int i, int nr, const double *z /*(nr, K)*/,
                               double *r /*(nr, K)*/);
 
@@ -9842,7 +9802,7 @@ typedef struct hpj__probe_pass {
     const float *X;   /* (n, d)                                                  */
     int n, d, K, nb;  /* nb = hpj__probe_nblocks(n)                                     */
     const double *V;  /* (K, d) or NULL: no scoring                               */
-    const double *c;  /* (K) or NULL                                              */
+    const double *c;  /* (K), with V                                              */
     double *Z;        /* (n, K) scores out, or NULL                               */
     const double *R;  /* (n, K) residuals when V == NULL                          */
     hpj__probe_rowfn fn; /* NULL: r = z                                              */
@@ -9852,40 +9812,43 @@ typedef struct hpj__probe_pass {
     double *work;     /* (nb, hpj__probe_pass_work(K))                               */
 } hpj__probe_pass;
 
-static size_t hpj__probe_pass_work(int K) { return (size_t)2 * HPJ__PROBE_RG * (size_t)K; }
+/* Scratch per block: scores and residuals of 8 rows, the group the fast
+   part works in (the reference uses the first row's worth). */
+static size_t hpj__probe_pass_work(int K) { return (size_t)2 * 8 * (size_t)K; }
+
+#ifndef HPJ_REFERENCE
+static void hpj__fast_probe_pass_block(const hpj__probe_pass *P, int blk);
+#endif
 
 static void hpj__probe_pass_block(const hpj__probe_pass *P, int blk) {
     const int K = P->K, d = P->d;
     const int i0 = hpj__probe_block_lo(P->n, P->nb, blk), i1 = hpj__probe_block_lo(P->n, P->nb, blk + 1);
-    double *z = P->work + (size_t)blk * hpj__probe_pass_work(K); /* (RG, K) */
-    double *r = z + (size_t)HPJ__PROBE_RG * K;                    /* (RG, K) */
+    double *z = P->work + (size_t)blk * hpj__probe_pass_work(K), *r = z + K; /* (K), (K) */
     double *G = P->G ? P->G + (size_t)blk * K * d : NULL;
     double *gs = P->G ? P->gs + (size_t)blk * K : NULL;
-    int i, k, rr;
+    int i, k;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { hpj__fast_probe_pass_block(P, blk); return; } /* fast: rows in groups of 8 (see below) */
+#endif
     if (G) {
         memset(G, 0, sizeof(double) * (size_t)K * d);
         memset(gs, 0, sizeof(double) * (size_t)K);
     }
-    for (i = i0; i < i1; i += HPJ__PROBE_RG) {
-        const int nr = HPJ__MIN(HPJ__PROBE_RG, i1 - i);
-        const float *xr[HPJ__PROBE_RG]; /* short groups repeat their last row */
-        for (rr = 0; rr < HPJ__PROBE_RG; ++rr) xr[rr] = P->X + (size_t)(i + HPJ__MIN(rr, nr - 1)) * d;
+    for (i = i0; i < i1; ++i) {
+        const float *x = P->X + (size_t)i * d;
         if (P->V) {
-            hpj__probe_scores8(xr, P->V, K, d, z);
-            if (P->c)
-                for (rr = 0; rr < nr; ++rr)
-                    for (k = 0; k < K; ++k) z[rr * K + k] += P->c[k];
-            if (P->Z) memcpy(P->Z + (size_t)i * K, z, sizeof(double) * (size_t)nr * K);
-            if (P->fn) P->fn(P->ctx, blk, i, nr, z, r);
-            else memcpy(r, z, sizeof(double) * (size_t)nr * K);
+            for (k = 0; k < K; ++k) z[k] = hpj__probe_dot_fd(x, P->V + (size_t)k * d, d) + P->c[k];
+            if (P->Z) memcpy(P->Z + (size_t)i * K, z, sizeof(double) * (size_t)K);
+            if (P->fn) P->fn(P->ctx, blk, i, 1, z, r);
+            else memcpy(r, z, sizeof(double) * (size_t)K);
         } else {
-            memcpy(r, P->R + (size_t)i * K, sizeof(double) * (size_t)nr * K);
+            memcpy(r, P->R + (size_t)i * K, sizeof(double) * (size_t)K);
         }
-        if (!G) continue;
-        for (rr = nr * K; rr < HPJ__PROBE_RG * K; ++rr) r[rr] = 0.0; /* repeated rows add exact zeros */
-        for (rr = 0; rr < nr; ++rr)
-            for (k = 0; k < K; ++k) gs[k] += r[rr * K + k];
-        hpj__probe_gradient8(xr, r, K, G, d);
+        if (G)
+            for (k = 0; k < K; ++k) {
+                gs[k] += r[k];
+                hpj__probe_axpy_fd(G + (size_t)k * d, x, r[k], d);
+            }
     }
 }
 
@@ -10369,15 +10332,12 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
 
 /* ==== probe: dense linear algebra for ridge (Gram matrix, Cholesky) ===== */
 
-/* The float Gram matrix and the float Cholesky factor are products of
-   panels: both hand their flops to hpj_gemm, the GEMM the network layers
-   use. Only the lower block triangle is formed (entries above the
-   diagonal inside the diagonal panels are computed and ignored). */
-#define HPJ__PROBE_KC 1024 /* Gram: operand columns per slab                  */
-#define HPJ__PROBE_PANEL 256 /* Gram and Cholesky update: rows per GEMM        */
-#define HPJ__PROBE_NB 128  /* block size of the float Cholesky                */
-#define HPJ__PROBE_TB 256  /* block size of the triangular solves             */
-#define HPJ__PROBE_DKC 128 /* double Gram: operand columns per slab           */
+/* The normal equations of ridge in double: the Gram matrix of the centred
+   (and maybe scaled) features, its Cholesky factor L L^T, and a solve with
+   it. (The fast part forms and factors the Gram matrix in float instead,
+   with hpj_gemm, and leaves the last digits to the refinement of the
+   ridge section.) */
+#define HPJ__PROBE_DKC 128 /* Gram: operand columns per slab */
 
 /* Element (i, k) of an operand A: trans ? p[k ld + i] : p[i ld + k], mapped
    through (v - mu[c]) * s[c] with c the X column (k, or i when trans). */
@@ -10394,138 +10354,6 @@ static double hpj__probe_operand_at(const hpj__probe_operand *S, int i, int k) {
     return S->mu ? (v - S->mu[col]) * S->s[col] : v;
 }
 
-/* C (m, m), lower block triangle, = A A^T in float for the operand A
-   (m, k): the columns of A go in slabs of KC, each written out (centred,
-   scaled, rounded to float) into slab (m, KC), and each panel of PANEL
-   rows [i0, i1) of C gets C[i0:i1, 0:i1] += slab[i0:i1] slab[0:i1]^T. */
-static void hpj__probe_gram_f(const hpj__probe_operand *S, int m, int k, float *C, float *slab) {
-    int k0, i0, i;
-    for (k0 = 0; k0 < k; k0 += HPJ__PROBE_KC) {
-        const int kc = HPJ__MIN(HPJ__PROBE_KC, k - k0);
-        HPJ__OMP(parallel for schedule(static) if ((double)m * kc > HPJ__PROBE_PAR))
-        for (i = 0; i < m; ++i) {
-            float *o = slab + (size_t)i * kc;
-            int kk;
-            for (kk = 0; kk < kc; ++kk) o[kk] = (float)hpj__probe_operand_at(S, i, k0 + kk);
-        }
-        for (i0 = 0; i0 < m; i0 += HPJ__PROBE_PANEL) {
-            const int i1 = HPJ__MIN(m, i0 + HPJ__PROBE_PANEL);
-            hpj_gemm(0, 1, i1 - i0, i1, kc, 1.0f, slab + (size_t)i0 * kc, kc, slab, kc, k0 ? 1.0f : 0.0f,
-                     C + (size_t)i0 * m, m);
-        }
-    }
-}
-
-/* In-place lower Cholesky L L^T of the float matrix C (m, m) (lower part
-   read and written), by blocks of NB columns:
-     1. the diagonal block A11 = L11 L11^T is factored in double;
-     2. the panel below, L21 = A21 L11^-T, is a product with the inverse
-        of L11 (formed in double, rounded to float);
-     3. the trailing matrix is updated, A22 -= L21 L21^T (lower block
-        triangle, by panels of PANEL rows).
-   D: 2 NB^2 doubles; Li: NB^2 floats; P: m NB floats (L21).
-   Returns -1, or the index of a non-positive pivot. */
-static int hpj__probe_cholesky_f(float *C, size_t ldc, int m, double *D, float *Li, float *P) {
-    const int NB = HPJ__PROBE_NB;
-    double *E = D + (size_t)NB * NB; /* inverse of the diagonal block */
-    int k0;
-    for (k0 = 0; k0 < m; k0 += NB) {
-        const int nb = HPJ__MIN(NB, m - k0), rest = m - k0 - nb;
-        float *A21 = C + (size_t)(k0 + nb) * ldc + k0, *A22 = A21 + nb;
-        int i, j, r0;
-        for (i = 0; i < nb; ++i)
-            for (j = 0; j <= i; ++j) D[(size_t)i * NB + j] = (double)C[(size_t)(k0 + i) * ldc + k0 + j];
-        for (j = 0; j < nb; ++j) {
-            double dj = D[(size_t)j * NB + j] - hpj__probe_dot(D + (size_t)j * NB, D + (size_t)j * NB, j);
-            if (!(dj > 0.0) || !isfinite(dj)) return k0 + j;
-            dj = sqrt(dj);
-            D[(size_t)j * NB + j] = dj;
-            for (i = j + 1; i < nb; ++i)
-                D[(size_t)i * NB + j] =
-                    (D[(size_t)i * NB + j] - hpj__probe_dot(D + (size_t)i * NB, D + (size_t)j * NB, j)) / dj;
-        }
-        for (i = 0; i < nb; ++i)
-            for (j = 0; j <= i; ++j) C[(size_t)(k0 + i) * ldc + k0 + j] = (float)D[(size_t)i * NB + j];
-        if (!rest) break;
-        /* E = inverse of the diagonal block, column by column (kept as E^T
-           rows so each column is contiguous): e_j solves L x = unit_j */
-        for (j = 0; j < nb; ++j) {
-            double *x = E + (size_t)j * NB; /* x[i] = (L^-1)[i][j] */
-            for (i = 0; i < j; ++i) x[i] = 0.0;
-            x[j] = 1.0 / D[(size_t)j * NB + j];
-            for (i = j + 1; i < nb; ++i)
-                x[i] = -hpj__probe_dot(D + (size_t)i * NB + j, x + j, i - j) / D[(size_t)i * NB + i];
-        }
-        for (i = 0; i < nb; ++i) /* Li[i][q] = (L^-1)[i][q] */
-            for (j = 0; j < nb; ++j) Li[(size_t)i * nb + j] = (float)E[(size_t)j * NB + i];
-        /* panel: P = A21 (L11^-1)^T, then copied over A21 */
-        hpj_gemm(0, 1, rest, nb, nb, 1.0f, A21, (int)ldc, Li, nb, 0.0f, P, nb);
-        HPJ__OMP(parallel for schedule(static) if ((double)rest * nb > HPJ__PROBE_PAR))
-        for (i = 0; i < rest; ++i) memcpy(A21 + (size_t)i * ldc, P + (size_t)i * nb, sizeof(float) * (size_t)nb);
-        /* trailing: A22 -= L21 L21^T, lower block triangle */
-        for (r0 = 0; r0 < rest; r0 += HPJ__PROBE_PANEL) {
-            const int r1 = HPJ__MIN(rest, r0 + HPJ__PROBE_PANEL);
-            hpj_gemm(0, 1, r1 - r0, r1, nb, -1.0f, P + (size_t)r0 * nb, nb, P, nb, 1.0f, A22 + (size_t)r0 * ldc,
-                     (int)ldc);
-        }
-    }
-    return -1;
-}
-
-/* Solves L y = b in place for t right-hand sides y (t, m) (float L). */
-static void hpj__probe_solve_lower(const float *Lm, size_t ldl, int m, int t, double *y) {
-    int i0;
-    for (i0 = 0; i0 < m; i0 += HPJ__PROBE_TB) {
-        const int i1 = HPJ__MIN(m, i0 + HPJ__PROBE_TB);
-        int i, c;
-        if (i0 > 0) {
-            HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PROBE_TB > HPJ__PROBE_PAR))
-            for (i = i0; i < i1; ++i) {
-                int cc;
-                for (cc = 0; cc < t; ++cc)
-                    y[(size_t)cc * m + i] -= hpj__probe_dot_fd(Lm + (size_t)i * ldl, y + (size_t)cc * m, i0);
-            }
-        }
-        for (i = i0; i < i1; ++i)
-            for (c = 0; c < t; ++c) {
-                double *yc = y + (size_t)c * m;
-                yc[i] = (yc[i] - hpj__probe_dot_fd(Lm + (size_t)i * ldl + i0, yc + i0, i - i0)) /
-                        (double)Lm[(size_t)i * ldl + i];
-            }
-    }
-}
-
-/* Solves L^T x = y in place for t right-hand sides (t, m) (float L). */
-static void hpj__probe_solve_upper(const float *Lm, size_t ldl, int m, int t, double *y) {
-    int i1;
-    for (i1 = m; i1 > 0; i1 -= HPJ__PROBE_TB) {
-        const int i0 = HPJ__MAX(0, i1 - HPJ__PROBE_TB);
-        int i, j, c, nch;
-        for (i = i1 - 1; i >= i0; --i)
-            for (c = 0; c < t; ++c) {
-                double *yc = y + (size_t)c * m, xi = yc[i] / (double)Lm[(size_t)i * ldl + i];
-                const float *li = Lm + (size_t)i * ldl;
-                yc[i] = xi;
-                hpj__probe_axpy_fd(yc + i0, li + i0, -xi, i - i0);
-            }
-        nch = (i0 + 255) / 256;
-        HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PROBE_TB > HPJ__PROBE_PAR))
-        for (j = 0; j < nch; ++j) {
-            const int j0 = j * 256, j1 = HPJ__MIN(i0, j0 + 256);
-            int ii, cc;
-            for (ii = i0; ii < i1; ++ii) {
-                const float *li = Lm + (size_t)ii * ldl;
-                for (cc = 0; cc < t; ++cc) {
-                    double *yc = y + (size_t)cc * m;
-                    hpj__probe_axpy_fd(yc + j0, li + j0, -yc[ii], j1 - j0);
-                }
-            }
-        }
-    }
-}
-
-
-/* ---- the double-precision path ---- */
 
 /* Cd (m, m) lower part = A A^T in double. slab: (m, DKC) doubles. */
 static void hpj__probe_gram_d(const hpj__probe_operand *S, int m, int k, double *Cd, double *slab) {
@@ -10571,8 +10399,10 @@ static int hpj__probe_cholesky_d(double *A, int m) {
     return -1;
 }
 
-/* x (t, m) = (L L^T)^-1 x in place with the double factor L (m, m). */
-static void hpj__probe_cholsolve_d(const double *Lm, int m, int t, double *x) {
+/* x (t, m) = (L L^T)^-1 x in place with the double factor L (m, m): the
+   preconditioner argument of hpj__probe_pcg. */
+static void hpj__probe_cholsolve_d(const void *factor, int m, int t, double *x) {
+    const double *Lm = (const double *)factor;
     int c, i, j;
     for (c = 0; c < t; ++c) {
         double *y = x + (size_t)c * m;
@@ -10663,13 +10493,15 @@ static void hpj__probe_ridge_apply(hpj__probe_ridge *R, const double *v, double 
 }
 
 /* Preconditioned conjugate gradients on the exact system, t columns at
-   once, from x = M^-1 b with M = Lf Lf^T (float factor) or Ld Ld^T
-   (double). Column c stops when ||r_c|| <= eps ((||A||_F^2 + alpha)
+   once, from x = M^-1 b, where solve(factor, m, t, v) applies M^-1 to the
+   t vectors v in place (the double Cholesky factor's solve, or the fast
+   part's float one). Column c stops when ||r_c|| <= eps ((||A||_F^2 + alpha)
    ||x_c|| + ||b_c||) with eps = 1e-15 sqrt(n + d): a backward error at the
    level of a double Cholesky solve. Returns the iterations, or -1 if some
    column did not get there in maxit; *relres = max_c ||r_c|| / ||b_c||. */
-static int hpj__probe_pcg(hpj__probe_ridge *R, const float *Lf, const double *Ld, const double *b, double *x, double *r,
-                       double *z, double *p, double *q, double normA, int maxit, double *relres) {
+static int hpj__probe_pcg(hpj__probe_ridge *R, void (*solve)(const void *, int, int, double *), const void *factor,
+                          const double *b, double *x, double *r, double *z, double *p, double *q, double normA, int maxit,
+                          double *relres) {
     const int t = R->t, m = R->m;
     double rho[64], rho_old[64];
     int done[64], it, c, all = 0;
@@ -10678,12 +10510,7 @@ static int hpj__probe_pcg(hpj__probe_ridge *R, const float *Lf, const double *Ld
        square root of the summation lengths */
     const double eps = 1e-15 * sqrt((double)R->n + (double)R->d);
     memcpy(x, b, sizeof(double) * tm);
-    if (Lf) {
-        hpj__probe_solve_lower(Lf, (size_t)m, m, t, x);
-        hpj__probe_solve_upper(Lf, (size_t)m, m, t, x);
-    } else {
-        hpj__probe_cholsolve_d(Ld, m, t, x);
-    }
+    solve(factor, m, t, x);
     hpj__probe_ridge_apply(R, x, r);
     for (i = 0; i < tm; ++i) r[i] = b[i] - r[i];
     for (it = 0;; ++it) {
@@ -10699,12 +10526,7 @@ static int hpj__probe_pcg(hpj__probe_ridge *R, const float *Lf, const double *Ld
         }
         if (all || it >= maxit) break;
         memcpy(z, r, sizeof(double) * tm);
-        if (Lf) {
-            hpj__probe_solve_lower(Lf, (size_t)m, m, t, z);
-            hpj__probe_solve_upper(Lf, (size_t)m, m, t, z);
-        } else {
-            hpj__probe_cholsolve_d(Ld, m, t, z);
-        }
+        solve(factor, m, t, z);
         for (c = 0; c < t; ++c) {
             double *pc = p + (size_t)c * m;
             const double *zc = z + (size_t)c * m;
@@ -10735,7 +10557,45 @@ static int hpj__probe_pcg(hpj__probe_ridge *R, const float *Lf, const double *Ld
     return all ? it : -1;
 }
 
-#define HPJ__PROBE_PCG_MAXIT 30 /* refinement steps before the double fallback */
+/* The ridge system solved in double: the Gram matrix of the operand S
+   (m, k), alpha on its diagonal, its Cholesky factor, and up to 3 steps
+   of refinement on the exact system. x, r, z, p, q: (t, m). */
+static hpj_status hpj__probe_ridge_double(hpj__probe_ridge *R, const hpj__probe_operand *S, int k, const double *B,
+                                          double *x, double *r, double *z, double *p, double *q, int *its,
+                                          double *relres) {
+    static const char *fn = "ridge_fit";
+    const int m = R->m;
+    size_t dsz, mm;
+    double *Cd, normA = 0.0;
+    int i, bad;
+    if (hpj__mul_size((size_t)m, (size_t)m, &mm) || hpj__add_size(mm, (size_t)m * HPJ__PROBE_DKC + 8, &dsz) ||
+        hpj__mul_size(dsz, sizeof(double), &dsz))
+        return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
+    Cd = (double *)hpj__alloc(dsz, fn);
+    if (!Cd) return HPJ_ERR_NOMEM;
+    hpj__probe_gram_d(S, m, k, Cd, Cd + mm);
+    for (i = 0; i < m; ++i) {
+        normA += Cd[(size_t)i * m + i];
+        Cd[(size_t)i * m + i] += R->alpha;
+    }
+    bad = hpj__probe_cholesky_d(Cd, m);
+    if (bad >= 0) {
+        hpj__free(Cd);
+        return hpj__fail(HPJ_ERR_NUMERIC,
+                         "%s: the %s system (%d x %d) is singular at pivot %d (alpha = %g); use alpha > 0", fn,
+                         R->dual ? "dual" : "primal", m, m, bad, R->alpha);
+    }
+    *its = hpj__probe_pcg(R, hpj__probe_cholsolve_d, Cd, B, x, r, z, p, q, normA, 3, relres);
+    if (*its < 0) *its = 3;
+    hpj__free(Cd);
+    return HPJ_OK;
+}
+
+#ifndef HPJ_REFERENCE
+static hpj_status hpj__fast_ridge_mixed(hpj__probe_ridge *R, const hpj__probe_operand *S, int k, const double *B,
+                                        double *x, double *r, double *z, double *p, double *q, int *its,
+                                        double *relres);
+#endif
 
 HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, int t, const hpj_probe_options *o,
                                 hpj_linear_model *out) {
@@ -10744,10 +10604,9 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     hpj__probe_ridge R;
     hpj__probe_operand S;
     hpj_status st;
-    void *mem = NULL, *fmem = NULL;
-    double *mu, *s, *part, *ybar, *Yc, *B, *x, *r, *z, *p, *q, *Dw;
-    float *Cf = NULL, *slab = NULL, *Li = NULL;
-    double normA = 0.0, relres = 0.0;
+    void *mem = NULL;
+    double *mu, *s, *part, *ybar, *Yc, *B, *x, *r, *z, *p, *q;
+    double relres = 0.0;
     int nb, m, k, i, c, its = -1;
     size_t j;
     if (out) memset(out, 0, sizeof(*out));
@@ -10769,9 +10628,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
                            &z, (size_t)t * m, &p, (size_t)t * m, &q, (size_t)t * m, &R.Veff, (size_t)t * d,
                            &R.ceff, (size_t)t, &R.G, (size_t)nb * t * d, &R.gs, (size_t)nb * t, &R.Graw, (size_t)t * d,
                            &R.gsum, (size_t)t, &R.work, (size_t)nb * hpj__probe_pass_work(t), &R.Zb, (size_t)n * t,
-                           &R.Rb, (size_t)n * t, &R.u, (size_t)t * d,
-                           &Dw, (size_t)2 * HPJ__PROBE_NB * HPJ__PROBE_NB, /* the Cholesky's diagonal blocks */
-                           (double **)NULL);
+                           &R.Rb, (size_t)n * t, &R.u, (size_t)t * d, (double **)NULL);
     if (!mem) return HPJ_ERR_NOMEM;
     if (hpj__probe_column_stats(X, n, d, mu, o->standardize ? s : NULL, part)) {
         hpj__free(mem);
@@ -10811,78 +10668,15 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     S.trans = !R.dual; /* primal Gram A^T A: rows of the operand are X's columns */
     S.mu = mu;
     S.s = s;
-    if (o->precision == HPJ_PROBE_MIXED && o->alpha > 0) { /* alpha = 0: straight to double */
-        size_t fsz, szS, szL, mm;
-        int attempt;
-        if (hpj__mul_size((size_t)m, (size_t)m, &mm)) mm = SIZE_MAX;
-        /* one buffer: the Gram matrix's slabs, then the Cholesky panel L21 */
-        szS = (size_t)m * (size_t)HPJ__MAX(HPJ__MIN(k, HPJ__PROBE_KC), HPJ__PROBE_NB);
-        szL = (size_t)HPJ__PROBE_NB * HPJ__PROBE_NB;
-        fsz = mm;
-        if (mm == SIZE_MAX || hpj__add_size(fsz, szS + szL + 64, &fsz) ||
-            hpj__mul_size(fsz, sizeof(float), &fsz)) {
-            hpj__free(mem);
-            return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
-        }
-        fmem = hpj__alloc(fsz, fn);
-        if (!fmem) {
-            hpj__free(mem);
-            return HPJ_ERR_NOMEM;
-        }
-        Cf = (float *)(((uintptr_t)fmem + 63) & ~(uintptr_t)63);
-        slab = Cf + mm;
-        Li = slab + szS;
-        for (attempt = 0; attempt < 2; ++attempt) {
-            double maxdiag = 0.0, shift;
-            hpj__probe_gram_f(&S, m, k, Cf, slab);
-            normA = 0.0;
-            for (i = 0; i < m; ++i) {
-                normA += (double)Cf[(size_t)i * m + i];
-                maxdiag = HPJ__MAX(maxdiag, (double)Cf[(size_t)i * m + i]);
-            }
-            /* a float factor of a nearly singular matrix may break down:
-               the second attempt shifts the diagonal (PCG corrects it) */
-            shift = attempt ? 1e-5 * maxdiag + 1e-30 : 0.0;
-            for (i = 0; i < m; ++i) Cf[(size_t)i * m + i] += (float)(o->alpha + shift);
-            if (hpj__probe_cholesky_f(Cf, (size_t)m, m, Dw, Li, slab) >= 0) continue;
-            its = hpj__probe_pcg(&R, Cf, NULL, B, x, r, z, p, q, normA, HPJ__PROBE_PCG_MAXIT, &relres);
-            break; /* factored: PCG converged or the double path takes over */
-        }
-        hpj__free(fmem);
-    }
-    if (its < 0) { /* HPJ_PROBE_DOUBLE, or the mixed path could not converge */
-        size_t dsz, mm;
-        double *Cd, *dslab;
-        int bad;
-        if (hpj__mul_size((size_t)m, (size_t)m, &mm) || hpj__add_size(mm, (size_t)m * HPJ__PROBE_DKC + 8, &dsz) ||
-            hpj__mul_size(dsz, sizeof(double), &dsz)) {
-            hpj__free(mem);
-            return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
-        }
-        fmem = hpj__alloc(dsz, fn);
-        if (!fmem) {
-            hpj__free(mem);
-            return HPJ_ERR_NOMEM;
-        }
-        Cd = (double *)fmem;
-        dslab = Cd + mm;
-        hpj__probe_gram_d(&S, m, k, Cd, dslab);
-        normA = 0.0;
-        for (i = 0; i < m; ++i) {
-            normA += Cd[(size_t)i * m + i];
-            Cd[(size_t)i * m + i] += o->alpha;
-        }
-        bad = hpj__probe_cholesky_d(Cd, m);
-        if (bad >= 0) {
-            hpj__free(fmem);
-            hpj__free(mem);
-            return hpj__fail(HPJ_ERR_NUMERIC,
-                             "%s: the %s system (%d x %d) is singular at pivot %d (alpha = %g); use alpha > 0", fn,
-                             R.dual ? "dual" : "primal", m, m, bad, o->alpha);
-        }
-        its = hpj__probe_pcg(&R, NULL, Cd, B, x, r, z, p, q, normA, 3, &relres);
-        if (its < 0) its = 3;
-        hpj__free(fmem);
+#ifndef HPJ_REFERENCE
+    if (hpj__fast() && o->precision == HPJ_PROBE_MIXED && o->alpha > 0) /* fast: float Gram and Cholesky (see below) */
+        st = hpj__fast_ridge_mixed(&R, &S, k, B, x, r, z, p, q, &its, &relres);
+#endif
+    if (st == HPJ_OK && its < 0) /* HPJ_PROBE_DOUBLE, or the mixed path did not converge */
+        st = hpj__probe_ridge_double(&R, &S, k, B, x, r, z, p, q, &its, &relres);
+    if (st != HPJ_OK) {
+        hpj__free(mem);
+        return st;
     }
     /* weights in the original feature space */
     out->W = (float *)hpj__alloc(sizeof(float) * (size_t)t * d, fn);
@@ -14047,15 +13841,233 @@ static void hpj__fast_adam_ema(hpj_model *m, float lr, float tau) {
    (the probes' fast siblings follow this line)
    ---- */
 
-/* ==== fast: probe row groups in AVX-512 ==== */
-/* hpj__probe_scores8 and hpj__probe_gradient8 with eight doubles per
-   register. The scores keep the reference's eight partial sums in the
-   eight lanes of one register per row (the tail is loaded with zeros past
-   the row's end, which adds +0 to the last lanes and changes nothing) and
-   combine them in the reference's order; the gradient vectorises over j
-   with the reference's tree over rows. Products and sums are rounded
-   separately, as in the reference: the same bits. */
-#ifdef HPJ__FAST_PROBE_AVX512
+/* ==== fast: ridge in mixed precision (float Gram and Cholesky by hpj_gemm) ====
+   hpj_ridge_fit's reference solves the normal equations in double. Here
+   the Gram matrix and its Cholesky factor are formed in float, as products
+   of panels that hpj_gemm computes (the GEMM the network layers use), and
+   the float factor serves as the preconditioner of hpj__probe_pcg, which
+   refines on the exact system applied in double through X (the idea of
+   LAPACK's dsposv). The refinement stops at the same backward error as the
+   double path, so both give the ridge solution to the same accuracy, not
+   the same bits. Only the lower block triangle is formed (entries above
+   the diagonal inside the diagonal panels are computed and ignored). When
+   the float factor breaks down twice, or the refinement does not converge
+   in HPJ__PROBE_PCG_MAXIT steps (condition numbers beyond ~1e7), the
+   caller's double path takes over. */
+
+#define HPJ__PROBE_KC 1024 /* Gram: operand columns per slab                  */
+#define HPJ__PROBE_PCG_MAXIT 30 /* refinement steps before the double path    */
+#define HPJ__PROBE_PANEL 256 /* Gram and Cholesky update: rows per GEMM        */
+#define HPJ__PROBE_NB 128  /* block size of the float Cholesky                */
+#define HPJ__PROBE_TB 256  /* block size of the triangular solves             */
+
+/* C (m, m), lower block triangle, = A A^T in float for the operand A
+   (m, k): the columns of A go in slabs of KC, each written out (centred,
+   scaled, rounded to float) into slab (m, KC), and each panel of PANEL
+   rows [i0, i1) of C gets C[i0:i1, 0:i1] += slab[i0:i1] slab[0:i1]^T. */
+static void hpj__fast_probe_gram_f(const hpj__probe_operand *S, int m, int k, float *C, float *slab) {
+    int k0, i0, i;
+    for (k0 = 0; k0 < k; k0 += HPJ__PROBE_KC) {
+        const int kc = HPJ__MIN(HPJ__PROBE_KC, k - k0);
+        HPJ__OMP(parallel for schedule(static) if ((double)m * kc > HPJ__PROBE_PAR))
+        for (i = 0; i < m; ++i) {
+            float *o = slab + (size_t)i * kc;
+            int kk;
+            for (kk = 0; kk < kc; ++kk) o[kk] = (float)hpj__probe_operand_at(S, i, k0 + kk);
+        }
+        for (i0 = 0; i0 < m; i0 += HPJ__PROBE_PANEL) {
+            const int i1 = HPJ__MIN(m, i0 + HPJ__PROBE_PANEL);
+            hpj_gemm(0, 1, i1 - i0, i1, kc, 1.0f, slab + (size_t)i0 * kc, kc, slab, kc, k0 ? 1.0f : 0.0f,
+                     C + (size_t)i0 * m, m);
+        }
+    }
+}
+
+/* In-place lower Cholesky L L^T of the float matrix C (m, m) (lower part
+   read and written), by blocks of NB columns:
+     1. the diagonal block A11 = L11 L11^T is factored in double;
+     2. the panel below, L21 = A21 L11^-T, is a product with the inverse
+        of L11 (formed in double, rounded to float);
+     3. the trailing matrix is updated, A22 -= L21 L21^T (lower block
+        triangle, by panels of PANEL rows).
+   D: 2 NB^2 doubles; Li: NB^2 floats; P: m NB floats (L21).
+   Returns -1, or the index of a non-positive pivot. */
+static int hpj__fast_probe_cholesky_f(float *C, size_t ldc, int m, double *D, float *Li, float *P) {
+    const int NB = HPJ__PROBE_NB;
+    double *E = D + (size_t)NB * NB; /* inverse of the diagonal block */
+    int k0;
+    for (k0 = 0; k0 < m; k0 += NB) {
+        const int nb = HPJ__MIN(NB, m - k0), rest = m - k0 - nb;
+        float *A21 = C + (size_t)(k0 + nb) * ldc + k0, *A22 = A21 + nb;
+        int i, j, r0;
+        for (i = 0; i < nb; ++i)
+            for (j = 0; j <= i; ++j) D[(size_t)i * NB + j] = (double)C[(size_t)(k0 + i) * ldc + k0 + j];
+        for (j = 0; j < nb; ++j) {
+            double dj = D[(size_t)j * NB + j] - hpj__probe_dot(D + (size_t)j * NB, D + (size_t)j * NB, j);
+            if (!(dj > 0.0) || !isfinite(dj)) return k0 + j;
+            dj = sqrt(dj);
+            D[(size_t)j * NB + j] = dj;
+            for (i = j + 1; i < nb; ++i)
+                D[(size_t)i * NB + j] =
+                    (D[(size_t)i * NB + j] - hpj__probe_dot(D + (size_t)i * NB, D + (size_t)j * NB, j)) / dj;
+        }
+        for (i = 0; i < nb; ++i)
+            for (j = 0; j <= i; ++j) C[(size_t)(k0 + i) * ldc + k0 + j] = (float)D[(size_t)i * NB + j];
+        if (!rest) break;
+        /* E = inverse of the diagonal block, column by column (kept as E^T
+           rows so each column is contiguous): e_j solves L x = unit_j */
+        for (j = 0; j < nb; ++j) {
+            double *x = E + (size_t)j * NB; /* x[i] = (L^-1)[i][j] */
+            for (i = 0; i < j; ++i) x[i] = 0.0;
+            x[j] = 1.0 / D[(size_t)j * NB + j];
+            for (i = j + 1; i < nb; ++i)
+                x[i] = -hpj__probe_dot(D + (size_t)i * NB + j, x + j, i - j) / D[(size_t)i * NB + i];
+        }
+        for (i = 0; i < nb; ++i) /* Li[i][q] = (L^-1)[i][q] */
+            for (j = 0; j < nb; ++j) Li[(size_t)i * nb + j] = (float)E[(size_t)j * NB + i];
+        /* panel: P = A21 (L11^-1)^T, then copied over A21 */
+        hpj_gemm(0, 1, rest, nb, nb, 1.0f, A21, (int)ldc, Li, nb, 0.0f, P, nb);
+        HPJ__OMP(parallel for schedule(static) if ((double)rest * nb > HPJ__PROBE_PAR))
+        for (i = 0; i < rest; ++i) memcpy(A21 + (size_t)i * ldc, P + (size_t)i * nb, sizeof(float) * (size_t)nb);
+        /* trailing: A22 -= L21 L21^T, lower block triangle */
+        for (r0 = 0; r0 < rest; r0 += HPJ__PROBE_PANEL) {
+            const int r1 = HPJ__MIN(rest, r0 + HPJ__PROBE_PANEL);
+            hpj_gemm(0, 1, r1 - r0, r1, nb, -1.0f, P + (size_t)r0 * nb, nb, P, nb, 1.0f, A22 + (size_t)r0 * ldc,
+                     (int)ldc);
+        }
+    }
+    return -1;
+}
+
+/* Solves L y = b in place for t right-hand sides y (t, m) (float L). */
+static void hpj__fast_probe_solve_lower(const float *Lm, size_t ldl, int m, int t, double *y) {
+    int i0;
+    for (i0 = 0; i0 < m; i0 += HPJ__PROBE_TB) {
+        const int i1 = HPJ__MIN(m, i0 + HPJ__PROBE_TB);
+        int i, c;
+        if (i0 > 0) {
+            HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PROBE_TB > HPJ__PROBE_PAR))
+            for (i = i0; i < i1; ++i) {
+                int cc;
+                for (cc = 0; cc < t; ++cc)
+                    y[(size_t)cc * m + i] -= hpj__probe_dot_fd(Lm + (size_t)i * ldl, y + (size_t)cc * m, i0);
+            }
+        }
+        for (i = i0; i < i1; ++i)
+            for (c = 0; c < t; ++c) {
+                double *yc = y + (size_t)c * m;
+                yc[i] = (yc[i] - hpj__probe_dot_fd(Lm + (size_t)i * ldl + i0, yc + i0, i - i0)) /
+                        (double)Lm[(size_t)i * ldl + i];
+            }
+    }
+}
+
+/* Solves L^T x = y in place for t right-hand sides (t, m) (float L). */
+static void hpj__fast_probe_solve_upper(const float *Lm, size_t ldl, int m, int t, double *y) {
+    int i1;
+    for (i1 = m; i1 > 0; i1 -= HPJ__PROBE_TB) {
+        const int i0 = HPJ__MAX(0, i1 - HPJ__PROBE_TB);
+        int i, j, c, nch;
+        for (i = i1 - 1; i >= i0; --i)
+            for (c = 0; c < t; ++c) {
+                double *yc = y + (size_t)c * m, xi = yc[i] / (double)Lm[(size_t)i * ldl + i];
+                const float *li = Lm + (size_t)i * ldl;
+                yc[i] = xi;
+                hpj__probe_axpy_fd(yc + i0, li + i0, -xi, i - i0);
+            }
+        nch = (i0 + 255) / 256;
+        HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PROBE_TB > HPJ__PROBE_PAR))
+        for (j = 0; j < nch; ++j) {
+            const int j0 = j * 256, j1 = HPJ__MIN(i0, j0 + 256);
+            int ii, cc;
+            for (ii = i0; ii < i1; ++ii) {
+                const float *li = Lm + (size_t)ii * ldl;
+                for (cc = 0; cc < t; ++cc) {
+                    double *yc = y + (size_t)cc * m;
+                    hpj__probe_axpy_fd(yc + j0, li + j0, -yc[ii], j1 - j0);
+                }
+            }
+        }
+    }
+}
+
+/* applies (L L^T)^-1 with the float factor: hpj__probe_pcg's preconditioner */
+static void hpj__fast_probe_cholsolve_f(const void *factor, int m, int t, double *x) {
+    hpj__fast_probe_solve_lower((const float *)factor, (size_t)m, m, t, x);
+    hpj__fast_probe_solve_upper((const float *)factor, (size_t)m, m, t, x);
+}
+
+static hpj_status hpj__fast_ridge_mixed(hpj__probe_ridge *R, const hpj__probe_operand *S, int k, const double *B,
+                                        double *x, double *r, double *z, double *p, double *q, int *its,
+                                        double *relres) {
+    static const char *fn = "ridge_fit";
+    const int m = R->m;
+    size_t fsz, szS, szL, mm;
+    void *fmem;
+    double *Dw;
+    float *Cf, *slab, *Li;
+    int attempt, i;
+    if (hpj__mul_size((size_t)m, (size_t)m, &mm)) mm = SIZE_MAX;
+    /* one buffer: the Gram matrix's slabs, then the Cholesky panel L21 */
+    szS = (size_t)m * (size_t)HPJ__MAX(HPJ__MIN(k, HPJ__PROBE_KC), HPJ__PROBE_NB);
+    szL = (size_t)HPJ__PROBE_NB * HPJ__PROBE_NB;
+    fsz = mm;
+    if (mm == SIZE_MAX || hpj__add_size(fsz, szS + szL + 64, &fsz) || hpj__mul_size(fsz, sizeof(float), &fsz))
+        return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
+    fmem = hpj__alloc(fsz, fn);
+    Dw = (double *)hpj__alloc(sizeof(double) * 2 * HPJ__PROBE_NB * HPJ__PROBE_NB, fn); /* the diagonal blocks */
+    if (!fmem || !Dw) {
+        hpj__free(fmem);
+        hpj__free(Dw);
+        return HPJ_ERR_NOMEM;
+    }
+    Cf = (float *)(((uintptr_t)fmem + 63) & ~(uintptr_t)63);
+    slab = Cf + mm;
+    Li = slab + szS;
+    for (attempt = 0; attempt < 2; ++attempt) {
+        double maxdiag = 0.0, shift, normA = 0.0;
+        hpj__fast_probe_gram_f(S, m, k, Cf, slab);
+        for (i = 0; i < m; ++i) {
+            normA += (double)Cf[(size_t)i * m + i];
+            maxdiag = HPJ__MAX(maxdiag, (double)Cf[(size_t)i * m + i]);
+        }
+        /* a float factor of a nearly singular matrix may break down: the
+           second attempt shifts the diagonal (the refinement corrects it) */
+        shift = attempt ? 1e-5 * maxdiag + 1e-30 : 0.0;
+        for (i = 0; i < m; ++i) Cf[(size_t)i * m + i] += (float)(R->alpha + shift);
+        if (hpj__fast_probe_cholesky_f(Cf, (size_t)m, m, Dw, Li, slab) >= 0) continue;
+        *its = hpj__probe_pcg(R, hpj__fast_probe_cholsolve_f, Cf, B, x, r, z, p, q, normA, HPJ__PROBE_PCG_MAXIT,
+                              relres);
+        break; /* factored: the refinement converged (*its >= 0) or the double path takes over */
+    }
+    hpj__free(Dw);
+    hpj__free(fmem);
+    return HPJ_OK;
+}
+
+/* ==== fast: probe row groups (AVX-512 where the machine has it) ====
+   hpj__probe_pass_block visits rows one at a time. Here the rows go in
+   groups of 8, and the two loops a pass spends its time in take the
+   group at once: each x_r is read from memory once per group and each
+   gradient entry is loaded and stored once per group.
+     scores:   z[r K + k] = x_r . v_k (hpj__probe_dot_fd's order: the
+               reference's bits)
+     gradient: g_k[j] += ((w0 x_0[j] + w1 x_1[j]) + (w2 x_2[j] + w3 x_3[j]))
+                       + ((w4 x_4[j] + w5 x_5[j]) + (w6 x_6[j] + w7 x_7[j]))
+               with w_r = w[r K + k]: a fixed tree over the group's rows
+               where the reference adds the rows one by one, so the
+               gradient (and what L-BFGS does with it) rounds differently. */
+#define HPJ__PROBE_RG 8 /* rows per group */
+
+/* The two loops with eight doubles per register. The scores keep the
+   eight partial sums of hpj__probe_dot_fd in the eight lanes of one
+   register per row (the tail is loaded with zeros past the row's end,
+   which adds +0 to the last lanes and changes nothing) and combine them in
+   its order; the gradient vectorises over j with the portable loop's tree
+   over rows. Products and sums are rounded separately, as in the portable
+   loops: the same bits. */
+#if !defined(HPJ_NO_SIMD) && defined(__AVX512F__)
+#define HPJ__FAST_PROBE_AVX512 1
 #include <immintrin.h>
 static double hpj__fast_probe_hsum(__m512d s) { /* ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)) */
     const __m256d a = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s, 0),
@@ -14098,7 +14110,7 @@ static void hpj__fast_probe_scores8x2(const float *const *x, const double *v0, c
     z1[6] = hpj__fast_probe_hsum(b6), z1[7] = hpj__fast_probe_hsum(b7);
 }
 
-static void hpj__fast_probe_scores8(const float *const *x, const double *V, int K, int d, double *z) {
+static void hpj__fast_probe_scores8_avx512(const float *const *x, const double *V, int K, int d, double *z) {
     double z0[8], z1[8];
     int k, r;
     for (k = 0; k < K; k += 2) { /* weight rows in pairs */
@@ -14111,7 +14123,7 @@ static void hpj__fast_probe_scores8(const float *const *x, const double *V, int 
     }
 }
 
-static void hpj__fast_probe_gradient8(const float *const *x, const double *w, int K, double *G, int d) {
+static void hpj__fast_probe_gradient8_avx512(const float *const *x, const double *w, int K, double *G, int d) {
     int k, j;
     for (k = 0; k < K; k += 2) { /* weight rows in pairs */
         const int two = k + 1 < K, k1 = two ? k + 1 : k;
@@ -14145,6 +14157,65 @@ static void hpj__fast_probe_gradient8(const float *const *x, const double *w, in
     }
 }
 #endif /* HPJ__FAST_PROBE_AVX512 */
+
+static void hpj__fast_probe_scores8(const float *const *x /*(8) rows of d*/, const double *V /*(K, d)*/, int K, int d,
+                                    double *z /*(8, K)*/) {
+    int r, k;
+#ifdef HPJ__FAST_PROBE_AVX512
+    if (hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_scores8_avx512(x, V, K, d, z); return; }
+#endif
+    for (r = 0; r < 8; ++r)
+        for (k = 0; k < K; ++k) z[r * K + k] = hpj__probe_dot_fd(x[r], V + (size_t)k * d, d);
+}
+static void hpj__fast_probe_gradient8(const float *const *x /*(8) rows of d*/, const double *w /*(8, K)*/, int K,
+                                      double *G /*(K, d)*/, int d) {
+    int j, k;
+#ifdef HPJ__FAST_PROBE_AVX512
+    if (hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_gradient8_avx512(x, w, K, G, d); return; }
+#endif
+    for (k = 0; k < K; ++k) {
+        const double w0 = w[k], w1 = w[K + k], w2 = w[2 * K + k], w3 = w[3 * K + k], w4 = w[4 * K + k],
+                     w5 = w[5 * K + k], w6 = w[6 * K + k], w7 = w[7 * K + k];
+        double *g = G + (size_t)k * d;
+        for (j = 0; j < d; ++j)
+            g[j] += ((w0 * (double)x[0][j] + w1 * (double)x[1][j]) + (w2 * (double)x[2][j] + w3 * (double)x[3][j])) +
+                    ((w4 * (double)x[4][j] + w5 * (double)x[5][j]) + (w6 * (double)x[6][j] + w7 * (double)x[7][j]));
+    }
+}
+
+static void hpj__fast_probe_pass_block(const hpj__probe_pass *P, int blk) {
+    const int K = P->K, d = P->d;
+    const int i0 = hpj__probe_block_lo(P->n, P->nb, blk), i1 = hpj__probe_block_lo(P->n, P->nb, blk + 1);
+    double *z = P->work + (size_t)blk * hpj__probe_pass_work(K); /* (RG, K) */
+    double *r = z + (size_t)HPJ__PROBE_RG * K;                    /* (RG, K) */
+    double *G = P->G ? P->G + (size_t)blk * K * d : NULL;
+    double *gs = P->G ? P->gs + (size_t)blk * K : NULL;
+    int i, k, rr;
+    if (G) {
+        memset(G, 0, sizeof(double) * (size_t)K * d);
+        memset(gs, 0, sizeof(double) * (size_t)K);
+    }
+    for (i = i0; i < i1; i += HPJ__PROBE_RG) {
+        const int nr = HPJ__MIN(HPJ__PROBE_RG, i1 - i);
+        const float *xr[HPJ__PROBE_RG]; /* short groups repeat their last row */
+        for (rr = 0; rr < HPJ__PROBE_RG; ++rr) xr[rr] = P->X + (size_t)(i + HPJ__MIN(rr, nr - 1)) * d;
+        if (P->V) {
+            hpj__fast_probe_scores8(xr, P->V, K, d, z);
+            for (rr = 0; rr < nr; ++rr)
+                for (k = 0; k < K; ++k) z[rr * K + k] += P->c[k];
+            if (P->Z) memcpy(P->Z + (size_t)i * K, z, sizeof(double) * (size_t)nr * K);
+            if (P->fn) P->fn(P->ctx, blk, i, nr, z, r);
+            else memcpy(r, z, sizeof(double) * (size_t)nr * K);
+        } else {
+            memcpy(r, P->R + (size_t)i * K, sizeof(double) * (size_t)nr * K);
+        }
+        if (!G) continue;
+        for (rr = nr * K; rr < HPJ__PROBE_RG * K; ++rr) r[rr] = 0.0; /* repeated rows add exact zeros */
+        for (rr = 0; rr < nr; ++rr)
+            for (k = 0; k < K; ++k) gs[k] += r[rr * K + k];
+        hpj__fast_probe_gradient8(xr, r, K, G, d);
+    }
+}
 
 #endif /* HPJ_REFERENCE */
 
