@@ -9683,7 +9683,13 @@ HPJDEF void hpj_linear_model_free(hpj_linear_model *m) {
     memset(m, 0, sizeof(*m));
 }
 
-static hpj_status hpj__probe_check_options(const char *fn, const hpj_probe_options *o) {
+/* *o = def filled with the defaults when *o is NULL; then the checks. */
+static hpj_status hpj__probe_check_options(const char *fn, const hpj_probe_options **op, hpj_probe_options *def) {
+    const hpj_probe_options *o = *op;
+    if (!o) {
+        hpj_probe_options_default(def);
+        o = *op = def;
+    }
     if (!(o->alpha >= 0.0) || !isfinite(o->alpha))
         return hpj__fail(HPJ_ERR_INPUT, "%s: alpha must be finite and >= 0 (got %g)", fn, o->alpha);
     if (!(o->tol > 0.0) || !isfinite(o->tol))
@@ -9695,6 +9701,17 @@ static hpj_status hpj__probe_check_options(const char *fn, const hpj_probe_optio
         return hpj__fail(HPJ_ERR_INPUT, "%s: precision must be HPJ_PROBE_MIXED or HPJ_PROBE_DOUBLE (got %d)", fn,
                          o->precision);
     return HPJ_OK;
+}
+
+/* out's W (c, d) and b (c); HPJ_ERR_NOMEM (out zeroed) if they do not fit. */
+static hpj_status hpj__probe_model_alloc(const char *fn, hpj_linear_model *out, int c, int d) {
+    out->d = d;
+    out->c = c;
+    out->W = (float *)hpj__alloc(sizeof(float) * (size_t)c * d, fn);
+    out->b = (float *)hpj__alloc(sizeof(float) * (size_t)c, fn);
+    if (out->W && out->b) return HPJ_OK;
+    hpj_linear_model_free(out);
+    return HPJ_ERR_NOMEM;
 }
 
 /* One allocation carved into double buffers, each 64-byte aligned. The
@@ -9860,27 +9877,25 @@ static void hpj__probe_pass_run(const hpj__probe_pass *P) {
 
 /* out[idx] = sum over blocks b (in order) of part[b * len + idx]. */
 static void hpj__probe_sum_blocks(const double *part, int nb, size_t len, double *out) {
-    int64_t c, nch = (int64_t)((len + 1023) / 1024);
+    int64_t i;
     HPJ__OMP(parallel for schedule(static) if ((double)len * nb > HPJ__PROBE_PAR))
-    for (c = 0; c < nch; ++c) {
-        size_t i, lo = (size_t)c * 1024, hi = HPJ__MIN(len, lo + 1024);
+    for (i = 0; i < (int64_t)len; ++i) {
+        double s = part[i];
         int b;
-        for (i = lo; i < hi; ++i) {
-            double s = part[i];
-            for (b = 1; b < nb; ++b) s += part[(size_t)b * len + i];
-            out[i] = s;
-        }
+        for (b = 1; b < nb; ++b) s += part[(size_t)b * len + (size_t)i];
+        out[i] = s;
     }
 }
 
-/* Column means mu (d) and, when s != NULL, inverse population stds s (d)
-   (1 for constant columns). part: (nb, d). Returns 1 if a sum is not
-   finite (a NaN/inf entry or overflow). */
-static int hpj__probe_column_stats(const float *X, int n, int d, double *mu, double *s, double *part) {
+/* Column means mu (d) and scales s (d): with standardize the inverse
+   population stds (1 for constant columns), else 1. part: (nb, d).
+   Returns 1 if a sum is not finite (a NaN/inf entry or overflow). */
+static int hpj__probe_column_stats(const float *X, int n, int d, int standardize, double *mu, double *s, double *part) {
     const int nb = hpj__probe_nblocks(n);
     int b, pass;
     size_t j;
-    for (pass = 0; pass < (s ? 2 : 1); ++pass) {
+    for (j = 0; j < (size_t)d; ++j) s[j] = 1.0;
+    for (pass = 0; pass < (standardize ? 2 : 1); ++pass) {
         HPJ__OMP(parallel for schedule(dynamic, 1) if (nb > 1 && (double)n * d > HPJ__PROBE_PAR))
         for (b = 0; b < nb; ++b) {
             double *p = part + (size_t)b * d;
@@ -9908,6 +9923,82 @@ static int hpj__probe_column_stats(const float *X, int n, int d, double *mu, dou
         }
     }
     return 0;
+}
+
+/* ---- a linear map on the centred features ----
+   Both probes fit scores z_i = W a_i + c on the centred, maybe scaled
+   features a_i = (x_i - mu) .* s without forming them: z_i = Veff x_i +
+   ceff with Veff = W .* s and ceff = c - Veff mu, and a gradient
+   sum_i r_i a_i^T = (sum_i r_i x_i^T - (sum_i r_i) mu^T) .* s. */
+typedef struct hpj__probe_lin {
+    const float *X;       /* (n, d)                                     */
+    int n, d, K, nb;      /* nb = hpj__probe_nblocks(n)                 */
+    const double *mu, *s; /* (d), (d)                                   */
+    double alpha;         /* the penalty                                */
+    double *Veff, *ceff;  /* (K, d), (K)                                */
+    double *G, *gs;       /* (nb, K, d), (nb, K) block partials         */
+    double *Graw, *gsum;  /* (K, d), (K): sum_i r_i x_i^T, sum_i r_i    */
+    double *work;         /* (nb, hpj__probe_pass_work(K))              */
+} hpj__probe_lin;
+
+static void hpj__probe_lin_init(hpj__probe_lin *A, const float *X, int n, int d, int K, const double *mu,
+                                const double *s, double alpha) {
+    A->X = X;
+    A->n = n;
+    A->d = d;
+    A->K = K;
+    A->nb = hpj__probe_nblocks(n);
+    A->mu = mu;
+    A->s = s;
+    A->alpha = alpha;
+}
+
+/* Veff and ceff for the weights W (K, d) and intercepts c (K; NULL: 0). */
+static void hpj__probe_lin_weights(hpj__probe_lin *A, const double *W, const double *c) {
+    int k;
+    size_t j;
+    for (k = 0; k < A->K; ++k) {
+        double *v = A->Veff + (size_t)k * A->d;
+        const double *w = W + (size_t)k * A->d;
+        for (j = 0; j < (size_t)A->d; ++j) v[j] = w[j] * A->s[j];
+        A->ceff[k] = c ? c[k] - hpj__probe_dot(v, A->mu, A->d) : -hpj__probe_dot(v, A->mu, A->d);
+    }
+}
+
+/* One pass over X: the scores of Veff, ceff (written to Z if not NULL)
+   turned into residuals by fn (NULL: r = z), or, with R (n, K) not NULL,
+   the residuals R. With grad (K, d), also grad = sum_i r_i a_i^T (+ alpha
+   w when w is not NULL) and gsum = sum_i r_i. */
+static void hpj__probe_lin_pass(hpj__probe_lin *A, hpj__probe_rowfn fn, void *ctx, const double *R, double *Z,
+                                double *grad, const double *w) {
+    const int K = A->K, d = A->d;
+    hpj__probe_pass P;
+    int k;
+    size_t j;
+    memset(&P, 0, sizeof(P));
+    P.X = A->X;
+    P.n = A->n;
+    P.d = d;
+    P.K = K;
+    P.nb = A->nb;
+    P.V = R ? NULL : A->Veff;
+    P.c = A->ceff;
+    P.Z = Z;
+    P.R = R;
+    P.fn = fn;
+    P.ctx = ctx;
+    P.G = grad ? A->G : NULL;
+    P.gs = A->gs;
+    P.work = A->work;
+    hpj__probe_pass_run(&P);
+    if (!grad) return;
+    hpj__probe_sum_blocks(A->G, A->nb, (size_t)K * d, A->Graw);
+    hpj__probe_sum_blocks(A->gs, A->nb, (size_t)K, A->gsum);
+    for (k = 0; k < K; ++k)
+        for (j = 0; j < (size_t)d; ++j) {
+            double a = (A->Graw[(size_t)k * d + j] - A->gsum[k] * A->mu[j]) * A->s[j];
+            grad[(size_t)k * d + j] = w ? a + A->alpha * w[(size_t)k * d + j] : a;
+        }
 }
 
 /* ---- L-BFGS two-loop recursion ---- */
@@ -10044,77 +10135,42 @@ static double hpj__probe_loss_row(int kind, int K, const double *z, int32_t y, c
 
 /* ==== probe: logistic regression (L-BFGS) =============================== */
 
-/* The problem in its internal parametrisation: z_i = W a_i + c with
-   a_i = (x_i - mu) .* s (mu = column means; s = inverse stds or 1), so
-   theta = [W (K, d), c (K)], F = sum_i loss(z_i, y_i) + alpha/2 ||W||^2. */
+/* The problem in its internal parametrisation: z_i = W a_i + c on the
+   centred features a_i (hpj__probe_lin), so theta = [W (K, d), c (K)],
+   F = sum_i loss(z_i, y_i) + alpha/2 ||W||^2. */
 typedef struct hpj__probe_logreg {
-    const float *X;
+    hpj__probe_lin lin;
     const int32_t *y;
-    int n, d, K, kind, nb;
-    double alpha;
-    const double *mu, *s; /* (d), (d)                                   */
-    double *Veff, *ceff;  /* (K, d), (K): W .* s and c - (W .* s) mu     */
-    double *G, *gs;       /* (nb, K, d), (nb, K) block partials          */
-    double *Graw, *gsum;  /* (K, d), (K)                                 */
-    double *work;         /* pass work                                   */
+    int kind;
     double loss[HPJ__PROBE_MAXBLK];
 } hpj__probe_logreg;
 
 static void hpj__probe_logreg_residuals(void *ctx, int blk, int i, int nr, const double *z, double *r) {
     hpj__probe_logreg *L = (hpj__probe_logreg *)ctx;
+    const int K = L->lin.K;
     int rr;
     double l = 0.0;
     for (rr = 0; rr < nr; ++rr)
-        l += hpj__probe_loss_row(L->kind, L->K, z + (size_t)rr * L->K, L->y[i + rr], NULL, r + (size_t)rr * L->K);
+        l += hpj__probe_loss_row(L->kind, K, z + (size_t)rr * K, L->y[i + rr], NULL, r + (size_t)rr * K);
     L->loss[blk] += l;
 }
 
 /* F and g at theta; Z (n, K) receives the scores. One pass over X. */
 static double hpj__probe_logreg_eval(hpj__probe_logreg *L, const double *theta, double *g, double *Z) {
-    const int K = L->K, d = L->d;
-    const double *W = theta, *c = theta + (size_t)K * d;
-    hpj__probe_pass P;
+    const size_t KD = (size_t)L->lin.K * L->lin.d;
     hpj__gov *gov;
-    double F = 0.0, ww = 0.0;
+    double F = 0.0;
     int k, b;
-    size_t j;
-    for (k = 0; k < K; ++k) {
-        double *v = L->Veff + (size_t)k * d;
-        const double *w = W + (size_t)k * d;
-        for (j = 0; j < (size_t)d; ++j) v[j] = w[j] * L->s[j];
-        L->ceff[k] = c[k] - hpj__probe_dot(v, L->mu, d);
-    }
-    memset(&P, 0, sizeof(P));
-    P.X = L->X;
-    P.n = L->n;
-    P.d = d;
-    P.K = K;
-    P.nb = L->nb;
-    P.V = L->Veff;
-    P.c = L->ceff;
-    P.Z = Z;
-    P.fn = hpj__probe_logreg_residuals;
-    P.ctx = L;
-    P.G = L->G;
-    P.gs = L->gs;
-    P.work = L->work;
-    for (b = 0; b < L->nb; ++b) L->loss[b] = 0.0;
+    hpj__probe_lin_weights(&L->lin, theta, theta + KD);
+    for (b = 0; b < L->lin.nb; ++b) L->loss[b] = 0.0;
     gov = hpj__gov_enter(HPJ__GOV_PROBE); /* an L-BFGS fit makes hundreds of these passes */
     hpj__gov_begin(gov, 0);
-    hpj__probe_pass_run(&P);
-    hpj__gov_end(gov, (double)L->n * d * K + 1.0);
+    hpj__probe_lin_pass(&L->lin, hpj__probe_logreg_residuals, L, NULL, Z, g, theta);
+    hpj__gov_end(gov, (double)L->lin.n * L->lin.d * L->lin.K + 1.0);
     hpj__gov_leave(gov);
-    hpj__probe_sum_blocks(L->G, L->nb, (size_t)K * d, L->Graw);
-    hpj__probe_sum_blocks(L->gs, L->nb, (size_t)K, L->gsum);
-    for (b = 0; b < L->nb; ++b) F += L->loss[b];
-    for (k = 0; k < K; ++k) {
-        const double *gr = L->Graw + (size_t)k * d, *w = W + (size_t)k * d;
-        double *gw = g + (size_t)k * d, gk = L->gsum[k];
-        for (j = 0; j < (size_t)d; ++j) gw[j] = (gr[j] - gk * L->mu[j]) * L->s[j] + L->alpha * w[j];
-        g[(size_t)K * d + k] = gk;
-    }
-    ww = hpj__probe_dot_long(W, W, (size_t)K * d);
-    return F + 0.5 * L->alpha * ww;
+    for (b = 0; b < L->lin.nb; ++b) F += L->loss[b];
+    for (k = 0; k < L->lin.K; ++k) g[KD + k] = L->lin.gsum[k];
+    return F + 0.5 * L->lin.alpha * hpj__probe_dot_long(theta, theta, KD);
 }
 
 /* phi(t) = F(theta + t p) from the scores Z0 at theta and Z1 at theta + p
@@ -10122,18 +10178,18 @@ static double hpj__probe_logreg_eval(hpj__probe_logreg *L, const double *theta, 
    ww = W.W, wp = W.P, pp = P.P. Also phi'(t). O(n K). */
 static double hpj__probe_logreg_phi(const hpj__probe_logreg *L, const double *Z0, const double *Z1, double t, double ww,
                                double wp, double pp, double *dphi, double *zt /*(2K)*/) {
-    const int K = L->K;
+    const int K = L->lin.K;
     double f = 0.0, df = 0.0;
     int i, k;
-    for (i = 0; i < L->n; ++i) {
+    for (i = 0; i < L->lin.n; ++i) {
         const double *a = Z0 + (size_t)i * K, *b = Z1 + (size_t)i * K;
         double *r = zt + K;
         for (k = 0; k < K; ++k) zt[k] = a[k] + t * (b[k] - a[k]);
         f += hpj__probe_loss_row(L->kind, K, zt, L->y[i], NULL, r);
         for (k = 0; k < K; ++k) df += r[k] * (b[k] - a[k]);
     }
-    *dphi = df + L->alpha * (wp + t * pp);
-    return f + 0.5 * L->alpha * (ww + 2.0 * t * wp + t * t * pp);
+    *dphi = df + L->lin.alpha * (wp + t * pp);
+    return f + 0.5 * L->lin.alpha * (ww + 2.0 * t * wp + t * t * pp);
 }
 
 /* Strong-Wolfe step along p for the convex phi, by bracketing and
@@ -10201,14 +10257,10 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     double *theta, *theta1, *g, *g1, *p, *Z0, *Z1, *mu, *s, *part, *zt;
     double F, F1, g0max, thresh, gmax;
     if (out) memset(out, 0, sizeof(*out));
-    if (!o) {
-        hpj_probe_options_default(&def);
-        o = &def;
-    }
     if (!X || !y || !out) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL %s", fn, !X ? "X" : !y ? "y" : "out");
     if (n < 1 || d < 1) return hpj__fail(HPJ_ERR_INPUT, "%s: need n >= 1 and d >= 1 (got n=%d d=%d)", fn, n, d);
     if (C < 2) return hpj__fail(HPJ_ERR_INPUT, "%s: need C >= 2 classes (got %d)", fn, C);
-    if ((st = hpj__probe_check_options(fn, o)) != HPJ_OK) return st;
+    if ((st = hpj__probe_check_options(fn, &o, &def)) != HPJ_OK) return st;
     for (i = 0; i < n; ++i)
         if (y[i] < 0 || y[i] >= C)
             return hpj__fail(HPJ_ERR_INPUT, "%s: y[%d] = %d is outside 0..%d (C = %d)", fn, i, (int)y[i], C - 1, C);
@@ -10216,29 +10268,20 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     nb = hpj__probe_nblocks(n);
     KD = (size_t)K * d;
     P = KD + (size_t)K;
-    mem = hpj__probe_carve(fn, &theta, P, &theta1, P, &g, P, &g1, P, &p, P, &L.Veff, P, &L.Graw, P, &L.ceff, P,
-                           &H.S, (size_t)HPJ__PROBE_LBFGS_M * P, &H.Y, (size_t)HPJ__PROBE_LBFGS_M * P,
-                           &Z0, (size_t)n * K, &Z1, (size_t)n * K, &L.G, (size_t)nb * KD, &L.gs, (size_t)nb * K,
-                           &L.work, (size_t)nb * hpj__probe_pass_work(K), &mu, (size_t)d, &s, (size_t)d,
+    mem = hpj__probe_carve(fn, &theta, P, &theta1, P, &g, P, &g1, P, &p, P, &L.lin.Veff, P, &L.lin.Graw, P,
+                           &L.lin.ceff, P, &H.S, (size_t)HPJ__PROBE_LBFGS_M * P, &H.Y, (size_t)HPJ__PROBE_LBFGS_M * P,
+                           &Z0, (size_t)n * K, &Z1, (size_t)n * K, &L.lin.G, (size_t)nb * KD, &L.lin.gs, (size_t)nb * K,
+                           &L.lin.work, (size_t)nb * hpj__probe_pass_work(K), &mu, (size_t)d, &s, (size_t)d,
                            &part, (size_t)nb * d, &zt, (size_t)4 * K + 4, (double **)NULL);
     if (!mem) return HPJ_ERR_NOMEM;
-    L.gsum = L.ceff + K; /* ceff (K) and gsum (K) share the P-sized slot */
-    if (hpj__probe_column_stats(X, n, d, mu, o->standardize ? s : NULL, part)) {
+    L.lin.gsum = L.lin.ceff + K; /* ceff (K) and gsum (K) share the P-sized slot */
+    if (hpj__probe_column_stats(X, n, d, o->standardize, mu, s, part)) {
         hpj__free(mem);
         return hpj__probe_bad_value(fn, "X", X, n, d);
     }
-    if (!o->standardize)
-        for (j = 0; j < (size_t)d; ++j) s[j] = 1.0;
-    L.X = X;
+    hpj__probe_lin_init(&L.lin, X, n, d, K, mu, s, o->alpha);
     L.y = y;
-    L.n = n;
-    L.d = d;
-    L.K = K;
     L.kind = K == 1 ? HPJ__PROBE_BINARY : HPJ__PROBE_SOFTMAX;
-    L.nb = nb;
-    L.alpha = o->alpha;
-    L.mu = mu;
-    L.s = s;
     H.P = (int)P;
     H.m = HPJ__PROBE_LBFGS_M;
     H.cnt = 0;
@@ -10299,11 +10342,8 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
         gmax = hpj__probe_maxabs(g, P);
     }
     /* back to the original features: W_orig = W .* s, b = c - W_orig mu */
-    out->W = (float *)hpj__alloc(sizeof(float) * (size_t)C * d, fn);
-    out->b = (float *)hpj__alloc(sizeof(float) * (size_t)C, fn);
-    if (!out->W || !out->b) {
+    if (hpj__probe_model_alloc(fn, out, C, d)) {
         hpj__free(mem);
-        hpj_linear_model_free(out);
         return HPJ_ERR_NOMEM;
     }
     for (k = 0; k < K; ++k) {
@@ -10322,8 +10362,6 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
             out->b[k] = (float)bb;
         }
     }
-    out->d = d;
-    out->c = C;
     out->iters = iters;
     out->grad_norm = gmax;
     hpj__free(mem);
@@ -10417,79 +10455,39 @@ static void hpj__probe_cholsolve_d(const void *factor, int m, int t, double *x) 
 
 /* ==== probe: ridge regression ============================================ */
 
-/* A = (X - 1 mu^T) diag(s) (the centred, maybe scaled features). The
-   system is (A^T A + alpha I) w = A^T y_c in the primal (m = d) and
-   (A A^T + alpha I) a = y_c in the dual (m = n); vectors are (t, m). */
+/* A = (X - 1 mu^T) diag(s) (the centred, maybe scaled features, as
+   hpj__probe_lin applies them). The system is (A^T A + alpha I) w = A^T y_c
+   in the primal (m = d) and (A A^T + alpha I) a = y_c in the dual (m = n);
+   vectors are (t, m). */
 typedef struct hpj__probe_ridge {
-    const float *X;
-    int n, d, t, nb, dual, m;
-    const double *mu, *s;
-    double alpha;
-    double *Veff, *ceff, *G, *gs, *Graw, *gsum, *work, *Zb, *Rb, *u;
-    /* (t,d) (t) (nb,t,d) (nb,t) (t,d) (t) pass (n,t) (n,t) (t,d) */
+    hpj__probe_lin lin;   /* K = t targets                    */
+    int dual, m;
+    double *Zb, *Rb, *u;  /* (n, t), (n, t), (t, d)           */
 } hpj__probe_ridge;
 
-/* One pass over X: the scores A w of the weights in Veff, ceff (Rn NULL;
-   written to Z if not NULL), or the residuals Rn (n, t) given row-major;
-   with out, also out (t, d) = A^T r (+ alpha v, if v is not NULL). */
-static void hpj__probe_ridge_pass(hpj__probe_ridge *R, const double *Rn, double *Z, double *out, const double *v) {
-    const int t = R->t, d = R->d;
-    hpj__probe_pass P;
-    int c;
-    size_t j;
-    memset(&P, 0, sizeof(P));
-    P.X = R->X;
-    P.n = R->n;
-    P.d = d;
-    P.K = t;
-    P.nb = R->nb;
-    P.work = R->work;
-    if (Rn) {
-        P.R = Rn;
-    } else {
-        P.V = R->Veff;
-        P.c = R->ceff;
-        P.Z = Z;
-    }
-    if (out) {
-        P.G = R->G;
-        P.gs = R->gs;
-    }
-    hpj__probe_pass_run(&P);
-    if (!out) return;
-    hpj__probe_sum_blocks(R->G, R->nb, (size_t)t * d, R->Graw);
-    hpj__probe_sum_blocks(R->gs, R->nb, (size_t)t, R->gsum);
-    for (c = 0; c < t; ++c)
-        for (j = 0; j < (size_t)d; ++j) {
-            double a = (R->Graw[(size_t)c * d + j] - R->gsum[c] * R->mu[j]) * R->s[j];
-            out[(size_t)c * d + j] = v ? a + R->alpha * v[(size_t)c * d + j] : a;
-        }
+/* out (cols, rows) = a^T for a (rows, cols). */
+static void hpj__probe_transpose(const double *a, int rows, int cols, double *out) {
+    int i, j;
+    for (i = 0; i < rows; ++i)
+        for (j = 0; j < cols; ++j) out[(size_t)j * rows + i] = a[(size_t)i * cols + j];
 }
 
 /* out = (system matrix) v for v, out (t, m). */
 static void hpj__probe_ridge_apply(hpj__probe_ridge *R, const double *v, double *out) {
-    const int t = R->t, d = R->d, n = R->n;
-    const double *w = v; /* weights in the feature space (t, d) */
+    hpj__probe_lin *A = &R->lin;
+    const int t = A->K, n = A->n;
     int c, i;
-    size_t j;
-    if (R->dual) { /* u = A^T v */
-        for (i = 0; i < n; ++i)
-            for (c = 0; c < t; ++c) R->Rb[(size_t)i * t + c] = v[(size_t)c * n + i];
-        hpj__probe_ridge_pass(R, R->Rb, NULL, R->u, NULL);
-        w = R->u;
+    if (!R->dual) { /* r = A v, then A^T r + alpha v, in one pass */
+        hpj__probe_lin_weights(A, v, NULL);
+        hpj__probe_lin_pass(A, NULL, NULL, NULL, NULL, out, v);
+        return;
     }
-    for (c = 0; c < t; ++c) { /* scores A w = X (w .* s) - mu . (w .* s) */
-        double *ve = R->Veff + (size_t)c * d;
-        for (j = 0; j < (size_t)d; ++j) ve[j] = w[(size_t)c * d + j] * R->s[j];
-        R->ceff[c] = -hpj__probe_dot(ve, R->mu, d);
-    }
-    if (R->dual) {
-        hpj__probe_ridge_pass(R, NULL, R->Zb, NULL, NULL);
-        for (c = 0; c < t; ++c)
-            for (i = 0; i < n; ++i) out[(size_t)c * n + i] = R->Zb[(size_t)i * t + c] + R->alpha * v[(size_t)c * n + i];
-    } else { /* fused: r = A w, then A^T r */
-        hpj__probe_ridge_pass(R, NULL, NULL, out, v);
-    }
+    hpj__probe_transpose(v, t, n, R->Rb); /* u = A^T v, then A u + alpha v */
+    hpj__probe_lin_pass(A, NULL, NULL, R->Rb, NULL, R->u, NULL);
+    hpj__probe_lin_weights(A, R->u, NULL);
+    hpj__probe_lin_pass(A, NULL, NULL, NULL, R->Zb, NULL, NULL);
+    for (c = 0; c < t; ++c)
+        for (i = 0; i < n; ++i) out[(size_t)c * n + i] = R->Zb[(size_t)i * t + c] + A->alpha * v[(size_t)c * n + i];
 }
 
 /* Preconditioned conjugate gradients on the exact system, t columns at
@@ -10502,13 +10500,13 @@ static void hpj__probe_ridge_apply(hpj__probe_ridge *R, const double *v, double 
 static int hpj__probe_pcg(hpj__probe_ridge *R, void (*solve)(const void *, int, int, double *), const void *factor,
                           const double *b, double *x, double *r, double *z, double *p, double *q, double normA, int maxit,
                           double *relres) {
-    const int t = R->t, m = R->m;
+    const int t = R->lin.K, m = R->m;
     double rho[64], rho_old[64];
     int done[64], it, c, all = 0;
     size_t i, tm = (size_t)t * m;
     /* the rounding floor of the operator applied in double grows like the
        square root of the summation lengths */
-    const double eps = 1e-15 * sqrt((double)R->n + (double)R->d);
+    const double eps = 1e-15 * sqrt((double)R->lin.n + (double)R->lin.d);
     memcpy(x, b, sizeof(double) * tm);
     solve(factor, m, t, x);
     hpj__probe_ridge_apply(R, x, r);
@@ -10520,7 +10518,7 @@ static int hpj__probe_pcg(hpj__probe_ridge *R, void (*solve)(const void *, int, 
             const double *rc = r + (size_t)c * m, *xc = x + (size_t)c * m, *bc = b + (size_t)c * m;
             double rn = sqrt(hpj__probe_dot(rc, rc, m)), xn = sqrt(hpj__probe_dot(xc, xc, m)),
                    bn = sqrt(hpj__probe_dot(bc, bc, m));
-            done[c] = rn <= eps * ((normA + R->alpha) * xn + bn);
+            done[c] = rn <= eps * ((normA + R->lin.alpha) * xn + bn);
             all &= done[c];
             if (bn > 0) *relres = HPJ__MAX(*relres, rn / bn);
         }
@@ -10576,14 +10574,14 @@ static hpj_status hpj__probe_ridge_double(hpj__probe_ridge *R, const hpj__probe_
     hpj__probe_gram_d(S, m, k, Cd, Cd + mm);
     for (i = 0; i < m; ++i) {
         normA += Cd[(size_t)i * m + i];
-        Cd[(size_t)i * m + i] += R->alpha;
+        Cd[(size_t)i * m + i] += R->lin.alpha;
     }
     bad = hpj__probe_cholesky_d(Cd, m);
     if (bad >= 0) {
         hpj__free(Cd);
         return hpj__fail(HPJ_ERR_NUMERIC,
                          "%s: the %s system (%d x %d) is singular at pivot %d (alpha = %g); use alpha > 0", fn,
-                         R->dual ? "dual" : "primal", m, m, bad, R->alpha);
+                         R->dual ? "dual" : "primal", m, m, bad, R->lin.alpha);
     }
     *its = hpj__probe_pcg(R, hpj__probe_cholsolve_d, Cd, B, x, r, z, p, q, normA, 3, relres);
     if (*its < 0) *its = 3;
@@ -10610,32 +10608,27 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     int nb, m, k, i, c, its = -1;
     size_t j;
     if (out) memset(out, 0, sizeof(*out));
-    if (!o) {
-        hpj_probe_options_default(&def);
-        o = &def;
-    }
     if (!X || !Y || !out) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL %s", fn, !X ? "X" : !Y ? "Y" : "out");
     if (n < 1 || d < 1 || t < 1)
         return hpj__fail(HPJ_ERR_INPUT, "%s: need n, d, t >= 1 (got n=%d d=%d t=%d)", fn, n, d, t);
     if (t > 64) return hpj__fail(HPJ_ERR_INPUT, "%s: at most 64 targets per call (got %d)", fn, t);
-    if ((st = hpj__probe_check_options(fn, o)) != HPJ_OK) return st;
+    if ((st = hpj__probe_check_options(fn, &o, &def)) != HPJ_OK) return st;
     nb = hpj__probe_nblocks(n);
     R.dual = d > n;
     m = R.dual ? n : d;
     k = R.dual ? d : n;
     mem = hpj__probe_carve(fn, &mu, (size_t)d, &s, (size_t)d, &part, (size_t)nb * HPJ__MAX(d, t), &ybar, (size_t)t,
                            &Yc, (size_t)n * t, &B, (size_t)t * m, &x, (size_t)t * m, &r, (size_t)t * m,
-                           &z, (size_t)t * m, &p, (size_t)t * m, &q, (size_t)t * m, &R.Veff, (size_t)t * d,
-                           &R.ceff, (size_t)t, &R.G, (size_t)nb * t * d, &R.gs, (size_t)nb * t, &R.Graw, (size_t)t * d,
-                           &R.gsum, (size_t)t, &R.work, (size_t)nb * hpj__probe_pass_work(t), &R.Zb, (size_t)n * t,
-                           &R.Rb, (size_t)n * t, &R.u, (size_t)t * d, (double **)NULL);
+                           &z, (size_t)t * m, &p, (size_t)t * m, &q, (size_t)t * m, &R.lin.Veff, (size_t)t * d,
+                           &R.lin.ceff, (size_t)t, &R.lin.G, (size_t)nb * t * d, &R.lin.gs, (size_t)nb * t,
+                           &R.lin.Graw, (size_t)t * d, &R.lin.gsum, (size_t)t, &R.lin.work,
+                           (size_t)nb * hpj__probe_pass_work(t), &R.Zb, (size_t)n * t, &R.Rb, (size_t)n * t, &R.u,
+                           (size_t)t * d, (double **)NULL);
     if (!mem) return HPJ_ERR_NOMEM;
-    if (hpj__probe_column_stats(X, n, d, mu, o->standardize ? s : NULL, part)) {
+    if (hpj__probe_column_stats(X, n, d, o->standardize, mu, s, part)) {
         hpj__free(mem);
         return hpj__probe_bad_value(fn, "X", X, n, d);
     }
-    if (!o->standardize)
-        for (j = 0; j < (size_t)d; ++j) s[j] = 1.0;
     for (c = 0; c < t; ++c) ybar[c] = 0.0;
     for (i = 0; i < n; ++i)
         for (c = 0; c < t; ++c) ybar[c] += (double)Y[(size_t)i * t + c];
@@ -10648,21 +10641,10 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     }
     for (i = 0; i < n; ++i)
         for (c = 0; c < t; ++c) Yc[(size_t)i * t + c] = (double)Y[(size_t)i * t + c] - ybar[c];
-    R.X = X;
-    R.n = n;
-    R.d = d;
-    R.t = t;
-    R.nb = nb;
+    hpj__probe_lin_init(&R.lin, X, n, d, t, mu, s, o->alpha);
     R.m = m;
-    R.mu = mu;
-    R.s = s;
-    R.alpha = o->alpha;
-    if (R.dual) {
-        for (c = 0; c < t; ++c)
-            for (i = 0; i < n; ++i) B[(size_t)c * n + i] = Yc[(size_t)i * t + c];
-    } else {
-        hpj__probe_ridge_pass(&R, Yc, NULL, B, NULL);
-    }
+    if (R.dual) hpj__probe_transpose(Yc, n, t, B);
+    else hpj__probe_lin_pass(&R.lin, NULL, NULL, Yc, NULL, B, NULL);
     S.p = X;
     S.ld = (size_t)d;
     S.trans = !R.dual; /* primal Gram A^T A: rows of the operand are X's columns */
@@ -10679,19 +10661,15 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
         return st;
     }
     /* weights in the original feature space */
-    out->W = (float *)hpj__alloc(sizeof(float) * (size_t)t * d, fn);
-    out->b = (float *)hpj__alloc(sizeof(float) * (size_t)t, fn);
-    if (!out->W || !out->b) {
+    if (hpj__probe_model_alloc(fn, out, t, d)) {
         hpj__free(mem);
-        hpj_linear_model_free(out);
         return HPJ_ERR_NOMEM;
     }
     {
         double *w = R.u; /* (t, d) */
         if (R.dual) {
-            for (i = 0; i < n; ++i)
-                for (c = 0; c < t; ++c) R.Rb[(size_t)i * t + c] = x[(size_t)c * n + i];
-            hpj__probe_ridge_pass(&R, R.Rb, NULL, w, NULL);
+            hpj__probe_transpose(x, t, n, R.Rb);
+            hpj__probe_lin_pass(&R.lin, NULL, NULL, R.Rb, NULL, w, NULL);
         } else {
             memcpy(w, x, sizeof(double) * (size_t)t * d);
         }
@@ -10704,8 +10682,6 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
             out->b[c] = (float)(ybar[c] - hpj__probe_dot(wc, mu, d));
         }
     }
-    out->d = d;
-    out->c = t;
     out->iters = its;
     out->grad_norm = relres;
     hpj__free(mem);
@@ -10921,10 +10897,6 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
     int i, l, it, phase, ntr = 0, nval = 0, iters = 0, best_it = 0, K;
     uint64_t st2;
     double F, F1, val = 0.0, best_val = 0.0, thresh = 0.0, gmax;
-    if (!o) {
-        hpj_probe_options_default(&def);
-        o = &def;
-    }
     if (!H || !omega) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL %s", fn, !H ? "H" : "omega");
     if (n < 2 || L < 1 || D < 1)
         return hpj__fail(HPJ_ERR_INPUT, "%s: need n >= 2, L >= 1, D >= 1 (got n=%d L=%d D=%d)", fn, n, L, D);
@@ -10934,7 +10906,7 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
         return hpj__fail(HPJ_ERR_INPUT, "%s: C must be 0 (regression) or >= 2 (got %d)", fn, C);
     if (C >= 2 && !y) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL y for classification (C = %d)", fn, C);
     if (C == 0 && !yreg) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL yreg for regression (C = 0)", fn);
-    if ((st = hpj__probe_check_options(fn, o)) != HPJ_OK) return st;
+    if ((st = hpj__probe_check_options(fn, &o, &def)) != HPJ_OK) return st;
     for (i = 0; i < n; ++i) {
         if (C >= 2 && (y[i] < 0 || y[i] >= C))
             return hpj__fail(HPJ_ERR_INPUT, "%s: y[%d] = %d is outside 0..%d (C = %d)", fn, i, (int)y[i], C - 1, C);
@@ -14034,7 +14006,7 @@ static hpj_status hpj__fast_ridge_mixed(hpj__probe_ridge *R, const hpj__probe_op
         /* a float factor of a nearly singular matrix may break down: the
            second attempt shifts the diagonal (the refinement corrects it) */
         shift = attempt ? 1e-5 * maxdiag + 1e-30 : 0.0;
-        for (i = 0; i < m; ++i) Cf[(size_t)i * m + i] += (float)(R->alpha + shift);
+        for (i = 0; i < m; ++i) Cf[(size_t)i * m + i] += (float)(R->lin.alpha + shift);
         if (hpj__fast_probe_cholesky_f(Cf, (size_t)m, m, Dw, Li, slab) >= 0) continue;
         *its = hpj__probe_pcg(R, hpj__fast_probe_cholsolve_f, Cf, B, x, r, z, p, q, normA, HPJ__PROBE_PCG_MAXIT,
                               relres);
