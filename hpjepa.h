@@ -9965,32 +9965,21 @@ static void hpj__probe_lin_weights(hpj__probe_lin *A, const double *W, const dou
     }
 }
 
-/* One pass over X: the scores of Veff, ceff (written to Z if not NULL)
-   turned into residuals by fn (NULL: r = z), or, with R (n, K) not NULL,
-   the residuals R. With grad (K, d), also grad = sum_i r_i a_i^T (+ alpha
-   w when w is not NULL) and gsum = sum_i r_i. */
-static void hpj__probe_lin_pass(hpj__probe_lin *A, hpj__probe_rowfn fn, void *ctx, const double *R, double *Z,
-                                double *grad, const double *w) {
+/* Runs the pass P over A's rows; with grad (K, d), also grad = sum_i r_i
+   a_i^T (+ alpha w when w is not NULL) and gsum = sum_i r_i. */
+static void hpj__probe_lin_run(hpj__probe_lin *A, hpj__probe_pass *P, double *grad, const double *w) {
     const int K = A->K, d = A->d;
-    hpj__probe_pass P;
     int k;
     size_t j;
-    memset(&P, 0, sizeof(P));
-    P.X = A->X;
-    P.n = A->n;
-    P.d = d;
-    P.K = K;
-    P.nb = A->nb;
-    P.V = R ? NULL : A->Veff;
-    P.c = A->ceff;
-    P.Z = Z;
-    P.R = R;
-    P.fn = fn;
-    P.ctx = ctx;
-    P.G = grad ? A->G : NULL;
-    P.gs = A->gs;
-    P.work = A->work;
-    hpj__probe_pass_run(&P);
+    P->X = A->X;
+    P->n = A->n;
+    P->d = d;
+    P->K = K;
+    P->nb = A->nb;
+    P->G = grad ? A->G : NULL;
+    P->gs = A->gs;
+    P->work = A->work;
+    hpj__probe_pass_run(P);
     if (!grad) return;
     hpj__probe_sum_blocks(A->G, A->nb, (size_t)K * d, A->Graw);
     hpj__probe_sum_blocks(A->gs, A->nb, (size_t)K, A->gsum);
@@ -10001,10 +9990,41 @@ static void hpj__probe_lin_pass(hpj__probe_lin *A, hpj__probe_rowfn fn, void *ct
         }
 }
 
+/* One pass over X: the scores of Veff, ceff (written to Z if not NULL),
+   the residuals r_i = fn(z_i) (r = z when fn is NULL) and, with grad, the
+   gradient of hpj__probe_lin_run. */
+static void hpj__probe_lin_pass(hpj__probe_lin *A, hpj__probe_rowfn fn, void *ctx, double *Z, double *grad,
+                                const double *w) {
+    hpj__probe_pass P;
+    memset(&P, 0, sizeof(P));
+    P.V = A->Veff;
+    P.c = A->ceff;
+    P.Z = Z;
+    P.fn = fn;
+    P.ctx = ctx;
+    hpj__probe_lin_run(A, &P, grad, w);
+}
+
+/* grad (K, d) = sum_i r_i a_i^T for the given residuals R (n, K): the
+   transposed map, applied. */
+static void hpj__probe_lin_tmul(hpj__probe_lin *A, const double *R, double *grad) {
+    hpj__probe_pass P;
+    memset(&P, 0, sizeof(P));
+    P.R = R;
+    hpj__probe_lin_run(A, &P, grad, NULL);
+}
+
+static double hpj__probe_maxabs(const double *a, size_t n) {
+    double m = 0.0;
+    size_t j;
+    for (j = 0; j < n; ++j) m = HPJ__MAX(m, fabs(a[j]));
+    return m;
+}
+
 /* ---- L-BFGS two-loop recursion ---- */
 typedef struct hpj__probe_lbfgs {
-    int P, m, cnt, head; /* dimension, capacity, stored pairs, next slot */
-    double *S, *Y;       /* (m, P) */
+    int P, cnt, head; /* dimension, stored pairs, next slot */
+    double *S, *Y;    /* (HPJ__PROBE_LBFGS_M, P) */
     double rho[HPJ__PROBE_LBFGS_M], al[HPJ__PROBE_LBFGS_M];
 } hpj__probe_lbfgs;
 
@@ -10027,11 +10047,11 @@ static void hpj__probe_lbfgs_two_loop(hpj__probe_lbfgs *h, const double *g, doub
     for (j = 0; j < P; ++j) p[j] = -g[j];
     if (h->cnt == 0) return;
     for (q = 0; q < h->cnt; ++q) { /* newest to oldest */
-        idx = (h->head - 1 - q + 2 * h->m) % h->m;
+        idx = (h->head - 1 - q + 2 * HPJ__PROBE_LBFGS_M) % HPJ__PROBE_LBFGS_M;
         h->al[idx] = h->rho[idx] * hpj__probe_dot_long(h->S + idx * P, p, P);
         for (j = 0; j < P; ++j) p[j] -= h->al[idx] * h->Y[idx * P + j];
     }
-    idx = (h->head - 1 + h->m) % h->m;
+    idx = (h->head - 1 + HPJ__PROBE_LBFGS_M) % HPJ__PROBE_LBFGS_M;
     {
         double yy = hpj__probe_dot_long(h->Y + idx * P, h->Y + idx * P, P);
         double gamma = yy > 0 ? 1.0 / (h->rho[idx] * yy) : 1.0;
@@ -10039,7 +10059,7 @@ static void hpj__probe_lbfgs_two_loop(hpj__probe_lbfgs *h, const double *g, doub
     }
     for (q = h->cnt - 1; q >= 0; --q) { /* oldest to newest */
         double beta;
-        idx = (h->head - 1 - q + 2 * h->m) % h->m;
+        idx = (h->head - 1 - q + 2 * HPJ__PROBE_LBFGS_M) % HPJ__PROBE_LBFGS_M;
         beta = h->rho[idx] * hpj__probe_dot_long(h->Y + idx * P, p, P);
         for (j = 0; j < P; ++j) p[j] += (h->al[idx] - beta) * h->S[idx * P + j];
     }
@@ -10060,8 +10080,8 @@ static double hpj__probe_lbfgs_dir(hpj__probe_lbfgs *h, const double *g, double 
 }
 
 /* Stores the pair (s, y) = (x_new - x_old, g_new - g_old) when the
-   curvature s.y is safely positive; returns 0 if the pair was skipped. */
-static int hpj__probe_lbfgs_push(hpj__probe_lbfgs *h, const double *xn, const double *xo, const double *gn,
+   curvature s.y is safely positive. */
+static void hpj__probe_lbfgs_push(hpj__probe_lbfgs *h, const double *xn, const double *xo, const double *gn,
                               const double *go) {
     size_t P = (size_t)h->P, j;
     double *s = h->S + (size_t)h->head * P, *y = h->Y + (size_t)h->head * P, sy, ss, yy;
@@ -10072,19 +10092,27 @@ static int hpj__probe_lbfgs_push(hpj__probe_lbfgs *h, const double *xn, const do
     sy = hpj__probe_dot_long(s, y, P);
     ss = hpj__probe_dot_long(s, s, P);
     yy = hpj__probe_dot_long(y, y, P);
-    if (!(sy > 1e-12 * sqrt(ss * yy)) || !isfinite(sy)) return 0;
+    if (!(sy > 1e-12 * sqrt(ss * yy)) || !isfinite(sy)) return;
     h->rho[h->head] = 1.0 / sy;
-    h->head = (h->head + 1) % h->m;
-    if (h->cnt < h->m) ++h->cnt;
-    return 1;
+    h->head = (h->head + 1) % HPJ__PROBE_LBFGS_M;
+    if (h->cnt < HPJ__PROBE_LBFGS_M) ++h->cnt;
 }
 
-static double hpj__probe_maxabs(const double *a, size_t n) {
-    double m = 0.0;
-    size_t j;
-    for (j = 0; j < n; ++j) m = HPJ__MAX(m, fabs(a[j]));
-    return m;
+static void hpj__probe_swap(double **a, double **b) {
+    double *t = *a;
+    *a = *b;
+    *b = t;
 }
+
+/* Moves the iterate (x, g) to the accepted trial point (x1, g1): stores
+   their pair, swaps the buffers, returns the new ||g||_inf. */
+static double hpj__probe_lbfgs_move(hpj__probe_lbfgs *h, double **x, double **x1, double **g, double **g1) {
+    hpj__probe_lbfgs_push(h, *x1, *x, *g1, *g);
+    hpj__probe_swap(x, x1);
+    hpj__probe_swap(g, g1);
+    return hpj__probe_maxabs(*g, (size_t)h->P);
+}
+
 
 /* ---- losses of one row: value, and residual r = dloss/dz ----
    binary: z (1), y in {0,1}: log(1 + e^z) - y z; r = sigmoid(z) - y
@@ -10165,7 +10193,7 @@ static double hpj__probe_logreg_eval(hpj__probe_logreg *L, const double *theta, 
     for (b = 0; b < L->lin.nb; ++b) L->loss[b] = 0.0;
     gov = hpj__gov_enter(HPJ__GOV_PROBE); /* an L-BFGS fit makes hundreds of these passes */
     hpj__gov_begin(gov, 0);
-    hpj__probe_lin_pass(&L->lin, hpj__probe_logreg_residuals, L, NULL, Z, g, theta);
+    hpj__probe_lin_pass(&L->lin, hpj__probe_logreg_residuals, L, Z, g, theta);
     hpj__gov_end(gov, (double)L->lin.n * L->lin.d * L->lin.K + 1.0);
     hpj__gov_leave(gov);
     for (b = 0; b < L->lin.nb; ++b) F += L->loss[b];
@@ -10283,7 +10311,6 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     L.y = y;
     L.kind = K == 1 ? HPJ__PROBE_BINARY : HPJ__PROBE_SOFTMAX;
     H.P = (int)P;
-    H.m = HPJ__PROBE_LBFGS_M;
     H.cnt = 0;
     H.head = 0;
     if (P > (size_t)INT_MAX) {
@@ -10326,20 +10353,9 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
             hpj__free(mem);
             return hpj__fail(HPJ_ERR_NUMERIC, "%s: the loss became %g at iteration %d", fn, F1, it + 1);
         }
-        hpj__probe_lbfgs_push(&H, theta1, theta, g1, g);
-        {
-            double *tmp = theta;
-            theta = theta1;
-            theta1 = tmp;
-            tmp = g;
-            g = g1;
-            g1 = tmp;
-            tmp = Z0;
-            Z0 = Z1;
-            Z1 = tmp;
-        }
+        gmax = hpj__probe_lbfgs_move(&H, &theta, &theta1, &g, &g1);
+        hpj__probe_swap(&Z0, &Z1);
         F = F1;
-        gmax = hpj__probe_maxabs(g, P);
     }
     /* back to the original features: W_orig = W .* s, b = c - W_orig mu */
     if (hpj__probe_model_alloc(fn, out, C, d)) {
@@ -10479,13 +10495,13 @@ static void hpj__probe_ridge_apply(hpj__probe_ridge *R, const double *v, double 
     int c, i;
     if (!R->dual) { /* r = A v, then A^T r + alpha v, in one pass */
         hpj__probe_lin_weights(A, v, NULL);
-        hpj__probe_lin_pass(A, NULL, NULL, NULL, NULL, out, v);
+        hpj__probe_lin_pass(A, NULL, NULL, NULL, out, v);
         return;
     }
     hpj__probe_transpose(v, t, n, R->Rb); /* u = A^T v, then A u + alpha v */
-    hpj__probe_lin_pass(A, NULL, NULL, R->Rb, NULL, R->u, NULL);
+    hpj__probe_lin_tmul(A, R->Rb, R->u);
     hpj__probe_lin_weights(A, R->u, NULL);
-    hpj__probe_lin_pass(A, NULL, NULL, NULL, R->Zb, NULL, NULL);
+    hpj__probe_lin_pass(A, NULL, NULL, R->Zb, NULL, NULL);
     for (c = 0; c < t; ++c)
         for (i = 0; i < n; ++i) out[(size_t)c * n + i] = R->Zb[(size_t)i * t + c] + A->alpha * v[(size_t)c * n + i];
 }
@@ -10644,7 +10660,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     hpj__probe_lin_init(&R.lin, X, n, d, t, mu, s, o->alpha);
     R.m = m;
     if (R.dual) hpj__probe_transpose(Yc, n, t, B);
-    else hpj__probe_lin_pass(&R.lin, NULL, NULL, Yc, NULL, B, NULL);
+    else hpj__probe_lin_tmul(&R.lin, Yc, B);
     S.p = X;
     S.ld = (size_t)d;
     S.trans = !R.dual; /* primal Gram A^T A: rows of the operand are X's columns */
@@ -10669,7 +10685,7 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
         double *w = R.u; /* (t, d) */
         if (R.dual) {
             hpj__probe_transpose(x, t, n, R.Rb);
-            hpj__probe_lin_pass(&R.lin, NULL, NULL, R.Rb, NULL, w, NULL);
+            hpj__probe_lin_tmul(&R.lin, R.Rb, w);
         } else {
             memcpy(w, x, sizeof(double) * (size_t)t * d);
         }
@@ -10791,7 +10807,7 @@ typedef struct hpj__probe_resw {
     const int32_t *rows;    /* rows evaluated                          */
     int nr;
     const double *m, *s;    /* (L, D) per-resolution means, (D) scales */
-    double alpha, pen;      /* penalty: pen/2 ||W||^2 (pen = alpha or 2 alpha) */
+    double pen;             /* penalty: pen/2 ||W||^2 (pen = alpha or 2 alpha) */
     double *om, *mo, *Weff; /* (L) softmax(b), (D) sum_l om_l m_l, (K, D) */
     double *part;           /* (nb, K D + K + L + D) block partials    */
     double *scratch;        /* (nb, 3 D + 2 K)                         */
@@ -10841,9 +10857,9 @@ static void hpj__probe_resw_block(hpj__probe_resw *R, const double *theta, int b
     R->loss[blk] = lsum;
 }
 
-/* Sum of losses over R->rows; with g, the gradient of that sum plus the
-   penalty (the penalty's value is added by the caller). */
-static double hpj__probe_resw_eval(hpj__probe_resw *R, const double *theta, double *g) {
+/* Sum of losses over the nr rows rows[]; with g, the gradient of that sum
+   plus the penalty (the penalty's value is added by the caller). */
+static double hpj__probe_resw_eval(hpj__probe_resw *R, const int32_t *rows, int nr, const double *theta, double *g) {
     const int L = R->L, D = R->D, K = R->K;
     const double *b = theta, *W = theta + L;
     double mx = b[0], se = 0.0, F = 0.0;
@@ -10858,7 +10874,9 @@ static double hpj__probe_resw_eval(hpj__probe_resw *R, const double *theta, doub
     }
     for (k = 0; k < K; ++k)
         for (j = 0; j < D; ++j) R->Weff[(size_t)k * D + j] = W[(size_t)k * D + j] * R->s[j];
-    R->nb = hpj__probe_nblocks(R->nr);
+    R->rows = rows;
+    R->nr = nr;
+    R->nb = hpj__probe_nblocks(nr);
     HPJ__OMP(parallel for schedule(dynamic, 1) if (R->nb > 1 && (double)R->nr * R->L * R->D > HPJ__PROBE_PAR))
     for (blk = 0; blk < R->nb; ++blk) hpj__probe_resw_block(R, theta, blk, g != NULL);
     for (blk = 0; blk < R->nb; ++blk) F += R->loss[blk];
@@ -10961,7 +10979,6 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
     R.K = K;
     R.kind = C == 0 ? HPJ__PROBE_SQUARED : (C == 2 ? HPJ__PROBE_BINARY : HPJ__PROBE_SOFTMAX);
     R.y = y;
-    R.alpha = o->alpha;
     R.pen = C == 0 ? 2.0 * o->alpha : o->alpha;
     {
         const size_t nbmax = (size_t)hpj__probe_nblocks(n);
@@ -11009,27 +11026,20 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
     R.m = mean;
     R.s = scale;
     Hs.P = (int)P;
-    Hs.m = HPJ__PROBE_LBFGS_M;
-    Hs.cnt = 0;
-    Hs.head = 0;
     memset(theta, 0, sizeof(double) * P);
 #define HPJ__PROBE_RESW_PEN(th) (0.5 * R.pen * hpj__probe_dot_long((th) + L, (th) + L, KD))
     /* phase 0: the head alone on the uniform mixture (b frozen at 0), to
        the gradient test; phase 1: b and the head jointly, the validation
        loss checked after every iteration. */
     for (phase = 0; phase < 2; ++phase) {
-        R.rows = rows;
-        R.nr = ntr;
-        F = hpj__probe_resw_eval(&R, theta, g) + HPJ__PROBE_RESW_PEN(theta);
+        F = hpj__probe_resw_eval(&R, rows, ntr, theta, g) + HPJ__PROBE_RESW_PEN(theta);
         if (phase == 0) memset(g, 0, sizeof(double) * (size_t)L);
         gmax = hpj__probe_maxabs(g, P);
         if (phase == 0) thresh = o->tol * HPJ__MAX(1.0, gmax);
         Hs.cnt = 0;
         Hs.head = 0;
         if (phase == 1) {
-            R.rows = rows + ntr;
-            R.nr = nval;
-            best_val = val = hpj__probe_resw_eval(&R, theta, NULL) / (double)nval;
+            best_val = val = hpj__probe_resw_eval(&R, rows + ntr, nval, theta, NULL) / (double)nval;
             memcpy(bbest, theta, sizeof(double) * (size_t)L);
         }
         for (it = 1; it <= HPJ_RESWEIGHT_ITERS && gmax > thresh && isfinite(F); ++it) {
@@ -11037,11 +11047,9 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
             int ls, ok = 0;
             d0 = hpj__probe_lbfgs_dir(&Hs, g, p);
             if (Hs.cnt == 0) t = 1.0 / sqrt(hpj__probe_dot_long(p, p, P));
-            R.rows = rows;
-            R.nr = ntr;
             for (ls = 0; ls < 40; ++ls, t *= 0.5) { /* backtracking Armijo */
                 for (j = 0; j < P; ++j) theta1[j] = theta[j] + t * p[j];
-                F1 = hpj__probe_resw_eval(&R, theta1, g1) + HPJ__PROBE_RESW_PEN(theta1);
+                F1 = hpj__probe_resw_eval(&R, rows, ntr, theta1, g1) + HPJ__PROBE_RESW_PEN(theta1);
                 if (isfinite(F1) && F1 <= F + 1e-4 * t * d0 + 8.0 * DBL_EPSILON * fabs(F)) {
                     ok = 1;
                     break;
@@ -11049,22 +11057,11 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
             }
             if (!ok) break; /* no decrease representable: done */
             if (phase == 0) memset(g1, 0, sizeof(double) * (size_t)L);
-            hpj__probe_lbfgs_push(&Hs, theta1, theta, g1, g);
-            {
-                double *tmp = theta;
-                theta = theta1;
-                theta1 = tmp;
-                tmp = g;
-                g = g1;
-                g1 = tmp;
-            }
+            gmax = hpj__probe_lbfgs_move(&Hs, &theta, &theta1, &g, &g1);
             F = F1;
-            gmax = hpj__probe_maxabs(g, P);
             if (phase == 0) continue;
             iters = it;
-            R.rows = rows + ntr;
-            R.nr = nval;
-            val = hpj__probe_resw_eval(&R, theta, NULL) / (double)nval;
+            val = hpj__probe_resw_eval(&R, rows + ntr, nval, theta, NULL) / (double)nval;
             if (val < best_val) {
                 best_val = val;
                 best_it = it;
