@@ -9714,37 +9714,35 @@ static hpj_status hpj__probe_model_alloc(const char *fn, hpj_linear_model *out, 
     return HPJ_ERR_NOMEM;
 }
 
-/* One allocation carved into double buffers, each 64-byte aligned. The
-   arguments after fn are pairs (double **buffer, size_t doubles), ended
-   by a (double **)NULL. Returns the block to free, or NULL (reason
-   recorded) on overflow or out of memory. */
-static void *hpj__probe_carve(const char *fn, ...) {
-    size_t total = 64, b, count;
+/* One allocation carved into double buffers, each 64-byte aligned: the
+   table lists each buffer's pointer and its length in doubles. Returns the
+   block to free, or NULL (reason recorded) on overflow or out of memory. */
+typedef struct hpj__probe_buf {
+    double **p;
+    size_t count;
+} hpj__probe_buf;
+
+static void *hpj__probe_carve(const char *fn, const hpj__probe_buf *buf, int nbuf) {
+    size_t total = 64, b;
     unsigned char *mem, *q;
-    double **buf;
-    va_list ap;
-    va_start(ap, fn);
-    while ((buf = va_arg(ap, double **)) != NULL) {
-        count = va_arg(ap, size_t);
-        b = hpj_arena_need(count, sizeof(double));
-        if ((count && !b) || hpj__add_size(total, b, &total)) {
-            va_end(ap);
+    int i;
+    for (i = 0; i < nbuf; ++i) {
+        b = hpj_arena_need(buf[i].count, sizeof(double));
+        if ((buf[i].count && !b) || hpj__add_size(total, b, &total)) {
             hpj__fail(HPJ_ERR_NOMEM, "%s: workspace size overflows", fn);
             return NULL;
         }
     }
-    va_end(ap);
     mem = (unsigned char *)hpj__alloc(total, fn);
     if (!mem) return NULL;
     q = (unsigned char *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
-    va_start(ap, fn);
-    while ((buf = va_arg(ap, double **)) != NULL) {
-        *buf = (double *)q;
-        q += hpj_arena_need(va_arg(ap, size_t), sizeof(double));
+    for (i = 0; i < nbuf; ++i) {
+        *buf[i].p = (double *)q;
+        q += hpj_arena_need(buf[i].count, sizeof(double));
     }
-    va_end(ap);
     return mem;
 }
+#define HPJ__PROBE_CARVE(fn, table) hpj__probe_carve((fn), (table), (int)(sizeof(table) / sizeof((table)[0])))
 
 static int hpj__probe_nblocks(int n) {
     int b = n / HPJ__PROBE_MINROWS;
@@ -10296,11 +10294,15 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     nb = hpj__probe_nblocks(n);
     KD = (size_t)K * d;
     P = KD + (size_t)K;
-    mem = hpj__probe_carve(fn, &theta, P, &theta1, P, &g, P, &g1, P, &p, P, &L.lin.Veff, P, &L.lin.Graw, P,
-                           &L.lin.ceff, P, &H.S, (size_t)HPJ__PROBE_LBFGS_M * P, &H.Y, (size_t)HPJ__PROBE_LBFGS_M * P,
-                           &Z0, (size_t)n * K, &Z1, (size_t)n * K, &L.lin.G, (size_t)nb * KD, &L.lin.gs, (size_t)nb * K,
-                           &L.lin.work, (size_t)nb * hpj__probe_pass_work(K), &mu, (size_t)d, &s, (size_t)d,
-                           &part, (size_t)nb * d, &zt, (size_t)4 * K + 4, (double **)NULL);
+    {
+        hpj__probe_buf buf[] = {{&theta, P}, {&theta1, P}, {&g, P}, {&g1, P}, {&p, P}, {&L.lin.Veff, P},
+                                {&L.lin.Graw, P}, {&L.lin.ceff, P}, {&H.S, (size_t)HPJ__PROBE_LBFGS_M * P},
+                                {&H.Y, (size_t)HPJ__PROBE_LBFGS_M * P}, {&Z0, (size_t)n * K}, {&Z1, (size_t)n * K},
+                                {&L.lin.G, (size_t)nb * KD}, {&L.lin.gs, (size_t)nb * K},
+                                {&L.lin.work, (size_t)nb * hpj__probe_pass_work(K)}, {&mu, (size_t)d}, {&s, (size_t)d},
+                                {&part, (size_t)nb * d}, {&zt, (size_t)4 * K + 4}};
+        mem = HPJ__PROBE_CARVE(fn, buf);
+    }
     if (!mem) return HPJ_ERR_NOMEM;
     L.lin.gsum = L.lin.ceff + K; /* ceff (K) and gsum (K) share the P-sized slot */
     if (hpj__probe_column_stats(X, n, d, o->standardize, mu, s, part)) {
@@ -10633,13 +10635,16 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     R.dual = d > n;
     m = R.dual ? n : d;
     k = R.dual ? d : n;
-    mem = hpj__probe_carve(fn, &mu, (size_t)d, &s, (size_t)d, &part, (size_t)nb * HPJ__MAX(d, t), &ybar, (size_t)t,
-                           &Yc, (size_t)n * t, &B, (size_t)t * m, &x, (size_t)t * m, &r, (size_t)t * m,
-                           &z, (size_t)t * m, &p, (size_t)t * m, &q, (size_t)t * m, &R.lin.Veff, (size_t)t * d,
-                           &R.lin.ceff, (size_t)t, &R.lin.G, (size_t)nb * t * d, &R.lin.gs, (size_t)nb * t,
-                           &R.lin.Graw, (size_t)t * d, &R.lin.gsum, (size_t)t, &R.lin.work,
-                           (size_t)nb * hpj__probe_pass_work(t), &R.Zb, (size_t)n * t, &R.Rb, (size_t)n * t, &R.u,
-                           (size_t)t * d, (double **)NULL);
+    {
+        hpj__probe_buf buf[] = {{&mu, (size_t)d}, {&s, (size_t)d}, {&part, (size_t)nb * HPJ__MAX(d, t)},
+                                {&ybar, (size_t)t}, {&Yc, (size_t)n * t}, {&B, (size_t)t * m}, {&x, (size_t)t * m},
+                                {&r, (size_t)t * m}, {&z, (size_t)t * m}, {&p, (size_t)t * m}, {&q, (size_t)t * m},
+                                {&R.lin.Veff, (size_t)t * d}, {&R.lin.ceff, (size_t)t}, {&R.lin.G, (size_t)nb * t * d},
+                                {&R.lin.gs, (size_t)nb * t}, {&R.lin.Graw, (size_t)t * d}, {&R.lin.gsum, (size_t)t},
+                                {&R.lin.work, (size_t)nb * hpj__probe_pass_work(t)}, {&R.Zb, (size_t)n * t},
+                                {&R.Rb, (size_t)n * t}, {&R.u, (size_t)t * d}};
+        mem = HPJ__PROBE_CARVE(fn, buf);
+    }
     if (!mem) return HPJ_ERR_NOMEM;
     if (hpj__probe_column_stats(X, n, d, o->standardize, mu, s, part)) {
         hpj__free(mem);
@@ -10982,11 +10987,13 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
     R.pen = C == 0 ? 2.0 * o->alpha : o->alpha;
     {
         const size_t nbmax = (size_t)hpj__probe_nblocks(n);
-        mem = hpj__probe_carve(fn, &theta, P, &theta1, P, &g, P, &g1, P, &p, P, &Hs.S, (size_t)HPJ__PROBE_LBFGS_M * P,
-                               &Hs.Y, (size_t)HPJ__PROBE_LBFGS_M * P, &mean, (size_t)L * D, &scale, (size_t)D,
-                               &bbest, (size_t)L, &ycd, (size_t)n, &R.om, (size_t)L, &R.mo, (size_t)D, &R.Weff, KD,
-                               &R.part, (nbmax + 1) * ((size_t)K * D + K + L + D), /* (+ the total) */
-                               &R.scratch, nbmax * (3 * (size_t)D + 2 * (size_t)K), (double **)NULL);
+        hpj__probe_buf buf[] = {{&theta, P}, {&theta1, P}, {&g, P}, {&g1, P}, {&p, P},
+                                {&Hs.S, (size_t)HPJ__PROBE_LBFGS_M * P}, {&Hs.Y, (size_t)HPJ__PROBE_LBFGS_M * P},
+                                {&mean, (size_t)L * D}, {&scale, (size_t)D}, {&bbest, (size_t)L}, {&ycd, (size_t)n},
+                                {&R.om, (size_t)L}, {&R.mo, (size_t)D}, {&R.Weff, KD},
+                                {&R.part, (nbmax + 1) * ((size_t)K * D + K + L + D)},
+                                {&R.scratch, nbmax * (3 * (size_t)D + 2 * (size_t)K)}};
+        mem = HPJ__PROBE_CARVE(fn, buf);
         if (!mem) {
             hpj__free(rows);
             return HPJ_ERR_NOMEM;
