@@ -9802,77 +9802,6 @@ static void hpj__probe_axpy_fd(double *y, const float *a, double alpha, int len)
     for (j = 0; j < len; ++j) y[j] += alpha * (double)a[j];
 }
 
-/* ---- row passes over float features ----
-   One pass visits the rows of X inside fixed row blocks. Per row i it can
-   (1) score: z_i = V x_i + c (K values, double); (2) turn scores into
-   residuals r_i (a callback, or r = z, or given R); (3) accumulate
-   G_blk += r_i x_i^T and gs_blk += r_i. Float elements are widened to
-   double as they are read. Every score is a full-length dot in
-   hpj__probe_dot's order; the sums over rows run in row order inside a
-   block, blocks in block order. */
-typedef void (*hpj__probe_rowfn)(void *ctx, int blk, int i, int nr, const double *z /*(nr, K)*/,
-                              double *r /*(nr, K)*/);
-
-typedef struct hpj__probe_pass {
-    const float *X;   /* (n, d)                                                  */
-    int n, d, K, nb;  /* nb = hpj__probe_nblocks(n)                                     */
-    const double *V;  /* (K, d) or NULL: no scoring                               */
-    const double *c;  /* (K), with V                                              */
-    double *Z;        /* (n, K) scores out, or NULL                               */
-    const double *R;  /* (n, K) residuals when V == NULL                          */
-    hpj__probe_rowfn fn; /* NULL: r = z                                              */
-    void *ctx;
-    double *G;        /* (nb, K, d) block sums of r_i x_i^T, or NULL              */
-    double *gs;       /* (nb, K) block sums of r_i (with G)                       */
-    double *work;     /* (nb, hpj__probe_pass_work(K))                               */
-} hpj__probe_pass;
-
-/* Scratch per block: scores and residuals of 8 rows, the group the fast
-   part works in (the reference uses the first row's worth). */
-static size_t hpj__probe_pass_work(int K) { return (size_t)2 * 8 * (size_t)K; }
-
-#ifndef HPJ_REFERENCE
-static void hpj__fast_probe_pass_block(const hpj__probe_pass *P, int blk);
-#endif
-
-static void hpj__probe_pass_block(const hpj__probe_pass *P, int blk) {
-    const int K = P->K, d = P->d;
-    const int i0 = hpj__probe_block_lo(P->n, P->nb, blk), i1 = hpj__probe_block_lo(P->n, P->nb, blk + 1);
-    double *z = P->work + (size_t)blk * hpj__probe_pass_work(K), *r = z + K; /* (K), (K) */
-    double *G = P->G ? P->G + (size_t)blk * K * d : NULL;
-    double *gs = P->G ? P->gs + (size_t)blk * K : NULL;
-    int i, k;
-#ifndef HPJ_REFERENCE
-    if (hpj__fast()) { hpj__fast_probe_pass_block(P, blk); return; } /* fast: rows in groups of 8 (see below) */
-#endif
-    if (G) {
-        memset(G, 0, sizeof(double) * (size_t)K * d);
-        memset(gs, 0, sizeof(double) * (size_t)K);
-    }
-    for (i = i0; i < i1; ++i) {
-        const float *x = P->X + (size_t)i * d;
-        if (P->V) {
-            for (k = 0; k < K; ++k) z[k] = hpj__probe_dot_fd(x, P->V + (size_t)k * d, d) + P->c[k];
-            if (P->Z) memcpy(P->Z + (size_t)i * K, z, sizeof(double) * (size_t)K);
-            if (P->fn) P->fn(P->ctx, blk, i, 1, z, r);
-            else memcpy(r, z, sizeof(double) * (size_t)K);
-        } else {
-            memcpy(r, P->R + (size_t)i * K, sizeof(double) * (size_t)K);
-        }
-        if (G)
-            for (k = 0; k < K; ++k) {
-                gs[k] += r[k];
-                hpj__probe_axpy_fd(G + (size_t)k * d, x, r[k], d);
-            }
-    }
-}
-
-static void hpj__probe_pass_run(const hpj__probe_pass *P) {
-    int b;
-    HPJ__OMP(parallel for schedule(dynamic, 1) if (P->nb > 1 && (double)P->n * P->d * P->K > HPJ__PROBE_PAR))
-    for (b = 0; b < P->nb; ++b) hpj__probe_pass_block(P, b);
-}
-
 /* out[idx] = sum over blocks b (in order) of part[b * len + idx]. */
 static void hpj__probe_sum_blocks(const double *part, int nb, size_t len, double *out) {
     int64_t i;
@@ -9923,11 +9852,21 @@ static int hpj__probe_column_stats(const float *X, int n, int d, int standardize
     return 0;
 }
 
-/* ---- a linear map on the centred features ----
+/* ---- the linear map on the centred features ----
    Both probes fit scores z_i = W a_i + c on the centred, maybe scaled
    features a_i = (x_i - mu) .* s without forming them: z_i = Veff x_i +
-   ceff with Veff = W .* s and ceff = c - Veff mu, and a gradient
-   sum_i r_i a_i^T = (sum_i r_i x_i^T - (sum_i r_i) mu^T) .* s. */
+   ceff with Veff = W .* s and ceff = c - Veff mu, and their gradients
+   sum_i r_i a_i^T = (sum_i r_i x_i^T - (sum_i r_i) mu^T) .* s.
+   One pass visits the rows of X inside fixed row blocks. Per row i it
+   either scores z_i and turns it into a residual r_i (by a callback; r = z
+   without one) or takes r_i from given residuals R, and it can accumulate
+   G_blk += r_i x_i^T and gs_blk += r_i. Float elements are widened to
+   double as they are read. Every score is a full-length dot in
+   hpj__probe_dot's order; the sums over rows run in row order inside a
+   block, blocks in block order. */
+typedef void (*hpj__probe_rowfn)(void *ctx, int blk, int i, int nr, const double *z /*(nr, K)*/,
+                                 double *r /*(nr, K)*/);
+
 typedef struct hpj__probe_lin {
     const float *X;       /* (n, d)                                     */
     int n, d, K, nb;      /* nb = hpj__probe_nblocks(n)                 */
@@ -9937,7 +9876,52 @@ typedef struct hpj__probe_lin {
     double *G, *gs;       /* (nb, K, d), (nb, K) block partials         */
     double *Graw, *gsum;  /* (K, d), (K): sum_i r_i x_i^T, sum_i r_i    */
     double *work;         /* (nb, hpj__probe_pass_work(K))              */
+    /* the current pass (set by hpj__probe_lin_pass and _tmul): */
+    const double *R;      /* (n, K) given residuals, or NULL: score     */
+    double *Z;            /* (n, K) scores out, or NULL                 */
+    hpj__probe_rowfn fn;  /* residuals from scores; NULL: r = z         */
+    void *ctx;
+    int grad;             /* 1: accumulate G and gs                     */
 } hpj__probe_lin;
+
+/* Scratch per block: scores and residuals of 8 rows, the group the fast
+   part works in (the reference uses the first row's worth). */
+static size_t hpj__probe_pass_work(int K) { return (size_t)2 * 8 * (size_t)K; }
+
+#ifndef HPJ_REFERENCE
+static void hpj__fast_probe_pass_block(const hpj__probe_lin *A, int blk);
+#endif
+
+static void hpj__probe_pass_block(const hpj__probe_lin *A, int blk) {
+    const int K = A->K, d = A->d;
+    const int i0 = hpj__probe_block_lo(A->n, A->nb, blk), i1 = hpj__probe_block_lo(A->n, A->nb, blk + 1);
+    double *z = A->work + (size_t)blk * hpj__probe_pass_work(K), *r = z + K; /* (K), (K) */
+    double *G = A->G + (size_t)blk * K * d, *gs = A->gs + (size_t)blk * K;
+    int i, k;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { hpj__fast_probe_pass_block(A, blk); return; } /* fast: rows in groups of 8 (see below) */
+#endif
+    if (A->grad) {
+        memset(G, 0, sizeof(double) * (size_t)K * d);
+        memset(gs, 0, sizeof(double) * (size_t)K);
+    }
+    for (i = i0; i < i1; ++i) {
+        const float *x = A->X + (size_t)i * d;
+        if (!A->R) {
+            for (k = 0; k < K; ++k) z[k] = hpj__probe_dot_fd(x, A->Veff + (size_t)k * d, d) + A->ceff[k];
+            if (A->Z) memcpy(A->Z + (size_t)i * K, z, sizeof(double) * (size_t)K);
+            if (A->fn) A->fn(A->ctx, blk, i, 1, z, r);
+            else memcpy(r, z, sizeof(double) * (size_t)K);
+        } else {
+            memcpy(r, A->R + (size_t)i * K, sizeof(double) * (size_t)K);
+        }
+        if (A->grad)
+            for (k = 0; k < K; ++k) {
+                gs[k] += r[k];
+                hpj__probe_axpy_fd(G + (size_t)k * d, x, r[k], d);
+            }
+    }
+}
 
 static void hpj__probe_lin_init(hpj__probe_lin *A, const float *X, int n, int d, int K, const double *mu,
                                 const double *s, double alpha) {
@@ -9963,21 +9947,15 @@ static void hpj__probe_lin_weights(hpj__probe_lin *A, const double *W, const dou
     }
 }
 
-/* Runs the pass P over A's rows; with grad (K, d), also grad = sum_i r_i
-   a_i^T (+ alpha w when w is not NULL) and gsum = sum_i r_i. */
-static void hpj__probe_lin_run(hpj__probe_lin *A, hpj__probe_pass *P, double *grad, const double *w) {
+/* Runs the pass the caller set up; with grad (K, d), also grad =
+   sum_i r_i a_i^T (+ alpha w when w is not NULL) and gsum = sum_i r_i. */
+static void hpj__probe_lin_run(hpj__probe_lin *A, double *grad, const double *w) {
     const int K = A->K, d = A->d;
-    int k;
+    int b, k;
     size_t j;
-    P->X = A->X;
-    P->n = A->n;
-    P->d = d;
-    P->K = K;
-    P->nb = A->nb;
-    P->G = grad ? A->G : NULL;
-    P->gs = A->gs;
-    P->work = A->work;
-    hpj__probe_pass_run(P);
+    A->grad = grad != NULL;
+    HPJ__OMP(parallel for schedule(dynamic, 1) if (A->nb > 1 && (double)A->n * d * K > HPJ__PROBE_PAR))
+    for (b = 0; b < A->nb; ++b) hpj__probe_pass_block(A, b);
     if (!grad) return;
     hpj__probe_sum_blocks(A->G, A->nb, (size_t)K * d, A->Graw);
     hpj__probe_sum_blocks(A->gs, A->nb, (size_t)K, A->gsum);
@@ -9993,23 +9971,18 @@ static void hpj__probe_lin_run(hpj__probe_lin *A, hpj__probe_pass *P, double *gr
    gradient of hpj__probe_lin_run. */
 static void hpj__probe_lin_pass(hpj__probe_lin *A, hpj__probe_rowfn fn, void *ctx, double *Z, double *grad,
                                 const double *w) {
-    hpj__probe_pass P;
-    memset(&P, 0, sizeof(P));
-    P.V = A->Veff;
-    P.c = A->ceff;
-    P.Z = Z;
-    P.fn = fn;
-    P.ctx = ctx;
-    hpj__probe_lin_run(A, &P, grad, w);
+    A->R = NULL;
+    A->Z = Z;
+    A->fn = fn;
+    A->ctx = ctx;
+    hpj__probe_lin_run(A, grad, w);
 }
 
 /* grad (K, d) = sum_i r_i a_i^T for the given residuals R (n, K): the
    transposed map, applied. */
 static void hpj__probe_lin_tmul(hpj__probe_lin *A, const double *R, double *grad) {
-    hpj__probe_pass P;
-    memset(&P, 0, sizeof(P));
-    P.R = R;
-    hpj__probe_lin_run(A, &P, grad, NULL);
+    A->R = R;
+    hpj__probe_lin_run(A, grad, NULL);
 }
 
 static double hpj__probe_maxabs(const double *a, size_t n) {
@@ -14159,33 +14132,32 @@ static void hpj__fast_probe_gradient8(const float *const *x /*(8) rows of d*/, c
     }
 }
 
-static void hpj__fast_probe_pass_block(const hpj__probe_pass *P, int blk) {
-    const int K = P->K, d = P->d;
-    const int i0 = hpj__probe_block_lo(P->n, P->nb, blk), i1 = hpj__probe_block_lo(P->n, P->nb, blk + 1);
-    double *z = P->work + (size_t)blk * hpj__probe_pass_work(K); /* (RG, K) */
+static void hpj__fast_probe_pass_block(const hpj__probe_lin *A, int blk) {
+    const int K = A->K, d = A->d;
+    const int i0 = hpj__probe_block_lo(A->n, A->nb, blk), i1 = hpj__probe_block_lo(A->n, A->nb, blk + 1);
+    double *z = A->work + (size_t)blk * hpj__probe_pass_work(K); /* (RG, K) */
     double *r = z + (size_t)HPJ__PROBE_RG * K;                    /* (RG, K) */
-    double *G = P->G ? P->G + (size_t)blk * K * d : NULL;
-    double *gs = P->G ? P->gs + (size_t)blk * K : NULL;
+    double *G = A->G + (size_t)blk * K * d, *gs = A->gs + (size_t)blk * K;
     int i, k, rr;
-    if (G) {
+    if (A->grad) {
         memset(G, 0, sizeof(double) * (size_t)K * d);
         memset(gs, 0, sizeof(double) * (size_t)K);
     }
     for (i = i0; i < i1; i += HPJ__PROBE_RG) {
         const int nr = HPJ__MIN(HPJ__PROBE_RG, i1 - i);
         const float *xr[HPJ__PROBE_RG]; /* short groups repeat their last row */
-        for (rr = 0; rr < HPJ__PROBE_RG; ++rr) xr[rr] = P->X + (size_t)(i + HPJ__MIN(rr, nr - 1)) * d;
-        if (P->V) {
-            hpj__fast_probe_scores8(xr, P->V, K, d, z);
+        for (rr = 0; rr < HPJ__PROBE_RG; ++rr) xr[rr] = A->X + (size_t)(i + HPJ__MIN(rr, nr - 1)) * d;
+        if (!A->R) {
+            hpj__fast_probe_scores8(xr, A->Veff, K, d, z);
             for (rr = 0; rr < nr; ++rr)
-                for (k = 0; k < K; ++k) z[rr * K + k] += P->c[k];
-            if (P->Z) memcpy(P->Z + (size_t)i * K, z, sizeof(double) * (size_t)nr * K);
-            if (P->fn) P->fn(P->ctx, blk, i, nr, z, r);
+                for (k = 0; k < K; ++k) z[rr * K + k] += A->ceff[k];
+            if (A->Z) memcpy(A->Z + (size_t)i * K, z, sizeof(double) * (size_t)nr * K);
+            if (A->fn) A->fn(A->ctx, blk, i, nr, z, r);
             else memcpy(r, z, sizeof(double) * (size_t)nr * K);
         } else {
-            memcpy(r, P->R + (size_t)i * K, sizeof(double) * (size_t)nr * K);
+            memcpy(r, A->R + (size_t)i * K, sizeof(double) * (size_t)nr * K);
         }
-        if (!G) continue;
+        if (!A->grad) continue;
         for (rr = nr * K; rr < HPJ__PROBE_RG * K; ++rr) r[rr] = 0.0; /* repeated rows add exact zeros */
         for (rr = 0; rr < nr; ++rr)
             for (k = 0; k < K; ++k) gs[k] += r[rr * K + k];
