@@ -1329,14 +1329,14 @@ HPJDEF double hpj_model_last_flops(void);
    Numerics (details at each function):
      - features stay float; every sum that enters a result is taken in
        double (the float Gram matrix of ridge only preconditions);
-     - ridge forms the Gram matrix in float (its lower block triangle, by
-       hpj_gemm, the GEMM of the network layers), factors it in float (a
-       blocked Cholesky whose updates are hpj_gemm products too) and then
-       refines the solution by preconditioned conjugate gradients on the
-       EXACT system, applied in double through X (mixed-precision refinement in the spirit of
-       LAPACK's dsposv), so the answer is as accurate as a double Cholesky
-       solve; if refinement cannot converge it falls back to a double Gram
-       + double Cholesky;
+     - ridge solves the normal equations with a double Gram matrix and a
+       double Cholesky factor, then refines the solution by preconditioned
+       conjugate gradients on the EXACT system, applied in double through
+       X. The fast part (HPJ_PROBE_MIXED) forms and factors the Gram
+       matrix in float instead, by hpj_gemm, the GEMM of the network
+       layers, and lets the same refinement reach the same accuracy
+       (mixed-precision refinement in the spirit of LAPACK's dsposv); if
+       the refinement cannot converge it falls back to the double path;
      - logreg runs L-BFGS on the centred (and optionally scaled) problem;
        one pass over X computes the loss and the gradient together, and
        the line search along a direction costs no extra pass (the scores
@@ -1351,7 +1351,8 @@ HPJDEF double hpj_model_last_flops(void);
 
 /* Precision of the ridge solve. */
 typedef enum hpj_probe_precision {
-    HPJ_PROBE_MIXED = 0, /* float Gram/Cholesky + double refinement (default) */
+    HPJ_PROBE_MIXED = 0, /* float Gram/Cholesky + double refinement (default;
+                            a fast path: the reference takes the double one) */
     HPJ_PROBE_DOUBLE = 1 /* double Gram and double Cholesky (slower)          */
 } hpj_probe_precision;
 
@@ -1398,7 +1399,9 @@ HPJDEF void hpj_linear_model_free(hpj_linear_model *m);
    retried with a diagonal shift, and if refinement still cannot converge
    in 30 steps (condition numbers beyond ~1e7) the double path below takes
    over. HPJ_PROBE_DOUBLE (and alpha = 0) forms the Gram matrix and its
-   factor in double. alpha = 0 fails with HPJ_ERR_NUMERIC when the system is
+   factor in double, then refines the same way (at most 3 steps). The
+   mixed path is a fast path: the reference build and
+   hpj_set_paths(HPJ_PATHS_REFERENCE) take the double one for both. alpha = 0 fails with HPJ_ERR_NUMERIC when the system is
    singular to double precision (a pivot below 1e-14 of its diagonal).
    out->iters = refinement steps, out->grad_norm = worst relative residual
    ||r|| / ||rhs|| of the final solution. Memory: one m x m float (mixed)
@@ -10254,7 +10257,7 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     int K, nb, i, k, it, iters = 0;
     void *mem = NULL;
     double *theta, *theta1, *g, *g1, *p, *Z0, *Z1, *mu, *s, *part, *zt;
-    double F, F1, g0max, thresh, gmax;
+    double F, F1, thresh, gmax;
     if (out) memset(out, 0, sizeof(*out));
     if (!X || !y || !out) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL %s", fn, !X ? "X" : !y ? "y" : "out");
     if (n < 1 || d < 1) return hpj__fail(HPJ_ERR_INPUT, "%s: need n >= 1 and d >= 1 (got n=%d d=%d)", fn, n, d);
@@ -10267,6 +10270,7 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     nb = hpj__probe_nblocks(n);
     KD = (size_t)K * d;
     P = KD + (size_t)K;
+    if (P > (size_t)INT_MAX) return hpj__fail(HPJ_ERR_INPUT, "%s: %zu parameters are too many", fn, P);
     {
         hpj__probe_buf buf[] = {{&theta, P}, {&theta1, P}, {&g, P}, {&g1, P}, {&p, P}, {&L.lin.Veff, P},
                                 {&L.lin.Graw, P}, {&L.lin.ceff, P}, {&H.S, (size_t)HPJ__PROBE_LBFGS_M * P},
@@ -10288,19 +10292,14 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     H.P = (int)P;
     H.cnt = 0;
     H.head = 0;
-    if (P > (size_t)INT_MAX) {
-        hpj__free(mem);
-        return hpj__fail(HPJ_ERR_INPUT, "%s: %zu parameters are too many", fn, P);
-    }
     memset(theta, 0, sizeof(double) * P);
     F = hpj__probe_logreg_eval(&L, theta, g, Z0);
     if (!isfinite(F)) {
         hpj__free(mem);
         return hpj__fail(HPJ_ERR_NUMERIC, "%s: the loss at W = 0 is not finite", fn);
     }
-    g0max = hpj__probe_maxabs(g, P);
-    thresh = o->tol * HPJ__MAX(1.0, g0max);
-    gmax = g0max;
+    gmax = hpj__probe_maxabs(g, P);
+    thresh = o->tol * HPJ__MAX(1.0, gmax);
     for (it = 0; it < o->max_iter && gmax > thresh; ++it) {
         double d0, d1, t, ww, wp, pp;
         d0 = hpj__probe_lbfgs_dir(&H, g, p);
@@ -10368,24 +10367,19 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
    ridge section.) */
 #define HPJ__PROBE_DKC 128 /* Gram: operand columns per slab */
 
-/* Element (i, k) of an operand A: trans ? p[k ld + i] : p[i ld + k], mapped
-   through (v - mu[c]) * s[c] with c the X column (k, or i when trans). */
-typedef struct hpj__probe_operand {
-    const float *p;
-    size_t ld;
-    int trans;
-    const double *mu, *s; /* (X columns) or both NULL */
-} hpj__probe_operand;
-
-static double hpj__probe_operand_at(const hpj__probe_operand *S, int i, int k) {
-    const double v = S->trans ? (double)S->p[(size_t)k * S->ld + i] : (double)S->p[(size_t)i * S->ld + k];
-    const int col = S->trans ? i : k;
-    return S->mu ? (v - S->mu[col]) * S->s[col] : v;
+/* Element (i, k) of the operand A whose Gram matrix A A^T is the ridge
+   system: the centred, maybe scaled features X_c = (X - mu) .* s (n, d) in
+   the dual, their transpose (d, n) in the primal. */
+static double hpj__probe_operand_at(const hpj__probe_lin *A, int dual, int i, int k) {
+    const int row = dual ? i : k, col = dual ? k : i;
+    return ((double)A->X[(size_t)row * A->d + col] - A->mu[col]) * A->s[col];
 }
 
-
-/* Cd (m, m) lower part = A A^T in double. slab: (m, DKC) doubles. */
-static void hpj__probe_gram_d(const hpj__probe_operand *S, int m, int k, double *Cd, double *slab) {
+/* Cd (m, m) lower part = A A^T in double for that operand A (m, k): m = n
+   and k = d in the dual, the other way round in the primal. slab: (m, DKC)
+   doubles. */
+static void hpj__probe_gram_d(const hpj__probe_lin *A, int dual, double *Cd, double *slab) {
+    const int m = dual ? A->n : A->d, k = dual ? A->d : A->n;
     int k0;
     for (k0 = 0; k0 < k; k0 += HPJ__PROBE_DKC) {
         const int kc = HPJ__MIN(HPJ__PROBE_DKC, k - k0);
@@ -10394,7 +10388,7 @@ static void hpj__probe_gram_d(const hpj__probe_operand *S, int m, int k, double 
         for (i = 0; i < m; ++i) {
             double *o = slab + (size_t)i * HPJ__PROBE_DKC;
             int kk;
-            for (kk = 0; kk < kc; ++kk) o[kk] = hpj__probe_operand_at(S, i, k0 + kk);
+            for (kk = 0; kk < kc; ++kk) o[kk] = hpj__probe_operand_at(A, dual, i, k0 + kk);
         }
         HPJ__OMP(parallel for schedule(dynamic, 16) if ((double)m * m * kc > 2 * HPJ__PROBE_PAR))
         for (i = 0; i < m; ++i) {
@@ -10451,9 +10445,10 @@ static void hpj__probe_cholsolve_d(const void *factor, int m, int t, double *x) 
    in the primal (m = d) and (A A^T + alpha I) a = y_c in the dual (m = n);
    vectors are (t, m). */
 typedef struct hpj__probe_ridge {
-    hpj__probe_lin lin;   /* K = t targets                    */
+    hpj__probe_lin lin;           /* K = t targets                            */
     int dual, m;
-    double *Zb, *Rb, *u;  /* (n, t), (n, t), (t, d)           */
+    double *b, *x, *r, *z, *p, *q; /* (t, m): right-hand side, solution, CG  */
+    double *Zb, *Rb, *u;          /* (n, t), (n, t), (t, d)                   */
 } hpj__probe_ridge;
 
 /* out (cols, rows) = a^T for a (rows, cols). */
@@ -10482,16 +10477,17 @@ static void hpj__probe_ridge_apply(hpj__probe_ridge *R, const double *v, double 
 }
 
 /* Preconditioned conjugate gradients on the exact system, t columns at
-   once, from x = M^-1 b, where solve(factor, m, t, v) applies M^-1 to the
+   once, from x = M^-1 b (R's vectors), where solve(factor, m, t, v) applies M^-1 to the
    t vectors v in place (the double Cholesky factor's solve, or the fast
    part's float one). Column c stops when ||r_c|| <= eps ((||A||_F^2 + alpha)
    ||x_c|| + ||b_c||) with eps = 1e-15 sqrt(n + d): a backward error at the
    level of a double Cholesky solve. Returns the iterations, or -1 if some
    column did not get there in maxit; *relres = max_c ||r_c|| / ||b_c||. */
 static int hpj__probe_pcg(hpj__probe_ridge *R, void (*solve)(const void *, int, int, double *), const void *factor,
-                          const double *b, double *x, double *r, double *z, double *p, double *q, double normA, int maxit,
-                          double *relres) {
+                          double normA, int maxit, double *relres) {
     const int t = R->lin.K, m = R->m;
+    const double *b = R->b;
+    double *x = R->x, *r = R->r, *z = R->z, *p = R->p, *q = R->q;
     double rho[64], rho_old[64];
     int done[64], it, c, all = 0;
     size_t i, tm = (size_t)t * m;
@@ -10546,12 +10542,10 @@ static int hpj__probe_pcg(hpj__probe_ridge *R, void (*solve)(const void *, int, 
     return all ? it : -1;
 }
 
-/* The ridge system solved in double: the Gram matrix of the operand S
-   (m, k), alpha on its diagonal, its Cholesky factor, and up to 3 steps
-   of refinement on the exact system. x, r, z, p, q: (t, m). */
-static hpj_status hpj__probe_ridge_double(hpj__probe_ridge *R, const hpj__probe_operand *S, int k, const double *B,
-                                          double *x, double *r, double *z, double *p, double *q, int *its,
-                                          double *relres) {
+/* The ridge system solved in double: the Gram matrix, alpha on its
+   diagonal, its Cholesky factor, and up to 3 steps of refinement on the
+   exact system. */
+static hpj_status hpj__probe_ridge_double(hpj__probe_ridge *R, int *its, double *relres) {
     static const char *fn = "ridge_fit";
     const int m = R->m;
     size_t dsz, mm;
@@ -10562,7 +10556,7 @@ static hpj_status hpj__probe_ridge_double(hpj__probe_ridge *R, const hpj__probe_
         return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
     Cd = (double *)hpj__alloc(dsz, fn);
     if (!Cd) return HPJ_ERR_NOMEM;
-    hpj__probe_gram_d(S, m, k, Cd, Cd + mm);
+    hpj__probe_gram_d(&R->lin, R->dual, Cd, Cd + mm);
     for (i = 0; i < m; ++i) {
         normA += Cd[(size_t)i * m + i];
         Cd[(size_t)i * m + i] += R->lin.alpha;
@@ -10574,16 +10568,14 @@ static hpj_status hpj__probe_ridge_double(hpj__probe_ridge *R, const hpj__probe_
                          "%s: the %s system (%d x %d) is singular at pivot %d (alpha = %g); use alpha > 0", fn,
                          R->dual ? "dual" : "primal", m, m, bad, R->lin.alpha);
     }
-    *its = hpj__probe_pcg(R, hpj__probe_cholsolve_d, Cd, B, x, r, z, p, q, normA, 3, relres);
+    *its = hpj__probe_pcg(R, hpj__probe_cholsolve_d, Cd, normA, 3, relres);
     if (*its < 0) *its = 3;
     hpj__free(Cd);
     return HPJ_OK;
 }
 
 #ifndef HPJ_REFERENCE
-static hpj_status hpj__fast_ridge_mixed(hpj__probe_ridge *R, const hpj__probe_operand *S, int k, const double *B,
-                                        double *x, double *r, double *z, double *p, double *q, int *its,
-                                        double *relres);
+static hpj_status hpj__fast_ridge_mixed(hpj__probe_ridge *R, int *its, double *relres);
 #endif
 
 HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, int t, const hpj_probe_options *o,
@@ -10591,12 +10583,11 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     static const char *fn = "ridge_fit";
     hpj_probe_options def;
     hpj__probe_ridge R;
-    hpj__probe_operand S;
     hpj_status st;
     void *mem = NULL;
-    double *mu, *s, *part, *ybar, *Yc, *B, *x, *r, *z, *p, *q;
+    double *mu, *s, *part, *ybar, *Yc;
     double relres = 0.0;
-    int nb, m, k, i, c, its = -1;
+    int nb, m, i, c, its = -1;
     size_t j;
     if (out) memset(out, 0, sizeof(*out));
     if (!X || !Y || !out) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL %s", fn, !X ? "X" : !Y ? "Y" : "out");
@@ -10607,11 +10598,11 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     nb = hpj__probe_nblocks(n);
     R.dual = d > n;
     m = R.dual ? n : d;
-    k = R.dual ? d : n;
     {
         hpj__probe_buf buf[] = {{&mu, (size_t)d}, {&s, (size_t)d}, {&part, (size_t)nb * HPJ__MAX(d, t)},
-                                {&ybar, (size_t)t}, {&Yc, (size_t)n * t}, {&B, (size_t)t * m}, {&x, (size_t)t * m},
-                                {&r, (size_t)t * m}, {&z, (size_t)t * m}, {&p, (size_t)t * m}, {&q, (size_t)t * m},
+                                {&ybar, (size_t)t}, {&Yc, (size_t)n * t}, {&R.b, (size_t)t * m}, {&R.x, (size_t)t * m},
+                                {&R.r, (size_t)t * m}, {&R.z, (size_t)t * m}, {&R.p, (size_t)t * m},
+                                {&R.q, (size_t)t * m},
                                 {&R.lin.Veff, (size_t)t * d}, {&R.lin.ceff, (size_t)t}, {&R.lin.G, (size_t)nb * t * d},
                                 {&R.lin.gs, (size_t)nb * t}, {&R.lin.Graw, (size_t)t * d}, {&R.lin.gsum, (size_t)t},
                                 {&R.lin.work, (size_t)nb * hpj__probe_pass_work(t)}, {&R.Zb, (size_t)n * t},
@@ -10637,19 +10628,14 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
         for (c = 0; c < t; ++c) Yc[(size_t)i * t + c] = (double)Y[(size_t)i * t + c] - ybar[c];
     hpj__probe_lin_init(&R.lin, X, n, d, t, mu, s, o->alpha);
     R.m = m;
-    if (R.dual) hpj__probe_transpose(Yc, n, t, B);
-    else hpj__probe_lin_tmul(&R.lin, Yc, B);
-    S.p = X;
-    S.ld = (size_t)d;
-    S.trans = !R.dual; /* primal Gram A^T A: rows of the operand are X's columns */
-    S.mu = mu;
-    S.s = s;
+    if (R.dual) hpj__probe_transpose(Yc, n, t, R.b);
+    else hpj__probe_lin_tmul(&R.lin, Yc, R.b);
 #ifndef HPJ_REFERENCE
     if (hpj__fast() && o->precision == HPJ_PROBE_MIXED && o->alpha > 0) /* fast: float Gram and Cholesky (see below) */
-        st = hpj__fast_ridge_mixed(&R, &S, k, B, x, r, z, p, q, &its, &relres);
+        st = hpj__fast_ridge_mixed(&R, &its, &relres);
 #endif
     if (st == HPJ_OK && its < 0) /* HPJ_PROBE_DOUBLE, or the mixed path did not converge */
-        st = hpj__probe_ridge_double(&R, &S, k, B, x, r, z, p, q, &its, &relres);
+        st = hpj__probe_ridge_double(&R, &its, &relres);
     if (st != HPJ_OK) {
         hpj__free(mem);
         return st;
@@ -10662,10 +10648,10 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     {
         double *w = R.u; /* (t, d) */
         if (R.dual) {
-            hpj__probe_transpose(x, t, n, R.Rb);
+            hpj__probe_transpose(R.x, t, n, R.Rb);
             hpj__probe_lin_tmul(&R.lin, R.Rb, w);
         } else {
-            memcpy(w, x, sizeof(double) * (size_t)t * d);
+            memcpy(w, R.x, sizeof(double) * (size_t)t * d);
         }
         for (c = 0; c < t; ++c) {
             double *wc = w + (size_t)c * d;
@@ -13814,7 +13800,8 @@ static void hpj__fast_adam_ema(hpj_model *m, float lr, float tau) {
    (m, k): the columns of A go in slabs of KC, each written out (centred,
    scaled, rounded to float) into slab (m, KC), and each panel of PANEL
    rows [i0, i1) of C gets C[i0:i1, 0:i1] += slab[i0:i1] slab[0:i1]^T. */
-static void hpj__fast_probe_gram_f(const hpj__probe_operand *S, int m, int k, float *C, float *slab) {
+static void hpj__fast_probe_gram_f(const hpj__probe_lin *A, int dual, float *C, float *slab) {
+    const int m = dual ? A->n : A->d, k = dual ? A->d : A->n;
     int k0, i0, i;
     for (k0 = 0; k0 < k; k0 += HPJ__PROBE_KC) {
         const int kc = HPJ__MIN(HPJ__PROBE_KC, k - k0);
@@ -13822,7 +13809,7 @@ static void hpj__fast_probe_gram_f(const hpj__probe_operand *S, int m, int k, fl
         for (i = 0; i < m; ++i) {
             float *o = slab + (size_t)i * kc;
             int kk;
-            for (kk = 0; kk < kc; ++kk) o[kk] = (float)hpj__probe_operand_at(S, i, k0 + kk);
+            for (kk = 0; kk < kc; ++kk) o[kk] = (float)hpj__probe_operand_at(A, dual, i, k0 + kk);
         }
         for (i0 = 0; i0 < m; i0 += HPJ__PROBE_PANEL) {
             const int i1 = HPJ__MIN(m, i0 + HPJ__PROBE_PANEL);
@@ -13946,11 +13933,9 @@ static void hpj__fast_probe_cholsolve_f(const void *factor, int m, int t, double
     hpj__fast_probe_solve_upper((const float *)factor, (size_t)m, m, t, x);
 }
 
-static hpj_status hpj__fast_ridge_mixed(hpj__probe_ridge *R, const hpj__probe_operand *S, int k, const double *B,
-                                        double *x, double *r, double *z, double *p, double *q, int *its,
-                                        double *relres) {
+static hpj_status hpj__fast_ridge_mixed(hpj__probe_ridge *R, int *its, double *relres) {
     static const char *fn = "ridge_fit";
-    const int m = R->m;
+    const int m = R->m, k = R->dual ? R->lin.d : R->lin.n;
     size_t fsz, szS, szL, mm;
     void *fmem;
     double *Dw;
@@ -13975,7 +13960,7 @@ static hpj_status hpj__fast_ridge_mixed(hpj__probe_ridge *R, const hpj__probe_op
     Li = slab + szS;
     for (attempt = 0; attempt < 2; ++attempt) {
         double maxdiag = 0.0, shift, normA = 0.0;
-        hpj__fast_probe_gram_f(S, m, k, Cf, slab);
+        hpj__fast_probe_gram_f(&R->lin, R->dual, Cf, slab);
         for (i = 0; i < m; ++i) {
             normA += (double)Cf[(size_t)i * m + i];
             maxdiag = HPJ__MAX(maxdiag, (double)Cf[(size_t)i * m + i]);
@@ -13985,8 +13970,7 @@ static hpj_status hpj__fast_ridge_mixed(hpj__probe_ridge *R, const hpj__probe_op
         shift = attempt ? 1e-5 * maxdiag + 1e-30 : 0.0;
         for (i = 0; i < m; ++i) Cf[(size_t)i * m + i] += (float)(R->lin.alpha + shift);
         if (hpj__fast_probe_cholesky_f(Cf, (size_t)m, m, Dw, Li, slab) >= 0) continue;
-        *its = hpj__probe_pcg(R, hpj__fast_probe_cholsolve_f, Cf, B, x, r, z, p, q, normA, HPJ__PROBE_PCG_MAXIT,
-                              relres);
+        *its = hpj__probe_pcg(R, hpj__fast_probe_cholsolve_f, Cf, normA, HPJ__PROBE_PCG_MAXIT, relres);
         break; /* factored: the refinement converged (*its >= 0) or the double path takes over */
     }
     hpj__free(Dw);
