@@ -1401,8 +1401,9 @@ HPJDEF void hpj_linear_model_free(hpj_linear_model *m);
    over. HPJ_PROBE_DOUBLE (and alpha = 0) forms the Gram matrix and its
    factor in double, then refines the same way (at most 3 steps). The
    mixed path is a fast path: the reference build and
-   hpj_set_paths(HPJ_PATHS_REFERENCE) take the double one for both. alpha = 0 fails with HPJ_ERR_NUMERIC when the system is
-   singular to double precision (a pivot below 1e-14 of its diagonal).
+   hpj_set_paths(HPJ_PATHS_REFERENCE) take the double one for both.
+   alpha = 0 fails with HPJ_ERR_NUMERIC when the system is singular to
+   double precision (a pivot below 1e-14 of its diagonal).
    out->iters = refinement steps, out->grad_norm = worst relative residual
    ||r|| / ||rhs|| of the final solution. Memory: one m x m float (mixed)
    or double Gram matrix, m = min(n, d), plus O((n + d) t) doubles.
