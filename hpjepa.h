@@ -1329,14 +1329,14 @@ HPJDEF double hpj_model_last_flops(void);
    Numerics (details at each function):
      - features stay float; every sum that enters a result is taken in
        double (the float Gram matrix of ridge only preconditions);
-     - ridge forms the Gram matrix in float (its lower block triangle, by
-       hpj_gemm, the GEMM of the network layers), factors it in float (a
-       blocked Cholesky whose updates are hpj_gemm products too) and then
-       refines the solution by preconditioned conjugate gradients on the
-       EXACT system, applied in double through X (mixed-precision refinement in the spirit of
-       LAPACK's dsposv), so the answer is as accurate as a double Cholesky
-       solve; if refinement cannot converge it falls back to a double Gram
-       + double Cholesky;
+     - ridge solves the normal equations with a double Gram matrix and a
+       double Cholesky factor, then refines the solution by preconditioned
+       conjugate gradients on the EXACT system, applied in double through
+       X. The fast part (HPJ_PROBE_MIXED) forms and factors the Gram
+       matrix in float instead, by hpj_gemm, the GEMM of the network
+       layers, and lets the same refinement reach the same accuracy
+       (mixed-precision refinement in the spirit of LAPACK's dsposv); if
+       the refinement cannot converge it falls back to the double path;
      - logreg runs L-BFGS on the centred (and optionally scaled) problem;
        one pass over X computes the loss and the gradient together, and
        the line search along a direction costs no extra pass (the scores
@@ -1351,7 +1351,8 @@ HPJDEF double hpj_model_last_flops(void);
 
 /* Precision of the ridge solve. */
 typedef enum hpj_probe_precision {
-    HPJ_PROBE_MIXED = 0, /* float Gram/Cholesky + double refinement (default) */
+    HPJ_PROBE_MIXED = 0, /* float Gram/Cholesky + double refinement (default;
+                            a fast path: the reference takes the double one) */
     HPJ_PROBE_DOUBLE = 1 /* double Gram and double Cholesky (slower)          */
 } hpj_probe_precision;
 
@@ -1398,8 +1399,11 @@ HPJDEF void hpj_linear_model_free(hpj_linear_model *m);
    retried with a diagonal shift, and if refinement still cannot converge
    in 30 steps (condition numbers beyond ~1e7) the double path below takes
    over. HPJ_PROBE_DOUBLE (and alpha = 0) forms the Gram matrix and its
-   factor in double. alpha = 0 fails with HPJ_ERR_NUMERIC when the system is
-   singular to double precision (a pivot below 1e-14 of its diagonal).
+   factor in double, then refines the same way (at most 3 steps). The
+   mixed path is a fast path: the reference build and
+   hpj_set_paths(HPJ_PATHS_REFERENCE) take the double one for both.
+   alpha = 0 fails with HPJ_ERR_NUMERIC when the system is singular to
+   double precision (a pivot below 1e-14 of its diagonal).
    out->iters = refinement steps, out->grad_norm = worst relative residual
    ||r|| / ||rhs|| of the final solution. Memory: one m x m float (mixed)
    or double Gram matrix, m = min(n, d), plus O((n + d) t) doubles.
@@ -9664,7 +9668,6 @@ HPJDEF hpj_status hpj_embed_epoch(const hpj_model *m, const hpj_dataset *ds, con
    depends on n only (never on the thread count), combined in block order. */
 #define HPJ__PROBE_MAXBLK 32  /* most row blocks                                */
 #define HPJ__PROBE_MINROWS 64 /* fewest rows per block (small n: fewer blocks)  */
-#define HPJ__PROBE_RG 8       /* rows per group in the row passes               */
 #define HPJ__PROBE_LBFGS_M 10 /* L-BFGS history pairs                           */
 #define HPJ__PROBE_PAR 1e5    /* parallel regions only for loops of more flops  */
 
@@ -9684,7 +9687,13 @@ HPJDEF void hpj_linear_model_free(hpj_linear_model *m) {
     memset(m, 0, sizeof(*m));
 }
 
-static hpj_status hpj__probe_check_options(const char *fn, const hpj_probe_options *o) {
+/* *o = def filled with the defaults when *o is NULL; then the checks. */
+static hpj_status hpj__probe_check_options(const char *fn, const hpj_probe_options **op, hpj_probe_options *def) {
+    const hpj_probe_options *o = *op;
+    if (!o) {
+        hpj_probe_options_default(def);
+        o = *op = def;
+    }
     if (!(o->alpha >= 0.0) || !isfinite(o->alpha))
         return hpj__fail(HPJ_ERR_INPUT, "%s: alpha must be finite and >= 0 (got %g)", fn, o->alpha);
     if (!(o->tol > 0.0) || !isfinite(o->tol))
@@ -9698,37 +9707,46 @@ static hpj_status hpj__probe_check_options(const char *fn, const hpj_probe_optio
     return HPJ_OK;
 }
 
-/* One allocation carved into double buffers, each 64-byte aligned. The
-   arguments after fn are pairs (double **buffer, size_t doubles), ended
-   by a (double **)NULL. Returns the block to free, or NULL (reason
-   recorded) on overflow or out of memory. */
-static void *hpj__probe_carve(const char *fn, ...) {
-    size_t total = 64, b, count;
+/* out's W (c, d) and b (c); HPJ_ERR_NOMEM (out zeroed) if they do not fit. */
+static hpj_status hpj__probe_model_alloc(const char *fn, hpj_linear_model *out, int c, int d) {
+    out->d = d;
+    out->c = c;
+    out->W = (float *)hpj__alloc(sizeof(float) * (size_t)c * d, fn);
+    out->b = (float *)hpj__alloc(sizeof(float) * (size_t)c, fn);
+    if (out->W && out->b) return HPJ_OK;
+    hpj_linear_model_free(out);
+    return HPJ_ERR_NOMEM;
+}
+
+/* One allocation carved into double buffers, each 64-byte aligned: the
+   table lists each buffer's pointer and its length in doubles. Returns the
+   block to free, or NULL (reason recorded) on overflow or out of memory. */
+typedef struct hpj__probe_buf {
+    double **p;
+    size_t count;
+} hpj__probe_buf;
+
+static void *hpj__probe_carve(const char *fn, const hpj__probe_buf *buf, int nbuf) {
+    size_t total = 64, b;
     unsigned char *mem, *q;
-    double **buf;
-    va_list ap;
-    va_start(ap, fn);
-    while ((buf = va_arg(ap, double **)) != NULL) {
-        count = va_arg(ap, size_t);
-        b = hpj_arena_need(count, sizeof(double));
-        if ((count && !b) || hpj__add_size(total, b, &total)) {
-            va_end(ap);
+    int i;
+    for (i = 0; i < nbuf; ++i) {
+        b = hpj_arena_need(buf[i].count, sizeof(double));
+        if ((buf[i].count && !b) || hpj__add_size(total, b, &total)) {
             hpj__fail(HPJ_ERR_NOMEM, "%s: workspace size overflows", fn);
             return NULL;
         }
     }
-    va_end(ap);
     mem = (unsigned char *)hpj__alloc(total, fn);
     if (!mem) return NULL;
     q = (unsigned char *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
-    va_start(ap, fn);
-    while ((buf = va_arg(ap, double **)) != NULL) {
-        *buf = (double *)q;
-        q += hpj_arena_need(va_arg(ap, size_t), sizeof(double));
+    for (i = 0; i < nbuf; ++i) {
+        *buf[i].p = (double *)q;
+        q += hpj_arena_need(buf[i].count, sizeof(double));
     }
-    va_end(ap);
     return mem;
 }
+#define HPJ__PROBE_CARVE(fn, table) hpj__probe_carve((fn), (table), (int)(sizeof(table) / sizeof((table)[0])))
 
 static int hpj__probe_nblocks(int n) {
     int b = n / HPJ__PROBE_MINROWS;
@@ -9788,136 +9806,27 @@ static void hpj__probe_axpy_fd(double *y, const float *a, double alpha, int len)
     for (j = 0; j < len; ++j) y[j] += alpha * (double)a[j];
 }
 
-/* The two loops a row pass spends its time in, over a group of 8 rows x_r
-   (r < 8, float, length d) and the K weight rows at once: each x_r is read
-   from memory once per group and each gradient entry is loaded and stored
-   once per group.
-     scores:   z[r K + k] = x_r . v_k (hpj__probe_dot_fd's order)
-     gradient: g_k[j] += ((w0 x_0[j] + w1 x_1[j]) + (w2 x_2[j] + w3 x_3[j]))
-                       + ((w4 x_4[j] + w5 x_5[j]) + (w6 x_6[j] + w7 x_7[j]))
-               with w_r = w[r K + k]. */
-#if !defined(HPJ_REFERENCE) && !defined(HPJ_NO_SIMD) && defined(__AVX512F__)
-#define HPJ__FAST_PROBE_AVX512 1
-static void hpj__fast_probe_scores8(const float *const *x, const double *V, int K, int d, double *z);
-static void hpj__fast_probe_gradient8(const float *const *x, const double *w, int K, double *G, int d);
-#endif
-static void hpj__probe_scores8(const float *const *x /*(8) rows of d*/, const double *V /*(K, d)*/, int K, int d,
-                               double *z /*(8, K)*/) {
-    int r, k;
-#ifdef HPJ__FAST_PROBE_AVX512
-    if (hpj__fast() && hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_scores8(x, V, K, d, z); return; } /* fast: AVX-512 row group */
-#endif
-    for (r = 0; r < 8; ++r)
-        for (k = 0; k < K; ++k) z[r * K + k] = hpj__probe_dot_fd(x[r], V + (size_t)k * d, d);
-}
-static void hpj__probe_gradient8(const float *const *x /*(8) rows of d*/, const double *w /*(8, K)*/, int K,
-                                 double *G /*(K, d)*/, int d) {
-    int j, k;
-#ifdef HPJ__FAST_PROBE_AVX512
-    if (hpj__fast() && hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_gradient8(x, w, K, G, d); return; } /* fast: AVX-512 row group */
-#endif
-    for (k = 0; k < K; ++k) {
-        const double w0 = w[k], w1 = w[K + k], w2 = w[2 * K + k], w3 = w[3 * K + k], w4 = w[4 * K + k],
-                     w5 = w[5 * K + k], w6 = w[6 * K + k], w7 = w[7 * K + k];
-        double *g = G + (size_t)k * d;
-        for (j = 0; j < d; ++j)
-            g[j] += ((w0 * (double)x[0][j] + w1 * (double)x[1][j]) + (w2 * (double)x[2][j] + w3 * (double)x[3][j])) +
-                    ((w4 * (double)x[4][j] + w5 * (double)x[5][j]) + (w6 * (double)x[6][j] + w7 * (double)x[7][j]));
-    }
-}
-
-/* ---- row passes over float features ----
-   One pass visits the rows of X in HPJ__PROBE_RG-row groups inside fixed
-   row blocks. Per row i it can (1) score: z_i = V x_i + c (K values,
-   double); (2) turn scores into residuals r_i (a callback, or r = z, or
-   given R); (3) accumulate G_blk += r_i x_i^T and gs_blk += r_i. Float
-   elements are widened to double as they are read. Every score is a
-   full-length dot in hpj__probe_dot's order; each gradient entry sums its
-   rows in a fixed tree per group (hpj__probe_gradient8), groups in row
-   order, blocks in block order. */
-typedef void (*hpj__probe_rowfn)(void *ctx, int blk, int i, int nr, const double *z /*(nr, K)*/,
-                              double *r /*(nr, K)*/);
-
-typedef struct hpj__probe_pass {
-    const float *X;   /* (n, d)                                                  */
-    int n, d, K, nb;  /* nb = hpj__probe_nblocks(n)                                     */
-    const double *V;  /* (K, d) or NULL: no scoring                               */
-    const double *c;  /* (K) or NULL                                              */
-    double *Z;        /* (n, K) scores out, or NULL                               */
-    const double *R;  /* (n, K) residuals when V == NULL                          */
-    hpj__probe_rowfn fn; /* NULL: r = z                                              */
-    void *ctx;
-    double *G;        /* (nb, K, d) block sums of r_i x_i^T, or NULL              */
-    double *gs;       /* (nb, K) block sums of r_i (with G)                       */
-    double *work;     /* (nb, hpj__probe_pass_work(K))                               */
-} hpj__probe_pass;
-
-static size_t hpj__probe_pass_work(int K) { return (size_t)2 * HPJ__PROBE_RG * (size_t)K; }
-
-static void hpj__probe_pass_block(const hpj__probe_pass *P, int blk) {
-    const int K = P->K, d = P->d;
-    const int i0 = hpj__probe_block_lo(P->n, P->nb, blk), i1 = hpj__probe_block_lo(P->n, P->nb, blk + 1);
-    double *z = P->work + (size_t)blk * hpj__probe_pass_work(K); /* (RG, K) */
-    double *r = z + (size_t)HPJ__PROBE_RG * K;                    /* (RG, K) */
-    double *G = P->G ? P->G + (size_t)blk * K * d : NULL;
-    double *gs = P->G ? P->gs + (size_t)blk * K : NULL;
-    int i, k, rr;
-    if (G) {
-        memset(G, 0, sizeof(double) * (size_t)K * d);
-        memset(gs, 0, sizeof(double) * (size_t)K);
-    }
-    for (i = i0; i < i1; i += HPJ__PROBE_RG) {
-        const int nr = HPJ__MIN(HPJ__PROBE_RG, i1 - i);
-        const float *xr[HPJ__PROBE_RG]; /* short groups repeat their last row */
-        for (rr = 0; rr < HPJ__PROBE_RG; ++rr) xr[rr] = P->X + (size_t)(i + HPJ__MIN(rr, nr - 1)) * d;
-        if (P->V) {
-            hpj__probe_scores8(xr, P->V, K, d, z);
-            if (P->c)
-                for (rr = 0; rr < nr; ++rr)
-                    for (k = 0; k < K; ++k) z[rr * K + k] += P->c[k];
-            if (P->Z) memcpy(P->Z + (size_t)i * K, z, sizeof(double) * (size_t)nr * K);
-            if (P->fn) P->fn(P->ctx, blk, i, nr, z, r);
-            else memcpy(r, z, sizeof(double) * (size_t)nr * K);
-        } else {
-            memcpy(r, P->R + (size_t)i * K, sizeof(double) * (size_t)nr * K);
-        }
-        if (!G) continue;
-        for (rr = nr * K; rr < HPJ__PROBE_RG * K; ++rr) r[rr] = 0.0; /* repeated rows add exact zeros */
-        for (rr = 0; rr < nr; ++rr)
-            for (k = 0; k < K; ++k) gs[k] += r[rr * K + k];
-        hpj__probe_gradient8(xr, r, K, G, d);
-    }
-}
-
-static void hpj__probe_pass_run(const hpj__probe_pass *P) {
-    int b;
-    HPJ__OMP(parallel for schedule(dynamic, 1) if (P->nb > 1 && (double)P->n * P->d * P->K > HPJ__PROBE_PAR))
-    for (b = 0; b < P->nb; ++b) hpj__probe_pass_block(P, b);
-}
-
 /* out[idx] = sum over blocks b (in order) of part[b * len + idx]. */
 static void hpj__probe_sum_blocks(const double *part, int nb, size_t len, double *out) {
-    int64_t c, nch = (int64_t)((len + 1023) / 1024);
+    int64_t i;
     HPJ__OMP(parallel for schedule(static) if ((double)len * nb > HPJ__PROBE_PAR))
-    for (c = 0; c < nch; ++c) {
-        size_t i, lo = (size_t)c * 1024, hi = HPJ__MIN(len, lo + 1024);
+    for (i = 0; i < (int64_t)len; ++i) {
+        double s = part[i];
         int b;
-        for (i = lo; i < hi; ++i) {
-            double s = part[i];
-            for (b = 1; b < nb; ++b) s += part[(size_t)b * len + i];
-            out[i] = s;
-        }
+        for (b = 1; b < nb; ++b) s += part[(size_t)b * len + (size_t)i];
+        out[i] = s;
     }
 }
 
-/* Column means mu (d) and, when s != NULL, inverse population stds s (d)
-   (1 for constant columns). part: (nb, d). Returns 1 if a sum is not
-   finite (a NaN/inf entry or overflow). */
-static int hpj__probe_column_stats(const float *X, int n, int d, double *mu, double *s, double *part) {
+/* Column means mu (d) and scales s (d): with standardize the inverse
+   population stds (1 for constant columns), else 1. part: (nb, d).
+   Returns 1 if a sum is not finite (a NaN/inf entry or overflow). */
+static int hpj__probe_column_stats(const float *X, int n, int d, int standardize, double *mu, double *s, double *part) {
     const int nb = hpj__probe_nblocks(n);
     int b, pass;
     size_t j;
-    for (pass = 0; pass < (s ? 2 : 1); ++pass) {
+    for (j = 0; j < (size_t)d; ++j) s[j] = 1.0;
+    for (pass = 0; pass < (standardize ? 2 : 1); ++pass) {
         HPJ__OMP(parallel for schedule(dynamic, 1) if (nb > 1 && (double)n * d > HPJ__PROBE_PAR))
         for (b = 0; b < nb; ++b) {
             double *p = part + (size_t)b * d;
@@ -9947,10 +9856,150 @@ static int hpj__probe_column_stats(const float *X, int n, int d, double *mu, dou
     return 0;
 }
 
+/* ---- the linear map on the centred features ----
+   Both probes fit scores z_i = W a_i + c on the centred, maybe scaled
+   features a_i = (x_i - mu) .* s without forming them: z_i = Veff x_i +
+   ceff with Veff = W .* s and ceff = c - Veff mu, and their gradients
+   sum_i r_i a_i^T = (sum_i r_i x_i^T - (sum_i r_i) mu^T) .* s.
+   One pass visits the rows of X inside fixed row blocks. Per row i it
+   either scores z_i and turns it into a residual r_i (by a callback; r = z
+   without one) or takes r_i from given residuals R, and it can accumulate
+   G_blk += r_i x_i^T and gs_blk += r_i. Float elements are widened to
+   double as they are read. Every score is a full-length dot in
+   hpj__probe_dot's order; the sums over rows run in row order inside a
+   block, blocks in block order. */
+typedef void (*hpj__probe_rowfn)(void *ctx, int blk, int i, int nr, const double *z /*(nr, K)*/,
+                                 double *r /*(nr, K)*/);
+
+typedef struct hpj__probe_lin {
+    const float *X;       /* (n, d)                                     */
+    int n, d, K, nb;      /* nb = hpj__probe_nblocks(n)                 */
+    const double *mu, *s; /* (d), (d)                                   */
+    double alpha;         /* the penalty                                */
+    double *Veff, *ceff;  /* (K, d), (K)                                */
+    double *G, *gs;       /* (nb, K, d), (nb, K) block partials         */
+    double *Graw, *gsum;  /* (K, d), (K): sum_i r_i x_i^T, sum_i r_i    */
+    double *work;         /* (nb, hpj__probe_pass_work(K))              */
+    /* the current pass (set by hpj__probe_lin_pass and _tmul): */
+    const double *R;      /* (n, K) given residuals, or NULL: score     */
+    double *Z;            /* (n, K) scores out, or NULL                 */
+    hpj__probe_rowfn fn;  /* residuals from scores; NULL: r = z         */
+    void *ctx;
+    int grad;             /* 1: accumulate G and gs                     */
+} hpj__probe_lin;
+
+/* Scratch per block: scores and residuals of 8 rows, the group the fast
+   part works in (the reference uses the first row's worth). */
+static size_t hpj__probe_pass_work(int K) { return (size_t)2 * 8 * (size_t)K; }
+
+#ifndef HPJ_REFERENCE
+static void hpj__fast_probe_pass_block(const hpj__probe_lin *A, int blk);
+#endif
+
+static void hpj__probe_pass_block(const hpj__probe_lin *A, int blk) {
+    const int K = A->K, d = A->d;
+    const int i0 = hpj__probe_block_lo(A->n, A->nb, blk), i1 = hpj__probe_block_lo(A->n, A->nb, blk + 1);
+    double *z = A->work + (size_t)blk * hpj__probe_pass_work(K), *r = z + K; /* (K), (K) */
+    double *G = A->G + (size_t)blk * K * d, *gs = A->gs + (size_t)blk * K;
+    int i, k;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { hpj__fast_probe_pass_block(A, blk); return; } /* fast: rows in groups of 8 (see below) */
+#endif
+    if (A->grad) {
+        memset(G, 0, sizeof(double) * (size_t)K * d);
+        memset(gs, 0, sizeof(double) * (size_t)K);
+    }
+    for (i = i0; i < i1; ++i) {
+        const float *x = A->X + (size_t)i * d;
+        if (!A->R) {
+            for (k = 0; k < K; ++k) z[k] = hpj__probe_dot_fd(x, A->Veff + (size_t)k * d, d) + A->ceff[k];
+            if (A->Z) memcpy(A->Z + (size_t)i * K, z, sizeof(double) * (size_t)K);
+            if (A->fn) A->fn(A->ctx, blk, i, 1, z, r);
+            else memcpy(r, z, sizeof(double) * (size_t)K);
+        } else {
+            memcpy(r, A->R + (size_t)i * K, sizeof(double) * (size_t)K);
+        }
+        if (A->grad)
+            for (k = 0; k < K; ++k) {
+                gs[k] += r[k];
+                hpj__probe_axpy_fd(G + (size_t)k * d, x, r[k], d);
+            }
+    }
+}
+
+static void hpj__probe_lin_init(hpj__probe_lin *A, const float *X, int n, int d, int K, const double *mu,
+                                const double *s, double alpha) {
+    A->X = X;
+    A->n = n;
+    A->d = d;
+    A->K = K;
+    A->nb = hpj__probe_nblocks(n);
+    A->mu = mu;
+    A->s = s;
+    A->alpha = alpha;
+}
+
+/* Veff and ceff for the weights W (K, d) and intercepts c (K; NULL: 0). */
+static void hpj__probe_lin_weights(hpj__probe_lin *A, const double *W, const double *c) {
+    int k;
+    size_t j;
+    for (k = 0; k < A->K; ++k) {
+        double *v = A->Veff + (size_t)k * A->d;
+        const double *w = W + (size_t)k * A->d;
+        for (j = 0; j < (size_t)A->d; ++j) v[j] = w[j] * A->s[j];
+        A->ceff[k] = c ? c[k] - hpj__probe_dot(v, A->mu, A->d) : -hpj__probe_dot(v, A->mu, A->d);
+    }
+}
+
+/* Runs the pass the caller set up; with grad (K, d), also grad =
+   sum_i r_i a_i^T (+ alpha w when w is not NULL) and gsum = sum_i r_i. */
+static void hpj__probe_lin_run(hpj__probe_lin *A, double *grad, const double *w) {
+    const int K = A->K, d = A->d;
+    int b, k;
+    size_t j;
+    A->grad = grad != NULL;
+    HPJ__OMP(parallel for schedule(dynamic, 1) if (A->nb > 1 && (double)A->n * d * K > HPJ__PROBE_PAR))
+    for (b = 0; b < A->nb; ++b) hpj__probe_pass_block(A, b);
+    if (!grad) return;
+    hpj__probe_sum_blocks(A->G, A->nb, (size_t)K * d, A->Graw);
+    hpj__probe_sum_blocks(A->gs, A->nb, (size_t)K, A->gsum);
+    for (k = 0; k < K; ++k)
+        for (j = 0; j < (size_t)d; ++j) {
+            double a = (A->Graw[(size_t)k * d + j] - A->gsum[k] * A->mu[j]) * A->s[j];
+            grad[(size_t)k * d + j] = w ? a + A->alpha * w[(size_t)k * d + j] : a;
+        }
+}
+
+/* One pass over X: the scores of Veff, ceff (written to Z if not NULL),
+   the residuals r_i = fn(z_i) (r = z when fn is NULL) and, with grad, the
+   gradient of hpj__probe_lin_run. */
+static void hpj__probe_lin_pass(hpj__probe_lin *A, hpj__probe_rowfn fn, void *ctx, double *Z, double *grad,
+                                const double *w) {
+    A->R = NULL;
+    A->Z = Z;
+    A->fn = fn;
+    A->ctx = ctx;
+    hpj__probe_lin_run(A, grad, w);
+}
+
+/* grad (K, d) = sum_i r_i a_i^T for the given residuals R (n, K): the
+   transposed map, applied. */
+static void hpj__probe_lin_tmul(hpj__probe_lin *A, const double *R, double *grad) {
+    A->R = R;
+    hpj__probe_lin_run(A, grad, NULL);
+}
+
+static double hpj__probe_maxabs(const double *a, size_t n) {
+    double m = 0.0;
+    size_t j;
+    for (j = 0; j < n; ++j) m = HPJ__MAX(m, fabs(a[j]));
+    return m;
+}
+
 /* ---- L-BFGS two-loop recursion ---- */
 typedef struct hpj__probe_lbfgs {
-    int P, m, cnt, head; /* dimension, capacity, stored pairs, next slot */
-    double *S, *Y;       /* (m, P) */
+    int P, cnt, head; /* dimension, stored pairs, next slot */
+    double *S, *Y;    /* (HPJ__PROBE_LBFGS_M, P) */
     double rho[HPJ__PROBE_LBFGS_M], al[HPJ__PROBE_LBFGS_M];
 } hpj__probe_lbfgs;
 
@@ -9973,11 +10022,11 @@ static void hpj__probe_lbfgs_two_loop(hpj__probe_lbfgs *h, const double *g, doub
     for (j = 0; j < P; ++j) p[j] = -g[j];
     if (h->cnt == 0) return;
     for (q = 0; q < h->cnt; ++q) { /* newest to oldest */
-        idx = (h->head - 1 - q + 2 * h->m) % h->m;
+        idx = (h->head - 1 - q + 2 * HPJ__PROBE_LBFGS_M) % HPJ__PROBE_LBFGS_M;
         h->al[idx] = h->rho[idx] * hpj__probe_dot_long(h->S + idx * P, p, P);
         for (j = 0; j < P; ++j) p[j] -= h->al[idx] * h->Y[idx * P + j];
     }
-    idx = (h->head - 1 + h->m) % h->m;
+    idx = (h->head - 1 + HPJ__PROBE_LBFGS_M) % HPJ__PROBE_LBFGS_M;
     {
         double yy = hpj__probe_dot_long(h->Y + idx * P, h->Y + idx * P, P);
         double gamma = yy > 0 ? 1.0 / (h->rho[idx] * yy) : 1.0;
@@ -9985,7 +10034,7 @@ static void hpj__probe_lbfgs_two_loop(hpj__probe_lbfgs *h, const double *g, doub
     }
     for (q = h->cnt - 1; q >= 0; --q) { /* oldest to newest */
         double beta;
-        idx = (h->head - 1 - q + 2 * h->m) % h->m;
+        idx = (h->head - 1 - q + 2 * HPJ__PROBE_LBFGS_M) % HPJ__PROBE_LBFGS_M;
         beta = h->rho[idx] * hpj__probe_dot_long(h->Y + idx * P, p, P);
         for (j = 0; j < P; ++j) p[j] += (h->al[idx] - beta) * h->S[idx * P + j];
     }
@@ -10006,8 +10055,8 @@ static double hpj__probe_lbfgs_dir(hpj__probe_lbfgs *h, const double *g, double 
 }
 
 /* Stores the pair (s, y) = (x_new - x_old, g_new - g_old) when the
-   curvature s.y is safely positive; returns 0 if the pair was skipped. */
-static int hpj__probe_lbfgs_push(hpj__probe_lbfgs *h, const double *xn, const double *xo, const double *gn,
+   curvature s.y is safely positive. */
+static void hpj__probe_lbfgs_push(hpj__probe_lbfgs *h, const double *xn, const double *xo, const double *gn,
                               const double *go) {
     size_t P = (size_t)h->P, j;
     double *s = h->S + (size_t)h->head * P, *y = h->Y + (size_t)h->head * P, sy, ss, yy;
@@ -10018,19 +10067,27 @@ static int hpj__probe_lbfgs_push(hpj__probe_lbfgs *h, const double *xn, const do
     sy = hpj__probe_dot_long(s, y, P);
     ss = hpj__probe_dot_long(s, s, P);
     yy = hpj__probe_dot_long(y, y, P);
-    if (!(sy > 1e-12 * sqrt(ss * yy)) || !isfinite(sy)) return 0;
+    if (!(sy > 1e-12 * sqrt(ss * yy)) || !isfinite(sy)) return;
     h->rho[h->head] = 1.0 / sy;
-    h->head = (h->head + 1) % h->m;
-    if (h->cnt < h->m) ++h->cnt;
-    return 1;
+    h->head = (h->head + 1) % HPJ__PROBE_LBFGS_M;
+    if (h->cnt < HPJ__PROBE_LBFGS_M) ++h->cnt;
 }
 
-static double hpj__probe_maxabs(const double *a, size_t n) {
-    double m = 0.0;
-    size_t j;
-    for (j = 0; j < n; ++j) m = HPJ__MAX(m, fabs(a[j]));
-    return m;
+static void hpj__probe_swap(double **a, double **b) {
+    double *t = *a;
+    *a = *b;
+    *b = t;
 }
+
+/* Moves the iterate (x, g) to the accepted trial point (x1, g1): stores
+   their pair, swaps the buffers, returns the new ||g||_inf. */
+static double hpj__probe_lbfgs_move(hpj__probe_lbfgs *h, double **x, double **x1, double **g, double **g1) {
+    hpj__probe_lbfgs_push(h, *x1, *x, *g1, *g);
+    hpj__probe_swap(x, x1);
+    hpj__probe_swap(g, g1);
+    return hpj__probe_maxabs(*g, (size_t)h->P);
+}
+
 
 /* ---- losses of one row: value, and residual r = dloss/dz ----
    binary: z (1), y in {0,1}: log(1 + e^z) - y z; r = sigmoid(z) - y
@@ -10081,77 +10138,42 @@ static double hpj__probe_loss_row(int kind, int K, const double *z, int32_t y, c
 
 /* ==== probe: logistic regression (L-BFGS) =============================== */
 
-/* The problem in its internal parametrisation: z_i = W a_i + c with
-   a_i = (x_i - mu) .* s (mu = column means; s = inverse stds or 1), so
-   theta = [W (K, d), c (K)], F = sum_i loss(z_i, y_i) + alpha/2 ||W||^2. */
+/* The problem in its internal parametrisation: z_i = W a_i + c on the
+   centred features a_i (hpj__probe_lin), so theta = [W (K, d), c (K)],
+   F = sum_i loss(z_i, y_i) + alpha/2 ||W||^2. */
 typedef struct hpj__probe_logreg {
-    const float *X;
+    hpj__probe_lin lin;
     const int32_t *y;
-    int n, d, K, kind, nb;
-    double alpha;
-    const double *mu, *s; /* (d), (d)                                   */
-    double *Veff, *ceff;  /* (K, d), (K): W .* s and c - (W .* s) mu     */
-    double *G, *gs;       /* (nb, K, d), (nb, K) block partials          */
-    double *Graw, *gsum;  /* (K, d), (K)                                 */
-    double *work;         /* pass work                                   */
+    int kind;
     double loss[HPJ__PROBE_MAXBLK];
 } hpj__probe_logreg;
 
 static void hpj__probe_logreg_residuals(void *ctx, int blk, int i, int nr, const double *z, double *r) {
     hpj__probe_logreg *L = (hpj__probe_logreg *)ctx;
+    const int K = L->lin.K;
     int rr;
     double l = 0.0;
     for (rr = 0; rr < nr; ++rr)
-        l += hpj__probe_loss_row(L->kind, L->K, z + (size_t)rr * L->K, L->y[i + rr], NULL, r + (size_t)rr * L->K);
+        l += hpj__probe_loss_row(L->kind, K, z + (size_t)rr * K, L->y[i + rr], NULL, r + (size_t)rr * K);
     L->loss[blk] += l;
 }
 
 /* F and g at theta; Z (n, K) receives the scores. One pass over X. */
 static double hpj__probe_logreg_eval(hpj__probe_logreg *L, const double *theta, double *g, double *Z) {
-    const int K = L->K, d = L->d;
-    const double *W = theta, *c = theta + (size_t)K * d;
-    hpj__probe_pass P;
+    const size_t KD = (size_t)L->lin.K * L->lin.d;
     hpj__gov *gov;
-    double F = 0.0, ww = 0.0;
+    double F = 0.0;
     int k, b;
-    size_t j;
-    for (k = 0; k < K; ++k) {
-        double *v = L->Veff + (size_t)k * d;
-        const double *w = W + (size_t)k * d;
-        for (j = 0; j < (size_t)d; ++j) v[j] = w[j] * L->s[j];
-        L->ceff[k] = c[k] - hpj__probe_dot(v, L->mu, d);
-    }
-    memset(&P, 0, sizeof(P));
-    P.X = L->X;
-    P.n = L->n;
-    P.d = d;
-    P.K = K;
-    P.nb = L->nb;
-    P.V = L->Veff;
-    P.c = L->ceff;
-    P.Z = Z;
-    P.fn = hpj__probe_logreg_residuals;
-    P.ctx = L;
-    P.G = L->G;
-    P.gs = L->gs;
-    P.work = L->work;
-    for (b = 0; b < L->nb; ++b) L->loss[b] = 0.0;
+    hpj__probe_lin_weights(&L->lin, theta, theta + KD);
+    for (b = 0; b < L->lin.nb; ++b) L->loss[b] = 0.0;
     gov = hpj__gov_enter(HPJ__GOV_PROBE); /* an L-BFGS fit makes hundreds of these passes */
     hpj__gov_begin(gov, 0);
-    hpj__probe_pass_run(&P);
-    hpj__gov_end(gov, (double)L->n * d * K + 1.0);
+    hpj__probe_lin_pass(&L->lin, hpj__probe_logreg_residuals, L, Z, g, theta);
+    hpj__gov_end(gov, (double)L->lin.n * L->lin.d * L->lin.K + 1.0);
     hpj__gov_leave(gov);
-    hpj__probe_sum_blocks(L->G, L->nb, (size_t)K * d, L->Graw);
-    hpj__probe_sum_blocks(L->gs, L->nb, (size_t)K, L->gsum);
-    for (b = 0; b < L->nb; ++b) F += L->loss[b];
-    for (k = 0; k < K; ++k) {
-        const double *gr = L->Graw + (size_t)k * d, *w = W + (size_t)k * d;
-        double *gw = g + (size_t)k * d, gk = L->gsum[k];
-        for (j = 0; j < (size_t)d; ++j) gw[j] = (gr[j] - gk * L->mu[j]) * L->s[j] + L->alpha * w[j];
-        g[(size_t)K * d + k] = gk;
-    }
-    ww = hpj__probe_dot_long(W, W, (size_t)K * d);
-    return F + 0.5 * L->alpha * ww;
+    for (b = 0; b < L->lin.nb; ++b) F += L->loss[b];
+    for (k = 0; k < L->lin.K; ++k) g[KD + k] = L->lin.gsum[k];
+    return F + 0.5 * L->lin.alpha * hpj__probe_dot_long(theta, theta, KD);
 }
 
 /* phi(t) = F(theta + t p) from the scores Z0 at theta and Z1 at theta + p
@@ -10159,18 +10181,18 @@ static double hpj__probe_logreg_eval(hpj__probe_logreg *L, const double *theta, 
    ww = W.W, wp = W.P, pp = P.P. Also phi'(t). O(n K). */
 static double hpj__probe_logreg_phi(const hpj__probe_logreg *L, const double *Z0, const double *Z1, double t, double ww,
                                double wp, double pp, double *dphi, double *zt /*(2K)*/) {
-    const int K = L->K;
+    const int K = L->lin.K;
     double f = 0.0, df = 0.0;
     int i, k;
-    for (i = 0; i < L->n; ++i) {
+    for (i = 0; i < L->lin.n; ++i) {
         const double *a = Z0 + (size_t)i * K, *b = Z1 + (size_t)i * K;
         double *r = zt + K;
         for (k = 0; k < K; ++k) zt[k] = a[k] + t * (b[k] - a[k]);
         f += hpj__probe_loss_row(L->kind, K, zt, L->y[i], NULL, r);
         for (k = 0; k < K; ++k) df += r[k] * (b[k] - a[k]);
     }
-    *dphi = df + L->alpha * (wp + t * pp);
-    return f + 0.5 * L->alpha * (ww + 2.0 * t * wp + t * t * pp);
+    *dphi = df + L->lin.alpha * (wp + t * pp);
+    return f + 0.5 * L->lin.alpha * (ww + 2.0 * t * wp + t * t * pp);
 }
 
 /* Strong-Wolfe step along p for the convex phi, by bracketing and
@@ -10236,16 +10258,12 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     int K, nb, i, k, it, iters = 0;
     void *mem = NULL;
     double *theta, *theta1, *g, *g1, *p, *Z0, *Z1, *mu, *s, *part, *zt;
-    double F, F1, g0max, thresh, gmax;
+    double F, F1, thresh, gmax;
     if (out) memset(out, 0, sizeof(*out));
-    if (!o) {
-        hpj_probe_options_default(&def);
-        o = &def;
-    }
     if (!X || !y || !out) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL %s", fn, !X ? "X" : !y ? "y" : "out");
     if (n < 1 || d < 1) return hpj__fail(HPJ_ERR_INPUT, "%s: need n >= 1 and d >= 1 (got n=%d d=%d)", fn, n, d);
     if (C < 2) return hpj__fail(HPJ_ERR_INPUT, "%s: need C >= 2 classes (got %d)", fn, C);
-    if ((st = hpj__probe_check_options(fn, o)) != HPJ_OK) return st;
+    if ((st = hpj__probe_check_options(fn, &o, &def)) != HPJ_OK) return st;
     for (i = 0; i < n; ++i)
         if (y[i] < 0 || y[i] >= C)
             return hpj__fail(HPJ_ERR_INPUT, "%s: y[%d] = %d is outside 0..%d (C = %d)", fn, i, (int)y[i], C - 1, C);
@@ -10253,46 +10271,36 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
     nb = hpj__probe_nblocks(n);
     KD = (size_t)K * d;
     P = KD + (size_t)K;
-    mem = hpj__probe_carve(fn, &theta, P, &theta1, P, &g, P, &g1, P, &p, P, &L.Veff, P, &L.Graw, P, &L.ceff, P,
-                           &H.S, (size_t)HPJ__PROBE_LBFGS_M * P, &H.Y, (size_t)HPJ__PROBE_LBFGS_M * P,
-                           &Z0, (size_t)n * K, &Z1, (size_t)n * K, &L.G, (size_t)nb * KD, &L.gs, (size_t)nb * K,
-                           &L.work, (size_t)nb * hpj__probe_pass_work(K), &mu, (size_t)d, &s, (size_t)d,
-                           &part, (size_t)nb * d, &zt, (size_t)4 * K + 4, (double **)NULL);
+    if (P > (size_t)INT_MAX) return hpj__fail(HPJ_ERR_INPUT, "%s: %zu parameters are too many", fn, P);
+    {
+        hpj__probe_buf buf[] = {{&theta, P}, {&theta1, P}, {&g, P}, {&g1, P}, {&p, P}, {&L.lin.Veff, P},
+                                {&L.lin.Graw, P}, {&L.lin.ceff, P}, {&H.S, (size_t)HPJ__PROBE_LBFGS_M * P},
+                                {&H.Y, (size_t)HPJ__PROBE_LBFGS_M * P}, {&Z0, (size_t)n * K}, {&Z1, (size_t)n * K},
+                                {&L.lin.G, (size_t)nb * KD}, {&L.lin.gs, (size_t)nb * K},
+                                {&L.lin.work, (size_t)nb * hpj__probe_pass_work(K)}, {&mu, (size_t)d}, {&s, (size_t)d},
+                                {&part, (size_t)nb * d}, {&zt, (size_t)4 * K + 4}};
+        mem = HPJ__PROBE_CARVE(fn, buf);
+    }
     if (!mem) return HPJ_ERR_NOMEM;
-    L.gsum = L.ceff + K; /* ceff (K) and gsum (K) share the P-sized slot */
-    if (hpj__probe_column_stats(X, n, d, mu, o->standardize ? s : NULL, part)) {
+    L.lin.gsum = L.lin.ceff + K; /* ceff (K) and gsum (K) share the P-sized slot */
+    if (hpj__probe_column_stats(X, n, d, o->standardize, mu, s, part)) {
         hpj__free(mem);
         return hpj__probe_bad_value(fn, "X", X, n, d);
     }
-    if (!o->standardize)
-        for (j = 0; j < (size_t)d; ++j) s[j] = 1.0;
-    L.X = X;
+    hpj__probe_lin_init(&L.lin, X, n, d, K, mu, s, o->alpha);
     L.y = y;
-    L.n = n;
-    L.d = d;
-    L.K = K;
     L.kind = K == 1 ? HPJ__PROBE_BINARY : HPJ__PROBE_SOFTMAX;
-    L.nb = nb;
-    L.alpha = o->alpha;
-    L.mu = mu;
-    L.s = s;
     H.P = (int)P;
-    H.m = HPJ__PROBE_LBFGS_M;
     H.cnt = 0;
     H.head = 0;
-    if (P > (size_t)INT_MAX) {
-        hpj__free(mem);
-        return hpj__fail(HPJ_ERR_INPUT, "%s: %zu parameters are too many", fn, P);
-    }
     memset(theta, 0, sizeof(double) * P);
     F = hpj__probe_logreg_eval(&L, theta, g, Z0);
     if (!isfinite(F)) {
         hpj__free(mem);
         return hpj__fail(HPJ_ERR_NUMERIC, "%s: the loss at W = 0 is not finite", fn);
     }
-    g0max = hpj__probe_maxabs(g, P);
-    thresh = o->tol * HPJ__MAX(1.0, g0max);
-    gmax = g0max;
+    gmax = hpj__probe_maxabs(g, P);
+    thresh = o->tol * HPJ__MAX(1.0, gmax);
     for (it = 0; it < o->max_iter && gmax > thresh; ++it) {
         double d0, d1, t, ww, wp, pp;
         d0 = hpj__probe_lbfgs_dir(&H, g, p);
@@ -10320,27 +10328,13 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
             hpj__free(mem);
             return hpj__fail(HPJ_ERR_NUMERIC, "%s: the loss became %g at iteration %d", fn, F1, it + 1);
         }
-        hpj__probe_lbfgs_push(&H, theta1, theta, g1, g);
-        {
-            double *tmp = theta;
-            theta = theta1;
-            theta1 = tmp;
-            tmp = g;
-            g = g1;
-            g1 = tmp;
-            tmp = Z0;
-            Z0 = Z1;
-            Z1 = tmp;
-        }
+        gmax = hpj__probe_lbfgs_move(&H, &theta, &theta1, &g, &g1);
+        hpj__probe_swap(&Z0, &Z1);
         F = F1;
-        gmax = hpj__probe_maxabs(g, P);
     }
     /* back to the original features: W_orig = W .* s, b = c - W_orig mu */
-    out->W = (float *)hpj__alloc(sizeof(float) * (size_t)C * d, fn);
-    out->b = (float *)hpj__alloc(sizeof(float) * (size_t)C, fn);
-    if (!out->W || !out->b) {
+    if (hpj__probe_model_alloc(fn, out, C, d)) {
         hpj__free(mem);
-        hpj_linear_model_free(out);
         return HPJ_ERR_NOMEM;
     }
     for (k = 0; k < K; ++k) {
@@ -10359,8 +10353,6 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
             out->b[k] = (float)bb;
         }
     }
-    out->d = d;
-    out->c = C;
     out->iters = iters;
     out->grad_norm = gmax;
     hpj__free(mem);
@@ -10369,166 +10361,26 @@ HPJDEF hpj_status hpj_logreg_fit(const float *X, const int32_t *y, int n, int d,
 
 /* ==== probe: dense linear algebra for ridge (Gram matrix, Cholesky) ===== */
 
-/* The float Gram matrix and the float Cholesky factor are products of
-   panels: both hand their flops to hpj_gemm, the GEMM the network layers
-   use. Only the lower block triangle is formed (entries above the
-   diagonal inside the diagonal panels are computed and ignored). */
-#define HPJ__PROBE_KC 1024 /* Gram: operand columns per slab                  */
-#define HPJ__PROBE_PANEL 256 /* Gram and Cholesky update: rows per GEMM        */
-#define HPJ__PROBE_NB 128  /* block size of the float Cholesky                */
-#define HPJ__PROBE_TB 256  /* block size of the triangular solves             */
-#define HPJ__PROBE_DKC 128 /* double Gram: operand columns per slab           */
+/* The normal equations of ridge in double: the Gram matrix of the centred
+   (and maybe scaled) features, its Cholesky factor L L^T, and a solve with
+   it. (The fast part forms and factors the Gram matrix in float instead,
+   with hpj_gemm, and leaves the last digits to the refinement of the
+   ridge section.) */
+#define HPJ__PROBE_DKC 128 /* Gram: operand columns per slab */
 
-/* Element (i, k) of an operand A: trans ? p[k ld + i] : p[i ld + k], mapped
-   through (v - mu[c]) * s[c] with c the X column (k, or i when trans). */
-typedef struct hpj__probe_operand {
-    const float *p;
-    size_t ld;
-    int trans;
-    const double *mu, *s; /* (X columns) or both NULL */
-} hpj__probe_operand;
-
-static double hpj__probe_operand_at(const hpj__probe_operand *S, int i, int k) {
-    const double v = S->trans ? (double)S->p[(size_t)k * S->ld + i] : (double)S->p[(size_t)i * S->ld + k];
-    const int col = S->trans ? i : k;
-    return S->mu ? (v - S->mu[col]) * S->s[col] : v;
+/* Element (i, k) of the operand A whose Gram matrix A A^T is the ridge
+   system: the centred, maybe scaled features X_c = (X - mu) .* s (n, d) in
+   the dual, their transpose (d, n) in the primal. */
+static double hpj__probe_operand_at(const hpj__probe_lin *A, int dual, int i, int k) {
+    const int row = dual ? i : k, col = dual ? k : i;
+    return ((double)A->X[(size_t)row * A->d + col] - A->mu[col]) * A->s[col];
 }
 
-/* C (m, m), lower block triangle, = A A^T in float for the operand A
-   (m, k): the columns of A go in slabs of KC, each written out (centred,
-   scaled, rounded to float) into slab (m, KC), and each panel of PANEL
-   rows [i0, i1) of C gets C[i0:i1, 0:i1] += slab[i0:i1] slab[0:i1]^T. */
-static void hpj__probe_gram_f(const hpj__probe_operand *S, int m, int k, float *C, float *slab) {
-    int k0, i0, i;
-    for (k0 = 0; k0 < k; k0 += HPJ__PROBE_KC) {
-        const int kc = HPJ__MIN(HPJ__PROBE_KC, k - k0);
-        HPJ__OMP(parallel for schedule(static) if ((double)m * kc > HPJ__PROBE_PAR))
-        for (i = 0; i < m; ++i) {
-            float *o = slab + (size_t)i * kc;
-            int kk;
-            for (kk = 0; kk < kc; ++kk) o[kk] = (float)hpj__probe_operand_at(S, i, k0 + kk);
-        }
-        for (i0 = 0; i0 < m; i0 += HPJ__PROBE_PANEL) {
-            const int i1 = HPJ__MIN(m, i0 + HPJ__PROBE_PANEL);
-            hpj_gemm(0, 1, i1 - i0, i1, kc, 1.0f, slab + (size_t)i0 * kc, kc, slab, kc, k0 ? 1.0f : 0.0f,
-                     C + (size_t)i0 * m, m);
-        }
-    }
-}
-
-/* In-place lower Cholesky L L^T of the float matrix C (m, m) (lower part
-   read and written), by blocks of NB columns:
-     1. the diagonal block A11 = L11 L11^T is factored in double;
-     2. the panel below, L21 = A21 L11^-T, is a product with the inverse
-        of L11 (formed in double, rounded to float);
-     3. the trailing matrix is updated, A22 -= L21 L21^T (lower block
-        triangle, by panels of PANEL rows).
-   D: 2 NB^2 doubles; Li: NB^2 floats; P: m NB floats (L21).
-   Returns -1, or the index of a non-positive pivot. */
-static int hpj__probe_cholesky_f(float *C, size_t ldc, int m, double *D, float *Li, float *P) {
-    const int NB = HPJ__PROBE_NB;
-    double *E = D + (size_t)NB * NB; /* inverse of the diagonal block */
-    int k0;
-    for (k0 = 0; k0 < m; k0 += NB) {
-        const int nb = HPJ__MIN(NB, m - k0), rest = m - k0 - nb;
-        float *A21 = C + (size_t)(k0 + nb) * ldc + k0, *A22 = A21 + nb;
-        int i, j, r0;
-        for (i = 0; i < nb; ++i)
-            for (j = 0; j <= i; ++j) D[(size_t)i * NB + j] = (double)C[(size_t)(k0 + i) * ldc + k0 + j];
-        for (j = 0; j < nb; ++j) {
-            double dj = D[(size_t)j * NB + j] - hpj__probe_dot(D + (size_t)j * NB, D + (size_t)j * NB, j);
-            if (!(dj > 0.0) || !isfinite(dj)) return k0 + j;
-            dj = sqrt(dj);
-            D[(size_t)j * NB + j] = dj;
-            for (i = j + 1; i < nb; ++i)
-                D[(size_t)i * NB + j] =
-                    (D[(size_t)i * NB + j] - hpj__probe_dot(D + (size_t)i * NB, D + (size_t)j * NB, j)) / dj;
-        }
-        for (i = 0; i < nb; ++i)
-            for (j = 0; j <= i; ++j) C[(size_t)(k0 + i) * ldc + k0 + j] = (float)D[(size_t)i * NB + j];
-        if (!rest) break;
-        /* E = inverse of the diagonal block, column by column (kept as E^T
-           rows so each column is contiguous): e_j solves L x = unit_j */
-        for (j = 0; j < nb; ++j) {
-            double *x = E + (size_t)j * NB; /* x[i] = (L^-1)[i][j] */
-            for (i = 0; i < j; ++i) x[i] = 0.0;
-            x[j] = 1.0 / D[(size_t)j * NB + j];
-            for (i = j + 1; i < nb; ++i)
-                x[i] = -hpj__probe_dot(D + (size_t)i * NB + j, x + j, i - j) / D[(size_t)i * NB + i];
-        }
-        for (i = 0; i < nb; ++i) /* Li[i][q] = (L^-1)[i][q] */
-            for (j = 0; j < nb; ++j) Li[(size_t)i * nb + j] = (float)E[(size_t)j * NB + i];
-        /* panel: P = A21 (L11^-1)^T, then copied over A21 */
-        hpj_gemm(0, 1, rest, nb, nb, 1.0f, A21, (int)ldc, Li, nb, 0.0f, P, nb);
-        HPJ__OMP(parallel for schedule(static) if ((double)rest * nb > HPJ__PROBE_PAR))
-        for (i = 0; i < rest; ++i) memcpy(A21 + (size_t)i * ldc, P + (size_t)i * nb, sizeof(float) * (size_t)nb);
-        /* trailing: A22 -= L21 L21^T, lower block triangle */
-        for (r0 = 0; r0 < rest; r0 += HPJ__PROBE_PANEL) {
-            const int r1 = HPJ__MIN(rest, r0 + HPJ__PROBE_PANEL);
-            hpj_gemm(0, 1, r1 - r0, r1, nb, -1.0f, P + (size_t)r0 * nb, nb, P, nb, 1.0f, A22 + (size_t)r0 * ldc,
-                     (int)ldc);
-        }
-    }
-    return -1;
-}
-
-/* Solves L y = b in place for t right-hand sides y (t, m) (float L). */
-static void hpj__probe_solve_lower(const float *Lm, size_t ldl, int m, int t, double *y) {
-    int i0;
-    for (i0 = 0; i0 < m; i0 += HPJ__PROBE_TB) {
-        const int i1 = HPJ__MIN(m, i0 + HPJ__PROBE_TB);
-        int i, c;
-        if (i0 > 0) {
-            HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PROBE_TB > HPJ__PROBE_PAR))
-            for (i = i0; i < i1; ++i) {
-                int cc;
-                for (cc = 0; cc < t; ++cc)
-                    y[(size_t)cc * m + i] -= hpj__probe_dot_fd(Lm + (size_t)i * ldl, y + (size_t)cc * m, i0);
-            }
-        }
-        for (i = i0; i < i1; ++i)
-            for (c = 0; c < t; ++c) {
-                double *yc = y + (size_t)c * m;
-                yc[i] = (yc[i] - hpj__probe_dot_fd(Lm + (size_t)i * ldl + i0, yc + i0, i - i0)) /
-                        (double)Lm[(size_t)i * ldl + i];
-            }
-    }
-}
-
-/* Solves L^T x = y in place for t right-hand sides (t, m) (float L). */
-static void hpj__probe_solve_upper(const float *Lm, size_t ldl, int m, int t, double *y) {
-    int i1;
-    for (i1 = m; i1 > 0; i1 -= HPJ__PROBE_TB) {
-        const int i0 = HPJ__MAX(0, i1 - HPJ__PROBE_TB);
-        int i, j, c, nch;
-        for (i = i1 - 1; i >= i0; --i)
-            for (c = 0; c < t; ++c) {
-                double *yc = y + (size_t)c * m, xi = yc[i] / (double)Lm[(size_t)i * ldl + i];
-                const float *li = Lm + (size_t)i * ldl;
-                yc[i] = xi;
-                hpj__probe_axpy_fd(yc + i0, li + i0, -xi, i - i0);
-            }
-        nch = (i0 + 255) / 256;
-        HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PROBE_TB > HPJ__PROBE_PAR))
-        for (j = 0; j < nch; ++j) {
-            const int j0 = j * 256, j1 = HPJ__MIN(i0, j0 + 256);
-            int ii, cc;
-            for (ii = i0; ii < i1; ++ii) {
-                const float *li = Lm + (size_t)ii * ldl;
-                for (cc = 0; cc < t; ++cc) {
-                    double *yc = y + (size_t)cc * m;
-                    hpj__probe_axpy_fd(yc + j0, li + j0, -yc[ii], j1 - j0);
-                }
-            }
-        }
-    }
-}
-
-
-/* ---- the double-precision path ---- */
-
-/* Cd (m, m) lower part = A A^T in double. slab: (m, DKC) doubles. */
-static void hpj__probe_gram_d(const hpj__probe_operand *S, int m, int k, double *Cd, double *slab) {
+/* Cd (m, m) lower part = A A^T in double for that operand A (m, k): m = n
+   and k = d in the dual, the other way round in the primal. slab: (m, DKC)
+   doubles. */
+static void hpj__probe_gram_d(const hpj__probe_lin *A, int dual, double *Cd, double *slab) {
+    const int m = dual ? A->n : A->d, k = dual ? A->d : A->n;
     int k0;
     for (k0 = 0; k0 < k; k0 += HPJ__PROBE_DKC) {
         const int kc = HPJ__MIN(HPJ__PROBE_DKC, k - k0);
@@ -10537,7 +10389,7 @@ static void hpj__probe_gram_d(const hpj__probe_operand *S, int m, int k, double 
         for (i = 0; i < m; ++i) {
             double *o = slab + (size_t)i * HPJ__PROBE_DKC;
             int kk;
-            for (kk = 0; kk < kc; ++kk) o[kk] = hpj__probe_operand_at(S, i, k0 + kk);
+            for (kk = 0; kk < kc; ++kk) o[kk] = hpj__probe_operand_at(A, dual, i, k0 + kk);
         }
         HPJ__OMP(parallel for schedule(dynamic, 16) if ((double)m * m * kc > 2 * HPJ__PROBE_PAR))
         for (i = 0; i < m; ++i) {
@@ -10571,8 +10423,10 @@ static int hpj__probe_cholesky_d(double *A, int m) {
     return -1;
 }
 
-/* x (t, m) = (L L^T)^-1 x in place with the double factor L (m, m). */
-static void hpj__probe_cholsolve_d(const double *Lm, int m, int t, double *x) {
+/* x (t, m) = (L L^T)^-1 x in place with the double factor L (m, m): the
+   preconditioner argument of hpj__probe_pcg. */
+static void hpj__probe_cholsolve_d(const void *factor, int m, int t, double *x) {
+    const double *Lm = (const double *)factor;
     int c, i, j;
     for (c = 0; c < t; ++c) {
         double *y = x + (size_t)c * m;
@@ -10587,103 +10441,62 @@ static void hpj__probe_cholsolve_d(const double *Lm, int m, int t, double *x) {
 
 /* ==== probe: ridge regression ============================================ */
 
-/* A = (X - 1 mu^T) diag(s) (the centred, maybe scaled features). The
-   system is (A^T A + alpha I) w = A^T y_c in the primal (m = d) and
-   (A A^T + alpha I) a = y_c in the dual (m = n); vectors are (t, m). */
+/* A = (X - 1 mu^T) diag(s) (the centred, maybe scaled features, as
+   hpj__probe_lin applies them). The system is (A^T A + alpha I) w = A^T y_c
+   in the primal (m = d) and (A A^T + alpha I) a = y_c in the dual (m = n);
+   vectors are (t, m). */
 typedef struct hpj__probe_ridge {
-    const float *X;
-    int n, d, t, nb, dual, m;
-    const double *mu, *s;
-    double alpha;
-    double *Veff, *ceff, *G, *gs, *Graw, *gsum, *work, *Zb, *Rb, *u;
-    /* (t,d) (t) (nb,t,d) (nb,t) (t,d) (t) pass (n,t) (n,t) (t,d) */
+    hpj__probe_lin lin;           /* K = t targets                            */
+    int dual, m;
+    double *b, *x, *r, *z, *p, *q; /* (t, m): right-hand side, solution, CG  */
+    double *Zb, *Rb, *u;          /* (n, t), (n, t), (t, d)                   */
 } hpj__probe_ridge;
 
-/* One pass over X: the scores A w of the weights in Veff, ceff (Rn NULL;
-   written to Z if not NULL), or the residuals Rn (n, t) given row-major;
-   with out, also out (t, d) = A^T r (+ alpha v, if v is not NULL). */
-static void hpj__probe_ridge_pass(hpj__probe_ridge *R, const double *Rn, double *Z, double *out, const double *v) {
-    const int t = R->t, d = R->d;
-    hpj__probe_pass P;
-    int c;
-    size_t j;
-    memset(&P, 0, sizeof(P));
-    P.X = R->X;
-    P.n = R->n;
-    P.d = d;
-    P.K = t;
-    P.nb = R->nb;
-    P.work = R->work;
-    if (Rn) {
-        P.R = Rn;
-    } else {
-        P.V = R->Veff;
-        P.c = R->ceff;
-        P.Z = Z;
-    }
-    if (out) {
-        P.G = R->G;
-        P.gs = R->gs;
-    }
-    hpj__probe_pass_run(&P);
-    if (!out) return;
-    hpj__probe_sum_blocks(R->G, R->nb, (size_t)t * d, R->Graw);
-    hpj__probe_sum_blocks(R->gs, R->nb, (size_t)t, R->gsum);
-    for (c = 0; c < t; ++c)
-        for (j = 0; j < (size_t)d; ++j) {
-            double a = (R->Graw[(size_t)c * d + j] - R->gsum[c] * R->mu[j]) * R->s[j];
-            out[(size_t)c * d + j] = v ? a + R->alpha * v[(size_t)c * d + j] : a;
-        }
+/* out (cols, rows) = a^T for a (rows, cols). */
+static void hpj__probe_transpose(const double *a, int rows, int cols, double *out) {
+    int i, j;
+    for (i = 0; i < rows; ++i)
+        for (j = 0; j < cols; ++j) out[(size_t)j * rows + i] = a[(size_t)i * cols + j];
 }
 
 /* out = (system matrix) v for v, out (t, m). */
 static void hpj__probe_ridge_apply(hpj__probe_ridge *R, const double *v, double *out) {
-    const int t = R->t, d = R->d, n = R->n;
-    const double *w = v; /* weights in the feature space (t, d) */
+    hpj__probe_lin *A = &R->lin;
+    const int t = A->K, n = A->n;
     int c, i;
-    size_t j;
-    if (R->dual) { /* u = A^T v */
-        for (i = 0; i < n; ++i)
-            for (c = 0; c < t; ++c) R->Rb[(size_t)i * t + c] = v[(size_t)c * n + i];
-        hpj__probe_ridge_pass(R, R->Rb, NULL, R->u, NULL);
-        w = R->u;
+    if (!R->dual) { /* r = A v, then A^T r + alpha v, in one pass */
+        hpj__probe_lin_weights(A, v, NULL);
+        hpj__probe_lin_pass(A, NULL, NULL, NULL, out, v);
+        return;
     }
-    for (c = 0; c < t; ++c) { /* scores A w = X (w .* s) - mu . (w .* s) */
-        double *ve = R->Veff + (size_t)c * d;
-        for (j = 0; j < (size_t)d; ++j) ve[j] = w[(size_t)c * d + j] * R->s[j];
-        R->ceff[c] = -hpj__probe_dot(ve, R->mu, d);
-    }
-    if (R->dual) {
-        hpj__probe_ridge_pass(R, NULL, R->Zb, NULL, NULL);
-        for (c = 0; c < t; ++c)
-            for (i = 0; i < n; ++i) out[(size_t)c * n + i] = R->Zb[(size_t)i * t + c] + R->alpha * v[(size_t)c * n + i];
-    } else { /* fused: r = A w, then A^T r */
-        hpj__probe_ridge_pass(R, NULL, NULL, out, v);
-    }
+    hpj__probe_transpose(v, t, n, R->Rb); /* u = A^T v, then A u + alpha v */
+    hpj__probe_lin_tmul(A, R->Rb, R->u);
+    hpj__probe_lin_weights(A, R->u, NULL);
+    hpj__probe_lin_pass(A, NULL, NULL, R->Zb, NULL, NULL);
+    for (c = 0; c < t; ++c)
+        for (i = 0; i < n; ++i) out[(size_t)c * n + i] = R->Zb[(size_t)i * t + c] + A->alpha * v[(size_t)c * n + i];
 }
 
 /* Preconditioned conjugate gradients on the exact system, t columns at
-   once, from x = M^-1 b with M = Lf Lf^T (float factor) or Ld Ld^T
-   (double). Column c stops when ||r_c|| <= eps ((||A||_F^2 + alpha)
+   once, from x = M^-1 b (R's vectors), where solve(factor, m, t, v) applies M^-1 to the
+   t vectors v in place (the double Cholesky factor's solve, or the fast
+   part's float one). Column c stops when ||r_c|| <= eps ((||A||_F^2 + alpha)
    ||x_c|| + ||b_c||) with eps = 1e-15 sqrt(n + d): a backward error at the
    level of a double Cholesky solve. Returns the iterations, or -1 if some
    column did not get there in maxit; *relres = max_c ||r_c|| / ||b_c||. */
-static int hpj__probe_pcg(hpj__probe_ridge *R, const float *Lf, const double *Ld, const double *b, double *x, double *r,
-                       double *z, double *p, double *q, double normA, int maxit, double *relres) {
-    const int t = R->t, m = R->m;
+static int hpj__probe_pcg(hpj__probe_ridge *R, void (*solve)(const void *, int, int, double *), const void *factor,
+                          double normA, int maxit, double *relres) {
+    const int t = R->lin.K, m = R->m;
+    const double *b = R->b;
+    double *x = R->x, *r = R->r, *z = R->z, *p = R->p, *q = R->q;
     double rho[64], rho_old[64];
     int done[64], it, c, all = 0;
     size_t i, tm = (size_t)t * m;
     /* the rounding floor of the operator applied in double grows like the
        square root of the summation lengths */
-    const double eps = 1e-15 * sqrt((double)R->n + (double)R->d);
+    const double eps = 1e-15 * sqrt((double)R->lin.n + (double)R->lin.d);
     memcpy(x, b, sizeof(double) * tm);
-    if (Lf) {
-        hpj__probe_solve_lower(Lf, (size_t)m, m, t, x);
-        hpj__probe_solve_upper(Lf, (size_t)m, m, t, x);
-    } else {
-        hpj__probe_cholsolve_d(Ld, m, t, x);
-    }
+    solve(factor, m, t, x);
     hpj__probe_ridge_apply(R, x, r);
     for (i = 0; i < tm; ++i) r[i] = b[i] - r[i];
     for (it = 0;; ++it) {
@@ -10693,18 +10506,13 @@ static int hpj__probe_pcg(hpj__probe_ridge *R, const float *Lf, const double *Ld
             const double *rc = r + (size_t)c * m, *xc = x + (size_t)c * m, *bc = b + (size_t)c * m;
             double rn = sqrt(hpj__probe_dot(rc, rc, m)), xn = sqrt(hpj__probe_dot(xc, xc, m)),
                    bn = sqrt(hpj__probe_dot(bc, bc, m));
-            done[c] = rn <= eps * ((normA + R->alpha) * xn + bn);
+            done[c] = rn <= eps * ((normA + R->lin.alpha) * xn + bn);
             all &= done[c];
             if (bn > 0) *relres = HPJ__MAX(*relres, rn / bn);
         }
         if (all || it >= maxit) break;
         memcpy(z, r, sizeof(double) * tm);
-        if (Lf) {
-            hpj__probe_solve_lower(Lf, (size_t)m, m, t, z);
-            hpj__probe_solve_upper(Lf, (size_t)m, m, t, z);
-        } else {
-            hpj__probe_cholsolve_d(Ld, m, t, z);
-        }
+        solve(factor, m, t, z);
         for (c = 0; c < t; ++c) {
             double *pc = p + (size_t)c * m;
             const double *zc = z + (size_t)c * m;
@@ -10735,50 +10543,78 @@ static int hpj__probe_pcg(hpj__probe_ridge *R, const float *Lf, const double *Ld
     return all ? it : -1;
 }
 
-#define HPJ__PROBE_PCG_MAXIT 30 /* refinement steps before the double fallback */
+/* The ridge system solved in double: the Gram matrix, alpha on its
+   diagonal, its Cholesky factor, and up to 3 steps of refinement on the
+   exact system. */
+static hpj_status hpj__probe_ridge_double(hpj__probe_ridge *R, int *its, double *relres) {
+    static const char *fn = "ridge_fit";
+    const int m = R->m;
+    size_t dsz, mm;
+    double *Cd, normA = 0.0;
+    int i, bad;
+    if (hpj__mul_size((size_t)m, (size_t)m, &mm) || hpj__add_size(mm, (size_t)m * HPJ__PROBE_DKC + 8, &dsz) ||
+        hpj__mul_size(dsz, sizeof(double), &dsz))
+        return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
+    Cd = (double *)hpj__alloc(dsz, fn);
+    if (!Cd) return HPJ_ERR_NOMEM;
+    hpj__probe_gram_d(&R->lin, R->dual, Cd, Cd + mm);
+    for (i = 0; i < m; ++i) {
+        normA += Cd[(size_t)i * m + i];
+        Cd[(size_t)i * m + i] += R->lin.alpha;
+    }
+    bad = hpj__probe_cholesky_d(Cd, m);
+    if (bad >= 0) {
+        hpj__free(Cd);
+        return hpj__fail(HPJ_ERR_NUMERIC,
+                         "%s: the %s system (%d x %d) is singular at pivot %d (alpha = %g); use alpha > 0", fn,
+                         R->dual ? "dual" : "primal", m, m, bad, R->lin.alpha);
+    }
+    *its = hpj__probe_pcg(R, hpj__probe_cholsolve_d, Cd, normA, 3, relres);
+    if (*its < 0) *its = 3;
+    hpj__free(Cd);
+    return HPJ_OK;
+}
+
+#ifndef HPJ_REFERENCE
+static hpj_status hpj__fast_ridge_mixed(hpj__probe_ridge *R, int *its, double *relres);
+#endif
 
 HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, int t, const hpj_probe_options *o,
                                 hpj_linear_model *out) {
     static const char *fn = "ridge_fit";
     hpj_probe_options def;
     hpj__probe_ridge R;
-    hpj__probe_operand S;
     hpj_status st;
-    void *mem = NULL, *fmem = NULL;
-    double *mu, *s, *part, *ybar, *Yc, *B, *x, *r, *z, *p, *q, *Dw;
-    float *Cf = NULL, *slab = NULL, *Li = NULL;
-    double normA = 0.0, relres = 0.0;
-    int nb, m, k, i, c, its = -1;
+    void *mem = NULL;
+    double *mu, *s, *part, *ybar, *Yc;
+    double relres = 0.0;
+    int nb, m, i, c, its = -1;
     size_t j;
     if (out) memset(out, 0, sizeof(*out));
-    if (!o) {
-        hpj_probe_options_default(&def);
-        o = &def;
-    }
     if (!X || !Y || !out) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL %s", fn, !X ? "X" : !Y ? "Y" : "out");
     if (n < 1 || d < 1 || t < 1)
         return hpj__fail(HPJ_ERR_INPUT, "%s: need n, d, t >= 1 (got n=%d d=%d t=%d)", fn, n, d, t);
     if (t > 64) return hpj__fail(HPJ_ERR_INPUT, "%s: at most 64 targets per call (got %d)", fn, t);
-    if ((st = hpj__probe_check_options(fn, o)) != HPJ_OK) return st;
+    if ((st = hpj__probe_check_options(fn, &o, &def)) != HPJ_OK) return st;
     nb = hpj__probe_nblocks(n);
     R.dual = d > n;
     m = R.dual ? n : d;
-    k = R.dual ? d : n;
-    mem = hpj__probe_carve(fn, &mu, (size_t)d, &s, (size_t)d, &part, (size_t)nb * HPJ__MAX(d, t), &ybar, (size_t)t,
-                           &Yc, (size_t)n * t, &B, (size_t)t * m, &x, (size_t)t * m, &r, (size_t)t * m,
-                           &z, (size_t)t * m, &p, (size_t)t * m, &q, (size_t)t * m, &R.Veff, (size_t)t * d,
-                           &R.ceff, (size_t)t, &R.G, (size_t)nb * t * d, &R.gs, (size_t)nb * t, &R.Graw, (size_t)t * d,
-                           &R.gsum, (size_t)t, &R.work, (size_t)nb * hpj__probe_pass_work(t), &R.Zb, (size_t)n * t,
-                           &R.Rb, (size_t)n * t, &R.u, (size_t)t * d,
-                           &Dw, (size_t)2 * HPJ__PROBE_NB * HPJ__PROBE_NB, /* the Cholesky's diagonal blocks */
-                           (double **)NULL);
+    {
+        hpj__probe_buf buf[] = {{&mu, (size_t)d}, {&s, (size_t)d}, {&part, (size_t)nb * HPJ__MAX(d, t)},
+                                {&ybar, (size_t)t}, {&Yc, (size_t)n * t}, {&R.b, (size_t)t * m}, {&R.x, (size_t)t * m},
+                                {&R.r, (size_t)t * m}, {&R.z, (size_t)t * m}, {&R.p, (size_t)t * m},
+                                {&R.q, (size_t)t * m},
+                                {&R.lin.Veff, (size_t)t * d}, {&R.lin.ceff, (size_t)t}, {&R.lin.G, (size_t)nb * t * d},
+                                {&R.lin.gs, (size_t)nb * t}, {&R.lin.Graw, (size_t)t * d}, {&R.lin.gsum, (size_t)t},
+                                {&R.lin.work, (size_t)nb * hpj__probe_pass_work(t)}, {&R.Zb, (size_t)n * t},
+                                {&R.Rb, (size_t)n * t}, {&R.u, (size_t)t * d}};
+        mem = HPJ__PROBE_CARVE(fn, buf);
+    }
     if (!mem) return HPJ_ERR_NOMEM;
-    if (hpj__probe_column_stats(X, n, d, mu, o->standardize ? s : NULL, part)) {
+    if (hpj__probe_column_stats(X, n, d, o->standardize, mu, s, part)) {
         hpj__free(mem);
         return hpj__probe_bad_value(fn, "X", X, n, d);
     }
-    if (!o->standardize)
-        for (j = 0; j < (size_t)d; ++j) s[j] = 1.0;
     for (c = 0; c < t; ++c) ybar[c] = 0.0;
     for (i = 0; i < n; ++i)
         for (c = 0; c < t; ++c) ybar[c] += (double)Y[(size_t)i * t + c];
@@ -10791,115 +10627,32 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
     }
     for (i = 0; i < n; ++i)
         for (c = 0; c < t; ++c) Yc[(size_t)i * t + c] = (double)Y[(size_t)i * t + c] - ybar[c];
-    R.X = X;
-    R.n = n;
-    R.d = d;
-    R.t = t;
-    R.nb = nb;
+    hpj__probe_lin_init(&R.lin, X, n, d, t, mu, s, o->alpha);
     R.m = m;
-    R.mu = mu;
-    R.s = s;
-    R.alpha = o->alpha;
-    if (R.dual) {
-        for (c = 0; c < t; ++c)
-            for (i = 0; i < n; ++i) B[(size_t)c * n + i] = Yc[(size_t)i * t + c];
-    } else {
-        hpj__probe_ridge_pass(&R, Yc, NULL, B, NULL);
-    }
-    S.p = X;
-    S.ld = (size_t)d;
-    S.trans = !R.dual; /* primal Gram A^T A: rows of the operand are X's columns */
-    S.mu = mu;
-    S.s = s;
-    if (o->precision == HPJ_PROBE_MIXED && o->alpha > 0) { /* alpha = 0: straight to double */
-        size_t fsz, szS, szL, mm;
-        int attempt;
-        if (hpj__mul_size((size_t)m, (size_t)m, &mm)) mm = SIZE_MAX;
-        /* one buffer: the Gram matrix's slabs, then the Cholesky panel L21 */
-        szS = (size_t)m * (size_t)HPJ__MAX(HPJ__MIN(k, HPJ__PROBE_KC), HPJ__PROBE_NB);
-        szL = (size_t)HPJ__PROBE_NB * HPJ__PROBE_NB;
-        fsz = mm;
-        if (mm == SIZE_MAX || hpj__add_size(fsz, szS + szL + 64, &fsz) ||
-            hpj__mul_size(fsz, sizeof(float), &fsz)) {
-            hpj__free(mem);
-            return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
-        }
-        fmem = hpj__alloc(fsz, fn);
-        if (!fmem) {
-            hpj__free(mem);
-            return HPJ_ERR_NOMEM;
-        }
-        Cf = (float *)(((uintptr_t)fmem + 63) & ~(uintptr_t)63);
-        slab = Cf + mm;
-        Li = slab + szS;
-        for (attempt = 0; attempt < 2; ++attempt) {
-            double maxdiag = 0.0, shift;
-            hpj__probe_gram_f(&S, m, k, Cf, slab);
-            normA = 0.0;
-            for (i = 0; i < m; ++i) {
-                normA += (double)Cf[(size_t)i * m + i];
-                maxdiag = HPJ__MAX(maxdiag, (double)Cf[(size_t)i * m + i]);
-            }
-            /* a float factor of a nearly singular matrix may break down:
-               the second attempt shifts the diagonal (PCG corrects it) */
-            shift = attempt ? 1e-5 * maxdiag + 1e-30 : 0.0;
-            for (i = 0; i < m; ++i) Cf[(size_t)i * m + i] += (float)(o->alpha + shift);
-            if (hpj__probe_cholesky_f(Cf, (size_t)m, m, Dw, Li, slab) >= 0) continue;
-            its = hpj__probe_pcg(&R, Cf, NULL, B, x, r, z, p, q, normA, HPJ__PROBE_PCG_MAXIT, &relres);
-            break; /* factored: PCG converged or the double path takes over */
-        }
-        hpj__free(fmem);
-    }
-    if (its < 0) { /* HPJ_PROBE_DOUBLE, or the mixed path could not converge */
-        size_t dsz, mm;
-        double *Cd, *dslab;
-        int bad;
-        if (hpj__mul_size((size_t)m, (size_t)m, &mm) || hpj__add_size(mm, (size_t)m * HPJ__PROBE_DKC + 8, &dsz) ||
-            hpj__mul_size(dsz, sizeof(double), &dsz)) {
-            hpj__free(mem);
-            return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
-        }
-        fmem = hpj__alloc(dsz, fn);
-        if (!fmem) {
-            hpj__free(mem);
-            return HPJ_ERR_NOMEM;
-        }
-        Cd = (double *)fmem;
-        dslab = Cd + mm;
-        hpj__probe_gram_d(&S, m, k, Cd, dslab);
-        normA = 0.0;
-        for (i = 0; i < m; ++i) {
-            normA += Cd[(size_t)i * m + i];
-            Cd[(size_t)i * m + i] += o->alpha;
-        }
-        bad = hpj__probe_cholesky_d(Cd, m);
-        if (bad >= 0) {
-            hpj__free(fmem);
-            hpj__free(mem);
-            return hpj__fail(HPJ_ERR_NUMERIC,
-                             "%s: the %s system (%d x %d) is singular at pivot %d (alpha = %g); use alpha > 0", fn,
-                             R.dual ? "dual" : "primal", m, m, bad, o->alpha);
-        }
-        its = hpj__probe_pcg(&R, NULL, Cd, B, x, r, z, p, q, normA, 3, &relres);
-        if (its < 0) its = 3;
-        hpj__free(fmem);
+    if (R.dual) hpj__probe_transpose(Yc, n, t, R.b);
+    else hpj__probe_lin_tmul(&R.lin, Yc, R.b);
+#ifndef HPJ_REFERENCE
+    if (hpj__fast() && o->precision == HPJ_PROBE_MIXED && o->alpha > 0) /* fast: float Gram and Cholesky (see below) */
+        st = hpj__fast_ridge_mixed(&R, &its, &relres);
+#endif
+    if (st == HPJ_OK && its < 0) /* HPJ_PROBE_DOUBLE, or the mixed path did not converge */
+        st = hpj__probe_ridge_double(&R, &its, &relres);
+    if (st != HPJ_OK) {
+        hpj__free(mem);
+        return st;
     }
     /* weights in the original feature space */
-    out->W = (float *)hpj__alloc(sizeof(float) * (size_t)t * d, fn);
-    out->b = (float *)hpj__alloc(sizeof(float) * (size_t)t, fn);
-    if (!out->W || !out->b) {
+    if (hpj__probe_model_alloc(fn, out, t, d)) {
         hpj__free(mem);
-        hpj_linear_model_free(out);
         return HPJ_ERR_NOMEM;
     }
     {
         double *w = R.u; /* (t, d) */
         if (R.dual) {
-            for (i = 0; i < n; ++i)
-                for (c = 0; c < t; ++c) R.Rb[(size_t)i * t + c] = x[(size_t)c * n + i];
-            hpj__probe_ridge_pass(&R, R.Rb, NULL, w, NULL);
+            hpj__probe_transpose(R.x, t, n, R.Rb);
+            hpj__probe_lin_tmul(&R.lin, R.Rb, w);
         } else {
-            memcpy(w, x, sizeof(double) * (size_t)t * d);
+            memcpy(w, R.x, sizeof(double) * (size_t)t * d);
         }
         for (c = 0; c < t; ++c) {
             double *wc = w + (size_t)c * d;
@@ -10910,8 +10663,6 @@ HPJDEF hpj_status hpj_ridge_fit(const float *X, const float *Y, int n, int d, in
             out->b[c] = (float)(ybar[c] - hpj__probe_dot(wc, mu, d));
         }
     }
-    out->d = d;
-    out->c = t;
     out->iters = its;
     out->grad_norm = relres;
     hpj__free(mem);
@@ -11021,7 +10772,7 @@ typedef struct hpj__probe_resw {
     const int32_t *rows;    /* rows evaluated                          */
     int nr;
     const double *m, *s;    /* (L, D) per-resolution means, (D) scales */
-    double alpha, pen;      /* penalty: pen/2 ||W||^2 (pen = alpha or 2 alpha) */
+    double pen;             /* penalty: pen/2 ||W||^2 (pen = alpha or 2 alpha) */
     double *om, *mo, *Weff; /* (L) softmax(b), (D) sum_l om_l m_l, (K, D) */
     double *part;           /* (nb, K D + K + L + D) block partials    */
     double *scratch;        /* (nb, 3 D + 2 K)                         */
@@ -11071,9 +10822,9 @@ static void hpj__probe_resw_block(hpj__probe_resw *R, const double *theta, int b
     R->loss[blk] = lsum;
 }
 
-/* Sum of losses over R->rows; with g, the gradient of that sum plus the
-   penalty (the penalty's value is added by the caller). */
-static double hpj__probe_resw_eval(hpj__probe_resw *R, const double *theta, double *g) {
+/* Sum of losses over the nr rows rows[]; with g, the gradient of that sum
+   plus the penalty (the penalty's value is added by the caller). */
+static double hpj__probe_resw_eval(hpj__probe_resw *R, const int32_t *rows, int nr, const double *theta, double *g) {
     const int L = R->L, D = R->D, K = R->K;
     const double *b = theta, *W = theta + L;
     double mx = b[0], se = 0.0, F = 0.0;
@@ -11088,7 +10839,9 @@ static double hpj__probe_resw_eval(hpj__probe_resw *R, const double *theta, doub
     }
     for (k = 0; k < K; ++k)
         for (j = 0; j < D; ++j) R->Weff[(size_t)k * D + j] = W[(size_t)k * D + j] * R->s[j];
-    R->nb = hpj__probe_nblocks(R->nr);
+    R->rows = rows;
+    R->nr = nr;
+    R->nb = hpj__probe_nblocks(nr);
     HPJ__OMP(parallel for schedule(dynamic, 1) if (R->nb > 1 && (double)R->nr * R->L * R->D > HPJ__PROBE_PAR))
     for (blk = 0; blk < R->nb; ++blk) hpj__probe_resw_block(R, theta, blk, g != NULL);
     for (blk = 0; blk < R->nb; ++blk) F += R->loss[blk];
@@ -11127,10 +10880,6 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
     int i, l, it, phase, ntr = 0, nval = 0, iters = 0, best_it = 0, K;
     uint64_t st2;
     double F, F1, val = 0.0, best_val = 0.0, thresh = 0.0, gmax;
-    if (!o) {
-        hpj_probe_options_default(&def);
-        o = &def;
-    }
     if (!H || !omega) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL %s", fn, !H ? "H" : "omega");
     if (n < 2 || L < 1 || D < 1)
         return hpj__fail(HPJ_ERR_INPUT, "%s: need n >= 2, L >= 1, D >= 1 (got n=%d L=%d D=%d)", fn, n, L, D);
@@ -11140,7 +10889,7 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
         return hpj__fail(HPJ_ERR_INPUT, "%s: C must be 0 (regression) or >= 2 (got %d)", fn, C);
     if (C >= 2 && !y) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL y for classification (C = %d)", fn, C);
     if (C == 0 && !yreg) return hpj__fail(HPJ_ERR_INPUT, "%s: NULL yreg for regression (C = 0)", fn);
-    if ((st = hpj__probe_check_options(fn, o)) != HPJ_OK) return st;
+    if ((st = hpj__probe_check_options(fn, &o, &def)) != HPJ_OK) return st;
     for (i = 0; i < n; ++i) {
         if (C >= 2 && (y[i] < 0 || y[i] >= C))
             return hpj__fail(HPJ_ERR_INPUT, "%s: y[%d] = %d is outside 0..%d (C = %d)", fn, i, (int)y[i], C - 1, C);
@@ -11195,15 +10944,16 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
     R.K = K;
     R.kind = C == 0 ? HPJ__PROBE_SQUARED : (C == 2 ? HPJ__PROBE_BINARY : HPJ__PROBE_SOFTMAX);
     R.y = y;
-    R.alpha = o->alpha;
     R.pen = C == 0 ? 2.0 * o->alpha : o->alpha;
     {
         const size_t nbmax = (size_t)hpj__probe_nblocks(n);
-        mem = hpj__probe_carve(fn, &theta, P, &theta1, P, &g, P, &g1, P, &p, P, &Hs.S, (size_t)HPJ__PROBE_LBFGS_M * P,
-                               &Hs.Y, (size_t)HPJ__PROBE_LBFGS_M * P, &mean, (size_t)L * D, &scale, (size_t)D,
-                               &bbest, (size_t)L, &ycd, (size_t)n, &R.om, (size_t)L, &R.mo, (size_t)D, &R.Weff, KD,
-                               &R.part, (nbmax + 1) * ((size_t)K * D + K + L + D), /* (+ the total) */
-                               &R.scratch, nbmax * (3 * (size_t)D + 2 * (size_t)K), (double **)NULL);
+        hpj__probe_buf buf[] = {{&theta, P}, {&theta1, P}, {&g, P}, {&g1, P}, {&p, P},
+                                {&Hs.S, (size_t)HPJ__PROBE_LBFGS_M * P}, {&Hs.Y, (size_t)HPJ__PROBE_LBFGS_M * P},
+                                {&mean, (size_t)L * D}, {&scale, (size_t)D}, {&bbest, (size_t)L}, {&ycd, (size_t)n},
+                                {&R.om, (size_t)L}, {&R.mo, (size_t)D}, {&R.Weff, KD},
+                                {&R.part, (nbmax + 1) * ((size_t)K * D + K + L + D)},
+                                {&R.scratch, nbmax * (3 * (size_t)D + 2 * (size_t)K)}};
+        mem = HPJ__PROBE_CARVE(fn, buf);
         if (!mem) {
             hpj__free(rows);
             return HPJ_ERR_NOMEM;
@@ -11243,27 +10993,20 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
     R.m = mean;
     R.s = scale;
     Hs.P = (int)P;
-    Hs.m = HPJ__PROBE_LBFGS_M;
-    Hs.cnt = 0;
-    Hs.head = 0;
     memset(theta, 0, sizeof(double) * P);
 #define HPJ__PROBE_RESW_PEN(th) (0.5 * R.pen * hpj__probe_dot_long((th) + L, (th) + L, KD))
     /* phase 0: the head alone on the uniform mixture (b frozen at 0), to
        the gradient test; phase 1: b and the head jointly, the validation
        loss checked after every iteration. */
     for (phase = 0; phase < 2; ++phase) {
-        R.rows = rows;
-        R.nr = ntr;
-        F = hpj__probe_resw_eval(&R, theta, g) + HPJ__PROBE_RESW_PEN(theta);
+        F = hpj__probe_resw_eval(&R, rows, ntr, theta, g) + HPJ__PROBE_RESW_PEN(theta);
         if (phase == 0) memset(g, 0, sizeof(double) * (size_t)L);
         gmax = hpj__probe_maxabs(g, P);
         if (phase == 0) thresh = o->tol * HPJ__MAX(1.0, gmax);
         Hs.cnt = 0;
         Hs.head = 0;
         if (phase == 1) {
-            R.rows = rows + ntr;
-            R.nr = nval;
-            best_val = val = hpj__probe_resw_eval(&R, theta, NULL) / (double)nval;
+            best_val = val = hpj__probe_resw_eval(&R, rows + ntr, nval, theta, NULL) / (double)nval;
             memcpy(bbest, theta, sizeof(double) * (size_t)L);
         }
         for (it = 1; it <= HPJ_RESWEIGHT_ITERS && gmax > thresh && isfinite(F); ++it) {
@@ -11271,11 +11014,9 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
             int ls, ok = 0;
             d0 = hpj__probe_lbfgs_dir(&Hs, g, p);
             if (Hs.cnt == 0) t = 1.0 / sqrt(hpj__probe_dot_long(p, p, P));
-            R.rows = rows;
-            R.nr = ntr;
             for (ls = 0; ls < 40; ++ls, t *= 0.5) { /* backtracking Armijo */
                 for (j = 0; j < P; ++j) theta1[j] = theta[j] + t * p[j];
-                F1 = hpj__probe_resw_eval(&R, theta1, g1) + HPJ__PROBE_RESW_PEN(theta1);
+                F1 = hpj__probe_resw_eval(&R, rows, ntr, theta1, g1) + HPJ__PROBE_RESW_PEN(theta1);
                 if (isfinite(F1) && F1 <= F + 1e-4 * t * d0 + 8.0 * DBL_EPSILON * fabs(F)) {
                     ok = 1;
                     break;
@@ -11283,22 +11024,11 @@ HPJDEF hpj_status hpj_resweight_fit_ex(const float *H, int n, int L, int D, cons
             }
             if (!ok) break; /* no decrease representable: done */
             if (phase == 0) memset(g1, 0, sizeof(double) * (size_t)L);
-            hpj__probe_lbfgs_push(&Hs, theta1, theta, g1, g);
-            {
-                double *tmp = theta;
-                theta = theta1;
-                theta1 = tmp;
-                tmp = g;
-                g = g1;
-                g1 = tmp;
-            }
+            gmax = hpj__probe_lbfgs_move(&Hs, &theta, &theta1, &g, &g1);
             F = F1;
-            gmax = hpj__probe_maxabs(g, P);
             if (phase == 0) continue;
             iters = it;
-            R.rows = rows + ntr;
-            R.nr = nval;
-            val = hpj__probe_resw_eval(&R, theta, NULL) / (double)nval;
+            val = hpj__probe_resw_eval(&R, rows + ntr, nval, theta, NULL) / (double)nval;
             if (val < best_val) {
                 best_val = val;
                 best_it = it;
@@ -14047,15 +13777,231 @@ static void hpj__fast_adam_ema(hpj_model *m, float lr, float tau) {
    (the probes' fast siblings follow this line)
    ---- */
 
-/* ==== fast: probe row groups in AVX-512 ==== */
-/* hpj__probe_scores8 and hpj__probe_gradient8 with eight doubles per
-   register. The scores keep the reference's eight partial sums in the
-   eight lanes of one register per row (the tail is loaded with zeros past
-   the row's end, which adds +0 to the last lanes and changes nothing) and
-   combine them in the reference's order; the gradient vectorises over j
-   with the reference's tree over rows. Products and sums are rounded
-   separately, as in the reference: the same bits. */
-#ifdef HPJ__FAST_PROBE_AVX512
+/* ==== fast: ridge in mixed precision (float Gram and Cholesky by hpj_gemm) ====
+   hpj_ridge_fit's reference solves the normal equations in double. Here
+   the Gram matrix and its Cholesky factor are formed in float, as products
+   of panels that hpj_gemm computes (the GEMM the network layers use), and
+   the float factor serves as the preconditioner of hpj__probe_pcg, which
+   refines on the exact system applied in double through X (the idea of
+   LAPACK's dsposv). The refinement stops at the same backward error as the
+   double path, so both give the ridge solution to the same accuracy, not
+   the same bits. Only the lower block triangle is formed (entries above
+   the diagonal inside the diagonal panels are computed and ignored). When
+   the float factor breaks down twice, or the refinement does not converge
+   in HPJ__PROBE_PCG_MAXIT steps (condition numbers beyond ~1e7), the
+   caller's double path takes over. */
+
+#define HPJ__PROBE_KC 1024 /* Gram: operand columns per slab                  */
+#define HPJ__PROBE_PCG_MAXIT 30 /* refinement steps before the double path    */
+#define HPJ__PROBE_PANEL 256 /* Gram and Cholesky update: rows per GEMM        */
+#define HPJ__PROBE_NB 128  /* block size of the float Cholesky                */
+#define HPJ__PROBE_TB 256  /* block size of the triangular solves             */
+
+/* C (m, m), lower block triangle, = A A^T in float for the operand A
+   (m, k): the columns of A go in slabs of KC, each written out (centred,
+   scaled, rounded to float) into slab (m, KC), and each panel of PANEL
+   rows [i0, i1) of C gets C[i0:i1, 0:i1] += slab[i0:i1] slab[0:i1]^T. */
+static void hpj__fast_probe_gram_f(const hpj__probe_lin *A, int dual, float *C, float *slab) {
+    const int m = dual ? A->n : A->d, k = dual ? A->d : A->n;
+    int k0, i0, i;
+    for (k0 = 0; k0 < k; k0 += HPJ__PROBE_KC) {
+        const int kc = HPJ__MIN(HPJ__PROBE_KC, k - k0);
+        HPJ__OMP(parallel for schedule(static) if ((double)m * kc > HPJ__PROBE_PAR))
+        for (i = 0; i < m; ++i) {
+            float *o = slab + (size_t)i * kc;
+            int kk;
+            for (kk = 0; kk < kc; ++kk) o[kk] = (float)hpj__probe_operand_at(A, dual, i, k0 + kk);
+        }
+        for (i0 = 0; i0 < m; i0 += HPJ__PROBE_PANEL) {
+            const int i1 = HPJ__MIN(m, i0 + HPJ__PROBE_PANEL);
+            hpj_gemm(0, 1, i1 - i0, i1, kc, 1.0f, slab + (size_t)i0 * kc, kc, slab, kc, k0 ? 1.0f : 0.0f,
+                     C + (size_t)i0 * m, m);
+        }
+    }
+}
+
+/* In-place lower Cholesky L L^T of the float matrix C (m, m) (lower part
+   read and written), by blocks of NB columns:
+     1. the diagonal block A11 = L11 L11^T is factored in double;
+     2. the panel below, L21 = A21 L11^-T, is a product with the inverse
+        of L11 (formed in double, rounded to float);
+     3. the trailing matrix is updated, A22 -= L21 L21^T (lower block
+        triangle, by panels of PANEL rows).
+   D: 2 NB^2 doubles; Li: NB^2 floats; P: m NB floats (L21).
+   Returns -1, or the index of a non-positive pivot. */
+static int hpj__fast_probe_cholesky_f(float *C, size_t ldc, int m, double *D, float *Li, float *P) {
+    const int NB = HPJ__PROBE_NB;
+    double *E = D + (size_t)NB * NB; /* inverse of the diagonal block */
+    int k0;
+    for (k0 = 0; k0 < m; k0 += NB) {
+        const int nb = HPJ__MIN(NB, m - k0), rest = m - k0 - nb;
+        float *A21 = C + (size_t)(k0 + nb) * ldc + k0, *A22 = A21 + nb;
+        int i, j, r0;
+        for (i = 0; i < nb; ++i)
+            for (j = 0; j <= i; ++j) D[(size_t)i * NB + j] = (double)C[(size_t)(k0 + i) * ldc + k0 + j];
+        for (j = 0; j < nb; ++j) {
+            double dj = D[(size_t)j * NB + j] - hpj__probe_dot(D + (size_t)j * NB, D + (size_t)j * NB, j);
+            if (!(dj > 0.0) || !isfinite(dj)) return k0 + j;
+            dj = sqrt(dj);
+            D[(size_t)j * NB + j] = dj;
+            for (i = j + 1; i < nb; ++i)
+                D[(size_t)i * NB + j] =
+                    (D[(size_t)i * NB + j] - hpj__probe_dot(D + (size_t)i * NB, D + (size_t)j * NB, j)) / dj;
+        }
+        for (i = 0; i < nb; ++i)
+            for (j = 0; j <= i; ++j) C[(size_t)(k0 + i) * ldc + k0 + j] = (float)D[(size_t)i * NB + j];
+        if (!rest) break;
+        /* E = inverse of the diagonal block, column by column (kept as E^T
+           rows so each column is contiguous): e_j solves L x = unit_j */
+        for (j = 0; j < nb; ++j) {
+            double *x = E + (size_t)j * NB; /* x[i] = (L^-1)[i][j] */
+            for (i = 0; i < j; ++i) x[i] = 0.0;
+            x[j] = 1.0 / D[(size_t)j * NB + j];
+            for (i = j + 1; i < nb; ++i)
+                x[i] = -hpj__probe_dot(D + (size_t)i * NB + j, x + j, i - j) / D[(size_t)i * NB + i];
+        }
+        for (i = 0; i < nb; ++i) /* Li[i][q] = (L^-1)[i][q] */
+            for (j = 0; j < nb; ++j) Li[(size_t)i * nb + j] = (float)E[(size_t)j * NB + i];
+        /* panel: P = A21 (L11^-1)^T, then copied over A21 */
+        hpj_gemm(0, 1, rest, nb, nb, 1.0f, A21, (int)ldc, Li, nb, 0.0f, P, nb);
+        HPJ__OMP(parallel for schedule(static) if ((double)rest * nb > HPJ__PROBE_PAR))
+        for (i = 0; i < rest; ++i) memcpy(A21 + (size_t)i * ldc, P + (size_t)i * nb, sizeof(float) * (size_t)nb);
+        /* trailing: A22 -= L21 L21^T, lower block triangle */
+        for (r0 = 0; r0 < rest; r0 += HPJ__PROBE_PANEL) {
+            const int r1 = HPJ__MIN(rest, r0 + HPJ__PROBE_PANEL);
+            hpj_gemm(0, 1, r1 - r0, r1, nb, -1.0f, P + (size_t)r0 * nb, nb, P, nb, 1.0f, A22 + (size_t)r0 * ldc,
+                     (int)ldc);
+        }
+    }
+    return -1;
+}
+
+/* Solves L y = b in place for t right-hand sides y (t, m) (float L). */
+static void hpj__fast_probe_solve_lower(const float *Lm, size_t ldl, int m, int t, double *y) {
+    int i0;
+    for (i0 = 0; i0 < m; i0 += HPJ__PROBE_TB) {
+        const int i1 = HPJ__MIN(m, i0 + HPJ__PROBE_TB);
+        int i, c;
+        if (i0 > 0) {
+            HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PROBE_TB > HPJ__PROBE_PAR))
+            for (i = i0; i < i1; ++i) {
+                int cc;
+                for (cc = 0; cc < t; ++cc)
+                    y[(size_t)cc * m + i] -= hpj__probe_dot_fd(Lm + (size_t)i * ldl, y + (size_t)cc * m, i0);
+            }
+        }
+        for (i = i0; i < i1; ++i)
+            for (c = 0; c < t; ++c) {
+                double *yc = y + (size_t)c * m;
+                yc[i] = (yc[i] - hpj__probe_dot_fd(Lm + (size_t)i * ldl + i0, yc + i0, i - i0)) /
+                        (double)Lm[(size_t)i * ldl + i];
+            }
+    }
+}
+
+/* Solves L^T x = y in place for t right-hand sides (t, m) (float L). */
+static void hpj__fast_probe_solve_upper(const float *Lm, size_t ldl, int m, int t, double *y) {
+    int i1;
+    for (i1 = m; i1 > 0; i1 -= HPJ__PROBE_TB) {
+        const int i0 = HPJ__MAX(0, i1 - HPJ__PROBE_TB);
+        int i, j, c, nch;
+        for (i = i1 - 1; i >= i0; --i)
+            for (c = 0; c < t; ++c) {
+                double *yc = y + (size_t)c * m, xi = yc[i] / (double)Lm[(size_t)i * ldl + i];
+                const float *li = Lm + (size_t)i * ldl;
+                yc[i] = xi;
+                hpj__probe_axpy_fd(yc + i0, li + i0, -xi, i - i0);
+            }
+        nch = (i0 + 255) / 256;
+        HPJ__OMP(parallel for schedule(static) if ((double)i0 * t * HPJ__PROBE_TB > HPJ__PROBE_PAR))
+        for (j = 0; j < nch; ++j) {
+            const int j0 = j * 256, j1 = HPJ__MIN(i0, j0 + 256);
+            int ii, cc;
+            for (ii = i0; ii < i1; ++ii) {
+                const float *li = Lm + (size_t)ii * ldl;
+                for (cc = 0; cc < t; ++cc) {
+                    double *yc = y + (size_t)cc * m;
+                    hpj__probe_axpy_fd(yc + j0, li + j0, -yc[ii], j1 - j0);
+                }
+            }
+        }
+    }
+}
+
+/* applies (L L^T)^-1 with the float factor: hpj__probe_pcg's preconditioner */
+static void hpj__fast_probe_cholsolve_f(const void *factor, int m, int t, double *x) {
+    hpj__fast_probe_solve_lower((const float *)factor, (size_t)m, m, t, x);
+    hpj__fast_probe_solve_upper((const float *)factor, (size_t)m, m, t, x);
+}
+
+static hpj_status hpj__fast_ridge_mixed(hpj__probe_ridge *R, int *its, double *relres) {
+    static const char *fn = "ridge_fit";
+    const int m = R->m, k = R->dual ? R->lin.d : R->lin.n;
+    size_t fsz, szS, szL, mm;
+    void *fmem;
+    double *Dw;
+    float *Cf, *slab, *Li;
+    int attempt, i;
+    if (hpj__mul_size((size_t)m, (size_t)m, &mm)) mm = SIZE_MAX;
+    /* one buffer: the Gram matrix's slabs, then the Cholesky panel L21 */
+    szS = (size_t)m * (size_t)HPJ__MAX(HPJ__MIN(k, HPJ__PROBE_KC), HPJ__PROBE_NB);
+    szL = (size_t)HPJ__PROBE_NB * HPJ__PROBE_NB;
+    fsz = mm;
+    if (mm == SIZE_MAX || hpj__add_size(fsz, szS + szL + 64, &fsz) || hpj__mul_size(fsz, sizeof(float), &fsz))
+        return hpj__fail(HPJ_ERR_NOMEM, "%s: a %d x %d Gram matrix is too large", fn, m, m);
+    fmem = hpj__alloc(fsz, fn);
+    Dw = (double *)hpj__alloc(sizeof(double) * 2 * HPJ__PROBE_NB * HPJ__PROBE_NB, fn); /* the diagonal blocks */
+    if (!fmem || !Dw) {
+        hpj__free(fmem);
+        hpj__free(Dw);
+        return HPJ_ERR_NOMEM;
+    }
+    Cf = (float *)(((uintptr_t)fmem + 63) & ~(uintptr_t)63);
+    slab = Cf + mm;
+    Li = slab + szS;
+    for (attempt = 0; attempt < 2; ++attempt) {
+        double maxdiag = 0.0, shift, normA = 0.0;
+        hpj__fast_probe_gram_f(&R->lin, R->dual, Cf, slab);
+        for (i = 0; i < m; ++i) {
+            normA += (double)Cf[(size_t)i * m + i];
+            maxdiag = HPJ__MAX(maxdiag, (double)Cf[(size_t)i * m + i]);
+        }
+        /* a float factor of a nearly singular matrix may break down: the
+           second attempt shifts the diagonal (the refinement corrects it) */
+        shift = attempt ? 1e-5 * maxdiag + 1e-30 : 0.0;
+        for (i = 0; i < m; ++i) Cf[(size_t)i * m + i] += (float)(R->lin.alpha + shift);
+        if (hpj__fast_probe_cholesky_f(Cf, (size_t)m, m, Dw, Li, slab) >= 0) continue;
+        *its = hpj__probe_pcg(R, hpj__fast_probe_cholsolve_f, Cf, normA, HPJ__PROBE_PCG_MAXIT, relres);
+        break; /* factored: the refinement converged (*its >= 0) or the double path takes over */
+    }
+    hpj__free(Dw);
+    hpj__free(fmem);
+    return HPJ_OK;
+}
+
+/* ==== fast: probe row groups (AVX-512 where the machine has it) ====
+   hpj__probe_pass_block visits rows one at a time. Here the rows go in
+   groups of 8, and the two loops a pass spends its time in take the
+   group at once: each x_r is read from memory once per group and each
+   gradient entry is loaded and stored once per group.
+     scores:   z[r K + k] = x_r . v_k (hpj__probe_dot_fd's order: the
+               reference's bits)
+     gradient: g_k[j] += ((w0 x_0[j] + w1 x_1[j]) + (w2 x_2[j] + w3 x_3[j]))
+                       + ((w4 x_4[j] + w5 x_5[j]) + (w6 x_6[j] + w7 x_7[j]))
+               with w_r = w[r K + k]: a fixed tree over the group's rows
+               where the reference adds the rows one by one, so the
+               gradient (and what L-BFGS does with it) rounds differently. */
+#define HPJ__PROBE_RG 8 /* rows per group */
+
+/* The two loops with eight doubles per register. The scores keep the
+   eight partial sums of hpj__probe_dot_fd in the eight lanes of one
+   register per row (the tail is loaded with zeros past the row's end,
+   which adds +0 to the last lanes and changes nothing) and combine them in
+   its order; the gradient vectorises over j with the portable loop's tree
+   over rows. Products and sums are rounded separately, as in the portable
+   loops: the same bits. */
+#if !defined(HPJ_NO_SIMD) && defined(__AVX512F__)
+#define HPJ__FAST_PROBE_AVX512 1
 #include <immintrin.h>
 static double hpj__fast_probe_hsum(__m512d s) { /* ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)) */
     const __m256d a = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s, 0),
@@ -14098,7 +14044,7 @@ static void hpj__fast_probe_scores8x2(const float *const *x, const double *v0, c
     z1[6] = hpj__fast_probe_hsum(b6), z1[7] = hpj__fast_probe_hsum(b7);
 }
 
-static void hpj__fast_probe_scores8(const float *const *x, const double *V, int K, int d, double *z) {
+static void hpj__fast_probe_scores8_avx512(const float *const *x, const double *V, int K, int d, double *z) {
     double z0[8], z1[8];
     int k, r;
     for (k = 0; k < K; k += 2) { /* weight rows in pairs */
@@ -14111,7 +14057,7 @@ static void hpj__fast_probe_scores8(const float *const *x, const double *V, int 
     }
 }
 
-static void hpj__fast_probe_gradient8(const float *const *x, const double *w, int K, double *G, int d) {
+static void hpj__fast_probe_gradient8_avx512(const float *const *x, const double *w, int K, double *G, int d) {
     int k, j;
     for (k = 0; k < K; k += 2) { /* weight rows in pairs */
         const int two = k + 1 < K, k1 = two ? k + 1 : k;
@@ -14145,6 +14091,64 @@ static void hpj__fast_probe_gradient8(const float *const *x, const double *w, in
     }
 }
 #endif /* HPJ__FAST_PROBE_AVX512 */
+
+static void hpj__fast_probe_scores8(const float *const *x /*(8) rows of d*/, const double *V /*(K, d)*/, int K, int d,
+                                    double *z /*(8, K)*/) {
+    int r, k;
+#ifdef HPJ__FAST_PROBE_AVX512
+    if (hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_scores8_avx512(x, V, K, d, z); return; }
+#endif
+    for (r = 0; r < 8; ++r)
+        for (k = 0; k < K; ++k) z[r * K + k] = hpj__probe_dot_fd(x[r], V + (size_t)k * d, d);
+}
+static void hpj__fast_probe_gradient8(const float *const *x /*(8) rows of d*/, const double *w /*(8, K)*/, int K,
+                                      double *G /*(K, d)*/, int d) {
+    int j, k;
+#ifdef HPJ__FAST_PROBE_AVX512
+    if (hpj_paths() >= HPJ_PATHS_AVX512) { hpj__fast_probe_gradient8_avx512(x, w, K, G, d); return; }
+#endif
+    for (k = 0; k < K; ++k) {
+        const double w0 = w[k], w1 = w[K + k], w2 = w[2 * K + k], w3 = w[3 * K + k], w4 = w[4 * K + k],
+                     w5 = w[5 * K + k], w6 = w[6 * K + k], w7 = w[7 * K + k];
+        double *g = G + (size_t)k * d;
+        for (j = 0; j < d; ++j)
+            g[j] += ((w0 * (double)x[0][j] + w1 * (double)x[1][j]) + (w2 * (double)x[2][j] + w3 * (double)x[3][j])) +
+                    ((w4 * (double)x[4][j] + w5 * (double)x[5][j]) + (w6 * (double)x[6][j] + w7 * (double)x[7][j]));
+    }
+}
+
+static void hpj__fast_probe_pass_block(const hpj__probe_lin *A, int blk) {
+    const int K = A->K, d = A->d;
+    const int i0 = hpj__probe_block_lo(A->n, A->nb, blk), i1 = hpj__probe_block_lo(A->n, A->nb, blk + 1);
+    double *z = A->work + (size_t)blk * hpj__probe_pass_work(K); /* (RG, K) */
+    double *r = z + (size_t)HPJ__PROBE_RG * K;                    /* (RG, K) */
+    double *G = A->G + (size_t)blk * K * d, *gs = A->gs + (size_t)blk * K;
+    int i, k, rr;
+    if (A->grad) {
+        memset(G, 0, sizeof(double) * (size_t)K * d);
+        memset(gs, 0, sizeof(double) * (size_t)K);
+    }
+    for (i = i0; i < i1; i += HPJ__PROBE_RG) {
+        const int nr = HPJ__MIN(HPJ__PROBE_RG, i1 - i);
+        const float *xr[HPJ__PROBE_RG]; /* short groups repeat their last row */
+        for (rr = 0; rr < HPJ__PROBE_RG; ++rr) xr[rr] = A->X + (size_t)(i + HPJ__MIN(rr, nr - 1)) * d;
+        if (!A->R) {
+            hpj__fast_probe_scores8(xr, A->Veff, K, d, z);
+            for (rr = 0; rr < nr; ++rr)
+                for (k = 0; k < K; ++k) z[rr * K + k] += A->ceff[k];
+            if (A->Z) memcpy(A->Z + (size_t)i * K, z, sizeof(double) * (size_t)nr * K);
+            if (A->fn) A->fn(A->ctx, blk, i, nr, z, r);
+            else memcpy(r, z, sizeof(double) * (size_t)nr * K);
+        } else {
+            memcpy(r, A->R + (size_t)i * K, sizeof(double) * (size_t)nr * K);
+        }
+        if (!A->grad) continue;
+        for (rr = nr * K; rr < HPJ__PROBE_RG * K; ++rr) r[rr] = 0.0; /* repeated rows add exact zeros */
+        for (rr = 0; rr < nr; ++rr)
+            for (k = 0; k < K; ++k) gs[k] += r[rr * K + k];
+        hpj__fast_probe_gradient8(xr, r, K, G, d);
+    }
+}
 
 #endif /* HPJ_REFERENCE */
 

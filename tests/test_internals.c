@@ -402,6 +402,57 @@ static void test_ln_gb_paths(void) {
     }
 }
 
+/* The probes' row pass (hpj__probe_lin_pass) on every paths level: the
+   scores are full-length dots in one order, the same bits everywhere; the
+   fast part sums the gradient over rows in groups of 8 (a tree), the
+   reference row by row, so the gradient agrees to rounding. Sizes: several
+   row blocks, a short last group, d with a tail past the last 8. */
+static void test_probe_pass_paths(void) {
+    const int n = 203, d = 37, K = 3, nb = hpj__probe_nblocks(n);
+    float *X = (float *)malloc(sizeof(float) * (size_t)n * d);
+    double V[3 * 37], c[3], mu[37], sc[37], grad0[3 * 37], gsum0[3], grad[3 * 37], Graw[3 * 37], gsum[3];
+    double *Z0 = (double *)malloc(sizeof(double) * (size_t)n * K), *Z = (double *)malloc(sizeof(double) * (size_t)n * K);
+    double *G = (double *)malloc(sizeof(double) * nb * K * d), *gs = (double *)malloc(sizeof(double) * nb * K);
+    double *work = (double *)malloc(sizeof(double) * nb * hpj__probe_pass_work(K));
+    hpj__probe_lin A;
+    hpj_rng r;
+    int i, lvl, runs = 0;
+    hpj_rng_seed(&r, 14);
+    for (i = 0; i < n * d; ++i) X[i] = (float)hpj_rng_normal(&r);
+    for (i = 0; i < K * d; ++i) V[i] = hpj_rng_normal(&r);
+    for (i = 0; i < K; ++i) c[i] = hpj_rng_normal(&r);
+    for (i = 0; i < d; ++i) {
+        mu[i] = 0.1 * hpj_rng_normal(&r);
+        sc[i] = 1.0 + hpj_rng_uniform(&r);
+    }
+    memset(&A, 0, sizeof(A));
+    hpj__probe_lin_init(&A, X, n, d, K, mu, sc, 0.5);
+    A.G = G;
+    A.gs = gs;
+    A.Graw = Graw;
+    A.gsum = gsum;
+    A.work = work;
+    A.Veff = V;
+    A.ceff = c;
+    for (lvl = HPJ_PATHS_REFERENCE; lvl <= HPJ_PATHS_AVX512; ++lvl) {
+        if (hpj_set_paths(lvl) != lvl) continue;
+        hpj__probe_lin_pass(&A, NULL, NULL, Z, grad, V);
+        if (runs++ == 0) { /* the reference */
+            memcpy(Z0, Z, sizeof(double) * (size_t)n * K);
+            memcpy(grad0, grad, sizeof grad0);
+            memcpy(gsum0, gsum, sizeof gsum0);
+            continue;
+        }
+        CHECK_MSG(memcmp(Z, Z0, sizeof(double) * (size_t)n * K) == 0, "probe scores: %s differs from the reference",
+                  hpj_paths_name(lvl));
+        for (i = 0; i < K * d; ++i) CHECK_NEAR(grad[i], grad0[i], 1e-12, 1e-12);
+        for (i = 0; i < K; ++i) CHECK_NEAR(gsum[i], gsum0[i], 1e-12, 1e-12);
+    }
+    hpj_set_paths(HPJ_PATHS_BEST);
+    CHECK(runs >= 1);
+    free(X); free(Z0); free(Z); free(G); free(gs); free(work);
+}
+
 /* The team-size governor (hpj__gov) on made-up timings: it tries the other
    size after the first unit, switches when that is more than 10 % faster,
    waits HPJ__GOV_RATIO times a trial's cost before the next trial (0 in
@@ -627,6 +678,7 @@ const test_case internals_tests[] = {
     {"internals.bn_reference_vs_fast", test_bn_reference_vs_fast},
     {"internals.ln_reference_vs_fast", test_ln_reference_vs_fast},
     {"internals.colsum_paths", test_colsum_paths},
+    {"internals.probe_pass_paths", test_probe_pass_paths},
     {"internals.ln_gb_paths", test_ln_gb_paths},
     {"internals.gov_choice", test_gov_choice},
     {"internals.gov_same_bits", test_gov_same_bits},

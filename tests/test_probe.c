@@ -860,11 +860,13 @@ static void test_probe_threads_bitwise(void) {
 #endif
 }
 
-/* The reference part against the fast part (hpj_set_paths). The logreg
-   row-group sibling claims the reference's bits; ridge's Gram matrix and
-   Cholesky go through hpj_gemm, whose reference and fast paths may round
-   the float preconditioner differently, and the double refinement takes
-   both to the same solution: W within 1e-5 relative. */
+/* The reference part against the fast part (hpj_set_paths). The fast
+   part's row groups sum the logreg gradient over 8 rows in a tree where the
+   reference adds rows one by one, so L-BFGS takes other steps to the same
+   optimum: W and b within 1e-4 relative (the fits stop at a gradient 1e-6
+   of the first one). Ridge's fast path solves with a float factor where the
+   reference uses a double one; the refinement in double takes both to the
+   same solution: W within 1e-5 relative. */
 static void test_probe_paths_agree(void) {
     const int n = 300, d = 203, C = 3; /* d: a tail past the last 8 */
     float *X, *Y = (float *)calloc(n * C, sizeof(float));
@@ -886,18 +888,12 @@ static void test_probe_paths_agree(void) {
         if (t == 0) CHECK_OK(hpj_logreg_fit(X, y, n, d, C, &o, &b));
         if (t == 1) CHECK_OK(hpj_logreg_fit(X, y, n, d, 2, &o, &b));
         if (t >= 2) CHECK_OK(hpj_ridge_fit(X, Y, nn, dd, C, &o, &b));
-        if (t < 2) {
-            CHECK_MSG(memcmp(a.W, b.W, sizeof(float) * a.c * a.d) == 0, "case %d: W differs between paths", t);
-            CHECK(memcmp(a.b, b.b, sizeof(float) * a.c) == 0);
-            CHECK_EQ_INT(a.iters, b.iters);
-            /* the final gradient norm is a double: it shows any difference in the last bits */
-            CHECK_MSG(memcmp(&a.grad_norm, &b.grad_norm, sizeof(double)) == 0, "case %d: grad_norm %.17g vs %.17g", t,
-                      a.grad_norm, b.grad_norm);
-        } else {
-            for (k = 0; k < C * dd && ok; ++k) ok = fabsf(a.W[k] - b.W[k]) <= 1e-5f * fabsf(a.W[k]) + 1e-7f;
+        {
+            const float tol = t < 2 ? 1e-4f : 1e-5f;
+            for (k = 0; k < a.c * a.d && ok; ++k) ok = fabsf(a.W[k] - b.W[k]) <= tol * fabsf(a.W[k]) + 1e-7f;
             CHECK_MSG(ok, "case %d: W[%d] %g (reference) vs %g (fast)", t, k - 1, (double)a.W[k - 1],
                       (double)b.W[k - 1]);
-            for (k = 0; k < C; ++k) CHECK_NEAR(a.b[k], b.b[k], 1e-5, 1e-7);
+            for (k = 0; k < a.c; ++k) CHECK_NEAR(a.b[k], b.b[k], tol, 1e-7);
         }
         hpj_linear_model_free(&a);
         hpj_linear_model_free(&b);
