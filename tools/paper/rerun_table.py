@@ -10,7 +10,8 @@ method (they must share the config and have disjoint seeds), and prints a
 Markdown table, one row per dataset:
 
   - each method's seeds, mean +- std over seed means (population std, as
-    eval aggregates) and the mean fold std;
+    eval aggregates) and the mean fold std (accuracy in percent, as the
+    paper; ZINC-12K's MAE as it is);
   - HP-JEPA minus Graph-JEPA over the seeds both ran: the mean difference,
     the exact sign-flip p over seeds, and for classification the exact
     McNemar p over every test prediction (paired.py's tests; optimistic,
@@ -148,13 +149,17 @@ def main(argv):
                 continue
             metric, seeds = row[meth]
             m, sd, fstd = summary(seeds)
-            cells += [str(len(seeds)), "%.4f +- %.4f (%.3f)" % (m, sd, fstd)]
+            if metric == "mae":
+                cells += [str(len(seeds)), "%.4f +- %.4f (%.3f)" % (m, sd, fstd)]
+            else:  # in percent, as the paper
+                cells += [str(len(seeds)), "%.2f +- %.2f (%.1f)" % (100 * m, 100 * sd, 100 * fstd)]
         if len(row) == 2:
             common = sorted(set(row["hp"][1]) & set(row["gj"][1]))
             d = [sum(row["hp"][1][s]) / len(row["hp"][1][s]) - sum(row["gj"][1][s]) / len(row["gj"][1][s])
                  for s in common]
             mean_d = sum(d) / len(d) if d else 0.0
-            cells.append("%+.4f (%s; %d seeds)" % (mean_d, "%.3g" % sign_flip_p(d) if d else "-", len(d)))
+            scale = 1 if metric == "mae" else 100
+            cells.append("%+.2f (%s; %d seeds)" % (scale * mean_d, "%.3g" % sign_flip_p(d) if d else "-", len(d)))
             a, b, p = paired_test(metric, found[ds]["hp"], found[ds]["gj"], set(common))
             cells.append("%d / %d (%.3g)" % (a, b, p))
         else:
