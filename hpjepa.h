@@ -1223,7 +1223,8 @@ typedef void (*hpj_progress_fn)(void *user, const hpj_progress *p);
    step, and one thread is then faster. The results are the same bits for
    any team size, so this changes speed only. 0 keeps the team size fixed
    (benchmarks); 1 (the default) adapts. Set it before training starts;
-   it is one setting for the process. */
+   it is one setting for the process. Adapting is part of the fast part: a
+   -DHPJ_REFERENCE build keeps the team fixed, and this call does nothing. */
 HPJDEF void hpj_set_adaptive_threads(int on);
 
 /* Per-resolution JEPA pretraining on the graphs `train` (count n_train):
@@ -9044,158 +9045,30 @@ static hpj_status hpj__trainer_tokens(hpj__trainer *tr, const int32_t *graphs, i
     return hpj_tokens_build(tr->ds, tr->node_rw, graphs, n, &o, &tr->tk);
 }
 
-/* ==== threads: the team size follows the machine's load ====
-   A training step is a long chain of short parallel loops, and each loop
-   ends at a barrier where the team waits for its slowest thread. That is
-   cheap while every thread owns a core. When another process takes one of
-   the cores, a thread of the team is often descheduled: the others then
-   wait at each barrier for the scheduler to give it its core back, and T
-   threads can run many times slower than one. No waiting policy fixes
-   that (spinning burns the waiter's turn; sleeping adds a wake-up to every
-   loop), so training, embedding and probes measure instead: they time
-   each unit of work (a minibatch, an embedding chunk, a probe's pass over
-   the data) per unit of work done, run a unit with the other team size
-   (1 or T) now and then, and keep the faster one. A trial of the losing
-   size costs what one of its units takes, so trials come after
-   HPJ__GOV_RATIO times that much time spent on the winner, further apart
-   while the choice holds, and at once when a unit of the winner runs
-   slower than the loser did (the load has changed). The choice carries
-   over from one call to the next (per calling thread), so the folds of a
-   protocol do not each start by learning it again.
-   Results never depend on the team size (see the threads contract at the
-   top), so all of this changes speed only, never a bit.
-   hpj_set_adaptive_threads(0) keeps the team at T (benchmarks do). */
-static int hpj__adaptive = 1;
-HPJDEF void hpj_set_adaptive_threads(int on) { hpj__adaptive = on != 0; }
-
-#ifndef HPJ__GOV_RATIO
-#define HPJ__GOV_RATIO 32.0   /* time on the winner per unit of trial time */
-#endif
-#define HPJ__GOV_BACKOFF 16.0 /* trials at most this much further apart as the choice holds */
-#define HPJ__GOV_CAP 60.0     /* seconds: backing off stops here (a load may have gone) */
-#define HPJ__GOV_MARGIN 1.10  /* the other size must be this much faster to win */
+/* ==== threads: units of work ====
+   The reference runs every parallel loop with the team OpenMP gives it
+   (OMP_NUM_THREADS, or the config key threads). Results never depend on
+   the team size, so a faster choice of team can only change speed. Long
+   calls work in units (training: minibatches; embedding: chunks; probes: a
+   pass over the data), and the calls to hpj__gov_* below mark them: a call
+   enters its kind (enter ... leave) and brackets each unit (begin ... end).
+   The fast part uses these marks to run a unit on one thread while another
+   process takes one of the cores (see "fast: the team size follows the
+   machine's load"); in the reference they do nothing. */
+typedef struct hpj__gov hpj__gov;
 enum { HPJ__GOV_TRAIN, HPJ__GOV_EMBED, HPJ__GOV_PROBE, HPJ__GOV_KINDS };
-
-typedef struct hpj__gov {
-    int T;          /* the team size asked for (omp_get_max_threads() at the start); 0: unset */
-    int cur;        /* the size in use between trials: 1 or T */
-    int size;       /* the size of the unit in flight */
-    double rate[2]; /* work per second: [0] one thread, [1] T threads (0: not measured) */
-    double last[2]; /* seconds of the last unit run with each size */
-    double waited;  /* seconds on `cur` since the last trial */
-    double wait;    /* seconds on `cur` before the next trial */
-    double backoff; /* 1, 2, 4, ... while trials confirm `cur` */
-    double t0, f0;  /* when the unit in flight started, and hpj__flops then */
-    int warm;       /* the unit in flight warms up a call: not measured */
-} hpj__gov;
-
-/* Each kind of unit keeps its own rates. Training and embedding measure a
-   unit's work by the GEMM flops it counted (chunks of different
-   resolutions cost differently per node); probes by the size of the pass. */
-#ifdef _OPENMP
-static HPJ__TLS hpj__gov hpj__gov_state[HPJ__GOV_KINDS];
-
-/* Takes the unit's size (any fixed measure) and seconds, and picks the size to keep. */
-static void hpj__gov_measure(hpj__gov *g, double work, double dt) {
-    int i = g->size > 1, other;
-    double rate = work / dt, cost;
-    if (!(dt > 0.0) || !(rate > 0.0)) return;
-    g->last[i] = dt;
-    if (g->size == g->cur) {
-        /* the current size: a running mean that follows a change of load */
-        g->rate[i] = g->rate[i] > 0.0 ? 0.75 * g->rate[i] + 0.25 * rate : rate;
-        g->waited += dt;
-        /* a unit slower than the other size was at its last trial: the
-           load has changed, so the trial is due now */
-        if (HPJ__GOV_MARGIN * rate < g->rate[!i]) g->waited = HPJ__MAX(g->waited, g->wait + dt);
-        return;
-    }
-    g->rate[i] = rate; /* a trial: one fresh measurement of the other size */
-    if (rate > HPJ__GOV_MARGIN * g->rate[g->cur > 1]) {
-        g->cur = g->size; /* the other size wins */
-        g->backoff = 1.0;
-    } else if (g->backoff < HPJ__GOV_BACKOFF) {
-        g->backoff *= 2.0;
-    }
-    other = g->cur > 1 ? 0 : 1;
-    cost = HPJ__GOV_RATIO * g->last[other];
-    g->wait = cost * g->backoff;
-    if (g->wait > HPJ__GOV_CAP) g->wait = HPJ__MAX(HPJ__GOV_CAP, cost);
-    g->waited = 0.0;
-}
-
-/* The size of the next unit: the other one once `wait` seconds are spent. */
-static int hpj__gov_pick(hpj__gov *g) {
-    g->size = g->waited > g->wait ? (g->cur == 1 ? g->T : 1) : g->cur;
-    return g->size;
-}
-
-#endif
-
-/* A call that works in units of one kind (hpj_pretrain: minibatches)
-   enters the kind's state first: it carries over from the last call while
-   the team size asked for (omp_get_max_threads()) stays the same, and the
-   call's other parallel loops (partitioning between epochs, setup) run
-   with the size it holds. hpj__gov_leave gives the caller back the team
-   size it had. NULL: nothing to choose (one thread, no OpenMP, adapting
-   switched off, or inside a parallel region); every call takes NULL. */
-static hpj__gov *hpj__gov_enter(int kind) {
-#ifdef _OPENMP
-    hpj__gov *g = &hpj__gov_state[kind];
-    int T = omp_get_max_threads();
-    if (!hpj__adaptive || omp_in_parallel() || T <= 1) return NULL;
-    if (g->T != T) {
-        memset(g, 0, sizeof *g);
-        g->T = g->cur = T;
-        g->backoff = 1.0; /* wait = 0: the other size is tried after the first measured unit */
-    }
-    omp_set_num_threads(g->cur);
-    return g;
+#ifdef HPJ_REFERENCE
+HPJDEF void hpj_set_adaptive_threads(int on) { (void)on; }
+#define hpj__gov_enter(kind) ((void)(kind), (hpj__gov *)NULL)
+#define hpj__gov_begin(g, warm) ((void)(g), (void)(warm))
+#define hpj__gov_end(g, work) ((void)(g), (void)(work))
+#define hpj__gov_leave(g) ((void)(g))
 #else
-    (void)kind;
-    return NULL;
+static hpj__gov *hpj__gov_enter(int kind);
+static void hpj__gov_begin(hpj__gov *g, int warm);
+static void hpj__gov_end(hpj__gov *g, double work);
+static void hpj__gov_leave(hpj__gov *g);
 #endif
-}
-
-/* Starts a unit: sets the team size for its parallel loops (a trial of
-   the other size when due) and starts its clock. warm = 1 for the first
-   unit of a call, which also grows buffers and touches fresh memory: it
-   runs with the current size and is not measured. */
-static void hpj__gov_begin(hpj__gov *g, int warm) {
-#ifdef _OPENMP
-    if (!g) return;
-    g->warm = warm;
-    omp_set_num_threads(warm ? (g->size = g->cur) : hpj__gov_pick(g));
-    g->f0 = hpj__flops;
-    g->t0 = omp_get_wtime();
-#else
-    (void)g;
-    (void)warm;
-#endif
-}
-
-/* Ends the unit: takes its rate (work: its size in the kind's measure, or
-   < 0 for the flops counted since hpj__gov_begin) and goes back to the
-   size kept. */
-static void hpj__gov_end(hpj__gov *g, double work) {
-#ifdef _OPENMP
-    if (!g) return;
-    if (work < 0.0) work = hpj__flops - g->f0;
-    if (work > 0.0 && !g->warm) hpj__gov_measure(g, work, omp_get_wtime() - g->t0);
-    omp_set_num_threads(g->cur);
-#else
-    (void)g;
-    (void)work;
-#endif
-}
-
-static void hpj__gov_leave(hpj__gov *g) {
-#ifdef _OPENMP
-    if (g) omp_set_num_threads(g->T);
-#else
-    (void)g;
-#endif
-}
 
 static void hpj__set_threads(const hpj_config *c) {
 #ifdef _OPENMP
@@ -14040,6 +13913,158 @@ static void hpj__fast_adam_ema(hpj_model *m, float lr, float tau) {
             if (o >= eo) ema[o - eo + l] = tau * ema[o - eo + l] + ta * tp[l];
         }
     }
+}
+
+
+/* ==== fast: the team size follows the machine's load ====
+   A training step is a long chain of short parallel loops, and each loop
+   ends at a barrier where the team waits for its slowest thread. That is
+   cheap while every thread owns a core. When another process takes one of
+   the cores, a thread of the team is often descheduled: the others then
+   wait at each barrier for the scheduler to give it its core back, and T
+   threads can run many times slower than one. No waiting policy fixes
+   that (spinning burns the waiter's turn; sleeping adds a wake-up to every
+   loop), so training, embedding and probes measure instead: they time
+   each unit of work (a minibatch, an embedding chunk, a probe's pass over
+   the data) per unit of work done, run a unit with the other team size
+   (1 or T) now and then, and keep the faster one. A trial of the losing
+   size costs what one of its units takes, so trials come after
+   HPJ__GOV_RATIO times that much time spent on the winner, further apart
+   while the choice holds, and at once when a unit of the winner runs
+   slower than the loser did (the load has changed). The choice carries
+   over from one call to the next (per calling thread), so the folds of a
+   protocol do not each start by learning it again.
+   Results never depend on the team size (see the threads contract at the
+   top), so all of this changes speed only, never a bit.
+   hpj_set_adaptive_threads(0) keeps the team at T (benchmarks do). */
+static int hpj__adaptive = 1;
+HPJDEF void hpj_set_adaptive_threads(int on) { hpj__adaptive = on != 0; }
+
+#ifndef HPJ__GOV_RATIO
+#define HPJ__GOV_RATIO 32.0   /* time on the winner per unit of trial time */
+#endif
+#define HPJ__GOV_BACKOFF 16.0 /* trials at most this much further apart as the choice holds */
+#define HPJ__GOV_CAP 60.0     /* seconds: backing off stops here (a load may have gone) */
+#define HPJ__GOV_MARGIN 1.10  /* the other size must be this much faster to win */
+struct hpj__gov {
+    int T;          /* the team size asked for (omp_get_max_threads() at the start); 0: unset */
+    int cur;        /* the size in use between trials: 1 or T */
+    int size;       /* the size of the unit in flight */
+    double rate[2]; /* work per second: [0] one thread, [1] T threads (0: not measured) */
+    double last[2]; /* seconds of the last unit run with each size */
+    double waited;  /* seconds on `cur` since the last trial */
+    double wait;    /* seconds on `cur` before the next trial */
+    double backoff; /* 1, 2, 4, ... while trials confirm `cur` */
+    double t0, f0;  /* when the unit in flight started, and hpj__flops then */
+    int warm;       /* the unit in flight warms up a call: not measured */
+};
+
+/* Each kind of unit keeps its own rates. Training and embedding measure a
+   unit's work by the GEMM flops it counted (chunks of different
+   resolutions cost differently per node); probes by the size of the pass. */
+#ifdef _OPENMP
+static HPJ__TLS hpj__gov hpj__gov_state[HPJ__GOV_KINDS];
+
+/* Takes the unit's size (any fixed measure) and seconds, and picks the size to keep. */
+static void hpj__gov_measure(hpj__gov *g, double work, double dt) {
+    int i = g->size > 1, other;
+    double rate = work / dt, cost;
+    if (!(dt > 0.0) || !(rate > 0.0)) return;
+    g->last[i] = dt;
+    if (g->size == g->cur) {
+        /* the current size: a running mean that follows a change of load */
+        g->rate[i] = g->rate[i] > 0.0 ? 0.75 * g->rate[i] + 0.25 * rate : rate;
+        g->waited += dt;
+        /* a unit slower than the other size was at its last trial: the
+           load has changed, so the trial is due now */
+        if (HPJ__GOV_MARGIN * rate < g->rate[!i]) g->waited = HPJ__MAX(g->waited, g->wait + dt);
+        return;
+    }
+    g->rate[i] = rate; /* a trial: one fresh measurement of the other size */
+    if (rate > HPJ__GOV_MARGIN * g->rate[g->cur > 1]) {
+        g->cur = g->size; /* the other size wins */
+        g->backoff = 1.0;
+    } else if (g->backoff < HPJ__GOV_BACKOFF) {
+        g->backoff *= 2.0;
+    }
+    other = g->cur > 1 ? 0 : 1;
+    cost = HPJ__GOV_RATIO * g->last[other];
+    g->wait = cost * g->backoff;
+    if (g->wait > HPJ__GOV_CAP) g->wait = HPJ__MAX(HPJ__GOV_CAP, cost);
+    g->waited = 0.0;
+}
+
+/* The size of the next unit: the other one once `wait` seconds are spent. */
+static int hpj__gov_pick(hpj__gov *g) {
+    g->size = g->waited > g->wait ? (g->cur == 1 ? g->T : 1) : g->cur;
+    return g->size;
+}
+
+#endif
+
+/* A call that works in units of one kind (hpj_pretrain: minibatches)
+   enters the kind's state first: it carries over from the last call while
+   the team size asked for (omp_get_max_threads()) stays the same, and the
+   call's other parallel loops (partitioning between epochs, setup) run
+   with the size it holds. hpj__gov_leave gives the caller back the team
+   size it had. NULL: nothing to choose (one thread, no OpenMP, adapting
+   switched off, or inside a parallel region); every call takes NULL. */
+static hpj__gov *hpj__gov_enter(int kind) {
+#ifdef _OPENMP
+    hpj__gov *g = &hpj__gov_state[kind];
+    int T = omp_get_max_threads();
+    if (!hpj__adaptive || omp_in_parallel() || T <= 1) return NULL;
+    if (g->T != T) {
+        memset(g, 0, sizeof *g);
+        g->T = g->cur = T;
+        g->backoff = 1.0; /* wait = 0: the other size is tried after the first measured unit */
+    }
+    omp_set_num_threads(g->cur);
+    return g;
+#else
+    (void)kind;
+    return NULL;
+#endif
+}
+
+/* Starts a unit: sets the team size for its parallel loops (a trial of
+   the other size when due) and starts its clock. warm = 1 for the first
+   unit of a call, which also grows buffers and touches fresh memory: it
+   runs with the current size and is not measured. */
+static void hpj__gov_begin(hpj__gov *g, int warm) {
+#ifdef _OPENMP
+    if (!g) return;
+    g->warm = warm;
+    omp_set_num_threads(warm ? (g->size = g->cur) : hpj__gov_pick(g));
+    g->f0 = hpj__flops;
+    g->t0 = omp_get_wtime();
+#else
+    (void)g;
+    (void)warm;
+#endif
+}
+
+/* Ends the unit: takes its rate (work: its size in the kind's measure, or
+   < 0 for the flops counted since hpj__gov_begin) and goes back to the
+   size kept. */
+static void hpj__gov_end(hpj__gov *g, double work) {
+#ifdef _OPENMP
+    if (!g) return;
+    if (work < 0.0) work = hpj__flops - g->f0;
+    if (work > 0.0 && !g->warm) hpj__gov_measure(g, work, omp_get_wtime() - g->t0);
+    omp_set_num_threads(g->cur);
+#else
+    (void)g;
+    (void)work;
+#endif
+}
+
+static void hpj__gov_leave(hpj__gov *g) {
+#ifdef _OPENMP
+    if (g) omp_set_num_threads(g->T);
+#else
+    (void)g;
+#endif
 }
 
 
