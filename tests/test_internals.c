@@ -507,7 +507,7 @@ static void encode_items(hpj__trainer *tr, const hpj__item *it, int32_t S, int l
     int64_t cnt[3];
     size_t mark;
     memcpy(its, it, sizeof(hpj__item) * (size_t)S);
-    hpj__path_count(tr->ds, &tr->tk, its, S, &tr->ps, hpj__path_groups(m), &cnt[0], &cnt[1], &cnt[2]);
+    hpj__path_count(&tr->tk, its, S, &tr->ps, hpj__path_groups(m), &cnt[0], &cnt[1], &cnt[2]);
     hpj_arena_init_measure(&meas);
     hpj__gnn_bind(&meas, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL, 1);
     hpj__sq_bind(&meas, m, &pw, S);
