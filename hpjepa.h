@@ -8514,13 +8514,11 @@ static void hpj__step_bind(hpj_arena *a, const hpj_model *m, hpj__step_ws *w, in
 
 /* Makes sure the arena holds `need` bytes (grows between steps only). */
 static hpj_status hpj__arena_ensure(hpj_arena *a, size_t need) {
+    size_t peak = a->peak;
     if (a->cap >= need && a->base) return HPJ_OK;
-    {
-        size_t peak = a->peak;
-        hpj_arena_free(a);
-        if (hpj_arena_init(a, need + need / 4 + 4096) != HPJ_OK) return HPJ_ERR_NOMEM;
-        a->peak = peak;
-    }
+    hpj_arena_free(a);
+    if (hpj_arena_init(a, need + need / 4 + 4096) != HPJ_OK) return HPJ_ERR_NOMEM;
+    a->peak = peak;
     return HPJ_OK;
 }
 
@@ -8851,6 +8849,39 @@ done: /* (every way out after the buffers were bound gives them back) */
     return st;
 }
 
+/* ==== threads: units of work ====
+   The reference runs every parallel loop with the team OpenMP gives it
+   (OMP_NUM_THREADS, or the config key threads). Results never depend on
+   the team size, so a faster choice of team can only change speed. Long
+   calls work in units (training: minibatches; embedding: chunks; probes: a
+   pass over the data), and the calls to hpj__gov_* below mark them: a call
+   enters its kind (enter ... leave) and brackets each unit (begin ... end).
+   The fast part uses these marks to run a unit on one thread while another
+   process takes one of the cores (see "fast: the team size follows the
+   machine's load"); in the reference they do nothing. */
+typedef struct hpj__gov hpj__gov;
+enum { HPJ__GOV_TRAIN, HPJ__GOV_EMBED, HPJ__GOV_PROBE, HPJ__GOV_KINDS };
+#ifdef HPJ_REFERENCE
+HPJDEF void hpj_set_adaptive_threads(int on) { (void)on; }
+#define hpj__gov_enter(kind) ((void)(kind), (hpj__gov *)NULL)
+#define hpj__gov_begin(g, warm) ((void)(g), (void)(warm))
+#define hpj__gov_end(g, work) ((void)(g), (void)(work))
+#define hpj__gov_leave(g) ((void)(g))
+#else
+static hpj__gov *hpj__gov_enter(int kind);
+static void hpj__gov_begin(hpj__gov *g, int warm);
+static void hpj__gov_end(hpj__gov *g, double work);
+static void hpj__gov_leave(hpj__gov *g);
+#endif
+
+static void hpj__set_threads(const hpj_config *c) {
+#ifdef _OPENMP
+    if (c->threads > 0) omp_set_num_threads(c->threads);
+#else
+    (void)c;
+#endif
+}
+
 /* ==== model: training loop ================================================= */
 
 static void hpj__trainer_free(hpj__trainer *tr) {
@@ -8915,39 +8946,6 @@ static hpj_status hpj__trainer_tokens(hpj__trainer *tr, const int32_t *graphs, i
     hpj__tok_opts(tr->m, &o, train, epoch);
     hpj_tokens_free(&tr->tk);
     return hpj_tokens_build(tr->ds, tr->node_rw, graphs, n, &o, &tr->tk);
-}
-
-/* ==== threads: units of work ====
-   The reference runs every parallel loop with the team OpenMP gives it
-   (OMP_NUM_THREADS, or the config key threads). Results never depend on
-   the team size, so a faster choice of team can only change speed. Long
-   calls work in units (training: minibatches; embedding: chunks; probes: a
-   pass over the data), and the calls to hpj__gov_* below mark them: a call
-   enters its kind (enter ... leave) and brackets each unit (begin ... end).
-   The fast part uses these marks to run a unit on one thread while another
-   process takes one of the cores (see "fast: the team size follows the
-   machine's load"); in the reference they do nothing. */
-typedef struct hpj__gov hpj__gov;
-enum { HPJ__GOV_TRAIN, HPJ__GOV_EMBED, HPJ__GOV_PROBE, HPJ__GOV_KINDS };
-#ifdef HPJ_REFERENCE
-HPJDEF void hpj_set_adaptive_threads(int on) { (void)on; }
-#define hpj__gov_enter(kind) ((void)(kind), (hpj__gov *)NULL)
-#define hpj__gov_begin(g, warm) ((void)(g), (void)(warm))
-#define hpj__gov_end(g, work) ((void)(g), (void)(work))
-#define hpj__gov_leave(g) ((void)(g))
-#else
-static hpj__gov *hpj__gov_enter(int kind);
-static void hpj__gov_begin(hpj__gov *g, int warm);
-static void hpj__gov_end(hpj__gov *g, double work);
-static void hpj__gov_leave(hpj__gov *g);
-#endif
-
-static void hpj__set_threads(const hpj_config *c) {
-#ifdef _OPENMP
-    if (c->threads > 0) omp_set_num_threads(c->threads);
-#else
-    (void)c;
-#endif
 }
 
 HPJDEF double hpj_model_last_flops(void) { return hpj__flops; }
