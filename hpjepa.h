@@ -1223,7 +1223,8 @@ typedef void (*hpj_progress_fn)(void *user, const hpj_progress *p);
    step, and one thread is then faster. The results are the same bits for
    any team size, so this changes speed only. 0 keeps the team size fixed
    (benchmarks); 1 (the default) adapts. Set it before training starts;
-   it is one setting for the process. */
+   it is one setting for the process. Adapting is part of the fast part: a
+   -DHPJ_REFERENCE build keeps the team fixed, and this call does nothing. */
 HPJDEF void hpj_set_adaptive_threads(int on);
 
 /* Per-resolution JEPA pretraining on the graphs `train` (count n_train):
@@ -5599,10 +5600,15 @@ static void hpj__colsum_add(float *dst, const float *src, int N, int D, ptrdiff_
 
 /* ==== nn: linear ==== */
 
+/* The multiply-adds of the linear layers (2 flops each) that the calling
+   thread ran since the training run began (hpj_model_last_flops). */
+static HPJ__TLS double hpj__flops;
+
 HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, const float *b, int N, int Din,
                                int Dout) {
     int i;
     if (N <= 0 || Dout <= 0) return;
+    hpj__flops += 2.0 * N * Din * Dout;
     /* out = inp W^T + b: every row starts as the bias, and the GEMM adds
        the product to it (beta = 1: the bias is the first term of each
        element's sum, then the K blocks in order) */
@@ -5611,28 +5617,6 @@ HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, con
         for (i = 0; i < N; ++i) memcpy(out + (ptrdiff_t)i * Dout, b, sizeof(float) * (size_t)Dout);
     }
     hpj_gemm(0, 1, N, Dout, Din, 1.0f, inp, Din, W, Din, b ? 1.0f : 0.0f, out, Dout);
-}
-
-/* Products of at most this many multiply-adds are small enough that two
-   of them, one per thread, beat one team on each in turn. */
-#ifndef HPJ__PAIR_MACS
-#define HPJ__PAIR_MACS 4e7
-#endif
-
-/* The two independent parts of a linear layer's backward (see
-   hpj__linear_back2): part 0 the input gradient, part 1 the weight and
-   bias gradients. */
-static void hpj__linear_back_part(int part, float *dinp, float beta, float *dW, float *db, const float *dout,
-                                  const float *inp, const float *W, int N, int Din, int Dout) {
-    if (part == 0) {
-        /* d(inp W^T)/d inp: dinp = dout W (+ beta dinp) */
-        if (dinp) hpj_gemm(0, 0, N, Din, Dout, 1.0f, dout, Dout, W, Din, beta, dinp, Din);
-        return;
-    }
-    /* d(inp W^T)/dW: dW += dout^T inp */
-    if (dW) hpj_gemm(1, 0, Dout, Din, N, 1.0f, dout, Dout, inp, Din, 1.0f, dW, Din);
-    /* d(+ b)/db: db += the column sums of dout */
-    if (db) hpj__colsum_add(db, dout, N, Dout, Dout);
 }
 
 #ifndef HPJ_REFERENCE
@@ -5650,10 +5634,15 @@ static void hpj__linear_back2(float *dinp, float beta, float *dW, float *db, con
     if (N <= 0) return;
 #ifndef HPJ_REFERENCE
     if (hpj__fast() && hpj__linear_back_pair(dinp, beta, dW, db, dout, inp, W, N, Din, Dout))
-        return; /* fast: the two parts side by side (see below) */
+        return; /* fast: the two parts side by side (see below; each counts its flops) */
 #endif
-    hpj__linear_back_part(0, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
-    hpj__linear_back_part(1, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
+    hpj__flops += ((dinp ? 2.0 : 0.0) + (dW ? 2.0 : 0.0)) * N * Din * Dout;
+    /* d(inp W^T)/d inp: dinp = dout W (+ beta dinp) */
+    if (dinp) hpj_gemm(0, 0, N, Din, Dout, 1.0f, dout, Dout, W, Din, beta, dinp, Din);
+    /* d(inp W^T)/dW: dW += dout^T inp */
+    if (dW) hpj_gemm(1, 0, Dout, Din, N, 1.0f, dout, Dout, inp, Din, 1.0f, dW, Din);
+    /* d(+ b)/db: db += the column sums of dout */
+    if (db) hpj__colsum_add(db, dout, N, Dout, Dout);
 }
 
 HPJDEF void hpj_linear_backward(float *dinp, float *dW, float *db, const float *dout, const float *inp,
@@ -6328,52 +6317,20 @@ HPJDEF void hpj_gine_backward(float *dh, float *de, float *deps, const float *do
     if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
 }
 
-/* Columns per task of hpj_gine_backward_shared (256-byte row slices). */
-#define HPJ__GINE_DC 64
-
 HPJDEF void hpj_gine_forward_shared(float *out, const float *h, const float *e, const int32_t *rowptr,
                                     const int32_t *col, int N, int D, float eps) {
     hpj__gine_fwd(out, h, e, 0, rowptr, col, N, D, eps, NULL);
 }
 
-/* Rows r0..r1 of the shared-edge GINE backward over the channels
-   [c0, c0 + w), w <= HPJ__GINE_DC: t = the sum of dout over the row's
-   neighbours, masked by [h + e > 0] and added to acc (w doubles, in row
-   order); dh += (1 + eps) dout + t. */
-static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const float *h, const float *e,
-                              const int32_t *rowptr, const int32_t *col, int r0, int r1, int D, int c0, int w,
-                              float s) {
-    int r, j, k;
-    for (r = r0; r < r1; ++r) {
-        float t[HPJ__GINE_DC];
-        const float *dr = dout + (ptrdiff_t)r * D + c0, *hr = h + (ptrdiff_t)r * D + c0;
-        for (j = 0; j < w; ++j) t[j] = 0.0f;
-        for (k = rowptr[r]; k < rowptr[r + 1]; ++k) {
-            const float *dn = dout + (ptrdiff_t)col[k] * D + c0;
-            HPJ__OMP(simd)
-            for (j = 0; j < w; ++j) t[j] += dn[j];
-        }
-        for (j = 0; j < w; ++j) {
-            t[j] = hr[j] + e[c0 + j] > 0.0f ? t[j] : 0.0f;
-            acc[j] += t[j];
-        }
-        if (dh) {
-            float *g = dh + (ptrdiff_t)r * D + c0;
-            HPJ__OMP(simd)
-            for (j = 0; j < w; ++j) g[j] += s * dr[j] + t[j];
-        }
-    }
-}
-
 #ifndef HPJ_REFERENCE
-static int hpj__fast_gine_back_shared(float *dh, float *de, const float *dout, const float *h, const float *e,
-                                      const int32_t *rowptr, const int32_t *col, int N, int D, float s, int par);
+static void hpj__fast_gine_back_shared(float *dh, float *de, const float *dout, const float *h, const float *e,
+                                       const int32_t *rowptr, const int32_t *col, int N, int D, float s, int par);
 #endif
 
 HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const float *dout, const float *h,
                                      const float *e, const int32_t *rowptr, const int32_t *col, int N, int D,
                                      float eps) {
-    int par, c0;
+    int par, c;
     float s = 1.0f + eps;
     if (N <= 0 || D <= 0) return;
     par = (int64_t)rowptr[N] * D + (int64_t)N * D >= HPJ__PAR_ELEMS;
@@ -6383,27 +6340,33 @@ HPJDEF void hpj_gine_backward_shared(float *dh, float *de, float *deps, const fl
        d h[j] and de both get [h[j] + e > 0] times the sum of dout[col[k]]
        over k in row j. de's sums run over the fixed row blocks of BatchNorm
        (hpj__bn_r), each block's in double, added in block order: the same
-       bits for any thread count. Threads take panels of HPJ__GINE_DC
-       channels, which share nothing. */
+       bits for any thread count. Threads take channels, which share
+       nothing. */
     if (dh || de) {
 #ifndef HPJ_REFERENCE
-        if (hpj__fast() && hpj__fast_gine_back_shared(dh, de, dout, h, e, rowptr, col, N, D, s, par)) {
+        if (hpj__fast()) { /* fast: panels and row blocks (see the fast part) */
+            hpj__fast_gine_back_shared(dh, de, dout, h, e, rowptr, col, N, D, s, par);
             if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
-            return; /* fast: threads by row blocks (see the fast part) */
+            return;
         }
 #endif
         HPJ__OMP(parallel for schedule(static) if (par))
-        for (c0 = 0; c0 < D; c0 += HPJ__GINE_DC) {
-            int w = HPJ__MIN(HPJ__GINE_DC, D - c0), b, j;
-            double acc[HPJ__GINE_DC], p[HPJ__GINE_DC];
-            for (j = 0; j < w; ++j) acc[j] = 0.0;
+        for (c = 0; c < D; ++c) {
+            double acc = 0.0;
+            int b, r, k;
             for (b = 0; b < HPJ__BN_RB; ++b) {
-                for (j = 0; j < w; ++j) p[j] = 0.0;
-                hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, c0, w, s);
-                for (j = 0; j < w; ++j) acc[j] += p[j];
+                double part = 0.0; /* this block's sum of t over its rows */
+                for (r = hpj__bn_r(N, b); r < hpj__bn_r(N, b + 1); ++r) {
+                    ptrdiff_t o = (ptrdiff_t)r * D + c;
+                    float t = 0.0f;
+                    for (k = rowptr[r]; k < rowptr[r + 1]; ++k) t += dout[(ptrdiff_t)col[k] * D + c];
+                    t = h[o] + e[c] > 0.0f ? t : 0.0f;
+                    part += t;
+                    if (dh) dh[o] += s * dout[o] + t;
+                }
+                acc += part;
             }
-            if (de)
-                for (j = 0; j < w; ++j) de[c0 + j] += (float)acc[j];
+            if (de) de[c] += (float)acc;
         }
     }
     if (deps) hpj__gine_deps(deps, dout, h, N, D, par);
@@ -7565,8 +7528,6 @@ typedef struct hpj__item {
     int32_t g;     /* graph                                     */
     int32_t slot;  /* index of the patch within its graph's slot */
     int64_t patch; /* global patch index in the tokens          */
-    int32_t ne;    /* induced CSR entries (set by hpj__path_count)  */
-    int32_t ng;    /* copy groups of the run it opens (likewise)    */
 } hpj__item;
 
 /* The node copies of a list of patches, as one big graph: item s owns
@@ -7617,28 +7578,18 @@ static hpj_status hpj__pscr_init(hpj__pscr *ps, const hpj_dataset *ds) {
 }
 
 /* The team of the path builders' loops: no more threads than the scratch
-   has stamps, nor than the current team size (hpj__gov may lower it). */
+   has stamps, nor than the current team size (the program may lower it). */
 #ifdef _OPENMP
 static int hpj__pscr_team(const hpj__pscr *ps) { return HPJ__MIN(ps->nthr, omp_get_max_threads()); }
 #endif
 
-/* The calling thread's stamp: its number in the innermost team of more
-   than one thread (inside a region nested in hpj__fast_paths_side's, a team of
-   one, omp_get_thread_num() is 0 on both of the split's threads; active
-   regions do not nest here, hpj__two_ok). */
+/* The stamp of the calling thread of a builders' loop. */
 static int32_t *hpj__pscr_mine(const hpj__pscr *ps) {
-    int t = 0;
 #ifdef _OPENMP
-    int l;
-    for (l = omp_get_level(); l > 0; --l)
-        if (omp_get_team_size(l) > 1) {
-            t = omp_get_ancestor_thread_num(l);
-            break;
-        }
-    if (t >= ps->nthr) t = 0; /* (cannot happen: the builders' regions use at most nthr threads, and
-                                     hpj__fast_paths_side runs only when nthr >= 2) */
+    return ps->buf + (size_t)omp_get_thread_num() * (size_t)ps->maxn;
+#else
+    return ps->buf;
 #endif
-    return ps->buf + (size_t)t * (size_t)ps->maxn;
 }
 
 /* Whether item s opens a run (the items of one graph are contiguous). */
@@ -7667,13 +7618,12 @@ static int32_t hpj__run_groups(const hpj_tokens *tk, const hpj__item *it, int32_
     return n;
 }
 
-/* The induced edges of an item's patch (nodes ascending), in CSR order:
-   returns their number. With rowptr, writes them too, as copies c0.. from
-   entry e0 on: rowptr[c0 + j] copy j's first entry, col the other end's
-   copy, edge the dataset CSR entry. stamp: the thread's; it holds each
-   patch node's copy while the patch is marked. */
-static int32_t hpj__item_edges(const hpj_dataset *ds, const hpj_tokens *tk, const hpj__item *it, int32_t *stamp,
-                               int32_t c0, int32_t e0, int32_t *rowptr, int32_t *col, int32_t *edge) {
+/* Writes the induced edges of an item's patch (nodes ascending) in CSR
+   order, as copies c0.. from entry e0 on: rowptr[c0 + j] copy j's first
+   entry, col the other end's copy, edge the dataset CSR entry. stamp: the
+   thread's; it holds each patch node's copy while the patch is marked. */
+static void hpj__item_edges(const hpj_dataset *ds, const hpj_tokens *tk, const hpj__item *it, int32_t *stamp,
+                            int32_t c0, int32_t e0, int32_t *rowptr, int32_t *col, int32_t *edge) {
     const int32_t *nodes = tk->nodes + tk->ptr[it->patch];
     int32_t m = (int32_t)(tk->ptr[it->patch + 1] - tk->ptr[it->patch]), j, e = e0;
     hpj_graph gr = hpj_dataset_graph(ds, it->g);
@@ -7681,37 +7631,29 @@ static int32_t hpj__item_edges(const hpj_dataset *ds, const hpj_tokens *tk, cons
     for (j = 0; j < m; ++j) stamp[nodes[j]] = c0 + j;
     for (j = 0; j < m; ++j) {
         int32_t u = nodes[j], i;
-        if (rowptr) {
-            rowptr[c0 + j] = e;
-            for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) {
-                int32_t c = stamp[gr.col[i]];
-                if (c < 0) continue;
-                col[e] = c;
-                edge[e] = eb + i;
-                ++e;
-            }
-        } else {
-            for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) e += stamp[gr.col[i]] >= 0;
+        rowptr[c0 + j] = e;
+        for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) {
+            int32_t c = stamp[gr.col[i]];
+            if (c < 0) continue;
+            col[e] = c;
+            edge[e] = eb + i;
+            ++e;
         }
     }
     for (j = 0; j < m; ++j) stamp[nodes[j]] = -1;
-    return e - e0;
 }
 
-/* Counts copies, induced edges (each item's in it[s].ne) and (when groups)
-   groups of the items (each run's in its first item's ng), in parallel
-   over the items. */
-static void hpj__path_count(const hpj_dataset *ds, const hpj_tokens *tk, hpj__item *it, int32_t S,
-                            const hpj__pscr *ps, int groups, int64_t *C, int64_t *E, int64_t *NG) {
+/* Counts copies, induced edges (the tokenizer counted each patch's) and
+   (when groups) copy groups of the items, in parallel over the items. */
+static void hpj__path_count(const hpj_tokens *tk, const hpj__item *it, int32_t S, const hpj__pscr *ps, int groups,
+                            int64_t *C, int64_t *E, int64_t *NG) {
     int32_t s;
     int64_t c = 0, e = 0, ng = 0;
     HPJ__OMP(parallel for schedule(dynamic, 16) reduction(+ : c, e, ng) num_threads(hpj__pscr_team(ps)) if (S >= 64))
     for (s = 0; s < S; ++s) {
-        int32_t *stamp = hpj__pscr_mine(ps);
-        it[s].ne = tk->nedge ? tk->nedge[it[s].patch] : hpj__item_edges(ds, tk, it + s, stamp, 0, 0, NULL, NULL, NULL);
-        e += it[s].ne;
         c += tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch];
-        if (groups && hpj__run_start(it, s)) ng += it[s].ng = hpj__run_groups(tk, it, S, s, stamp, NULL, NULL, 0);
+        e += tk->nedge[it[s].patch];
+        if (groups && hpj__run_start(it, s)) ng += hpj__run_groups(tk, it, S, s, hpj__pscr_mine(ps), NULL, NULL, 0);
     }
     *C = c;
     *E = e;
@@ -7743,7 +7685,7 @@ static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hp
         p->seg[s] = c;
         p->rowptr[c] = e;
         c += (int32_t)(tk->ptr[it[s].patch + 1] - tk->ptr[it[s].patch]);
-        e += it[s].ne;
+        e += tk->nedge[it[s].patch];
     }
     p->seg[S] = c;
     p->rowptr[c] = e;
@@ -7766,36 +7708,18 @@ static void hpj__path_fill(const hpj_dataset *ds, const hpj_tokens *tk, const hp
         }
     }
     if (p->NG == 0) return;
-    /* groups, run by run: the runs' first groups (parked in gidx at each
-       run's first copy), then each run's numbering and its part of the
-       counting sort gptr / gidx (a run's groups hold exactly its copies) */
+    /* groups: each run's numbered on from the last run's (ps->buf: the
+       first stamp, as no loop runs here), then gptr / gidx by a counting
+       sort of the copies by group (ascending within a group) */
     for (s = 0; s < S; ++s)
-        if (hpj__run_start(it, s)) {
-            p->gidx[p->seg[s]] = ng;
-            ng += it[s].ng;
-        }
+        if (hpj__run_start(it, s)) ng += hpj__run_groups(tk, it, S, s, ps->buf, p->seg, p->grp, ng);
     HPJ_ASSERT(ng == p->NG);
-    HPJ__OMP(parallel for schedule(dynamic, 16) num_threads(hpj__pscr_team(ps)) if (S >= 64))
-    for (s = 0; s < S; ++s) {
-        int32_t g0, g1, k, j, c0 = p->seg[s], c1, acc;
-        if (!hpj__run_start(it, s)) continue;
-        g0 = p->gidx[c0];
-        g1 = g0 + hpj__run_groups(tk, it, S, s, hpj__pscr_mine(ps), p->seg, p->grp, g0);
-        HPJ_ASSERT(g1 - g0 == it[s].ng);
-        for (k = s + 1; k < S && it[k].g == it[s].g; ++k) {}
-        c1 = p->seg[k];
-        for (k = g0; k < g1; ++k) p->gptr[k] = 0;
-        for (j = c0; j < c1; ++j) p->gptr[p->grp[j]]++;
-        for (k = g0, acc = c0; k < g1; ++k) { /* sizes -> first positions */
-            int32_t t = p->gptr[k];
-            p->gptr[k] = acc;
-            acc += t;
-        }
-        for (j = c0; j < c1; ++j) p->gidx[p->gptr[p->grp[j]]++] = j;
-        for (k = g1 - 1; k > g0; --k) p->gptr[k] = p->gptr[k - 1]; /* ends -> starts */
-        p->gptr[g0] = c0;
-    }
-    p->gptr[p->NG] = p->C;
+    for (s = 0; s <= ng; ++s) p->gptr[s] = 0;
+    for (c = 0; c < p->C; ++c) p->gptr[p->grp[c] + 1]++; /* sizes */
+    for (s = 0; s < ng; ++s) p->gptr[s + 1] += p->gptr[s]; /* first positions */
+    for (c = 0; c < p->C; ++c) p->gidx[p->gptr[p->grp[c]]++] = c;
+    for (s = ng; s > 0; --s) p->gptr[s] = p->gptr[s - 1]; /* ends -> starts */
+    p->gptr[0] = 0;
 }
 
 /* Degree of dataset node u in its graph (for node_degree). */
@@ -8025,49 +7949,21 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
     w->ex = m->edge_onehot ? hpj_arena_floats(a, (size_t)E * m->Fe + 1) : NULL;
 }
 
-static HPJ__TLS double hpj__flops; /* GEMM flops of the current run (per thread: runs may overlap) */
+/* The momentum of the running statistics a training-mode BatchNorm updates. */
+#define HPJ__BN_MOMENTUM 0.1f
 
-static void hpj__lin(float *out, const float *in, const float *W, const float *b, int N, int Din, int Dout) {
-    hpj_linear_forward(out, in, W, b, N, Din, Dout);
-    hpj__flops += 2.0 * N * Din * Dout;
-}
-
-static void hpj__lin_back(float *dinp, float *dW, float *db, const float *dout, const float *inp, const float *W, int N,
-                          int Din, int Dout) {
-    hpj_linear_backward(dinp, dW, db, dout, inp, W, N, Din, Dout);
-    hpj__flops += (dinp ? 2.0 : 0.0) * N * Din * Dout + (dW ? 2.0 : 0.0) * N * Din * Dout;
-}
-/* As hpj__lin_back, but dinp (N, Din) is overwritten, not accumulated:
-   GEMM with beta = 0 instead of a zeroing pass and beta = 1. */
-static void hpj__lin_back_set(float *dinp, float *dW, float *db, const float *dout, const float *inp, const float *W,
-                              int N, int Din, int Dout) {
-    hpj__linear_back2(dinp, 0.0f, dW, db, dout, inp, W, N, Din, Dout);
-    hpj__flops += 2.0 * N * Din * Dout + (dW ? 2.0 : 0.0) * N * Din * Dout;
-}
-
-/* The running statistics a training-mode BatchNorm updates (*rm, *rv:
-   NULL when frozen, so only the batch's statistics are used), and its
-   momentum. */
-static float hpj__bn_mode(int mode, float **rm, float **rv) {
-    if (mode == HPJ__TRAIN_FROZEN) {
-        *rm = NULL;
-        *rv = NULL;
-    }
-    return 0.1f;
-}
-
-/* BatchNorm in one of the modes, then ReLU when relu = 1 (fused); with
+/* BatchNorm in one of the modes (frozen: the batch's statistics, the
+   running ones left as they are), then ReLU when relu = 1 (fused); with
    sum != NULL also sum = res + out (the residual, fused). */
 static void hpj__bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
                         float *rm, float *rv, int N, int D, int mode, int relu, const float *res,
                         float *sum, hpj__dp *dp) {
-    float momentum;
     if (mode == HPJ__EVAL) {
         hpj__bn_eval(out, in, g, b, rm, rv, N, D, 1e-5f, relu, res, sum);
         return;
     }
-    momentum = hpj__bn_mode(mode, &rm, &rv);
-    hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, momentum, 1e-5f, relu, res, sum, NULL, N, dp);
+    if (mode == HPJ__TRAIN_FROZEN) rm = rv = NULL;
+    hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum, NULL, N, dp);
 }
 static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, float *rm,
                     float *rv, int N, int D, int mode, int relu, hpj__dp *dp) {
@@ -8093,7 +7989,7 @@ static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *b
     if (L->hm) { /* patch mixing, then copy averaging (layers > 0; with copy groups) */
         int32_t c;
         hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
-        hpj__lin(L->ul, L->pm, q->Wu, NULL, S, D, D);
+        hpj_linear_forward(L->ul, L->pm, q->Wu, NULL, S, D, D);
         hpj__bn(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode, 1, w->dp);
         HPJ__OMP(parallel for schedule(static))
         for (c = 0; c < S; ++c) {
@@ -8110,9 +8006,9 @@ static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *b
     }
     if (m->edge_onehot) hpj_gine_forward(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
     else hpj_gine_forward_shared(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
-    hpj__lin(L->t1, L->agg, q->W1, NULL, C, D, D);
+    hpj_linear_forward(L->t1, L->agg, q->W1, NULL, C, D, D);
     hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], C, D, mode, 1, w->dp);
-    hpj__lin(L->t2, L->r1, q->W2, NULL, C, D, D);
+    hpj_linear_forward(L->t2, L->r1, q->W2, NULL, C, D, D);
     /* ra2 = ReLU(BN2(t2)); sum = h + r2 with r2 = dropout(ra2) (= ra2
        without dropout: then the BatchNorm pass also forms the sum; the
        target path, which never reads ra2, does not write it) */
@@ -8126,7 +8022,7 @@ static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *b
         HPJ__OMP(parallel for simd schedule(static))
         for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
     }
-    if (q->Wout && i + 1 < m->cfg.gnn_layers) hpj__lin(L->out, L->sum, q->Wout, q->bout, C, D, D);
+    if (q->Wout && i + 1 < m->cfg.gnn_layers) hpj_linear_forward(L->out, L->sum, q->Wout, q->bout, C, D, D);
 }
 
 /* The patch tokens: z = the mean over each patch of the last layer's
@@ -8141,7 +8037,7 @@ static void hpj__gnn_means(hpj_model *m, hpj__gnn_ws *w) {
     const hpj__gnn_layer *L = &w->lay[i];
     const hpj_gnn_params *q = &m->p.gnn[i];
     hpj_segment_mean_forward(q->Wout ? L->out : w->z, L->sum, p->seg, p->S, m->D);
-    if (q->Wout) hpj__lin(w->z, L->out, q->Wout, q->bout, p->S, m->D, m->D);
+    if (q->Wout) hpj_linear_forward(w->z, L->out, q->Wout, q->bout, p->S, m->D, m->D);
 }
 
 #ifndef HPJ_REFERENCE
@@ -8157,8 +8053,8 @@ static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn, int
     if (hpj__fast() && w->fast.on) { hpj__fast_gnn_forward(m, w, bn, mode, drop_seed); return; } /* fast: input table, copy classes */
 #endif
     /* h0 = x node_W^T + node_b; e = ex edge_W^T + edge_b */
-    hpj__lin(w->h0, w->x, m->p.node_W, m->p.node_b, p->C, m->F, D);
-    if (m->edge_onehot) hpj__lin(w->e, w->ex, m->p.edge_W, m->p.edge_b, p->E, m->Fe, D);
+    hpj_linear_forward(w->h0, w->x, m->p.node_W, m->p.node_b, p->C, m->F, D);
+    if (m->edge_onehot) hpj_linear_forward(w->e, w->ex, m->p.edge_W, m->p.edge_b, p->E, m->Fe, D);
     else memcpy(w->e, m->p.edge_b, sizeof(float) * (size_t)D); /* every edge: 0 W + b */
     for (i = 0; i < m->cfg.gnn_layers; ++i) hpj__gnn_layer_forward(m, w, bn, i, mode, drop_seed);
     hpj__gnn_means(m, w);
@@ -8215,7 +8111,7 @@ static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__g
     /* out = sum Wout^T + bout (or out = sum; the last layer's Wout is done) */
     if (q->Wout && i + 1 < m->cfg.gnn_layers) {
         dh = hpj__gnn_spare(b, dout, NULL);
-        hpj__lin_back_set(dh, gq->Wout, gq->bout, dout, L->sum, q->Wout, C, D, D);
+        hpj__linear_back2(dh, 0.0f, gq->Wout, gq->bout, dout, L->sum, q->Wout, C, D, D);
     } else {
         dh = dout;
     }
@@ -8231,11 +8127,11 @@ static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__g
     /* ra2 = relu(BN2(t2)), fused */
     hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, C, D, L->ra2, 1, NULL, C, w->dp);
     /* t2 = r1 W2^T */
-    hpj__lin_back_set(t1, gq->W2, NULL, t2, L->r1, q->W2, C, D, D);
+    hpj__linear_back2(t1, 0.0f, gq->W2, NULL, t2, L->r1, q->W2, C, D, D);
     /* r1 = relu(BN1(t1)), fused */
     hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, C, D, L->r1, 1, NULL, C, w->dp);
     /* t1 = agg W1^T */
-    hpj__lin_back_set(t1, gq->W1, NULL, t2, L->agg, q->W1, C, D, D);
+    hpj__linear_back2(t1, 0.0f, gq->W1, NULL, t2, L->agg, q->W1, C, D, D);
     /* agg = GINE(h, e) */
     if (m->edge_onehot)
         hpj_gine_backward(dh, b->de, gq->eps, t1, L->h, w->e, p->rowptr, p->col, p->rev, C, D, q->eps[0]);
@@ -8261,7 +8157,7 @@ static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__g
         hpj__bn_backward(b->sB, gq->bnu_g, gq->bnu_b, b->sA, L->ul, q->bnu_g, L->um, L->ur, S, D, L->ua, 1, NULL, S,
                          w->dp);
         /* ul = pm Wu^T */
-        hpj__lin_back_set(b->sA, gq->Wu, NULL, b->sB, L->pm, q->Wu, S, D, D);
+        hpj__linear_back2(b->sA, 0.0f, gq->Wu, NULL, b->sB, L->pm, q->Wu, S, D, D);
         hpj_segment_mean_backward(dhm, b->sA, p->seg, S, D); /* pm = segment_mean(hin) */
         return dhm;
     }
@@ -8273,7 +8169,7 @@ static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__g
 static const float *hpj__gnn_means_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *b, const float *dz) {
     int i = m->cfg.gnn_layers - 1, D = m->D, S = w->path.S;
     if (!m->p.gnn[i].Wout) return dz;
-    hpj__lin_back_set(b->sA, m->g.gnn[i].Wout, m->g.gnn[i].bout, dz, w->lay[i].out, m->p.gnn[i].Wout, S, D, D);
+    hpj__linear_back2(b->sA, 0.0f, m->g.gnn[i].Wout, m->g.gnn[i].bout, dz, w->lay[i].out, m->p.gnn[i].Wout, S, D, D);
     return b->sA;
 }
 
@@ -8297,9 +8193,9 @@ static void hpj__gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws *
     hpj_segment_mean_backward(dout, dz, p->seg, S, D);
     for (i = m->cfg.gnn_layers - 1; i >= 0; --i) dout = hpj__gnn_layer_backward(m, w, b, i, dout);
     /* h0 = x node_W^T + node_b ; e = ex edge_W^T + edge_b */
-    hpj__lin_back(NULL, m->g.node_W, m->g.node_b, dout, w->x, m->p.node_W, C, m->F, D);
+    hpj_linear_backward(NULL, m->g.node_W, m->g.node_b, dout, w->x, m->p.node_W, C, m->F, D);
     if (m->edge_onehot) {
-        hpj__lin_back(NULL, m->g.edge_W, m->g.edge_b, b->de, w->ex, m->p.edge_W, p->E, m->Fe, D);
+        hpj_linear_backward(NULL, m->g.edge_W, m->g.edge_b, b->de, w->ex, m->p.edge_W, p->E, m->Fe, D);
     } else { /* the input is 0: edge_W gets nothing, edge_b the summed messages */
         int j;
         for (j = 0; j < D; ++j) m->g.edge_b[j] += b->de[j];
@@ -8332,13 +8228,13 @@ static void hpj__sq_forward(hpj_model *m, hpj__sq_ws *w, hpj_bn_stats *bn, const
                             int32_t S, int mode) {
     int32_t s;
     for (s = 0; s < S; ++s) memcpy(w->rw + (size_t)s * m->R, tk->rw + (size_t)it[s].patch * m->R, sizeof(float) * (size_t)m->R);
-    hpj__lin(w->lin, w->rw, m->p.sq_W, NULL, S, m->R, m->D);
+    hpj_linear_forward(w->lin, w->rw, m->p.sq_W, NULL, S, m->R, m->D);
     hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.sq_g, m->p.sq_b, bn->sq_m, bn->sq_v, S, m->D, mode, 1, w->dp);
 }
 
 static void hpj__sq_backward(hpj_model *m, const hpj__sq_ws *w, int32_t S, const float *dp, float *s1) {
     hpj__bn_backward(s1, m->g.sq_g, m->g.sq_b, dp, w->lin, m->p.sq_g, w->mean, w->rstd, S, m->D, w->p, 1, NULL, S, w->dp);
-    hpj__lin_back(NULL, m->g.sq_W, NULL, s1, w->rw, m->p.sq_W, S, m->R, m->D);
+    hpj_linear_backward(NULL, m->g.sq_W, NULL, s1, w->rw, m->p.sq_W, S, m->R, m->D);
 }
 
 /* ==== model: token encoders (online f_theta and EMA target) =============== */
@@ -8379,19 +8275,12 @@ static void hpj__enc_bind(hpj_arena *a, const hpj_model *m, hpj__enc_ws *w, int 
     }
 }
 
-/* single: one-token sequences (v only, no attention products) */
-static void hpj__enc_flops(const hpj_model *m, int B, int T, int single, double mult) {
-    double BT = (double)B * T, D = m->D, qkv = single ? 1.0 : 3.0, att = single ? 0.0 : 4.0 * B * (double)T * T * D;
-    hpj__flops += mult * (2.0 * BT * D * qkv * D + 2.0 * BT * D * D + 4.0 * BT * D * m->Fh + att) * m->cfg.blocks;
-}
-
 static void hpj__enc_forward(hpj_model *m, hpj__enc_ws *w, const hpj_block_params *blk, const uint8_t *mask,
                              const float *adj) {
     int i;
     for (i = 0; i < w->nblocks; ++i)
         hpj_block_forward(w->x[i + 1], &w->cache[i], w->x[i], &blk[i], mask, adj, w->B, w->T, m->D, m->H, m->Fh,
                           m->cfg.ffn_act);
-    hpj__enc_flops(m, w->B, w->T, hpj__block_single(w->T, mask, adj), 1.0);
 }
 
 /* Training reads the EMA encoder's output u only through m(u), the mean
@@ -8430,7 +8319,6 @@ static void hpj__enc_backward(hpj_model *m, hpj__enc_ws *w, const float *dy, flo
                            w->T, m->D, m->H, m->Fh, m->cfg.ffn_act);
         dcur = dnext;
     }
-    hpj__enc_flops(m, w->B, w->T, hpj__block_single(w->T, mask, NULL), 2.0);
 }
 
 /* ==== model: predictor q_psi =============================================== */
@@ -8472,7 +8360,7 @@ static void hpj__pred_forward(hpj_model *m, hpj__pred_ws *w, uint64_t drop_seed)
     size_t ND = (size_t)w->N * D;
     for (i = 0; i < P; ++i) {
         int out = (i == P - 1) ? 2 : D;
-        hpj__lin(i == P - 1 ? w->a[P] : w->r[i], w->a[i], m->p.pred_W[i], m->p.pred_b[i], w->N, D, out);
+        hpj_linear_forward(i == P - 1 ? w->a[P] : w->r[i], w->a[i], m->p.pred_W[i], m->p.pred_b[i], w->N, D, out);
         if (i < P - 1) {
             hpj_relu_forward(w->r[i], w->r[i], ND);
             if (w->mask[i]) hpj__dropout_at(w->a[i + 1], w->mask[i], w->r[i], ND, m->cfg.dropout, drop_seed, (uint64_t)m->step, 200 + i, (uint64_t)w->row0 * D);
@@ -8490,7 +8378,7 @@ static void hpj__pred_backward(hpj_model *m, hpj__pred_ws *w, const float *dy, f
         float *dinp = (i == 0) ? dq : w->dB; /* gradient of a[i] */
         const float *dr;
         hpj__zero(dinp, ND);
-        hpj__lin_back(dinp, m->g.pred_W[i], m->g.pred_b[i], dlin, w->a[i], m->p.pred_W[i], w->N, D, out);
+        hpj_linear_backward(dinp, m->g.pred_W[i], m->g.pred_b[i], dlin, w->a[i], m->p.pred_W[i], w->N, D, out);
         if (i == 0) break;
         /* a[i] = dropout(r[i-1]), r[i-1] = relu(linear output of layer i-1) */
         dr = dinp;
@@ -8536,6 +8424,7 @@ typedef struct hpj__trainer {
     hpj__pscr ps;            /* the path builders' scratch */
     hpj__item *ctx, *tgt;    /* (batch), (batch * max M)    */
     int32_t *tptr;           /* (batch + 1) targets of each context */
+    int32_t *perm;           /* (max K) hpj__sample's regions of a graph */
     int l;                   /* the resolution of ctx and tgt (hpj__sample): its
                                 BatchNorm running statistics are m->bn[l] */
     uint64_t sample_seed;
@@ -8546,32 +8435,30 @@ typedef struct hpj__trainer {
     hpj__dp *dp;             /* data-parallel (hpj_model_set_comm); NULL: one process */
     int64_t row0[3];         /* data-parallel: this rank's first context, target and
                                 context copy in the whole batch (0 alone) */
+#ifndef HPJ_REFERENCE
     double side_share[HPJ_MAX_RES]; /* fast: the EMA encoder's share on the target path's
                                        thread when the paths run side by side, by resolution
                                        (0: not yet measured) */
+#endif
 } hpj__trainer;
 
 /* Samples the context and targets of the eligible graphs (k_l >= 2) of a
    batch: one context uniformly, min(M_l, k-1) targets without replacement
-   from the other regions; one stream per (seed, epoch, graph, resolution). */
+   from the other regions; one stream per (seed, epoch, graph, resolution).
+   Returns B, the number of contexts. */
 static int32_t hpj__sample(hpj__trainer *tr, const int32_t *batch, int32_t nb, int l, int32_t *ntgt) {
     const hpj_tokens *tk = &tr->tk;
-    int32_t b, B = 0, T = 0;
-    int32_t perm[1024];
-    int32_t *big = NULL;
+    int32_t b, B = 0, T = 0, *pm = tr->perm;
     tr->l = l;
     tr->tptr[0] = 0;
     for (b = 0; b < nb; ++b) {
         int32_t g = batch[b], k = tk->k[(size_t)g * tk->L + l], Mg, c, j;
         int64_t p0 = tk->patch0[(size_t)g * tk->L + l];
         hpj_rng r;
-        int32_t *pm;
         if (k < 2) continue;
         r = hpj_rng_stream(tr->sample_seed, (uint64_t)tr->epoch, (uint64_t)g * HPJ_MAX_RES + (uint64_t)l);
         Mg = HPJ__MIN(tr->m->cfg.M[l], k - 1);
         c = (int32_t)hpj_rng_below(&r, (uint32_t)k);
-        pm = k <= 1024 ? perm : (big = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)k, "sample"));
-        if (!pm) return -1;
         for (j = 0; j < k - 1; ++j) pm[j] = j < c ? j : j + 1; /* the regions other than c */
         for (j = 0; j < Mg; ++j) { /* partial Fisher-Yates */
             int32_t q = j + (int32_t)hpj_rng_below(&r, (uint32_t)(k - 1 - j)), t = pm[j];
@@ -8583,8 +8470,6 @@ static int32_t hpj__sample(hpj__trainer *tr, const int32_t *batch, int32_t nb, i
             tr->tgt[T].g = g; tr->tgt[T].slot = pm[j]; tr->tgt[T].patch = p0 + pm[j];
             ++T;
         }
-        hpj__free(big);
-        big = NULL;
         tr->tptr[++B] = T;
     }
     *ntgt = T;
@@ -8633,19 +8518,12 @@ static void hpj__step_bind(hpj_arena *a, const hpj_model *m, hpj__step_ws *w, in
 
 /* Makes sure the arena holds `need` bytes (grows between steps only). */
 static hpj_status hpj__arena_ensure(hpj_arena *a, size_t need) {
+    size_t peak = a->peak;
     if (a->cap >= need && a->base) return HPJ_OK;
-    {
-        size_t peak = a->peak;
-        hpj_arena_free(a);
-        if (hpj_arena_init(a, need + need / 4 + 4096) != HPJ_OK) return HPJ_ERR_NOMEM;
-        a->peak = peak;
-    }
+    hpj_arena_free(a);
+    if (hpj_arena_init(a, need + need / 4 + 4096) != HPJ_OK) return HPJ_ERR_NOMEM;
+    a->peak = peak;
     return HPJ_OK;
-}
-
-static float hpj__step_lr(const hpj__trainer *tr) {
-    const hpj_config *c = &tr->m->cfg;
-    return hpj_lr_at(c->schedule, c->lr, c->min_lr, tr->m->step, tr->total_steps, tr->warmup_steps);
 }
 
 /* A path's inputs: its node copies, their edges (CSR, with the reverse
@@ -8831,7 +8709,6 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
 static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, int l, double *loss, int *active) {
     hpj_model *m = tr->m;
     const hpj_config *cfg = &m->cfg;
-    const hpj_dataset *ds = tr->ds;
     hpj__dp *dp = tr->dp;
     hpj__step_ws w;
     hpj_arena meas;
@@ -8849,18 +8726,12 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     /* -- 1. sample: per graph one context region c and M_l target regions t
        (with a communicator: of this rank's slice of the batch) -- */
     B = hpj__sample(tr, batch, nb, l, &T);
-    if (B < 0) {
-        st = HPJ_ERR_NOMEM;
-        B = T = 0;
-    }
-    if (!dp && (st || B == 0)) return st;
+    if (!dp && B == 0) return HPJ_OK;
     for (b = 0; b < B; ++b) Tm = HPJ__MAX(Tm, tr->tptr[b + 1] - tr->tptr[b]);
-    if (!st) {
-        hpj__path_count(ds, &tr->tk, tr->ctx, B, &tr->ps, hpj__path_groups(m), &cc[0], &cc[1], &cc[2]);
-        hpj__path_count(ds, &tr->tk, tr->tgt, T, &tr->ps, hpj__path_groups(m), &ct[0], &ct[1], &ct[2]);
-        if (cc[0] > INT32_MAX / 2 || cc[1] > INT32_MAX / 2 || ct[0] > INT32_MAX / 2 || ct[1] > INT32_MAX / 2)
-            st = hpj__fail(HPJ_ERR_INPUT, "step: batch too large (%lld node copies)", (long long)(cc[0] + ct[0]));
-    }
+    hpj__path_count(&tr->tk, tr->ctx, B, &tr->ps, hpj__path_groups(m), &cc[0], &cc[1], &cc[2]);
+    hpj__path_count(&tr->tk, tr->tgt, T, &tr->ps, hpj__path_groups(m), &ct[0], &ct[1], &ct[2]);
+    if (cc[0] > INT32_MAX / 2 || cc[1] > INT32_MAX / 2 || ct[0] > INT32_MAX / 2 || ct[1] > INT32_MAX / 2)
+        st = hpj__fail(HPJ_ERR_INPUT, "step: batch too large (%lld node copies)", (long long)(cc[0] + ct[0]));
     if (!st) {
         hpj_arena_init_measure(&meas);
         hpj__step_bind(&meas, m, &w, B, T, Tm, cc, ct, train_drop);
@@ -8872,11 +8743,7 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
         /* data parallel: the ranks agree on the whole batch (its T is the
            loss normaliser below) and on where this rank's rows sit in it; a
            rank without an eligible graph takes part with none */
-        int64_t mine[4];
-        mine[0] = B;
-        mine[1] = T;
-        mine[2] = cc[0];
-        mine[3] = ct[0];
+        int64_t mine[4] = {B, T, cc[0], ct[0]};
         st = hpj__dp_batch(tr, st, mine, all);
     }
     if (st) return st;
@@ -8913,10 +8780,7 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
                        "overflow float; set target_clamp (e.g. 20) to guard",
                        (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], badmu);
     if (dp) st = hpj__dp_agree(dp, st, NULL, 0);
-    if (st) {
-        hpj_arena_reset(&tr->arena, mark);
-        return st;
-    }
+    if (st) goto done;
 
     /* -- 5. predictor: yhat_t = q_psi(s_c + e_xi(t)) -- */
     hpj__pred_input(tr, &w, B);
@@ -8931,13 +8795,13 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
     if (dp) hpj__dp_sum_d(dp, &L_sum, 1);
     *loss = L_sum;
     if (dp && dp->failed) {
-        hpj_arena_reset(&tr->arena, mark);
-        return hpj__dp_lost(dp);
+        st = hpj__dp_lost(dp);
+        goto done;
     }
     if (!(L_sum == L_sum) || L_sum > 1e30) {
-        hpj_arena_reset(&tr->arena, mark);
-        return hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): loss is %g", (long long)tr->epoch + 1,
-                         (long long)m->step + 1, l + 1, cfg->K[l], L_sum);
+        st = hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): loss is %g", (long long)tr->epoch + 1,
+                       (long long)m->step + 1, l + 1, cfg->K[l], L_sum);
+        goto done;
     }
 
     /* -- 7. backward, in reverse: q_psi, then q_t = s_c + p_t splits the
@@ -8966,25 +8830,60 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
            batch's gradient, so the update below is the same on every rank */
         hpj__dp_sum_f(dp, m->grads, m->num_params);
         if (dp->failed) {
-            hpj_arena_reset(&tr->arena, mark);
-            return hpj__dp_lost(dp);
+            st = hpj__dp_lost(dp);
+            goto done;
         }
     }
 
     /* -- 8. update: clip the gradient's global norm, Adam, the EMA -- */
     if (tr->apply) {
-        float lr = hpj__step_lr(tr), tau = hpj_ema_momentum(cfg->ema_start, cfg->ema_end, m->step, tr->total_steps);
+        float lr = hpj_lr_at(cfg->schedule, cfg->lr, cfg->min_lr, m->step, tr->total_steps, tr->warmup_steps);
+        float tau = hpj_ema_momentum(cfg->ema_start, cfg->ema_end, m->step, tr->total_steps);
         double gn = hpj_grad_clip(m->grads, m->num_params, cfg->clip);
         if (!(gn == gn) || gn > 1e30) {
-            hpj_arena_reset(&tr->arena, mark);
-            return hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): gradient norm is %g",
-                             (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], gn);
+            st = hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): gradient norm is %g",
+                           (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], gn);
+            goto done;
         }
         hpj__adam_ema(m, lr, tau);
         m->step++;
     }
+done: /* (every way out after the buffers were bound gives them back) */
     hpj_arena_reset(&tr->arena, mark);
-    return HPJ_OK;
+    return st;
+}
+
+/* ==== threads: units of work ====
+   The reference runs every parallel loop with the team OpenMP gives it
+   (OMP_NUM_THREADS, or the config key threads). Results never depend on
+   the team size, so a faster choice of team can only change speed. Long
+   calls work in units (training: minibatches; embedding: chunks; probes: a
+   pass over the data), and the calls to hpj__gov_* below mark them: a call
+   enters its kind (enter ... leave) and brackets each unit (begin ... end).
+   The fast part uses these marks to run a unit on one thread while another
+   process takes one of the cores (see "fast: the team size follows the
+   machine's load"); in the reference they do nothing. */
+typedef struct hpj__gov hpj__gov;
+enum { HPJ__GOV_TRAIN, HPJ__GOV_EMBED, HPJ__GOV_PROBE, HPJ__GOV_KINDS };
+#ifdef HPJ_REFERENCE
+HPJDEF void hpj_set_adaptive_threads(int on) { (void)on; }
+#define hpj__gov_enter(kind) ((void)(kind), (hpj__gov *)NULL)
+#define hpj__gov_begin(g, warm) ((void)(g), (void)(warm))
+#define hpj__gov_end(g, work) ((void)(g), (void)(work))
+#define hpj__gov_leave(g) ((void)(g))
+#else
+static hpj__gov *hpj__gov_enter(int kind);
+static void hpj__gov_begin(hpj__gov *g, int warm);
+static void hpj__gov_end(hpj__gov *g, double work);
+static void hpj__gov_leave(hpj__gov *g);
+#endif
+
+static void hpj__set_threads(const hpj_config *c) {
+#ifdef _OPENMP
+    if (c->threads > 0) omp_set_num_threads(c->threads);
+#else
+    (void)c;
+#endif
 }
 
 /* ==== model: training loop ================================================= */
@@ -8993,7 +8892,7 @@ static void hpj__trainer_free(hpj__trainer *tr) {
     hpj_tokens_free(&tr->tk);
     hpj__free(tr->node_rw);
     hpj_arena_free(&tr->arena);
-    hpj__free(tr->ps.buf); hpj__free(tr->ctx); hpj__free(tr->tgt); hpj__free(tr->tptr);
+    hpj__free(tr->ps.buf); hpj__free(tr->ctx); hpj__free(tr->tgt); hpj__free(tr->tptr); hpj__free(tr->perm);
     memset(tr, 0, sizeof(*tr));
 }
 
@@ -9013,7 +8912,7 @@ static void hpj__tok_opts(const hpj_model *m, hpj_tok_options *o, int train, int
 }
 
 static hpj_status hpj__trainer_init(hpj__trainer *tr, hpj_model *m, const hpj_dataset *ds, int32_t batch_cap) {
-    int32_t maxM = 1, l;
+    int32_t maxM = 1, maxK = 1, l;
     hpj_status st;
     memset(tr, 0, sizeof(*tr));
     tr->m = m;
@@ -9028,12 +8927,17 @@ static hpj_status hpj__trainer_init(hpj__trainer *tr, hpj_model *m, const hpj_da
     if (m->node_attr_dim && (!ds->node_attr || ds->node_attr_dim != m->node_attr_dim))
         return hpj__fail(HPJ_ERR_INPUT, "model expects %d node attributes, dataset %s has %d", m->node_attr_dim, ds->name,
                          ds->node_attr ? ds->node_attr_dim : 0);
-    for (l = 0; l < m->cfg.L; ++l) maxM = HPJ__MAX(maxM, m->cfg.M[l]);
+    for (l = 0; l < m->cfg.L; ++l) {
+        maxM = HPJ__MAX(maxM, m->cfg.M[l]);
+        maxK = HPJ__MAX(maxK, m->cfg.K[l]);
+    }
+    maxK = HPJ__MIN(maxK, HPJ__MAX(1, hpj__max_nodes(ds))); /* (k_l <= min(K_l, n) regions) */
     tr->node_rw = (float *)hpj__calloc((size_t)ds->num_nodes + 1, sizeof(float) * (size_t)m->R, "pretrain");
     tr->ctx = (hpj__item *)hpj__alloc(sizeof(hpj__item) * (size_t)batch_cap, "pretrain");
     tr->tgt = (hpj__item *)hpj__alloc(sizeof(hpj__item) * (size_t)batch_cap * (size_t)maxM, "pretrain");
     tr->tptr = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)batch_cap + 1), "pretrain");
-    if (hpj__pscr_init(&tr->ps, ds) || !tr->node_rw || !tr->ctx || !tr->tgt || !tr->tptr) {
+    tr->perm = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)maxK, "pretrain");
+    if (hpj__pscr_init(&tr->ps, ds) || !tr->node_rw || !tr->ctx || !tr->tgt || !tr->tptr || !tr->perm) {
         hpj__trainer_free(tr);
         return HPJ_ERR_NOMEM;
     }
@@ -9046,167 +8950,6 @@ static hpj_status hpj__trainer_tokens(hpj__trainer *tr, const int32_t *graphs, i
     hpj__tok_opts(tr->m, &o, train, epoch);
     hpj_tokens_free(&tr->tk);
     return hpj_tokens_build(tr->ds, tr->node_rw, graphs, n, &o, &tr->tk);
-}
-
-/* ==== threads: the team size follows the machine's load ====
-   A training step is a long chain of short parallel loops, and each loop
-   ends at a barrier where the team waits for its slowest thread. That is
-   cheap while every thread owns a core. When another process takes one of
-   the cores, a thread of the team is often descheduled: the others then
-   wait at each barrier for the scheduler to give it its core back, and T
-   threads can run many times slower than one. No waiting policy fixes
-   that (spinning burns the waiter's turn; sleeping adds a wake-up to every
-   loop), so training, embedding and probes measure instead: they time
-   each unit of work (a minibatch, an embedding chunk, a probe's pass over
-   the data) per unit of work done, run a unit with the other team size
-   (1 or T) now and then, and keep the faster one. A trial of the losing
-   size costs what one of its units takes, so trials come after
-   HPJ__GOV_RATIO times that much time spent on the winner, further apart
-   while the choice holds, and at once when a unit of the winner runs
-   slower than the loser did (the load has changed). The choice carries
-   over from one call to the next (per calling thread), so the folds of a
-   protocol do not each start by learning it again.
-   Results never depend on the team size (see the threads contract at the
-   top), so all of this changes speed only, never a bit.
-   hpj_set_adaptive_threads(0) keeps the team at T (benchmarks do). */
-static int hpj__adaptive = 1;
-HPJDEF void hpj_set_adaptive_threads(int on) { hpj__adaptive = on != 0; }
-
-#ifndef HPJ__GOV_RATIO
-#define HPJ__GOV_RATIO 32.0   /* time on the winner per unit of trial time */
-#endif
-#define HPJ__GOV_BACKOFF 16.0 /* trials at most this much further apart as the choice holds */
-#define HPJ__GOV_CAP 60.0     /* seconds: backing off stops here (a load may have gone) */
-#define HPJ__GOV_MARGIN 1.10  /* the other size must be this much faster to win */
-enum { HPJ__GOV_TRAIN, HPJ__GOV_EMBED, HPJ__GOV_PROBE, HPJ__GOV_KINDS };
-
-typedef struct hpj__gov {
-    int T;          /* the team size asked for (omp_get_max_threads() at the start); 0: unset */
-    int cur;        /* the size in use between trials: 1 or T */
-    int size;       /* the size of the unit in flight */
-    double rate[2]; /* work per second: [0] one thread, [1] T threads (0: not measured) */
-    double last[2]; /* seconds of the last unit run with each size */
-    double waited;  /* seconds on `cur` since the last trial */
-    double wait;    /* seconds on `cur` before the next trial */
-    double backoff; /* 1, 2, 4, ... while trials confirm `cur` */
-    double t0, f0;  /* when the unit in flight started, and hpj__flops then */
-    int warm;       /* the unit in flight warms up a call: not measured */
-} hpj__gov;
-
-/* Each kind of unit keeps its own rates. Training and embedding measure a
-   unit's work by the GEMM flops it counted (chunks of different
-   resolutions cost differently per node); probes by the size of the pass. */
-#ifdef _OPENMP
-static HPJ__TLS hpj__gov hpj__gov_state[HPJ__GOV_KINDS];
-
-/* Takes the unit's size (any fixed measure) and seconds, and picks the size to keep. */
-static void hpj__gov_measure(hpj__gov *g, double work, double dt) {
-    int i = g->size > 1, other;
-    double rate = work / dt, cost;
-    if (!(dt > 0.0) || !(rate > 0.0)) return;
-    g->last[i] = dt;
-    if (g->size == g->cur) {
-        /* the current size: a running mean that follows a change of load */
-        g->rate[i] = g->rate[i] > 0.0 ? 0.75 * g->rate[i] + 0.25 * rate : rate;
-        g->waited += dt;
-        /* a unit slower than the other size was at its last trial: the
-           load has changed, so the trial is due now */
-        if (HPJ__GOV_MARGIN * rate < g->rate[!i]) g->waited = HPJ__MAX(g->waited, g->wait + dt);
-        return;
-    }
-    g->rate[i] = rate; /* a trial: one fresh measurement of the other size */
-    if (rate > HPJ__GOV_MARGIN * g->rate[g->cur > 1]) {
-        g->cur = g->size; /* the other size wins */
-        g->backoff = 1.0;
-    } else if (g->backoff < HPJ__GOV_BACKOFF) {
-        g->backoff *= 2.0;
-    }
-    other = g->cur > 1 ? 0 : 1;
-    cost = HPJ__GOV_RATIO * g->last[other];
-    g->wait = cost * g->backoff;
-    if (g->wait > HPJ__GOV_CAP) g->wait = HPJ__MAX(HPJ__GOV_CAP, cost);
-    g->waited = 0.0;
-}
-
-/* The size of the next unit: the other one once `wait` seconds are spent. */
-static int hpj__gov_pick(hpj__gov *g) {
-    g->size = g->waited > g->wait ? (g->cur == 1 ? g->T : 1) : g->cur;
-    return g->size;
-}
-
-#endif
-
-/* A call that works in units of one kind (hpj_pretrain: minibatches)
-   enters the kind's state first: it carries over from the last call while
-   the team size asked for (omp_get_max_threads()) stays the same, and the
-   call's other parallel loops (partitioning between epochs, setup) run
-   with the size it holds. hpj__gov_leave gives the caller back the team
-   size it had. NULL: nothing to choose (one thread, no OpenMP, adapting
-   switched off, or inside a parallel region); every call takes NULL. */
-static hpj__gov *hpj__gov_enter(int kind) {
-#ifdef _OPENMP
-    hpj__gov *g = &hpj__gov_state[kind];
-    int T = omp_get_max_threads();
-    if (!hpj__adaptive || omp_in_parallel() || T <= 1) return NULL;
-    if (g->T != T) {
-        memset(g, 0, sizeof *g);
-        g->T = g->cur = T;
-        g->backoff = 1.0; /* wait = 0: the other size is tried after the first measured unit */
-    }
-    omp_set_num_threads(g->cur);
-    return g;
-#else
-    (void)kind;
-    return NULL;
-#endif
-}
-
-/* Starts a unit: sets the team size for its parallel loops (a trial of
-   the other size when due) and starts its clock. warm = 1 for the first
-   unit of a call, which also grows buffers and touches fresh memory: it
-   runs with the current size and is not measured. */
-static void hpj__gov_begin(hpj__gov *g, int warm) {
-#ifdef _OPENMP
-    if (!g) return;
-    g->warm = warm;
-    omp_set_num_threads(warm ? (g->size = g->cur) : hpj__gov_pick(g));
-    g->f0 = hpj__flops;
-    g->t0 = omp_get_wtime();
-#else
-    (void)g;
-    (void)warm;
-#endif
-}
-
-/* Ends the unit: takes its rate (work: its size in the kind's measure, or
-   < 0 for the flops counted since hpj__gov_begin) and goes back to the
-   size kept. */
-static void hpj__gov_end(hpj__gov *g, double work) {
-#ifdef _OPENMP
-    if (!g) return;
-    if (work < 0.0) work = hpj__flops - g->f0;
-    if (work > 0.0 && !g->warm) hpj__gov_measure(g, work, omp_get_wtime() - g->t0);
-    omp_set_num_threads(g->cur);
-#else
-    (void)g;
-    (void)work;
-#endif
-}
-
-static void hpj__gov_leave(hpj__gov *g) {
-#ifdef _OPENMP
-    if (g) omp_set_num_threads(g->T);
-#else
-    (void)g;
-#endif
-}
-
-static void hpj__set_threads(const hpj_config *c) {
-#ifdef _OPENMP
-    if (c->threads > 0) omp_set_num_threads(c->threads);
-#else
-    (void)c;
-#endif
 }
 
 HPJDEF double hpj_model_last_flops(void) { return hpj__flops; }
@@ -9586,7 +9329,7 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
             if (S == 0) { start = end; continue; }
             hpj__gov_begin(gov, first_chunk);
             first_chunk = 0;
-            hpj__path_count(ds, &tr.tk, items, S, &tr.ps, hpj__path_groups(m), &cnt[0], &cnt[1], &cnt[2]);
+            hpj__path_count(&tr.tk, items, S, &tr.ps, hpj__path_groups(m), &cnt[0], &cnt[1], &cnt[2]);
             hpj_arena_init_measure(&meas);
             hpj__gnn_bind(&meas, m, &gw, S, (int32_t)cnt[0], (int32_t)cnt[1], (int32_t)cnt[2], HPJ__EVAL, 1);
             hpj__sq_bind(&meas, m, &pw, S);
@@ -11967,14 +11710,21 @@ static int hpj__two_ok(void) {
    disjoint outputs. With exactly two threads (hpj__two_ok) and products
    small enough that a team gains little inside each one, one thread
    takes each part instead of the team taking each part in turn: fewer
-   barriers and hand-overs. Each part is computed exactly as alone, so the
-   bits are the reference's. */
+   barriers and hand-overs. Each part is computed exactly as alone (by
+   hpj__linear_back2 given only that part's outputs), so the bits are the
+   reference's. */
+/* Products of at most this many multiply-adds are small enough that two
+   of them, one per thread, beat one team on each in turn. */
+#ifndef HPJ__PAIR_MACS
+#define HPJ__PAIR_MACS 4e7
+#endif
 static int hpj__linear_back_pair(float *dinp, float beta, float *dW, float *db, const float *dout, const float *inp,
                                  const float *W, int N, int Din, int Dout) {
     int part;
     if (!dinp || (!dW && !db) || (double)N * Din * Dout > HPJ__PAIR_MACS || !hpj__two_ok()) return 0;
     HPJ__OMP(parallel for num_threads(2) schedule(static, 1))
-    for (part = 0; part < 2; ++part) hpj__linear_back_part(part, dinp, beta, dW, db, dout, inp, W, N, Din, Dout);
+    for (part = 0; part < 2; ++part) /* (one part's outputs alone: back2 runs it as the reference) */
+        hpj__linear_back2(part ? NULL : dinp, beta, part ? dW : NULL, part ? db : NULL, dout, inp, W, N, Din, Dout);
     return 1;
 }
 
@@ -12512,18 +12262,67 @@ static void hpj__fast_bn_backward(float *dinp, float *dgamma, float *dbeta, cons
     }
 }
 
-/* ==== fast: GINE shared-edge backward, threads by row blocks ====
-   The reference hands each thread panels of channels, which share nothing
-   but leave few tasks when D is small. Here each thread takes whole
-   blocks of rows (the fixed blocks of hpj__bn_r) over every channel and
-   keeps each block's masked sums in a scratch of HPJ__BN_RB x D doubles;
-   de then adds the blocks in block order. Every sum is the reference's,
-   in its order, so the bits are the reference's. Returns 0 (the reference
-   runs) alone or when the scratch cannot be had. */
-static int hpj__fast_gine_back_shared(float *dh, float *de, const float *dout, const float *h, const float *e,
-                                      const int32_t *rowptr, const int32_t *col, int N, int D, float s, int par) {
+/* ==== fast: GINE shared-edge backward, by panels and row blocks ====
+   The reference walks one channel at a time down all the rows, a stride
+   of D floats per step. Here the rows are cut into panels of HPJ__GINE_DC
+   channels (256-byte row slices, read whole); alone (one thread, or no
+   scratch) a thread takes whole panels. With a team each thread takes
+   whole blocks of rows (the fixed blocks of hpj__bn_r) over every channel
+   instead, which leaves enough tasks when D is small, and keeps each
+   block's masked sums in a scratch of HPJ__BN_RB x D doubles; de then adds
+   the blocks in block order. Every sum is the reference's, in its order,
+   so the bits are the reference's. */
+#define HPJ__GINE_DC 64
+/* Rows r0..r1 of the shared-edge GINE backward over the channels
+   [c0, c0 + w), w <= HPJ__GINE_DC (a panel of channels: 256-byte row
+   slices): t = the sum of dout over the row's
+   neighbours, masked by [h + e > 0] and added to acc (w doubles, in row
+   order); dh += (1 + eps) dout + t. */
+static void hpj__gine_sh_rows(double *acc, float *dh, const float *dout, const float *h, const float *e,
+                              const int32_t *rowptr, const int32_t *col, int r0, int r1, int D, int c0, int w,
+                              float s) {
+    int r, j, k;
+    for (r = r0; r < r1; ++r) {
+        float t[HPJ__GINE_DC];
+        const float *dr = dout + (ptrdiff_t)r * D + c0, *hr = h + (ptrdiff_t)r * D + c0;
+        for (j = 0; j < w; ++j) t[j] = 0.0f;
+        for (k = rowptr[r]; k < rowptr[r + 1]; ++k) {
+            const float *dn = dout + (ptrdiff_t)col[k] * D + c0;
+            HPJ__OMP(simd)
+            for (j = 0; j < w; ++j) t[j] += dn[j];
+        }
+        for (j = 0; j < w; ++j) {
+            t[j] = hr[j] + e[c0 + j] > 0.0f ? t[j] : 0.0f;
+            acc[j] += t[j];
+        }
+        if (dh) {
+            float *g = dh + (ptrdiff_t)r * D + c0;
+            HPJ__OMP(simd)
+            for (j = 0; j < w; ++j) g[j] += s * dr[j] + t[j];
+        }
+    }
+}
+
+static void hpj__fast_gine_back_shared(float *dh, float *de, const float *dout, const float *h, const float *e,
+                                       const int32_t *rowptr, const int32_t *col, int N, int D, float s, int par) {
     double *ws = hpj__rb_scratch(par, (size_t)HPJ__BN_RB * (size_t)D);
-    if (!ws) return 0;
+    if (!ws) {
+        int c0;
+        HPJ__OMP(parallel for schedule(static) if (par))
+        for (c0 = 0; c0 < D; c0 += HPJ__GINE_DC) {
+            int w = HPJ__MIN(HPJ__GINE_DC, D - c0), b, j;
+            double acc[HPJ__GINE_DC], p[HPJ__GINE_DC];
+            for (j = 0; j < w; ++j) acc[j] = 0.0;
+            for (b = 0; b < HPJ__BN_RB; ++b) {
+                for (j = 0; j < w; ++j) p[j] = 0.0;
+                hpj__gine_sh_rows(p, dh, dout, h, e, rowptr, col, hpj__bn_r(N, b), hpj__bn_r(N, b + 1), D, c0, w, s);
+                for (j = 0; j < w; ++j) acc[j] += p[j];
+            }
+            if (de)
+                for (j = 0; j < w; ++j) de[c0 + j] += (float)acc[j];
+        }
+        return;
+    }
     HPJ__OMP(parallel)
     {
         int b, c;
@@ -12541,7 +12340,6 @@ static int hpj__fast_gine_back_shared(float *dh, float *de, const float *dout, c
         }
     }
     HPJ_FREE(NULL, ws);
-    return 1;
 }
 
 /* ==== fast: GELU with AVX-512 and AVX2 ====
@@ -13143,14 +12941,16 @@ static void hpj__bn_backward_cls(float *dinp, float *dgamma, float *dbeta, const
 static void hpj__fast_bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
                              float *rm, float *rv, int N, int D, int mode, int relu, const float *res,
                              float *sum, const int32_t *cnt, int ntot, int later, hpj__dp *dp) {
-    float momentum;
     if (mode == HPJ__EVAL || !cnt) {
         hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, relu, res, sum, dp);
         return;
     }
-    momentum = hpj__bn_mode(mode, &rm, &rv);
-    if (later) hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, momentum, 1e-5f, relu, res, sum, cnt, ntot, dp);
-    else hpj__bn_train_cls(out, mean, rstd, rm, rv, in, g, b, cnt, N, ntot, D, momentum, 1e-5f, relu, res, sum, dp);
+    if (mode == HPJ__TRAIN_FROZEN) rm = rv = NULL;
+    if (later)
+        hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum, cnt, ntot, dp);
+    else
+        hpj__bn_train_cls(out, mean, rstd, rm, rv, in, g, b, cnt, N, ntot, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum,
+                          dp);
 }
 
 /* The table's inputs: ty[c] = the input type of copy c (its label,
@@ -13220,7 +13020,7 @@ static void hpj__table_forward(hpj_model *m, hpj__gnn_ws *w) {
             }
         }
     }
-    hpj__lin(f->ttab, f->atab, q->W1, NULL, nA, D, D);
+    hpj_linear_forward(f->ttab, f->atab, q->W1, NULL, nA, D, D);
     if (m->cfg.gnn_layers > 1 && !m->edge_onehot) memcpy(w->e, f->etab, sizeof(float) * (size_t)D); /* the later layers' e */
     /* row i of h0 and t1: copy i, or with classes class i (its first copy) */
     n = f->lay[0].ncls ? f->lay[0].ncls : C;
@@ -13297,7 +13097,7 @@ static void hpj__table_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_bws
             for (j = 0; j < wd; ++j) f->dtab[(size_t)r * D + c0 + j] = (float)f->tacc[(size_t)r * D + c0 + j];
     }
     /* T = A W1^T: dW1 += dT^T A, dA = dT W1 */
-    hpj__lin_back_set(f->datab, gq->W1, NULL, f->dtab, f->atab, q->W1, nA, D, D);
+    hpj__linear_back2(f->datab, 0.0f, gq->W1, NULL, f->dtab, f->atab, q->W1, nA, D, D);
     /* A = [(1 + eps) H ; ReLU(H[k] + Ev[t])], H[k] = node_W[:, label] (+
        node_W[:, degree]) + node_b, Ev[t] = edge_W[:, t] + edge_b: column d
        of every table at once */
@@ -13380,10 +13180,10 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn
         N = hpj__gnn_rows(w, i, &cnt, &cls, &rep);
         if (i > 0) { /* the representatives' aggregations (the first layer's t1 came from the table) */
             hpj__gine_fwd(L->agg, L->h, w->e, m->edge_onehot ? D : 0, p->rowptr, p->col, N, D, q->eps[0], rep);
-            hpj__lin(L->t1, L->agg, q->W1, NULL, N, D, D);
+            hpj_linear_forward(L->t1, L->agg, q->W1, NULL, N, D, D);
         }
         hpj__fast_bn_res(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, mode, 1, NULL, NULL, cnt, C, i > 0, w->dp);
-        hpj__lin(L->t2, L->r1, q->W2, NULL, N, D, D);
+        hpj_linear_forward(L->t2, L->r1, q->W2, NULL, N, D, D);
         if (rep) { /* the residual's class rows, summed onto in place */
             hpj__rows_gather(L->sum, L->h, rep, N, D);
             res = L->sum;
@@ -13398,7 +13198,7 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn
             HPJ__OMP(parallel for simd schedule(static))
             for (t = 0; t < CD; ++t) L->sum[t] = L->h[t] + L->r2[t];
         }
-        if (q->Wout && i + 1 < layers) hpj__lin(L->out, L->sum, q->Wout, q->bout, N, D, D);
+        if (q->Wout && i + 1 < layers) hpj_linear_forward(L->out, L->sum, q->Wout, q->bout, N, D, D);
         if (cls && !hpj__gnn_top_cls(m, w, i)) hpj__cls_expand(i + 1 < layers ? L->out : L->sum, cls, NULL, C, D);
     }
     i = layers - 1;
@@ -13406,7 +13206,7 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn
         const hpj__gnn_layer *L = &w->lay[i];
         const hpj_gnn_params *q = &m->p.gnn[i];
         hpj_gather_mean_forward(q->Wout ? L->out : w->z, L->sum, p->seg, f->lay[i].cls, S, D);
-        if (q->Wout) hpj__lin(w->z, L->out, q->Wout, q->bout, S, D, D);
+        if (q->Wout) hpj_linear_forward(w->z, L->out, q->Wout, q->bout, S, D, D);
     } else {
         hpj__gnn_means(m, w);
     }
@@ -13455,7 +13255,7 @@ static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_
         /* as hpj__gnn_layer_backward, on N rows */
         if (q->Wout && i + 1 < layers) {
             dh = hpj__gnn_spare(b, dout, NULL);
-            hpj__lin_back_set(dh, gq->Wout, gq->bout, dout, L->sum, q->Wout, N, D, D);
+            hpj__linear_back2(dh, 0.0f, gq->Wout, gq->bout, dout, L->sum, q->Wout, N, D, D);
         } else {
             dh = dout;
         }
@@ -13473,7 +13273,7 @@ static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_
         else
             hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, N, D, L->ra2, 1, cnt, C,
                              w->dp);
-        hpj__lin_back_set(t1, gq->W2, NULL, t2, L->r1, q->W2, N, D, D);
+        hpj__linear_back2(t1, 0.0f, gq->W2, NULL, t2, L->r1, q->W2, N, D, D);
         if (cnt && i == 0)
             hpj__bn_backward_cls(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, cnt, N, C, D, L->r1,
                                  w->dp);
@@ -13484,7 +13284,7 @@ static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_
             hpj__table_backward(m, w, b, t2, dh);
             return;
         }
-        hpj__lin_back_set(t1, gq->W1, NULL, t2, L->agg, q->W1, N, D, D);
+        hpj__linear_back2(t1, 0.0f, gq->W1, NULL, t2, L->agg, q->W1, N, D, D);
         /* class rows -> the representatives' rows, zeros elsewhere */
         hpj__cls_expand(t1, cls, rep, C, D);
         hpj__cls_expand(dh, cls, rep, C, D);
@@ -13600,7 +13400,7 @@ static int32_t hpj__side_targets(hpj__trainer *tr, hpj__step_ws *w, int32_t b0, 
    reference's forward (the order does not matter: each statistic moves
    once). */
 static void hpj__side_bn_apply(const hpj_model *m, hpj_bn_stats *bn, const hpj_bn_stats *sbn) {
-    float *rm = NULL, *rv = NULL, a = hpj__bn_mode(HPJ__TRAIN, &rm, &rv);
+    float a = HPJ__BN_MOMENTUM;
     int i, k, c, D = m->D;
     for (i = 0; i < m->cfg.gnn_layers; ++i)
         for (k = 0; k < 3; ++k) {
@@ -13644,12 +13444,15 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
     {
         int id = 0, nth = 1;
         double f0 = hpj__flops, t0 = hpj__wtime(), t1;
+        hpj__trainer mine = *tr; /* the path builders on this thread alone, with its own stamp */
 #ifdef _OPENMP
         id = omp_get_thread_num();
         nth = omp_get_num_threads();
 #endif
+        mine.ps.buf += (size_t)id * (size_t)mine.ps.maxn;
+        mine.ps.nthr = 1;
         if (id == 0) {
-            hpj__path_inputs(tr, &w->gt, tr->tgt, 0);
+            hpj__path_inputs(&mine, &w->gt, tr->tgt, 0);
             hpj__gnn_forward(&mt, &w->gt, &mt.bn[tr->l], tmode, 0);
             hpj__fwd_target_input(tr, w, B, Tm);
             hpj__post(&ready, 1);
@@ -13659,7 +13462,7 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
             tm[1] = hpj__wtime() - t1;
         }
         if (id == 1 || nth == 1) { /* (a team of one runs both pieces) */
-            hpj__path_inputs(tr, &w->gc, tr->ctx, 1);
+            hpj__path_inputs(&mine, &w->gc, tr->ctx, 1);
             hpj__fwd_context(tr, w, B, T, drop_seed);
             tm[2] = hpj__wtime() - t0; /* (without the wait below: what bs can balance) */
             hpj__wait_count(&ready, 1);
@@ -13770,6 +13573,158 @@ static void hpj__fast_adam_ema(hpj_model *m, float lr, float tau) {
             if (o >= eo) ema[o - eo + l] = tau * ema[o - eo + l] + ta * tp[l];
         }
     }
+}
+
+
+/* ==== fast: the team size follows the machine's load ====
+   A training step is a long chain of short parallel loops, and each loop
+   ends at a barrier where the team waits for its slowest thread. That is
+   cheap while every thread owns a core. When another process takes one of
+   the cores, a thread of the team is often descheduled: the others then
+   wait at each barrier for the scheduler to give it its core back, and T
+   threads can run many times slower than one. No waiting policy fixes
+   that (spinning burns the waiter's turn; sleeping adds a wake-up to every
+   loop), so training, embedding and probes measure instead: they time
+   each unit of work (a minibatch, an embedding chunk, a probe's pass over
+   the data) per unit of work done, run a unit with the other team size
+   (1 or T) now and then, and keep the faster one. A trial of the losing
+   size costs what one of its units takes, so trials come after
+   HPJ__GOV_RATIO times that much time spent on the winner, further apart
+   while the choice holds, and at once when a unit of the winner runs
+   slower than the loser did (the load has changed). The choice carries
+   over from one call to the next (per calling thread), so the folds of a
+   protocol do not each start by learning it again.
+   Results never depend on the team size (see the threads contract at the
+   top), so all of this changes speed only, never a bit.
+   hpj_set_adaptive_threads(0) keeps the team at T (benchmarks do). */
+static int hpj__adaptive = 1;
+HPJDEF void hpj_set_adaptive_threads(int on) { hpj__adaptive = on != 0; }
+
+#ifndef HPJ__GOV_RATIO
+#define HPJ__GOV_RATIO 32.0   /* time on the winner per unit of trial time */
+#endif
+#define HPJ__GOV_BACKOFF 16.0 /* trials at most this much further apart as the choice holds */
+#define HPJ__GOV_CAP 60.0     /* seconds: backing off stops here (a load may have gone) */
+#define HPJ__GOV_MARGIN 1.10  /* the other size must be this much faster to win */
+struct hpj__gov {
+    int T;          /* the team size asked for (omp_get_max_threads() at the start); 0: unset */
+    int cur;        /* the size in use between trials: 1 or T */
+    int size;       /* the size of the unit in flight */
+    double rate[2]; /* work per second: [0] one thread, [1] T threads (0: not measured) */
+    double last[2]; /* seconds of the last unit run with each size */
+    double waited;  /* seconds on `cur` since the last trial */
+    double wait;    /* seconds on `cur` before the next trial */
+    double backoff; /* 1, 2, 4, ... while trials confirm `cur` */
+    double t0, f0;  /* when the unit in flight started, and hpj__flops then */
+    int warm;       /* the unit in flight warms up a call: not measured */
+};
+
+/* Each kind of unit keeps its own rates. Training and embedding measure a
+   unit's work by the GEMM flops it counted (chunks of different
+   resolutions cost differently per node); probes by the size of the pass. */
+#ifdef _OPENMP
+static HPJ__TLS hpj__gov hpj__gov_state[HPJ__GOV_KINDS];
+
+/* Takes the unit's size (any fixed measure) and seconds, and picks the size to keep. */
+static void hpj__gov_measure(hpj__gov *g, double work, double dt) {
+    int i = g->size > 1, other;
+    double rate = work / dt, cost;
+    if (!(dt > 0.0) || !(rate > 0.0)) return;
+    g->last[i] = dt;
+    if (g->size == g->cur) {
+        /* the current size: a running mean that follows a change of load */
+        g->rate[i] = g->rate[i] > 0.0 ? 0.75 * g->rate[i] + 0.25 * rate : rate;
+        g->waited += dt;
+        /* a unit slower than the other size was at its last trial: the
+           load has changed, so the trial is due now */
+        if (HPJ__GOV_MARGIN * rate < g->rate[!i]) g->waited = HPJ__MAX(g->waited, g->wait + dt);
+        return;
+    }
+    g->rate[i] = rate; /* a trial: one fresh measurement of the other size */
+    if (rate > HPJ__GOV_MARGIN * g->rate[g->cur > 1]) {
+        g->cur = g->size; /* the other size wins */
+        g->backoff = 1.0;
+    } else if (g->backoff < HPJ__GOV_BACKOFF) {
+        g->backoff *= 2.0;
+    }
+    other = g->cur > 1 ? 0 : 1;
+    cost = HPJ__GOV_RATIO * g->last[other];
+    g->wait = cost * g->backoff;
+    if (g->wait > HPJ__GOV_CAP) g->wait = HPJ__MAX(HPJ__GOV_CAP, cost);
+    g->waited = 0.0;
+}
+
+/* The size of the next unit: the other one once `wait` seconds are spent. */
+static int hpj__gov_pick(hpj__gov *g) {
+    g->size = g->waited > g->wait ? (g->cur == 1 ? g->T : 1) : g->cur;
+    return g->size;
+}
+
+#endif
+
+/* A call that works in units of one kind (hpj_pretrain: minibatches)
+   enters the kind's state first: it carries over from the last call while
+   the team size asked for (omp_get_max_threads()) stays the same, and the
+   call's other parallel loops (partitioning between epochs, setup) run
+   with the size it holds. hpj__gov_leave gives the caller back the team
+   size it had. NULL: nothing to choose (one thread, no OpenMP, adapting
+   switched off, or inside a parallel region); every call takes NULL. */
+static hpj__gov *hpj__gov_enter(int kind) {
+#ifdef _OPENMP
+    hpj__gov *g = &hpj__gov_state[kind];
+    int T = omp_get_max_threads();
+    if (!hpj__adaptive || omp_in_parallel() || T <= 1) return NULL;
+    if (g->T != T) {
+        memset(g, 0, sizeof *g);
+        g->T = g->cur = T;
+        g->backoff = 1.0; /* wait = 0: the other size is tried after the first measured unit */
+    }
+    omp_set_num_threads(g->cur);
+    return g;
+#else
+    (void)kind;
+    return NULL;
+#endif
+}
+
+/* Starts a unit: sets the team size for its parallel loops (a trial of
+   the other size when due) and starts its clock. warm = 1 for the first
+   unit of a call, which also grows buffers and touches fresh memory: it
+   runs with the current size and is not measured. */
+static void hpj__gov_begin(hpj__gov *g, int warm) {
+#ifdef _OPENMP
+    if (!g) return;
+    g->warm = warm;
+    omp_set_num_threads(warm ? (g->size = g->cur) : hpj__gov_pick(g));
+    g->f0 = hpj__flops;
+    g->t0 = omp_get_wtime();
+#else
+    (void)g;
+    (void)warm;
+#endif
+}
+
+/* Ends the unit: takes its rate (work: its size in the kind's measure, or
+   < 0 for the flops counted since hpj__gov_begin) and goes back to the
+   size kept. */
+static void hpj__gov_end(hpj__gov *g, double work) {
+#ifdef _OPENMP
+    if (!g) return;
+    if (work < 0.0) work = hpj__flops - g->f0;
+    if (work > 0.0 && !g->warm) hpj__gov_measure(g, work, omp_get_wtime() - g->t0);
+    omp_set_num_threads(g->cur);
+#else
+    (void)g;
+    (void)work;
+#endif
+}
+
+static void hpj__gov_leave(hpj__gov *g) {
+#ifdef _OPENMP
+    if (g) omp_set_num_threads(g->T);
+#else
+    (void)g;
+#endif
 }
 
 

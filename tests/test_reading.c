@@ -8,16 +8,17 @@
 #include <omp.h>
 #endif
 
-/* The shared-edge GINE backward on two threads: the reference splits the
-   channels into panels, the fast sibling splits the rows into blocks; dh,
-   de and deps must be the same bits on every paths level. D = 200 leaves a
-   partial panel (200 = 3 x 64 + 8); the graph is a ring with chords, so
-   rows have different degrees. */
+/* The shared-edge GINE backward on two threads and on one: the reference
+   walks one channel at a time, the fast sibling splits the rows into
+   blocks (two threads) or the channels into panels (one); dh, de and deps
+   must be the same bits on every paths level and thread count. D = 200
+   leaves a partial panel (200 = 3 x 64 + 8); the graph is a ring with
+   chords, so rows have different degrees. */
 static void test_gine_shared_paths(void) {
-    int N = 3000, D = 200, i, lvl, nres = 0;
+    int N = 3000, D = 200, i, lvl, nres = 0, th;
     size_t nx = (size_t)N * D, nout = nx + D + 1;
     float *x = (float *)malloc(sizeof(float) * nx), *w = (float *)malloc(sizeof(float) * nx);
-    float *e = (float *)malloc(sizeof(float) * D), *out[4];
+    float *e = (float *)malloc(sizeof(float) * D), *out[8];
     int32_t *rowptr = (int32_t *)malloc(sizeof(int32_t) * (size_t)(N + 1));
     int32_t *col = (int32_t *)malloc(sizeof(int32_t) * 4 * (size_t)N);
     hpj_rng r;
@@ -39,17 +40,23 @@ static void test_gine_shared_paths(void) {
         }
         rowptr[i + 1] = rowptr[i] + k;
     }
+    for (th = 2; th >= 1; --th) {
 #ifdef _OPENMP
-    omp_set_num_threads(2);
+        omp_set_num_threads(th);
 #endif
-    FOR_EACH_PATHS(lvl) {
-        float *o = out[nres] = (float *)calloc(nout, sizeof(float));
-        hpj_gine_backward_shared(o, o + nx, o + nx + D, w, x, e, rowptr, col, N, D, 0.1f);
-        if (nres > 0)
-            CHECK_MSG(memcmp(out[0], o, sizeof(float) * nout) == 0, "shared GINE backward: %s differs from the reference",
-                      hpj_paths_name(lvl));
-        ++nres;
+        FOR_EACH_PATHS(lvl) {
+            float *o = out[nres] = (float *)calloc(nout, sizeof(float));
+            hpj_gine_backward_shared(o, o + nx, o + nx + D, w, x, e, rowptr, col, N, D, 0.1f);
+            if (nres > 0)
+                CHECK_MSG(memcmp(out[0], o, sizeof(float) * nout) == 0,
+                          "shared GINE backward, %d thread(s): %s differs from the reference on two", th,
+                          hpj_paths_name(lvl));
+            ++nres;
+        }
     }
+#ifdef _OPENMP
+    omp_set_num_threads(2); /* (as the suite runs) */
+#endif
     hpj_set_paths(HPJ_PATHS_BEST);
     CHECK(nres >= 1);
     { /* not all zero: de carries masked sums */
