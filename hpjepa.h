@@ -3491,17 +3491,6 @@ static void hpj__hp_push(hpj__heap *h, int32_t v, int32_t key) {
     hpj__hp_up(h, i);
 }
 
-static int32_t hpj__hp_pop(hpj__heap *h) {
-    int32_t top = h->v[0];
-    h->pos[top] = -1;
-    if (--h->n > 0) {
-        h->v[0] = h->v[h->n];
-        h->key[0] = h->key[h->n];
-        hpj__hp_down(h, 0);
-    }
-    return top;
-}
-
 static void hpj__hp_update(hpj__heap *h, int32_t v, int32_t key) {
     int32_t i = h->pos[v], old = h->key[i];
     h->key[i] = key;
@@ -3509,6 +3498,7 @@ static void hpj__hp_update(hpj__heap *h, int32_t v, int32_t key) {
     else if (key < old) hpj__hp_down(h, i);
 }
 
+/* Takes v out: the last entry fills its slot and moves up or down. */
 static void hpj__hp_remove(hpj__heap *h, int32_t v) {
     int32_t i = h->pos[v];
     h->pos[v] = -1;
@@ -3519,6 +3509,12 @@ static void hpj__hp_remove(hpj__heap *h, int32_t v) {
         if (i > 0 && h->key[(i - 1) >> 1] < h->key[i]) hpj__hp_up(h, i);
         else hpj__hp_down(h, i);
     }
+}
+
+static int32_t hpj__hp_pop(hpj__heap *h) {
+    int32_t top = h->v[0];
+    hpj__hp_remove(h, top);
+    return top;
 }
 
 static void hpj__hp_clear(hpj__heap *h) {
@@ -3704,17 +3700,13 @@ static int32_t hpj__match(hpj__pg *g, int64_t maxvw, hpj__pws *w, hpj_rng *rng) 
             if (last <= i) last = i + 1;
             while (last < n && match[perm[last]] >= 0) ++last;
             if (last < n && (int64_t)vw[v] + vw[perm[last]] <= maxvw) m = perm[last];
-        } else if (g->eqw) {
-            for (j = xadj[v]; j < xadj[v + 1]; ++j) {
-                int32_t u = adj[j];
-                if (match[u] < 0 && u != v && (int64_t)vw[v] + vw[u] <= maxvw) { m = u; break; }
-            }
         } else {
             for (j = xadj[v]; j < xadj[v + 1]; ++j) {
                 int32_t u = adj[j];
                 if (match[u] < 0 && u != v && adjw[j] > best && (int64_t)vw[v] + vw[u] <= maxvw) {
                     m = u;
                     best = adjw[j];
+                    if (g->eqw) break; /* all weights equal: the first is a heaviest */
                 }
             }
         }
@@ -3821,24 +3813,34 @@ static hpj_status hpj__contract(const hpj__pg *g, int32_t cn, hpj__pws *w, hpj__
     return HPJ_OK;
 }
 
-/* A hierarchy lev[0] (the caller's graph, borrowed) .. lev[nlev-1]. */
+/* A hierarchy lev[0] (the caller's graph, borrowed) .. lev[nlev-1], and
+   where the partition of each level lives while uncoarsening: level l's
+   in part[l & 1], the caller's array (level 0) and one sized for level 1. */
 typedef struct hpj__hier {
     int32_t nlev;
     hpj__pg lev[HPJ__PART_MAXLEVELS];
+    int32_t *part[2];
 } hpj__hier;
 
 static void hpj__hier_free(hpj_part_work *pw, hpj__hier *h) {
     int32_t l;
+    if (!h) return;
     for (l = 1; l < h->nlev; ++l) hpj__pg_free(pw, &h->lev[l]);
-    h->nlev = 0;
+    hpj__pw_release(pw, h->part[1]);
+    hpj__pw_release(pw, h);
 }
 
-/* Coarsens until at most `to` vertices remain or a level keeps more than
-   85 % of the vertices of the one before. */
-static hpj_status hpj__coarsen(hpj__hier *h, const hpj__pg *g, int32_t to, hpj__pws *w, hpj_rng *rng) {
+/* A new hierarchy *hp of g (freed by hpj__hier_free, also after a
+   failure), coarsened until at most `to` vertices remain or a level keeps
+   more than 85 % of the vertices of the one before; out is part[0]. */
+static hpj_status hpj__coarsen(hpj__hier **hp, const hpj__pg *g, int32_t to, int32_t *out, hpj__pws *w, hpj_rng *rng) {
     int64_t maxvw = (int64_t)(HPJ__PART_MAXVW * (double)g->tvw / (double)(to > 0 ? to : 1));
     hpj_status st;
+    hpj__hier *h = *hp = (hpj__hier *)hpj__pw_alloc(w->work, sizeof(hpj__hier), "partition: hierarchy");
+    if (!h) return HPJ_ERR_NOMEM;
     if (maxvw < 1) maxvw = 1;
+    h->part[0] = out;
+    h->part[1] = NULL;
     h->nlev = 1;
     h->lev[0] = *g;
     h->lev[0].mem = NULL;
@@ -3852,6 +3854,9 @@ static hpj_status hpj__coarsen(hpj__hier *h, const hpj__pg *g, int32_t to, hpj__
         h->nlev++;
         if ((double)cn > HPJ__PART_SHRINK * (double)f->n) break;
     }
+    if (h->nlev > 1 &&
+        !(h->part[1] = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)h->lev[1].n, "partition")))
+        return HPJ_ERR_NOMEM;
     return HPJ_OK;
 }
 
@@ -4099,91 +4104,70 @@ static hpj_status hpj__bis_initial(hpj__kw *b, hpj__pws *w, int32_t trials, hpj_
    maxw0 / maxw1. Writes 0/1 into part (N). */
 static hpj_status hpj__mlbisect(hpj__pws *w, hpj__pg *g, double tw0, int64_t maxw0, int64_t maxw1, int32_t *part,
                                 hpj_rng *rng) {
-    hpj__hier *h;
+    hpj__hier *h = NULL;
     hpj__kw b;
-    int32_t *buf[2], l, L;
+    int32_t l, L;
     hpj_status st;
-    h = (hpj__hier *)hpj__pw_alloc(w->work, sizeof(hpj__hier), "partition: hierarchy");
-    if (!h) return HPJ_ERR_NOMEM;
-    buf[0] = part; /* level l's partition in buf[l & 1] */
-    buf[1] = NULL;
     /* small graphs (and small pieces of them) are bisected directly:
        trials on the real graph beat trials on a 20-vertex caricature of
        it, and cost little. Not coarse graphs (k-way's initial partition):
        their heavy vertices move in large steps, and the multilevel path's
        per-level slack lets them settle into lower cuts. */
-    if ((st = hpj__coarsen(h, g, g->n <= HPJ__PART_BIS_DIRECT && !g->coarse ? g->n : HPJ__PART_BIS_COARSEN_TO, w, rng)) !=
-        HPJ_OK)
+    if ((st = hpj__coarsen(&h, g, g->n <= HPJ__PART_BIS_DIRECT && !g->coarse ? g->n : HPJ__PART_BIS_COARSEN_TO, part, w,
+                           rng)) != HPJ_OK)
         goto done;
     L = h->nlev - 1;
-    if (L > 0 && !(buf[1] = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)h->lev[1].n, "partition: bisection"))) {
-        st = HPJ_ERR_NOMEM;
-        goto done;
-    }
-    hpj__kw_init(&b, w, &h->lev[L], 2, buf[L & 1]);
+    hpj__kw_init(&b, w, &h->lev[L], 2, h->part[L & 1]);
     b.tw0 = tw0;
     b.maxw[0] = maxw0;
     b.maxw[1] = maxw1;
     b.slack = L > 0 ? hpj__bis_slack(b.g) : 0;
     if ((st = hpj__bis_initial(&b, w, w->ctl.ntrials > 0 ? w->ctl.ntrials : w->bis_trials, rng)) != HPJ_OK) goto done;
     for (l = L - 1; l >= 0; --l) {
-        hpj__project(w, &b, &h->lev[l], buf[l & 1]);
+        hpj__project(w, &b, &h->lev[l], h->part[l & 1]);
         b.slack = l > 0 ? hpj__bis_slack(b.g) : 0;
         hpj__bis_balance(&b, w);
         hpj__bis_fm(&b, w, w->ctl.niter, rng);
     }
 done:
-    hpj__pw_release(w->work, buf[1]);
     hpj__hier_free(w->work, h);
-    hpj__pw_release(w->work, h);
     return st;
 }
 
 /* ==== partition: recursive bisection ==== */
 
-/* The two induced subgraphs of g (sides of part2); edges between the
-   sides are dropped. sub[s].ids map to the caller's vertex ids. */
-static hpj_status hpj__split(hpj_part_work *pw, const hpj__pg *g, const int32_t *part2, int32_t *map, hpj__pg sub[2]) {
-    int32_t n = g->n, v, j, s, ns[2] = {0, 0}, es[2] = {0, 0};
+/* The subgraph c of g induced by side `side` of the bisection part2:
+   edges to the other side are dropped, map (N) gets each vertex's number
+   within its side and c->ids map to the caller's vertex ids. */
+static hpj_status hpj__split(hpj_part_work *pw, const hpj__pg *g, const int32_t *part2, int side, int32_t *map,
+                             hpj__pg *c) {
+    int32_t v, j, n = 0, e = 0;
     int32_t **arr[7];
     size_t len[7];
-    for (v = 0; v < n; ++v) {
-        s = part2[v];
-        map[v] = ns[s]++;
-        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j) es[s] += (part2[g->adj[j]] == s);
+    for (v = 0; v < g->n; ++v) {
+        if (part2[v] != side) continue;
+        map[v] = n++;
+        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j) e += part2[g->adj[j]] == side;
     }
-    for (s = 0; s < 2; ++s) {
-        hpj__pg *c = &sub[s];
-        memset(c, 0, sizeof(*c));
-        arr[0] = &c->xadj; len[0] = (size_t)ns[s] + 1;
-        arr[1] = &c->vw; len[1] = (size_t)ns[s];
-        arr[2] = &c->wdeg; len[2] = (size_t)ns[s];
-        arr[3] = &c->cmap; len[3] = (size_t)ns[s];
-        arr[4] = &c->ids; len[4] = (size_t)ns[s];
-        arr[5] = &c->adj; len[5] = (size_t)es[s];
-        arr[6] = &c->adjw; len[6] = (size_t)es[s];
-        c->mem = hpj__part_block(pw, arr, len, 7, "partition: recursive bisection");
-        if (!c->mem) {
-            if (s) hpj__pg_free(pw, &sub[0]);
-            return HPJ_ERR_NOMEM;
-        }
-        c->n = 0;
-        c->nnz = 0;
-        c->xadj[0] = 0;
-        c->tvw = 0;
-        c->eqw = g->eqw;
-        c->coarse = g->coarse;
-    }
-    for (v = 0; v < n; ++v) {
-        hpj__pg *c = &sub[part2[v]];
-        int32_t i = c->n++, wd = 0;
-        s = part2[v];
+    memset(c, 0, sizeof(*c));
+    arr[0] = &c->xadj; len[0] = (size_t)n + 1;
+    arr[1] = &c->vw; len[1] = (size_t)n;
+    arr[2] = &c->wdeg; len[2] = (size_t)n;
+    arr[3] = &c->cmap; len[3] = (size_t)n;
+    arr[4] = &c->ids; len[4] = (size_t)n;
+    arr[5] = &c->adj; len[5] = (size_t)e;
+    arr[6] = &c->adjw; len[6] = (size_t)e;
+    if (!(c->mem = hpj__part_block(pw, arr, len, 7, "partition: recursive bisection"))) return HPJ_ERR_NOMEM;
+    c->xadj[0] = 0;
+    c->eqw = g->eqw;
+    c->coarse = g->coarse;
+    for (v = 0; v < g->n; ++v) {
+        int32_t i = c->n, wd = 0;
+        if (part2[v] != side) continue;
         for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j) {
-            int32_t u = g->adj[j];
-            if (part2[u] != s) continue;
-            c->adj[c->nnz] = map[u];
-            c->adjw[c->nnz] = g->adjw[j];
-            c->nnz++;
+            if (part2[g->adj[j]] != side) continue;
+            c->adj[c->nnz] = map[g->adj[j]];
+            c->adjw[c->nnz++] = g->adjw[j];
             wd += g->adjw[j];
         }
         c->xadj[i + 1] = c->nnz;
@@ -4191,6 +4175,7 @@ static hpj_status hpj__split(hpj_part_work *pw, const hpj__pg *g, const int32_t 
         c->wdeg[i] = wd;
         c->ids[i] = g->ids ? g->ids[v] : v;
         c->tvw += g->vw[v];
+        c->n++;
     }
     return HPJ_OK;
 }
@@ -4229,7 +4214,9 @@ static hpj_status hpj__rb(hpj__pws *w, hpj__pg *g, int32_t k, int32_t off, int32
         return HPJ_OK;
     }
 #undef HPJ__RB_ID
-    st = hpj__split(w->work, g, p2, w->tmp, sub);
+    if ((st = hpj__split(w->work, g, p2, 0, w->tmp, &sub[0])) == HPJ_OK &&
+        (st = hpj__split(w->work, g, p2, 1, w->tmp, &sub[1])) != HPJ_OK)
+        hpj__pg_free(w->work, &sub[0]);
     hpj__pw_release(w->work, p2);
     if (st != HPJ_OK) return st;
     st = hpj__rb(w, &sub[0], k0, off, out);
@@ -4416,9 +4403,9 @@ static int hpj__part_better(int64_t c, int64_t m, int64_t bcut, int64_t bmax, in
    recursive bisection of the coarsest graph, then balance + greedy
    refinement at every level on the way back. */
 static hpj_status hpj__kway(hpj__pws *w, hpj__pg *g, int32_t k, int32_t *out) {
-    hpj__hier *h;
+    hpj__hier *h = NULL;
     hpj__kw s;
-    int32_t *buf[2], *cur = NULL, l, L, lg = 0, to, nip, i;
+    int32_t *cur = NULL, l, L, lg = 0, to, nip, i;
     int64_t bcut = 0, bmax = 0, c, m;
     uint64_t seed0 = w->runseed;
     hpj_rng rng = hpj_rng_stream(w->runseed, 0xC0A25E, (uint64_t)k);
@@ -4427,14 +4414,9 @@ static hpj_status hpj__kway(hpj__pws *w, hpj__pg *g, int32_t k, int32_t *out) {
     if (lg < 1) lg = 1;
     to = HPJ__MAX(g->n / (HPJ__PART_KWAY_DIV * lg), HPJ__PART_KWAY_PER_PART * k);
     if (to < HPJ__PART_BIS_DIRECT) to = HPJ__PART_BIS_DIRECT;
-    h = (hpj__hier *)hpj__pw_alloc(w->work, sizeof(hpj__hier), "partition: hierarchy");
-    if (!h) return HPJ_ERR_NOMEM;
-    buf[0] = out; /* level l's partition in buf[l & 1] */
-    buf[1] = NULL;
-    if ((st = hpj__coarsen(h, g, to, w, &rng)) != HPJ_OK) goto done;
+    if ((st = hpj__coarsen(&h, g, to, out, w, &rng)) != HPJ_OK) goto done;
     L = h->nlev - 1;
-    if ((L > 0 && !(buf[1] = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)h->lev[1].n, "partition: k-way"))) ||
-        !(cur = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)h->lev[L].n, "partition: k-way"))) {
+    if (!(cur = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)h->lev[L].n, "partition: k-way"))) {
         st = HPJ_ERR_NOMEM;
         goto done;
     }
@@ -4453,11 +4435,11 @@ static hpj_status hpj__kway(hpj__pws *w, hpj__pg *g, int32_t k, int32_t *out) {
         if (i == 0 || hpj__part_better(c, m, bcut, bmax, w->maxpart)) {
             bcut = c;
             bmax = m;
-            memcpy(buf[L & 1], cur, sizeof(int32_t) * (size_t)h->lev[L].n);
+            memcpy(h->part[L & 1], cur, sizeof(int32_t) * (size_t)h->lev[L].n);
         }
         if (bcut == 0 && bmax <= w->maxpart) break;
     }
-    hpj__kw_init(&s, w, &h->lev[L], k, buf[L & 1]);
+    hpj__kw_init(&s, w, &h->lev[L], k, h->part[L & 1]);
     s.cnt = w->cnt;
     s.maxpart = s.maxw[0] = s.maxw[1] = w->maxpart;
     s.tw0 = (double)g->tvw / 2;
@@ -4475,13 +4457,11 @@ static hpj_status hpj__kway(hpj__pws *w, hpj__pg *g, int32_t k, int32_t *out) {
         }
         hpj__kw_refine(&s, w, w->ctl.niter);
         if (l == 0) break;
-        hpj__project(w, &s, &h->lev[l - 1], buf[(l - 1) & 1]);
+        hpj__project(w, &s, &h->lev[l - 1], h->part[(l - 1) & 1]);
     }
 done:
     hpj__pw_release(w->work, cur);
-    hpj__pw_release(w->work, buf[1]);
     hpj__hier_free(w->work, h);
-    hpj__pw_release(w->work, h);
     return st;
 }
 
@@ -4990,7 +4970,8 @@ static int32_t hpj__tok_regions(int32_t n, int32_t K, int always_active) {
     return K < n ? K : n;
 }
 
-/* Per-thread scratch of the tokenizer, sized for the largest graph. */
+/* Per-thread scratch of the tokenizer, sized for the largest graph: one
+   block (stamp) carved into the int32 arrays. */
 typedef struct hpj__tokws {
     int32_t *stamp, *list, *order, *cnt; /* (n), (n), (n), (n+1)     */
     int32_t *drow, *dcol;                /* edge-dropped copy of the graph: (n+1), (nnz) */
@@ -4998,21 +4979,21 @@ typedef struct hpj__tokws {
 } hpj__tokws;
 
 static void hpj__tokws_free(hpj__tokws *w) {
-    hpj__free(w->stamp); hpj__free(w->list); hpj__free(w->order); hpj__free(w->cnt);
-    hpj__free(w->drow); hpj__free(w->dcol);
+    hpj__free(w->stamp);
     hpj_part_work_free(w->pwork);
     memset(w, 0, sizeof(*w));
 }
 
 static hpj_status hpj__tokws_init(hpj__tokws *w, int32_t maxn, int64_t maxnnz) {
     size_t n = (size_t)maxn + 1;
-    w->stamp = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "tokens");
-    w->list = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "tokens");
-    w->order = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "tokens");
-    w->cnt = (int32_t *)hpj__alloc(sizeof(int32_t) * (n + 1), "tokens");
-    w->drow = (int32_t *)hpj__alloc(sizeof(int32_t) * (n + 1), "tokens");
-    w->dcol = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)maxnnz + 1), "tokens");
-    return w->stamp && w->list && w->order && w->cnt && w->drow && w->dcol ? HPJ_OK : HPJ_ERR_NOMEM;
+    w->stamp = (int32_t *)hpj__calloc(5 * n + 2 + (size_t)maxnnz + 1, sizeof(int32_t), "tokens");
+    if (!w->stamp) return HPJ_ERR_NOMEM;
+    w->list = w->stamp + n;
+    w->order = w->list + n;
+    w->cnt = w->order + n;
+    w->drow = w->cnt + n + 1;
+    w->dcol = w->drow + n + 1;
+    return HPJ_OK;
 }
 
 /* Core regions of graph g at capacity K into part (n): one node per region
@@ -5031,10 +5012,7 @@ static hpj_status hpj__tok_partition(const hpj_graph *gr, int32_t k, int32_t K, 
            an independent draw (the Graph-JEPA reference's rule) */
         hpj_rng r = hpj_rng_stream(o->seed ^ 0xED6EULL, o->epoch, (uint64_t)g);
         int32_t i, m = 0;
-        for (i = 0; i < gr->nnz; ++i) w->dcol[i] = 0;
-        for (v = 0; v < n; ++v)
-            for (i = gr->rowptr[v]; i < gr->rowptr[v + 1]; ++i)
-                if (hpj_rng_uniform(&r) >= o->edge_drop) w->dcol[i] = 1;
+        for (i = 0; i < gr->nnz; ++i) w->dcol[i] = hpj_rng_uniform(&r) >= o->edge_drop;
         /* symmetrise the keep flags: mark entry i kept if it or its reverse is */
         for (v = 0; v < n; ++v)
             for (i = gr->rowptr[v]; i < gr->rowptr[v + 1]; ++i) {
@@ -5069,9 +5047,7 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
     int64_t maxnnz = 0;
     int64_t s, total_patches = 0;
     int64_t *nodes_of = NULL; /* (G*L) expanded node count of each slot */
-    int64_t *part_of = NULL;  /* (G*L+1) offset of each slot's partition in parts */
-    int32_t *parts = NULL;    /* core region of every node, per active slot */
-    uint8_t *listed = NULL;
+    int32_t *parts = NULL;    /* (L, N) core region of every node at every resolution */
     hpj_tokens t;
     hpj_status st = HPJ_OK;
     int nthreads = 1;
@@ -5091,30 +5067,21 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
     t.k = (int32_t *)hpj__calloc((size_t)G * L, sizeof(int32_t), "tokens");
     t.patch0 = (int64_t *)hpj__calloc((size_t)G * L + 1, sizeof(int64_t), "tokens");
     nodes_of = (int64_t *)hpj__calloc((size_t)G * L + 1, sizeof(int64_t), "tokens");
-    listed = (uint8_t *)hpj__calloc((size_t)G + 1, 1, "tokens");
-    if (!t.k || !t.patch0 || !nodes_of || !listed) { st = HPJ_ERR_NOMEM; goto done; }
-    for (gi = 0; gi < count; ++gi) {
-        int32_t g = graphs ? graphs[gi] : gi;
+    if (!t.k || !t.patch0 || !nodes_of) { st = HPJ_ERR_NOMEM; goto done; }
+    for (gi = 0; gi < count; ++gi) { /* graphs not listed keep k = 0 */
+        int32_t g = graphs ? graphs[gi] : gi, n, l;
         if (g < 0 || g >= G) { st = hpj__fail(HPJ_ERR_INPUT, "tokens: graph index %d outside 0..%d", g, G - 1); goto done; }
-        listed[g] = 1;
-    }
-    for (gi = 0; gi < G; ++gi) {
-        int32_t n = (int32_t)(ds->node_ptr[gi + 1] - ds->node_ptr[gi]);
-        int64_t nnz = ds->edge_ptr[gi + 1] - ds->edge_ptr[gi];
-        int l;
-        if (n > maxn) maxn = n;
-        if (nnz > maxnnz) maxnnz = nnz;
-        for (l = 0; l < L; ++l) t.k[(size_t)gi * L + l] = listed[gi] ? hpj__tok_regions(n, o->K[l], o->always_active) : 0;
+        n = (int32_t)(ds->node_ptr[g + 1] - ds->node_ptr[g]);
+        maxn = HPJ__MAX(maxn, n);
+        maxnnz = HPJ__MAX(maxnnz, ds->edge_ptr[g + 1] - ds->edge_ptr[g]);
+        for (l = 0; l < L; ++l) t.k[(size_t)g * L + l] = hpj__tok_regions(n, o->K[l], o->always_active);
     }
     for (s = 0; s < (int64_t)G * L; ++s) t.patch0[s + 1] = t.patch0[s] + t.k[s];
     total_patches = t.patch0[(int64_t)G * L];
     t.num_patches = total_patches;
-    /* the partitions of pass 1, kept for pass 2 */
-    part_of = (int64_t *)hpj__calloc((size_t)G * L + 1, sizeof(int64_t), "tokens");
-    if (!part_of) { st = HPJ_ERR_NOMEM; goto done; }
-    for (s = 0; s < (int64_t)G * L; ++s)
-        part_of[s + 1] = part_of[s] + (t.k[s] ? ds->node_ptr[s / L + 1] - ds->node_ptr[s / L] : 0);
-    parts = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)part_of[(int64_t)G * L] + 1), "tokens");
+    /* the partitions of pass 1, kept for pass 2, laid out as
+       hpj_partition_dataset's: resolution l of node v at l * N + v */
+    parts = (int32_t *)hpj__calloc((size_t)L * (size_t)ds->num_nodes + 1, sizeof(int32_t), "tokens");
     t.ptr = (int64_t *)hpj__calloc((size_t)total_patches + 1, sizeof(int64_t), "tokens");
     t.ncore = (int32_t *)hpj__calloc((size_t)total_patches + 1, sizeof(int32_t), "tokens");
     t.nedge = (int32_t *)hpj__calloc((size_t)total_patches + 1, sizeof(int32_t), "tokens");
@@ -5146,7 +5113,7 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
                 hpj__tokws *w;
                 hpj_status ls;
                 int64_t pos;
-                int32_t *part = parts + part_of[s];
+                int32_t *part = parts + (int64_t)l * ds->num_nodes + ds->node_ptr[g];
 #ifdef _OPENMP
                 tid = omp_get_thread_num();
 #endif
@@ -5231,9 +5198,7 @@ done:
         hpj__free(ws);
     }
     hpj__free(nodes_of);
-    hpj__free(part_of);
     hpj__free(parts);
-    hpj__free(listed);
     if (st != HPJ_OK) { hpj_tokens_free(&t); return st; }
     *out = t;
     return HPJ_OK;
