@@ -4042,11 +4042,9 @@ static void hpj__bis_grow(hpj__kw *b, hpj__pws *w, hpj_rng *rng) {
     hpj__heap *hp = w->hp;
     int32_t n = g->n, v, stamp = ++w->stamp, cursor, scanned = 0;
     double tw1 = (double)g->tvw - b->tw0;
-    for (v = 0; v < n; ++v) {
-        b->part[v] = 0;
-        b->ed[v] = 0;
-        b->bpos[v] = -1;
-    }
+    memset(b->part, 0, sizeof(int32_t) * (size_t)n); /* everything on side 0 */
+    memset(b->ed, 0, sizeof(int32_t) * (size_t)n);
+    memset(b->bpos, 0xff, sizeof(int32_t) * (size_t)n);
     b->nbnd = 0;
     b->pw[0] = g->tvw;
     b->pw[1] = 0;
@@ -4593,7 +4591,7 @@ HPJDEF double hpj_partition_imbalance(const hpj_graph *g, int32_t k, const int32
 }
 
 HPJDEF hpj_status hpj_partition_evaluate(const hpj_graph *g, int32_t k, const int32_t *part, hpj_partition_stats *st) {
-    int32_t v, i, kk;
+    int32_t v, i;
     int64_t *pw, mx = 0, tot = 0;
     if (!st) return hpj__fail(HPJ_ERR_INPUT, "partition_evaluate: stats is NULL");
     memset(st, 0, sizeof(*st));
@@ -4603,19 +4601,20 @@ HPJDEF hpj_status hpj_partition_evaluate(const hpj_graph *g, int32_t k, const in
     for (v = 0; v < g->n; ++v)
         if (part[v] < 0 || part[v] >= k)
             return hpj__fail(HPJ_ERR_INPUT, "partition_evaluate: vertex %d has part %d outside 0..%d", v, part[v], k - 1);
-    kk = k;
-    pw = (int64_t *)hpj__calloc((size_t)kk, sizeof(int64_t), "partition_evaluate");
+    /* pw[p] the weight of part p, pw[k + p] 1 if it holds a vertex (a
+       non-empty part may weigh 0) */
+    pw = (int64_t *)hpj__calloc(2 * (size_t)k, sizeof(int64_t), "partition_evaluate");
     if (!pw) return HPJ_ERR_NOMEM;
     for (v = 0; v < g->n; ++v) {
         int64_t w = g->vwgt ? g->vwgt[v] : 1;
         pw[part[v]] += w;
+        pw[k + part[v]] = 1;
         tot += w;
     }
-    for (i = 0; i < kk; ++i) mx = HPJ__MAX(mx, pw[i]);
-    /* non-empty counts vertices, not weight: reuse pw as k flags */
-    memset(pw, 0, sizeof(int64_t) * (size_t)kk);
-    for (v = 0; v < g->n; ++v) pw[part[v]] = 1;
-    for (i = 0; i < kk; ++i) st->nonempty += (int32_t)pw[i];
+    for (i = 0; i < k; ++i) {
+        mx = HPJ__MAX(mx, pw[i]);
+        st->nonempty += (int32_t)pw[k + i];
+    }
     hpj__free(pw);
     st->edgecut = hpj__graph_cut(g, part);
     st->max_part_weight = mx;
@@ -5050,7 +5049,7 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
     int32_t *parts = NULL;    /* (L, N) core region of every node at every resolution */
     hpj_tokens t;
     hpj_status st = HPJ_OK;
-    int nthreads = 1;
+    int nthreads = 1, pass;
     hpj__tokws *ws = NULL;
     memset(out, 0, sizeof(*out));
     memset(&t, 0, sizeof t);
@@ -5097,7 +5096,6 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
     /* Two passes over (graph, resolution) slots: partition (kept in parts)
        + count expanded sizes, then (after a prefix sum) fill node lists. */
     {
-        int pass;
         for (pass = 0; pass < 2 && st == HPJ_OK; ++pass) {
             int64_t nslots = (int64_t)G * L;
             if (pass == 1) {
@@ -5192,11 +5190,8 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
         if (st == HPJ_OK) t.ptr[total_patches] = nodes_of[(int64_t)G * L];
     }
 done:
-    if (ws) {
-        int i;
-        for (i = 0; i < nthreads; ++i) hpj__tokws_free(&ws[i]);
-        hpj__free(ws);
-    }
+    for (gi = 0; ws && gi < nthreads; ++gi) hpj__tokws_free(&ws[gi]);
+    hpj__free(ws);
     hpj__free(nodes_of);
     hpj__free(parts);
     if (st != HPJ_OK) { hpj_tokens_free(&t); return st; }
@@ -12074,10 +12069,11 @@ static void *hpj__fast_pw_alloc(hpj_part_work *pw, size_t bytes, const char *wha
 }
 
 static void hpj__fast_pw_release(hpj_part_work *pw, void *p) {
-    unsigned char *b = (unsigned char *)p - HPJ__PW_HEAD;
+    unsigned char *b;
     size_t cap;
     int i, small = 0;
     if (!p) return;
+    b = (unsigned char *)p - HPJ__PW_HEAD;
     memcpy(&cap, b, sizeof cap);
     if (pw->nblk < HPJ__PW_SLOTS) {
         pw->blk[pw->nblk] = b;
