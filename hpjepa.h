@@ -3288,7 +3288,7 @@ done:
 #define HPJ__PART_FM_MIN 15          /* FM stops after max(15, n / 100) ...  */
 #define HPJ__PART_FM_MAX 100         /* ... (at most 100) moves without gain */
 #define HPJ__PART_MAX_EWGT 1073741823 /* total edge weight limit (2^30 - 1)  */
-#define HPJ__PART_HASH 2048          /* fast contraction: hash slots (2^k)    */
+#define HPJ__PART_HASH 2048          /* fast contraction: hash slots (2^k)   */
 
 /* ==== partition: graph levels ==== */
 
@@ -5044,7 +5044,7 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
                                    const hpj_tok_options *o, hpj_tokens *out) {
     int32_t G = ds->num_graphs, L = o->L, gi, maxn = 0;
     int64_t maxnnz = 0;
-    int64_t s, total_patches = 0;
+    int64_t s, total_patches = 0, nslots = (int64_t)G * L;
     int64_t *nodes_of = NULL; /* (G*L) expanded node count of each slot */
     int32_t *parts = NULL;    /* (L, N) core region of every node at every resolution */
     hpj_tokens t;
@@ -5075,8 +5075,8 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
         maxnnz = HPJ__MAX(maxnnz, ds->edge_ptr[g + 1] - ds->edge_ptr[g]);
         for (l = 0; l < L; ++l) t.k[(size_t)g * L + l] = hpj__tok_regions(n, o->K[l], o->always_active);
     }
-    for (s = 0; s < (int64_t)G * L; ++s) t.patch0[s + 1] = t.patch0[s] + t.k[s];
-    total_patches = t.patch0[(int64_t)G * L];
+    for (s = 0; s < nslots; ++s) t.patch0[s + 1] = t.patch0[s] + t.k[s];
+    total_patches = t.patch0[nslots];
     t.num_patches = total_patches;
     /* the partitions of pass 1, kept for pass 2, laid out as
        hpj_partition_dataset's: resolution l of node v at l * N + v */
@@ -5095,100 +5095,97 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
         if ((st = hpj__tokws_init(&ws[gi], maxn, maxnnz)) != HPJ_OK) goto done;
     /* Two passes over (graph, resolution) slots: partition (kept in parts)
        + count expanded sizes, then (after a prefix sum) fill node lists. */
-    {
-        for (pass = 0; pass < 2 && st == HPJ_OK; ++pass) {
-            int64_t nslots = (int64_t)G * L;
-            if (pass == 1) {
-                for (s = 0; s < nslots; ++s) nodes_of[s + 1] += nodes_of[s];
-                t.nodes = (int32_t *)hpj__calloc((size_t)nodes_of[nslots] + 1, sizeof(int32_t), "tokens");
-                if (!t.nodes) { st = HPJ_ERR_NOMEM; break; }
-            }
-            HPJ__OMP(parallel for schedule(dynamic, 1))
-            for (s = 0; s < nslots; ++s) {
-                int tid = 0;
-                int32_t g = (int32_t)(s / L), l = (int32_t)(s % L), k = t.k[s], n, p, v, i;
-                hpj_graph gr;
-                hpj__tokws *w;
-                hpj_status ls;
-                int64_t pos;
-                int32_t *part = parts + (int64_t)l * ds->num_nodes + ds->node_ptr[g];
+    for (pass = 0; pass < 2 && st == HPJ_OK; ++pass) {
+        if (pass == 1) {
+            for (s = 0; s < nslots; ++s) nodes_of[s + 1] += nodes_of[s];
+            t.nodes = (int32_t *)hpj__calloc((size_t)nodes_of[nslots] + 1, sizeof(int32_t), "tokens");
+            if (!t.nodes) { st = HPJ_ERR_NOMEM; break; }
+        }
+        HPJ__OMP(parallel for schedule(dynamic, 1))
+        for (s = 0; s < nslots; ++s) {
+            int tid = 0;
+            int32_t g = (int32_t)(s / L), l = (int32_t)(s % L), k = t.k[s], n, p, v, i;
+            hpj_graph gr;
+            hpj__tokws *w;
+            hpj_status ls;
+            int64_t pos;
+            int32_t *part = parts + (int64_t)l * ds->num_nodes + ds->node_ptr[g];
 #ifdef _OPENMP
-                tid = omp_get_thread_num();
+            tid = omp_get_thread_num();
 #endif
-                w = &ws[tid];
-                if (k == 0 || st != HPJ_OK) continue;
-                gr = hpj_dataset_graph(ds, g);
-                n = gr.n;
-                if (pass == 0 && (ls = hpj__tok_partition(&gr, k, o->K[l], o, g, l, w, part)) != HPJ_OK) {
-                    HPJ__OMP(critical)
-                    st = ls;
+            w = &ws[tid];
+            if (k == 0 || st != HPJ_OK) continue;
+            gr = hpj_dataset_graph(ds, g);
+            n = gr.n;
+            if (pass == 0 && (ls = hpj__tok_partition(&gr, k, o->K[l], o, g, l, w, part)) != HPJ_OK) {
+                HPJ__OMP(critical)
+                st = ls;
+                continue;
+            }
+            /* bucket nodes by part (counting sort keeps ascending ids) */
+            for (p = 0; p <= k; ++p) w->cnt[p] = 0;
+            for (v = 0; v < n; ++v) w->cnt[part[v] + 1]++;
+            for (p = 0; p < k; ++p) w->cnt[p + 1] += w->cnt[p];
+            for (v = 0; v < n; ++v) w->order[w->cnt[part[v]]++] = v;
+            for (p = k; p > 0; --p) w->cnt[p] = w->cnt[p - 1];
+            w->cnt[0] = 0;
+            for (v = 0; v < n; ++v) w->stamp[v] = -1;
+            pos = pass ? nodes_of[s] : 0;
+            for (p = 0; p < k; ++p) {
+                /* expand core region p by one hop: mark core + neighbours */
+                int32_t a = w->cnt[p], b = w->cnt[p + 1], m = 0, j;
+                int64_t gp = t.patch0[s] + p;
+                for (j = a; j < b; ++j) {
+                    int32_t u = w->order[j];
+                    if (w->stamp[u] != p) { w->stamp[u] = p; w->list[m++] = u; }
+                    for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) {
+                        int32_t x = gr.col[i];
+                        if (w->stamp[x] != p) { w->stamp[x] = p; w->list[m++] = x; }
+                    }
+                }
+                if (pass == 0) {
+                    nodes_of[s + 1] += m;
+                    t.ncore[gp] = b - a;
                     continue;
                 }
-                /* bucket nodes by part (counting sort keeps ascending ids) */
-                for (p = 0; p <= k; ++p) w->cnt[p] = 0;
-                for (v = 0; v < n; ++v) w->cnt[part[v] + 1]++;
-                for (p = 0; p < k; ++p) w->cnt[p + 1] += w->cnt[p];
-                for (v = 0; v < n; ++v) w->order[w->cnt[part[v]]++] = v;
-                for (p = k; p > 0; --p) w->cnt[p] = w->cnt[p - 1];
-                w->cnt[0] = 0;
-                for (v = 0; v < n; ++v) w->stamp[v] = -1;
-                pos = pass ? nodes_of[s] : 0;
-                for (p = 0; p < k; ++p) {
-                    /* expand core region p by one hop: mark core + neighbours */
-                    int32_t a = w->cnt[p], b = w->cnt[p + 1], m = 0, j;
-                    int64_t gp = t.patch0[s] + p;
-                    for (j = a; j < b; ++j) {
-                        int32_t u = w->order[j];
-                        if (w->stamp[u] != p) { w->stamp[u] = p; w->list[m++] = u; }
-                        for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) {
-                            int32_t x = gr.col[i];
-                            if (w->stamp[x] != p) { w->stamp[x] = p; w->list[m++] = x; }
+                /* ascending node order: insertion sort for short lists */
+                for (j = 1; j < m; ++j) {
+                    int32_t x = w->list[j], q = j - 1;
+                    while (q >= 0 && w->list[q] > x) { w->list[q + 1] = w->list[q]; --q; }
+                    w->list[q + 1] = x;
+                }
+                t.ptr[gp] = pos;
+                memcpy(t.nodes + pos, w->list, sizeof(int32_t) * (size_t)m);
+                pos += m;
+                {   /* its induced edges: entries between nodes stamped p,
+                       counted once here so that a training step need not
+                       walk the patch to size its buffers */
+                    int32_t ne = 0;
+                    for (j = 0; j < m; ++j) {
+                        int32_t u = w->list[j];
+                        for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) ne += w->stamp[gr.col[i]] == p;
+                    }
+                    t.nedge[gp] = ne;
+                }
+                {   /* reduce the node RWSE over the patch */
+                    float *dst = t.rw + (size_t)gp * o->rw_dim;
+                    const float *src = node_rw + (size_t)ds->node_ptr[g] * o->rw_dim;
+                    int c;
+                    for (c = 0; c < o->rw_dim; ++c) dst[c] = o->rw_reduce == HPJ_RW_MAX ? -FLT_MAX : 0.0f;
+                    for (j = 0; j < m; ++j) {
+                        const float *r = src + (size_t)w->list[j] * o->rw_dim;
+                        for (c = 0; c < o->rw_dim; ++c) {
+                            if (o->rw_reduce == HPJ_RW_MAX) dst[c] = r[c] > dst[c] ? r[c] : dst[c];
+                            else dst[c] += r[c];
                         }
                     }
-                    if (pass == 0) {
-                        nodes_of[s + 1] += m;
-                        t.ncore[gp] = b - a;
-                        continue;
-                    }
-                    /* ascending node order: insertion sort for short lists */
-                    for (j = 1; j < m; ++j) {
-                        int32_t x = w->list[j], q = j - 1;
-                        while (q >= 0 && w->list[q] > x) { w->list[q + 1] = w->list[q]; --q; }
-                        w->list[q + 1] = x;
-                    }
-                    t.ptr[gp] = pos;
-                    memcpy(t.nodes + pos, w->list, sizeof(int32_t) * (size_t)m);
-                    pos += m;
-                    {   /* its induced edges: entries between nodes stamped p,
-                           counted once here so that a training step need not
-                           walk the patch to size its buffers */
-                        int32_t ne = 0;
-                        for (j = 0; j < m; ++j) {
-                            int32_t u = w->list[j];
-                            for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) ne += w->stamp[gr.col[i]] == p;
-                        }
-                        t.nedge[gp] = ne;
-                    }
-                    {   /* reduce the node RWSE over the patch */
-                        float *dst = t.rw + (size_t)gp * o->rw_dim;
-                        const float *src = node_rw + (size_t)ds->node_ptr[g] * o->rw_dim;
-                        int c;
-                        for (c = 0; c < o->rw_dim; ++c) dst[c] = o->rw_reduce == HPJ_RW_MAX ? -FLT_MAX : 0.0f;
-                        for (j = 0; j < m; ++j) {
-                            const float *r = src + (size_t)w->list[j] * o->rw_dim;
-                            for (c = 0; c < o->rw_dim; ++c) {
-                                if (o->rw_reduce == HPJ_RW_MAX) dst[c] = r[c] > dst[c] ? r[c] : dst[c];
-                                else dst[c] += r[c];
-                            }
-                        }
-                        if (o->rw_reduce == HPJ_RW_MEAN)
-                            for (c = 0; c < o->rw_dim; ++c) dst[c] /= (float)m;
-                    }
+                    if (o->rw_reduce == HPJ_RW_MEAN)
+                        for (c = 0; c < o->rw_dim; ++c) dst[c] /= (float)m;
                 }
             }
         }
-        if (st == HPJ_OK) t.ptr[total_patches] = nodes_of[(int64_t)G * L];
     }
+    if (st == HPJ_OK) t.ptr[total_patches] = nodes_of[nslots];
 done:
     for (gi = 0; ws && gi < nthreads; ++gi) hpj__tokws_free(&ws[gi]);
     hpj__free(ws);
