@@ -3293,7 +3293,7 @@ done:
 #define HPJ__PART_FM_MIN 15          /* FM stops after max(15, n / 100) ...  */
 #define HPJ__PART_FM_MAX 100         /* ... (at most 100) moves without gain */
 #define HPJ__PART_MAX_EWGT 1073741823 /* total edge weight limit (2^30 - 1)  */
-#define HPJ__PART_HASH 2048          /* contraction hash slots (power of 2)  */
+#define HPJ__PART_HASH 2048          /* fast contraction: hash slots (2^k)   */
 
 /* ==== partition: graph levels ==== */
 
@@ -3332,22 +3332,32 @@ typedef struct hpj__heap {
     int32_t *pos; /* (N) slot of each vertex or -1 */
 } hpj__heap;
 
+/* A partition of g into k parts under refinement, with what the moves
+   keep up to date. A bisection is k = 2 with side bounds of its own. */
+typedef struct hpj__kw {
+    const hpj__pg *g;
+    int32_t k;
+    int32_t *part, *ed, *bnd, *bpos; /* (N) part, external degree, boundary */
+    int32_t nbnd;
+    int64_t *pw;      /* (K) part weights                                  */
+    int32_t *cnt;     /* (K) vertices per part; NULL in a bisection        */
+    int64_t cut, maxpart;
+    int64_t maxw[2];  /* bisection: the bound of each side                 */
+    int64_t slack;    /* ... tolerated excess while refining a coarse level */
+    double tw0;       /* ... target weight of side 0 (side 1: W - tw0)     */
+} hpj__kw;
+
 /* Scratch of one partitioning call, sized for its largest graph (n0
    vertices) and k parts; every level and subgraph reuses it. */
 typedef struct hpj__pws {
-    int32_t n0, k;
     int32_t *htab;   /* (n0) -1 between uses: slots while contracting  */
-    int32_t *hkey;   /* (HPJ__PART_HASH) -1 between uses: hashed slots */
     int32_t *match;  /* (n0)                                           */
     int32_t *perm;   /* (n0)                                           */
     int32_t *tmp;    /* (n0)                                           */
     int32_t *ed;     /* (n0) external degree at the current level      */
-    int32_t *edc;    /* (n0) external degree of the coarser level      */
     int32_t *bnd;    /* (n0) boundary vertices                         */
     int32_t *bpos;   /* (n0) index in bnd or -1                        */
-    int32_t *hpos;   /* (n0) heap slot or -1 between uses              */
-    int32_t *hv[2];  /* (n0) heap vertices                             */
-    int32_t *hk[2];  /* (n0) heap keys                                 */
+    hpj__heap hp[2]; /* (n0) each, empty between uses; one pos array   */
     int32_t *mark;   /* (n0) pass stamps (locked vertices)             */
     int32_t *swaps;  /* (n0) FM move log                               */
     int32_t stamp;
@@ -3355,6 +3365,10 @@ typedef struct hpj__pws {
     int32_t *cnt;    /* (K) vertices per part                          */
     int32_t *conn;   /* (K) 0 between uses: connectivity to each part  */
     int32_t *touched; /* (K)                                           */
+#ifndef HPJ_REFERENCE
+    int32_t *hkey;   /* (HPJ__PART_HASH) fast contraction: hashed slots */
+    int32_t *edc;    /* (n0) fast projection: the coarser level's ed    */
+#endif
     hpj__pctrl ctl;
     uint64_t runseed;
     int64_t maxpart;  /* balance bound of the final parts              */
@@ -3370,48 +3384,38 @@ typedef struct hpj__pws {
    back here. The reference allocates each block and frees it on release;
    the fast part keeps released blocks for the next call of a similar
    size, so that a dataset of thousands of small graphs allocates only on
-   its first few graphs. Every block starts with a 64-byte header holding
-   its payload size (which that cache reads). Which blocks a call gets
-   never changes its result. */
-#define HPJ__PW_SLOTS 48  /* cached blocks at most           */
-#define HPJ__PW_HEAD 64   /* header bytes before the payload */
+   its first few graphs. Which blocks a call gets never changes its
+   result. */
+#ifdef HPJ_REFERENCE
+struct hpj_part_work {
+    int unused; /* the reference keeps nothing between calls */
+};
+#else
+#define HPJ__PW_SLOTS 48 /* cached blocks at most */
 struct hpj_part_work {
     unsigned char *blk[HPJ__PW_SLOTS]; /* cached free blocks (header start) */
     size_t cap[HPJ__PW_SLOTS];         /* their payload bytes               */
     int nblk;
 };
-
-#ifndef HPJ_REFERENCE
-static unsigned char *hpj__fast_pw_take(hpj_part_work *pw, size_t bytes, const char *what, int *failed);
-static int hpj__fast_pw_keep(hpj_part_work *pw, unsigned char *b);
+static void *hpj__fast_pw_alloc(hpj_part_work *pw, size_t bytes, const char *what);
+static void hpj__fast_pw_release(hpj_part_work *pw, void *p);
+static void hpj__fast_pw_drop(hpj_part_work *pw);
 #endif
 
 static void *hpj__pw_alloc(hpj_part_work *pw, size_t bytes, const char *what) {
-    size_t total;
-    unsigned char *b;
 #ifndef HPJ_REFERENCE
-    int failed = 0;
-    if (hpj__fast() && ((b = hpj__fast_pw_take(pw, bytes, what, &failed)) != NULL || failed))
-        return b ? b + HPJ__PW_HEAD : NULL; /* fast: a cached block (see the fast part) */
+    if (hpj__fast()) return hpj__fast_pw_alloc(pw, bytes, what); /* fast: a cached block */
 #endif
     (void)pw;
-    if (bytes == 0) bytes = 1;
-    if (hpj__add_size(bytes, HPJ__PW_HEAD, &total)) {
-        hpj__fail(HPJ_ERR_NOMEM, "%s: size overflow (%zu bytes)", what, bytes);
-        return NULL;
-    }
-    if (!(b = (unsigned char *)hpj__alloc(total, what))) return NULL;
-    memcpy(b, &bytes, sizeof bytes);
-    return b + HPJ__PW_HEAD;
+    return hpj__alloc(bytes ? bytes : 1, what);
 }
 
 static void hpj__pw_release(hpj_part_work *pw, void *p) {
-    if (!p) return;
 #ifndef HPJ_REFERENCE
-    if (hpj__fast() && hpj__fast_pw_keep(pw, (unsigned char *)p - HPJ__PW_HEAD)) return; /* fast: cached */
+    if (hpj__fast()) { hpj__fast_pw_release(pw, p); return; } /* fast: kept for the next call */
 #endif
     (void)pw;
-    hpj__free((unsigned char *)p - HPJ__PW_HEAD);
+    hpj__free(p);
 }
 
 HPJDEF hpj_part_work *hpj_part_work_new(void) {
@@ -3419,9 +3423,10 @@ HPJDEF hpj_part_work *hpj_part_work_new(void) {
 }
 
 HPJDEF void hpj_part_work_free(hpj_part_work *w) {
-    int i;
     if (!w) return;
-    for (i = 0; i < w->nblk; ++i) hpj__free(w->blk[i]);
+#ifndef HPJ_REFERENCE
+    hpj__fast_pw_drop(w); /* the blocks the fast part kept */
+#endif
     hpj__free(w);
 }
 
@@ -3491,17 +3496,6 @@ static void hpj__hp_push(hpj__heap *h, int32_t v, int32_t key) {
     hpj__hp_up(h, i);
 }
 
-static int32_t hpj__hp_pop(hpj__heap *h) {
-    int32_t top = h->v[0];
-    h->pos[top] = -1;
-    if (--h->n > 0) {
-        h->v[0] = h->v[h->n];
-        h->key[0] = h->key[h->n];
-        hpj__hp_down(h, 0);
-    }
-    return top;
-}
-
 static void hpj__hp_update(hpj__heap *h, int32_t v, int32_t key) {
     int32_t i = h->pos[v], old = h->key[i];
     h->key[i] = key;
@@ -3509,6 +3503,7 @@ static void hpj__hp_update(hpj__heap *h, int32_t v, int32_t key) {
     else if (key < old) hpj__hp_down(h, i);
 }
 
+/* Takes v out: the last entry fills its slot and moves up or down. */
 static void hpj__hp_remove(hpj__heap *h, int32_t v) {
     int32_t i = h->pos[v];
     h->pos[v] = -1;
@@ -3521,20 +3516,18 @@ static void hpj__hp_remove(hpj__heap *h, int32_t v) {
     }
 }
 
+static int32_t hpj__hp_pop(hpj__heap *h) {
+    int32_t top = h->v[0];
+    hpj__hp_remove(h, top);
+    return top;
+}
+
 static void hpj__hp_clear(hpj__heap *h) {
     int32_t i;
     for (i = 0; i < h->n; ++i) h->pos[h->v[i]] = -1;
     h->n = 0;
 }
 
-static hpj__heap hpj__hp_make(hpj__pws *w, int side) {
-    hpj__heap h;
-    h.n = 0;
-    h.v = w->hv[side];
-    h.key = w->hk[side];
-    h.pos = w->hpos;
-    return h;
-}
 
 /* ---- boundary list ---- */
 
@@ -3552,30 +3545,79 @@ static void hpj__bnd_set(int32_t *bnd, int32_t *bpos, int32_t *nbnd, int32_t v, 
     }
 }
 
-/* The state a refinement tracks, recounted for a partition of g into k
-   parts: ed (N) the external degree of each vertex, the boundary list
-   (bnd, bpos, *nbnd) of the vertices with ed > 0, pw (k) the part
-   weights and cnt (k, may be NULL) their vertex counts. Returns the cut. */
-static int64_t hpj__part_state(const hpj__pg *g, const int32_t *part, int32_t k, int32_t *ed, int32_t *bnd,
-                               int32_t *bpos, int32_t *nbnd, int64_t *pw, int32_t *cnt) {
+/* Recounts the state of s from s->part: the external degree of each
+   vertex, the boundary list (the vertices with ed > 0), the part weights,
+   the vertex counts (when s->cnt) and the cut. */
+static void hpj__kw_params(hpj__kw *s) {
+    const hpj__pg *g = s->g;
     int32_t v, j;
     int64_t cut = 0;
-    memset(pw, 0, sizeof(int64_t) * (size_t)k);
-    if (cnt) memset(cnt, 0, sizeof(int32_t) * (size_t)k);
-    *nbnd = 0;
+    memset(s->pw, 0, sizeof(int64_t) * (size_t)s->k);
+    if (s->cnt) memset(s->cnt, 0, sizeof(int32_t) * (size_t)s->k);
+    s->nbnd = 0;
     for (v = 0; v < g->n; ++v) {
-        int32_t e = 0, p = part[v];
+        int32_t e = 0, p = s->part[v];
         for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
-            if (part[g->adj[j]] != p) e += g->adjw[j];
-        ed[v] = e;
-        pw[p] += g->vw[v];
-        if (cnt) cnt[p]++;
+            if (s->part[g->adj[j]] != p) e += g->adjw[j];
+        s->ed[v] = e;
+        s->pw[p] += g->vw[v];
+        if (s->cnt) s->cnt[p]++;
         cut += e;
-        bpos[v] = -1;
-        if (e > 0) hpj__bnd_set(bnd, bpos, nbnd, v, 1);
+        s->bpos[v] = -1;
+        if (e > 0) hpj__bnd_set(s->bnd, s->bpos, &s->nbnd, v, 1);
     }
-    return cut / 2;
+    s->cut = cut / 2;
 }
+
+/* A state for g's partition `part` into k parts in w's arrays, without
+   vertex counts or bounds (the caller sets what it needs), not counted. */
+static void hpj__kw_init(hpj__kw *s, hpj__pws *w, const hpj__pg *g, int32_t k, int32_t *part) {
+    memset(s, 0, sizeof(*s));
+    s->g = g;
+    s->k = k;
+    s->part = part;
+    s->ed = w->ed;
+    s->bnd = w->bnd;
+    s->bpos = w->bpos;
+    s->pw = w->pw;
+}
+
+/* What moving v out of its part gains: ed - id, the cut edge weight that
+   becomes internal minus the internal one that becomes cut. */
+static int32_t hpj__gain(const hpj__kw *s, int32_t v) { return 2 * s->ed[v] - s->g->wdeg[v]; }
+
+#ifdef HPJ_DEBUG
+/* HPJ_DEBUG: the tracked cut, part weights and counts, external degrees
+   and boundary list of s equal a recount. */
+static void hpj__kw_check(const hpj__kw *s) {
+    const hpj__pg *g = s->g;
+    int32_t v, j, p, nb = 0;
+    int64_t cut = 0, tw = 0;
+    for (v = 0; v < g->n; ++v) {
+        int32_t e = 0;
+        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
+            if (s->part[g->adj[j]] != s->part[v]) e += g->adjw[j];
+        HPJ_ASSERT(s->ed[v] == e);
+        HPJ_ASSERT((s->bpos[v] >= 0) == (e > 0));
+        nb += e > 0;
+        cut += e;
+    }
+    for (p = 0; p < s->k; ++p) {
+        int64_t w = 0;
+        int32_t c = 0;
+        for (v = 0; v < g->n; ++v)
+            if (s->part[v] == p) { w += g->vw[v]; ++c; }
+        HPJ_ASSERT(w == s->pw[p] && (!s->cnt || c == s->cnt[p]));
+        tw += w;
+    }
+    HPJ_ASSERT(tw == g->tvw);
+    HPJ_ASSERT(nb == s->nbnd);
+    HPJ_ASSERT(cut / 2 == s->cut);
+}
+#define HPJ__KW_CHECK(s) hpj__kw_check(s)
+#else
+#define HPJ__KW_CHECK(s) ((void)0)
+#endif
 
 /* ==== partition: workspace ==== */
 
@@ -3587,15 +3629,15 @@ static hpj_status hpj__pws_init(hpj__pws *w, hpj_part_work *pw, int32_t n0, int3
     int32_t *pw32 = NULL;
     memset(w, 0, sizeof(*w));
     w->work = pw;
-    w->n0 = n0;
-    w->k = k;
     w->ctl = *ctl;
 #define HPJ__PWS_ARR(field, count) (arr[c] = &w->field, len[c] = (count), ++c)
-    HPJ__PWS_ARR(htab, n); HPJ__PWS_ARR(hkey, HPJ__PART_HASH); HPJ__PWS_ARR(match, n); HPJ__PWS_ARR(perm, n); HPJ__PWS_ARR(tmp, n);
-    HPJ__PWS_ARR(ed, n); HPJ__PWS_ARR(edc, n); HPJ__PWS_ARR(bnd, n); HPJ__PWS_ARR(bpos, n);
-    HPJ__PWS_ARR(hpos, n); HPJ__PWS_ARR(hv[0], n); HPJ__PWS_ARR(hv[1], n); HPJ__PWS_ARR(hk[0], n);
-    HPJ__PWS_ARR(hk[1], n); HPJ__PWS_ARR(mark, n); HPJ__PWS_ARR(swaps, n);
-    HPJ__PWS_ARR(cnt, kk); HPJ__PWS_ARR(conn, kk); HPJ__PWS_ARR(touched, kk);
+    HPJ__PWS_ARR(htab, n); HPJ__PWS_ARR(match, n); HPJ__PWS_ARR(perm, n); HPJ__PWS_ARR(tmp, n);
+    HPJ__PWS_ARR(ed, n); HPJ__PWS_ARR(bnd, n); HPJ__PWS_ARR(bpos, n); HPJ__PWS_ARR(hp[0].pos, n);
+    HPJ__PWS_ARR(hp[0].v, n); HPJ__PWS_ARR(hp[1].v, n); HPJ__PWS_ARR(hp[0].key, n); HPJ__PWS_ARR(hp[1].key, n);
+    HPJ__PWS_ARR(mark, n); HPJ__PWS_ARR(swaps, n); HPJ__PWS_ARR(cnt, kk); HPJ__PWS_ARR(conn, kk); HPJ__PWS_ARR(touched, kk);
+#ifndef HPJ_REFERENCE
+    HPJ__PWS_ARR(hkey, HPJ__PART_HASH); HPJ__PWS_ARR(edc, n);
+#endif
 #undef HPJ__PWS_ARR
     arr[c] = &pw32; /* int64 part weights: 2 words per part, kept last */
     len[c] = 2 * kk + 2;
@@ -3604,12 +3646,15 @@ static hpj_status hpj__pws_init(hpj__pws *w, hpj_part_work *pw, int32_t n0, int3
     if (!w->mem) return HPJ_ERR_NOMEM;
     /* align the int64 array to 8 bytes */
     w->pw = (int64_t *)(void *)(((uintptr_t)pw32 + 7) & ~(uintptr_t)7);
+    w->hp[1].pos = w->hp[0].pos;
     memset(w->htab, 0xff, n * sizeof(int32_t));
-    memset(w->hkey, 0xff, HPJ__PART_HASH * sizeof(int32_t));
-    memset(w->hpos, 0xff, n * sizeof(int32_t));
+    memset(w->hp[0].pos, 0xff, n * sizeof(int32_t));
     memset(w->bpos, 0xff, n * sizeof(int32_t));
     memset(w->mark, 0, n * sizeof(int32_t));
     memset(w->conn, 0, kk * sizeof(int32_t));
+#ifndef HPJ_REFERENCE
+    memset(w->hkey, 0xff, HPJ__PART_HASH * sizeof(int32_t));
+#endif
     return HPJ_OK;
 }
 
@@ -3660,17 +3705,13 @@ static int32_t hpj__match(hpj__pg *g, int64_t maxvw, hpj__pws *w, hpj_rng *rng) 
             if (last <= i) last = i + 1;
             while (last < n && match[perm[last]] >= 0) ++last;
             if (last < n && (int64_t)vw[v] + vw[perm[last]] <= maxvw) m = perm[last];
-        } else if (g->eqw) {
-            for (j = xadj[v]; j < xadj[v + 1]; ++j) {
-                int32_t u = adj[j];
-                if (match[u] < 0 && u != v && (int64_t)vw[v] + vw[u] <= maxvw) { m = u; break; }
-            }
         } else {
             for (j = xadj[v]; j < xadj[v + 1]; ++j) {
                 int32_t u = adj[j];
                 if (match[u] < 0 && u != v && adjw[j] > best && (int64_t)vw[v] + vw[u] <= maxvw) {
                     m = u;
                     best = adjw[j];
+                    if (g->eqw) break; /* all weights equal: the first is a heaviest */
                 }
             }
         }
@@ -3713,15 +3754,53 @@ static int32_t hpj__match(hpj__pg *g, int64_t maxvw, hpj__pws *w, hpj_rng *rng) 
     return cn;
 }
 
+#ifndef HPJ_REFERENCE
+static int32_t hpj__fast_contract_lists(const hpj__pg *g, hpj__pws *w, hpj__pg *c);
+#endif
+
+/* The coarse vertices' weights and neighbour lists, c->xadj, adj, adjw,
+   vw and wdeg (see hpj__contract); returns the number of entries. The
+   lists of a matched pair merge through w->htab, which maps a coarse
+   neighbour to its slot in the list being built (-1 between vertices). */
+static int32_t hpj__contract_lists(const hpj__pg *g, hpj__pws *w, hpj__pg *c) {
+    const int32_t *xadj = g->xadj, *adj = g->adj, *adjw = g->adjw, *cmap = g->cmap, *vw = g->vw;
+    int32_t *htab = w->htab, *ca = c->adj, *cw = c->adjw, v, e = 0;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) return hpj__fast_contract_lists(g, w, c); /* fast: short lists merged in a small table */
+#endif
+    c->xadj[0] = 0;
+    for (v = 0; v < g->n; ++v) {
+        int32_t u = w->match[v], cv = cmap[v], start = e, d = 0, pass, x, j;
+        if (u < v) continue; /* the pair's smaller vertex makes it */
+        for (pass = 0; pass < (u == v ? 1 : 2); ++pass) {
+            x = pass ? u : v;
+            for (j = xadj[x]; j < xadj[x + 1]; ++j) {
+                int32_t cu = cmap[adj[j]];
+                if (cu == cv) continue; /* an edge inside the pair vanishes */
+                d += adjw[j];
+                if (htab[cu] >= 0) {
+                    cw[htab[cu]] += adjw[j];
+                } else {
+                    htab[cu] = e;
+                    ca[e] = cu;
+                    cw[e++] = adjw[j];
+                }
+            }
+        }
+        for (j = start; j < e; ++j) htab[ca[j]] = -1;
+        c->xadj[cv + 1] = e;
+        c->vw[cv] = vw[v] + (u != v ? vw[u] : 0);
+        c->wdeg[cv] = d;
+    }
+    return e;
+}
+
 /* Builds the coarse graph c of g from w->match and g->cmap: coarse vertex
    weights are sums, parallel edges merge (weights add), edges inside a
    pair vanish. */
 static hpj_status hpj__contract(const hpj__pg *g, int32_t cn, hpj__pws *w, hpj__pg *c) {
     int32_t **arr[6];
     size_t len[6];
-    const int32_t *xadj = g->xadj, *adj = g->adj, *adjw = g->adjw, *vw = g->vw, *cmap = g->cmap, *match = w->match;
-    int32_t *htab = w->htab, v, e = 0;
-    int32_t *cx, *ca, *cw;
     memset(c, 0, sizeof(*c));
     arr[0] = &c->xadj; len[0] = (size_t)cn + 1;
     arr[1] = &c->vw; len[1] = (size_t)cn;
@@ -3731,93 +3810,42 @@ static hpj_status hpj__contract(const hpj__pg *g, int32_t cn, hpj__pws *w, hpj__
     arr[5] = &c->adjw; len[5] = (size_t)g->nnz;
     c->mem = hpj__part_block(w->work, arr, len, 6, "partition: coarsening");
     if (!c->mem) return HPJ_ERR_NOMEM;
-    cx = c->xadj;
-    ca = c->adj;
-    cw = c->adjw;
-    cx[0] = 0;
-    /* Merging neighbour lists needs a map coarse id -> slot. A small
-       open-addressing table (stays in L1) serves vertex pairs of small
-       total degree; the dense htab (n entries) serves the rest. */
-    for (v = 0; v < g->n; ++v) {
-        int32_t u = match[v], cv, start = e, x, j, pass, npass = (u == v ? 1 : 2);
-        int32_t wd = 0, deg = xadj[v + 1] - xadj[v] + (u != v ? xadj[u + 1] - xadj[u] : 0);
-        if (u < v) continue;
-        cv = cmap[v];
-        if (deg <= HPJ__PART_HASH / 4) {
-            int32_t *hk = w->hkey;
-            for (pass = 0; pass < npass; ++pass) {
-                x = pass ? u : v;
-                for (j = xadj[x]; j < xadj[x + 1]; ++j) {
-                    int32_t cu = cmap[adj[j]], hh;
-                    if (cu == cv) continue;
-                    wd += adjw[j];
-                    for (hh = cu & (HPJ__PART_HASH - 1); hk[hh] >= 0 && ca[hk[hh]] != cu; hh = (hh + 1) & (HPJ__PART_HASH - 1)) {
-                    }
-                    if (hk[hh] < 0) {
-                        hk[hh] = e;
-                        ca[e] = cu;
-                        cw[e] = adjw[j];
-                        ++e;
-                    } else {
-                        cw[hk[hh]] += adjw[j];
-                    }
-                }
-            }
-            for (j = start; j < e; ++j) {
-                int32_t hh = ca[j] & (HPJ__PART_HASH - 1);
-                while (hk[hh] != j) hh = (hh + 1) & (HPJ__PART_HASH - 1);
-                hk[hh] = -1;
-            }
-        } else {
-            for (pass = 0; pass < npass; ++pass) {
-                x = pass ? u : v;
-                for (j = xadj[x]; j < xadj[x + 1]; ++j) {
-                    int32_t cu = cmap[adj[j]], s;
-                    if (cu == cv) continue;
-                    s = htab[cu];
-                    if (s < 0) {
-                        htab[cu] = e;
-                        ca[e] = cu;
-                        cw[e] = adjw[j];
-                        ++e;
-                    } else {
-                        cw[s] += adjw[j];
-                    }
-                    wd += adjw[j];
-                }
-            }
-            for (j = start; j < e; ++j) htab[ca[j]] = -1;
-        }
-        cx[cv + 1] = e;
-        c->vw[cv] = vw[v] + (u != v ? vw[u] : 0);
-        c->wdeg[cv] = wd;
-    }
+    c->nnz = hpj__contract_lists(g, w, c);
     c->n = cn;
-    c->nnz = e;
     c->tvw = g->tvw;
     c->eqw = 0;
     c->coarse = 1;
     return HPJ_OK;
 }
 
-/* A hierarchy lev[0] (the caller's graph, borrowed) .. lev[nlev-1]. */
+/* A hierarchy lev[0] (the caller's graph, borrowed) .. lev[nlev-1], and
+   where the partition of each level lives while uncoarsening: level l's
+   in part[l & 1], the caller's array (level 0) and one sized for level 1. */
 typedef struct hpj__hier {
     int32_t nlev;
     hpj__pg lev[HPJ__PART_MAXLEVELS];
+    int32_t *part[2];
 } hpj__hier;
 
 static void hpj__hier_free(hpj_part_work *pw, hpj__hier *h) {
     int32_t l;
+    if (!h) return;
     for (l = 1; l < h->nlev; ++l) hpj__pg_free(pw, &h->lev[l]);
-    h->nlev = 0;
+    hpj__pw_release(pw, h->part[1]);
+    hpj__pw_release(pw, h);
 }
 
-/* Coarsens until at most `to` vertices remain or a level keeps more than
-   85 % of the vertices of the one before. */
-static hpj_status hpj__coarsen(hpj__hier *h, const hpj__pg *g, int32_t to, hpj__pws *w, hpj_rng *rng) {
+/* A new hierarchy *hp of g (freed by hpj__hier_free, also after a
+   failure), coarsened until at most `to` vertices remain or a level keeps
+   more than 85 % of the vertices of the one before; out is part[0]. */
+static hpj_status hpj__coarsen(hpj__hier **hp, const hpj__pg *g, int32_t to, int32_t *out, hpj__pws *w, hpj_rng *rng) {
     int64_t maxvw = (int64_t)(HPJ__PART_MAXVW * (double)g->tvw / (double)(to > 0 ? to : 1));
     hpj_status st;
+    hpj__hier *h = *hp = (hpj__hier *)hpj__pw_alloc(w->work, sizeof(hpj__hier), "partition: hierarchy");
+    if (!h) return HPJ_ERR_NOMEM;
     if (maxvw < 1) maxvw = 1;
+    h->part[0] = out;
+    h->part[1] = NULL;
     h->nlev = 1;
     h->lev[0] = *g;
     h->lev[0].mem = NULL;
@@ -3831,50 +3859,35 @@ static hpj_status hpj__coarsen(hpj__hier *h, const hpj__pg *g, int32_t to, hpj__
         h->nlev++;
         if ((double)cn > HPJ__PART_SHRINK * (double)f->n) break;
     }
+    if (h->nlev > 1 &&
+        !(h->part[1] = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)h->lev[1].n, "partition")))
+        return HPJ_ERR_NOMEM;
     return HPJ_OK;
 }
 
-/* Fine partition and external degrees from the coarser level's: a fine
-   vertex can only touch another part if its coarse vertex did. Rebuilds
-   the boundary list; cnt (vertices per part) is recounted when given. */
-static void hpj__project(const hpj__pg *f, const int32_t *cpart, const int32_t *ced, int32_t *part, int32_t *ed,
-                         int32_t *bnd, int32_t *bpos, int32_t *nbnd, int32_t *cnt, int32_t k) {
-    int32_t v, n = f->n;
-    const int32_t *cmap = f->cmap, *xadj = f->xadj, *adj = f->adj, *adjw = f->adjw;
-    for (v = 0; v < n; ++v) part[v] = cpart[cmap[v]];
-    if (cnt) {
-        memset(cnt, 0, sizeof(int32_t) * (size_t)k);
-        for (v = 0; v < n; ++v) cnt[part[v]]++;
-    }
-    *nbnd = 0;
-    for (v = 0; v < n; ++v) {
-        int32_t e = 0, j, p = part[v];
-        bpos[v] = -1;
-        if (ced[cmap[v]] > 0) {
-            for (j = xadj[v]; j < xadj[v + 1]; ++j)
-                if (part[adj[j]] != p) e += adjw[j];
-        }
-        ed[v] = e;
-        if (e > 0) {
-            bpos[v] = *nbnd;
-            bnd[(*nbnd)++] = v;
-        }
-    }
+#ifndef HPJ_REFERENCE
+static void hpj__fast_project(hpj__pws *w, hpj__kw *s, const hpj__pg *f, int32_t *part);
+#endif
+
+/* Uncoarsening: the partition of s (on the coarser level) projected onto
+   f, its finer level, into part (each vertex goes where its coarse vertex
+   went); then s is the state of f. Part weights and the cut stay. */
+static void hpj__project(hpj__pws *w, hpj__kw *s, const hpj__pg *f, int32_t *part) {
+    int32_t v;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { hpj__fast_project(w, s, f, part); return; } /* fast: only the old boundary rescanned */
+#endif
+    (void)w;
+    for (v = 0; v < f->n; ++v) part[v] = s->part[f->cmap[v]];
+    s->g = f;
+    s->part = part;
+    hpj__kw_params(s);
 }
 
 /* ==== partition: bisection (greedy growing, FM refinement) ==== */
 
-typedef struct hpj__bis {
-    const hpj__pg *g;
-    int32_t *part, *ed, *bnd, *bpos; /* (N) */
-    int32_t nbnd;
-    int64_t pw[2], cut, maxw[2];
-    int64_t slack; /* tolerated excess while refining a coarse level       */
-    double tw0;    /* target weight of side 0 (side 1: W - tw0)            */
-} hpj__bis;
-
 /* Weight above the side bounds (each widened by the level's slack). */
-static int64_t hpj__bis_infeas(const hpj__bis *b) {
+static int64_t hpj__bis_infeas(const hpj__kw *b) {
     return HPJ__MAX(0, b->pw[0] - b->maxw[0] - b->slack) + HPJ__MAX(0, b->pw[1] - b->maxw[1] - b->slack);
 }
 
@@ -3882,13 +3895,10 @@ static int64_t hpj__bis_infeas(const hpj__bis *b) {
    of the total; coarse vertices are heavy and tight bounds would freeze
    them. The finest level is then balanced strictly. */
 static int64_t hpj__bis_slack(const hpj__pg *g) {
-    int64_t s;
-    if (g->n == 0) return 0;
-    s = HPJ__MIN(g->tvw / 20, 2 * g->tvw / g->n);
-    return s;
+    return g->n == 0 ? 0 : HPJ__MIN(g->tvw / 20, 2 * g->tvw / g->n);
 }
 
-static double hpj__bis_diff(const hpj__bis *b) { return fabs((double)b->pw[0] - b->tw0); }
+static double hpj__bis_diff(const hpj__kw *b) { return fabs((double)b->pw[0] - b->tw0); }
 
 /* 1 if (inf, cut, diff) is strictly better than the recorded best. */
 static int hpj__bis_better(int64_t inf, int64_t cut, double diff, int64_t binf, int64_t bcut, double bdiff) {
@@ -3897,40 +3907,11 @@ static int hpj__bis_better(int64_t inf, int64_t cut, double diff, int64_t binf, 
     return diff < bdiff;
 }
 
-static void hpj__bis_params(hpj__bis *b) {
-    b->cut = hpj__part_state(b->g, b->part, 2, b->ed, b->bnd, b->bpos, &b->nbnd, b->pw, NULL);
-}
-
-#ifdef HPJ_DEBUG
-/* HPJ_DEBUG: the tracked cut, side weights, external degrees and boundary
-   list of a bisection equal a recount. */
-static void hpj__bis_check(const hpj__bis *b) {
-    const hpj__pg *g = b->g;
-    int32_t v, j, nb = 0;
-    int64_t cut = 0, pw[2] = {0, 0};
-    for (v = 0; v < g->n; ++v) {
-        int32_t e = 0;
-        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
-            if (b->part[g->adj[j]] != b->part[v]) e += g->adjw[j];
-        HPJ_ASSERT(b->ed[v] == e);
-        HPJ_ASSERT((b->bpos[v] >= 0) == (e > 0));
-        nb += e > 0;
-        cut += e;
-        pw[b->part[v]] += g->vw[v];
-    }
-    HPJ_ASSERT(nb == b->nbnd);
-    HPJ_ASSERT(cut / 2 == b->cut);
-    HPJ_ASSERT(pw[0] == b->pw[0] && pw[1] == b->pw[1]);
-}
-#define HPJ__BIS_CHECK(b) hpj__bis_check(b)
-#else
-#define HPJ__BIS_CHECK(b) ((void)0)
-#endif
-
-/* Moves v to the other side, updating weights, cut, external degrees and
-   the boundary; with hp, unlocked neighbours on side `only` (or on both
-   sides when only < 0) are (re)keyed by gain = ed - id in hp[side]. */
-static void hpj__bis_move(hpj__bis *b, int32_t v, hpj__heap *hp, const int32_t *mark, int32_t stamp, int only) {
+/* Moves v to the other side, updating weights, counts, cut, external
+   degrees and the boundary; with hp, unlocked neighbours on side `only`
+   (or on both sides when only < 0) are (re)keyed by their gain in
+   hp[side]. */
+static void hpj__bis_move(hpj__kw *b, int32_t v, hpj__heap *hp, const int32_t *mark, int32_t stamp, int only) {
     /* every array in a local: stores into ed[] could alias the struct
        fields otherwise, forcing a reload per neighbour */
     const hpj__pg *g = b->g;
@@ -3940,6 +3921,10 @@ static void hpj__bis_move(hpj__bis *b, int32_t v, hpj__heap *hp, const int32_t *
     b->cut -= 2 * (int64_t)ed[v] - wdeg[v];
     b->pw[from] -= g->vw[v];
     b->pw[to] += g->vw[v];
+    if (b->cnt) {
+        b->cnt[from]--;
+        b->cnt[to]++;
+    }
     part[v] = to;
     ed[v] = wdeg[v] - ed[v];
     hpj__bnd_set(bnd, bpos, &nbnd, v, ed[v] > 0);
@@ -3962,7 +3947,7 @@ static void hpj__bis_move(hpj__bis *b, int32_t v, hpj__heap *hp, const int32_t *
 
 /* May v leave side `from`? Only if the receiving side stays within its
    bound, or the move lowers the total excess weight. */
-static int hpj__bis_can_move(const hpj__bis *b, int32_t v, int from) {
+static int hpj__bis_can_move(const hpj__kw *b, int32_t v, int from) {
     int to = 1 - from;
     int64_t w = b->g->vw[v], inf, ninf;
     if (b->pw[to] + w <= b->maxw[to] + b->slack) return 1;
@@ -3975,38 +3960,29 @@ static int hpj__bis_can_move(const hpj__bis *b, int32_t v, int from) {
 
 /* Brings an over-weight side within its bound: moves its vertices by best
    gain, boundary vertices first, then any. */
-static void hpj__bis_balance(hpj__bis *b, hpj__pws *w) {
-    const hpj__pg *g = b->g;
-    hpj__heap hp[2];
+static void hpj__bis_balance(hpj__kw *b, hpj__pws *w) {
+    hpj__heap *hp = w->hp;
     int from, phase = 0;
-    int32_t stamp, i;
+    int32_t stamp, i, v;
     if (hpj__bis_infeas(b) == 0) return;
-    from = (b->pw[0] - b->maxw[0] >= b->pw[1] - b->maxw[1]) ? 0 : 1;
     /* the over-weight side: stop as soon as it is within bound + slack */
-    hp[0] = hpj__hp_make(w, 0);
-    hp[1] = hpj__hp_make(w, 1);
+    from = (b->pw[0] - b->maxw[0] >= b->pw[1] - b->maxw[1]) ? 0 : 1;
     stamp = ++w->stamp;
-    for (i = 0; i < b->nbnd; ++i) {
-        int32_t v = b->bnd[i];
-        if (b->part[v] == from) hpj__hp_push(&hp[from], v, 2 * b->ed[v] - g->wdeg[v]);
-    }
+    for (i = 0; i < b->nbnd; ++i)
+        if (b->part[b->bnd[i]] == from) hpj__hp_push(&hp[from], b->bnd[i], hpj__gain(b, b->bnd[i]));
     while (b->pw[from] > b->maxw[from] + b->slack) {
-        int32_t v;
         if (hp[from].n == 0) {
             if (phase++) break;
-            for (v = 0; v < g->n; ++v)
-                if (b->part[v] == from && w->mark[v] != stamp && hp[from].pos[v] < 0)
-                    hpj__hp_push(&hp[from], v, 2 * b->ed[v] - g->wdeg[v]);
+            for (v = 0; v < b->g->n; ++v)
+                if (b->part[v] == from && w->mark[v] != stamp) hpj__hp_push(&hp[from], v, hpj__gain(b, v));
             if (hp[from].n == 0) break;
             continue;
         }
         v = hpj__hp_pop(&hp[from]);
         w->mark[v] = stamp;
-        if (!hpj__bis_can_move(b, v, from)) continue;
-        hpj__bis_move(b, v, hp, w->mark, stamp, from);
+        if (hpj__bis_can_move(b, v, from)) hpj__bis_move(b, v, hp, w->mark, stamp, from);
     }
-    hpj__hp_clear(&hp[0]);
-    hpj__hp_clear(&hp[1]);
+    hpj__hp_clear(&hp[from]); /* only side `from` was queued */
 }
 
 /* Fiduccia-Mattheyses: each pass moves boundary vertices by best gain
@@ -4014,14 +3990,10 @@ static void hpj__bis_balance(hpj__bis *b, hpj__pws *w) {
    rolls back to the best state seen (fewest excess weight, then cut,
    then closeness to the target). Stops after niter passes or a pass that
    finds nothing better. */
-static void hpj__bis_fm(hpj__bis *b, hpj__pws *w, int32_t niter, hpj_rng *rng) {
-    const hpj__pg *g = b->g;
-    hpj__heap hp[2];
-    int32_t pass, limit, n = g->n;
-    double tw1 = (double)g->tvw - b->tw0;
-    limit = HPJ__MIN(HPJ__MAX(n / 100, HPJ__PART_FM_MIN), HPJ__PART_FM_MAX);
-    hp[0] = hpj__hp_make(w, 0);
-    hp[1] = hpj__hp_make(w, 1);
+static void hpj__bis_fm(hpj__kw *b, hpj__pws *w, int32_t niter, hpj_rng *rng) {
+    hpj__heap *hp = w->hp;
+    int32_t pass, limit = HPJ__MIN(HPJ__MAX(b->g->n / 100, HPJ__PART_FM_MIN), HPJ__PART_FM_MAX);
+    double tw1 = (double)b->g->tvw - b->tw0;
     for (pass = 0; pass < niter; ++pass) {
         int32_t stamp = ++w->stamp, nsw = 0, bestsw = 0, i, nb = b->nbnd;
         int64_t binf = hpj__bis_infeas(b), bcut = b->cut;
@@ -4033,10 +4005,7 @@ static void hpj__bis_fm(hpj__bis *b, hpj__pws *w, int32_t niter, hpj_rng *rng) {
             int32_t x = (int32_t)hpj_rng_below(rng, (uint32_t)nb), y = (int32_t)hpj_rng_below(rng, (uint32_t)nb), t;
             t = w->tmp[x]; w->tmp[x] = w->tmp[y]; w->tmp[y] = t;
         }
-        for (i = 0; i < nb; ++i) {
-            int32_t v = w->tmp[i];
-            hpj__hp_push(&hp[b->part[v]], v, 2 * b->ed[v] - g->wdeg[v]);
-        }
+        for (i = 0; i < nb; ++i) hpj__hp_push(&hp[b->part[w->tmp[i]]], w->tmp[i], hpj__gain(b, w->tmp[i]));
         for (;;) {
             int from = ((double)b->pw[0] - b->tw0 >= (double)b->pw[1] - tw1) ? 0 : 1;
             int32_t v;
@@ -4065,7 +4034,7 @@ static void hpj__bis_fm(hpj__bis *b, hpj__pws *w, int32_t niter, hpj_rng *rng) {
         hpj__hp_clear(&hp[0]);
         hpj__hp_clear(&hp[1]);
         for (i = nsw - 1; i >= bestsw; --i) hpj__bis_move(b, w->swaps[i], NULL, NULL, 0, -1);
-        HPJ__BIS_CHECK(b);
+        HPJ__KW_CHECK(b);
         if (bestsw == 0) break;
     }
 }
@@ -4073,18 +4042,14 @@ static void hpj__bis_fm(hpj__bis *b, hpj__pws *w, int32_t niter, hpj_rng *rng) {
 /* Greedy graph growing: side 1 grows from a random vertex, always taking
    the side-0 boundary vertex of best gain, until it reaches its target
    weight (a new random seed when the frontier runs dry). */
-static void hpj__bis_grow(hpj__bis *b, hpj__pws *w, hpj_rng *rng) {
+static void hpj__bis_grow(hpj__kw *b, hpj__pws *w, hpj_rng *rng) {
     const hpj__pg *g = b->g;
-    hpj__heap hp[2];
+    hpj__heap *hp = w->hp;
     int32_t n = g->n, v, stamp = ++w->stamp, cursor, scanned = 0;
     double tw1 = (double)g->tvw - b->tw0;
-    hp[0] = hpj__hp_make(w, 0);
-    hp[1] = hpj__hp_make(w, 1);
-    for (v = 0; v < n; ++v) {
-        b->part[v] = 0;
-        b->ed[v] = 0;
-        b->bpos[v] = -1;
-    }
+    memset(b->part, 0, sizeof(int32_t) * (size_t)n); /* everything on side 0 */
+    memset(b->ed, 0, sizeof(int32_t) * (size_t)n);
+    memset(b->bpos, 0xff, sizeof(int32_t) * (size_t)n);
     b->nbnd = 0;
     b->pw[0] = g->tvw;
     b->pw[1] = 0;
@@ -4110,7 +4075,7 @@ static void hpj__bis_grow(hpj__bis *b, hpj__pws *w, hpj_rng *rng) {
 }
 
 /* Best of `trials` grown + balanced + FM-refined bisections of b->g. */
-static hpj_status hpj__bis_initial(hpj__bis *b, hpj__pws *w, int32_t trials, hpj_rng *rng) {
+static hpj_status hpj__bis_initial(hpj__kw *b, hpj__pws *w, int32_t trials, hpj_rng *rng) {
     int32_t n = b->g->n, t;
     int32_t *best = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)n, "partition: bisection");
     int64_t binf = 0, bcut = 0;
@@ -4134,7 +4099,7 @@ static hpj_status hpj__bis_initial(hpj__bis *b, hpj__pws *w, int32_t trials, hpj
     }
     memcpy(b->part, best, sizeof(int32_t) * (size_t)n);
     hpj__pw_release(w->work, best);
-    hpj__bis_params(b);
+    hpj__kw_params(b);
     return HPJ_OK;
 }
 
@@ -4142,103 +4107,70 @@ static hpj_status hpj__bis_initial(hpj__bis *b, hpj__pws *w, int32_t trials, hpj
    maxw0 / maxw1. Writes 0/1 into part (N). */
 static hpj_status hpj__mlbisect(hpj__pws *w, hpj__pg *g, double tw0, int64_t maxw0, int64_t maxw1, int32_t *part,
                                 hpj_rng *rng) {
-    hpj__hier *h;
-    hpj__bis b;
-    int32_t *buf[2], l, L, trials;
-    hpj_status st = HPJ_OK;
-    h = (hpj__hier *)hpj__pw_alloc(w->work, sizeof(hpj__hier), "partition: hierarchy");
-    if (!h) return HPJ_ERR_NOMEM;
-    buf[0] = part;
-    buf[1] = NULL;
+    hpj__hier *h = NULL;
+    hpj__kw b;
+    int32_t l, L;
+    hpj_status st;
     /* small graphs (and small pieces of them) are bisected directly:
        trials on the real graph beat trials on a 20-vertex caricature of
        it, and cost little. Not coarse graphs (k-way's initial partition):
        their heavy vertices move in large steps, and the multilevel path's
        per-level slack lets them settle into lower cuts. */
-    if ((st = hpj__coarsen(h, g, g->n <= HPJ__PART_BIS_DIRECT && !g->coarse ? g->n : HPJ__PART_BIS_COARSEN_TO, w, rng)) !=
-        HPJ_OK)
+    if ((st = hpj__coarsen(&h, g, g->n <= HPJ__PART_BIS_DIRECT && !g->coarse ? g->n : HPJ__PART_BIS_COARSEN_TO, part, w,
+                           rng)) != HPJ_OK)
         goto done;
     L = h->nlev - 1;
-    if (L > 0) {
-        buf[1] = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)h->lev[1].n, "partition: bisection");
-        if (!buf[1]) { st = HPJ_ERR_NOMEM; goto done; }
-    }
-    memset(&b, 0, sizeof b);
-    b.g = &h->lev[L];
-    b.part = buf[L & 1];
-    b.ed = w->ed;
-    b.bnd = w->bnd;
-    b.bpos = w->bpos;
+    hpj__kw_init(&b, w, &h->lev[L], 2, h->part[L & 1]);
     b.tw0 = tw0;
     b.maxw[0] = maxw0;
     b.maxw[1] = maxw1;
-    trials = w->ctl.ntrials > 0 ? w->ctl.ntrials : w->bis_trials;
     b.slack = L > 0 ? hpj__bis_slack(b.g) : 0;
-    if ((st = hpj__bis_initial(&b, w, trials, rng)) != HPJ_OK) goto done;
+    if ((st = hpj__bis_initial(&b, w, w->ctl.ntrials > 0 ? w->ctl.ntrials : w->bis_trials, rng)) != HPJ_OK) goto done;
     for (l = L - 1; l >= 0; --l) {
-        int32_t *t = w->ed;
-        w->ed = w->edc;
-        w->edc = t;
-        hpj__project(&h->lev[l], buf[(l + 1) & 1], w->edc, buf[l & 1], w->ed, w->bnd, w->bpos, &b.nbnd, NULL, 0);
-        b.g = &h->lev[l];
-        b.part = buf[l & 1];
-        b.ed = w->ed;
+        hpj__project(w, &b, &h->lev[l], h->part[l & 1]);
         b.slack = l > 0 ? hpj__bis_slack(b.g) : 0;
         hpj__bis_balance(&b, w);
         hpj__bis_fm(&b, w, w->ctl.niter, rng);
     }
 done:
-    hpj__pw_release(w->work, buf[1]);
     hpj__hier_free(w->work, h);
-    hpj__pw_release(w->work, h);
     return st;
 }
 
 /* ==== partition: recursive bisection ==== */
 
-/* The two induced subgraphs of g (sides of part2); edges between the
-   sides are dropped. sub[s].ids map to the caller's vertex ids. */
-static hpj_status hpj__split(hpj_part_work *pw, const hpj__pg *g, const int32_t *part2, int32_t *map, hpj__pg sub[2]) {
-    int32_t n = g->n, v, j, s, ns[2] = {0, 0}, es[2] = {0, 0};
+/* The subgraph c of g induced by side `side` of the bisection part2:
+   edges to the other side are dropped, map (N) gets each vertex's number
+   within its side and c->ids map to the caller's vertex ids. */
+static hpj_status hpj__split(hpj_part_work *pw, const hpj__pg *g, const int32_t *part2, int side, int32_t *map,
+                             hpj__pg *c) {
+    int32_t v, j, n = 0, e = 0;
     int32_t **arr[7];
     size_t len[7];
-    for (v = 0; v < n; ++v) {
-        s = part2[v];
-        map[v] = ns[s]++;
-        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j) es[s] += (part2[g->adj[j]] == s);
+    for (v = 0; v < g->n; ++v) {
+        if (part2[v] != side) continue;
+        map[v] = n++;
+        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j) e += part2[g->adj[j]] == side;
     }
-    for (s = 0; s < 2; ++s) {
-        hpj__pg *c = &sub[s];
-        memset(c, 0, sizeof(*c));
-        arr[0] = &c->xadj; len[0] = (size_t)ns[s] + 1;
-        arr[1] = &c->vw; len[1] = (size_t)ns[s];
-        arr[2] = &c->wdeg; len[2] = (size_t)ns[s];
-        arr[3] = &c->cmap; len[3] = (size_t)ns[s];
-        arr[4] = &c->ids; len[4] = (size_t)ns[s];
-        arr[5] = &c->adj; len[5] = (size_t)es[s];
-        arr[6] = &c->adjw; len[6] = (size_t)es[s];
-        c->mem = hpj__part_block(pw, arr, len, 7, "partition: recursive bisection");
-        if (!c->mem) {
-            if (s) hpj__pg_free(pw, &sub[0]);
-            return HPJ_ERR_NOMEM;
-        }
-        c->n = 0;
-        c->nnz = 0;
-        c->xadj[0] = 0;
-        c->tvw = 0;
-        c->eqw = g->eqw;
-        c->coarse = g->coarse;
-    }
-    for (v = 0; v < n; ++v) {
-        hpj__pg *c = &sub[part2[v]];
-        int32_t i = c->n++, wd = 0;
-        s = part2[v];
+    memset(c, 0, sizeof(*c));
+    arr[0] = &c->xadj; len[0] = (size_t)n + 1;
+    arr[1] = &c->vw; len[1] = (size_t)n;
+    arr[2] = &c->wdeg; len[2] = (size_t)n;
+    arr[3] = &c->cmap; len[3] = (size_t)n;
+    arr[4] = &c->ids; len[4] = (size_t)n;
+    arr[5] = &c->adj; len[5] = (size_t)e;
+    arr[6] = &c->adjw; len[6] = (size_t)e;
+    if (!(c->mem = hpj__part_block(pw, arr, len, 7, "partition: recursive bisection"))) return HPJ_ERR_NOMEM;
+    c->xadj[0] = 0;
+    c->eqw = g->eqw;
+    c->coarse = g->coarse;
+    for (v = 0; v < g->n; ++v) {
+        int32_t i = c->n, wd = 0;
+        if (part2[v] != side) continue;
         for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j) {
-            int32_t u = g->adj[j];
-            if (part2[u] != s) continue;
-            c->adj[c->nnz] = map[u];
-            c->adjw[c->nnz] = g->adjw[j];
-            c->nnz++;
+            if (part2[g->adj[j]] != side) continue;
+            c->adj[c->nnz] = map[g->adj[j]];
+            c->adjw[c->nnz++] = g->adjw[j];
             wd += g->adjw[j];
         }
         c->xadj[i + 1] = c->nnz;
@@ -4246,6 +4178,7 @@ static hpj_status hpj__split(hpj_part_work *pw, const hpj__pg *g, const int32_t 
         c->wdeg[i] = wd;
         c->ids[i] = g->ids ? g->ids[v] : v;
         c->tvw += g->vw[v];
+        c->n++;
     }
     return HPJ_OK;
 }
@@ -4284,7 +4217,9 @@ static hpj_status hpj__rb(hpj__pws *w, hpj__pg *g, int32_t k, int32_t off, int32
         return HPJ_OK;
     }
 #undef HPJ__RB_ID
-    st = hpj__split(w->work, g, p2, w->tmp, sub);
+    if ((st = hpj__split(w->work, g, p2, 0, w->tmp, &sub[0])) == HPJ_OK &&
+        (st = hpj__split(w->work, g, p2, 1, w->tmp, &sub[1])) != HPJ_OK)
+        hpj__pg_free(w->work, &sub[0]);
     hpj__pw_release(w->work, p2);
     if (st != HPJ_OK) return st;
     st = hpj__rb(w, &sub[0], k0, off, out);
@@ -4296,71 +4231,23 @@ static hpj_status hpj__rb(hpj__pws *w, hpj__pg *g, int32_t k, int32_t off, int32
 
 /* ==== partition: k-way refinement ==== */
 
-static void hpj__part_measure(const hpj__pg *g, const int32_t *part, int32_t k, int64_t *pw, int64_t *cut,
-                              int64_t *maxpw);
-
-typedef struct hpj__kw {
-    const hpj__pg *g;
-    int32_t k;
-    int32_t *part, *ed, *bnd, *bpos; /* (N) */
-    int32_t nbnd;
-    int64_t *pw;  /* (K) */
-    int32_t *cnt; /* (K) */
-    int64_t cut, maxpart;
-} hpj__kw;
-
-static void hpj__kw_params(hpj__kw *s) {
-    s->cut = hpj__part_state(s->g, s->part, s->k, s->ed, s->bnd, s->bpos, &s->nbnd, s->pw, s->cnt);
-}
-
-#ifdef HPJ_DEBUG
-/* HPJ_DEBUG: tracked cut, part weights and counts, external degrees and
-   boundary of a k-way state equal a recount. */
-static void hpj__kw_check(const hpj__kw *s) {
-    const hpj__pg *g = s->g;
-    int32_t v, j, p, nb = 0;
-    int64_t cut = 0, tw = 0;
-    for (v = 0; v < g->n; ++v) {
-        int32_t e = 0;
-        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
-            if (s->part[g->adj[j]] != s->part[v]) e += g->adjw[j];
-        HPJ_ASSERT(s->ed[v] == e);
-        HPJ_ASSERT((s->bpos[v] >= 0) == (e > 0));
-        nb += e > 0;
-        cut += e;
-    }
-    for (p = 0; p < s->k; ++p) {
-        int64_t w = 0;
-        int32_t c = 0;
-        for (v = 0; v < g->n; ++v)
-            if (s->part[v] == p) { w += g->vw[v]; ++c; }
-        HPJ_ASSERT(w == s->pw[p] && c == s->cnt[p]);
-        tw += w;
-    }
-    HPJ_ASSERT(tw == g->tvw);
-    HPJ_ASSERT(nb == s->nbnd);
-    HPJ_ASSERT(cut / 2 == s->cut);
-}
-#define HPJ__KW_CHECK(s) hpj__kw_check(s)
-#else
-#define HPJ__KW_CHECK(s) ((void)0)
-#endif
-
-/* Sums the edge weight from v to each part into conn; returns how many
-   parts were touched (listed in touched). The caller clears conn. */
-static int32_t hpj__kw_scan(const hpj__kw *s, int32_t v, int32_t *conn, int32_t *touched) {
+/* Sums the edge weight from v to each part into w->conn and lists the
+   parts it touches in w->touched; returns their number. The caller
+   clears conn. */
+static int32_t hpj__kw_scan(const hpj__kw *s, hpj__pws *w, int32_t v) {
     const hpj__pg *g = s->g;
     int32_t j, nt = 0;
     for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j) {
         int32_t p = s->part[g->adj[j]];
-        if (conn[p] == 0) touched[nt++] = p;
-        conn[p] += g->adjw[j];
+        if (w->conn[p] == 0) w->touched[nt++] = p;
+        w->conn[p] += g->adjw[j];
     }
     return nt;
 }
 
 /* Moves v to part `to` (cto = its edge weight into `to`, cfrom into its
-   own part); with hp, unlocked neighbours are (re)keyed by ed - id. */
+   own part); with hp, unlocked neighbours with a gain >= 0 are (re)keyed
+   by it, the others leave hp. */
 static void hpj__kw_move(hpj__kw *s, int32_t v, int32_t to, int32_t cto, int32_t cfrom, hpj__heap *hp,
                          const int32_t *mark, int32_t stamp) {
     const hpj__pg *g = s->g;
@@ -4380,7 +4267,7 @@ static void hpj__kw_move(hpj__kw *s, int32_t v, int32_t to, int32_t cto, int32_t
         else continue;
         hpj__bnd_set(s->bnd, s->bpos, &s->nbnd, u, ed[u] > 0);
         if (hp && mark[u] != stamp) {
-            int keep = ed[u] > 0 && 2 * ed[u] >= g->wdeg[u];
+            int keep = ed[u] > 0 && 2 * ed[u] >= g->wdeg[u]; /* gain >= 0 */
             if (hp->pos[u] >= 0) {
                 if (keep) hpj__hp_update(hp, u, 2 * ed[u] - g->wdeg[u]);
                 else hpj__hp_remove(hp, u);
@@ -4394,7 +4281,7 @@ static void hpj__kw_move(hpj__kw *s, int32_t v, int32_t to, int32_t cto, int32_t
 /* Best target part for v among the parts it touches that have room
    (largest gain, then lightest); -1 if none. Leaves conn cleared. */
 static int32_t hpj__kw_best(const hpj__kw *s, hpj__pws *w, int32_t v, int32_t *gain, int32_t *cto, int32_t *cfrom) {
-    int32_t nt = hpj__kw_scan(s, v, w->conn, w->touched), a = s->part[v], id = w->conn[a], t, best = -1, bg = 0;
+    int32_t nt = hpj__kw_scan(s, w, v), a = s->part[v], id = w->conn[a], t, best = -1, bg = 0;
     int64_t vwv = s->g->vw[v];
     for (t = 0; t < nt; ++t) {
         int32_t p = w->touched[t], gp;
@@ -4417,7 +4304,7 @@ static int32_t hpj__kw_best(const hpj__kw *s, hpj__pws *w, int32_t v, int32_t *g
    balance improves. Parts never empty. */
 static void hpj__kw_refine(hpj__kw *s, hpj__pws *w, int32_t niter) {
     const hpj__pg *g = s->g;
-    hpj__heap hp = hpj__hp_make(w, 0);
+    hpj__heap *hp = &w->hp[0];
     int32_t pass, i, p;
     int64_t minpw = (int64_t)floor((double)g->tvw / s->k / w->ctl.imb), mx = 0, save = s->maxpart;
     /* like METIS: never tighter than the balance we already have */
@@ -4426,22 +4313,20 @@ static void hpj__kw_refine(hpj__kw *s, hpj__pws *w, int32_t niter) {
     for (pass = 0; pass < niter; ++pass) {
         int32_t stamp = ++w->stamp, nmoves = 0, iter = 0;
         int64_t oldcut = s->cut;
-        for (i = 0; i < s->nbnd; ++i) {
-            int32_t v = s->bnd[i];
-            if (2 * s->ed[v] >= g->wdeg[v]) hpj__hp_push(&hp, v, 2 * s->ed[v] - g->wdeg[v]);
-        }
-        while (hp.n > 0) {
-            int32_t v = hpj__hp_pop(&hp), a = s->part[v], b, gain, cto, cfrom;
+        for (i = 0; i < s->nbnd; ++i)
+            if (hpj__gain(s, s->bnd[i]) >= 0) hpj__hp_push(hp, s->bnd[i], hpj__gain(s, s->bnd[i]));
+        while (hp->n > 0) {
+            int32_t v = hpj__hp_pop(hp), a = s->part[v], b, gain, cto, cfrom;
             w->mark[v] = stamp;
             ++iter;
-            if (s->cnt[a] <= 1 || 2 * s->ed[v] < g->wdeg[v]) continue;
+            if (s->cnt[a] <= 1 || hpj__gain(s, v) < 0) continue;
             if (s->ed[v] < g->wdeg[v] && s->pw[a] - g->vw[v] < minpw) continue;
             b = hpj__kw_best(s, w, v, &gain, &cto, &cfrom);
             if (b < 0) continue;
             /* zero-gain moves: when they improve balance, and on every other
                vertex anyway so boundaries can drift across plateaus */
             if (gain > 0 || (gain == 0 && (s->pw[a] > s->maxpart || s->pw[b] + g->vw[v] < s->pw[a] || (iter & 1)))) {
-                hpj__kw_move(s, v, b, cto, cfrom, &hp, w->mark, stamp);
+                hpj__kw_move(s, v, b, cto, cfrom, hp, w->mark, stamp);
                 ++nmoves;
             }
         }
@@ -4456,21 +4341,19 @@ static void hpj__kw_refine(hpj__kw *s, hpj__pws *w, int32_t niter) {
    lightest part. */
 static void hpj__kw_balance(hpj__kw *s, hpj__pws *w) {
     const hpj__pg *g = s->g;
-    hpj__heap hp = hpj__hp_make(w, 0);
-    int32_t p, v, i, stamp, light = -1;
+    hpj__heap *hp = &w->hp[0];
+    int32_t p, v, i, stamp, light = -1, gain, cto, cfrom;
     int over = 0;
     for (p = 0; p < s->k; ++p) over |= s->pw[p] > s->maxpart;
     if (!over) return;
     stamp = ++w->stamp;
     for (i = 0; i < s->nbnd; ++i) {
-        int32_t gain, cto, cfrom;
         v = s->bnd[i];
-        if (s->pw[s->part[v]] <= s->maxpart) continue;
-        if (hpj__kw_best(s, w, v, &gain, &cto, &cfrom) >= 0) hpj__hp_push(&hp, v, gain);
+        if (s->pw[s->part[v]] > s->maxpart && hpj__kw_best(s, w, v, &gain, &cto, &cfrom) >= 0) hpj__hp_push(hp, v, gain);
     }
-    while (hp.n > 0) {
-        int32_t a, b, gain, cto, cfrom;
-        v = hpj__hp_pop(&hp);
+    while (hp->n > 0) {
+        int32_t a, b;
+        v = hpj__hp_pop(hp);
         a = s->part[v];
         if (s->pw[a] <= s->maxpart || s->cnt[a] <= 1) continue;
         b = hpj__kw_best(s, w, v, &gain, &cto, &cfrom);
@@ -4478,7 +4361,7 @@ static void hpj__kw_balance(hpj__kw *s, hpj__pws *w) {
     }
     /* whatever is still over goes to the lightest parts */
     for (v = 0; v < g->n; ++v) {
-        int32_t a = s->part[v], nt, t, cto, cfrom;
+        int32_t a = s->part[v], nt, t;
         if (s->pw[a] <= s->maxpart || s->cnt[a] <= 1) continue;
         if (light < 0 || light == a || s->pw[light] + g->vw[v] > s->maxpart) {
             light = -1;
@@ -4486,7 +4369,7 @@ static void hpj__kw_balance(hpj__kw *s, hpj__pws *w) {
                 if (p != a && (light < 0 || s->pw[p] < s->pw[light])) light = p;
             if (light < 0 || s->pw[light] + g->vw[v] >= s->pw[a]) continue;
         }
-        nt = hpj__kw_scan(s, v, w->conn, w->touched);
+        nt = hpj__kw_scan(s, w, v);
         cto = w->conn[light];
         cfrom = w->conn[a];
         for (t = 0; t < nt; ++t) w->conn[w->touched[t]] = 0;
@@ -4495,142 +4378,93 @@ static void hpj__kw_balance(hpj__kw *s, hpj__pws *w) {
     HPJ__KW_CHECK(s);
 }
 
+/* The weight of each part into pw (k), the cut and the heaviest part. */
+static void hpj__part_measure(const hpj__pg *g, const int32_t *part, int32_t k, int64_t *pw, int64_t *cut,
+                              int64_t *maxpw) {
+    int32_t v, j;
+    int64_t c = 0, m = 0;
+    memset(pw, 0, sizeof(int64_t) * (size_t)k);
+    for (v = 0; v < g->n; ++v) {
+        pw[part[v]] += g->vw[v];
+        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
+            if (part[g->adj[j]] != part[v]) c += g->adjw[j];
+    }
+    for (v = 0; v < k; ++v) m = HPJ__MAX(m, pw[v]);
+    *cut = c / 2;
+    *maxpw = m;
+}
+
+/* 1 if a partition with cut c and heaviest part m beats the best so far
+   (bcut, bmax): meeting the bound comes first, then the lower cut, then
+   the lighter heaviest part. */
+static int hpj__part_better(int64_t c, int64_t m, int64_t bcut, int64_t bmax, int64_t maxpart) {
+    if ((m <= maxpart) != (bmax <= maxpart)) return m <= maxpart;
+    return c < bcut || (c == bcut && m < bmax);
+}
+
 /* Multilevel k-way: coarsen to max(n / (20 log2 k), 30 k) vertices,
    recursive bisection of the coarsest graph, then balance + greedy
    refinement at every level on the way back. */
 static hpj_status hpj__kway(hpj__pws *w, hpj__pg *g, int32_t k, int32_t *out) {
-    hpj__hier *h;
+    hpj__hier *h = NULL;
     hpj__kw s;
-    int32_t *buf[2], l, L, lg = 0, to;
+    int32_t *cur = NULL, l, L, lg = 0, to, nip, i;
+    int64_t bcut = 0, bmax = 0, c, m;
+    uint64_t seed0 = w->runseed;
     hpj_rng rng = hpj_rng_stream(w->runseed, 0xC0A25E, (uint64_t)k);
-    hpj_status st = HPJ_OK;
+    hpj_status st;
     while ((1 << (lg + 1)) <= k && lg < 30) ++lg;
     if (lg < 1) lg = 1;
     to = HPJ__MAX(g->n / (HPJ__PART_KWAY_DIV * lg), HPJ__PART_KWAY_PER_PART * k);
     if (to < HPJ__PART_BIS_DIRECT) to = HPJ__PART_BIS_DIRECT;
-    h = (hpj__hier *)hpj__pw_alloc(w->work, sizeof(hpj__hier), "partition: hierarchy");
-    if (!h) return HPJ_ERR_NOMEM;
-    buf[0] = out;
-    buf[1] = NULL;
-    if ((st = hpj__coarsen(h, g, to, w, &rng)) != HPJ_OK) goto done;
+    if ((st = hpj__coarsen(&h, g, to, out, w, &rng)) != HPJ_OK) goto done;
     L = h->nlev - 1;
-    if (L > 0) {
-        buf[1] = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)h->lev[1].n, "partition: k-way");
-        if (!buf[1]) { st = HPJ_ERR_NOMEM; goto done; }
-    }
-    {
-        /* best of nip recursive bisections of the coarsest graph (METIS: 4
-           or 5), each with its own seed and ub^(1/ln k) per bisection; a
-           dataset-sized graph (<= 5000 vertices) gets 2 cheaper ones: the
-           fast path for the many small graphs of a dataset */
-        int32_t nip = to == HPJ__PART_KWAY_PER_PART * k ? 4 : 5, i, nc = h->lev[L].n;
-        int32_t *cur = NULL;
-        int64_t bcut = 0, bmax = 0;
-        uint64_t seed0 = w->runseed;
-        double ub0 = w->ub;
-        w->ub = pow(w->ctl.imb, 1.0 / log((double)(k > 2 ? k : 3)));
-        if (g->n <= HPJ__PART_SMALL_GRAPH) nip = 2;
-        w->bis_trials = g->n <= HPJ__PART_SMALL_GRAPH ? HPJ__PART_KWAY_TRIALS : HPJ__PART_BIS_TRIALS;
-        if (nip > 1) {
-            cur = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)nc, "partition: k-way");
-            if (!cur) { st = HPJ_ERR_NOMEM; goto done; }
-        }
-        for (i = 0; i < nip && st == HPJ_OK; ++i) {
-            int32_t *dst = i == 0 ? buf[L & 1] : cur;
-            int64_t c, m;
-            hpj_rng r = hpj_rng_stream(seed0, 0x1417, (uint64_t)i);
-            w->runseed = hpj_rng_u64(&r);
-            if ((st = hpj__rb(w, &h->lev[L], k, 0, dst)) != HPJ_OK) break;
-            hpj__part_measure(&h->lev[L], dst, k, w->pw, &c, &m);
-            if (i == 0 || ((m <= w->maxpart) > (bmax <= w->maxpart)) ||
-                ((m <= w->maxpart) == (bmax <= w->maxpart) && (c < bcut || (c == bcut && m < bmax)))) {
-                bcut = c;
-                bmax = m;
-                if (i > 0) memcpy(buf[L & 1], cur, sizeof(int32_t) * (size_t)nc);
-            }
-            if (bcut == 0 && bmax <= w->maxpart) break;
-        }
-        hpj__pw_release(w->work, cur);
-        w->runseed = seed0;
-        w->ub = ub0;
-        if (st != HPJ_OK) goto done;
-    }
-    memset(&s, 0, sizeof s);
-    s.g = &h->lev[L];
-    s.k = k;
-    s.part = buf[L & 1];
-    s.ed = w->ed;
-    s.bnd = w->bnd;
-    s.bpos = w->bpos;
-    s.pw = w->pw;
-    s.cnt = w->cnt;
-    s.maxpart = w->maxpart;
-    if (k == 2) {
-        /* two parts: FM (hill climbing with rollback) first, then the greedy
-           k-way pass, whose zero-gain moves use the balance slack that FM
-           (always moving from the heavier side) leaves unused; the two
-           share part/ed/boundary arrays */
-        hpj__bis b;
-        memset(&b, 0, sizeof b);
-        b.g = &h->lev[L];
-        b.part = buf[L & 1];
-        b.ed = w->ed;
-        b.bnd = w->bnd;
-        b.bpos = w->bpos;
-        b.tw0 = (double)g->tvw / 2;
-        b.maxw[0] = b.maxw[1] = w->maxpart;
-        hpj__bis_params(&b);
-        for (l = L;; --l) {
-            int32_t v;
-            b.slack = l > 0 ? hpj__bis_slack(b.g) : 0;
-            hpj__bis_balance(&b, w);
-            hpj__bis_fm(&b, w, w->ctl.niter, &rng);
-            s.g = b.g;
-            s.part = b.part;
-            s.ed = b.ed;
-            s.nbnd = b.nbnd;
-            s.pw[0] = b.pw[0];
-            s.pw[1] = b.pw[1];
-            s.cut = b.cut;
-            s.cnt[0] = s.cnt[1] = 0;
-            for (v = 0; v < s.g->n; ++v) s.cnt[s.part[v]]++;
-            hpj__kw_refine(&s, w, w->ctl.niter);
-            b.nbnd = s.nbnd;
-            b.pw[0] = s.pw[0];
-            b.pw[1] = s.pw[1];
-            b.cut = s.cut;
-            if (l == 0) break;
-            {
-                int32_t *t = w->ed;
-                w->ed = w->edc;
-                w->edc = t;
-            }
-            hpj__project(&h->lev[l - 1], buf[l & 1], w->edc, buf[(l - 1) & 1], w->ed, w->bnd, w->bpos, &b.nbnd,
-                         NULL, 0);
-            b.g = &h->lev[l - 1];
-            b.part = buf[(l - 1) & 1];
-            b.ed = w->ed;
-        }
+    if (!(cur = (int32_t *)hpj__pw_alloc(w->work, sizeof(int32_t) * (size_t)h->lev[L].n, "partition: k-way"))) {
+        st = HPJ_ERR_NOMEM;
         goto done;
     }
+    /* best of nip recursive bisections of the coarsest graph (METIS: 4
+       or 5), each with its own seed and ub^(1/ln k) per bisection; a
+       dataset-sized graph (<= 5000 vertices) gets 2 cheaper ones, for
+       the many small graphs of a dataset */
+    nip = g->n <= HPJ__PART_SMALL_GRAPH ? 2 : to == HPJ__PART_KWAY_PER_PART * k ? 4 : 5;
+    w->ub = pow(w->ctl.imb, 1.0 / log((double)(k > 2 ? k : 3)));
+    w->bis_trials = g->n <= HPJ__PART_SMALL_GRAPH ? HPJ__PART_KWAY_TRIALS : HPJ__PART_BIS_TRIALS;
+    for (i = 0; i < nip; ++i) {
+        hpj_rng r = hpj_rng_stream(seed0, 0x1417, (uint64_t)i);
+        w->runseed = hpj_rng_u64(&r);
+        if ((st = hpj__rb(w, &h->lev[L], k, 0, cur)) != HPJ_OK) goto done;
+        hpj__part_measure(&h->lev[L], cur, k, w->pw, &c, &m);
+        if (i == 0 || hpj__part_better(c, m, bcut, bmax, w->maxpart)) {
+            bcut = c;
+            bmax = m;
+            memcpy(h->part[L & 1], cur, sizeof(int32_t) * (size_t)h->lev[L].n);
+        }
+        if (bcut == 0 && bmax <= w->maxpart) break;
+    }
+    hpj__kw_init(&s, w, &h->lev[L], k, h->part[L & 1]);
+    s.cnt = w->cnt;
+    s.maxpart = s.maxw[0] = s.maxw[1] = w->maxpart;
+    s.tw0 = (double)g->tvw / 2;
     hpj__kw_params(&s);
-    hpj__kw_balance(&s, w);
-    hpj__kw_refine(&s, w, w->ctl.niter);
-    for (l = L - 1; l >= 0; --l) {
-        int32_t *t = w->ed;
-        w->ed = w->edc;
-        w->edc = t;
-        hpj__project(&h->lev[l], buf[(l + 1) & 1], w->edc, buf[l & 1], w->ed, w->bnd, w->bpos, &s.nbnd, w->cnt, k);
-        s.g = &h->lev[l];
-        s.part = buf[l & 1];
-        s.ed = w->ed;
-        hpj__kw_balance(&s, w);
+    for (l = L;; --l) {
+        /* two parts: FM (hill climbing with rollback) first, then the
+           greedy k-way pass, whose zero-gain moves use the balance slack
+           that FM (always moving from the heavier side) leaves unused */
+        if (k == 2) {
+            s.slack = l > 0 ? hpj__bis_slack(s.g) : 0;
+            hpj__bis_balance(&s, w);
+            hpj__bis_fm(&s, w, w->ctl.niter, &rng);
+        } else {
+            hpj__kw_balance(&s, w);
+        }
         hpj__kw_refine(&s, w, w->ctl.niter);
+        if (l == 0) break;
+        hpj__project(w, &s, &h->lev[l - 1], h->part[(l - 1) & 1]);
     }
 done:
-    hpj__pw_release(w->work, buf[1]);
+    hpj__pw_release(w->work, cur);
     hpj__hier_free(w->work, h);
-    hpj__pw_release(w->work, h);
     return st;
 }
 
@@ -4660,21 +4494,6 @@ static void hpj__fill_empty(const hpj__pg *g, int32_t *part, int32_t k, int32_t 
         cnt[q]--;
         cnt[p]++;
     }
-}
-
-static void hpj__part_measure(const hpj__pg *g, const int32_t *part, int32_t k, int64_t *pw, int64_t *cut,
-                              int64_t *maxpw) {
-    int32_t v, j;
-    int64_t c = 0, m = 0;
-    memset(pw, 0, sizeof(int64_t) * (size_t)k);
-    for (v = 0; v < g->n; ++v) {
-        pw[part[v]] += g->vw[v];
-        for (j = g->xadj[v]; j < g->xadj[v + 1]; ++j)
-            if (part[g->adj[j]] != part[v]) c += g->adjw[j];
-    }
-    for (v = 0; v < k; ++v) m = HPJ__MAX(m, pw[v]);
-    *cut = c / 2;
-    *maxpw = m;
 }
 
 static hpj_status hpj__part_ctrl(const hpj_part_options *opt, hpj__pctrl *c) {
@@ -4755,16 +4574,19 @@ HPJDEF void hpj_part_options_default(hpj_part_options *o) {
     o->ntrials = 0;
 }
 
-HPJDEF int64_t hpj_partition_cut(const hpj_graph *g, const int32_t *part) {
+/* The summed weight of g's edges between parts (self-loops ignored). */
+static int64_t hpj__graph_cut(const hpj_graph *g, const int32_t *part) {
     int32_t v, i;
     int64_t cut = 0;
-    if (!g || g->n < 0 || (g->n > 0 && (!part || !g->rowptr))) return -1;
     for (v = 0; v < g->n; ++v)
-        for (i = g->rowptr[v]; i < g->rowptr[v + 1]; ++i) {
-            int32_t u = g->col[i];
-            if (u != v && part[u] != part[v]) cut += g->ewgt ? g->ewgt[i] : 1;
-        }
+        for (i = g->rowptr[v]; i < g->rowptr[v + 1]; ++i)
+            if (g->col[i] != v && part[g->col[i]] != part[v]) cut += g->ewgt ? g->ewgt[i] : 1;
     return cut / 2;
+}
+
+HPJDEF int64_t hpj_partition_cut(const hpj_graph *g, const int32_t *part) {
+    if (!g || g->n < 0 || (g->n > 0 && (!part || !g->rowptr))) return -1;
+    return hpj__graph_cut(g, part);
 }
 
 HPJDEF double hpj_partition_imbalance(const hpj_graph *g, int32_t k, const int32_t *part) {
@@ -4774,8 +4596,8 @@ HPJDEF double hpj_partition_imbalance(const hpj_graph *g, int32_t k, const int32
 }
 
 HPJDEF hpj_status hpj_partition_evaluate(const hpj_graph *g, int32_t k, const int32_t *part, hpj_partition_stats *st) {
-    int32_t v, i, kk;
-    int64_t *pw, cut = 0, mx = 0, tot = 0;
+    int32_t v, i;
+    int64_t *pw, mx = 0, tot = 0;
     if (!st) return hpj__fail(HPJ_ERR_INPUT, "partition_evaluate: stats is NULL");
     memset(st, 0, sizeof(*st));
     if (!g || g->n < 0) return hpj__fail(HPJ_ERR_INPUT, "partition_evaluate: no graph");
@@ -4784,28 +4606,62 @@ HPJDEF hpj_status hpj_partition_evaluate(const hpj_graph *g, int32_t k, const in
     for (v = 0; v < g->n; ++v)
         if (part[v] < 0 || part[v] >= k)
             return hpj__fail(HPJ_ERR_INPUT, "partition_evaluate: vertex %d has part %d outside 0..%d", v, part[v], k - 1);
-    kk = k;
-    pw = (int64_t *)hpj__calloc((size_t)kk, sizeof(int64_t), "partition_evaluate");
+    /* pw[p] the weight of part p, pw[k + p] 1 if it holds a vertex (a
+       non-empty part may weigh 0) */
+    pw = (int64_t *)hpj__calloc(2 * (size_t)k, sizeof(int64_t), "partition_evaluate");
     if (!pw) return HPJ_ERR_NOMEM;
     for (v = 0; v < g->n; ++v) {
         int64_t w = g->vwgt ? g->vwgt[v] : 1;
         pw[part[v]] += w;
+        pw[k + part[v]] = 1;
         tot += w;
-        for (i = g->rowptr[v]; i < g->rowptr[v + 1]; ++i) {
-            int32_t u = g->col[i];
-            if (u != v && part[u] != part[v]) cut += g->ewgt ? g->ewgt[i] : 1;
-        }
     }
-    for (i = 0; i < kk; ++i) mx = HPJ__MAX(mx, pw[i]);
-    /* non-empty counts vertices, not weight: reuse pw as k flags */
-    memset(pw, 0, sizeof(int64_t) * (size_t)kk);
-    for (v = 0; v < g->n; ++v) pw[part[v]] = 1;
-    for (i = 0; i < kk; ++i) st->nonempty += (int32_t)pw[i];
+    for (i = 0; i < k; ++i) {
+        mx = HPJ__MAX(mx, pw[i]);
+        st->nonempty += (int32_t)pw[k + i];
+    }
     hpj__free(pw);
-    st->edgecut = cut / 2;
+    st->edgecut = hpj__graph_cut(g, part);
     st->max_part_weight = mx;
     st->total_weight = tot;
     st->imbalance = tot > 0 ? (double)mx * (double)k / (double)tot : 1.0;
+    return HPJ_OK;
+}
+
+#ifndef HPJ_REFERENCE
+static hpj_status hpj__fast_level0(const hpj_graph *gin, hpj_part_work *pw, hpj__pg *g0, int32_t **cur);
+#endif
+
+/* Level 0 of the hierarchy: the caller's graph without its self-loops,
+   every weight present (1 where the caller gave none); cur (n) comes in
+   the same block. g0->n and tvw are set. */
+static hpj_status hpj__level0(const hpj_graph *gin, int64_t loops, hpj_part_work *pw, hpj__pg *g0, int32_t **cur) {
+    int32_t **arr[7], n = gin->n, v, j;
+    size_t len[7];
+    g0->eqw = gin->ewgt == NULL;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast() && loops == 0) return hpj__fast_level0(gin, pw, g0, cur); /* fast: the caller's arrays borrowed */
+#endif
+    arr[0] = &g0->xadj; len[0] = (size_t)n + 1;
+    arr[1] = &g0->adj; len[1] = (size_t)(gin->nnz - loops);
+    arr[2] = &g0->adjw; len[2] = (size_t)(gin->nnz - loops);
+    arr[3] = &g0->vw; len[3] = (size_t)n;
+    arr[4] = &g0->wdeg; len[4] = (size_t)n;
+    arr[5] = &g0->cmap; len[5] = (size_t)n;
+    arr[6] = cur; len[6] = (size_t)n;
+    if (!(g0->mem = hpj__part_block(pw, arr, len, 7, "partition"))) return HPJ_ERR_NOMEM;
+    g0->xadj[0] = 0;
+    for (v = 0; v < n; ++v) {
+        g0->vw[v] = gin->vwgt ? gin->vwgt[v] : 1;
+        g0->wdeg[v] = 0;
+        for (j = gin->rowptr[v]; j < gin->rowptr[v + 1]; ++j) {
+            if (gin->col[j] == v) continue;
+            g0->adj[g0->nnz] = gin->col[j];
+            g0->adjw[g0->nnz] = gin->ewgt ? gin->ewgt[j] : 1;
+            g0->wdeg[v] += g0->adjw[g0->nnz++];
+        }
+        g0->xadj[v + 1] = g0->nnz;
+    }
     return HPJ_OK;
 }
 
@@ -4815,10 +4671,7 @@ static hpj_status hpj__part_graph(const hpj_graph *gin, int32_t k, const hpj__pc
     hpj__pws w;
     hpj__pg g0;
     int64_t loops, tvw, bestcut = 0, bestmax = 0;
-    int32_t n = gin->n, kk, v, j, cut_i, *cur = NULL, *best = NULL;
-    int32_t **arr[8];
-    size_t len[8];
-    int c = 0;
+    int32_t n = gin->n, kk, v, cut_i, *cur = NULL, *best = NULL;
     hpj_status st;
     if (k < 1) return hpj__fail(HPJ_ERR_INPUT, "partition: k=%d must be >= 1", k);
     if ((st = hpj__part_check(gin, &loops, &tvw)) != HPJ_OK) return st;
@@ -4832,48 +4685,10 @@ static hpj_status hpj__part_graph(const hpj_graph *gin, int32_t k, const hpj__pc
         if (edgecut) *edgecut = kk == 1 ? 0 : hpj_partition_cut(gin, part);
         return HPJ_OK;
     }
-    /* level 0: borrow the CSR when it has no self-loops, add weights */
     memset(&g0, 0, sizeof g0);
     g0.n = n;
     g0.tvw = tvw;
-    g0.eqw = gin->ewgt == NULL;
-    arr[c] = &g0.wdeg; len[c++] = (size_t)n;
-    arr[c] = &g0.cmap; len[c++] = (size_t)n;
-    arr[c] = &cur; len[c++] = (size_t)n;
-    if (!gin->vwgt) { arr[c] = &g0.vw; len[c++] = (size_t)n; }
-    if (loops || !gin->ewgt) { arr[c] = &g0.adjw; len[c++] = (size_t)(gin->nnz - loops); }
-    if (loops) {
-        arr[c] = &g0.xadj; len[c++] = (size_t)n + 1;
-        arr[c] = &g0.adj; len[c++] = (size_t)(gin->nnz - loops);
-    }
-    g0.mem = hpj__part_block(pw, arr, len, c, "partition");
-    if (!g0.mem) return HPJ_ERR_NOMEM;
-    if (gin->vwgt) g0.vw = (int32_t *)(uintptr_t)gin->vwgt;
-    else for (v = 0; v < n; ++v) g0.vw[v] = 1;
-    if (loops) {
-        int32_t e = 0;
-        g0.xadj[0] = 0;
-        for (v = 0; v < n; ++v) {
-            for (j = gin->rowptr[v]; j < gin->rowptr[v + 1]; ++j) {
-                if (gin->col[j] == v) continue;
-                g0.adj[e] = gin->col[j];
-                g0.adjw[e] = gin->ewgt ? gin->ewgt[j] : 1;
-                ++e;
-            }
-            g0.xadj[v + 1] = e;
-        }
-    } else {
-        g0.xadj = (int32_t *)(uintptr_t)gin->rowptr;
-        g0.adj = (int32_t *)(uintptr_t)gin->col;
-        if (gin->ewgt) g0.adjw = (int32_t *)(uintptr_t)gin->ewgt;
-        else for (j = 0; j < gin->nnz; ++j) g0.adjw[j] = 1;
-    }
-    g0.nnz = g0.xadj[n];
-    for (v = 0; v < n; ++v) {
-        int32_t d = 0;
-        for (j = g0.xadj[v]; j < g0.xadj[v + 1]; ++j) d += g0.adjw[j];
-        g0.wdeg[v] = d;
-    }
+    if ((st = hpj__level0(gin, loops, pw, &g0, &cur)) != HPJ_OK) return st;
     if ((st = hpj__pws_init(&w, pw, n, kk, ctl)) != HPJ_OK) { hpj__pg_free(pw, &g0); return st; }
     {
         double ideal = (double)tvw / kk;
@@ -4883,28 +4698,22 @@ static hpj_status hpj__part_graph(const hpj_graph *gin, int32_t k, const hpj__pc
         w.ub = pow(ctl->imb, 1.0 / (lg > 0 ? lg : 1));
         w.bis_trials = HPJ__PART_BIS_TRIALS;
     }
-    if (ctl->ncuts > 1) {
-        best = (int32_t *)hpj__pw_alloc(pw, sizeof(int32_t) * (size_t)n, "partition");
-        if (!best) { st = HPJ_ERR_NOMEM; goto done; }
+    if (ctl->ncuts > 1 && !(best = (int32_t *)hpj__pw_alloc(pw, sizeof(int32_t) * (size_t)n, "partition"))) {
+        st = HPJ_ERR_NOMEM;
+        goto done;
     }
     for (cut_i = 0; cut_i < ctl->ncuts; ++cut_i) {
         int64_t cut, mx;
         hpj_rng r = hpj_rng_stream(ctl->seed, 0x9A27, (uint64_t)cut_i);
         w.runseed = hpj_rng_u64(&r);
-        if (ctl->method == HPJ_PART_RB) st = hpj__rb(&w, &g0, kk, 0, cur);
-        else st = hpj__kway(&w, &g0, kk, cur);
+        st = ctl->method == HPJ_PART_RB ? hpj__rb(&w, &g0, kk, 0, cur) : hpj__kway(&w, &g0, kk, cur);
         if (st != HPJ_OK) goto done;
         hpj__fill_empty(&g0, cur, kk, w.cnt);
         hpj__part_measure(&g0, cur, kk, w.pw, &cut, &mx);
-        if (!best) {
-            bestcut = cut;
-            break;
-        }
-        if (cut_i == 0 || ((mx <= w.maxpart) > (bestmax <= w.maxpart)) ||
-            ((mx <= w.maxpart) == (bestmax <= w.maxpart) && (cut < bestcut || (cut == bestcut && mx < bestmax)))) {
+        if (cut_i == 0 || hpj__part_better(cut, mx, bestcut, bestmax, w.maxpart)) {
             bestcut = cut;
             bestmax = mx;
-            memcpy(best, cur, sizeof(int32_t) * (size_t)n);
+            if (best) memcpy(best, cur, sizeof(int32_t) * (size_t)n);
         }
     }
     memcpy(part, best ? best : cur, sizeof(int32_t) * (size_t)n);
@@ -4947,12 +4756,29 @@ HPJDEF hpj_status hpj_partition(const hpj_graph *g, int32_t k, const hpj_part_op
 }
 
 
+/* Graph gi of ds at every resolution l into part (L, N), each with its
+   own seed; nparts (G, L) when not NULL. */
+static hpj_status hpj__part_levels(const hpj_dataset *ds, int32_t gi, const int32_t *K, int32_t L, const hpj__pctrl *ctl,
+                                   hpj_part_work *tw, int32_t *part, int32_t *nparts) {
+    hpj_graph g = hpj_dataset_graph(ds, gi);
+    hpj_status st;
+    int32_t l;
+    for (l = 0; l < L; ++l) {
+        hpj__pctrl c = *ctl;
+        hpj_rng r = hpj_rng_stream(ctl->seed, (uint64_t)l, (uint64_t)gi);
+        c.seed = hpj_rng_u64(&r);
+        if ((st = hpj__part_graph(&g, K[l], &c, tw, part + (int64_t)l * ds->num_nodes + ds->node_ptr[gi], NULL)) != HPJ_OK)
+            return st;
+        if (nparts) nparts[(int64_t)gi * L + l] = HPJ__MIN(K[l], g.n);
+    }
+    return HPJ_OK;
+}
+
 HPJDEF hpj_status hpj_partition_dataset(const hpj_dataset *ds, const int32_t *K, int32_t L, const hpj_part_options *opt,
                                         int32_t *part, int32_t *nparts) {
     hpj__pctrl ctl;
     hpj_status st;
     int32_t l, G, gi;
-    int64_t N;
     signed char *fail;
     if ((st = hpj__part_ctrl(opt, &ctl)) != HPJ_OK) return st;
     if (!ds || !K || !part) return hpj__fail(HPJ_ERR_INPUT, "partition_dataset: NULL argument");
@@ -4960,7 +4786,6 @@ HPJDEF hpj_status hpj_partition_dataset(const hpj_dataset *ds, const int32_t *K,
     for (l = 0; l < L; ++l)
         if (K[l] < 1) return hpj__fail(HPJ_ERR_INPUT, "partition_dataset: K[%d]=%d must be >= 1", l, K[l]);
     G = ds->num_graphs;
-    N = ds->num_nodes;
     fail = (signed char *)hpj__calloc((size_t)(G > 0 ? G : 1), 1, "partition_dataset");
     if (!fail) return HPJ_ERR_NOMEM;
     HPJ__OMP(parallel)
@@ -4968,38 +4793,18 @@ HPJDEF hpj_status hpj_partition_dataset(const hpj_dataset *ds, const int32_t *K,
         /* one workspace per thread: which graphs share one never matters */
         hpj_part_work *tw = hpj_part_work_new();
         HPJ__OMP(for schedule(dynamic, 4))
-        for (gi = 0; gi < G; ++gi) {
-            hpj_graph g = hpj_dataset_graph(ds, gi);
-            int32_t ll;
-            for (ll = 0; ll < L; ++ll) {
-                hpj__pctrl c = ctl;
-                hpj_rng r = hpj_rng_stream(ctl.seed, (uint64_t)ll, (uint64_t)gi);
-                c.seed = hpj_rng_u64(&r);
-                if (!tw || hpj__part_graph(&g, K[ll], &c, tw, part + (int64_t)ll * N + ds->node_ptr[gi], NULL) != HPJ_OK) {
-                    fail[gi] = 1;
-                    break;
-                }
-                if (nparts) nparts[(int64_t)gi * L + ll] = HPJ__MIN(K[ll], g.n);
-            }
-        }
+        for (gi = 0; gi < G; ++gi)
+            if (!tw || hpj__part_levels(ds, gi, K, L, &ctl, tw, part, nparts) != HPJ_OK) fail[gi] = 1;
         hpj_part_work_free(tw);
     }
     for (gi = 0; gi < G; ++gi) {
-        hpj_graph g;
         hpj_part_work *tw;
         char msg[HPJ__ERRLEN];
         if (!fail[gi]) continue;
         /* redo the first failing graph on this thread for its reason */
         hpj__free(fail);
-        g = hpj_dataset_graph(ds, gi);
         tw = hpj_part_work_new();
-        st = tw ? HPJ_OK : HPJ_ERR_NOMEM;
-        for (l = 0; l < L && st == HPJ_OK; ++l) {
-            hpj__pctrl c = ctl;
-            hpj_rng r = hpj_rng_stream(ctl.seed, (uint64_t)l, (uint64_t)gi);
-            c.seed = hpj_rng_u64(&r);
-            st = hpj__part_graph(&g, K[l], &c, tw, part + (int64_t)l * N + ds->node_ptr[gi], NULL);
-        }
+        st = tw ? hpj__part_levels(ds, gi, K, L, &ctl, tw, part, NULL) : HPJ_ERR_NOMEM;
         hpj_part_work_free(tw);
         if (st == HPJ_OK) st = HPJ_ERR_NOMEM;
         memcpy(msg, hpj__errbuf, sizeof msg);
@@ -5169,7 +4974,8 @@ static int32_t hpj__tok_regions(int32_t n, int32_t K, int always_active) {
     return K < n ? K : n;
 }
 
-/* Per-thread scratch of the tokenizer, sized for the largest graph. */
+/* Per-thread scratch of the tokenizer, sized for the largest graph: one
+   block (stamp) carved into the int32 arrays. */
 typedef struct hpj__tokws {
     int32_t *stamp, *list, *order, *cnt; /* (n), (n), (n), (n+1)     */
     int32_t *drow, *dcol;                /* edge-dropped copy of the graph: (n+1), (nnz) */
@@ -5177,21 +4983,21 @@ typedef struct hpj__tokws {
 } hpj__tokws;
 
 static void hpj__tokws_free(hpj__tokws *w) {
-    hpj__free(w->stamp); hpj__free(w->list); hpj__free(w->order); hpj__free(w->cnt);
-    hpj__free(w->drow); hpj__free(w->dcol);
+    hpj__free(w->stamp);
     hpj_part_work_free(w->pwork);
     memset(w, 0, sizeof(*w));
 }
 
 static hpj_status hpj__tokws_init(hpj__tokws *w, int32_t maxn, int64_t maxnnz) {
     size_t n = (size_t)maxn + 1;
-    w->stamp = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "tokens");
-    w->list = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "tokens");
-    w->order = (int32_t *)hpj__alloc(sizeof(int32_t) * n, "tokens");
-    w->cnt = (int32_t *)hpj__alloc(sizeof(int32_t) * (n + 1), "tokens");
-    w->drow = (int32_t *)hpj__alloc(sizeof(int32_t) * (n + 1), "tokens");
-    w->dcol = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)maxnnz + 1), "tokens");
-    return w->stamp && w->list && w->order && w->cnt && w->drow && w->dcol ? HPJ_OK : HPJ_ERR_NOMEM;
+    w->stamp = (int32_t *)hpj__calloc(5 * n + 2 + (size_t)maxnnz + 1, sizeof(int32_t), "tokens");
+    if (!w->stamp) return HPJ_ERR_NOMEM;
+    w->list = w->stamp + n;
+    w->order = w->list + n;
+    w->cnt = w->order + n;
+    w->drow = w->cnt + n + 1;
+    w->dcol = w->drow + n + 1;
+    return HPJ_OK;
 }
 
 /* Core regions of graph g at capacity K into part (n): one node per region
@@ -5210,10 +5016,7 @@ static hpj_status hpj__tok_partition(const hpj_graph *gr, int32_t k, int32_t K, 
            an independent draw (the Graph-JEPA reference's rule) */
         hpj_rng r = hpj_rng_stream(o->seed ^ 0xED6EULL, o->epoch, (uint64_t)g);
         int32_t i, m = 0;
-        for (i = 0; i < gr->nnz; ++i) w->dcol[i] = 0;
-        for (v = 0; v < n; ++v)
-            for (i = gr->rowptr[v]; i < gr->rowptr[v + 1]; ++i)
-                if (hpj_rng_uniform(&r) >= o->edge_drop) w->dcol[i] = 1;
+        for (i = 0; i < gr->nnz; ++i) w->dcol[i] = hpj_rng_uniform(&r) >= o->edge_drop;
         /* symmetrise the keep flags: mark entry i kept if it or its reverse is */
         for (v = 0; v < n; ++v)
             for (i = gr->rowptr[v]; i < gr->rowptr[v + 1]; ++i) {
@@ -5246,14 +5049,12 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
                                    const hpj_tok_options *o, hpj_tokens *out) {
     int32_t G = ds->num_graphs, L = o->L, gi, maxn = 0;
     int64_t maxnnz = 0;
-    int64_t s, total_patches = 0;
+    int64_t s, total_patches = 0, nslots = (int64_t)G * L;
     int64_t *nodes_of = NULL; /* (G*L) expanded node count of each slot */
-    int64_t *part_of = NULL;  /* (G*L+1) offset of each slot's partition in parts */
-    int32_t *parts = NULL;    /* core region of every node, per active slot */
-    uint8_t *listed = NULL;
+    int32_t *parts = NULL;    /* (L, N) core region of every node at every resolution */
     hpj_tokens t;
     hpj_status st = HPJ_OK;
-    int nthreads = 1;
+    int nthreads = 1, pass;
     hpj__tokws *ws = NULL;
     memset(out, 0, sizeof(*out));
     memset(&t, 0, sizeof t);
@@ -5270,30 +5071,21 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
     t.k = (int32_t *)hpj__calloc((size_t)G * L, sizeof(int32_t), "tokens");
     t.patch0 = (int64_t *)hpj__calloc((size_t)G * L + 1, sizeof(int64_t), "tokens");
     nodes_of = (int64_t *)hpj__calloc((size_t)G * L + 1, sizeof(int64_t), "tokens");
-    listed = (uint8_t *)hpj__calloc((size_t)G + 1, 1, "tokens");
-    if (!t.k || !t.patch0 || !nodes_of || !listed) { st = HPJ_ERR_NOMEM; goto done; }
-    for (gi = 0; gi < count; ++gi) {
-        int32_t g = graphs ? graphs[gi] : gi;
+    if (!t.k || !t.patch0 || !nodes_of) { st = HPJ_ERR_NOMEM; goto done; }
+    for (gi = 0; gi < count; ++gi) { /* graphs not listed keep k = 0 */
+        int32_t g = graphs ? graphs[gi] : gi, n, l;
         if (g < 0 || g >= G) { st = hpj__fail(HPJ_ERR_INPUT, "tokens: graph index %d outside 0..%d", g, G - 1); goto done; }
-        listed[g] = 1;
+        n = (int32_t)(ds->node_ptr[g + 1] - ds->node_ptr[g]);
+        maxn = HPJ__MAX(maxn, n);
+        maxnnz = HPJ__MAX(maxnnz, ds->edge_ptr[g + 1] - ds->edge_ptr[g]);
+        for (l = 0; l < L; ++l) t.k[(size_t)g * L + l] = hpj__tok_regions(n, o->K[l], o->always_active);
     }
-    for (gi = 0; gi < G; ++gi) {
-        int32_t n = (int32_t)(ds->node_ptr[gi + 1] - ds->node_ptr[gi]);
-        int64_t nnz = ds->edge_ptr[gi + 1] - ds->edge_ptr[gi];
-        int l;
-        if (n > maxn) maxn = n;
-        if (nnz > maxnnz) maxnnz = nnz;
-        for (l = 0; l < L; ++l) t.k[(size_t)gi * L + l] = listed[gi] ? hpj__tok_regions(n, o->K[l], o->always_active) : 0;
-    }
-    for (s = 0; s < (int64_t)G * L; ++s) t.patch0[s + 1] = t.patch0[s] + t.k[s];
-    total_patches = t.patch0[(int64_t)G * L];
+    for (s = 0; s < nslots; ++s) t.patch0[s + 1] = t.patch0[s] + t.k[s];
+    total_patches = t.patch0[nslots];
     t.num_patches = total_patches;
-    /* the partitions of pass 1, kept for pass 2 */
-    part_of = (int64_t *)hpj__calloc((size_t)G * L + 1, sizeof(int64_t), "tokens");
-    if (!part_of) { st = HPJ_ERR_NOMEM; goto done; }
-    for (s = 0; s < (int64_t)G * L; ++s)
-        part_of[s + 1] = part_of[s] + (t.k[s] ? ds->node_ptr[s / L + 1] - ds->node_ptr[s / L] : 0);
-    parts = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)part_of[(int64_t)G * L] + 1), "tokens");
+    /* the partitions of pass 1, kept for pass 2, laid out as
+       hpj_partition_dataset's: resolution l of node v at l * N + v */
+    parts = (int32_t *)hpj__calloc((size_t)L * (size_t)ds->num_nodes + 1, sizeof(int32_t), "tokens");
     t.ptr = (int64_t *)hpj__calloc((size_t)total_patches + 1, sizeof(int64_t), "tokens");
     t.ncore = (int32_t *)hpj__calloc((size_t)total_patches + 1, sizeof(int32_t), "tokens");
     t.nedge = (int32_t *)hpj__calloc((size_t)total_patches + 1, sizeof(int32_t), "tokens");
@@ -5308,111 +5100,102 @@ HPJDEF hpj_status hpj_tokens_build(const hpj_dataset *ds, const float *node_rw, 
         if ((st = hpj__tokws_init(&ws[gi], maxn, maxnnz)) != HPJ_OK) goto done;
     /* Two passes over (graph, resolution) slots: partition (kept in parts)
        + count expanded sizes, then (after a prefix sum) fill node lists. */
-    {
-        int pass;
-        for (pass = 0; pass < 2 && st == HPJ_OK; ++pass) {
-            int64_t nslots = (int64_t)G * L;
-            if (pass == 1) {
-                for (s = 0; s < nslots; ++s) nodes_of[s + 1] += nodes_of[s];
-                t.nodes = (int32_t *)hpj__calloc((size_t)nodes_of[nslots] + 1, sizeof(int32_t), "tokens");
-                if (!t.nodes) { st = HPJ_ERR_NOMEM; break; }
-            }
-            HPJ__OMP(parallel for schedule(dynamic, 1))
-            for (s = 0; s < nslots; ++s) {
-                int tid = 0;
-                int32_t g = (int32_t)(s / L), l = (int32_t)(s % L), k = t.k[s], n, p, v, i;
-                hpj_graph gr;
-                hpj__tokws *w;
-                hpj_status ls;
-                int64_t pos;
-                int32_t *part = parts + part_of[s];
+    for (pass = 0; pass < 2 && st == HPJ_OK; ++pass) {
+        if (pass == 1) {
+            for (s = 0; s < nslots; ++s) nodes_of[s + 1] += nodes_of[s];
+            t.nodes = (int32_t *)hpj__calloc((size_t)nodes_of[nslots] + 1, sizeof(int32_t), "tokens");
+            if (!t.nodes) { st = HPJ_ERR_NOMEM; break; }
+        }
+        HPJ__OMP(parallel for schedule(dynamic, 1))
+        for (s = 0; s < nslots; ++s) {
+            int tid = 0;
+            int32_t g = (int32_t)(s / L), l = (int32_t)(s % L), k = t.k[s], n, p, v, i;
+            hpj_graph gr;
+            hpj__tokws *w;
+            hpj_status ls;
+            int64_t pos;
+            int32_t *part = parts + (int64_t)l * ds->num_nodes + ds->node_ptr[g];
 #ifdef _OPENMP
-                tid = omp_get_thread_num();
+            tid = omp_get_thread_num();
 #endif
-                w = &ws[tid];
-                if (k == 0 || st != HPJ_OK) continue;
-                gr = hpj_dataset_graph(ds, g);
-                n = gr.n;
-                if (pass == 0 && (ls = hpj__tok_partition(&gr, k, o->K[l], o, g, l, w, part)) != HPJ_OK) {
-                    HPJ__OMP(critical)
-                    st = ls;
+            w = &ws[tid];
+            if (k == 0 || st != HPJ_OK) continue;
+            gr = hpj_dataset_graph(ds, g);
+            n = gr.n;
+            if (pass == 0 && (ls = hpj__tok_partition(&gr, k, o->K[l], o, g, l, w, part)) != HPJ_OK) {
+                HPJ__OMP(critical)
+                st = ls;
+                continue;
+            }
+            /* bucket nodes by part (counting sort keeps ascending ids) */
+            for (p = 0; p <= k; ++p) w->cnt[p] = 0;
+            for (v = 0; v < n; ++v) w->cnt[part[v] + 1]++;
+            for (p = 0; p < k; ++p) w->cnt[p + 1] += w->cnt[p];
+            for (v = 0; v < n; ++v) w->order[w->cnt[part[v]]++] = v;
+            for (p = k; p > 0; --p) w->cnt[p] = w->cnt[p - 1];
+            w->cnt[0] = 0;
+            for (v = 0; v < n; ++v) w->stamp[v] = -1;
+            pos = pass ? nodes_of[s] : 0;
+            for (p = 0; p < k; ++p) {
+                /* expand core region p by one hop: mark core + neighbours */
+                int32_t a = w->cnt[p], b = w->cnt[p + 1], m = 0, j;
+                int64_t gp = t.patch0[s] + p;
+                for (j = a; j < b; ++j) {
+                    int32_t u = w->order[j];
+                    if (w->stamp[u] != p) { w->stamp[u] = p; w->list[m++] = u; }
+                    for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) {
+                        int32_t x = gr.col[i];
+                        if (w->stamp[x] != p) { w->stamp[x] = p; w->list[m++] = x; }
+                    }
+                }
+                if (pass == 0) {
+                    nodes_of[s + 1] += m;
+                    t.ncore[gp] = b - a;
                     continue;
                 }
-                /* bucket nodes by part (counting sort keeps ascending ids) */
-                for (p = 0; p <= k; ++p) w->cnt[p] = 0;
-                for (v = 0; v < n; ++v) w->cnt[part[v] + 1]++;
-                for (p = 0; p < k; ++p) w->cnt[p + 1] += w->cnt[p];
-                for (v = 0; v < n; ++v) w->order[w->cnt[part[v]]++] = v;
-                for (p = k; p > 0; --p) w->cnt[p] = w->cnt[p - 1];
-                w->cnt[0] = 0;
-                for (v = 0; v < n; ++v) w->stamp[v] = -1;
-                pos = pass ? nodes_of[s] : 0;
-                for (p = 0; p < k; ++p) {
-                    /* expand core region p by one hop: mark core + neighbours */
-                    int32_t a = w->cnt[p], b = w->cnt[p + 1], m = 0, j;
-                    int64_t gp = t.patch0[s] + p;
-                    for (j = a; j < b; ++j) {
-                        int32_t u = w->order[j];
-                        if (w->stamp[u] != p) { w->stamp[u] = p; w->list[m++] = u; }
-                        for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) {
-                            int32_t x = gr.col[i];
-                            if (w->stamp[x] != p) { w->stamp[x] = p; w->list[m++] = x; }
+                /* ascending node order: insertion sort for short lists */
+                for (j = 1; j < m; ++j) {
+                    int32_t x = w->list[j], q = j - 1;
+                    while (q >= 0 && w->list[q] > x) { w->list[q + 1] = w->list[q]; --q; }
+                    w->list[q + 1] = x;
+                }
+                t.ptr[gp] = pos;
+                memcpy(t.nodes + pos, w->list, sizeof(int32_t) * (size_t)m);
+                pos += m;
+                {   /* its induced edges: entries between nodes stamped p,
+                       counted once here so that a training step need not
+                       walk the patch to size its buffers */
+                    int32_t ne = 0;
+                    for (j = 0; j < m; ++j) {
+                        int32_t u = w->list[j];
+                        for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) ne += w->stamp[gr.col[i]] == p;
+                    }
+                    t.nedge[gp] = ne;
+                }
+                {   /* reduce the node RWSE over the patch */
+                    float *dst = t.rw + (size_t)gp * o->rw_dim;
+                    const float *src = node_rw + (size_t)ds->node_ptr[g] * o->rw_dim;
+                    int c;
+                    for (c = 0; c < o->rw_dim; ++c) dst[c] = o->rw_reduce == HPJ_RW_MAX ? -FLT_MAX : 0.0f;
+                    for (j = 0; j < m; ++j) {
+                        const float *r = src + (size_t)w->list[j] * o->rw_dim;
+                        for (c = 0; c < o->rw_dim; ++c) {
+                            if (o->rw_reduce == HPJ_RW_MAX) dst[c] = r[c] > dst[c] ? r[c] : dst[c];
+                            else dst[c] += r[c];
                         }
                     }
-                    if (pass == 0) {
-                        nodes_of[s + 1] += m;
-                        t.ncore[gp] = b - a;
-                        continue;
-                    }
-                    /* ascending node order: insertion sort for short lists */
-                    for (j = 1; j < m; ++j) {
-                        int32_t x = w->list[j], q = j - 1;
-                        while (q >= 0 && w->list[q] > x) { w->list[q + 1] = w->list[q]; --q; }
-                        w->list[q + 1] = x;
-                    }
-                    t.ptr[gp] = pos;
-                    memcpy(t.nodes + pos, w->list, sizeof(int32_t) * (size_t)m);
-                    pos += m;
-                    {   /* its induced edges: entries between nodes stamped p,
-                           counted once here so that a training step need not
-                           walk the patch to size its buffers */
-                        int32_t ne = 0;
-                        for (j = 0; j < m; ++j) {
-                            int32_t u = w->list[j];
-                            for (i = gr.rowptr[u]; i < gr.rowptr[u + 1]; ++i) ne += w->stamp[gr.col[i]] == p;
-                        }
-                        t.nedge[gp] = ne;
-                    }
-                    {   /* reduce the node RWSE over the patch */
-                        float *dst = t.rw + (size_t)gp * o->rw_dim;
-                        const float *src = node_rw + (size_t)ds->node_ptr[g] * o->rw_dim;
-                        int c;
-                        for (c = 0; c < o->rw_dim; ++c) dst[c] = o->rw_reduce == HPJ_RW_MAX ? -FLT_MAX : 0.0f;
-                        for (j = 0; j < m; ++j) {
-                            const float *r = src + (size_t)w->list[j] * o->rw_dim;
-                            for (c = 0; c < o->rw_dim; ++c) {
-                                if (o->rw_reduce == HPJ_RW_MAX) dst[c] = r[c] > dst[c] ? r[c] : dst[c];
-                                else dst[c] += r[c];
-                            }
-                        }
-                        if (o->rw_reduce == HPJ_RW_MEAN)
-                            for (c = 0; c < o->rw_dim; ++c) dst[c] /= (float)m;
-                    }
+                    if (o->rw_reduce == HPJ_RW_MEAN)
+                        for (c = 0; c < o->rw_dim; ++c) dst[c] /= (float)m;
                 }
             }
         }
-        if (st == HPJ_OK) t.ptr[total_patches] = nodes_of[(int64_t)G * L];
     }
+    if (st == HPJ_OK) t.ptr[total_patches] = nodes_of[nslots];
 done:
-    if (ws) {
-        int i;
-        for (i = 0; i < nthreads; ++i) hpj__tokws_free(&ws[i]);
-        hpj__free(ws);
-    }
+    for (gi = 0; ws && gi < nthreads; ++gi) hpj__tokws_free(&ws[gi]);
+    hpj__free(ws);
     hpj__free(nodes_of);
-    hpj__free(part_of);
     hpj__free(parts);
-    hpj__free(listed);
     if (st != HPJ_OK) { hpj_tokens_free(&t); return st; }
     *out = t;
     return HPJ_OK;
@@ -11729,13 +11512,16 @@ static int hpj__linear_back_pair(float *dinp, float beta, float *dW, float *db, 
 }
 
 /* ==== fast: partitioner blocks cached across calls ====
-   hpj__pw_alloc and hpj__pw_release through the workspace's cache: a
-   request takes the smallest cached block that fits, else a new block
-   with 1/8 headroom (the next, slightly larger graph then fits it too); a
-   released block is kept, and when the cache is full it replaces the
-   smallest cached block if larger. Only where the memory comes from
-   changes, never what is computed in it. */
-static unsigned char *hpj__fast_pw_take(hpj_part_work *pw, size_t bytes, const char *what, int *failed) {
+   hpj__pw_alloc and hpj__pw_release through the workspace's cache. Every
+   block starts with a 64-byte header holding its payload size. A request
+   takes the smallest cached block that fits, else a new block with 1/8
+   headroom (the next, slightly larger graph then fits it too); a released
+   block is kept, and when the cache is full it replaces the smallest
+   cached block if larger. Only where the memory comes from changes, never
+   what is computed in it. */
+#define HPJ__PW_HEAD 64 /* header bytes before the payload */
+
+static void *hpj__fast_pw_alloc(hpj_part_work *pw, size_t bytes, const char *what) {
     int i, best = -1;
     size_t need, total;
     unsigned char *b;
@@ -11746,40 +11532,179 @@ static unsigned char *hpj__fast_pw_take(hpj_part_work *pw, size_t bytes, const c
         b = pw->blk[best];
         pw->blk[best] = pw->blk[--pw->nblk];
         pw->cap[best] = pw->cap[pw->nblk];
-        return b;
+        return b + HPJ__PW_HEAD;
     }
     need = bytes + bytes / 8;
     need = (need + 63) & ~(size_t)63;
     if (need < bytes || hpj__add_size(need, HPJ__PW_HEAD, &total)) {
         hpj__fail(HPJ_ERR_NOMEM, "%s: size overflow (%zu bytes)", what, bytes);
-        *failed = 1;
         return NULL;
     }
-    if (!(b = (unsigned char *)hpj__alloc(total, what))) {
-        *failed = 1;
-        return NULL;
-    }
+    if (!(b = (unsigned char *)hpj__alloc(total, what))) return NULL;
     memcpy(b, &need, sizeof need);
-    return b;
+    return b + HPJ__PW_HEAD;
 }
 
-/* Keeps the released block b (header start); 0 if the caller frees it. */
-static int hpj__fast_pw_keep(hpj_part_work *pw, unsigned char *b) {
+static void hpj__fast_pw_release(hpj_part_work *pw, void *p) {
+    unsigned char *b;
     size_t cap;
     int i, small = 0;
+    if (!p) return;
+    b = (unsigned char *)p - HPJ__PW_HEAD;
     memcpy(&cap, b, sizeof cap);
     if (pw->nblk < HPJ__PW_SLOTS) {
         pw->blk[pw->nblk] = b;
         pw->cap[pw->nblk++] = cap;
-        return 1;
+        return;
     }
     for (i = 1; i < pw->nblk; ++i) /* full: keep the larger blocks */
         if (pw->cap[i] < pw->cap[small]) small = i;
-    if (pw->cap[small] >= cap) return 0;
+    if (pw->cap[small] >= cap) {
+        hpj__free(b);
+        return;
+    }
     hpj__free(pw->blk[small]);
     pw->blk[small] = b;
     pw->cap[small] = cap;
-    return 1;
+}
+
+static void hpj__fast_pw_drop(hpj_part_work *pw) {
+    int i;
+    for (i = 0; i < pw->nblk; ++i) hpj__free(pw->blk[i]);
+    pw->nblk = 0;
+}
+
+/* ==== fast: coarse neighbour lists merged in a small hash table ====
+   hpj__contract_lists maps a coarse neighbour to its slot through htab,
+   an array of n entries: on a large graph most lookups miss the cache. A
+   pair of small total degree instead uses a 2048-slot open-addressing
+   table that stays in L1 (the rest use htab as the reference does).
+   Neighbours enter each list in the same order and their weights add up
+   as integers: the same coarse graph. */
+static int32_t hpj__fast_contract_lists(const hpj__pg *g, hpj__pws *w, hpj__pg *c) {
+    const int32_t *xadj = g->xadj, *adj = g->adj, *adjw = g->adjw, *vw = g->vw, *cmap = g->cmap, *match = w->match;
+    int32_t *htab = w->htab, *hk = w->hkey, *cx = c->xadj, *ca = c->adj, *cw = c->adjw, v, e = 0;
+    cx[0] = 0;
+    for (v = 0; v < g->n; ++v) {
+        int32_t u = match[v], cv, start = e, x, j, pass, npass = (u == v ? 1 : 2);
+        int32_t wd = 0, deg = xadj[v + 1] - xadj[v] + (u != v ? xadj[u + 1] - xadj[u] : 0);
+        if (u < v) continue;
+        cv = cmap[v];
+        if (deg <= HPJ__PART_HASH / 4) {
+            for (pass = 0; pass < npass; ++pass) {
+                x = pass ? u : v;
+                for (j = xadj[x]; j < xadj[x + 1]; ++j) {
+                    int32_t cu = cmap[adj[j]], hh;
+                    if (cu == cv) continue;
+                    wd += adjw[j];
+                    for (hh = cu & (HPJ__PART_HASH - 1); hk[hh] >= 0 && ca[hk[hh]] != cu; hh = (hh + 1) & (HPJ__PART_HASH - 1)) {
+                    }
+                    if (hk[hh] < 0) {
+                        hk[hh] = e;
+                        ca[e] = cu;
+                        cw[e] = adjw[j];
+                        ++e;
+                    } else {
+                        cw[hk[hh]] += adjw[j];
+                    }
+                }
+            }
+            for (j = start; j < e; ++j) { /* empty the table again */
+                int32_t hh = ca[j] & (HPJ__PART_HASH - 1);
+                while (hk[hh] != j) hh = (hh + 1) & (HPJ__PART_HASH - 1);
+                hk[hh] = -1;
+            }
+        } else {
+            for (pass = 0; pass < npass; ++pass) {
+                x = pass ? u : v;
+                for (j = xadj[x]; j < xadj[x + 1]; ++j) {
+                    int32_t cu = cmap[adj[j]], sl;
+                    if (cu == cv) continue;
+                    sl = htab[cu];
+                    if (sl < 0) {
+                        htab[cu] = e;
+                        ca[e] = cu;
+                        cw[e] = adjw[j];
+                        ++e;
+                    } else {
+                        cw[sl] += adjw[j];
+                    }
+                    wd += adjw[j];
+                }
+            }
+            for (j = start; j < e; ++j) htab[ca[j]] = -1;
+        }
+        cx[cv + 1] = e;
+        c->vw[cv] = vw[v] + (u != v ? vw[u] : 0);
+        c->wdeg[cv] = wd;
+    }
+    return e;
+}
+
+/* ==== fast: level 0 borrows the caller's graph ====
+   hpj__level0 copies the caller's CSR to drop self-loops and fill in
+   unit weights. A graph without self-loops is used where it is: only the
+   missing weights and the weighted degrees are written. The arrays hold
+   the same numbers either way. */
+static hpj_status hpj__fast_level0(const hpj_graph *gin, hpj_part_work *pw, hpj__pg *g0, int32_t **cur) {
+    int32_t **arr[5], n = gin->n, v, j;
+    size_t len[5];
+    int c = 0;
+    arr[c] = &g0->wdeg; len[c++] = (size_t)n;
+    arr[c] = &g0->cmap; len[c++] = (size_t)n;
+    arr[c] = cur; len[c++] = (size_t)n;
+    if (!gin->vwgt) { arr[c] = &g0->vw; len[c++] = (size_t)n; }
+    if (!gin->ewgt) { arr[c] = &g0->adjw; len[c++] = (size_t)gin->nnz; }
+    if (!(g0->mem = hpj__part_block(pw, arr, len, c, "partition"))) return HPJ_ERR_NOMEM;
+    g0->xadj = (int32_t *)(uintptr_t)gin->rowptr;
+    g0->adj = (int32_t *)(uintptr_t)gin->col;
+    g0->nnz = gin->nnz;
+    if (gin->vwgt) g0->vw = (int32_t *)(uintptr_t)gin->vwgt;
+    else for (v = 0; v < n; ++v) g0->vw[v] = 1;
+    if (gin->ewgt) g0->adjw = (int32_t *)(uintptr_t)gin->ewgt;
+    else for (j = 0; j < gin->nnz; ++j) g0->adjw[j] = 1;
+    for (v = 0; v < n; ++v) {
+        int32_t d = 0;
+        for (j = g0->xadj[v]; j < g0->xadj[v + 1]; ++j) d += g0->adjw[j];
+        g0->wdeg[v] = d;
+    }
+    return HPJ_OK;
+}
+
+/* ==== fast: projection that rescans only the old boundary ====
+   hpj__project recounts the external degree of every fine vertex. A fine
+   vertex whose coarse vertex had none has none either (its neighbours
+   all lie in coarse vertices of its own part), so only the fine vertices
+   of coarse boundary vertices are scanned. That needs the coarser
+   level's degrees while the finer ones are written: w->ed and w->edc
+   trade places at each level. Part weights and the cut carry over
+   unchanged; the boundary list comes out in the same order. */
+static void hpj__fast_project(hpj__pws *w, hpj__kw *s, const hpj__pg *f, int32_t *part) {
+    const int32_t *cmap = f->cmap, *xadj = f->xadj, *adj = f->adj, *adjw = f->adjw, *ced = s->ed, *cpart = s->part;
+    int32_t v, j, *t = w->ed;
+    w->ed = w->edc;
+    w->edc = t;
+    s->g = f;
+    s->part = part;
+    s->ed = w->ed;
+    for (v = 0; v < f->n; ++v) part[v] = cpart[cmap[v]];
+    if (s->cnt) {
+        memset(s->cnt, 0, sizeof(int32_t) * (size_t)s->k);
+        for (v = 0; v < f->n; ++v) s->cnt[part[v]]++;
+    }
+    s->nbnd = 0;
+    for (v = 0; v < f->n; ++v) {
+        int32_t e = 0, p = part[v];
+        s->bpos[v] = -1;
+        if (ced[cmap[v]] > 0)
+            for (j = xadj[v]; j < xadj[v + 1]; ++j)
+                if (part[adj[j]] != p) e += adjw[j];
+        s->ed[v] = e;
+        if (e > 0) {
+            s->bpos[v] = s->nbnd;
+            s->bnd[s->nbnd++] = v;
+        }
+    }
 }
 
 /* ==== fast: LayerNorm, one copy per gamma/beta case ====

@@ -619,6 +619,59 @@ static void test_cut_and_imbalance(void) {
     e_free(&e);
 }
 
+static void test_fast_equals_reference(void) {
+    /* the fast part (cached blocks, hashed contraction, projection that
+       rescans only the old boundary) gives the reference's partitions, bit
+       for bit: both methods, weighted and unweighted, self-loops, graphs
+       large enough for several coarsening levels */
+    edges e;
+    hpj_graph_owned g;
+    hpj_graph gw;
+    hpj_rng r;
+    int32_t *a, *b, *vw, n, v, k;
+    int64_t ca, cb;
+    int kind, meth, weighted, level = hpj_paths();
+    if (level == HPJ_PATHS_REFERENCE) SKIP("built with -DHPJ_REFERENCE (or paths set to it): no fast level to compare");
+    memset(&e, 0, sizeof e);
+    hpj_rng_seed(&r, 23);
+    for (kind = 0; kind < 4; ++kind)
+        for (weighted = 0; weighted < 2; ++weighted) {
+            n = kind == 2 ? 150 : 1500 + 700 * kind;
+            make_random(&r, n, kind, &e);
+            for (v = 0; v < (int32_t)e.m; ++v) e.w[v] = 1 + (int32_t)hpj_rng_below(&r, 9);
+            e_add(&e, 3, 3, 1); /* a self-loop */
+            CHECK_OK(build(n, &e, weighted, &g));
+            gw = g.g;
+            a = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+            b = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+            vw = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+            for (v = 0; v < n; ++v) vw[v] = 1 + (int32_t)hpj_rng_below(&r, 4);
+            if (weighted) gw.vwgt = vw;
+            for (meth = 0; meth < 2; ++meth)
+                for (k = 2; k <= 40; k = 3 * k - 1) {
+                    hpj_part_options o;
+                    hpj_status sa, sb;
+                    hpj_part_options_default(&o);
+                    o.method = meth;
+                    o.seed = (uint64_t)(kind + 7 * k);
+                    o.ncuts = k == 5 ? 2 : 1;
+                    hpj_set_paths(HPJ_PATHS_REFERENCE);
+                    sa = hpj_partition(&gw, k, &o, shared_work(), a, &ca);
+                    hpj_set_paths(level);
+                    sb = hpj_partition(&gw, k, &o, shared_work(), b, &cb);
+                    CHECK_OK(sa);
+                    CHECK_OK(sb);
+                    CHECK_EQ_INT(ca, cb);
+                    CHECK(memcmp(a, b, sizeof(int32_t) * (size_t)n) == 0);
+                }
+            free(a);
+            free(b);
+            free(vw);
+            hpj_graph_owned_free(&g);
+        }
+    e_free(&e);
+}
+
 const test_case partition_tests[] = {
     {"partition.invariants_random", test_invariants_random},
     {"partition.known_answers", test_known_answers},
@@ -632,5 +685,6 @@ const test_case partition_tests[] = {
     {"partition.dataset_fast_path", test_dataset_fast_path},
     {"partition.workspace", test_workspace},
     {"partition.cut_and_imbalance", test_cut_and_imbalance},
+    {"partition.fast_equals_reference", test_fast_equals_reference},
 };
 const int partition_tests_count = (int)(sizeof partition_tests / sizeof partition_tests[0]);
