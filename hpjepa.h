@@ -105,7 +105,8 @@
                    pws one call's scratch; hp_ vertex heap by gain;
                    pg one graph of the coarsening hierarchy (hier);
                    bnd_ boundary list; bis_ bisection; rb recursive
-                   bisection; kw_ k-way refinement
+                   bisection; kw_ a partition under refinement (k-way;
+                   a bisection is k = 2)
        tokenizer   tok_ regions and partitions; tokws per-thread scratch
        nn          gemm_ matrix product; lin_ linear; bn_ BatchNorm;
                    ln_ LayerNorm; att_ attention; block_ Transformer block;
@@ -117,8 +118,8 @@
                    path_ the node copies of a batch's patches;
                    pscr the path builders' scratch; trainer one run;
                    step_ the step's workspace; fwd_ its forward pieces;
-                   gov the team size (T threads or one)
-       probe       pb_ probes; lm_ linear model
+                   gov the team size (T threads or one; fast part)
+       probe       probe_ probes; lm_ linear model
        checkpoints put_ / get_ fields; ckpt_ file format
        fast part   fast_ a fast sibling of the reference function of the
                    same name; cls_ classes of equal node copies; table_ the
@@ -134,11 +135,11 @@
        OpenMP (-fopenmp) is optional. Parallel loops write disjoint outputs
        and every sum is taken by one thread in a fixed order, so results are
        bit-identical for any thread count and on every run. All randomness
-       flows from explicit seeds through hpj_rng streams. Training,
-       embedding and logistic probes time T threads against one now and
-       then and keep the faster (a team whose threads cannot all run at
-       once waits at every barrier); hpj_set_adaptive_threads(0) turns this
-       off. Neither changes a bit.
+       flows from explicit seeds through hpj_rng streams. In the fast part,
+       training, embedding and logistic probes time T threads against one
+       now and then and keep the faster (a team whose threads cannot all
+       run at once waits at every barrier); hpj_set_adaptive_threads(0)
+       turns this off. Neither changes a bit.
        hpj_set_paths picks the reference or the fast part at run time. The
        fast part gives the reference's bits where its paths say so (tests
        hold them to it bit for bit), elsewhere the same function with other
