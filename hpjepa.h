@@ -1061,12 +1061,12 @@ HPJDEF void hpj_config_default(hpj_config *c);
 /* Sets one key from its text value; HPJ_ERR_INPUT names the key and value. */
 HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *value);
 
-/* The keys hpj_config_set accepts, one table that drives the parser (so a
-   key is in it or not accepted at all, the retired keys input_table,
-   target_fold and layer_classes aside: accepted with 0 or 1 and ignored,
-   they are not in it): for tools that list or check settings, and for the
-   tests that hold every key to its range and to the round trip through a
-   checkpoint. */
+/* The keys hpj_config_set accepts, one table that drives the parser, the
+   defaults and the written text (so a key is in it or not accepted at
+   all, the retired keys input_table, target_fold and layer_classes aside:
+   accepted with 0 or 1 and ignored, they are not in it): for tools that
+   list or check settings, and for the tests that hold every key to its
+   range and to the round trip through a checkpoint. */
 typedef enum hpj_config_kind {
     HPJ_KEY_INT = 0,  /* an integer in lo..hi                                   */
     HPJ_KEY_REAL = 1, /* a number in lo..hi, kept as a float (the range is
@@ -1084,6 +1084,7 @@ typedef struct hpj_config_key {
     size_t offset;     /* where the value lives: offsetof(hpj_config, field),
                           an int (INT, WORD), float (REAL), int32_t[HPJ_MAX_RES]
                           (LIST; `resolutions` also sets L) or uint64_t (SEED) */
+    const char *def;   /* the default, as a config file writes it             */
 } hpj_config_key;
 /* The table of every key; *count (if not NULL) gets its length. */
 HPJDEF const hpj_config_key *hpj_config_keys(int *count);
@@ -6978,78 +6979,60 @@ HPJDEF void hpj_init_xavier_uniform(float *w, int fan_out, int fan_in, float gai
 
 /* ==== config ============================================================== */
 
-HPJDEF void hpj_config_default(hpj_config *c) {
-    int l;
-    memset(c, 0, sizeof(*c));
-    c->mode = HPJ_MODE_HP;
-    c->L = 4;
-    for (l = 0; l < HPJ_MAX_RES; ++l) { c->K[l] = 2 << l; c->M[l] = l < 3 ? l + 1 : 4; }
-    c->dim = 512; c->blocks = 4; c->heads = 8; c->ffn = 0; c->ffn_act = HPJ_ACT_RELU;
-    c->gnn_layers = 2; c->rw_dim = 15; c->rw_reduce = HPJ_RW_MAX; c->pred_layers = 3;
-    c->target_adj = 0; c->ema_copy_init = 1; c->patch_mixing = 1; c->gnn_out_linear = 1;
-    c->patch_tokens = HPJ_TOKENS_ALONE;
-    c->lr = 2.5e-4f; c->min_lr = 0.0f; c->weight_decay = 0.0f; c->optimizer = HPJ_OPT_ADAM;
-    c->batch_size = 128; c->epochs = 20; c->schedule = HPJ_SCHED_COSINE; c->warmup = 0.0f;
-    c->dropout = 0.0f; c->token_dropout = 0.0f; c->clip = 0.0f; c->beta = 1.0f;
-    c->ema_start = 0.996f; c->ema_end = 1.0f; c->edge_drop = 0.3f; c->repartition = 1; c->target_clamp = 0.0f;
-    c->part_method = HPJ_PART_RB; c->part_trials = 0; c->node_vocab = 0; c->edge_vocab = 0; c->node_attr = 0;
-    c->readout = HPJ_READOUT_CONCAT; c->lambda_unif = 1.0f; c->probe_alpha = 1.0f; c->probe_select = 0; c->train_embed = 0; c->seed = 42; c->threads = 0;
-}
+/* The table of keys, one line per key in the order a config file lists
+   them (hpj_config_format writes them so): the field it sets, its name in
+   the file, its kind and range (or words, the n-th setting the value n)
+   and its default, written as a config file would hold it. */
+#define HPJ__CONFIG_KEYS(X)                                                              \
+    X(mode, "mode", HPJ_KEY_WORD, 0, 0, "hp graph-jepa", "hp")                           \
+    X(K, "resolutions", HPJ_KEY_LIST, 1, 1 << 20, NULL, "2,4,8,16")                      \
+    X(M, "targets", HPJ_KEY_LIST, 1, 1 << 20, NULL, "1,2,3,4")                           \
+    X(dim, "dim", HPJ_KEY_INT, 2, 8192, NULL, "512")                                     \
+    X(blocks, "blocks", HPJ_KEY_INT, 0, 64, NULL, "4")                                   \
+    X(heads, "heads", HPJ_KEY_INT, 1, 256, NULL, "8")                                    \
+    X(ffn, "ffn", HPJ_KEY_INT, 0, 65536, NULL, "0")                                      \
+    X(ffn_act, "ffn_act", HPJ_KEY_WORD, 0, 0, "relu gelu", "relu")                       \
+    X(gnn_layers, "gnn_layers", HPJ_KEY_INT, 1, 16, NULL, "2")                           \
+    X(rw_dim, "rw_dim", HPJ_KEY_INT, 1, 256, NULL, "15")                                 \
+    X(rw_reduce, "rw_reduce", HPJ_KEY_WORD, 0, 0, "max mean", "max")                     \
+    X(pred_layers, "pred_layers", HPJ_KEY_INT, 1, 8, NULL, "3")                          \
+    X(target_adj, "target_adj", HPJ_KEY_INT, 0, 1, NULL, "0")                            \
+    X(ema_copy_init, "ema_init", HPJ_KEY_WORD, 0, 0, "independent copy", "copy")         \
+    X(patch_mixing, "patch_mixing", HPJ_KEY_INT, 0, 1, NULL, "1")                        \
+    X(gnn_out_linear, "gnn_out_linear", HPJ_KEY_INT, 0, 1, NULL, "1")                    \
+    X(patch_tokens, "patch_tokens", HPJ_KEY_WORD, 0, 0, "alone present", "alone")        \
+    X(node_degree, "node_degree", HPJ_KEY_INT, 0, 4095, NULL, "0")                       \
+    X(lr, "lr", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0.00025")                                \
+    X(min_lr, "min_lr", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0")                              \
+    X(weight_decay, "weight_decay", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0")                  \
+    X(optimizer, "optimizer", HPJ_KEY_WORD, 0, 0, "adam adamw", "adam")                  \
+    X(batch_size, "batch_size", HPJ_KEY_INT, 1, 1 << 20, NULL, "128")                    \
+    X(epochs, "epochs", HPJ_KEY_INT, 0, 1 << 20, NULL, "20")                             \
+    X(schedule, "schedule", HPJ_KEY_WORD, 0, 0, "constant cosine", "cosine")             \
+    X(warmup, "warmup", HPJ_KEY_REAL, 0.0, 1e6, NULL, "0")                               \
+    X(dropout, "dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL, "0")                            \
+    X(token_dropout, "token_dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL, "0")                \
+    X(clip, "clip", HPJ_KEY_REAL, 0.0, 1e9, NULL, "0")                                   \
+    X(beta, "beta", HPJ_KEY_REAL, 1e-12, 1e9, NULL, "1")                                 \
+    X(ema_start, "ema_start", HPJ_KEY_REAL, 0.0, 1.0, NULL, "0.996")                     \
+    X(ema_end, "ema_end", HPJ_KEY_REAL, 0.0, 1.0, NULL, "1")                             \
+    X(edge_drop, "edge_drop", HPJ_KEY_REAL, 0.0, 0.99, NULL, "0.3")                      \
+    X(repartition, "repartition", HPJ_KEY_INT, 0, 1, NULL, "1")                          \
+    X(target_clamp, "target_clamp", HPJ_KEY_REAL, 0.0, 80.0, NULL, "0")                  \
+    X(part_method, "partition", HPJ_KEY_WORD, 0, 0, "kway rb", "rb")                     \
+    X(node_vocab, "node_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL, "0")                      \
+    X(edge_vocab, "edge_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL, "0")                      \
+    X(node_attr, "node_attr", HPJ_KEY_INT, 0, 1, NULL, "0")                              \
+    X(part_trials, "partition_trials", HPJ_KEY_INT, 0, 1000, NULL, "0")                  \
+    X(readout, "readout", HPJ_KEY_WORD, 0, 0, "concat uniform task", "concat")           \
+    X(lambda_unif, "lambda_unif", HPJ_KEY_REAL, 0.0, 1.0, NULL, "1")                     \
+    X(probe_alpha, "probe_alpha", HPJ_KEY_REAL, 0.0, 1e12, NULL, "1")                    \
+    X(probe_select, "probe_select", HPJ_KEY_WORD, 0, 0, "fixed cv", "fixed")             \
+    X(train_embed, "train_embed", HPJ_KEY_WORD, 0, 0, "fixed repartition", "fixed")      \
+    X(seed, "seed", HPJ_KEY_SEED, 0, 0, NULL, "42")                                      \
+    X(threads, "threads", HPJ_KEY_INT, 0, 4096, NULL, "0")
 
-static int hpj__streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
-
-/* The table of keys: one line per key, the field it sets, its kind and
-   range (or words, the n-th setting the value n). */
-#define HPJ__CONFIG_KEYS(X)                                                          \
-    X(mode, "mode", HPJ_KEY_WORD, 0, 0, "hp graph-jepa")                             \
-    X(K, "resolutions", HPJ_KEY_LIST, 1, 1 << 20, NULL)                              \
-    X(M, "targets", HPJ_KEY_LIST, 1, 1 << 20, NULL)                                  \
-    X(dim, "dim", HPJ_KEY_INT, 2, 8192, NULL)                                        \
-    X(blocks, "blocks", HPJ_KEY_INT, 0, 64, NULL)                                    \
-    X(heads, "heads", HPJ_KEY_INT, 1, 256, NULL)                                     \
-    X(ffn, "ffn", HPJ_KEY_INT, 0, 65536, NULL)                                       \
-    X(ffn_act, "ffn_act", HPJ_KEY_WORD, 0, 0, "relu gelu")                           \
-    X(gnn_layers, "gnn_layers", HPJ_KEY_INT, 1, 16, NULL)                            \
-    X(rw_dim, "rw_dim", HPJ_KEY_INT, 1, 256, NULL)                                   \
-    X(rw_reduce, "rw_reduce", HPJ_KEY_WORD, 0, 0, "max mean")                        \
-    X(pred_layers, "pred_layers", HPJ_KEY_INT, 1, 8, NULL)                           \
-    X(target_adj, "target_adj", HPJ_KEY_INT, 0, 1, NULL)                             \
-    X(ema_copy_init, "ema_init", HPJ_KEY_WORD, 0, 0, "independent copy")             \
-    X(patch_mixing, "patch_mixing", HPJ_KEY_INT, 0, 1, NULL)                         \
-    X(gnn_out_linear, "gnn_out_linear", HPJ_KEY_INT, 0, 1, NULL)                     \
-    X(patch_tokens, "patch_tokens", HPJ_KEY_WORD, 0, 0, "alone present")             \
-    X(lr, "lr", HPJ_KEY_REAL, 0.0, 10.0, NULL)                                       \
-    X(min_lr, "min_lr", HPJ_KEY_REAL, 0.0, 10.0, NULL)                               \
-    X(weight_decay, "weight_decay", HPJ_KEY_REAL, 0.0, 10.0, NULL)                   \
-    X(optimizer, "optimizer", HPJ_KEY_WORD, 0, 0, "adam adamw")                      \
-    X(batch_size, "batch_size", HPJ_KEY_INT, 1, 1 << 20, NULL)                       \
-    X(epochs, "epochs", HPJ_KEY_INT, 0, 1 << 20, NULL)                               \
-    X(schedule, "schedule", HPJ_KEY_WORD, 0, 0, "constant cosine")                   \
-    X(warmup, "warmup", HPJ_KEY_REAL, 0.0, 1e6, NULL)                                \
-    X(dropout, "dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL)                             \
-    X(token_dropout, "token_dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL)                 \
-    X(clip, "clip", HPJ_KEY_REAL, 0.0, 1e9, NULL)                                    \
-    X(beta, "beta", HPJ_KEY_REAL, 1e-12, 1e9, NULL)                                  \
-    X(ema_start, "ema_start", HPJ_KEY_REAL, 0.0, 1.0, NULL)                          \
-    X(ema_end, "ema_end", HPJ_KEY_REAL, 0.0, 1.0, NULL)                              \
-    X(edge_drop, "edge_drop", HPJ_KEY_REAL, 0.0, 0.99, NULL)                         \
-    X(repartition, "repartition", HPJ_KEY_INT, 0, 1, NULL)                           \
-    X(target_clamp, "target_clamp", HPJ_KEY_REAL, 0.0, 80.0, NULL)                   \
-    X(part_method, "partition", HPJ_KEY_WORD, 0, 0, "kway rb")                       \
-    X(part_trials, "partition_trials", HPJ_KEY_INT, 0, 1000, NULL)                   \
-    X(node_vocab, "node_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL)                       \
-    X(edge_vocab, "edge_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL)                       \
-    X(node_attr, "node_attr", HPJ_KEY_INT, 0, 1, NULL)                               \
-    X(node_degree, "node_degree", HPJ_KEY_INT, 0, 4095, NULL)                        \
-    X(readout, "readout", HPJ_KEY_WORD, 0, 0, "concat uniform task")                 \
-    X(lambda_unif, "lambda_unif", HPJ_KEY_REAL, 0.0, 1.0, NULL)                      \
-    X(probe_alpha, "probe_alpha", HPJ_KEY_REAL, 0.0, 1e12, NULL)                     \
-    X(probe_select, "probe_select", HPJ_KEY_WORD, 0, 0, "fixed cv")                  \
-    X(train_embed, "train_embed", HPJ_KEY_WORD, 0, 0, "fixed repartition")           \
-    X(seed, "seed", HPJ_KEY_SEED, 0, 0, NULL)                                        \
-    X(threads, "threads", HPJ_KEY_INT, 0, 4096, NULL)
-
-#define HPJ__KEY_ROW(field, name, kind, lo, hi, words) {name, kind, lo, hi, words, offsetof(hpj_config, field)},
+#define HPJ__KEY_ROW(field, name, kind, lo, hi, words, def) {name, kind, lo, hi, words, offsetof(hpj_config, field), def},
 static const hpj_config_key hpj__config_keys[] = {HPJ__CONFIG_KEYS(HPJ__KEY_ROW)};
 #undef HPJ__KEY_ROW
 #undef HPJ__CONFIG_KEYS
@@ -7059,6 +7042,8 @@ HPJDEF const hpj_config_key *hpj_config_keys(int *count) {
     if (count) *count = HPJ__NUM_KEYS;
     return hpj__config_keys;
 }
+
+static int hpj__streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
 
 /* Parses a whole integer / real / comma list; 0 on success. */
 static int hpj__parse_long(const char *v, long lo, long hi, long *out) {
@@ -7108,18 +7093,26 @@ static int hpj__parse_list(const char *v, int32_t *out, int *count, long lo, lon
     *count = n;
     return 0;
 }
-/* The position of v among the space-separated words, or -1. */
-static int hpj__word_index(const char *words, const char *v) {
-    size_t n = strlen(v);
-    int k = 0;
-    const char *w = words;
-    while (*w) {
-        size_t len = strcspn(w, " ");
-        if (len == n && n && !memcmp(w, v, n)) return k;
-        w += len;
-        while (*w == ' ') ++w;
-        ++k;
+/* The i-th of a key's words (the table separates them by one space), its
+   length in *len; NULL past the last. */
+static const char *hpj__word(const char *words, int i, size_t *len) {
+    const char *p = words;
+    if (i < 0) return NULL;
+    for (; i > 0 && *p; --i) {
+        p += strcspn(p, " ");
+        if (*p) ++p;
     }
+    if (!*p) return NULL;
+    *len = strcspn(p, " ");
+    return p;
+}
+/* The position of v among the words, or -1. */
+static int hpj__word_index(const char *words, const char *v) {
+    size_t len;
+    const char *w;
+    int i;
+    for (i = 0; (w = hpj__word(words, i, &len)) != NULL; ++i)
+        if (len == strlen(v) && !memcmp(w, v, len)) return i;
     return -1;
 }
 
@@ -7161,21 +7154,16 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
         int w = hpj__word_index(k->words, v);
         /* older spellings of the two methods */
         if (w < 0 && field == (char *)&c->mode) w = hpj__streq(v, "hp-jepa") ? 0 : hpj__streq(v, "gj") ? 1 : -1;
-        if (w < 0) { /* the words as "a or b", "a, b or c" */
+        if (w < 0) { /* the words as "a or b", "a, b or c" (the table's fit the buffer) */
             char list[160];
-            size_t n = 0;
-            int j, nw = 0;
-            const char *p;
-            for (p = k->words; *p; p += strspn(p, " ")) { p += strcspn(p, " "); ++nw; }
-            for (j = 0, p = k->words; j < nw && n + 40 < sizeof list; ++j) {
-                size_t len = strcspn(p, " ");
-                const char *sep = j == 0 ? "" : j == nw - 1 ? " or " : ", ";
+            size_t n = 0, len, len2;
+            const char *word;
+            for (i = 0; (word = hpj__word(k->words, i, &len)) != NULL; ++i) {
+                const char *sep = i == 0 ? "" : hpj__word(k->words, i + 1, &len2) ? ", " : " or ";
                 memcpy(list + n, sep, strlen(sep));
                 n += strlen(sep);
-                memcpy(list + n, p, len < 32 ? len : 32);
-                n += len < 32 ? len : 32;
-                p += len;
-                p += strspn(p, " ");
+                memcpy(list + n, word, len);
+                n += len;
             }
             list[n] = 0;
             return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (%s)", v, key, list);
@@ -7213,6 +7201,16 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
         return HPJ_OK;
     }
     }
+}
+
+/* Every key at its default from the table. */
+HPJDEF void hpj_config_default(hpj_config *c) {
+    int i, l;
+    memset(c, 0, sizeof(*c));
+    for (i = 0; i < HPJ__NUM_KEYS; ++i) hpj_config_set(c, hpj__config_keys[i].name, hpj__config_keys[i].def);
+    /* the capacity slots past the default list too, doubling on (the
+       ranks' fingerprint hashes every slot) */
+    for (l = c->L; l < HPJ_MAX_RES; ++l) c->K[l] = 2 << l;
 }
 
 HPJDEF hpj_status hpj_config_check(const hpj_config *c) {
@@ -7277,49 +7275,49 @@ HPJDEF hpj_status hpj_config_load(hpj_config *c, const char *path) {
     hpj__free(text);
     return st;
 }
-#endif
 
-#ifndef HPJ_NO_STDIO
-HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
-    size_t n = 0;
-    int l;
+/* Appends printf-style text to buf when it fits; *n counts every byte,
+   as snprintf does. */
+#if defined(__GNUC__) || defined(__clang__)
+static void hpj__appendf(char *buf, size_t cap, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+#endif
+static void hpj__appendf(char *buf, size_t cap, size_t *n, const char *fmt, ...) {
     char tmp[256];
-#define HPJ__PUT(...)                                                  \
-    do {                                                               \
-        int w_ = snprintf(tmp, sizeof tmp, __VA_ARGS__);               \
-        if (w_ > 0) {                                                  \
-            if (n + (size_t)w_ < cap) memcpy(buf + n, tmp, (size_t)w_); \
-            n += (size_t)w_;                                           \
-        }                                                              \
-    } while (0)
-    HPJ__PUT("mode = %s\nresolutions = ", c->mode == HPJ_MODE_HP ? "hp" : "graph-jepa");
-    for (l = 0; l < c->L; ++l) HPJ__PUT("%s%d", l ? "," : "", c->K[l]);
-    HPJ__PUT("\ntargets = ");
-    for (l = 0; l < c->L; ++l) HPJ__PUT("%s%d", l ? "," : "", c->M[l]);
-    HPJ__PUT("\ndim = %d\nblocks = %d\nheads = %d\nffn = %d\nffn_act = %s\ngnn_layers = %d\nrw_dim = %d\n", c->dim, c->blocks,
-             c->heads, c->ffn, c->ffn_act == HPJ_ACT_GELU ? "gelu" : "relu", c->gnn_layers, c->rw_dim);
-    HPJ__PUT("rw_reduce = %s\npred_layers = %d\ntarget_adj = %d\nema_init = %s\npatch_mixing = %d\ngnn_out_linear = %d\n",
-             c->rw_reduce == HPJ_RW_MEAN ? "mean" : "max", c->pred_layers, c->target_adj,
-             c->ema_copy_init ? "copy" : "independent", c->patch_mixing, c->gnn_out_linear);
-    HPJ__PUT("patch_tokens = %s\n", c->patch_tokens == HPJ_TOKENS_PRESENT ? "present" : "alone");
-    HPJ__PUT("node_degree = %d\n", c->node_degree);
-    HPJ__PUT("lr = %.9g\nmin_lr = %.9g\nweight_decay = %.9g\noptimizer = %s\nbatch_size = %d\nepochs = %d\n", c->lr,
-             c->min_lr, c->weight_decay, c->optimizer == HPJ_OPT_ADAMW ? "adamw" : "adam", c->batch_size, c->epochs);
-    HPJ__PUT("schedule = %s\nwarmup = %.9g\ndropout = %.9g\ntoken_dropout = %.9g\nclip = %.9g\nbeta = %.9g\n",
-             c->schedule == HPJ_SCHED_COSINE ? "cosine" : "constant", c->warmup, c->dropout, c->token_dropout, c->clip,
-             c->beta);
-    HPJ__PUT("ema_start = %.9g\nema_end = %.9g\nedge_drop = %.9g\nrepartition = %d\ntarget_clamp = %.9g\n", c->ema_start,
-             c->ema_end, c->edge_drop, c->repartition, c->target_clamp);
-    HPJ__PUT("partition = %s\nnode_vocab = %d\nedge_vocab = %d\nnode_attr = %d\n",
-             c->part_method == HPJ_PART_RB ? "rb" : "kway", c->node_vocab, c->edge_vocab, c->node_attr);
-    /* only when set, so that the default text (and what reads it: older
-       programs, fold-log keys) stays as it was without the key */
-    if (c->part_trials) HPJ__PUT("partition_trials = %d\n", c->part_trials);
-    HPJ__PUT("readout = %s\nlambda_unif = %.9g\nprobe_alpha = %.9g\nprobe_select = %s\ntrain_embed = %s\n",
-             c->readout == HPJ_READOUT_TASK ? "task" : c->readout == HPJ_READOUT_UNIFORM ? "uniform" : "concat",
-             c->lambda_unif, c->probe_alpha, c->probe_select ? "cv" : "fixed", c->train_embed ? "repartition" : "fixed");
-    HPJ__PUT("seed = %llu\nthreads = %d\n", (unsigned long long)c->seed, c->threads);
-#undef HPJ__PUT
+    int w;
+    va_list ap;
+    va_start(ap, fmt);
+    w = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (w <= 0) return;
+    if (*n + (size_t)w < cap) memcpy(buf + *n, tmp, (size_t)w);
+    *n += (size_t)w;
+}
+
+HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
+    size_t n = 0, len;
+    int i, l;
+    for (i = 0; i < HPJ__NUM_KEYS; ++i) {
+        const hpj_config_key *k = &hpj__config_keys[i];
+        const char *field = (const char *)c + k->offset, *word;
+        /* partition_trials only when set, so that the default text (and
+           what reads it: older programs, fold-log keys) stays as it was
+           without the key */
+        if (field == (const char *)&c->part_trials && !c->part_trials) continue;
+        hpj__appendf(buf, cap, &n, "%s = ", k->name);
+        switch (k->kind) {
+        case HPJ_KEY_INT: hpj__appendf(buf, cap, &n, "%d\n", *(const int *)field); break;
+        case HPJ_KEY_REAL: hpj__appendf(buf, cap, &n, "%.9g\n", (double)*(const float *)field); break;
+        case HPJ_KEY_WORD: /* a value that names no word is written as the number, which no reader takes */
+            if ((word = hpj__word(k->words, *(const int *)field, &len)) != NULL) hpj__appendf(buf, cap, &n, "%.*s\n", (int)len, word);
+            else hpj__appendf(buf, cap, &n, "%d\n", *(const int *)field);
+            break;
+        case HPJ_KEY_LIST:
+            for (l = 0; l < c->L; ++l) hpj__appendf(buf, cap, &n, "%s%d", l ? "," : "", ((const int32_t *)field)[l]);
+            hpj__appendf(buf, cap, &n, "\n");
+            break;
+        default: hpj__appendf(buf, cap, &n, "%llu\n", (unsigned long long)*(const uint64_t *)field); break;
+        }
+    }
     if (cap) buf[n < cap ? n : cap - 1] = 0;
     return n;
 }
