@@ -11396,42 +11396,55 @@ static void hpj__get_f32s(float *x, const unsigned char *p, size_t n) {
     }
 }
 
+/* The float arrays of a checkpoint in file order, x[i] of n[i] floats:
+   parameters, EMA encoder, BatchNorm statistics (nstats of them: every
+   resolution's, or version 1's one set) and, with the optimizer state,
+   Adam's two moments. Returns how many the file holds. The first three
+   must be finite to load; hpj__ckpt_what names their elements. */
+static int hpj__ckpt_arrays(const hpj_model *m, size_t nstats, int with_optimizer, float *x[5], size_t n[5]) {
+    x[0] = m->params; n[0] = m->num_params;
+    x[1] = m->ema; n[1] = m->enc_count;
+    x[2] = m->stats; n[2] = nstats;
+    x[3] = m->adam_m; n[3] = m->num_params;
+    x[4] = m->adam_v; n[4] = m->num_params;
+    return with_optimizer ? 5 : 3;
+}
+static const char *const hpj__ckpt_what[3] = {"parameter", "target-encoder parameter", "BatchNorm statistic"};
+
 #ifndef HPJ_NO_STDIO
 HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, unsigned char **buf, size_t *len) {
     char cfgtext[4096];
-    size_t clen = hpj_config_format(&m->cfg, cfgtext, sizeof cfgtext), floats, total, off = 0;
-    unsigned char *b;
+    size_t clen = hpj_config_format(&m->cfg, cfgtext, sizeof cfgtext), n[5], total, off;
+    float *x[5];
     int32_t enc[8];
-    int i;
+    uint64_t sizes[5];
+    int i, arrays = hpj__ckpt_arrays(m, m->num_stats, with_optimizer, x, n);
+    unsigned char *b;
     *buf = NULL;
     *len = 0;
     if (clen >= sizeof cfgtext) return hpj__fail(HPJ_ERR_INPUT, "checkpoint: config text too long");
-    floats = m->num_params + m->enc_count + m->num_stats + (with_optimizer ? 2 * m->num_params : 0);
-    total = 8 + 4 + 4 + 4 + clen + 8 * 4 + 5 * 8 + 4 * floats + 4;
-    b = (unsigned char *)hpj__alloc(total, "checkpoint");
-    if (!b) return HPJ_ERR_NOMEM;
-    memcpy(b, hpj__ckpt_magic, 8); off = 8;
-    hpj__put_u32(b + off, HPJ_CKPT_VERSION); off += 4;
-    hpj__put_u32(b + off, with_optimizer ? 1u : 0u); off += 4;
-    hpj__put_u32(b + off, (uint32_t)clen); off += 4;
-    memcpy(b + off, cfgtext, clen); off += clen;
     enc[0] = m->F; enc[1] = m->Fe; enc[2] = m->node_onehot; enc[3] = m->node_label_min; enc[4] = m->node_attr_dim;
     enc[5] = m->edge_onehot; enc[6] = m->edge_label_min; enc[7] = m->node_deg;
-    for (i = 0; i < 8; ++i) { hpj__put_u32(b + off, (uint32_t)enc[i]); off += 4; }
-    hpj__put_u64(b + off, m->num_params); off += 8;
-    hpj__put_u64(b + off, m->enc_count); off += 8;
-    hpj__put_u64(b + off, m->num_stats); off += 8;
-    hpj__put_u64(b + off, (uint64_t)m->step); off += 8;
-    hpj__put_u64(b + off, (uint64_t)m->epoch); off += 8;
-    hpj__put_f32s(b + off, m->params, m->num_params); off += 4 * m->num_params;
-    hpj__put_f32s(b + off, m->ema, m->enc_count); off += 4 * m->enc_count;
-    hpj__put_f32s(b + off, m->stats, m->num_stats); off += 4 * m->num_stats;
-    if (with_optimizer) {
-        hpj__put_f32s(b + off, m->adam_m, m->num_params); off += 4 * m->num_params;
-        hpj__put_f32s(b + off, m->adam_v, m->num_params); off += 4 * m->num_params;
+    sizes[0] = m->num_params; sizes[1] = m->enc_count; sizes[2] = m->num_stats;
+    sizes[3] = (uint64_t)m->step; sizes[4] = (uint64_t)m->epoch;
+    total = 8 + 3 * 4 + clen + 8 * 4 + 5 * 8 + 4;
+    for (i = 0; i < arrays; ++i) total += 4 * n[i];
+    b = (unsigned char *)hpj__alloc(total, "checkpoint");
+    if (!b) return HPJ_ERR_NOMEM;
+    memcpy(b, hpj__ckpt_magic, 8);
+    hpj__put_u32(b + 8, HPJ_CKPT_VERSION);
+    hpj__put_u32(b + 12, with_optimizer ? 1u : 0u);
+    hpj__put_u32(b + 16, (uint32_t)clen);
+    memcpy(b + 20, cfgtext, clen);
+    off = 20 + clen;
+    for (i = 0; i < 8; ++i, off += 4) hpj__put_u32(b + off, (uint32_t)enc[i]);
+    for (i = 0; i < 5; ++i, off += 8) hpj__put_u64(b + off, sizes[i]);
+    for (i = 0; i < arrays; ++i) {
+        hpj__put_f32s(b + off, x[i], n[i]);
+        off += 4 * n[i];
     }
-    hpj__put_u32(b + off, hpj_crc32(b, off)); off += 4;
-    HPJ_ASSERT(off == total);
+    hpj__put_u32(b + off, hpj_crc32(b, off));
+    HPJ_ASSERT(off + 4 == total);
     *buf = b;
     *len = total;
     return HPJ_OK;
@@ -11447,26 +11460,28 @@ HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, un
         return ckpt_st_;                                           \
     } while (0)
 HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, size_t len, const char *name) {
-    size_t off = 0, clen, floats, i;
+    size_t off, clen, floats = 0, i, n[5];
     uint32_t version, flags;
     int32_t enc[8];
     int64_t F;
     hpj_config cfg;
     hpj_status st;
-    uint64_t np, ne, ns, step, epoch;
+    uint64_t sizes[5]; /* num_params, enc_count, num_stats, step, epoch */
     size_t nfile; /* statistics in the file: every resolution's (version 2) or one set (1) */
+    float *x[5];
+    int a, arrays;
     memset(m, 0, sizeof(*m));
     if (!name) name = "checkpoint";
     if (len < 8 + 12 || memcmp(b, hpj__ckpt_magic, 8) != 0) HPJ__CKPT_FAIL("%s: not an hpjepa checkpoint (bad magic)", name);
     if (hpj__get_u32(b + len - 4) != hpj_crc32(b, len - 4))
         HPJ__CKPT_FAIL("%s: CRC mismatch (file truncated or corrupted)", name);
-    off = 8;
-    version = hpj__get_u32(b + off); off += 4;
-    flags = hpj__get_u32(b + off); off += 4;
+    version = hpj__get_u32(b + 8);
+    flags = hpj__get_u32(b + 12);
     if (version != 1 && version != HPJ_CKPT_VERSION)
         HPJ__CKPT_FAIL("%s: format version %u, this build reads versions 1 and %d", name, version, HPJ_CKPT_VERSION);
     if (flags > 1) HPJ__CKPT_FAIL("%s: unknown flags 0x%x", name, flags);
-    clen = hpj__get_u32(b + off); off += 4;
+    clen = hpj__get_u32(b + 16);
+    off = 20;
     if (clen > len - off) HPJ__CKPT_FAIL("%s: config length %zu exceeds the file", name, clen);
     hpj_config_default(&cfg);
     /* version 1 predates the key and averaged copies over the patches present */
@@ -11474,11 +11489,8 @@ HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, si
     if ((st = hpj_config_parse(&cfg, (const char *)b + off, clen, name))) { hpj_model_free(m); return st; }
     off += clen;
     if (len - off < 8 * 4 + 5 * 8 + 4) HPJ__CKPT_FAIL("%s: truncated header", name);
-    for (i = 0; i < 8; ++i) enc[i] = (int32_t)hpj__get_u32(b + off + 4 * i);
-    off += 32;
-    np = hpj__get_u64(b + off); ne = hpj__get_u64(b + off + 8); ns = hpj__get_u64(b + off + 16);
-    step = hpj__get_u64(b + off + 24); epoch = hpj__get_u64(b + off + 32);
-    off += 40;
+    for (i = 0; i < 8; ++i, off += 4) enc[i] = (int32_t)hpj__get_u32(b + off);
+    for (i = 0; i < 5; ++i, off += 8) sizes[i] = hpj__get_u64(b + off);
     /* input encoding: node one-hot, label min, attributes, edge one-hot,
        label min, degree one-hot (as hpj_model_init sets them) */
     F = (int64_t)enc[2] + enc[7] + enc[4];
@@ -11490,39 +11502,32 @@ HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, si
     m->edge_onehot = enc[5]; m->edge_label_min = enc[6]; m->node_deg = enc[7];
     if ((st = hpj__model_shape(m, &cfg))) HPJ__CKPT_FAIL("%s: %s", name, hpj_last_error());
     nfile = version == 1 ? m->num_stats / (size_t)cfg.L : m->num_stats;
-    if (np != m->num_params || ne != m->enc_count || ns != nfile)
+    if (sizes[0] != m->num_params || sizes[1] != m->enc_count || sizes[2] != nfile)
         HPJ__CKPT_FAIL("%s: tensor sizes (%llu, %llu, %llu) do not match the config (%zu, %zu, %zu)", name,
-                       (unsigned long long)np, (unsigned long long)ne, (unsigned long long)ns, m->num_params,
-                       m->enc_count, nfile);
-    floats = m->num_params + m->enc_count + nfile + (flags ? 2 * m->num_params : 0);
+                       (unsigned long long)sizes[0], (unsigned long long)sizes[1], (unsigned long long)sizes[2],
+                       m->num_params, m->enc_count, nfile);
+    arrays = hpj__ckpt_arrays(m, nfile, flags != 0, x, n);
+    for (a = 0; a < arrays; ++a) floats += n[a];
     if (len - off != 4 * floats + 4) HPJ__CKPT_FAIL("%s: %zu bytes of tensors, expected %zu", name, len - off, 4 * floats + 4);
-    if (step > INT64_MAX || epoch > INT64_MAX) HPJ__CKPT_FAIL("%s: step or epoch out of range", name);
+    if (sizes[3] > INT64_MAX || sizes[4] > INT64_MAX) HPJ__CKPT_FAIL("%s: step or epoch out of range", name);
     if ((st = hpj__model_alloc(m))) { /* out of memory: keep that status */
         char why[HPJ__ERRLEN];
         memcpy(why, hpj__errbuf, sizeof why);
         hpj_model_free(m);
         return hpj__fail(st, "%s: %s", name, why);
     }
-    hpj__get_f32s(m->params, b + off, m->num_params); off += 4 * m->num_params;
-    hpj__get_f32s(m->ema, b + off, m->enc_count); off += 4 * m->enc_count;
-    hpj__get_f32s(m->stats, b + off, nfile); off += 4 * nfile;
+    arrays = hpj__ckpt_arrays(m, nfile, flags != 0, x, n); /* now that the arrays exist */
+    for (a = 0; a < arrays; ++a) {
+        hpj__get_f32s(x[a], b + off, n[a]);
+        off += 4 * n[a];
+    }
+    for (a = 0; a < 3; ++a)
+        for (i = 0; i < n[a]; ++i)
+            if (!(x[a][i] == x[a][i]) || fabsf(x[a][i]) > FLT_MAX) HPJ__CKPT_FAIL("%s: %s %zu is not finite", name, hpj__ckpt_what[a], i);
     for (i = nfile; i < m->num_stats; i += nfile) /* version 1: its one set serves every resolution */
         memcpy(m->stats + i, m->stats, sizeof(float) * nfile);
-    if (flags) {
-        hpj__get_f32s(m->adam_m, b + off, m->num_params); off += 4 * m->num_params;
-        hpj__get_f32s(m->adam_v, b + off, m->num_params); off += 4 * m->num_params;
-    }
-    for (i = 0; i < m->num_params; ++i)
-        if (!(m->params[i] == m->params[i]) || fabsf(m->params[i]) > FLT_MAX)
-            HPJ__CKPT_FAIL("%s: parameter %zu is not finite", name, i);
-    for (i = 0; i < m->enc_count; ++i)
-        if (!(m->ema[i] == m->ema[i]) || fabsf(m->ema[i]) > FLT_MAX)
-            HPJ__CKPT_FAIL("%s: target-encoder parameter %zu is not finite", name, i);
-    for (i = 0; i < m->num_stats; ++i)
-        if (!(m->stats[i] == m->stats[i]) || fabsf(m->stats[i]) > FLT_MAX)
-            HPJ__CKPT_FAIL("%s: BatchNorm statistic %zu is not finite", name, i);
-    m->step = (int64_t)step;
-    m->epoch = (int64_t)epoch;
+    m->step = (int64_t)sizes[3];
+    m->epoch = (int64_t)sizes[4];
     m->adam_state = (int)flags;
     return HPJ_OK;
 }
