@@ -2012,85 +2012,121 @@ static void hpj__sort_pairs(int64_t m, int32_t n, const int32_t *src, const int3
     }
 }
 
+/* ---- what the TU reader and hpj_dataset_from_csr share, so that both
+   treat edges and labels alike ---- */
+
+/* The scratch of hpj__dataset_edges for m records over N nodes: esrc,
+   edst, eline, order and tmp of 2m entries (each record and its reverse)
+   and cnt of N + 1. */
+static hpj_status hpj__edges_scratch(int64_t m, int64_t N, int32_t **esrc, int32_t **edst, int32_t **eline,
+                                     int32_t **order, int32_t **tmp, int64_t **cnt, const char *name) {
+    *esrc = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *edst = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *eline = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *order = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *tmp = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    *cnt = (int64_t *)hpj__calloc((size_t)N + 1, sizeof(int64_t), name);
+    return *esrc && *edst && *eline && *order && *tmp && *cnt ? HPJ_OK : HPJ_ERR_NOMEM;
+}
+
+/* The per-graph CSR of a dataset from its explicit directed entries.
+   ds->num_graphs, num_nodes and node_ptr are set on entry. esrc / edst
+   hold d entries in global node ids (self-loops already left out) and
+   eline the record (file line or input entry) of each; the three arrays
+   and order / tmp have room for 2d, cnt for num_nodes + 1. Every entry
+   gets its reverse, appended after all explicit ones, and a stable sort by
+   (source, target) then puts the earliest explicit listing of a directed
+   edge first (else the earliest reverse): that one is kept, later
+   explicit repeats count in dup_lines. On return order[k] is the entry
+   behind CSR entry k, so eline[order[k]] is the record whose label and
+   attributes entry k takes. Sets num_edges, dup_lines, edge_ptr, rowptr
+   and col. */
+static hpj_status hpj__dataset_edges(hpj_dataset *ds, int32_t *esrc, int32_t *edst, int32_t *eline, int64_t d,
+                                     int32_t *order, int32_t *tmp, int64_t *cnt, const char *name) {
+    int64_t i, k, explicit_n = d, N = ds->num_nodes;
+    int32_t g, G = ds->num_graphs;
+    for (i = 0; i < explicit_n; ++i) { esrc[d] = edst[i]; edst[d] = esrc[i]; eline[d] = eline[i]; ++d; }
+    hpj__sort_pairs(d, (int32_t)N, esrc, edst, order, tmp, cnt);
+    for (k = 0, i = 0; i < d; ++i) { /* drop repeats; count repeated explicit entries */
+        int32_t e = order[i];
+        if (k > 0 && esrc[order[k - 1]] == esrc[e] && edst[order[k - 1]] == edst[e]) {
+            if (e < explicit_n) ++ds->dup_lines;
+            continue;
+        }
+        order[k++] = e;
+    }
+    ds->num_edges = k;
+    ds->edge_ptr = (int64_t *)hpj__calloc((size_t)G + 1, sizeof(int64_t), name);
+    ds->rowptr = (int32_t *)hpj__calloc((size_t)(N + G), sizeof(int32_t), name);
+    ds->col = (int32_t *)hpj__calloc((size_t)ds->num_edges, sizeof(int32_t), name);
+    if (!ds->edge_ptr || !ds->rowptr || !ds->col) return HPJ_ERR_NOMEM;
+    for (k = 0, g = 0; g < G; ++g) { /* per-graph CSR with local ids */
+        int64_t v0 = ds->node_ptr[g], v1 = ds->node_ptr[g + 1], v;
+        int32_t *rp = ds->rowptr + v0 + g;
+        ds->edge_ptr[g] = k;
+        rp[0] = 0;
+        for (v = v0; v < v1; ++v) {
+            while (k < ds->num_edges && esrc[order[k]] == v) {
+                ds->col[k] = (int32_t)(edst[order[k]] - v0);
+                ++k;
+            }
+            rp[v - v0 + 1] = (int32_t)(k - ds->edge_ptr[g]);
+        }
+    }
+    ds->edge_ptr[G] = k;
+    return HPJ_OK;
+}
+
 HPJDEF hpj_status hpj_graph_from_edges(int32_t n, int64_t m, const int32_t *u, const int32_t *v, const int32_t *w,
                                        hpj_graph_owned *out) {
-    int32_t *src = NULL, *dst = NULL, *rowptr, *col, *ewgt = NULL, *perm = NULL, *tmp = NULL;
-    int64_t *cnt = NULL, i, d = 0, k;
-    size_t bytes;
+    static const char *fn = "graph_from_edges";
+    hpj_dataset ds; /* the graph as a dataset of one graph: its CSR is ours */
+    int64_t node_ptr[2], *cnt = NULL, i, d = 0;
+    int32_t *src = NULL, *dst = NULL, *rec = NULL, *order = NULL, *tmp = NULL, *rowptr, *col, *ewgt, x, nnz;
     unsigned char *mem;
+    hpj_status st;
     memset(out, 0, sizeof(*out));
+    memset(&ds, 0, sizeof ds);
     if (n < 0 || m < 0) return hpj__fail(HPJ_ERR_INPUT, "graph_from_edges: n=%d m=%lld", n, (long long)m);
     if (m > (INT32_MAX / 2)) return hpj__fail(HPJ_ERR_INPUT, "graph_from_edges: %lld edges exceed the 32-bit CSR", (long long)m);
     for (i = 0; i < m; ++i)
         if (u[i] < 0 || u[i] >= n || v[i] < 0 || v[i] >= n)
             return hpj__fail(HPJ_ERR_INPUT, "graph_from_edges: edge %lld = (%d,%d) out of range 0..%d", (long long)i, u[i],
                              v[i], n - 1);
-    src = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), "graph_from_edges");
-    dst = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), "graph_from_edges");
-    perm = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), "graph_from_edges");
-    tmp = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), "graph_from_edges");
-    cnt = (int64_t *)hpj__calloc((size_t)n + 1, sizeof(int64_t), "graph_from_edges");
-    if (!src || !dst || !perm || !tmp || !cnt) goto nomem;
-    for (i = 0; i < m; ++i) {
-        if (u[i] == v[i]) continue;
-        src[d] = u[i]; dst[d] = v[i]; tmp[d] = (int32_t)i; ++d;
-    }
-    k = d;
-    for (i = 0; i < k; ++i) { /* reverse directions after all forward ones */
-        src[d] = dst[i]; dst[d] = src[i]; tmp[d] = tmp[i]; ++d;
-    }
-    /* keep the original edge index of each entry in cnt-sized scratch: reuse
-       `tmp` contents by copying into perm first */
-    memcpy(perm, tmp, sizeof(int32_t) * (size_t)d);
-    {
-        int32_t *orig = perm; /* orig[e] = input edge of directed entry e */
-        int32_t *order = (int32_t *)hpj__calloc((size_t)d + 1, sizeof(int32_t), "graph_from_edges");
-        int32_t nnz = 0;
-        int32_t first = 0; /* earliest input edge of the current pair */
-        if (!order) goto nomem;
-        hpj__sort_pairs(d, n, src, dst, order, tmp, cnt);
-        /* count unique entries */
-        for (i = 0; i < d; ++i) {
-            int32_t e = order[i];
-            if (i > 0 && src[order[i - 1]] == src[e] && dst[order[i - 1]] == dst[e]) continue;
-            ++nnz;
-        }
-        bytes = sizeof(int32_t) * ((size_t)n + 1 + (size_t)nnz + (w ? (size_t)nnz : 0));
-        mem = (unsigned char *)hpj__alloc(bytes ? bytes : 1, "graph_from_edges");
-        if (!mem) { hpj__free(order); goto nomem; }
-        rowptr = (int32_t *)mem;
-        col = rowptr + n + 1;
-        if (w) ewgt = col + nnz;
-        memset(rowptr, 0, sizeof(int32_t) * ((size_t)n + 1));
-        nnz = 0;
-        for (i = 0; i < d; ++i) {
-            int32_t e = order[i];
-            if (i > 0 && src[order[i - 1]] == src[e] && dst[order[i - 1]] == dst[e]) {
-                /* both directions of a pair hold the same input edges, so
-                   the earliest of them gives one weight to both */
-                if (ewgt && orig[e] < first) { first = orig[e]; ewgt[nnz - 1] = w[first]; }
-                continue;
+    if ((st = hpj__edges_scratch(m, n, &src, &dst, &rec, &order, &tmp, &cnt, fn))) goto done;
+    for (i = 0; i < m; ++i)
+        if (u[i] != v[i]) { src[d] = u[i]; dst[d] = v[i]; rec[d] = (int32_t)i; ++d; }
+    node_ptr[0] = 0;
+    node_ptr[1] = n;
+    ds.num_graphs = 1;
+    ds.num_nodes = n;
+    ds.node_ptr = node_ptr;
+    if ((st = hpj__dataset_edges(&ds, src, dst, rec, d, order, tmp, cnt, fn))) goto done;
+    nnz = (int32_t)ds.num_edges;
+    mem = (unsigned char *)hpj__calloc((size_t)n + 1 + (size_t)nnz + (w ? (size_t)nnz : 0), sizeof(int32_t), fn);
+    if (!mem) { st = HPJ_ERR_NOMEM; goto done; }
+    rowptr = (int32_t *)mem;
+    col = rowptr + n + 1;
+    memcpy(rowptr, ds.rowptr, sizeof(int32_t) * ((size_t)n + 1));
+    memcpy(col, ds.col, sizeof(int32_t) * (size_t)nnz);
+    out->g.n = n;
+    out->g.nnz = nnz;
+    out->g.rowptr = rowptr;
+    out->g.col = col;
+    out->mem = mem;
+    if (w) { /* both directions of a pair take the weight of the earliest
+                input edge that joins its two nodes */
+        out->g.ewgt = ewgt = col + nnz;
+        for (x = 0; x < n; ++x)
+            for (i = rowptr[x]; i < rowptr[x + 1]; ++i) {
+                int32_t first = rec[order[i]], back = rec[order[hpj__csr_find(rowptr, col, col[i], x)]];
+                ewgt[i] = w[back < first ? back : first];
             }
-            rowptr[src[e] + 1]++;
-            col[nnz] = dst[e];
-            first = orig[e];
-            if (ewgt) ewgt[nnz] = w[first];
-            ++nnz;
-        }
-        for (k = 0; k < n; ++k) rowptr[k + 1] += rowptr[k];
-        hpj__free(order);
-        out->g.n = n;
-        out->g.nnz = nnz;
-        out->g.rowptr = rowptr;
-        out->g.col = col;
-        out->g.ewgt = ewgt;
-        out->mem = mem;
     }
-    hpj__free(src); hpj__free(dst); hpj__free(perm); hpj__free(tmp); hpj__free(cnt);
-    return HPJ_OK;
-nomem:
-    hpj__free(src); hpj__free(dst); hpj__free(perm); hpj__free(tmp); hpj__free(cnt);
-    return HPJ_ERR_NOMEM;
+done:
+    hpj__free(src); hpj__free(dst); hpj__free(rec); hpj__free(order); hpj__free(tmp); hpj__free(cnt);
+    hpj__free(ds.edge_ptr); hpj__free(ds.rowptr); hpj__free(ds.col);
+    return st;
 }
 
 /* ==== graph: text scanning =========================================== */
@@ -2754,71 +2790,6 @@ static hpj_status hpj__tu_int_rows(const char *text, size_t len, const char *fil
 static int hpj__cmp_i32(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return (x > y) - (x < y);
-}
-
-/* ---- what the TU reader and hpj_dataset_from_csr share, so that both
-   treat edges and labels alike ---- */
-
-/* The scratch of hpj__dataset_edges for m records over N nodes: esrc,
-   edst, eline, order and tmp of 2m entries (each record and its reverse)
-   and cnt of N + 1. */
-static hpj_status hpj__edges_scratch(int64_t m, int64_t N, int32_t **esrc, int32_t **edst, int32_t **eline,
-                                     int32_t **order, int32_t **tmp, int64_t **cnt, const char *name) {
-    *esrc = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *edst = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *eline = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *order = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *tmp = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *cnt = (int64_t *)hpj__calloc((size_t)N + 1, sizeof(int64_t), name);
-    return *esrc && *edst && *eline && *order && *tmp && *cnt ? HPJ_OK : HPJ_ERR_NOMEM;
-}
-
-/* The per-graph CSR of a dataset from its explicit directed entries.
-   ds->num_graphs, num_nodes and node_ptr are set on entry. esrc / edst
-   hold d entries in global node ids (self-loops already left out) and
-   eline the record (file line or input entry) of each; the three arrays
-   and order / tmp have room for 2d, cnt for num_nodes + 1. Every entry
-   gets its reverse, appended after all explicit ones, and a stable sort by
-   (source, target) then puts the earliest explicit listing of a directed
-   edge first (else the earliest reverse): that one is kept, later
-   explicit repeats count in dup_lines. On return order[k] is the entry
-   behind CSR entry k, so eline[order[k]] is the record whose label and
-   attributes entry k takes. Sets num_edges, dup_lines, edge_ptr, rowptr
-   and col. */
-static hpj_status hpj__dataset_edges(hpj_dataset *ds, int32_t *esrc, int32_t *edst, int32_t *eline, int64_t d,
-                                     int32_t *order, int32_t *tmp, int64_t *cnt, const char *name) {
-    int64_t i, k, explicit_n = d, N = ds->num_nodes;
-    int32_t g, G = ds->num_graphs;
-    for (i = 0; i < explicit_n; ++i) { esrc[d] = edst[i]; edst[d] = esrc[i]; eline[d] = eline[i]; ++d; }
-    hpj__sort_pairs(d, (int32_t)N, esrc, edst, order, tmp, cnt);
-    for (k = 0, i = 0; i < d; ++i) { /* drop repeats; count repeated explicit entries */
-        int32_t e = order[i];
-        if (k > 0 && esrc[order[k - 1]] == esrc[e] && edst[order[k - 1]] == edst[e]) {
-            if (e < explicit_n) ++ds->dup_lines;
-            continue;
-        }
-        order[k++] = e;
-    }
-    ds->num_edges = k;
-    ds->edge_ptr = (int64_t *)hpj__calloc((size_t)G + 1, sizeof(int64_t), name);
-    ds->rowptr = (int32_t *)hpj__calloc((size_t)(N + G), sizeof(int32_t), name);
-    ds->col = (int32_t *)hpj__calloc((size_t)ds->num_edges, sizeof(int32_t), name);
-    if (!ds->edge_ptr || !ds->rowptr || !ds->col) return HPJ_ERR_NOMEM;
-    for (k = 0, g = 0; g < G; ++g) { /* per-graph CSR with local ids */
-        int64_t v0 = ds->node_ptr[g], v1 = ds->node_ptr[g + 1], v;
-        int32_t *rp = ds->rowptr + v0 + g;
-        ds->edge_ptr[g] = k;
-        rp[0] = 0;
-        for (v = v0; v < v1; ++v) {
-            while (k < ds->num_edges && esrc[order[k]] == v) {
-                ds->col[k] = (int32_t)(edst[order[k]] - v0);
-                ++k;
-            }
-            rp[v - v0 + 1] = (int32_t)(k - ds->edge_ptr[g]);
-        }
-    }
-    ds->edge_ptr[G] = k;
-    return HPJ_OK;
 }
 
 /* Edge labels (one per record) copied to the CSR entries that
