@@ -2688,74 +2688,59 @@ HPJDEF hpj_graph hpj_dataset_graph(const hpj_dataset *ds, int32_t g) {
 }
 
 /* Parses a file of `rows` records of real numbers with one common width
-   (the width of the first row). out gets (rows, width). */
+   (the width of the first row). out gets (rows, width). The array is
+   sized by what the text can hold as well as by rows (a number and the
+   blank after it take two bytes), so a short file cannot ask for more
+   memory than its own size. */
 static hpj_status hpj__tu_real_rows(const char *text, size_t len, const char *file, int64_t rows, const char *rows_of,
                                     float **out, int32_t *width) {
-    hpj__scan s;
+    hpj__scan s, first;
     int64_t r = 0;
-    int32_t w = 0;
-    float *a = NULL;
-    size_t cap = 0;
-    hpj_status st;
+    int32_t w = 0, k;
+    uint64_t cap = ((uint64_t)len + 1) / 2;
+    float *a;
+    hpj_status st = HPJ_OK;
     *out = NULL;
     *width = 0;
     hpj__scan_init(&s, text, len, file);
-    while (hpj__scan_content_line(&s)) {
-        int32_t k = 0;
+    first = s; /* the first row's width, counted to one past the limit (reading it then fails) */
+    if (hpj__scan_content_line(&first))
+        for (; hpj__scan_peek(&first) && w <= 1 << 20; ++w)
+            while (first.p < first.end && !hpj__is_blank(*first.p) && *first.p != '\n') ++first.p;
+    if ((uint64_t)rows * (uint64_t)w < cap) cap = (uint64_t)rows * (uint64_t)w;
+    a = (float *)hpj__calloc((size_t)cap + 1, sizeof(float), file);
+    if (!a) return HPJ_ERR_NOMEM;
+    for (w = 0; hpj__scan_content_line(&s); ++r, hpj__scan_next_line(&s)) {
         if (r >= rows) {
-            hpj__free(a);
-            return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: more lines than the %lld %s", file, (long long)s.line,
-                             (long long)rows, rows_of);
+            st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: more lines than the %lld %s", file, (long long)s.line, (long long)rows,
+                           rows_of);
+            goto fail;
         }
-        while (hpj__scan_peek(&s)) {
-            float v = 0;
-            if (r == 0) {
-                if (k >= 1 << 20) { hpj__free(a); return hpj__scan_err(&s, "more than 2^20 attributes per row"); }
-                if ((size_t)k >= cap) { /* grow the first row's buffer */
-                    size_t nc = cap ? cap * 2 : 16;
-                    float *na = (float *)hpj__alloc(nc * sizeof(float), file);
-                    if (!na) { hpj__free(a); return HPJ_ERR_NOMEM; }
-                    if (k) memcpy(na, a, (size_t)k * sizeof(float));
-                    hpj__free(a);
-                    a = na;
-                    cap = nc;
-                }
-            } else if (k >= w) {
-                hpj__free(a);
-                return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has more than the %d values of the first row", file,
-                                 (long long)s.line, w);
-            } else if ((size_t)r * (size_t)w + (size_t)k >= cap) { /* grow with the text actually read */
-                size_t nc = cap * 2;
-                float *na;
-                if (nc > (size_t)rows * (size_t)w) nc = (size_t)rows * (size_t)w;
-                na = (float *)hpj__alloc(nc * sizeof(float), file);
-                if (!na) { hpj__free(a); return HPJ_ERR_NOMEM; }
-                memcpy(na, a, ((size_t)r * (size_t)w + (size_t)k) * sizeof(float));
-                hpj__free(a);
-                a = na;
-                cap = nc;
+        for (k = 0; hpj__scan_peek(&s); ++k) {
+            if (r == 0 && k >= 1 << 20) { st = hpj__scan_err(&s, "more than 2^20 attributes per row"); goto fail; }
+            if (r > 0 && k >= w) {
+                st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has more than the %d values of the first row", file,
+                               (long long)s.line, w);
+                goto fail;
             }
-            if ((st = hpj__scan_f32(&s, &v, "expected a real number"))) { hpj__free(a); return st; }
-            a[(size_t)r * (size_t)w + (size_t)k] = v;
-            ++k;
+            if ((st = hpj__scan_f32(&s, &a[(size_t)r * (size_t)w + (size_t)k], "expected a real number"))) goto fail;
         }
         if (r == 0) w = k; /* the first row fixes the width */
         else if (k != w) {
-            hpj__free(a);
-            return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has %d values but the first row has %d", file,
-                             (long long)s.line, k, w);
+            st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has %d values but the first row has %d", file, (long long)s.line, k, w);
+            goto fail;
         }
-        ++r;
-        if (!hpj__scan_next_line(&s)) break;
     }
     if (r != rows) {
-        hpj__free(a);
-        return hpj__fail(HPJ_ERR_FORMAT, "%s: %lld lines but there are %lld %s", file, (long long)r, (long long)rows,
-                         rows_of);
+        st = hpj__fail(HPJ_ERR_FORMAT, "%s: %lld lines but there are %lld %s", file, (long long)r, (long long)rows, rows_of);
+        goto fail;
     }
     *out = a;
     *width = w;
     return HPJ_OK;
+fail:
+    hpj__free(a);
+    return st;
 }
 
 /* Parses `rows` records of one integer each into out (rows). */
