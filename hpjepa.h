@@ -2307,51 +2307,63 @@ static int64_t hpj__count_records(const char *text, size_t len) {
 }
 
 #ifndef HPJ_NO_STDIO
+/* A growable byte buffer (for the file reader and the writers); what
+   names it in an out-of-memory reason (NULL: "buffer"). */
+typedef struct hpj__buf {
+    char *p;
+    size_t n, cap;
+    int failed;
+    const char *what;
+} hpj__buf;
+
+static void hpj__buf_put(hpj__buf *b, const char *s, size_t n) {
+    if (b->failed) return;
+    if (b->n + n > b->cap) {
+        size_t nc = b->cap ? b->cap : 4096;
+        char *np;
+        while (nc < b->n + n) nc *= 2;
+        np = (char *)hpj__alloc(nc, b->what ? b->what : "buffer");
+        if (!np) { b->failed = 1; return; }
+        if (b->n) memcpy(np, b->p, b->n);
+        hpj__free(b->p);
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+
+static void hpj__buf_int(hpj__buf *b, int64_t v, char sep) {
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+    if (sep) tmp[n++] = sep;
+    hpj__buf_put(b, tmp, (size_t)n);
+}
+
 /* Reads a whole file into a malloc'd buffer (NUL-terminated for safety;
    the terminator is not part of len). */
 static hpj_status hpj__read_file(const char *path, char **text, size_t *len) {
     FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
+    char chunk[16384];
+    size_t got;
+    hpj__buf b;
     *text = NULL;
     *len = 0;
     if (!f) return hpj__fail(HPJ_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long sz = ftell(f);
-        /* a directory can report LONG_MAX here: size only from sane values
-           and let fread report the error */
-        if (sz > 0 && (unsigned long)sz < (unsigned long)(SIZE_MAX / 2)) cap = (size_t)sz + 1;
-        fseek(f, 0, SEEK_SET);
-    }
-    if (cap == 0) cap = 1 << 16;
-    buf = (char *)hpj__alloc(cap, path);
-    if (!buf) { fclose(f); return HPJ_ERR_NOMEM; }
-    for (;;) {
-        size_t got;
-        if (n + 1 >= cap) { /* the file grew or is not seekable */
-            char *nb;
-            size_t ncap = cap * 2;
-            nb = (char *)hpj__alloc(ncap, path);
-            if (!nb) { hpj__free(buf); fclose(f); return HPJ_ERR_NOMEM; }
-            memcpy(nb, buf, n);
-            hpj__free(buf);
-            buf = nb;
-            cap = ncap;
-        }
-        got = fread(buf + n, 1, cap - 1 - n, f);
-        n += got;
-        if (got == 0) break;
-    }
+    memset(&b, 0, sizeof b);
+    b.what = path;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) hpj__buf_put(&b, chunk, got);
     if (ferror(f)) {
         int e = errno;
-        hpj__free(buf);
+        hpj__free(b.p);
         fclose(f);
         return hpj__fail(HPJ_ERR_IO, "%s: read error: %s", path, strerror(e));
     }
     fclose(f);
-    buf[n] = 0;
-    *text = buf;
-    *len = n;
+    hpj__buf_put(&b, "", 1);
+    if (b.failed) { hpj__free(b.p); return HPJ_ERR_NOMEM; }
+    *text = b.p;
+    *len = b.n - 1;
     return HPJ_OK;
 }
 
@@ -2381,43 +2393,6 @@ static hpj_status hpj__write_atomic(const char *path, const void *data, size_t l
     return HPJ_OK;
 }
 #endif
-
-/* A growable byte buffer for writers. */
-typedef struct hpj__buf {
-    char *p;
-    size_t n, cap;
-    int failed;
-} hpj__buf;
-
-static void hpj__buf_put(hpj__buf *b, const char *s, size_t n) {
-    if (b->failed) return;
-    if (b->n + n > b->cap) {
-        size_t nc = b->cap ? b->cap : 4096;
-        char *np;
-        while (nc < b->n + n) nc *= 2;
-        np = (char *)hpj__alloc(nc, "buffer");
-        if (!np) { b->failed = 1; return; }
-        if (b->n) memcpy(np, b->p, b->n);
-        hpj__free(b->p);
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-}
-
-static void hpj__buf_int(hpj__buf *b, int64_t v, char sep) {
-    char tmp[24];
-    int k = 0;
-    uint64_t u = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
-    char out[26];
-    int n = 0;
-    do { tmp[k++] = (char)('0' + u % 10); u /= 10; } while (u);
-    if (v < 0) out[n++] = '-';
-    while (k) out[n++] = tmp[--k];
-    if (sep) out[n++] = sep;
-    hpj__buf_put(b, out, (size_t)n);
-}
 
 /* ==== graph: METIS format ============================================ */
 
