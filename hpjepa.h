@@ -2412,6 +2412,16 @@ static int hpj__metis_next_record(hpj__scan *s) {
     }
 }
 
+/* Skips comment lines and blank lines (around the vertex lines, where a
+   blank line is no vertex); returns 0 if nothing else is left. */
+static int hpj__metis_content_line(hpj__scan *s) {
+    while (hpj__metis_next_record(s)) {
+        if (hpj__scan_peek(s)) return 1;
+        if (!hpj__scan_next_line(s)) break;
+    }
+    return 0;
+}
+
 HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char *name, hpj_graph_owned *out,
                                         hpj_metis_info *info) {
     hpj__scan s;
@@ -2428,12 +2438,7 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
     if (!name) name = "graph";
     if ((st = hpj__check_text(text, len, name))) return st;
     hpj__scan_init(&s, text, len, name);
-    /* header: skip comments and blank lines before it */
-    for (;;) {
-        if (!hpj__metis_next_record(&s)) return hpj__fail(HPJ_ERR_FORMAT, "%s: empty file (no header line)", name);
-        if (hpj__scan_peek(&s)) break;
-        if (!hpj__scan_next_line(&s)) return hpj__fail(HPJ_ERR_FORMAT, "%s: empty file (no header line)", name);
-    }
+    if (!hpj__metis_content_line(&s)) return hpj__fail(HPJ_ERR_FORMAT, "%s: empty file (no header line)", name);
     hline = s.line;
     if ((st = hpj__scan_i64(&s, &n64, "header: expected vertex count n"))) return st;
     if ((st = hpj__scan_i64(&s, &m64, "header: expected edge count m"))) return st;
@@ -2523,13 +2528,9 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
         rowptr[v + 1] = (int32_t)total;
         if (!hpj__scan_next_line(&s)) s.p = s.end;
     }
-    /* Anything left must be comments or blank lines. */
-    while (hpj__metis_next_record(&s)) {
-        if (hpj__scan_peek(&s)) {
-            st = hpj__scan_err(&s, "more vertex lines than n from the header");
-            goto fail;
-        }
-        if (!hpj__scan_next_line(&s)) break;
+    if (hpj__metis_content_line(&s)) { /* anything left must be comments or blank lines */
+        st = hpj__scan_err(&s, "more vertex lines than n from the header");
+        goto fail;
     }
     if (total != 2 * m64) {
         st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: header says m=%lld edges but the lines hold %lld adjacency entries",
