@@ -2777,6 +2777,13 @@ static hpj_status hpj__dataset_edge_attrs(hpj_dataset *ds, const int32_t *eline,
     return HPJ_OK;
 }
 
+/* Names the dataset (cut to fit ds->name, which starts zeroed). */
+static void hpj__dataset_name(hpj_dataset *ds, const char *name) {
+    size_t nl = strlen(name);
+    if (nl >= sizeof ds->name) nl = sizeof ds->name - 1;
+    memcpy(ds->name, name, nl);
+}
+
 /* Replaces the raw labels in ds->graph_label by classes 0..C-1 in
    ascending order of the raw values, which class_value keeps. */
 static hpj_status hpj__dataset_classes(hpj_dataset *ds, const char *name) {
@@ -2820,11 +2827,7 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
     int32_t G = 0, f;
     memset(&ds, 0, sizeof ds);
     memset(out, 0, sizeof(*out));
-    {
-        size_t nl = strlen(name);
-        if (nl >= sizeof ds.name) nl = sizeof ds.name - 1;
-        memcpy(ds.name, name, nl);
-    }
+    hpj__dataset_name(&ds, name);
     for (f = 0; f < HPJ_TU_NUM_FILES; ++f) {
         const char *pre = files->path_prefix ? files->path_prefix : name;
         size_t pl = strlen(pre), sl = strlen(hpj__tu_suffixes[f]);
@@ -3100,11 +3103,7 @@ HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *nam
         return st;
 
     /* -- build: the entries in input order, as the TU reader takes A's lines -- */
-    {
-        size_t nl = strlen(name);
-        if (nl >= sizeof ds.name) nl = sizeof ds.name - 1;
-        memcpy(ds.name, name, nl);
-    }
+    hpj__dataset_name(&ds, name);
     ds.num_graphs = G;
     ds.num_nodes = N;
     ds.node_ptr = (int64_t *)hpj__calloc((size_t)G + 1, sizeof(int64_t), fn);
