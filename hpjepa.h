@@ -2663,89 +2663,180 @@ HPJDEF hpj_graph hpj_dataset_graph(const hpj_dataset *ds, int32_t g) {
     return gr;
 }
 
-/* Parses a file of `rows` records of real numbers with one common width
-   (the width of the first row). out gets (rows, width). The array is
-   sized by what the text can hold as well as by rows (a number and the
-   blank after it take two bytes), so a short file cannot ask for more
-   memory than its own size. */
-static hpj_status hpj__tu_real_rows(const char *text, size_t len, const char *file, int64_t rows, const char *rows_of,
-                                    float **out, int32_t *width) {
-    hpj__scan s, first;
-    int64_t r = 0;
-    int32_t w = 0, k;
-    uint64_t cap = ((uint64_t)len + 1) / 2;
-    float *a;
-    hpj_status st = HPJ_OK;
-    *out = NULL;
-    *width = 0;
-    hpj__scan_init(&s, text, len, file);
-    first = s; /* the first row's width, counted to one past the limit (reading it then fails) */
-    if (hpj__scan_content_line(&first))
-        for (; hpj__scan_peek(&first) && w <= 1 << 20; ++w)
-            while (first.p < first.end && !hpj__is_blank(*first.p) && *first.p != '\n') ++first.p;
-    if ((uint64_t)rows * (uint64_t)w < cap) cap = (uint64_t)rows * (uint64_t)w;
-    a = (float *)hpj__calloc((size_t)cap + 1, sizeof(float), file);
-    if (!a) return HPJ_ERR_NOMEM;
-    for (w = 0; hpj__scan_content_line(&s); ++r, hpj__scan_next_line(&s)) {
-        if (r >= rows) {
-            st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: more lines than the %lld %s", file, (long long)s.line, (long long)rows,
-                           rows_of);
-            goto fail;
-        }
-        for (k = 0; hpj__scan_peek(&s); ++k) {
-            if (r == 0 && k >= 1 << 20) { st = hpj__scan_err(&s, "more than 2^20 attributes per row"); goto fail; }
-            if (r > 0 && k >= w) {
-                st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has more than the %d values of the first row", file,
-                               (long long)s.line, w);
-                goto fail;
-            }
-            if ((st = hpj__scan_f32(&s, &a[(size_t)r * (size_t)w + (size_t)k], "expected a real number"))) goto fail;
-        }
-        if (r == 0) w = k; /* the first row fixes the width */
-        else if (k != w) {
-            st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has %d values but the first row has %d", file, (long long)s.line, k, w);
-            goto fail;
-        }
-    }
-    if (r != rows) {
-        st = hpj__fail(HPJ_ERR_FORMAT, "%s: %lld lines but there are %lld %s", file, (long long)r, (long long)rows, rows_of);
-        goto fail;
-    }
-    *out = a;
-    *width = w;
-    return HPJ_OK;
-fail:
-    hpj__free(a);
-    return st;
-}
+/* Reads record r of a TU file at s into what ctx points to. */
+typedef hpj_status (*hpj__tu_record_fn)(hpj__scan *s, int64_t r, void *ctx);
 
-/* Parses `rows` records of one integer each into out (rows). */
-static hpj_status hpj__tu_int_rows(const char *text, size_t len, const char *file, int64_t rows, const char *rows_of,
-                                   int32_t *out, int32_t *vmin, int32_t *vmax) {
+/* The names of a dataset's files in reasons, e.g. "PROTEINS_A.txt". */
+#define HPJ__TU_FNAME 300
+typedef char hpj__tu_fnames[HPJ_TU_NUM_FILES][HPJ__TU_FNAME];
+
+/* Reads file f of a TU dataset, `rows` records (rows_of names them in
+   reasons), one per non-blank line, each by read; nothing may follow a
+   record on its line. lenient: an integral float such as "2.0" reads as
+   an integer. */
+static hpj_status hpj__tu_records(const hpj_tu_text *files, hpj__tu_fnames fname, int f, int lenient, int64_t rows,
+                                  const char *rows_of, hpj__tu_record_fn read, void *ctx) {
+    const char *file = fname[f];
     hpj__scan s;
-    int64_t r = 0;
+    int64_t r;
     hpj_status st;
-    int32_t lo = INT32_MAX, hi = INT32_MIN;
-    hpj__scan_init(&s, text, len, file);
-    s.lenient = 1; /* labels: "1.0" is the label 1 */
-    while (hpj__scan_content_line(&s)) {
-        int32_t v = 0;
+    hpj__scan_init(&s, files->text[f], files->len[f], file);
+    s.lenient = lenient;
+    for (r = 0; hpj__scan_content_line(&s); ++r, hpj__scan_next_line(&s)) {
         if (r >= rows)
             return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: more lines than the %lld %s", file, (long long)s.line,
                              (long long)rows, rows_of);
-        if ((st = hpj__scan_i32(&s, &v, INT32_MIN + 1, INT32_MAX, "label"))) return st;
-        if ((st = hpj__scan_eol(&s))) return st;
-        out[r++] = v;
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-        if (!hpj__scan_next_line(&s)) break;
+        if ((st = read(&s, r, ctx)) || (st = hpj__scan_eol(&s))) return st;
     }
     if (r != rows)
         return hpj__fail(HPJ_ERR_FORMAT, "%s: %lld lines but there are %lld %s", file, (long long)r, (long long)rows,
                          rows_of);
-    if (vmin) *vmin = rows ? lo : 0;
-    if (vmax) *vmax = rows ? hi : 0;
     return HPJ_OK;
+}
+
+/* graph_indicator: the 1-based graph id of node r, ids contiguous and
+   ascending from 1 (gind gets them 0-based). */
+static hpj_status hpj__tu_graph_id(hpj__scan *s, int64_t r, void *ctx) {
+    int32_t *gind = (int32_t *)ctx, gid;
+    hpj_status st;
+    if ((st = hpj__scan_i32(s, &gid, 1, INT32_MAX - 1, "graph id")) || (st = hpj__scan_eol(s))) return st;
+    if (r == 0 && gid != 1)
+        return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: first graph id is %d, expected 1", s->file, (long long)s->line, gid);
+    if (r > 0 && gid - 1 < gind[r - 1])
+        return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: graph id %d after %d: ids must ascend, each graph's nodes contiguous",
+                         s->file, (long long)s->line, gid, gind[r - 1] + 1);
+    if (r > 0 && gid - 1 > gind[r - 1] + 1)
+        return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: graph id jumps from %d to %d: graph %d has no nodes", s->file,
+                         (long long)s->line, gind[r - 1] + 1, gid, gind[r - 1] + 2);
+    gind[r] = gid - 1;
+    return HPJ_OK;
+}
+
+/* A: edge record r, "row, col" (1-based node ids of one graph), kept as a
+   directed entry unless it is a self-loop. */
+typedef struct hpj__tu_edges {
+    const int32_t *gind;               /* (N) graph of each node           */
+    int32_t *esrc, *edst, *eline;      /* the entries so far, d of them    */
+    int64_t d;
+    hpj_dataset *ds;                   /* counts the self-loops            */
+} hpj__tu_edges;
+static hpj_status hpj__tu_edge(hpj__scan *s, int64_t r, void *ctx) {
+    hpj__tu_edges *e = (hpj__tu_edges *)ctx;
+    int64_t N = e->ds->num_nodes;
+    int32_t u, v;
+    hpj_status st;
+    if ((st = hpj__scan_i32(s, &u, 1, N, "node id"))) return st;
+    if (!hpj__scan_peek(s)) return hpj__scan_err(s, "expected two node ids 'row, col'");
+    if ((st = hpj__scan_i32(s, &v, 1, N, "node id")) || (st = hpj__scan_eol(s))) return st;
+    --u;
+    --v;
+    if (e->gind[u] != e->gind[v])
+        return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: edge joins node %d (graph %d) and node %d (graph %d)", s->file,
+                         (long long)s->line, u + 1, e->gind[u] + 1, v + 1, e->gind[v] + 1);
+    if (u == v) ++e->ds->self_loops;
+    else { e->esrc[e->d] = u; e->edst[e->d] = v; e->eline[e->d] = (int32_t)r; ++e->d; }
+    return HPJ_OK;
+}
+
+/* A label file: one integer label per record (lenient). */
+static hpj_status hpj__tu_label(hpj__scan *s, int64_t r, void *ctx) {
+    return hpj__scan_i32(s, (int32_t *)ctx + r, INT32_MIN + 1, INT32_MAX, "label");
+}
+
+/* split: train, val (or valid) or test per graph. */
+static hpj_status hpj__tu_split(hpj__scan *s, int64_t r, void *ctx) {
+    static const char *const words[4] = {"train", "val", "valid", "test"};
+    static const int8_t value[4] = {HPJ_SPLIT_TRAIN, HPJ_SPLIT_VAL, HPJ_SPLIT_VAL, HPJ_SPLIT_TEST};
+    size_t n = 0;
+    int i;
+    while (s->p + n < s->end && !hpj__is_blank(s->p[n]) && s->p[n] != '\n') ++n;
+    for (i = 0; i < 4; ++i)
+        if (strlen(words[i]) == n && !memcmp(s->p, words[i], n)) {
+            ((int8_t *)ctx)[r] = value[i];
+            s->p += n;
+            return HPJ_OK;
+        }
+    return hpj__scan_err(s, "expected train, val or test");
+}
+
+/* An attribute file: row r of real numbers, as wide as the first row. */
+typedef struct hpj__tu_reals {
+    float *a; /* (rows, w) */
+    int32_t w;
+} hpj__tu_reals;
+static hpj_status hpj__tu_real_row(hpj__scan *s, int64_t r, void *ctx) {
+    hpj__tu_reals *t = (hpj__tu_reals *)ctx;
+    int32_t k;
+    hpj_status st;
+    for (k = 0; hpj__scan_peek(s); ++k) {
+        if (r == 0 && k >= 1 << 20) return hpj__scan_err(s, "more than 2^20 attributes per row");
+        if (r > 0 && k >= t->w)
+            return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has more than the %d values of the first row", s->file,
+                             (long long)s->line, t->w);
+        if ((st = hpj__scan_f32(s, &t->a[(size_t)r * (size_t)t->w + (size_t)k], "expected a real number"))) return st;
+    }
+    if (r == 0) t->w = k; /* the first row fixes the width */
+    else if (k != t->w)
+        return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has %d values but the first row has %d", s->file, (long long)s->line,
+                         k, t->w);
+    return HPJ_OK;
+}
+
+/* Reads attribute file f of `rows` rows into out (rows, width). The
+   array is sized by what the text can hold as well as by rows (a number
+   and the blank after it take two bytes), so a short file cannot ask for
+   more memory than its own size. */
+static hpj_status hpj__tu_real_rows(const hpj_tu_text *files, hpj__tu_fnames fname, int f, int64_t rows,
+                                    const char *rows_of, float **out, int32_t *width) {
+    hpj__scan first;
+    hpj__tu_reals t;
+    uint64_t cap = ((uint64_t)files->len[f] + 1) / 2;
+    int32_t w = 0;
+    hpj_status st;
+    hpj__scan_init(&first, files->text[f], files->len[f], fname[f]); /* the first row's width, counted to one past the limit */
+    if (hpj__scan_content_line(&first))
+        for (; hpj__scan_peek(&first) && w <= 1 << 20; ++w)
+            while (first.p < first.end && !hpj__is_blank(*first.p) && *first.p != '\n') ++first.p;
+    if ((uint64_t)rows * (uint64_t)w < cap) cap = (uint64_t)rows * (uint64_t)w;
+    t.a = (float *)hpj__calloc((size_t)cap + 1, sizeof(float), fname[f]);
+    t.w = 0;
+    if (!t.a) return HPJ_ERR_NOMEM;
+    if ((st = hpj__tu_records(files, fname, f, 0, rows, rows_of, hpj__tu_real_row, &t))) {
+        hpj__free(t.a);
+        return st;
+    }
+    *out = t.a;
+    *width = t.w;
+    return HPJ_OK;
+}
+
+/* The range of labels as the TU reader takes them: INT32_MIN is out (a
+   one-hot width max - min + 1 must fit an int32; what names the array in
+   that reason). min / max may be NULL. */
+static hpj_status hpj__label_range(const int32_t *src, int64_t n, const char *what, int32_t *vmin, int32_t *vmax) {
+    int64_t i;
+    int32_t lo = INT32_MAX, hi = INT32_MIN;
+    for (i = 0; i < n; ++i) {
+        if (src[i] == INT32_MIN)
+            return hpj__fail(HPJ_ERR_INPUT, "dataset_from_csr: %s[%lld] = %d is below the minimum %d", what, (long long)i,
+                             (int)src[i], INT32_MIN + 1);
+        if (src[i] < lo) lo = src[i];
+        if (src[i] > hi) hi = src[i];
+    }
+    if (vmin) *vmin = n ? lo : 0;
+    if (vmax) *vmax = n ? hi : 0;
+    return HPJ_OK;
+}
+
+/* Reads label file f of `rows` records into a new array *out (name: the
+   dataset, for an out-of-memory reason), and the labels' range. */
+static hpj_status hpj__tu_labels(const hpj_tu_text *files, hpj__tu_fnames fname, int f, int64_t rows, const char *rows_of,
+                                 const char *name, int32_t **out, int32_t *vmin, int32_t *vmax) {
+    hpj_status st;
+    if (!(*out = (int32_t *)hpj__calloc((size_t)rows, sizeof(int32_t), name))) return HPJ_ERR_NOMEM;
+    st = hpj__tu_records(files, fname, f, 1, rows, rows_of, hpj__tu_label, *out);
+    if (!st) (void)hpj__label_range(*out, rows, fname[f], vmin, vmax);
+    return st;
 }
 
 static int hpj__cmp_i32(const void *a, const void *b) {
@@ -2811,10 +2902,10 @@ static hpj_status hpj__dataset_classes(hpj_dataset *ds, const char *name) {
 }
 
 HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *out) {
-    char fname[HPJ_TU_NUM_FILES][300];
+    hpj__tu_fnames fname;
     const char *name = files->name ? files->name : "dataset";
     hpj_dataset ds;
-    hpj__scan s;
+    hpj__tu_edges edges;
     hpj_status st = HPJ_OK;
     int32_t *gind = NULL;                   /* (N) 0-based graph of each node    */
     int32_t *esrc = NULL, *edst = NULL;     /* (2m) directed entries             */
@@ -2823,8 +2914,8 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
     int64_t *cnt = NULL;
     int32_t *lab_line = NULL;               /* (m) edge label per A record       */
     float *eattr_line = NULL;               /* (m, w) edge attributes per record */
-    int64_t N = 0, m = 0, d = 0, i;
-    int32_t G = 0, f;
+    int64_t N = 0, m = 0, i;
+    int32_t G = 0, f, w;
     memset(&ds, 0, sizeof ds);
     memset(out, 0, sizeof(*out));
     hpj__dataset_name(&ds, name);
@@ -2851,30 +2942,8 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
     if (N > INT32_MAX - 2) return hpj__fail(HPJ_ERR_FORMAT, "%s: %lld nodes exceed 2^31", fname[HPJ_TU_GRAPH_INDICATOR], (long long)N);
     gind = (int32_t *)hpj__calloc((size_t)N, sizeof(int32_t), name);
     if (!gind) return HPJ_ERR_NOMEM;
-    hpj__scan_init(&s, files->text[HPJ_TU_GRAPH_INDICATOR], files->len[HPJ_TU_GRAPH_INDICATOR], fname[HPJ_TU_GRAPH_INDICATOR]);
-    s.lenient = 1; /* read like a label file: "2.0" is graph 2 */
-    for (i = 0; i < N; ++i) {
-        int32_t gid;
-        hpj__scan_content_line(&s);
-        if ((st = hpj__scan_i32(&s, &gid, 1, INT32_MAX - 1, "graph id"))) goto done;
-        if ((st = hpj__scan_eol(&s))) goto done;
-        if (i == 0 && gid != 1) {
-            st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: first graph id is %d, expected 1", s.file, (long long)s.line, gid);
-            goto done;
-        }
-        gind[i] = gid - 1;
-        if (i > 0 && gind[i] < gind[i - 1]) {
-            st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: graph id %d after %d: ids must ascend, each graph's nodes contiguous",
-                           s.file, (long long)s.line, gid, gind[i - 1] + 1);
-            goto done;
-        }
-        if (i > 0 && gind[i] > gind[i - 1] + 1) {
-            st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: graph id jumps from %d to %d: graph %d has no nodes", s.file,
-                           (long long)s.line, gind[i - 1] + 1, gid, gind[i - 1] + 2);
-            goto done;
-        }
-        hpj__scan_next_line(&s);
-    }
+    /* lenient, read like a label file: "2.0" is graph 2 */
+    if ((st = hpj__tu_records(files, fname, HPJ_TU_GRAPH_INDICATOR, 1, N, "nodes", hpj__tu_graph_id, gind))) goto done;
     G = gind[N - 1] + 1;
     ds.num_graphs = G;
     ds.num_nodes = N;
@@ -2887,100 +2956,46 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
     m = hpj__count_records(files->text[HPJ_TU_A], files->len[HPJ_TU_A]);
     if (m > INT32_MAX / 2 - 1) { st = hpj__fail(HPJ_ERR_FORMAT, "%s: %lld edge lines exceed 2^30", fname[HPJ_TU_A], (long long)m); goto done; }
     if ((st = hpj__edges_scratch(m, N, &esrc, &edst, &eline, &order, &tmp, &cnt, name))) goto done;
-    hpj__scan_init(&s, files->text[HPJ_TU_A], files->len[HPJ_TU_A], fname[HPJ_TU_A]);
-    for (i = 0; i < m; ++i) {
-        int32_t u, v;
-        hpj__scan_content_line(&s);
-        if ((st = hpj__scan_i32(&s, &u, 1, N, "node id"))) goto done;
-        if (!hpj__scan_peek(&s)) { st = hpj__scan_err(&s, "expected two node ids 'row, col'"); goto done; }
-        if ((st = hpj__scan_i32(&s, &v, 1, N, "node id"))) goto done;
-        if ((st = hpj__scan_eol(&s))) goto done;
-        --u; --v;
-        if (gind[u] != gind[v]) {
-            st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: edge joins node %d (graph %d) and node %d (graph %d)", s.file,
-                           (long long)s.line, u + 1, gind[u] + 1, v + 1, gind[v] + 1);
-            goto done;
-        }
-        if (u == v) ++ds.self_loops;
-        else { esrc[d] = u; edst[d] = v; eline[d] = (int32_t)i; ++d; }
-        hpj__scan_next_line(&s);
-    }
-    if ((st = hpj__dataset_edges(&ds, esrc, edst, eline, d, order, tmp, cnt, name))) goto done;
-    /* edge labels: one per A record, then copied to the entries they name */
-    if (files->text[HPJ_TU_EDGE_LABELS]) {
-        const char *fn = fname[HPJ_TU_EDGE_LABELS];
-        lab_line = (int32_t *)hpj__calloc((size_t)m + 1, sizeof(int32_t), name);
-        if (!lab_line) { st = HPJ_ERR_NOMEM; goto done; }
-        if ((st = hpj__tu_int_rows(files->text[HPJ_TU_EDGE_LABELS], files->len[HPJ_TU_EDGE_LABELS], fn, m, "edge lines in A",
-                                   lab_line, &ds.edge_label_min, &ds.edge_label_max)))
-            goto done;
-        if ((st = hpj__dataset_edge_labels(&ds, eline, order, lab_line, name))) goto done;
-    }
-    if (files->text[HPJ_TU_EDGE_ATTRIBUTES]) {
-        int32_t w;
-        if ((st = hpj__tu_real_rows(files->text[HPJ_TU_EDGE_ATTRIBUTES], files->len[HPJ_TU_EDGE_ATTRIBUTES],
-                                    fname[HPJ_TU_EDGE_ATTRIBUTES], m, "edge lines in A", &eattr_line, &w)))
-            goto done;
-        if ((st = hpj__dataset_edge_attrs(&ds, eline, order, eattr_line, w, name))) goto done;
-    }
-    if (files->text[HPJ_TU_NODE_LABELS]) {
-        ds.node_label = (int32_t *)hpj__calloc((size_t)N, sizeof(int32_t), name);
-        if (!ds.node_label) { st = HPJ_ERR_NOMEM; goto done; }
-        if ((st = hpj__tu_int_rows(files->text[HPJ_TU_NODE_LABELS], files->len[HPJ_TU_NODE_LABELS],
-                                   fname[HPJ_TU_NODE_LABELS], N, "nodes in graph_indicator", ds.node_label,
-                                   &ds.node_label_min, &ds.node_label_max)))
-            goto done;
-    }
-    if (files->text[HPJ_TU_NODE_ATTRIBUTES]) {
-        if ((st = hpj__tu_real_rows(files->text[HPJ_TU_NODE_ATTRIBUTES], files->len[HPJ_TU_NODE_ATTRIBUTES],
-                                    fname[HPJ_TU_NODE_ATTRIBUTES], N, "nodes in graph_indicator", &ds.node_attr,
-                                    &ds.node_attr_dim)))
-            goto done;
-    }
-    if (files->text[HPJ_TU_GRAPH_LABELS]) {
-        ds.graph_label = (int32_t *)hpj__calloc((size_t)G, sizeof(int32_t), name);
-        if (!ds.graph_label) { st = HPJ_ERR_NOMEM; goto done; }
-        if ((st = hpj__tu_int_rows(files->text[HPJ_TU_GRAPH_LABELS], files->len[HPJ_TU_GRAPH_LABELS],
-                                   fname[HPJ_TU_GRAPH_LABELS], G, "graphs in graph_indicator", ds.graph_label, NULL,
-                                   NULL)))
-            goto done;
-        if ((st = hpj__dataset_classes(&ds, name))) goto done;
-    }
-    if (files->text[HPJ_TU_GRAPH_ATTRIBUTES]) {
-        if ((st = hpj__tu_real_rows(files->text[HPJ_TU_GRAPH_ATTRIBUTES], files->len[HPJ_TU_GRAPH_ATTRIBUTES],
-                                    fname[HPJ_TU_GRAPH_ATTRIBUTES], G, "graphs in graph_indicator", &ds.target,
-                                    &ds.target_dim)))
-            goto done;
-    }
+    edges.gind = gind;
+    edges.esrc = esrc;
+    edges.edst = edst;
+    edges.eline = eline;
+    edges.d = 0;
+    edges.ds = &ds;
+    if ((st = hpj__tu_records(files, fname, HPJ_TU_A, 0, m, "edge lines", hpj__tu_edge, &edges)) ||
+        (st = hpj__dataset_edges(&ds, esrc, edst, eline, edges.d, order, tmp, cnt, name)))
+        goto done;
+    /* edge labels and attributes: one per A record, then copied to the entries they name */
+    if (files->text[HPJ_TU_EDGE_LABELS] &&
+        ((st = hpj__tu_labels(files, fname, HPJ_TU_EDGE_LABELS, m, "edge lines in A", name, &lab_line, &ds.edge_label_min,
+                              &ds.edge_label_max)) ||
+         (st = hpj__dataset_edge_labels(&ds, eline, order, lab_line, name))))
+        goto done;
+    if (files->text[HPJ_TU_EDGE_ATTRIBUTES] &&
+        ((st = hpj__tu_real_rows(files, fname, HPJ_TU_EDGE_ATTRIBUTES, m, "edge lines in A", &eattr_line, &w)) ||
+         (st = hpj__dataset_edge_attrs(&ds, eline, order, eattr_line, w, name))))
+        goto done;
+    if (files->text[HPJ_TU_NODE_LABELS] &&
+        (st = hpj__tu_labels(files, fname, HPJ_TU_NODE_LABELS, N, "nodes in graph_indicator", name, &ds.node_label,
+                             &ds.node_label_min, &ds.node_label_max)))
+        goto done;
+    if (files->text[HPJ_TU_NODE_ATTRIBUTES] &&
+        (st = hpj__tu_real_rows(files, fname, HPJ_TU_NODE_ATTRIBUTES, N, "nodes in graph_indicator", &ds.node_attr,
+                                &ds.node_attr_dim)))
+        goto done;
+    if (files->text[HPJ_TU_GRAPH_LABELS] &&
+        ((st = hpj__tu_labels(files, fname, HPJ_TU_GRAPH_LABELS, G, "graphs in graph_indicator", name, &ds.graph_label,
+                              NULL, NULL)) ||
+         (st = hpj__dataset_classes(&ds, name))))
+        goto done;
+    if (files->text[HPJ_TU_GRAPH_ATTRIBUTES] &&
+        (st = hpj__tu_real_rows(files, fname, HPJ_TU_GRAPH_ATTRIBUTES, G, "graphs in graph_indicator", &ds.target,
+                                &ds.target_dim)))
+        goto done;
     if (files->text[HPJ_TU_SPLIT]) {
-        const char *fn = fname[HPJ_TU_SPLIT];
-        int64_t r = 0;
         ds.split = (int8_t *)hpj__calloc((size_t)G, 1, name);
         if (!ds.split) { st = HPJ_ERR_NOMEM; goto done; }
-        hpj__scan_init(&s, files->text[HPJ_TU_SPLIT], files->len[HPJ_TU_SPLIT], fn);
-        while (hpj__scan_content_line(&s)) {
-            const char *q = s.p;
-            size_t n = 0;
-            int8_t v;
-            if (r >= G) {
-                st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: more lines than the %d graphs", fn, (long long)s.line, G);
-                goto done;
-            }
-            while (q + n < s.end && !hpj__is_blank(q[n]) && q[n] != '\n') ++n;
-            if (n == 5 && !memcmp(q, "train", 5)) v = HPJ_SPLIT_TRAIN;
-            else if (n == 3 && !memcmp(q, "val", 3)) v = HPJ_SPLIT_VAL;
-            else if (n == 5 && !memcmp(q, "valid", 5)) v = HPJ_SPLIT_VAL;
-            else if (n == 4 && !memcmp(q, "test", 4)) v = HPJ_SPLIT_TEST;
-            else { st = hpj__scan_err(&s, "expected train, val or test"); goto done; }
-            s.p = q + n;
-            if ((st = hpj__scan_eol(&s))) goto done;
-            ds.split[r++] = v;
-            if (!hpj__scan_next_line(&s)) break;
-        }
-        if (r != G) {
-            st = hpj__fail(HPJ_ERR_FORMAT, "%s: %lld lines but there are %d graphs", fn, (long long)r, G);
-            goto done;
-        }
+        if ((st = hpj__tu_records(files, fname, HPJ_TU_SPLIT, 0, G, "graphs", hpj__tu_split, ds.split))) goto done;
     }
 done:
     hpj__free(gind); hpj__free(esrc); hpj__free(edst); hpj__free(eline); hpj__free(order); hpj__free(tmp);
@@ -3014,23 +3029,6 @@ static float *hpj__csr_copy(const float *x, int64_t rows, int32_t w) {
     y = (float *)hpj__calloc(count + 1, sizeof(float), "dataset_from_csr");
     if (y) memcpy(y, x, count * sizeof(float));
     return y;
-}
-
-/* Labels as the TU reader takes them: INT32_MIN is out (a one-hot width
-   max - min + 1 must fit an int32). min / max may be NULL. */
-static hpj_status hpj__csr_labels(const int32_t *src, int64_t n, const char *what, int32_t *vmin, int32_t *vmax) {
-    int64_t i;
-    int32_t lo = INT32_MAX, hi = INT32_MIN;
-    for (i = 0; i < n; ++i) {
-        if (src[i] == INT32_MIN)
-            return hpj__fail(HPJ_ERR_INPUT, "dataset_from_csr: %s[%lld] = %d is below the minimum %d", what, (long long)i,
-                             (int)src[i], INT32_MIN + 1);
-        if (src[i] < lo) lo = src[i];
-        if (src[i] > hi) hi = src[i];
-    }
-    if (vmin) *vmin = n ? lo : 0;
-    if (vmax) *vmax = n ? hi : 0;
-    return HPJ_OK;
 }
 
 /* A width that goes with its array: 1..2^20 when the array is given, 0
@@ -3094,9 +3092,9 @@ HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *nam
         (st = hpj__csr_width(in->target, in->target_dim, "target", "target_dim")) ||
         (st = hpj__csr_width(in->edge_attr, in->edge_attr_dim, "edge_attr", "edge_attr_dim")))
         return st;
-    if (in->node_label && (st = hpj__csr_labels(in->node_label, N, "node_label", NULL, NULL))) return st;
-    if (in->edge_label && (st = hpj__csr_labels(in->edge_label, E, "edge_label", NULL, NULL))) return st;
-    if (in->graph_label && (st = hpj__csr_labels(in->graph_label, G, "graph_label", NULL, NULL))) return st;
+    if (in->node_label && (st = hpj__label_range(in->node_label, N, "node_label", NULL, NULL))) return st;
+    if (in->edge_label && (st = hpj__label_range(in->edge_label, E, "edge_label", NULL, NULL))) return st;
+    if (in->graph_label && (st = hpj__label_range(in->graph_label, G, "graph_label", NULL, NULL))) return st;
     if ((in->node_attr && (st = hpj__csr_finite(in->node_attr, N, in->node_attr_dim, "node_attr"))) ||
         (in->edge_attr && (st = hpj__csr_finite(in->edge_attr, E, in->edge_attr_dim, "edge_attr"))) ||
         (in->target && (st = hpj__csr_finite(in->target, G, in->target_dim, "target"))))
@@ -3121,7 +3119,7 @@ HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *nam
     }
     if ((st = hpj__dataset_edges(&ds, esrc, edst, eline, d, order, tmp, cnt, fn))) goto done;
     if (in->edge_label) {
-        (void)hpj__csr_labels(in->edge_label, E, "edge_label", &ds.edge_label_min, &ds.edge_label_max);
+        (void)hpj__label_range(in->edge_label, E, "edge_label", &ds.edge_label_min, &ds.edge_label_max);
         if ((st = hpj__dataset_edge_labels(&ds, eline, order, in->edge_label, fn))) goto done;
     }
     if (in->edge_attr) {
@@ -3131,7 +3129,7 @@ HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *nam
         ds.node_label = (int32_t *)hpj__calloc((size_t)N, sizeof(int32_t), fn);
         if (!ds.node_label) { st = HPJ_ERR_NOMEM; goto done; }
         memcpy(ds.node_label, in->node_label, sizeof(int32_t) * (size_t)N);
-        (void)hpj__csr_labels(in->node_label, N, "node_label", &ds.node_label_min, &ds.node_label_max);
+        (void)hpj__label_range(in->node_label, N, "node_label", &ds.node_label_min, &ds.node_label_max);
     }
     if (in->node_attr) {
         if (!(ds.node_attr = hpj__csr_copy(in->node_attr, N, in->node_attr_dim))) { st = HPJ_ERR_NOMEM; goto done; }
