@@ -1724,6 +1724,13 @@ static void hpj__free(void *p) {
     if (p) HPJ_FREE(NULL, p);
 }
 
+/* A copy of count elements of size bytes (NULL when out of memory). */
+static void *hpj__copy(const void *src, size_t count, size_t size, const char *what) {
+    void *p = hpj__calloc(count, size, what);
+    if (p) memcpy(p, src, count * size);
+    return p;
+}
+
 /* ==== paths: the reference or the fast implementation ================ */
 
 #ifdef HPJ_REFERENCE
@@ -2879,17 +2886,15 @@ static void hpj__dataset_name(hpj_dataset *ds, const char *name) {
    ascending order of the raw values, which class_value keeps. */
 static hpj_status hpj__dataset_classes(hpj_dataset *ds, const char *name) {
     int32_t G = ds->num_graphs, c, g;
-    int32_t *sorted = (int32_t *)hpj__calloc((size_t)G, sizeof(int32_t), name);
+    int32_t *sorted = (int32_t *)hpj__copy(ds->graph_label, (size_t)G, sizeof(int32_t), name);
     if (!sorted) return HPJ_ERR_NOMEM;
-    memcpy(sorted, ds->graph_label, (size_t)G * sizeof(int32_t));
     qsort(sorted, (size_t)G, sizeof(int32_t), hpj__cmp_i32);
     for (c = 0, g = 0; g < G; ++g)
         if (g == 0 || sorted[g] != sorted[g - 1]) sorted[c++] = sorted[g];
     ds->num_classes = c;
-    ds->class_value = (int32_t *)hpj__calloc((size_t)c, sizeof(int32_t), name);
-    if (!ds->class_value) { hpj__free(sorted); return HPJ_ERR_NOMEM; }
-    memcpy(ds->class_value, sorted, (size_t)c * sizeof(int32_t));
+    ds->class_value = (int32_t *)hpj__copy(sorted, (size_t)c, sizeof(int32_t), name);
     hpj__free(sorted);
+    if (!ds->class_value) return HPJ_ERR_NOMEM;
     for (g = 0; g < G; ++g) { /* binary search the class index */
         int32_t lo = 0, hi = c - 1, v = ds->graph_label[g];
         while (lo < hi) {
@@ -3018,19 +3023,6 @@ static hpj_status hpj__csr_finite(const float *x, int64_t rows, int32_t w, const
     return HPJ_OK;
 }
 
-/* A copy of rows x w floats. */
-static float *hpj__csr_copy(const float *x, int64_t rows, int32_t w) {
-    size_t count;
-    float *y;
-    if (hpj__mul_size((size_t)rows, (size_t)w, &count)) {
-        hpj__fail(HPJ_ERR_NOMEM, "dataset_from_csr: size overflow (%lld x %d floats)", (long long)rows, w);
-        return NULL;
-    }
-    y = (float *)hpj__calloc(count + 1, sizeof(float), "dataset_from_csr");
-    if (y) memcpy(y, x, count * sizeof(float));
-    return y;
-}
-
 /* A width that goes with its array: 1..2^20 when the array is given, 0
    when it is not. */
 static hpj_status hpj__csr_width(const void *arr, int32_t w, const char *arr_name, const char *w_name) {
@@ -3092,9 +3084,10 @@ HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *nam
         (st = hpj__csr_width(in->target, in->target_dim, "target", "target_dim")) ||
         (st = hpj__csr_width(in->edge_attr, in->edge_attr_dim, "edge_attr", "edge_attr_dim")))
         return st;
-    if (in->node_label && (st = hpj__label_range(in->node_label, N, "node_label", NULL, NULL))) return st;
-    if (in->edge_label && (st = hpj__label_range(in->edge_label, E, "edge_label", NULL, NULL))) return st;
-    if (in->graph_label && (st = hpj__label_range(in->graph_label, G, "graph_label", NULL, NULL))) return st;
+    if ((in->node_label && (st = hpj__label_range(in->node_label, N, "node_label", &ds.node_label_min, &ds.node_label_max))) ||
+        (in->edge_label && (st = hpj__label_range(in->edge_label, E, "edge_label", &ds.edge_label_min, &ds.edge_label_max))) ||
+        (in->graph_label && (st = hpj__label_range(in->graph_label, G, "graph_label", NULL, NULL))))
+        return st;
     if ((in->node_attr && (st = hpj__csr_finite(in->node_attr, N, in->node_attr_dim, "node_attr"))) ||
         (in->edge_attr && (st = hpj__csr_finite(in->edge_attr, E, in->edge_attr_dim, "edge_attr"))) ||
         (in->target && (st = hpj__csr_finite(in->target, G, in->target_dim, "target"))))
@@ -3117,34 +3110,21 @@ HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *nam
                 esrc[d] = (int32_t)v; edst[d] = (int32_t)u; eline[d] = (int32_t)e; ++d;
             }
     }
-    if ((st = hpj__dataset_edges(&ds, esrc, edst, eline, d, order, tmp, cnt, fn))) goto done;
-    if (in->edge_label) {
-        (void)hpj__label_range(in->edge_label, E, "edge_label", &ds.edge_label_min, &ds.edge_label_max);
-        if ((st = hpj__dataset_edge_labels(&ds, eline, order, in->edge_label, fn))) goto done;
+    if ((st = hpj__dataset_edges(&ds, esrc, edst, eline, d, order, tmp, cnt, fn)) ||
+        (in->edge_label && (st = hpj__dataset_edge_labels(&ds, eline, order, in->edge_label, fn))) ||
+        (in->edge_attr && (st = hpj__dataset_edge_attrs(&ds, eline, order, in->edge_attr, in->edge_attr_dim, fn))))
+        goto done;
+    if ((in->node_label && !(ds.node_label = (int32_t *)hpj__copy(in->node_label, (size_t)N, sizeof(int32_t), fn))) ||
+        (in->node_attr &&
+         !(ds.node_attr = (float *)hpj__copy(in->node_attr, (size_t)N, sizeof(float) * (size_t)in->node_attr_dim, fn))) ||
+        (in->graph_label && !(ds.graph_label = (int32_t *)hpj__copy(in->graph_label, (size_t)G, sizeof(int32_t), fn))) ||
+        (in->target && !(ds.target = (float *)hpj__copy(in->target, (size_t)G, sizeof(float) * (size_t)in->target_dim, fn)))) {
+        st = HPJ_ERR_NOMEM;
+        goto done;
     }
-    if (in->edge_attr) {
-        if ((st = hpj__dataset_edge_attrs(&ds, eline, order, in->edge_attr, in->edge_attr_dim, fn))) goto done;
-    }
-    if (in->node_label) {
-        ds.node_label = (int32_t *)hpj__calloc((size_t)N, sizeof(int32_t), fn);
-        if (!ds.node_label) { st = HPJ_ERR_NOMEM; goto done; }
-        memcpy(ds.node_label, in->node_label, sizeof(int32_t) * (size_t)N);
-        (void)hpj__label_range(in->node_label, N, "node_label", &ds.node_label_min, &ds.node_label_max);
-    }
-    if (in->node_attr) {
-        if (!(ds.node_attr = hpj__csr_copy(in->node_attr, N, in->node_attr_dim))) { st = HPJ_ERR_NOMEM; goto done; }
-        ds.node_attr_dim = in->node_attr_dim;
-    }
-    if (in->graph_label) {
-        ds.graph_label = (int32_t *)hpj__calloc((size_t)G, sizeof(int32_t), fn);
-        if (!ds.graph_label) { st = HPJ_ERR_NOMEM; goto done; }
-        memcpy(ds.graph_label, in->graph_label, sizeof(int32_t) * (size_t)G);
-        if ((st = hpj__dataset_classes(&ds, fn))) goto done;
-    }
-    if (in->target) {
-        if (!(ds.target = hpj__csr_copy(in->target, G, in->target_dim))) { st = HPJ_ERR_NOMEM; goto done; }
-        ds.target_dim = in->target_dim;
-    }
+    ds.node_attr_dim = in->node_attr_dim; /* 0 without the array (checked above) */
+    ds.target_dim = in->target_dim;
+    if (in->graph_label && (st = hpj__dataset_classes(&ds, fn))) goto done;
 done:
     hpj__free(esrc); hpj__free(edst); hpj__free(eline); hpj__free(order); hpj__free(tmp); hpj__free(cnt);
     if (st) { hpj_dataset_free(&ds); return st; }
