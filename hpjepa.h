@@ -3134,26 +3134,20 @@ done:
 
 #ifndef HPJ_NO_STDIO
 HPJDEF hpj_status hpj_dataset_load_tu(const char *dir, hpj_dataset *out) {
-    char prefix[1024], path[1100], name[256];
+    char prefix[1024], path[1100], name[256], *text;
     hpj_tu_text files;
-    char *buf[HPJ_TU_NUM_FILES];
     hpj_status st = HPJ_OK;
-    size_t dl = strlen(dir), b, e;
+    size_t dl = strlen(dir), b;
     int f;
     memset(out, 0, sizeof(*out));
     memset(&files, 0, sizeof files);
-    memset(buf, 0, sizeof buf);
     while (dl > 1 && dir[dl - 1] == '/') --dl; /* strip trailing slashes */
-    e = dl;
-    b = e;
-    while (b > 0 && dir[b - 1] != '/') --b;
-    if (e == b || e - b >= sizeof name) return hpj__fail(HPJ_ERR_INPUT, "%s: cannot take a dataset name from this path", dir);
-    if (dl + (e - b) + 2 >= sizeof prefix) return hpj__fail(HPJ_ERR_INPUT, "%s: path too long", dir);
-    memcpy(name, dir + b, e - b);
-    name[e - b] = 0;
-    memcpy(prefix, dir, dl);
-    prefix[dl] = '/';
-    memcpy(prefix + dl + 1, name, e - b + 1);
+    for (b = dl; b > 0 && dir[b - 1] != '/'; --b) {}
+    if (dl == b || dl - b >= sizeof name) return hpj__fail(HPJ_ERR_INPUT, "%s: cannot take a dataset name from this path", dir);
+    if (dl + (dl - b) + 2 >= sizeof prefix) return hpj__fail(HPJ_ERR_INPUT, "%s: path too long", dir);
+    /* "data/PROTEINS/" gives the name "PROTEINS" and the prefix "data/PROTEINS/PROTEINS" */
+    snprintf(name, sizeof name, "%.*s", (int)(dl - b), dir + b);
+    snprintf(prefix, sizeof prefix, "%.*s/%s", (int)dl, dir, name);
     for (f = 0; f < HPJ_TU_NUM_FILES; ++f) {
         FILE *fp;
         snprintf(path, sizeof path, "%s_%s.txt", prefix, hpj__tu_suffixes[f]);
@@ -3164,8 +3158,8 @@ HPJDEF hpj_status hpj_dataset_load_tu(const char *dir, hpj_dataset *out) {
             goto done;
         }
         fclose(fp);
-        if ((st = hpj__read_file(path, &buf[f], &files.len[f]))) goto done;
-        files.text[f] = buf[f];
+        if ((st = hpj__read_file(path, &text, &files.len[f]))) goto done;
+        files.text[f] = text;
     }
     files.name = name;
     files.path_prefix = prefix;
@@ -3175,7 +3169,7 @@ HPJDEF hpj_status hpj_dataset_load_tu(const char *dir, hpj_dataset *out) {
     }
     st = hpj_dataset_parse_tu(&files, out);
 done:
-    for (f = 0; f < HPJ_TU_NUM_FILES; ++f) hpj__free(buf[f]);
+    for (f = 0; f < HPJ_TU_NUM_FILES; ++f) hpj__free((void *)files.text[f]);
     return st;
 }
 #endif
