@@ -2212,6 +2212,18 @@ static hpj_status hpj__scan_token(hpj__scan *s, char buf[64], const char **after
     return HPJ_OK;
 }
 
+/* Reads the token at s->p as a real number (strtod on a bounded copy)
+   into *v, and where the token ends into *after; s->p stays on it, so
+   that a reason can quote it. bad: the reason if it is no number. */
+static hpj_status hpj__scan_real(hpj__scan *s, double *v, const char **after, const char *bad) {
+    char buf[64], *endp;
+    hpj_status st;
+    if ((st = hpj__scan_token(s, buf, after))) return st;
+    *v = strtod(buf, &endp);
+    if (*endp != 0 || !buf[0]) return hpj__scan_err(s, bad);
+    return HPJ_OK;
+}
+
 /* Reads one integer token (optional sign, decimal digits). A scanner set
    lenient also takes a float token with an integral value such as "1.0"
    or "-1e0", since some TU exports write labels that way; node ids,
@@ -2232,13 +2244,11 @@ static hpj_status hpj__scan_i64(hpj__scan *s, int64_t *out, const char *what) {
     }
     if (s->lenient && q < s->end && (*q == '.' || *q == 'e' || *q == 'E')) {
         /* integral-valued float such as "2.0" */
-        char buf[64], *endp;
         const char *r;
         hpj_status st;
         double dv;
-        if ((st = hpj__scan_token(s, buf, &r))) return st;
-        dv = strtod(buf, &endp);
-        if (*endp != 0 || dv != floor(dv) || fabs(dv) > 9.0e15) return hpj__scan_err(s, "expected an integer");
+        if ((st = hpj__scan_real(s, &dv, &r, "expected an integer"))) return st;
+        if (dv != floor(dv) || fabs(dv) > 9.0e15) return hpj__scan_err(s, "expected an integer");
         *out = (int64_t)dv;
         s->p = r;
         return HPJ_OK;
@@ -2267,16 +2277,13 @@ static hpj_status hpj__scan_i32(hpj__scan *s, int32_t *out, int64_t lo, int64_t 
     return HPJ_OK;
 }
 
-/* Reads one real number (strtod on a bounded copy of the token). */
+/* Reads one real number into a float. */
 static hpj_status hpj__scan_f32(hpj__scan *s, float *out, const char *what) {
-    char buf[64], *endp;
     const char *r;
     hpj_status st;
     double v;
     if (!hpj__scan_peek(s)) return hpj__scan_err(s, what);
-    if ((st = hpj__scan_token(s, buf, &r))) return st;
-    v = strtod(buf, &endp);
-    if (*endp != 0 || !buf[0]) return hpj__scan_err(s, "expected a real number");
+    if ((st = hpj__scan_real(s, &v, &r, "expected a real number"))) return st;
     if (!(v == v) || v > FLT_MAX || v < -FLT_MAX) return hpj__scan_err(s, "number is NaN or out of float range");
     *out = (float)v;
     s->p = r;
