@@ -1093,7 +1093,9 @@ HPJDEF hpj_status hpj_config_parse(hpj_config *c, const char *text, size_t len, 
 #ifndef HPJ_NO_STDIO
 HPJDEF hpj_status hpj_config_load(hpj_config *c, const char *path);
 #endif
-/* Checks ranges and consistency (resolution list vs targets, heads | dim). */
+/* Checks every key against its range in hpj_config_keys (a config set in
+   code is held to what a file may set) and the keys' consistency
+   (resolution list vs targets, heads | dim). */
 HPJDEF hpj_status hpj_config_check(const hpj_config *c);
 #ifndef HPJ_NO_STDIO
 /* Writes the config as `key = value` lines; returns the length (as snprintf).
@@ -7124,11 +7126,24 @@ HPJDEF void hpj_config_default(hpj_config *c) {
 }
 
 HPJDEF hpj_status hpj_config_check(const hpj_config *c) {
-    int l;
+    int i, l;
     if (c->L < 1 || c->L > HPJ_MAX_RES) return hpj__fail(HPJ_ERR_INPUT, "config: %d resolutions outside 1..%d", c->L, HPJ_MAX_RES);
     for (l = 0; l < c->L; ++l) {
         if (c->K[l] < 1) return hpj__fail(HPJ_ERR_INPUT, "config: resolution %d has capacity %d < 1", l + 1, c->K[l]);
         if (c->M[l] < 1) return hpj__fail(HPJ_ERR_INPUT, "config: resolution %d has %d targets < 1", l + 1, c->M[l]);
+    }
+    for (i = 0; i < HPJ__NUM_KEYS; ++i) { /* the table's ranges, for a config set in code too */
+        const hpj_config_key *k = &hpj__config_keys[i];
+        const char *field = (const char *)c + k->offset;
+        float f = k->kind == HPJ_KEY_REAL ? *(const float *)field : 0.0f;
+        int bad = 0;
+        size_t len;
+        if (k->kind == HPJ_KEY_INT) bad = *(const int *)field < k->lo || *(const int *)field > k->hi;
+        if (k->kind == HPJ_KEY_REAL) bad = !(f >= (float)k->lo && f <= (float)k->hi);
+        if (k->kind == HPJ_KEY_WORD) bad = hpj__word(k->words, *(const int *)field, &len) == NULL;
+        if (k->kind == HPJ_KEY_LIST)
+            for (l = 0; l < c->L; ++l) bad |= ((const int32_t *)field)[l] > k->hi;
+        if (bad) return hpj__fail(HPJ_ERR_INPUT, "config: %s holds a value that hpj_config_set refuses", k->name);
     }
     if (c->dim % c->heads) return hpj__fail(HPJ_ERR_INPUT, "config: dim %d is not a multiple of heads %d", c->dim, c->heads);
     if (c->ema_end < c->ema_start) return hpj__fail(HPJ_ERR_INPUT, "config: ema_end %g < ema_start %g", c->ema_end, c->ema_start);
