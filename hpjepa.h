@@ -2003,7 +2003,7 @@ HPJDEF hpj_status hpj_graph_check(const hpj_graph *g) {
 /* Sorts directed entries (src[i], dst[i]), i < m < 2^31, by (src, dst)
    keeping input order among equal pairs: two stable counting sorts (dst,
    then src). perm gets the sorted order; tmp is scratch of the same length;
-   cnt has n+1 slots. Used by hpj_graph_from_edges and the TU reader. */
+   cnt has n+1 slots. */
 static void hpj__sort_pairs(int64_t m, int32_t n, const int32_t *src, const int32_t *dst, int32_t *perm,
                             int32_t *tmp, int64_t *cnt) {
     int64_t i;
@@ -2021,8 +2021,9 @@ static void hpj__sort_pairs(int64_t m, int32_t n, const int32_t *src, const int3
     }
 }
 
-/* ---- what the TU reader and hpj_dataset_from_csr share, so that both
-   treat edges and labels alike ---- */
+/* ---- edges to a CSR: hpj_graph_from_edges, the TU reader and
+   hpj_dataset_from_csr all go through these, so that they treat edges
+   alike ---- */
 
 /* The scratch of hpj__dataset_edges for m records over N nodes: esrc,
    edst, eline, order and tmp of 2m entries (each record and its reverse)
@@ -2688,7 +2689,9 @@ typedef char hpj__tu_fnames[HPJ_TU_NUM_FILES][HPJ__TU_FNAME];
 
 /* Reads file f of a TU dataset, `rows` records (rows_of names them in
    reasons), one per non-blank line, each by read; nothing may follow a
-   record on its line. lenient: an integral float such as "2.0" reads as
+   record on its line (a record function that checks more than its fields
+   ends the line itself first, so that an extra field is the reason given
+   before those checks). lenient: an integral float such as "2.0" reads as
    an integer. */
 static hpj_status hpj__tu_records(const hpj_tu_text *files, hpj__tu_fnames fname, int f, int lenient, int64_t rows,
                                   const char *rows_of, hpj__tu_record_fn read, void *ctx) {
