@@ -2025,45 +2025,61 @@ static void hpj__sort_pairs(int64_t m, int32_t n, const int32_t *src, const int3
    hpj_dataset_from_csr all go through these, so that they treat edges
    alike ---- */
 
-/* The scratch of hpj__dataset_edges for m records over N nodes: esrc,
-   edst, eline, order and tmp of 2m entries (each record and its reverse)
-   and cnt of N + 1. */
-static hpj_status hpj__edges_scratch(int64_t m, int64_t N, int32_t **esrc, int32_t **edst, int32_t **eline,
-                                     int32_t **order, int32_t **tmp, int64_t **cnt, const char *name) {
-    *esrc = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *edst = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *eline = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *order = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *tmp = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *cnt = (int64_t *)hpj__calloc((size_t)N + 1, sizeof(int64_t), name);
-    return *esrc && *edst && *eline && *order && *tmp && *cnt ? HPJ_OK : HPJ_ERR_NOMEM;
+/* Directed entries on their way to a dataset's CSR: entry i runs from
+   src[i] to dst[i] and comes from record rec[i] (a file line or an input
+   entry); d of them. Every array has room for each record and its
+   reverse; order and tmp are the sort's, cnt has a slot per node and one
+   more. Zeroed, it holds nothing (hpj__entries_free may follow). */
+typedef struct hpj__entries {
+    int32_t *src, *dst, *rec, *order, *tmp;
+    int64_t *cnt;
+    int64_t d;
+} hpj__entries;
+
+/* Room for m records over N nodes. */
+static hpj_status hpj__entries_alloc(hpj__entries *e, int64_t m, int64_t N, const char *name) {
+    e->src = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    e->dst = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    e->rec = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    e->order = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    e->tmp = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    e->cnt = (int64_t *)hpj__calloc((size_t)N + 1, sizeof(int64_t), name);
+    e->d = 0;
+    return e->src && e->dst && e->rec && e->order && e->tmp && e->cnt ? HPJ_OK : HPJ_ERR_NOMEM;
+}
+static void hpj__entries_free(hpj__entries *e) {
+    hpj__free(e->src); hpj__free(e->dst); hpj__free(e->rec); hpj__free(e->order); hpj__free(e->tmp); hpj__free(e->cnt);
+}
+/* Adds the entry u -> v of record r. */
+static void hpj__entries_add(hpj__entries *e, int32_t u, int32_t v, int32_t r) {
+    e->src[e->d] = u;
+    e->dst[e->d] = v;
+    e->rec[e->d] = r;
+    ++e->d;
 }
 
 /* The per-graph CSR of a dataset from its explicit directed entries.
-   ds->num_graphs, num_nodes and node_ptr are set on entry. esrc / edst
-   hold d entries in global node ids (self-loops already left out) and
-   eline the record (file line or input entry) of each; the three arrays
-   and order / tmp have room for 2d, cnt for num_nodes + 1. Every entry
-   gets its reverse, appended after all explicit ones, and a stable sort by
+   ds->num_graphs, num_nodes and node_ptr are set on entry; the entries
+   are in global node ids (self-loops already left out). Every entry gets
+   its reverse, appended after all explicit ones, and a stable sort by
    (source, target) then puts the earliest explicit listing of a directed
    edge first (else the earliest reverse): that one is kept, later
-   explicit repeats count in dup_lines. On return order[k] is the entry
-   behind CSR entry k, so eline[order[k]] is the record whose label and
-   attributes entry k takes. Sets num_edges, dup_lines, edge_ptr, rowptr
-   and col. */
-static hpj_status hpj__dataset_edges(hpj_dataset *ds, int32_t *esrc, int32_t *edst, int32_t *eline, int64_t d,
-                                     int32_t *order, int32_t *tmp, int64_t *cnt, const char *name) {
-    int64_t i, k, explicit_n = d, N = ds->num_nodes;
-    int32_t g, G = ds->num_graphs;
-    for (i = 0; i < explicit_n; ++i) { esrc[d] = edst[i]; edst[d] = esrc[i]; eline[d] = eline[i]; ++d; }
-    hpj__sort_pairs(d, (int32_t)N, esrc, edst, order, tmp, cnt);
-    for (k = 0, i = 0; i < d; ++i) { /* drop repeats; count repeated explicit entries */
-        int32_t e = order[i];
-        if (k > 0 && esrc[order[k - 1]] == esrc[e] && edst[order[k - 1]] == edst[e]) {
-            if (e < explicit_n) ++ds->dup_lines;
+   explicit repeats count in dup_lines. On return e->order[k] is the entry
+   behind CSR entry k, so e->rec[e->order[k]] is the record whose label
+   and attributes entry k takes. Sets num_edges, dup_lines, edge_ptr,
+   rowptr and col. */
+static hpj_status hpj__dataset_edges(hpj_dataset *ds, hpj__entries *e, const char *name) {
+    int64_t i, k, explicit_n = e->d, N = ds->num_nodes;
+    int32_t g, G = ds->num_graphs, *order = e->order;
+    for (i = 0; i < explicit_n; ++i) hpj__entries_add(e, e->dst[i], e->src[i], e->rec[i]);
+    hpj__sort_pairs(e->d, (int32_t)N, e->src, e->dst, order, e->tmp, e->cnt);
+    for (k = 0, i = 0; i < e->d; ++i) { /* drop repeats; count repeated explicit entries */
+        int32_t j = order[i];
+        if (k > 0 && e->src[order[k - 1]] == e->src[j] && e->dst[order[k - 1]] == e->dst[j]) {
+            if (j < explicit_n) ++ds->dup_lines;
             continue;
         }
-        order[k++] = e;
+        order[k++] = j;
     }
     ds->num_edges = k;
     ds->edge_ptr = (int64_t *)hpj__calloc((size_t)G + 1, sizeof(int64_t), name);
@@ -2076,8 +2092,8 @@ static hpj_status hpj__dataset_edges(hpj_dataset *ds, int32_t *esrc, int32_t *ed
         ds->edge_ptr[g] = k;
         rp[0] = 0;
         for (v = v0; v < v1; ++v) {
-            while (k < ds->num_edges && esrc[order[k]] == v) {
-                ds->col[k] = (int32_t)(edst[order[k]] - v0);
+            while (k < ds->num_edges && e->src[order[k]] == v) {
+                ds->col[k] = (int32_t)(e->dst[order[k]] - v0);
                 ++k;
             }
             rp[v - v0 + 1] = (int32_t)(k - ds->edge_ptr[g]);
@@ -2091,27 +2107,29 @@ HPJDEF hpj_status hpj_graph_from_edges(int32_t n, int64_t m, const int32_t *u, c
                                        hpj_graph_owned *out) {
     static const char *fn = "graph_from_edges";
     hpj_dataset ds; /* the graph as a dataset of one graph: its CSR is ours */
-    int64_t node_ptr[2], *cnt = NULL, i, d = 0;
-    int32_t *src = NULL, *dst = NULL, *rec = NULL, *order = NULL, *tmp = NULL, *rowptr, *col, *ewgt, x, nnz;
+    hpj__entries ent;
+    int64_t node_ptr[2], i;
+    int32_t *rowptr, *col, *ewgt, x, nnz;
     unsigned char *mem;
     hpj_status st;
     memset(out, 0, sizeof(*out));
     memset(&ds, 0, sizeof ds);
+    memset(&ent, 0, sizeof ent);
     if (n < 0 || m < 0) return hpj__fail(HPJ_ERR_INPUT, "graph_from_edges: n=%d m=%lld", n, (long long)m);
     if (m > (INT32_MAX / 2)) return hpj__fail(HPJ_ERR_INPUT, "graph_from_edges: %lld edges exceed the 32-bit CSR", (long long)m);
     for (i = 0; i < m; ++i)
         if (u[i] < 0 || u[i] >= n || v[i] < 0 || v[i] >= n)
             return hpj__fail(HPJ_ERR_INPUT, "graph_from_edges: edge %lld = (%d,%d) out of range 0..%d", (long long)i, u[i],
                              v[i], n - 1);
-    if ((st = hpj__edges_scratch(m, n, &src, &dst, &rec, &order, &tmp, &cnt, fn))) goto done;
+    if ((st = hpj__entries_alloc(&ent, m, n, fn))) goto done;
     for (i = 0; i < m; ++i)
-        if (u[i] != v[i]) { src[d] = u[i]; dst[d] = v[i]; rec[d] = (int32_t)i; ++d; }
+        if (u[i] != v[i]) hpj__entries_add(&ent, u[i], v[i], (int32_t)i);
     node_ptr[0] = 0;
     node_ptr[1] = n;
     ds.num_graphs = 1;
     ds.num_nodes = n;
     ds.node_ptr = node_ptr;
-    if ((st = hpj__dataset_edges(&ds, src, dst, rec, d, order, tmp, cnt, fn))) goto done;
+    if ((st = hpj__dataset_edges(&ds, &ent, fn))) goto done;
     nnz = (int32_t)ds.num_edges;
     mem = (unsigned char *)hpj__calloc((size_t)n + 1 + (size_t)nnz + (w ? (size_t)nnz : 0), sizeof(int32_t), fn);
     if (!mem) { st = HPJ_ERR_NOMEM; goto done; }
@@ -2129,12 +2147,12 @@ HPJDEF hpj_status hpj_graph_from_edges(int32_t n, int64_t m, const int32_t *u, c
         out->g.ewgt = ewgt = col + nnz;
         for (x = 0; x < n; ++x)
             for (i = rowptr[x]; i < rowptr[x + 1]; ++i) {
-                int32_t first = rec[order[i]], back = rec[order[hpj__csr_find(rowptr, col, col[i], x)]];
+                int32_t first = ent.rec[ent.order[i]], back = ent.rec[ent.order[hpj__csr_find(rowptr, col, col[i], x)]];
                 ewgt[i] = w[back < first ? back : first];
             }
     }
 done:
-    hpj__free(src); hpj__free(dst); hpj__free(rec); hpj__free(order); hpj__free(tmp); hpj__free(cnt);
+    hpj__entries_free(&ent);
     hpj__free(ds.edge_ptr); hpj__free(ds.rowptr); hpj__free(ds.col);
     return st;
 }
@@ -2734,10 +2752,9 @@ static hpj_status hpj__tu_graph_id(hpj__scan *s, int64_t r, void *ctx) {
 /* A: edge record r, "row, col" (1-based node ids of one graph), kept as a
    directed entry unless it is a self-loop. */
 typedef struct hpj__tu_edges {
-    const int32_t *gind;               /* (N) graph of each node           */
-    int32_t *esrc, *edst, *eline;      /* the entries so far, d of them    */
-    int64_t d;
-    hpj_dataset *ds;                   /* counts the self-loops            */
+    const int32_t *gind; /* (N) graph of each node */
+    hpj__entries *ent;   /* the entries so far     */
+    hpj_dataset *ds;     /* counts the self-loops  */
 } hpj__tu_edges;
 static hpj_status hpj__tu_edge(hpj__scan *s, int64_t r, void *ctx) {
     hpj__tu_edges *e = (hpj__tu_edges *)ctx;
@@ -2753,7 +2770,7 @@ static hpj_status hpj__tu_edge(hpj__scan *s, int64_t r, void *ctx) {
         return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: edge joins node %d (graph %d) and node %d (graph %d)", s->file,
                          (long long)s->line, u + 1, e->gind[u] + 1, v + 1, e->gind[v] + 1);
     if (u == v) ++e->ds->self_loops;
-    else { e->esrc[e->d] = u; e->edst[e->d] = v; e->eline[e->d] = (int32_t)r; ++e->d; }
+    else hpj__entries_add(e->ent, u, v, (int32_t)r);
     return HPJ_OK;
 }
 
@@ -2865,25 +2882,24 @@ static int hpj__cmp_i32(const void *a, const void *b) {
 
 /* Edge labels (one per record) copied to the CSR entries that
    hpj__dataset_edges made of the records. */
-static hpj_status hpj__dataset_edge_labels(hpj_dataset *ds, const int32_t *eline, const int32_t *order, const int32_t *lab,
-                                           const char *name) {
+static hpj_status hpj__dataset_edge_labels(hpj_dataset *ds, const hpj__entries *e, const int32_t *lab, const char *name) {
     int64_t i;
     ds->edge_label = (int32_t *)hpj__calloc((size_t)ds->num_edges + 1, sizeof(int32_t), name);
     if (!ds->edge_label) return HPJ_ERR_NOMEM;
-    for (i = 0; i < ds->num_edges; ++i) ds->edge_label[i] = lab[eline[order[i]]];
+    for (i = 0; i < ds->num_edges; ++i) ds->edge_label[i] = lab[e->rec[e->order[i]]];
     return HPJ_OK;
 }
 
 /* The same for edge attributes, w per record (attr may be NULL when there
    are no records). */
-static hpj_status hpj__dataset_edge_attrs(hpj_dataset *ds, const int32_t *eline, const int32_t *order, const float *attr,
-                                          int32_t w, const char *name) {
+static hpj_status hpj__dataset_edge_attrs(hpj_dataset *ds, const hpj__entries *e, const float *attr, int32_t w,
+                                          const char *name) {
     int64_t i;
     ds->edge_attr_dim = w;
     ds->edge_attr = (float *)hpj__calloc((size_t)ds->num_edges + 1, (size_t)w * sizeof(float), name);
     if (!ds->edge_attr) return HPJ_ERR_NOMEM;
     for (i = 0; i < ds->num_edges; ++i)
-        memcpy(ds->edge_attr + (size_t)i * (size_t)w, attr + (size_t)eline[order[i]] * (size_t)w, (size_t)w * sizeof(float));
+        memcpy(ds->edge_attr + (size_t)i * (size_t)w, attr + (size_t)e->rec[e->order[i]] * (size_t)w, (size_t)w * sizeof(float));
     return HPJ_OK;
 }
 
@@ -2924,16 +2940,14 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
     hpj_dataset ds;
     hpj__tu_edges edges;
     hpj_status st = HPJ_OK;
+    hpj__entries ent;                       /* the edges of A's records          */
     int32_t *gind = NULL;                   /* (N) 0-based graph of each node    */
-    int32_t *esrc = NULL, *edst = NULL;     /* (2m) directed entries             */
-    int32_t *eline = NULL;                  /* (2m) record index of each entry   */
-    int32_t *order = NULL, *tmp = NULL;     /* (2m) sort permutation and scratch */
-    int64_t *cnt = NULL;
     int32_t *lab_line = NULL;               /* (m) edge label per A record       */
     float *eattr_line = NULL;               /* (m, w) edge attributes per record */
     int64_t N = 0, m = 0, i;
     int32_t G = 0, f, w;
     memset(&ds, 0, sizeof ds);
+    memset(&ent, 0, sizeof ent);
     memset(out, 0, sizeof(*out));
     hpj__dataset_name(&ds, name);
     for (f = 0; f < HPJ_TU_NUM_FILES; ++f) {
@@ -2972,25 +2986,22 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
     /* -- A: edges, with optional aligned labels / attributes -- */
     m = hpj__count_records(files->text[HPJ_TU_A], files->len[HPJ_TU_A]);
     if (m > INT32_MAX / 2 - 1) { st = hpj__fail(HPJ_ERR_FORMAT, "%s: %lld edge lines exceed 2^30", fname[HPJ_TU_A], (long long)m); goto done; }
-    if ((st = hpj__edges_scratch(m, N, &esrc, &edst, &eline, &order, &tmp, &cnt, name))) goto done;
+    if ((st = hpj__entries_alloc(&ent, m, N, name))) goto done;
     edges.gind = gind;
-    edges.esrc = esrc;
-    edges.edst = edst;
-    edges.eline = eline;
-    edges.d = 0;
+    edges.ent = &ent;
     edges.ds = &ds;
     if ((st = hpj__tu_records(files, fname, HPJ_TU_A, 0, m, "edge lines", hpj__tu_edge, &edges)) ||
-        (st = hpj__dataset_edges(&ds, esrc, edst, eline, edges.d, order, tmp, cnt, name)))
+        (st = hpj__dataset_edges(&ds, &ent, name)))
         goto done;
     /* edge labels and attributes: one per A record, then copied to the entries they name */
     if (files->text[HPJ_TU_EDGE_LABELS] &&
         ((st = hpj__tu_labels(files, fname, HPJ_TU_EDGE_LABELS, m, "edge lines in A", name, &lab_line, &ds.edge_label_min,
                               &ds.edge_label_max)) ||
-         (st = hpj__dataset_edge_labels(&ds, eline, order, lab_line, name))))
+         (st = hpj__dataset_edge_labels(&ds, &ent, lab_line, name))))
         goto done;
     if (files->text[HPJ_TU_EDGE_ATTRIBUTES] &&
         ((st = hpj__tu_real_rows(files, fname, HPJ_TU_EDGE_ATTRIBUTES, m, "edge lines in A", &eattr_line, &w)) ||
-         (st = hpj__dataset_edge_attrs(&ds, eline, order, eattr_line, w, name))))
+         (st = hpj__dataset_edge_attrs(&ds, &ent, eattr_line, w, name))))
         goto done;
     if (files->text[HPJ_TU_NODE_LABELS] &&
         (st = hpj__tu_labels(files, fname, HPJ_TU_NODE_LABELS, N, "nodes in graph_indicator", name, &ds.node_label,
@@ -3015,8 +3026,8 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
         if ((st = hpj__tu_records(files, fname, HPJ_TU_SPLIT, 0, G, "graphs", hpj__tu_split, ds.split))) goto done;
     }
 done:
-    hpj__free(gind); hpj__free(esrc); hpj__free(edst); hpj__free(eline); hpj__free(order); hpj__free(tmp);
-    hpj__free(cnt); hpj__free(lab_line); hpj__free(eattr_line);
+    hpj__entries_free(&ent);
+    hpj__free(gind); hpj__free(lab_line); hpj__free(eattr_line);
     if (st) { hpj_dataset_free(&ds); return st; }
     *out = ds;
     return HPJ_OK;
@@ -3048,10 +3059,11 @@ HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *nam
     static const char *fn = "dataset_from_csr";
     hpj_dataset ds;
     hpj_status st = HPJ_OK;
-    int32_t *esrc = NULL, *edst = NULL, *eline = NULL, *order = NULL, *tmp = NULL;
-    int64_t *cnt = NULL, N, E, v, d = 0;
+    hpj__entries ent;
+    int64_t N, E, v;
     int32_t G, g;
     memset(&ds, 0, sizeof ds);
+    memset(&ent, 0, sizeof ent);
     if (!out) return hpj__fail(HPJ_ERR_INPUT, "%s: out is NULL", fn);
     memset(out, 0, sizeof(*out));
     if (!in) return hpj__fail(HPJ_ERR_INPUT, "%s: in is NULL", fn);
@@ -3111,20 +3123,20 @@ HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *nam
     ds.num_nodes = N;
     ds.node_ptr = (int64_t *)hpj__calloc((size_t)G + 1, sizeof(int64_t), fn);
     if (!ds.node_ptr) { st = HPJ_ERR_NOMEM; goto done; }
-    if ((st = hpj__edges_scratch(E, N, &esrc, &edst, &eline, &order, &tmp, &cnt, fn))) goto done;
+    if ((st = hpj__entries_alloc(&ent, E, N, fn))) goto done;
     memcpy(ds.node_ptr, in->node_ptr, sizeof(int64_t) * ((size_t)G + 1));
     for (g = 0; g < G; ++g) {
         int64_t v0 = in->node_ptr[g], e;
         for (v = v0; v < in->node_ptr[g + 1]; ++v)
             for (e = in->row_ptr[v]; e < in->row_ptr[v + 1]; ++e) {
                 int64_t u = v0 + in->col[e];
-                if (u == v) { ++ds.self_loops; continue; }
-                esrc[d] = (int32_t)v; edst[d] = (int32_t)u; eline[d] = (int32_t)e; ++d;
+                if (u == v) ++ds.self_loops;
+                else hpj__entries_add(&ent, (int32_t)v, (int32_t)u, (int32_t)e);
             }
     }
-    if ((st = hpj__dataset_edges(&ds, esrc, edst, eline, d, order, tmp, cnt, fn)) ||
-        (in->edge_label && (st = hpj__dataset_edge_labels(&ds, eline, order, in->edge_label, fn))) ||
-        (in->edge_attr && (st = hpj__dataset_edge_attrs(&ds, eline, order, in->edge_attr, in->edge_attr_dim, fn))))
+    if ((st = hpj__dataset_edges(&ds, &ent, fn)) ||
+        (in->edge_label && (st = hpj__dataset_edge_labels(&ds, &ent, in->edge_label, fn))) ||
+        (in->edge_attr && (st = hpj__dataset_edge_attrs(&ds, &ent, in->edge_attr, in->edge_attr_dim, fn))))
         goto done;
     if ((in->node_label && !(ds.node_label = (int32_t *)hpj__copy(in->node_label, (size_t)N, sizeof(int32_t), fn))) ||
         (in->node_attr &&
@@ -3138,7 +3150,7 @@ HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *nam
     ds.target_dim = in->target_dim;
     if (in->graph_label && (st = hpj__dataset_classes(&ds, fn))) goto done;
 done:
-    hpj__free(esrc); hpj__free(edst); hpj__free(eline); hpj__free(order); hpj__free(tmp); hpj__free(cnt);
+    hpj__entries_free(&ent);
     if (st) { hpj_dataset_free(&ds); return st; }
     *out = ds;
     return HPJ_OK;
