@@ -1062,12 +1062,12 @@ HPJDEF void hpj_config_default(hpj_config *c);
 /* Sets one key from its text value; HPJ_ERR_INPUT names the key and value. */
 HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *value);
 
-/* The keys hpj_config_set accepts, one table that drives the parser (so a
-   key is in it or not accepted at all, the retired keys input_table,
-   target_fold and layer_classes aside: accepted with 0 or 1 and ignored,
-   they are not in it): for tools that list or check settings, and for the
-   tests that hold every key to its range and to the round trip through a
-   checkpoint. */
+/* The keys hpj_config_set accepts, one table that drives the parser, the
+   defaults and the written text (so a key is in it or not accepted at
+   all, the retired keys input_table, target_fold and layer_classes aside:
+   accepted with 0 or 1 and ignored, they are not in it): for tools that
+   list or check settings, and for the tests that hold every key to its
+   range and to the round trip through a checkpoint. */
 typedef enum hpj_config_kind {
     HPJ_KEY_INT = 0,  /* an integer in lo..hi                                   */
     HPJ_KEY_REAL = 1, /* a number in lo..hi, kept as a float (the range is
@@ -1085,6 +1085,7 @@ typedef struct hpj_config_key {
     size_t offset;     /* where the value lives: offsetof(hpj_config, field),
                           an int (INT, WORD), float (REAL), int32_t[HPJ_MAX_RES]
                           (LIST; `resolutions` also sets L) or uint64_t (SEED) */
+    const char *def;   /* the default, as a config file writes it             */
 } hpj_config_key;
 /* The table of every key; *count (if not NULL) gets its length. */
 HPJDEF const hpj_config_key *hpj_config_keys(int *count);
@@ -1093,7 +1094,9 @@ HPJDEF hpj_status hpj_config_parse(hpj_config *c, const char *text, size_t len, 
 #ifndef HPJ_NO_STDIO
 HPJDEF hpj_status hpj_config_load(hpj_config *c, const char *path);
 #endif
-/* Checks ranges and consistency (resolution list vs targets, heads | dim). */
+/* Checks every key against its range in hpj_config_keys (a config set in
+   code is held to what a file may set) and the keys' consistency
+   (resolution list vs targets, heads | dim). */
 HPJDEF hpj_status hpj_config_check(const hpj_config *c);
 #ifndef HPJ_NO_STDIO
 /* Writes the config as `key = value` lines; returns the length (as snprintf).
@@ -1729,6 +1732,13 @@ static void hpj__free(void *p) {
     if (p) HPJ_FREE(NULL, p);
 }
 
+/* A copy of count elements of size bytes (NULL when out of memory). */
+static void *hpj__copy(const void *src, size_t count, size_t size, const char *what) {
+    void *p = hpj__calloc(count, size, what);
+    if (p) memcpy(p, src, count * size);
+    return p;
+}
+
 /* ==== paths: the reference or the fast implementation ================ */
 
 #ifdef HPJ_REFERENCE
@@ -1999,7 +2009,7 @@ HPJDEF hpj_status hpj_graph_check(const hpj_graph *g) {
 /* Sorts directed entries (src[i], dst[i]), i < m < 2^31, by (src, dst)
    keeping input order among equal pairs: two stable counting sorts (dst,
    then src). perm gets the sorted order; tmp is scratch of the same length;
-   cnt has n+1 slots. Used by hpj_graph_from_edges and the TU reader. */
+   cnt has n+1 slots. */
 static void hpj__sort_pairs(int64_t m, int32_t n, const int32_t *src, const int32_t *dst, int32_t *perm,
                             int32_t *tmp, int64_t *cnt) {
     int64_t i;
@@ -2017,85 +2027,140 @@ static void hpj__sort_pairs(int64_t m, int32_t n, const int32_t *src, const int3
     }
 }
 
+/* ---- edges to a CSR: hpj_graph_from_edges, the TU reader and
+   hpj_dataset_from_csr all go through these, so that they treat edges
+   alike ---- */
+
+/* Directed entries on their way to a dataset's CSR: entry i runs from
+   src[i] to dst[i] and comes from record rec[i] (a file line or an input
+   entry); d of them. Every array has room for each record and its
+   reverse; order and tmp are the sort's, cnt has a slot per node and one
+   more. Zeroed, it holds nothing (hpj__entries_free may follow). */
+typedef struct hpj__entries {
+    int32_t *src, *dst, *rec, *order, *tmp;
+    int64_t *cnt;
+    int64_t d;
+} hpj__entries;
+
+/* Room for m records over N nodes. */
+static hpj_status hpj__entries_alloc(hpj__entries *e, int64_t m, int64_t N, const char *name) {
+    e->src = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    e->dst = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    e->rec = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    e->order = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    e->tmp = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
+    e->cnt = (int64_t *)hpj__calloc((size_t)N + 1, sizeof(int64_t), name);
+    e->d = 0;
+    return e->src && e->dst && e->rec && e->order && e->tmp && e->cnt ? HPJ_OK : HPJ_ERR_NOMEM;
+}
+static void hpj__entries_free(hpj__entries *e) {
+    hpj__free(e->src); hpj__free(e->dst); hpj__free(e->rec); hpj__free(e->order); hpj__free(e->tmp); hpj__free(e->cnt);
+}
+/* Adds the entry u -> v of record r. */
+static void hpj__entries_add(hpj__entries *e, int32_t u, int32_t v, int32_t r) {
+    e->src[e->d] = u;
+    e->dst[e->d] = v;
+    e->rec[e->d] = r;
+    ++e->d;
+}
+
+/* The per-graph CSR of a dataset from its explicit directed entries.
+   ds->num_graphs, num_nodes and node_ptr are set on entry; the entries
+   are in global node ids (self-loops already left out). Every entry gets
+   its reverse, appended after all explicit ones, and a stable sort by
+   (source, target) then puts the earliest explicit listing of a directed
+   edge first (else the earliest reverse): that one is kept, later
+   explicit repeats count in dup_lines. On return e->order[k] is the entry
+   behind CSR entry k, so e->rec[e->order[k]] is the record whose label
+   and attributes entry k takes. Sets num_edges, dup_lines, edge_ptr,
+   rowptr and col. */
+static hpj_status hpj__dataset_edges(hpj_dataset *ds, hpj__entries *e, const char *name) {
+    int64_t i, k, explicit_n = e->d, N = ds->num_nodes;
+    int32_t g, G = ds->num_graphs, *order = e->order;
+    for (i = 0; i < explicit_n; ++i) hpj__entries_add(e, e->dst[i], e->src[i], e->rec[i]);
+    hpj__sort_pairs(e->d, (int32_t)N, e->src, e->dst, order, e->tmp, e->cnt);
+    for (k = 0, i = 0; i < e->d; ++i) { /* drop repeats; count repeated explicit entries */
+        int32_t j = order[i];
+        if (k > 0 && e->src[order[k - 1]] == e->src[j] && e->dst[order[k - 1]] == e->dst[j]) {
+            if (j < explicit_n) ++ds->dup_lines;
+            continue;
+        }
+        order[k++] = j;
+    }
+    ds->num_edges = k;
+    ds->edge_ptr = (int64_t *)hpj__calloc((size_t)G + 1, sizeof(int64_t), name);
+    ds->rowptr = (int32_t *)hpj__calloc((size_t)(N + G), sizeof(int32_t), name);
+    ds->col = (int32_t *)hpj__calloc((size_t)ds->num_edges, sizeof(int32_t), name);
+    if (!ds->edge_ptr || !ds->rowptr || !ds->col) return HPJ_ERR_NOMEM;
+    for (k = 0, g = 0; g < G; ++g) { /* per-graph CSR with local ids */
+        int64_t v0 = ds->node_ptr[g], v1 = ds->node_ptr[g + 1], v;
+        int32_t *rp = ds->rowptr + v0 + g;
+        ds->edge_ptr[g] = k;
+        rp[0] = 0;
+        for (v = v0; v < v1; ++v) {
+            while (k < ds->num_edges && e->src[order[k]] == v) {
+                ds->col[k] = (int32_t)(e->dst[order[k]] - v0);
+                ++k;
+            }
+            rp[v - v0 + 1] = (int32_t)(k - ds->edge_ptr[g]);
+        }
+    }
+    ds->edge_ptr[G] = k;
+    return HPJ_OK;
+}
+
 HPJDEF hpj_status hpj_graph_from_edges(int32_t n, int64_t m, const int32_t *u, const int32_t *v, const int32_t *w,
                                        hpj_graph_owned *out) {
-    int32_t *src = NULL, *dst = NULL, *rowptr, *col, *ewgt = NULL, *perm = NULL, *tmp = NULL;
-    int64_t *cnt = NULL, i, d = 0, k;
-    size_t bytes;
+    static const char *fn = "graph_from_edges";
+    hpj_dataset ds; /* the graph as a dataset of one graph: its CSR is ours */
+    hpj__entries ent;
+    int64_t node_ptr[2], i;
+    int32_t *rowptr, *col, *ewgt, x, nnz;
     unsigned char *mem;
+    hpj_status st;
     memset(out, 0, sizeof(*out));
+    memset(&ds, 0, sizeof ds);
+    memset(&ent, 0, sizeof ent);
     if (n < 0 || m < 0) return hpj__fail(HPJ_ERR_INPUT, "graph_from_edges: n=%d m=%lld", n, (long long)m);
     if (m > (INT32_MAX / 2)) return hpj__fail(HPJ_ERR_INPUT, "graph_from_edges: %lld edges exceed the 32-bit CSR", (long long)m);
     for (i = 0; i < m; ++i)
         if (u[i] < 0 || u[i] >= n || v[i] < 0 || v[i] >= n)
             return hpj__fail(HPJ_ERR_INPUT, "graph_from_edges: edge %lld = (%d,%d) out of range 0..%d", (long long)i, u[i],
                              v[i], n - 1);
-    src = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), "graph_from_edges");
-    dst = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), "graph_from_edges");
-    perm = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), "graph_from_edges");
-    tmp = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), "graph_from_edges");
-    cnt = (int64_t *)hpj__calloc((size_t)n + 1, sizeof(int64_t), "graph_from_edges");
-    if (!src || !dst || !perm || !tmp || !cnt) goto nomem;
-    for (i = 0; i < m; ++i) {
-        if (u[i] == v[i]) continue;
-        src[d] = u[i]; dst[d] = v[i]; tmp[d] = (int32_t)i; ++d;
-    }
-    k = d;
-    for (i = 0; i < k; ++i) { /* reverse directions after all forward ones */
-        src[d] = dst[i]; dst[d] = src[i]; tmp[d] = tmp[i]; ++d;
-    }
-    /* keep the original edge index of each entry in cnt-sized scratch: reuse
-       `tmp` contents by copying into perm first */
-    memcpy(perm, tmp, sizeof(int32_t) * (size_t)d);
-    {
-        int32_t *orig = perm; /* orig[e] = input edge of directed entry e */
-        int32_t *order = (int32_t *)hpj__calloc((size_t)d + 1, sizeof(int32_t), "graph_from_edges");
-        int32_t nnz = 0;
-        int32_t first = 0; /* earliest input edge of the current pair */
-        if (!order) goto nomem;
-        hpj__sort_pairs(d, n, src, dst, order, tmp, cnt);
-        /* count unique entries */
-        for (i = 0; i < d; ++i) {
-            int32_t e = order[i];
-            if (i > 0 && src[order[i - 1]] == src[e] && dst[order[i - 1]] == dst[e]) continue;
-            ++nnz;
-        }
-        bytes = sizeof(int32_t) * ((size_t)n + 1 + (size_t)nnz + (w ? (size_t)nnz : 0));
-        mem = (unsigned char *)hpj__alloc(bytes ? bytes : 1, "graph_from_edges");
-        if (!mem) { hpj__free(order); goto nomem; }
-        rowptr = (int32_t *)mem;
-        col = rowptr + n + 1;
-        if (w) ewgt = col + nnz;
-        memset(rowptr, 0, sizeof(int32_t) * ((size_t)n + 1));
-        nnz = 0;
-        for (i = 0; i < d; ++i) {
-            int32_t e = order[i];
-            if (i > 0 && src[order[i - 1]] == src[e] && dst[order[i - 1]] == dst[e]) {
-                /* both directions of a pair hold the same input edges, so
-                   the earliest of them gives one weight to both */
-                if (ewgt && orig[e] < first) { first = orig[e]; ewgt[nnz - 1] = w[first]; }
-                continue;
+    if ((st = hpj__entries_alloc(&ent, m, n, fn))) goto done;
+    for (i = 0; i < m; ++i)
+        if (u[i] != v[i]) hpj__entries_add(&ent, u[i], v[i], (int32_t)i);
+    node_ptr[0] = 0;
+    node_ptr[1] = n;
+    ds.num_graphs = 1;
+    ds.num_nodes = n;
+    ds.node_ptr = node_ptr;
+    if ((st = hpj__dataset_edges(&ds, &ent, fn))) goto done;
+    nnz = (int32_t)ds.num_edges;
+    mem = (unsigned char *)hpj__calloc((size_t)n + 1 + (size_t)nnz + (w ? (size_t)nnz : 0), sizeof(int32_t), fn);
+    if (!mem) { st = HPJ_ERR_NOMEM; goto done; }
+    rowptr = (int32_t *)mem;
+    col = rowptr + n + 1;
+    memcpy(rowptr, ds.rowptr, sizeof(int32_t) * ((size_t)n + 1));
+    memcpy(col, ds.col, sizeof(int32_t) * (size_t)nnz);
+    out->g.n = n;
+    out->g.nnz = nnz;
+    out->g.rowptr = rowptr;
+    out->g.col = col;
+    out->mem = mem;
+    if (w) { /* both directions of a pair take the weight of the earliest
+                input edge that joins its two nodes */
+        out->g.ewgt = ewgt = col + nnz;
+        for (x = 0; x < n; ++x)
+            for (i = rowptr[x]; i < rowptr[x + 1]; ++i) {
+                int32_t first = ent.rec[ent.order[i]], back = ent.rec[ent.order[hpj__csr_find(rowptr, col, col[i], x)]];
+                ewgt[i] = w[back < first ? back : first];
             }
-            rowptr[src[e] + 1]++;
-            col[nnz] = dst[e];
-            first = orig[e];
-            if (ewgt) ewgt[nnz] = w[first];
-            ++nnz;
-        }
-        for (k = 0; k < n; ++k) rowptr[k + 1] += rowptr[k];
-        hpj__free(order);
-        out->g.n = n;
-        out->g.nnz = nnz;
-        out->g.rowptr = rowptr;
-        out->g.col = col;
-        out->g.ewgt = ewgt;
-        out->mem = mem;
     }
-    hpj__free(src); hpj__free(dst); hpj__free(perm); hpj__free(tmp); hpj__free(cnt);
-    return HPJ_OK;
-nomem:
-    hpj__free(src); hpj__free(dst); hpj__free(perm); hpj__free(tmp); hpj__free(cnt);
-    return HPJ_ERR_NOMEM;
+done:
+    hpj__entries_free(&ent);
+    hpj__free(ds.edge_ptr); hpj__free(ds.rowptr); hpj__free(ds.col);
+    return st;
 }
 
 /* ==== graph: text scanning =========================================== */
@@ -2174,6 +2239,18 @@ static hpj_status hpj__scan_token(hpj__scan *s, char buf[64], const char **after
     return HPJ_OK;
 }
 
+/* Reads the token at s->p as a real number (strtod on a bounded copy)
+   into *v, and where the token ends into *after; s->p stays on it, so
+   that a reason can quote it. bad: the reason if it is no number. */
+static hpj_status hpj__scan_real(hpj__scan *s, double *v, const char **after, const char *bad) {
+    char buf[64], *endp;
+    hpj_status st;
+    if ((st = hpj__scan_token(s, buf, after))) return st;
+    *v = strtod(buf, &endp);
+    if (*endp != 0 || !buf[0]) return hpj__scan_err(s, bad);
+    return HPJ_OK;
+}
+
 /* Reads one integer token (optional sign, decimal digits). A scanner set
    lenient also takes a float token with an integral value such as "1.0"
    or "-1e0", since some TU exports write labels that way; node ids,
@@ -2194,13 +2271,11 @@ static hpj_status hpj__scan_i64(hpj__scan *s, int64_t *out, const char *what) {
     }
     if (s->lenient && q < s->end && (*q == '.' || *q == 'e' || *q == 'E')) {
         /* integral-valued float such as "2.0" */
-        char buf[64], *endp;
         const char *r;
         hpj_status st;
         double dv;
-        if ((st = hpj__scan_token(s, buf, &r))) return st;
-        dv = strtod(buf, &endp);
-        if (*endp != 0 || dv != floor(dv) || fabs(dv) > 9.0e15) return hpj__scan_err(s, "expected an integer");
+        if ((st = hpj__scan_real(s, &dv, &r, "expected an integer"))) return st;
+        if (dv != floor(dv) || fabs(dv) > 9.0e15) return hpj__scan_err(s, "expected an integer");
         *out = (int64_t)dv;
         s->p = r;
         return HPJ_OK;
@@ -2229,16 +2304,13 @@ static hpj_status hpj__scan_i32(hpj__scan *s, int32_t *out, int64_t lo, int64_t 
     return HPJ_OK;
 }
 
-/* Reads one real number (strtod on a bounded copy of the token). */
+/* Reads one real number into a float. */
 static hpj_status hpj__scan_f32(hpj__scan *s, float *out, const char *what) {
-    char buf[64], *endp;
     const char *r;
     hpj_status st;
     double v;
     if (!hpj__scan_peek(s)) return hpj__scan_err(s, what);
-    if ((st = hpj__scan_token(s, buf, &r))) return st;
-    v = strtod(buf, &endp);
-    if (*endp != 0 || !buf[0]) return hpj__scan_err(s, "expected a real number");
+    if ((st = hpj__scan_real(s, &v, &r, "expected a real number"))) return st;
     if (!(v == v) || v > FLT_MAX || v < -FLT_MAX) return hpj__scan_err(s, "number is NaN or out of float range");
     *out = (float)v;
     s->p = r;
@@ -2276,51 +2348,63 @@ static int64_t hpj__count_records(const char *text, size_t len) {
 }
 
 #ifndef HPJ_NO_STDIO
+/* A growable byte buffer (for the file reader and the writers); what
+   names it in an out-of-memory reason (NULL: "buffer"). */
+typedef struct hpj__buf {
+    char *p;
+    size_t n, cap;
+    int failed;
+    const char *what;
+} hpj__buf;
+
+static void hpj__buf_put(hpj__buf *b, const char *s, size_t n) {
+    if (b->failed) return;
+    if (b->n + n > b->cap) {
+        size_t nc = b->cap ? b->cap : 4096;
+        char *np;
+        while (nc < b->n + n) nc *= 2;
+        np = (char *)hpj__alloc(nc, b->what ? b->what : "buffer");
+        if (!np) { b->failed = 1; return; }
+        if (b->n) memcpy(np, b->p, b->n);
+        hpj__free(b->p);
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+
+static void hpj__buf_int(hpj__buf *b, int64_t v, char sep) {
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+    if (sep) tmp[n++] = sep;
+    hpj__buf_put(b, tmp, (size_t)n);
+}
+
 /* Reads a whole file into a malloc'd buffer (NUL-terminated for safety;
    the terminator is not part of len). */
 static hpj_status hpj__read_file(const char *path, char **text, size_t *len) {
     FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
+    char chunk[16384];
+    size_t got;
+    hpj__buf b;
     *text = NULL;
     *len = 0;
     if (!f) return hpj__fail(HPJ_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long sz = ftell(f);
-        /* a directory can report LONG_MAX here: size only from sane values
-           and let fread report the error */
-        if (sz > 0 && (unsigned long)sz < (unsigned long)(SIZE_MAX / 2)) cap = (size_t)sz + 1;
-        fseek(f, 0, SEEK_SET);
-    }
-    if (cap == 0) cap = 1 << 16;
-    buf = (char *)hpj__alloc(cap, path);
-    if (!buf) { fclose(f); return HPJ_ERR_NOMEM; }
-    for (;;) {
-        size_t got;
-        if (n + 1 >= cap) { /* the file grew or is not seekable */
-            char *nb;
-            size_t ncap = cap * 2;
-            nb = (char *)hpj__alloc(ncap, path);
-            if (!nb) { hpj__free(buf); fclose(f); return HPJ_ERR_NOMEM; }
-            memcpy(nb, buf, n);
-            hpj__free(buf);
-            buf = nb;
-            cap = ncap;
-        }
-        got = fread(buf + n, 1, cap - 1 - n, f);
-        n += got;
-        if (got == 0) break;
-    }
+    memset(&b, 0, sizeof b);
+    b.what = path;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) hpj__buf_put(&b, chunk, got);
     if (ferror(f)) {
         int e = errno;
-        hpj__free(buf);
+        hpj__free(b.p);
         fclose(f);
         return hpj__fail(HPJ_ERR_IO, "%s: read error: %s", path, strerror(e));
     }
     fclose(f);
-    buf[n] = 0;
-    *text = buf;
-    *len = n;
+    hpj__buf_put(&b, "", 1);
+    if (b.failed) { hpj__free(b.p); return HPJ_ERR_NOMEM; }
+    *text = b.p;
+    *len = b.n - 1;
     return HPJ_OK;
 }
 
@@ -2351,43 +2435,6 @@ static hpj_status hpj__write_atomic(const char *path, const void *data, size_t l
 }
 #endif
 
-/* A growable byte buffer for writers. */
-typedef struct hpj__buf {
-    char *p;
-    size_t n, cap;
-    int failed;
-} hpj__buf;
-
-static void hpj__buf_put(hpj__buf *b, const char *s, size_t n) {
-    if (b->failed) return;
-    if (b->n + n > b->cap) {
-        size_t nc = b->cap ? b->cap : 4096;
-        char *np;
-        while (nc < b->n + n) nc *= 2;
-        np = (char *)hpj__alloc(nc, "buffer");
-        if (!np) { b->failed = 1; return; }
-        if (b->n) memcpy(np, b->p, b->n);
-        hpj__free(b->p);
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-}
-
-static void hpj__buf_int(hpj__buf *b, int64_t v, char sep) {
-    char tmp[24];
-    int k = 0;
-    uint64_t u = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
-    char out[26];
-    int n = 0;
-    do { tmp[k++] = (char)('0' + u % 10); u /= 10; } while (u);
-    if (v < 0) out[n++] = '-';
-    while (k) out[n++] = tmp[--k];
-    if (sep) out[n++] = sep;
-    hpj__buf_put(b, out, (size_t)n);
-}
-
 /* ==== graph: METIS format ============================================ */
 
 /* Skips '%' comment lines and blank lines? gpmetis skips comment lines but
@@ -2406,6 +2453,16 @@ static int hpj__metis_next_record(hpj__scan *s) {
     }
 }
 
+/* Skips comment lines and blank lines (around the vertex lines, where a
+   blank line is no vertex); returns 0 if nothing else is left. */
+static int hpj__metis_content_line(hpj__scan *s) {
+    while (hpj__metis_next_record(s)) {
+        if (hpj__scan_peek(s)) return 1;
+        if (!hpj__scan_next_line(s)) break;
+    }
+    return 0;
+}
+
 HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char *name, hpj_graph_owned *out,
                                         hpj_metis_info *info) {
     hpj__scan s;
@@ -2422,12 +2479,7 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
     if (!name) name = "graph";
     if ((st = hpj__check_text(text, len, name))) return st;
     hpj__scan_init(&s, text, len, name);
-    /* header: skip comments and blank lines before it */
-    for (;;) {
-        if (!hpj__metis_next_record(&s)) return hpj__fail(HPJ_ERR_FORMAT, "%s: empty file (no header line)", name);
-        if (hpj__scan_peek(&s)) break;
-        if (!hpj__scan_next_line(&s)) return hpj__fail(HPJ_ERR_FORMAT, "%s: empty file (no header line)", name);
-    }
+    if (!hpj__metis_content_line(&s)) return hpj__fail(HPJ_ERR_FORMAT, "%s: empty file (no header line)", name);
     hline = s.line;
     if ((st = hpj__scan_i64(&s, &n64, "header: expected vertex count n"))) return st;
     if ((st = hpj__scan_i64(&s, &m64, "header: expected edge count m"))) return st;
@@ -2517,13 +2569,9 @@ HPJDEF hpj_status hpj_graph_parse_metis(const char *text, size_t len, const char
         rowptr[v + 1] = (int32_t)total;
         if (!hpj__scan_next_line(&s)) s.p = s.end;
     }
-    /* Anything left must be comments or blank lines. */
-    while (hpj__metis_next_record(&s)) {
-        if (hpj__scan_peek(&s)) {
-            st = hpj__scan_err(&s, "more vertex lines than n from the header");
-            goto fail;
-        }
-        if (!hpj__scan_next_line(&s)) break;
+    if (hpj__metis_content_line(&s)) { /* anything left must be comments or blank lines */
+        st = hpj__scan_err(&s, "more vertex lines than n from the header");
+        goto fail;
     }
     if (total != 2 * m64) {
         st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: header says m=%lld edges but the lines hold %lld adjacency entries",
@@ -2656,104 +2704,181 @@ HPJDEF hpj_graph hpj_dataset_graph(const hpj_dataset *ds, int32_t g) {
     return gr;
 }
 
-/* Parses a file of `rows` records of real numbers with one common width
-   (the width of the first row). out gets (rows, width). */
-static hpj_status hpj__tu_real_rows(const char *text, size_t len, const char *file, int64_t rows, const char *rows_of,
-                                    float **out, int32_t *width) {
-    hpj__scan s;
-    int64_t r = 0;
-    int32_t w = 0;
-    float *a = NULL;
-    size_t cap = 0;
-    hpj_status st;
-    *out = NULL;
-    *width = 0;
-    hpj__scan_init(&s, text, len, file);
-    while (hpj__scan_content_line(&s)) {
-        int32_t k = 0;
-        if (r >= rows) {
-            hpj__free(a);
-            return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: more lines than the %lld %s", file, (long long)s.line,
-                             (long long)rows, rows_of);
-        }
-        while (hpj__scan_peek(&s)) {
-            float v = 0;
-            if (r == 0) {
-                if (k >= 1 << 20) { hpj__free(a); return hpj__scan_err(&s, "more than 2^20 attributes per row"); }
-                if ((size_t)k >= cap) { /* grow the first row's buffer */
-                    size_t nc = cap ? cap * 2 : 16;
-                    float *na = (float *)hpj__alloc(nc * sizeof(float), file);
-                    if (!na) { hpj__free(a); return HPJ_ERR_NOMEM; }
-                    if (k) memcpy(na, a, (size_t)k * sizeof(float));
-                    hpj__free(a);
-                    a = na;
-                    cap = nc;
-                }
-            } else if (k >= w) {
-                hpj__free(a);
-                return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has more than the %d values of the first row", file,
-                                 (long long)s.line, w);
-            } else if ((size_t)r * (size_t)w + (size_t)k >= cap) { /* grow with the text actually read */
-                size_t nc = cap * 2;
-                float *na;
-                if (nc > (size_t)rows * (size_t)w) nc = (size_t)rows * (size_t)w;
-                na = (float *)hpj__alloc(nc * sizeof(float), file);
-                if (!na) { hpj__free(a); return HPJ_ERR_NOMEM; }
-                memcpy(na, a, ((size_t)r * (size_t)w + (size_t)k) * sizeof(float));
-                hpj__free(a);
-                a = na;
-                cap = nc;
-            }
-            if ((st = hpj__scan_f32(&s, &v, "expected a real number"))) { hpj__free(a); return st; }
-            a[(size_t)r * (size_t)w + (size_t)k] = v;
-            ++k;
-        }
-        if (r == 0) w = k; /* the first row fixes the width */
-        else if (k != w) {
-            hpj__free(a);
-            return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has %d values but the first row has %d", file,
-                             (long long)s.line, k, w);
-        }
-        ++r;
-        if (!hpj__scan_next_line(&s)) break;
-    }
-    if (r != rows) {
-        hpj__free(a);
-        return hpj__fail(HPJ_ERR_FORMAT, "%s: %lld lines but there are %lld %s", file, (long long)r, (long long)rows,
-                         rows_of);
-    }
-    *out = a;
-    *width = w;
-    return HPJ_OK;
-}
+/* Reads record r of a TU file at s into what ctx points to. */
+typedef hpj_status (*hpj__tu_record_fn)(hpj__scan *s, int64_t r, void *ctx);
 
-/* Parses `rows` records of one integer each into out (rows). */
-static hpj_status hpj__tu_int_rows(const char *text, size_t len, const char *file, int64_t rows, const char *rows_of,
-                                   int32_t *out, int32_t *vmin, int32_t *vmax) {
+/* The names of a dataset's files in reasons, e.g. "PROTEINS_A.txt". */
+#define HPJ__TU_FNAME 300
+typedef char hpj__tu_fnames[HPJ_TU_NUM_FILES][HPJ__TU_FNAME];
+
+/* Reads file f of a TU dataset, `rows` records (rows_of names them in
+   reasons), one per non-blank line, each by read; nothing may follow a
+   record on its line (a record function that checks more than its fields
+   ends the line itself first, so that an extra field is the reason given
+   before those checks). lenient: an integral float such as "2.0" reads as
+   an integer. */
+static hpj_status hpj__tu_records(const hpj_tu_text *files, hpj__tu_fnames fname, int f, int lenient, int64_t rows,
+                                  const char *rows_of, hpj__tu_record_fn read, void *ctx) {
+    const char *file = fname[f];
     hpj__scan s;
-    int64_t r = 0;
+    int64_t r;
     hpj_status st;
-    int32_t lo = INT32_MAX, hi = INT32_MIN;
-    hpj__scan_init(&s, text, len, file);
-    s.lenient = 1; /* labels: "1.0" is the label 1 */
-    while (hpj__scan_content_line(&s)) {
-        int32_t v = 0;
+    hpj__scan_init(&s, files->text[f], files->len[f], file);
+    s.lenient = lenient;
+    for (r = 0; hpj__scan_content_line(&s); ++r, hpj__scan_next_line(&s)) {
         if (r >= rows)
             return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: more lines than the %lld %s", file, (long long)s.line,
                              (long long)rows, rows_of);
-        if ((st = hpj__scan_i32(&s, &v, INT32_MIN + 1, INT32_MAX, "label"))) return st;
-        if ((st = hpj__scan_eol(&s))) return st;
-        out[r++] = v;
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-        if (!hpj__scan_next_line(&s)) break;
+        if ((st = read(&s, r, ctx)) || (st = hpj__scan_eol(&s))) return st;
     }
     if (r != rows)
         return hpj__fail(HPJ_ERR_FORMAT, "%s: %lld lines but there are %lld %s", file, (long long)r, (long long)rows,
                          rows_of);
-    if (vmin) *vmin = rows ? lo : 0;
-    if (vmax) *vmax = rows ? hi : 0;
     return HPJ_OK;
+}
+
+/* graph_indicator: the 1-based graph id of node r, ids contiguous and
+   ascending from 1 (gind gets them 0-based). */
+static hpj_status hpj__tu_graph_id(hpj__scan *s, int64_t r, void *ctx) {
+    int32_t *gind = (int32_t *)ctx, gid;
+    hpj_status st;
+    if ((st = hpj__scan_i32(s, &gid, 1, INT32_MAX - 1, "graph id")) || (st = hpj__scan_eol(s))) return st;
+    if (r == 0 && gid != 1)
+        return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: first graph id is %d, expected 1", s->file, (long long)s->line, gid);
+    if (r > 0 && gid - 1 < gind[r - 1])
+        return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: graph id %d after %d: ids must ascend, each graph's nodes contiguous",
+                         s->file, (long long)s->line, gid, gind[r - 1] + 1);
+    if (r > 0 && gid - 1 > gind[r - 1] + 1)
+        return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: graph id jumps from %d to %d: graph %d has no nodes", s->file,
+                         (long long)s->line, gind[r - 1] + 1, gid, gind[r - 1] + 2);
+    gind[r] = gid - 1;
+    return HPJ_OK;
+}
+
+/* A: edge record r, "row, col" (1-based node ids of one graph), kept as a
+   directed entry unless it is a self-loop. */
+typedef struct hpj__tu_edges {
+    const int32_t *gind; /* (N) graph of each node */
+    hpj__entries *ent;   /* the entries so far     */
+    hpj_dataset *ds;     /* counts the self-loops  */
+} hpj__tu_edges;
+static hpj_status hpj__tu_edge(hpj__scan *s, int64_t r, void *ctx) {
+    hpj__tu_edges *e = (hpj__tu_edges *)ctx;
+    int64_t N = e->ds->num_nodes;
+    int32_t u, v;
+    hpj_status st;
+    if ((st = hpj__scan_i32(s, &u, 1, N, "node id"))) return st;
+    if (!hpj__scan_peek(s)) return hpj__scan_err(s, "expected two node ids 'row, col'");
+    if ((st = hpj__scan_i32(s, &v, 1, N, "node id")) || (st = hpj__scan_eol(s))) return st;
+    --u;
+    --v;
+    if (e->gind[u] != e->gind[v])
+        return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: edge joins node %d (graph %d) and node %d (graph %d)", s->file,
+                         (long long)s->line, u + 1, e->gind[u] + 1, v + 1, e->gind[v] + 1);
+    if (u == v) ++e->ds->self_loops;
+    else hpj__entries_add(e->ent, u, v, (int32_t)r);
+    return HPJ_OK;
+}
+
+/* A label file: one integer label per record (lenient). */
+static hpj_status hpj__tu_label(hpj__scan *s, int64_t r, void *ctx) {
+    return hpj__scan_i32(s, (int32_t *)ctx + r, INT32_MIN + 1, INT32_MAX, "label");
+}
+
+/* split: train, val (or valid) or test per graph. */
+static hpj_status hpj__tu_split(hpj__scan *s, int64_t r, void *ctx) {
+    static const char *const words[4] = {"train", "val", "valid", "test"};
+    static const int8_t value[4] = {HPJ_SPLIT_TRAIN, HPJ_SPLIT_VAL, HPJ_SPLIT_VAL, HPJ_SPLIT_TEST};
+    size_t n = 0;
+    int i;
+    while (s->p + n < s->end && !hpj__is_blank(s->p[n]) && s->p[n] != '\n') ++n;
+    for (i = 0; i < 4; ++i)
+        if (strlen(words[i]) == n && !memcmp(s->p, words[i], n)) {
+            ((int8_t *)ctx)[r] = value[i];
+            s->p += n;
+            return HPJ_OK;
+        }
+    return hpj__scan_err(s, "expected train, val or test");
+}
+
+/* An attribute file: row r of real numbers, as wide as the first row. */
+typedef struct hpj__tu_reals {
+    float *a; /* (rows, w) */
+    int32_t w;
+} hpj__tu_reals;
+static hpj_status hpj__tu_real_row(hpj__scan *s, int64_t r, void *ctx) {
+    hpj__tu_reals *t = (hpj__tu_reals *)ctx;
+    int32_t k;
+    hpj_status st;
+    for (k = 0; hpj__scan_peek(s); ++k) {
+        if (r == 0 && k >= 1 << 20) return hpj__scan_err(s, "more than 2^20 attributes per row");
+        if (r > 0 && k >= t->w)
+            return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has more than the %d values of the first row", s->file,
+                             (long long)s->line, t->w);
+        if ((st = hpj__scan_f32(s, &t->a[(size_t)r * (size_t)t->w + (size_t)k], "expected a real number"))) return st;
+    }
+    if (r == 0) t->w = k; /* the first row fixes the width */
+    else if (k != t->w)
+        return hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: row has %d values but the first row has %d", s->file, (long long)s->line,
+                         k, t->w);
+    return HPJ_OK;
+}
+
+/* Reads attribute file f of `rows` rows into out (rows, width). The
+   array is sized by what the text can hold as well as by rows (a number
+   and the blank after it take two bytes), so a short file cannot ask for
+   more memory than its own size. */
+static hpj_status hpj__tu_real_rows(const hpj_tu_text *files, hpj__tu_fnames fname, int f, int64_t rows,
+                                    const char *rows_of, float **out, int32_t *width) {
+    hpj__scan first;
+    hpj__tu_reals t;
+    uint64_t cap = ((uint64_t)files->len[f] + 1) / 2;
+    int32_t w = 0;
+    hpj_status st;
+    hpj__scan_init(&first, files->text[f], files->len[f], fname[f]); /* the first row's width, counted to one past the limit */
+    if (hpj__scan_content_line(&first))
+        for (; hpj__scan_peek(&first) && w <= 1 << 20; ++w)
+            while (first.p < first.end && !hpj__is_blank(*first.p) && *first.p != '\n') ++first.p;
+    if ((uint64_t)rows * (uint64_t)w < cap) cap = (uint64_t)rows * (uint64_t)w;
+    t.a = (float *)hpj__calloc((size_t)cap + 1, sizeof(float), fname[f]);
+    t.w = 0;
+    if (!t.a) return HPJ_ERR_NOMEM;
+    if ((st = hpj__tu_records(files, fname, f, 0, rows, rows_of, hpj__tu_real_row, &t))) {
+        hpj__free(t.a);
+        return st;
+    }
+    *out = t.a;
+    *width = t.w;
+    return HPJ_OK;
+}
+
+/* The range of labels as the TU reader takes them: INT32_MIN is out (a
+   one-hot width max - min + 1 must fit an int32; what names the array in
+   that reason). min / max may be NULL. */
+static hpj_status hpj__label_range(const int32_t *src, int64_t n, const char *what, int32_t *vmin, int32_t *vmax) {
+    int64_t i;
+    int32_t lo = INT32_MAX, hi = INT32_MIN;
+    for (i = 0; i < n; ++i) {
+        if (src[i] == INT32_MIN)
+            return hpj__fail(HPJ_ERR_INPUT, "dataset_from_csr: %s[%lld] = %d is below the minimum %d", what, (long long)i,
+                             (int)src[i], INT32_MIN + 1);
+        if (src[i] < lo) lo = src[i];
+        if (src[i] > hi) hi = src[i];
+    }
+    if (vmin) *vmin = n ? lo : 0;
+    if (vmax) *vmax = n ? hi : 0;
+    return HPJ_OK;
+}
+
+/* Reads label file f of `rows` records into a new array *out (name: the
+   dataset, for an out-of-memory reason), and the labels' range. */
+static hpj_status hpj__tu_labels(const hpj_tu_text *files, hpj__tu_fnames fname, int f, int64_t rows, const char *rows_of,
+                                 const char *name, int32_t **out, int32_t *vmin, int32_t *vmax) {
+    hpj_status st;
+    if (!(*out = (int32_t *)hpj__calloc((size_t)rows, sizeof(int32_t), name))) return HPJ_ERR_NOMEM;
+    st = hpj__tu_records(files, fname, f, 1, rows, rows_of, hpj__tu_label, *out);
+    if (!st) (void)hpj__label_range(*out, rows, fname[f], vmin, vmax);
+    return st;
 }
 
 static int hpj__cmp_i32(const void *a, const void *b) {
@@ -2761,110 +2886,49 @@ static int hpj__cmp_i32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* ---- what the TU reader and hpj_dataset_from_csr share, so that both
-   treat edges and labels alike ---- */
-
-/* The scratch of hpj__dataset_edges for m records over N nodes: esrc,
-   edst, eline, order and tmp of 2m entries (each record and its reverse)
-   and cnt of N + 1. */
-static hpj_status hpj__edges_scratch(int64_t m, int64_t N, int32_t **esrc, int32_t **edst, int32_t **eline,
-                                     int32_t **order, int32_t **tmp, int64_t **cnt, const char *name) {
-    *esrc = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *edst = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *eline = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *order = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *tmp = (int32_t *)hpj__calloc((size_t)(2 * m), sizeof(int32_t), name);
-    *cnt = (int64_t *)hpj__calloc((size_t)N + 1, sizeof(int64_t), name);
-    return *esrc && *edst && *eline && *order && *tmp && *cnt ? HPJ_OK : HPJ_ERR_NOMEM;
-}
-
-/* The per-graph CSR of a dataset from its explicit directed entries.
-   ds->num_graphs, num_nodes and node_ptr are set on entry. esrc / edst
-   hold d entries in global node ids (self-loops already left out) and
-   eline the record (file line or input entry) of each; the three arrays
-   and order / tmp have room for 2d, cnt for num_nodes + 1. Every entry
-   gets its reverse, appended after all explicit ones, and a stable sort by
-   (source, target) then puts the earliest explicit listing of a directed
-   edge first (else the earliest reverse): that one is kept, later
-   explicit repeats count in dup_lines. On return order[k] is the entry
-   behind CSR entry k, so eline[order[k]] is the record whose label and
-   attributes entry k takes. Sets num_edges, dup_lines, edge_ptr, rowptr
-   and col. */
-static hpj_status hpj__dataset_edges(hpj_dataset *ds, int32_t *esrc, int32_t *edst, int32_t *eline, int64_t d,
-                                     int32_t *order, int32_t *tmp, int64_t *cnt, const char *name) {
-    int64_t i, k, explicit_n = d, N = ds->num_nodes;
-    int32_t g, G = ds->num_graphs;
-    for (i = 0; i < explicit_n; ++i) { esrc[d] = edst[i]; edst[d] = esrc[i]; eline[d] = eline[i]; ++d; }
-    hpj__sort_pairs(d, (int32_t)N, esrc, edst, order, tmp, cnt);
-    for (k = 0, i = 0; i < d; ++i) { /* drop repeats; count repeated explicit entries */
-        int32_t e = order[i];
-        if (k > 0 && esrc[order[k - 1]] == esrc[e] && edst[order[k - 1]] == edst[e]) {
-            if (e < explicit_n) ++ds->dup_lines;
-            continue;
-        }
-        order[k++] = e;
-    }
-    ds->num_edges = k;
-    ds->edge_ptr = (int64_t *)hpj__calloc((size_t)G + 1, sizeof(int64_t), name);
-    ds->rowptr = (int32_t *)hpj__calloc((size_t)(N + G), sizeof(int32_t), name);
-    ds->col = (int32_t *)hpj__calloc((size_t)ds->num_edges, sizeof(int32_t), name);
-    if (!ds->edge_ptr || !ds->rowptr || !ds->col) return HPJ_ERR_NOMEM;
-    for (k = 0, g = 0; g < G; ++g) { /* per-graph CSR with local ids */
-        int64_t v0 = ds->node_ptr[g], v1 = ds->node_ptr[g + 1], v;
-        int32_t *rp = ds->rowptr + v0 + g;
-        ds->edge_ptr[g] = k;
-        rp[0] = 0;
-        for (v = v0; v < v1; ++v) {
-            while (k < ds->num_edges && esrc[order[k]] == v) {
-                ds->col[k] = (int32_t)(edst[order[k]] - v0);
-                ++k;
-            }
-            rp[v - v0 + 1] = (int32_t)(k - ds->edge_ptr[g]);
-        }
-    }
-    ds->edge_ptr[G] = k;
-    return HPJ_OK;
-}
-
 /* Edge labels (one per record) copied to the CSR entries that
    hpj__dataset_edges made of the records. */
-static hpj_status hpj__dataset_edge_labels(hpj_dataset *ds, const int32_t *eline, const int32_t *order, const int32_t *lab,
-                                           const char *name) {
+static hpj_status hpj__dataset_edge_labels(hpj_dataset *ds, const hpj__entries *e, const int32_t *lab, const char *name) {
     int64_t i;
     ds->edge_label = (int32_t *)hpj__calloc((size_t)ds->num_edges + 1, sizeof(int32_t), name);
     if (!ds->edge_label) return HPJ_ERR_NOMEM;
-    for (i = 0; i < ds->num_edges; ++i) ds->edge_label[i] = lab[eline[order[i]]];
+    for (i = 0; i < ds->num_edges; ++i) ds->edge_label[i] = lab[e->rec[e->order[i]]];
     return HPJ_OK;
 }
 
 /* The same for edge attributes, w per record (attr may be NULL when there
    are no records). */
-static hpj_status hpj__dataset_edge_attrs(hpj_dataset *ds, const int32_t *eline, const int32_t *order, const float *attr,
-                                          int32_t w, const char *name) {
+static hpj_status hpj__dataset_edge_attrs(hpj_dataset *ds, const hpj__entries *e, const float *attr, int32_t w,
+                                          const char *name) {
     int64_t i;
     ds->edge_attr_dim = w;
     ds->edge_attr = (float *)hpj__calloc((size_t)ds->num_edges + 1, (size_t)w * sizeof(float), name);
     if (!ds->edge_attr) return HPJ_ERR_NOMEM;
     for (i = 0; i < ds->num_edges; ++i)
-        memcpy(ds->edge_attr + (size_t)i * (size_t)w, attr + (size_t)eline[order[i]] * (size_t)w, (size_t)w * sizeof(float));
+        memcpy(ds->edge_attr + (size_t)i * (size_t)w, attr + (size_t)e->rec[e->order[i]] * (size_t)w, (size_t)w * sizeof(float));
     return HPJ_OK;
+}
+
+/* Names the dataset (cut to fit ds->name, which starts zeroed). */
+static void hpj__dataset_name(hpj_dataset *ds, const char *name) {
+    size_t nl = strlen(name);
+    if (nl >= sizeof ds->name) nl = sizeof ds->name - 1;
+    memcpy(ds->name, name, nl);
 }
 
 /* Replaces the raw labels in ds->graph_label by classes 0..C-1 in
    ascending order of the raw values, which class_value keeps. */
 static hpj_status hpj__dataset_classes(hpj_dataset *ds, const char *name) {
     int32_t G = ds->num_graphs, c, g;
-    int32_t *sorted = (int32_t *)hpj__calloc((size_t)G, sizeof(int32_t), name);
+    int32_t *sorted = (int32_t *)hpj__copy(ds->graph_label, (size_t)G, sizeof(int32_t), name);
     if (!sorted) return HPJ_ERR_NOMEM;
-    memcpy(sorted, ds->graph_label, (size_t)G * sizeof(int32_t));
     qsort(sorted, (size_t)G, sizeof(int32_t), hpj__cmp_i32);
     for (c = 0, g = 0; g < G; ++g)
         if (g == 0 || sorted[g] != sorted[g - 1]) sorted[c++] = sorted[g];
     ds->num_classes = c;
-    ds->class_value = (int32_t *)hpj__calloc((size_t)c, sizeof(int32_t), name);
-    if (!ds->class_value) { hpj__free(sorted); return HPJ_ERR_NOMEM; }
-    memcpy(ds->class_value, sorted, (size_t)c * sizeof(int32_t));
+    ds->class_value = (int32_t *)hpj__copy(sorted, (size_t)c, sizeof(int32_t), name);
     hpj__free(sorted);
+    if (!ds->class_value) return HPJ_ERR_NOMEM;
     for (g = 0; g < G; ++g) { /* binary search the class index */
         int32_t lo = 0, hi = c - 1, v = ds->graph_label[g];
         while (lo < hi) {
@@ -2877,27 +2941,21 @@ static hpj_status hpj__dataset_classes(hpj_dataset *ds, const char *name) {
 }
 
 HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *out) {
-    char fname[HPJ_TU_NUM_FILES][300];
+    hpj__tu_fnames fname;
     const char *name = files->name ? files->name : "dataset";
     hpj_dataset ds;
-    hpj__scan s;
+    hpj__tu_edges edges;
     hpj_status st = HPJ_OK;
+    hpj__entries ent;                       /* the edges of A's records          */
     int32_t *gind = NULL;                   /* (N) 0-based graph of each node    */
-    int32_t *esrc = NULL, *edst = NULL;     /* (2m) directed entries             */
-    int32_t *eline = NULL;                  /* (2m) record index of each entry   */
-    int32_t *order = NULL, *tmp = NULL;     /* (2m) sort permutation and scratch */
-    int64_t *cnt = NULL;
     int32_t *lab_line = NULL;               /* (m) edge label per A record       */
     float *eattr_line = NULL;               /* (m, w) edge attributes per record */
-    int64_t N = 0, m = 0, d = 0, i;
-    int32_t G = 0, f;
+    int64_t N = 0, m = 0, i;
+    int32_t G = 0, f, w;
     memset(&ds, 0, sizeof ds);
+    memset(&ent, 0, sizeof ent);
     memset(out, 0, sizeof(*out));
-    {
-        size_t nl = strlen(name);
-        if (nl >= sizeof ds.name) nl = sizeof ds.name - 1;
-        memcpy(ds.name, name, nl);
-    }
+    hpj__dataset_name(&ds, name);
     for (f = 0; f < HPJ_TU_NUM_FILES; ++f) {
         const char *pre = files->path_prefix ? files->path_prefix : name;
         size_t pl = strlen(pre), sl = strlen(hpj__tu_suffixes[f]);
@@ -2921,30 +2979,8 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
     if (N > INT32_MAX - 2) return hpj__fail(HPJ_ERR_FORMAT, "%s: %lld nodes exceed 2^31", fname[HPJ_TU_GRAPH_INDICATOR], (long long)N);
     gind = (int32_t *)hpj__calloc((size_t)N, sizeof(int32_t), name);
     if (!gind) return HPJ_ERR_NOMEM;
-    hpj__scan_init(&s, files->text[HPJ_TU_GRAPH_INDICATOR], files->len[HPJ_TU_GRAPH_INDICATOR], fname[HPJ_TU_GRAPH_INDICATOR]);
-    s.lenient = 1; /* read like a label file: "2.0" is graph 2 */
-    for (i = 0; i < N; ++i) {
-        int32_t gid;
-        hpj__scan_content_line(&s);
-        if ((st = hpj__scan_i32(&s, &gid, 1, INT32_MAX - 1, "graph id"))) goto done;
-        if ((st = hpj__scan_eol(&s))) goto done;
-        if (i == 0 && gid != 1) {
-            st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: first graph id is %d, expected 1", s.file, (long long)s.line, gid);
-            goto done;
-        }
-        gind[i] = gid - 1;
-        if (i > 0 && gind[i] < gind[i - 1]) {
-            st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: graph id %d after %d: ids must ascend, each graph's nodes contiguous",
-                           s.file, (long long)s.line, gid, gind[i - 1] + 1);
-            goto done;
-        }
-        if (i > 0 && gind[i] > gind[i - 1] + 1) {
-            st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: graph id jumps from %d to %d: graph %d has no nodes", s.file,
-                           (long long)s.line, gind[i - 1] + 1, gid, gind[i - 1] + 2);
-            goto done;
-        }
-        hpj__scan_next_line(&s);
-    }
+    /* lenient, read like a label file: "2.0" is graph 2 */
+    if ((st = hpj__tu_records(files, fname, HPJ_TU_GRAPH_INDICATOR, 1, N, "nodes", hpj__tu_graph_id, gind))) goto done;
     G = gind[N - 1] + 1;
     ds.num_graphs = G;
     ds.num_nodes = N;
@@ -2956,105 +2992,48 @@ HPJDEF hpj_status hpj_dataset_parse_tu(const hpj_tu_text *files, hpj_dataset *ou
     /* -- A: edges, with optional aligned labels / attributes -- */
     m = hpj__count_records(files->text[HPJ_TU_A], files->len[HPJ_TU_A]);
     if (m > INT32_MAX / 2 - 1) { st = hpj__fail(HPJ_ERR_FORMAT, "%s: %lld edge lines exceed 2^30", fname[HPJ_TU_A], (long long)m); goto done; }
-    if ((st = hpj__edges_scratch(m, N, &esrc, &edst, &eline, &order, &tmp, &cnt, name))) goto done;
-    hpj__scan_init(&s, files->text[HPJ_TU_A], files->len[HPJ_TU_A], fname[HPJ_TU_A]);
-    for (i = 0; i < m; ++i) {
-        int32_t u, v;
-        hpj__scan_content_line(&s);
-        if ((st = hpj__scan_i32(&s, &u, 1, N, "node id"))) goto done;
-        if (!hpj__scan_peek(&s)) { st = hpj__scan_err(&s, "expected two node ids 'row, col'"); goto done; }
-        if ((st = hpj__scan_i32(&s, &v, 1, N, "node id"))) goto done;
-        if ((st = hpj__scan_eol(&s))) goto done;
-        --u; --v;
-        if (gind[u] != gind[v]) {
-            st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: edge joins node %d (graph %d) and node %d (graph %d)", s.file,
-                           (long long)s.line, u + 1, gind[u] + 1, v + 1, gind[v] + 1);
-            goto done;
-        }
-        if (u == v) ++ds.self_loops;
-        else { esrc[d] = u; edst[d] = v; eline[d] = (int32_t)i; ++d; }
-        hpj__scan_next_line(&s);
-    }
-    if ((st = hpj__dataset_edges(&ds, esrc, edst, eline, d, order, tmp, cnt, name))) goto done;
-    /* edge labels: one per A record, then copied to the entries they name */
-    if (files->text[HPJ_TU_EDGE_LABELS]) {
-        const char *fn = fname[HPJ_TU_EDGE_LABELS];
-        lab_line = (int32_t *)hpj__calloc((size_t)m + 1, sizeof(int32_t), name);
-        if (!lab_line) { st = HPJ_ERR_NOMEM; goto done; }
-        if ((st = hpj__tu_int_rows(files->text[HPJ_TU_EDGE_LABELS], files->len[HPJ_TU_EDGE_LABELS], fn, m, "edge lines in A",
-                                   lab_line, &ds.edge_label_min, &ds.edge_label_max)))
-            goto done;
-        if ((st = hpj__dataset_edge_labels(&ds, eline, order, lab_line, name))) goto done;
-    }
-    if (files->text[HPJ_TU_EDGE_ATTRIBUTES]) {
-        int32_t w;
-        if ((st = hpj__tu_real_rows(files->text[HPJ_TU_EDGE_ATTRIBUTES], files->len[HPJ_TU_EDGE_ATTRIBUTES],
-                                    fname[HPJ_TU_EDGE_ATTRIBUTES], m, "edge lines in A", &eattr_line, &w)))
-            goto done;
-        if ((st = hpj__dataset_edge_attrs(&ds, eline, order, eattr_line, w, name))) goto done;
-    }
-    if (files->text[HPJ_TU_NODE_LABELS]) {
-        ds.node_label = (int32_t *)hpj__calloc((size_t)N, sizeof(int32_t), name);
-        if (!ds.node_label) { st = HPJ_ERR_NOMEM; goto done; }
-        if ((st = hpj__tu_int_rows(files->text[HPJ_TU_NODE_LABELS], files->len[HPJ_TU_NODE_LABELS],
-                                   fname[HPJ_TU_NODE_LABELS], N, "nodes in graph_indicator", ds.node_label,
-                                   &ds.node_label_min, &ds.node_label_max)))
-            goto done;
-    }
-    if (files->text[HPJ_TU_NODE_ATTRIBUTES]) {
-        if ((st = hpj__tu_real_rows(files->text[HPJ_TU_NODE_ATTRIBUTES], files->len[HPJ_TU_NODE_ATTRIBUTES],
-                                    fname[HPJ_TU_NODE_ATTRIBUTES], N, "nodes in graph_indicator", &ds.node_attr,
-                                    &ds.node_attr_dim)))
-            goto done;
-    }
-    if (files->text[HPJ_TU_GRAPH_LABELS]) {
-        ds.graph_label = (int32_t *)hpj__calloc((size_t)G, sizeof(int32_t), name);
-        if (!ds.graph_label) { st = HPJ_ERR_NOMEM; goto done; }
-        if ((st = hpj__tu_int_rows(files->text[HPJ_TU_GRAPH_LABELS], files->len[HPJ_TU_GRAPH_LABELS],
-                                   fname[HPJ_TU_GRAPH_LABELS], G, "graphs in graph_indicator", ds.graph_label, NULL,
-                                   NULL)))
-            goto done;
-        if ((st = hpj__dataset_classes(&ds, name))) goto done;
-    }
-    if (files->text[HPJ_TU_GRAPH_ATTRIBUTES]) {
-        if ((st = hpj__tu_real_rows(files->text[HPJ_TU_GRAPH_ATTRIBUTES], files->len[HPJ_TU_GRAPH_ATTRIBUTES],
-                                    fname[HPJ_TU_GRAPH_ATTRIBUTES], G, "graphs in graph_indicator", &ds.target,
-                                    &ds.target_dim)))
-            goto done;
-    }
+    if ((st = hpj__entries_alloc(&ent, m, N, name))) goto done;
+    edges.gind = gind;
+    edges.ent = &ent;
+    edges.ds = &ds;
+    if ((st = hpj__tu_records(files, fname, HPJ_TU_A, 0, m, "edge lines", hpj__tu_edge, &edges)) ||
+        (st = hpj__dataset_edges(&ds, &ent, name)))
+        goto done;
+    /* edge labels and attributes: one per A record, then copied to the entries they name */
+    if (files->text[HPJ_TU_EDGE_LABELS] &&
+        ((st = hpj__tu_labels(files, fname, HPJ_TU_EDGE_LABELS, m, "edge lines in A", name, &lab_line, &ds.edge_label_min,
+                              &ds.edge_label_max)) ||
+         (st = hpj__dataset_edge_labels(&ds, &ent, lab_line, name))))
+        goto done;
+    if (files->text[HPJ_TU_EDGE_ATTRIBUTES] &&
+        ((st = hpj__tu_real_rows(files, fname, HPJ_TU_EDGE_ATTRIBUTES, m, "edge lines in A", &eattr_line, &w)) ||
+         (st = hpj__dataset_edge_attrs(&ds, &ent, eattr_line, w, name))))
+        goto done;
+    if (files->text[HPJ_TU_NODE_LABELS] &&
+        (st = hpj__tu_labels(files, fname, HPJ_TU_NODE_LABELS, N, "nodes in graph_indicator", name, &ds.node_label,
+                             &ds.node_label_min, &ds.node_label_max)))
+        goto done;
+    if (files->text[HPJ_TU_NODE_ATTRIBUTES] &&
+        (st = hpj__tu_real_rows(files, fname, HPJ_TU_NODE_ATTRIBUTES, N, "nodes in graph_indicator", &ds.node_attr,
+                                &ds.node_attr_dim)))
+        goto done;
+    if (files->text[HPJ_TU_GRAPH_LABELS] &&
+        ((st = hpj__tu_labels(files, fname, HPJ_TU_GRAPH_LABELS, G, "graphs in graph_indicator", name, &ds.graph_label,
+                              NULL, NULL)) ||
+         (st = hpj__dataset_classes(&ds, name))))
+        goto done;
+    if (files->text[HPJ_TU_GRAPH_ATTRIBUTES] &&
+        (st = hpj__tu_real_rows(files, fname, HPJ_TU_GRAPH_ATTRIBUTES, G, "graphs in graph_indicator", &ds.target,
+                                &ds.target_dim)))
+        goto done;
     if (files->text[HPJ_TU_SPLIT]) {
-        const char *fn = fname[HPJ_TU_SPLIT];
-        int64_t r = 0;
         ds.split = (int8_t *)hpj__calloc((size_t)G, 1, name);
         if (!ds.split) { st = HPJ_ERR_NOMEM; goto done; }
-        hpj__scan_init(&s, files->text[HPJ_TU_SPLIT], files->len[HPJ_TU_SPLIT], fn);
-        while (hpj__scan_content_line(&s)) {
-            const char *q = s.p;
-            size_t n = 0;
-            int8_t v;
-            if (r >= G) {
-                st = hpj__fail(HPJ_ERR_FORMAT, "%s:%lld: more lines than the %d graphs", fn, (long long)s.line, G);
-                goto done;
-            }
-            while (q + n < s.end && !hpj__is_blank(q[n]) && q[n] != '\n') ++n;
-            if (n == 5 && !memcmp(q, "train", 5)) v = HPJ_SPLIT_TRAIN;
-            else if (n == 3 && !memcmp(q, "val", 3)) v = HPJ_SPLIT_VAL;
-            else if (n == 5 && !memcmp(q, "valid", 5)) v = HPJ_SPLIT_VAL;
-            else if (n == 4 && !memcmp(q, "test", 4)) v = HPJ_SPLIT_TEST;
-            else { st = hpj__scan_err(&s, "expected train, val or test"); goto done; }
-            s.p = q + n;
-            if ((st = hpj__scan_eol(&s))) goto done;
-            ds.split[r++] = v;
-            if (!hpj__scan_next_line(&s)) break;
-        }
-        if (r != G) {
-            st = hpj__fail(HPJ_ERR_FORMAT, "%s: %lld lines but there are %d graphs", fn, (long long)r, G);
-            goto done;
-        }
+        if ((st = hpj__tu_records(files, fname, HPJ_TU_SPLIT, 0, G, "graphs", hpj__tu_split, ds.split))) goto done;
     }
 done:
-    hpj__free(gind); hpj__free(esrc); hpj__free(edst); hpj__free(eline); hpj__free(order); hpj__free(tmp);
-    hpj__free(cnt); hpj__free(lab_line); hpj__free(eattr_line);
+    hpj__entries_free(&ent);
+    hpj__free(gind); hpj__free(lab_line); hpj__free(eattr_line);
     if (st) { hpj_dataset_free(&ds); return st; }
     *out = ds;
     return HPJ_OK;
@@ -3073,36 +3052,6 @@ static hpj_status hpj__csr_finite(const float *x, int64_t rows, int32_t w, const
     return HPJ_OK;
 }
 
-/* A copy of rows x w floats. */
-static float *hpj__csr_copy(const float *x, int64_t rows, int32_t w) {
-    size_t count;
-    float *y;
-    if (hpj__mul_size((size_t)rows, (size_t)w, &count)) {
-        hpj__fail(HPJ_ERR_NOMEM, "dataset_from_csr: size overflow (%lld x %d floats)", (long long)rows, w);
-        return NULL;
-    }
-    y = (float *)hpj__calloc(count + 1, sizeof(float), "dataset_from_csr");
-    if (y) memcpy(y, x, count * sizeof(float));
-    return y;
-}
-
-/* Labels as the TU reader takes them: INT32_MIN is out (a one-hot width
-   max - min + 1 must fit an int32). min / max may be NULL. */
-static hpj_status hpj__csr_labels(const int32_t *src, int64_t n, const char *what, int32_t *vmin, int32_t *vmax) {
-    int64_t i;
-    int32_t lo = INT32_MAX, hi = INT32_MIN;
-    for (i = 0; i < n; ++i) {
-        if (src[i] == INT32_MIN)
-            return hpj__fail(HPJ_ERR_INPUT, "dataset_from_csr: %s[%lld] = %d is below the minimum %d", what, (long long)i,
-                             (int)src[i], INT32_MIN + 1);
-        if (src[i] < lo) lo = src[i];
-        if (src[i] > hi) hi = src[i];
-    }
-    if (vmin) *vmin = n ? lo : 0;
-    if (vmax) *vmax = n ? hi : 0;
-    return HPJ_OK;
-}
-
 /* A width that goes with its array: 1..2^20 when the array is given, 0
    when it is not. */
 static hpj_status hpj__csr_width(const void *arr, int32_t w, const char *arr_name, const char *w_name) {
@@ -3116,10 +3065,11 @@ HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *nam
     static const char *fn = "dataset_from_csr";
     hpj_dataset ds;
     hpj_status st = HPJ_OK;
-    int32_t *esrc = NULL, *edst = NULL, *eline = NULL, *order = NULL, *tmp = NULL;
-    int64_t *cnt = NULL, N, E, v, d = 0;
+    hpj__entries ent;
+    int64_t N, E, v;
     int32_t G, g;
     memset(&ds, 0, sizeof ds);
+    memset(&ent, 0, sizeof ent);
     if (!out) return hpj__fail(HPJ_ERR_INPUT, "%s: out is NULL", fn);
     memset(out, 0, sizeof(*out));
     if (!in) return hpj__fail(HPJ_ERR_INPUT, "%s: in is NULL", fn);
@@ -3164,65 +3114,49 @@ HPJDEF hpj_status hpj_dataset_from_csr(const hpj_csr_graphs *in, const char *nam
         (st = hpj__csr_width(in->target, in->target_dim, "target", "target_dim")) ||
         (st = hpj__csr_width(in->edge_attr, in->edge_attr_dim, "edge_attr", "edge_attr_dim")))
         return st;
-    if (in->node_label && (st = hpj__csr_labels(in->node_label, N, "node_label", NULL, NULL))) return st;
-    if (in->edge_label && (st = hpj__csr_labels(in->edge_label, E, "edge_label", NULL, NULL))) return st;
-    if (in->graph_label && (st = hpj__csr_labels(in->graph_label, G, "graph_label", NULL, NULL))) return st;
+    if ((in->node_label && (st = hpj__label_range(in->node_label, N, "node_label", &ds.node_label_min, &ds.node_label_max))) ||
+        (in->edge_label && (st = hpj__label_range(in->edge_label, E, "edge_label", &ds.edge_label_min, &ds.edge_label_max))) ||
+        (in->graph_label && (st = hpj__label_range(in->graph_label, G, "graph_label", NULL, NULL))))
+        return st;
     if ((in->node_attr && (st = hpj__csr_finite(in->node_attr, N, in->node_attr_dim, "node_attr"))) ||
         (in->edge_attr && (st = hpj__csr_finite(in->edge_attr, E, in->edge_attr_dim, "edge_attr"))) ||
         (in->target && (st = hpj__csr_finite(in->target, G, in->target_dim, "target"))))
         return st;
 
     /* -- build: the entries in input order, as the TU reader takes A's lines -- */
-    {
-        size_t nl = strlen(name);
-        if (nl >= sizeof ds.name) nl = sizeof ds.name - 1;
-        memcpy(ds.name, name, nl);
-    }
+    hpj__dataset_name(&ds, name);
     ds.num_graphs = G;
     ds.num_nodes = N;
     ds.node_ptr = (int64_t *)hpj__calloc((size_t)G + 1, sizeof(int64_t), fn);
     if (!ds.node_ptr) { st = HPJ_ERR_NOMEM; goto done; }
-    if ((st = hpj__edges_scratch(E, N, &esrc, &edst, &eline, &order, &tmp, &cnt, fn))) goto done;
+    if ((st = hpj__entries_alloc(&ent, E, N, fn))) goto done;
     memcpy(ds.node_ptr, in->node_ptr, sizeof(int64_t) * ((size_t)G + 1));
     for (g = 0; g < G; ++g) {
         int64_t v0 = in->node_ptr[g], e;
         for (v = v0; v < in->node_ptr[g + 1]; ++v)
             for (e = in->row_ptr[v]; e < in->row_ptr[v + 1]; ++e) {
                 int64_t u = v0 + in->col[e];
-                if (u == v) { ++ds.self_loops; continue; }
-                esrc[d] = (int32_t)v; edst[d] = (int32_t)u; eline[d] = (int32_t)e; ++d;
+                if (u == v) ++ds.self_loops;
+                else hpj__entries_add(&ent, (int32_t)v, (int32_t)u, (int32_t)e);
             }
     }
-    if ((st = hpj__dataset_edges(&ds, esrc, edst, eline, d, order, tmp, cnt, fn))) goto done;
-    if (in->edge_label) {
-        (void)hpj__csr_labels(in->edge_label, E, "edge_label", &ds.edge_label_min, &ds.edge_label_max);
-        if ((st = hpj__dataset_edge_labels(&ds, eline, order, in->edge_label, fn))) goto done;
+    if ((st = hpj__dataset_edges(&ds, &ent, fn)) ||
+        (in->edge_label && (st = hpj__dataset_edge_labels(&ds, &ent, in->edge_label, fn))) ||
+        (in->edge_attr && (st = hpj__dataset_edge_attrs(&ds, &ent, in->edge_attr, in->edge_attr_dim, fn))))
+        goto done;
+    if ((in->node_label && !(ds.node_label = (int32_t *)hpj__copy(in->node_label, (size_t)N, sizeof(int32_t), fn))) ||
+        (in->node_attr &&
+         !(ds.node_attr = (float *)hpj__copy(in->node_attr, (size_t)N, sizeof(float) * (size_t)in->node_attr_dim, fn))) ||
+        (in->graph_label && !(ds.graph_label = (int32_t *)hpj__copy(in->graph_label, (size_t)G, sizeof(int32_t), fn))) ||
+        (in->target && !(ds.target = (float *)hpj__copy(in->target, (size_t)G, sizeof(float) * (size_t)in->target_dim, fn)))) {
+        st = HPJ_ERR_NOMEM;
+        goto done;
     }
-    if (in->edge_attr) {
-        if ((st = hpj__dataset_edge_attrs(&ds, eline, order, in->edge_attr, in->edge_attr_dim, fn))) goto done;
-    }
-    if (in->node_label) {
-        ds.node_label = (int32_t *)hpj__calloc((size_t)N, sizeof(int32_t), fn);
-        if (!ds.node_label) { st = HPJ_ERR_NOMEM; goto done; }
-        memcpy(ds.node_label, in->node_label, sizeof(int32_t) * (size_t)N);
-        (void)hpj__csr_labels(in->node_label, N, "node_label", &ds.node_label_min, &ds.node_label_max);
-    }
-    if (in->node_attr) {
-        if (!(ds.node_attr = hpj__csr_copy(in->node_attr, N, in->node_attr_dim))) { st = HPJ_ERR_NOMEM; goto done; }
-        ds.node_attr_dim = in->node_attr_dim;
-    }
-    if (in->graph_label) {
-        ds.graph_label = (int32_t *)hpj__calloc((size_t)G, sizeof(int32_t), fn);
-        if (!ds.graph_label) { st = HPJ_ERR_NOMEM; goto done; }
-        memcpy(ds.graph_label, in->graph_label, sizeof(int32_t) * (size_t)G);
-        if ((st = hpj__dataset_classes(&ds, fn))) goto done;
-    }
-    if (in->target) {
-        if (!(ds.target = hpj__csr_copy(in->target, G, in->target_dim))) { st = HPJ_ERR_NOMEM; goto done; }
-        ds.target_dim = in->target_dim;
-    }
+    ds.node_attr_dim = in->node_attr_dim; /* 0 without the array (checked above) */
+    ds.target_dim = in->target_dim;
+    if (in->graph_label && (st = hpj__dataset_classes(&ds, fn))) goto done;
 done:
-    hpj__free(esrc); hpj__free(edst); hpj__free(eline); hpj__free(order); hpj__free(tmp); hpj__free(cnt);
+    hpj__entries_free(&ent);
     if (st) { hpj_dataset_free(&ds); return st; }
     *out = ds;
     return HPJ_OK;
@@ -3230,26 +3164,20 @@ done:
 
 #ifndef HPJ_NO_STDIO
 HPJDEF hpj_status hpj_dataset_load_tu(const char *dir, hpj_dataset *out) {
-    char prefix[1024], path[1100], name[256];
+    char prefix[1024], path[1100], name[256], *text;
     hpj_tu_text files;
-    char *buf[HPJ_TU_NUM_FILES];
     hpj_status st = HPJ_OK;
-    size_t dl = strlen(dir), b, e;
+    size_t dl = strlen(dir), b;
     int f;
     memset(out, 0, sizeof(*out));
     memset(&files, 0, sizeof files);
-    memset(buf, 0, sizeof buf);
     while (dl > 1 && dir[dl - 1] == '/') --dl; /* strip trailing slashes */
-    e = dl;
-    b = e;
-    while (b > 0 && dir[b - 1] != '/') --b;
-    if (e == b || e - b >= sizeof name) return hpj__fail(HPJ_ERR_INPUT, "%s: cannot take a dataset name from this path", dir);
-    if (dl + (e - b) + 2 >= sizeof prefix) return hpj__fail(HPJ_ERR_INPUT, "%s: path too long", dir);
-    memcpy(name, dir + b, e - b);
-    name[e - b] = 0;
-    memcpy(prefix, dir, dl);
-    prefix[dl] = '/';
-    memcpy(prefix + dl + 1, name, e - b + 1);
+    for (b = dl; b > 0 && dir[b - 1] != '/'; --b) {}
+    if (dl == b || dl - b >= sizeof name) return hpj__fail(HPJ_ERR_INPUT, "%s: cannot take a dataset name from this path", dir);
+    if (dl + (dl - b) + 2 >= sizeof prefix) return hpj__fail(HPJ_ERR_INPUT, "%s: path too long", dir);
+    /* "data/PROTEINS/" gives the name "PROTEINS" and the prefix "data/PROTEINS/PROTEINS" */
+    snprintf(name, sizeof name, "%.*s", (int)(dl - b), dir + b);
+    snprintf(prefix, sizeof prefix, "%.*s/%s", (int)dl, dir, name);
     for (f = 0; f < HPJ_TU_NUM_FILES; ++f) {
         FILE *fp;
         snprintf(path, sizeof path, "%s_%s.txt", prefix, hpj__tu_suffixes[f]);
@@ -3260,8 +3188,8 @@ HPJDEF hpj_status hpj_dataset_load_tu(const char *dir, hpj_dataset *out) {
             goto done;
         }
         fclose(fp);
-        if ((st = hpj__read_file(path, &buf[f], &files.len[f]))) goto done;
-        files.text[f] = buf[f];
+        if ((st = hpj__read_file(path, &text, &files.len[f]))) goto done;
+        files.text[f] = text;
     }
     files.name = name;
     files.path_prefix = prefix;
@@ -3271,7 +3199,7 @@ HPJDEF hpj_status hpj_dataset_load_tu(const char *dir, hpj_dataset *out) {
     }
     st = hpj_dataset_parse_tu(&files, out);
 done:
-    for (f = 0; f < HPJ_TU_NUM_FILES; ++f) hpj__free(buf[f]);
+    for (f = 0; f < HPJ_TU_NUM_FILES; ++f) hpj__free((void *)files.text[f]);
     return st;
 }
 #endif
@@ -6729,78 +6657,60 @@ HPJDEF void hpj_init_xavier_uniform(float *w, int fan_out, int fan_in, float gai
 
 /* ==== config ============================================================== */
 
-HPJDEF void hpj_config_default(hpj_config *c) {
-    int l;
-    memset(c, 0, sizeof(*c));
-    c->mode = HPJ_MODE_HP;
-    c->L = 4;
-    for (l = 0; l < HPJ_MAX_RES; ++l) { c->K[l] = 2 << l; c->M[l] = l < 3 ? l + 1 : 4; }
-    c->dim = 512; c->blocks = 4; c->heads = 8; c->ffn = 0; c->ffn_act = HPJ_ACT_RELU;
-    c->gnn_layers = 2; c->rw_dim = 15; c->rw_reduce = HPJ_RW_MAX; c->pred_layers = 3;
-    c->target_adj = 0; c->ema_copy_init = 1; c->patch_mixing = 1; c->gnn_out_linear = 1;
-    c->patch_tokens = HPJ_TOKENS_ALONE;
-    c->lr = 2.5e-4f; c->min_lr = 0.0f; c->weight_decay = 0.0f; c->optimizer = HPJ_OPT_ADAM;
-    c->batch_size = 128; c->epochs = 20; c->schedule = HPJ_SCHED_COSINE; c->warmup = 0.0f;
-    c->dropout = 0.0f; c->token_dropout = 0.0f; c->clip = 0.0f; c->beta = 1.0f;
-    c->ema_start = 0.996f; c->ema_end = 1.0f; c->edge_drop = 0.3f; c->repartition = 1; c->target_clamp = 0.0f;
-    c->part_method = HPJ_PART_RB; c->part_trials = 0; c->node_vocab = 0; c->edge_vocab = 0; c->node_attr = 0;
-    c->readout = HPJ_READOUT_CONCAT; c->lambda_unif = 1.0f; c->probe_alpha = 1.0f; c->probe_select = 0; c->train_embed = 0; c->seed = 42; c->threads = 0;
-}
+/* The table of keys, one line per key in the order a config file lists
+   them (hpj_config_format writes them so): the field it sets, its name in
+   the file, its kind and range (or words, the n-th setting the value n)
+   and its default, written as a config file would hold it. */
+#define HPJ__CONFIG_KEYS(X)                                                              \
+    X(mode, "mode", HPJ_KEY_WORD, 0, 0, "hp graph-jepa", "hp")                           \
+    X(K, "resolutions", HPJ_KEY_LIST, 1, 1 << 20, NULL, "2,4,8,16")                      \
+    X(M, "targets", HPJ_KEY_LIST, 1, 1 << 20, NULL, "1,2,3,4")                           \
+    X(dim, "dim", HPJ_KEY_INT, 2, 8192, NULL, "512")                                     \
+    X(blocks, "blocks", HPJ_KEY_INT, 0, 64, NULL, "4")                                   \
+    X(heads, "heads", HPJ_KEY_INT, 1, 256, NULL, "8")                                    \
+    X(ffn, "ffn", HPJ_KEY_INT, 0, 65536, NULL, "0")                                      \
+    X(ffn_act, "ffn_act", HPJ_KEY_WORD, 0, 0, "relu gelu", "relu")                       \
+    X(gnn_layers, "gnn_layers", HPJ_KEY_INT, 1, 16, NULL, "2")                           \
+    X(rw_dim, "rw_dim", HPJ_KEY_INT, 1, 256, NULL, "15")                                 \
+    X(rw_reduce, "rw_reduce", HPJ_KEY_WORD, 0, 0, "max mean", "max")                     \
+    X(pred_layers, "pred_layers", HPJ_KEY_INT, 1, 8, NULL, "3")                          \
+    X(target_adj, "target_adj", HPJ_KEY_INT, 0, 1, NULL, "0")                            \
+    X(ema_copy_init, "ema_init", HPJ_KEY_WORD, 0, 0, "independent copy", "copy")         \
+    X(patch_mixing, "patch_mixing", HPJ_KEY_INT, 0, 1, NULL, "1")                        \
+    X(gnn_out_linear, "gnn_out_linear", HPJ_KEY_INT, 0, 1, NULL, "1")                    \
+    X(patch_tokens, "patch_tokens", HPJ_KEY_WORD, 0, 0, "alone present", "alone")        \
+    X(node_degree, "node_degree", HPJ_KEY_INT, 0, 4095, NULL, "0")                       \
+    X(lr, "lr", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0.00025")                                \
+    X(min_lr, "min_lr", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0")                              \
+    X(weight_decay, "weight_decay", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0")                  \
+    X(optimizer, "optimizer", HPJ_KEY_WORD, 0, 0, "adam adamw", "adam")                  \
+    X(batch_size, "batch_size", HPJ_KEY_INT, 1, 1 << 20, NULL, "128")                    \
+    X(epochs, "epochs", HPJ_KEY_INT, 0, 1 << 20, NULL, "20")                             \
+    X(schedule, "schedule", HPJ_KEY_WORD, 0, 0, "constant cosine", "cosine")             \
+    X(warmup, "warmup", HPJ_KEY_REAL, 0.0, 1e6, NULL, "0")                               \
+    X(dropout, "dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL, "0")                            \
+    X(token_dropout, "token_dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL, "0")                \
+    X(clip, "clip", HPJ_KEY_REAL, 0.0, 1e9, NULL, "0")                                   \
+    X(beta, "beta", HPJ_KEY_REAL, 1e-12, 1e9, NULL, "1")                                 \
+    X(ema_start, "ema_start", HPJ_KEY_REAL, 0.0, 1.0, NULL, "0.996")                     \
+    X(ema_end, "ema_end", HPJ_KEY_REAL, 0.0, 1.0, NULL, "1")                             \
+    X(edge_drop, "edge_drop", HPJ_KEY_REAL, 0.0, 0.99, NULL, "0.3")                      \
+    X(repartition, "repartition", HPJ_KEY_INT, 0, 1, NULL, "1")                          \
+    X(target_clamp, "target_clamp", HPJ_KEY_REAL, 0.0, 80.0, NULL, "0")                  \
+    X(part_method, "partition", HPJ_KEY_WORD, 0, 0, "kway rb", "rb")                     \
+    X(node_vocab, "node_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL, "0")                      \
+    X(edge_vocab, "edge_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL, "0")                      \
+    X(node_attr, "node_attr", HPJ_KEY_INT, 0, 1, NULL, "0")                              \
+    X(part_trials, "partition_trials", HPJ_KEY_INT, 0, 1000, NULL, "0")                  \
+    X(readout, "readout", HPJ_KEY_WORD, 0, 0, "concat uniform task", "concat")           \
+    X(lambda_unif, "lambda_unif", HPJ_KEY_REAL, 0.0, 1.0, NULL, "1")                     \
+    X(probe_alpha, "probe_alpha", HPJ_KEY_REAL, 0.0, 1e12, NULL, "1")                    \
+    X(probe_select, "probe_select", HPJ_KEY_WORD, 0, 0, "fixed cv", "fixed")             \
+    X(train_embed, "train_embed", HPJ_KEY_WORD, 0, 0, "fixed repartition", "fixed")      \
+    X(seed, "seed", HPJ_KEY_SEED, 0, 0, NULL, "42")                                      \
+    X(threads, "threads", HPJ_KEY_INT, 0, 4096, NULL, "0")
 
-static int hpj__streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
-
-/* The table of keys: one line per key, the field it sets, its kind and
-   range (or words, the n-th setting the value n). */
-#define HPJ__CONFIG_KEYS(X)                                                          \
-    X(mode, "mode", HPJ_KEY_WORD, 0, 0, "hp graph-jepa")                             \
-    X(K, "resolutions", HPJ_KEY_LIST, 1, 1 << 20, NULL)                              \
-    X(M, "targets", HPJ_KEY_LIST, 1, 1 << 20, NULL)                                  \
-    X(dim, "dim", HPJ_KEY_INT, 2, 8192, NULL)                                        \
-    X(blocks, "blocks", HPJ_KEY_INT, 0, 64, NULL)                                    \
-    X(heads, "heads", HPJ_KEY_INT, 1, 256, NULL)                                     \
-    X(ffn, "ffn", HPJ_KEY_INT, 0, 65536, NULL)                                       \
-    X(ffn_act, "ffn_act", HPJ_KEY_WORD, 0, 0, "relu gelu")                           \
-    X(gnn_layers, "gnn_layers", HPJ_KEY_INT, 1, 16, NULL)                            \
-    X(rw_dim, "rw_dim", HPJ_KEY_INT, 1, 256, NULL)                                   \
-    X(rw_reduce, "rw_reduce", HPJ_KEY_WORD, 0, 0, "max mean")                        \
-    X(pred_layers, "pred_layers", HPJ_KEY_INT, 1, 8, NULL)                           \
-    X(target_adj, "target_adj", HPJ_KEY_INT, 0, 1, NULL)                             \
-    X(ema_copy_init, "ema_init", HPJ_KEY_WORD, 0, 0, "independent copy")             \
-    X(patch_mixing, "patch_mixing", HPJ_KEY_INT, 0, 1, NULL)                         \
-    X(gnn_out_linear, "gnn_out_linear", HPJ_KEY_INT, 0, 1, NULL)                     \
-    X(patch_tokens, "patch_tokens", HPJ_KEY_WORD, 0, 0, "alone present")             \
-    X(lr, "lr", HPJ_KEY_REAL, 0.0, 10.0, NULL)                                       \
-    X(min_lr, "min_lr", HPJ_KEY_REAL, 0.0, 10.0, NULL)                               \
-    X(weight_decay, "weight_decay", HPJ_KEY_REAL, 0.0, 10.0, NULL)                   \
-    X(optimizer, "optimizer", HPJ_KEY_WORD, 0, 0, "adam adamw")                      \
-    X(batch_size, "batch_size", HPJ_KEY_INT, 1, 1 << 20, NULL)                       \
-    X(epochs, "epochs", HPJ_KEY_INT, 0, 1 << 20, NULL)                               \
-    X(schedule, "schedule", HPJ_KEY_WORD, 0, 0, "constant cosine")                   \
-    X(warmup, "warmup", HPJ_KEY_REAL, 0.0, 1e6, NULL)                                \
-    X(dropout, "dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL)                             \
-    X(token_dropout, "token_dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL)                 \
-    X(clip, "clip", HPJ_KEY_REAL, 0.0, 1e9, NULL)                                    \
-    X(beta, "beta", HPJ_KEY_REAL, 1e-12, 1e9, NULL)                                  \
-    X(ema_start, "ema_start", HPJ_KEY_REAL, 0.0, 1.0, NULL)                          \
-    X(ema_end, "ema_end", HPJ_KEY_REAL, 0.0, 1.0, NULL)                              \
-    X(edge_drop, "edge_drop", HPJ_KEY_REAL, 0.0, 0.99, NULL)                         \
-    X(repartition, "repartition", HPJ_KEY_INT, 0, 1, NULL)                           \
-    X(target_clamp, "target_clamp", HPJ_KEY_REAL, 0.0, 80.0, NULL)                   \
-    X(part_method, "partition", HPJ_KEY_WORD, 0, 0, "kway rb")                       \
-    X(part_trials, "partition_trials", HPJ_KEY_INT, 0, 1000, NULL)                   \
-    X(node_vocab, "node_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL)                       \
-    X(edge_vocab, "edge_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL)                       \
-    X(node_attr, "node_attr", HPJ_KEY_INT, 0, 1, NULL)                               \
-    X(node_degree, "node_degree", HPJ_KEY_INT, 0, 4095, NULL)                        \
-    X(readout, "readout", HPJ_KEY_WORD, 0, 0, "concat uniform task")                 \
-    X(lambda_unif, "lambda_unif", HPJ_KEY_REAL, 0.0, 1.0, NULL)                      \
-    X(probe_alpha, "probe_alpha", HPJ_KEY_REAL, 0.0, 1e12, NULL)                     \
-    X(probe_select, "probe_select", HPJ_KEY_WORD, 0, 0, "fixed cv")                  \
-    X(train_embed, "train_embed", HPJ_KEY_WORD, 0, 0, "fixed repartition")           \
-    X(seed, "seed", HPJ_KEY_SEED, 0, 0, NULL)                                        \
-    X(threads, "threads", HPJ_KEY_INT, 0, 4096, NULL)
-
-#define HPJ__KEY_ROW(field, name, kind, lo, hi, words) {name, kind, lo, hi, words, offsetof(hpj_config, field)},
+#define HPJ__KEY_ROW(field, name, kind, lo, hi, words, def) {name, kind, lo, hi, words, offsetof(hpj_config, field), def},
 static const hpj_config_key hpj__config_keys[] = {HPJ__CONFIG_KEYS(HPJ__KEY_ROW)};
 #undef HPJ__KEY_ROW
 #undef HPJ__CONFIG_KEYS
@@ -6810,6 +6720,8 @@ HPJDEF const hpj_config_key *hpj_config_keys(int *count) {
     if (count) *count = HPJ__NUM_KEYS;
     return hpj__config_keys;
 }
+
+static int hpj__streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
 
 /* Parses a whole integer / real / comma list; 0 on success. */
 static int hpj__parse_long(const char *v, long lo, long hi, long *out) {
@@ -6859,18 +6771,26 @@ static int hpj__parse_list(const char *v, int32_t *out, int *count, long lo, lon
     *count = n;
     return 0;
 }
-/* The position of v among the space-separated words, or -1. */
-static int hpj__word_index(const char *words, const char *v) {
-    size_t n = strlen(v);
-    int k = 0;
-    const char *w = words;
-    while (*w) {
-        size_t len = strcspn(w, " ");
-        if (len == n && n && !memcmp(w, v, n)) return k;
-        w += len;
-        while (*w == ' ') ++w;
-        ++k;
+/* The i-th of a key's words (the table separates them by one space), its
+   length in *len; NULL past the last. */
+static const char *hpj__word(const char *words, int i, size_t *len) {
+    const char *p = words;
+    if (i < 0) return NULL;
+    for (; i > 0 && *p; --i) {
+        p += strcspn(p, " ");
+        if (*p) ++p;
     }
+    if (!*p) return NULL;
+    *len = strcspn(p, " ");
+    return p;
+}
+/* The position of v among the words, or -1. */
+static int hpj__word_index(const char *words, const char *v) {
+    size_t len;
+    const char *w;
+    int i;
+    for (i = 0; (w = hpj__word(words, i, &len)) != NULL; ++i)
+        if (len == strlen(v) && !memcmp(w, v, len)) return i;
     return -1;
 }
 
@@ -6912,21 +6832,16 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
         int w = hpj__word_index(k->words, v);
         /* older spellings of the two methods */
         if (w < 0 && field == (char *)&c->mode) w = hpj__streq(v, "hp-jepa") ? 0 : hpj__streq(v, "gj") ? 1 : -1;
-        if (w < 0) { /* the words as "a or b", "a, b or c" */
+        if (w < 0) { /* the words as "a or b", "a, b or c" (the table's fit the buffer) */
             char list[160];
-            size_t n = 0;
-            int j, nw = 0;
-            const char *p;
-            for (p = k->words; *p; p += strspn(p, " ")) { p += strcspn(p, " "); ++nw; }
-            for (j = 0, p = k->words; j < nw && n + 40 < sizeof list; ++j) {
-                size_t len = strcspn(p, " ");
-                const char *sep = j == 0 ? "" : j == nw - 1 ? " or " : ", ";
+            size_t n = 0, len, len2;
+            const char *word;
+            for (i = 0; (word = hpj__word(k->words, i, &len)) != NULL; ++i) {
+                const char *sep = i == 0 ? "" : hpj__word(k->words, i + 1, &len2) ? ", " : " or ";
                 memcpy(list + n, sep, strlen(sep));
                 n += strlen(sep);
-                memcpy(list + n, p, len < 32 ? len : 32);
-                n += len < 32 ? len : 32;
-                p += len;
-                p += strspn(p, " ");
+                memcpy(list + n, word, len);
+                n += len;
             }
             list[n] = 0;
             return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (%s)", v, key, list);
@@ -6966,12 +6881,35 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
     }
 }
 
+/* Every key at its default from the table. */
+HPJDEF void hpj_config_default(hpj_config *c) {
+    int i, l;
+    memset(c, 0, sizeof(*c));
+    for (i = 0; i < HPJ__NUM_KEYS; ++i) hpj_config_set(c, hpj__config_keys[i].name, hpj__config_keys[i].def);
+    /* the capacity slots past the default list too, doubling on (the
+       ranks' fingerprint hashes every slot) */
+    for (l = c->L; l < HPJ_MAX_RES; ++l) c->K[l] = 2 << l;
+}
+
 HPJDEF hpj_status hpj_config_check(const hpj_config *c) {
-    int l;
+    int i, l;
     if (c->L < 1 || c->L > HPJ_MAX_RES) return hpj__fail(HPJ_ERR_INPUT, "config: %d resolutions outside 1..%d", c->L, HPJ_MAX_RES);
     for (l = 0; l < c->L; ++l) {
         if (c->K[l] < 1) return hpj__fail(HPJ_ERR_INPUT, "config: resolution %d has capacity %d < 1", l + 1, c->K[l]);
         if (c->M[l] < 1) return hpj__fail(HPJ_ERR_INPUT, "config: resolution %d has %d targets < 1", l + 1, c->M[l]);
+    }
+    for (i = 0; i < HPJ__NUM_KEYS; ++i) { /* the table's ranges, for a config set in code too */
+        const hpj_config_key *k = &hpj__config_keys[i];
+        const char *field = (const char *)c + k->offset;
+        float f = k->kind == HPJ_KEY_REAL ? *(const float *)field : 0.0f;
+        int bad = 0;
+        size_t len;
+        if (k->kind == HPJ_KEY_INT) bad = *(const int *)field < k->lo || *(const int *)field > k->hi;
+        if (k->kind == HPJ_KEY_REAL) bad = !(f >= (float)k->lo && f <= (float)k->hi);
+        if (k->kind == HPJ_KEY_WORD) bad = hpj__word(k->words, *(const int *)field, &len) == NULL;
+        if (k->kind == HPJ_KEY_LIST)
+            for (l = 0; l < c->L; ++l) bad |= ((const int32_t *)field)[l] > k->hi;
+        if (bad) return hpj__fail(HPJ_ERR_INPUT, "config: %s holds a value that hpj_config_set refuses", k->name);
     }
     if (c->dim % c->heads) return hpj__fail(HPJ_ERR_INPUT, "config: dim %d is not a multiple of heads %d", c->dim, c->heads);
     if (c->ema_end < c->ema_start) return hpj__fail(HPJ_ERR_INPUT, "config: ema_end %g < ema_start %g", c->ema_end, c->ema_start);
@@ -7028,49 +6966,49 @@ HPJDEF hpj_status hpj_config_load(hpj_config *c, const char *path) {
     hpj__free(text);
     return st;
 }
-#endif
 
-#ifndef HPJ_NO_STDIO
-HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
-    size_t n = 0;
-    int l;
+/* Appends printf-style text to buf when it fits; *n counts every byte,
+   as snprintf does. */
+#if defined(__GNUC__) || defined(__clang__)
+static void hpj__appendf(char *buf, size_t cap, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+#endif
+static void hpj__appendf(char *buf, size_t cap, size_t *n, const char *fmt, ...) {
     char tmp[256];
-#define HPJ__PUT(...)                                                  \
-    do {                                                               \
-        int w_ = snprintf(tmp, sizeof tmp, __VA_ARGS__);               \
-        if (w_ > 0) {                                                  \
-            if (n + (size_t)w_ < cap) memcpy(buf + n, tmp, (size_t)w_); \
-            n += (size_t)w_;                                           \
-        }                                                              \
-    } while (0)
-    HPJ__PUT("mode = %s\nresolutions = ", c->mode == HPJ_MODE_HP ? "hp" : "graph-jepa");
-    for (l = 0; l < c->L; ++l) HPJ__PUT("%s%d", l ? "," : "", c->K[l]);
-    HPJ__PUT("\ntargets = ");
-    for (l = 0; l < c->L; ++l) HPJ__PUT("%s%d", l ? "," : "", c->M[l]);
-    HPJ__PUT("\ndim = %d\nblocks = %d\nheads = %d\nffn = %d\nffn_act = %s\ngnn_layers = %d\nrw_dim = %d\n", c->dim, c->blocks,
-             c->heads, c->ffn, c->ffn_act == HPJ_ACT_GELU ? "gelu" : "relu", c->gnn_layers, c->rw_dim);
-    HPJ__PUT("rw_reduce = %s\npred_layers = %d\ntarget_adj = %d\nema_init = %s\npatch_mixing = %d\ngnn_out_linear = %d\n",
-             c->rw_reduce == HPJ_RW_MEAN ? "mean" : "max", c->pred_layers, c->target_adj,
-             c->ema_copy_init ? "copy" : "independent", c->patch_mixing, c->gnn_out_linear);
-    HPJ__PUT("patch_tokens = %s\n", c->patch_tokens == HPJ_TOKENS_PRESENT ? "present" : "alone");
-    HPJ__PUT("node_degree = %d\n", c->node_degree);
-    HPJ__PUT("lr = %.9g\nmin_lr = %.9g\nweight_decay = %.9g\noptimizer = %s\nbatch_size = %d\nepochs = %d\n", c->lr,
-             c->min_lr, c->weight_decay, c->optimizer == HPJ_OPT_ADAMW ? "adamw" : "adam", c->batch_size, c->epochs);
-    HPJ__PUT("schedule = %s\nwarmup = %.9g\ndropout = %.9g\ntoken_dropout = %.9g\nclip = %.9g\nbeta = %.9g\n",
-             c->schedule == HPJ_SCHED_COSINE ? "cosine" : "constant", c->warmup, c->dropout, c->token_dropout, c->clip,
-             c->beta);
-    HPJ__PUT("ema_start = %.9g\nema_end = %.9g\nedge_drop = %.9g\nrepartition = %d\ntarget_clamp = %.9g\n", c->ema_start,
-             c->ema_end, c->edge_drop, c->repartition, c->target_clamp);
-    HPJ__PUT("partition = %s\nnode_vocab = %d\nedge_vocab = %d\nnode_attr = %d\n",
-             c->part_method == HPJ_PART_RB ? "rb" : "kway", c->node_vocab, c->edge_vocab, c->node_attr);
-    /* only when set, so that the default text (and what reads it: older
-       programs, fold-log keys) stays as it was without the key */
-    if (c->part_trials) HPJ__PUT("partition_trials = %d\n", c->part_trials);
-    HPJ__PUT("readout = %s\nlambda_unif = %.9g\nprobe_alpha = %.9g\nprobe_select = %s\ntrain_embed = %s\n",
-             c->readout == HPJ_READOUT_TASK ? "task" : c->readout == HPJ_READOUT_UNIFORM ? "uniform" : "concat",
-             c->lambda_unif, c->probe_alpha, c->probe_select ? "cv" : "fixed", c->train_embed ? "repartition" : "fixed");
-    HPJ__PUT("seed = %llu\nthreads = %d\n", (unsigned long long)c->seed, c->threads);
-#undef HPJ__PUT
+    int w;
+    va_list ap;
+    va_start(ap, fmt);
+    w = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (w <= 0) return;
+    if (*n + (size_t)w < cap) memcpy(buf + *n, tmp, (size_t)w);
+    *n += (size_t)w;
+}
+
+HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap) {
+    size_t n = 0, len;
+    int i, l;
+    for (i = 0; i < HPJ__NUM_KEYS; ++i) {
+        const hpj_config_key *k = &hpj__config_keys[i];
+        const char *field = (const char *)c + k->offset, *word;
+        /* partition_trials only when set, so that the default text (and
+           what reads it: older programs, fold-log keys) stays as it was
+           without the key */
+        if (field == (const char *)&c->part_trials && !c->part_trials) continue;
+        hpj__appendf(buf, cap, &n, "%s = ", k->name);
+        switch (k->kind) {
+        case HPJ_KEY_INT: hpj__appendf(buf, cap, &n, "%d\n", *(const int *)field); break;
+        case HPJ_KEY_REAL: hpj__appendf(buf, cap, &n, "%.9g\n", (double)*(const float *)field); break;
+        case HPJ_KEY_WORD: /* a value that names no word is written as the number, which no reader takes */
+            if ((word = hpj__word(k->words, *(const int *)field, &len)) != NULL) hpj__appendf(buf, cap, &n, "%.*s\n", (int)len, word);
+            else hpj__appendf(buf, cap, &n, "%d\n", *(const int *)field);
+            break;
+        case HPJ_KEY_LIST:
+            for (l = 0; l < c->L; ++l) hpj__appendf(buf, cap, &n, "%s%d", l ? "," : "", ((const int32_t *)field)[l]);
+            hpj__appendf(buf, cap, &n, "\n");
+            break;
+        default: hpj__appendf(buf, cap, &n, "%llu\n", (unsigned long long)*(const uint64_t *)field); break;
+        }
+    }
     if (cap) buf[n < cap ? n : cap - 1] = 0;
     return n;
 }
@@ -10655,42 +10593,55 @@ static void hpj__get_f32s(float *x, const unsigned char *p, size_t n) {
     }
 }
 
+/* The float arrays of a checkpoint in file order, x[i] of n[i] floats:
+   parameters, EMA encoder, BatchNorm statistics (nstats of them: every
+   resolution's, or version 1's one set) and, with the optimizer state,
+   Adam's two moments. Returns how many the file holds. The first three
+   must be finite to load; hpj__ckpt_what names their elements. */
+static int hpj__ckpt_arrays(const hpj_model *m, size_t nstats, int with_optimizer, float *x[5], size_t n[5]) {
+    x[0] = m->params; n[0] = m->num_params;
+    x[1] = m->ema; n[1] = m->enc_count;
+    x[2] = m->stats; n[2] = nstats;
+    x[3] = m->adam_m; n[3] = m->num_params;
+    x[4] = m->adam_v; n[4] = m->num_params;
+    return with_optimizer ? 5 : 3;
+}
+static const char *const hpj__ckpt_what[3] = {"parameter", "target-encoder parameter", "BatchNorm statistic"};
+
 #ifndef HPJ_NO_STDIO
 HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, unsigned char **buf, size_t *len) {
     char cfgtext[4096];
-    size_t clen = hpj_config_format(&m->cfg, cfgtext, sizeof cfgtext), floats, total, off = 0;
-    unsigned char *b;
+    size_t clen = hpj_config_format(&m->cfg, cfgtext, sizeof cfgtext), n[5], total, off;
+    float *x[5];
     int32_t enc[8];
-    int i;
+    uint64_t sizes[5];
+    int i, arrays = hpj__ckpt_arrays(m, m->num_stats, with_optimizer, x, n);
+    unsigned char *b;
     *buf = NULL;
     *len = 0;
     if (clen >= sizeof cfgtext) return hpj__fail(HPJ_ERR_INPUT, "checkpoint: config text too long");
-    floats = m->num_params + m->enc_count + m->num_stats + (with_optimizer ? 2 * m->num_params : 0);
-    total = 8 + 4 + 4 + 4 + clen + 8 * 4 + 5 * 8 + 4 * floats + 4;
-    b = (unsigned char *)hpj__alloc(total, "checkpoint");
-    if (!b) return HPJ_ERR_NOMEM;
-    memcpy(b, hpj__ckpt_magic, 8); off = 8;
-    hpj__put_u32(b + off, HPJ_CKPT_VERSION); off += 4;
-    hpj__put_u32(b + off, with_optimizer ? 1u : 0u); off += 4;
-    hpj__put_u32(b + off, (uint32_t)clen); off += 4;
-    memcpy(b + off, cfgtext, clen); off += clen;
     enc[0] = m->F; enc[1] = m->Fe; enc[2] = m->node_onehot; enc[3] = m->node_label_min; enc[4] = m->node_attr_dim;
     enc[5] = m->edge_onehot; enc[6] = m->edge_label_min; enc[7] = m->node_deg;
-    for (i = 0; i < 8; ++i) { hpj__put_u32(b + off, (uint32_t)enc[i]); off += 4; }
-    hpj__put_u64(b + off, m->num_params); off += 8;
-    hpj__put_u64(b + off, m->enc_count); off += 8;
-    hpj__put_u64(b + off, m->num_stats); off += 8;
-    hpj__put_u64(b + off, (uint64_t)m->step); off += 8;
-    hpj__put_u64(b + off, (uint64_t)m->epoch); off += 8;
-    hpj__put_f32s(b + off, m->params, m->num_params); off += 4 * m->num_params;
-    hpj__put_f32s(b + off, m->ema, m->enc_count); off += 4 * m->enc_count;
-    hpj__put_f32s(b + off, m->stats, m->num_stats); off += 4 * m->num_stats;
-    if (with_optimizer) {
-        hpj__put_f32s(b + off, m->adam_m, m->num_params); off += 4 * m->num_params;
-        hpj__put_f32s(b + off, m->adam_v, m->num_params); off += 4 * m->num_params;
+    sizes[0] = m->num_params; sizes[1] = m->enc_count; sizes[2] = m->num_stats;
+    sizes[3] = (uint64_t)m->step; sizes[4] = (uint64_t)m->epoch;
+    total = 8 + 3 * 4 + clen + 8 * 4 + 5 * 8 + 4;
+    for (i = 0; i < arrays; ++i) total += 4 * n[i];
+    b = (unsigned char *)hpj__alloc(total, "checkpoint");
+    if (!b) return HPJ_ERR_NOMEM;
+    memcpy(b, hpj__ckpt_magic, 8);
+    hpj__put_u32(b + 8, HPJ_CKPT_VERSION);
+    hpj__put_u32(b + 12, with_optimizer ? 1u : 0u);
+    hpj__put_u32(b + 16, (uint32_t)clen);
+    memcpy(b + 20, cfgtext, clen);
+    off = 20 + clen;
+    for (i = 0; i < 8; ++i, off += 4) hpj__put_u32(b + off, (uint32_t)enc[i]);
+    for (i = 0; i < 5; ++i, off += 8) hpj__put_u64(b + off, sizes[i]);
+    for (i = 0; i < arrays; ++i) {
+        hpj__put_f32s(b + off, x[i], n[i]);
+        off += 4 * n[i];
     }
-    hpj__put_u32(b + off, hpj_crc32(b, off)); off += 4;
-    HPJ_ASSERT(off == total);
+    hpj__put_u32(b + off, hpj_crc32(b, off));
+    HPJ_ASSERT(off + 4 == total);
     *buf = b;
     *len = total;
     return HPJ_OK;
@@ -10706,26 +10657,28 @@ HPJDEF hpj_status hpj_model_serialize(const hpj_model *m, int with_optimizer, un
         return ckpt_st_;                                           \
     } while (0)
 HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, size_t len, const char *name) {
-    size_t off = 0, clen, floats, i;
+    size_t off, clen, floats = 0, i, n[5];
     uint32_t version, flags;
     int32_t enc[8];
     int64_t F;
     hpj_config cfg;
     hpj_status st;
-    uint64_t np, ne, ns, step, epoch;
+    uint64_t sizes[5]; /* num_params, enc_count, num_stats, step, epoch */
     size_t nfile; /* statistics in the file: every resolution's (version 2) or one set (1) */
+    float *x[5];
+    int a, arrays;
     memset(m, 0, sizeof(*m));
     if (!name) name = "checkpoint";
     if (len < 8 + 12 || memcmp(b, hpj__ckpt_magic, 8) != 0) HPJ__CKPT_FAIL("%s: not an hpjepa checkpoint (bad magic)", name);
     if (hpj__get_u32(b + len - 4) != hpj_crc32(b, len - 4))
         HPJ__CKPT_FAIL("%s: CRC mismatch (file truncated or corrupted)", name);
-    off = 8;
-    version = hpj__get_u32(b + off); off += 4;
-    flags = hpj__get_u32(b + off); off += 4;
+    version = hpj__get_u32(b + 8);
+    flags = hpj__get_u32(b + 12);
     if (version != 1 && version != HPJ_CKPT_VERSION)
         HPJ__CKPT_FAIL("%s: format version %u, this build reads versions 1 and %d", name, version, HPJ_CKPT_VERSION);
     if (flags > 1) HPJ__CKPT_FAIL("%s: unknown flags 0x%x", name, flags);
-    clen = hpj__get_u32(b + off); off += 4;
+    clen = hpj__get_u32(b + 16);
+    off = 20;
     if (clen > len - off) HPJ__CKPT_FAIL("%s: config length %zu exceeds the file", name, clen);
     hpj_config_default(&cfg);
     /* version 1 predates the key and averaged copies over the patches present */
@@ -10733,11 +10686,8 @@ HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, si
     if ((st = hpj_config_parse(&cfg, (const char *)b + off, clen, name))) { hpj_model_free(m); return st; }
     off += clen;
     if (len - off < 8 * 4 + 5 * 8 + 4) HPJ__CKPT_FAIL("%s: truncated header", name);
-    for (i = 0; i < 8; ++i) enc[i] = (int32_t)hpj__get_u32(b + off + 4 * i);
-    off += 32;
-    np = hpj__get_u64(b + off); ne = hpj__get_u64(b + off + 8); ns = hpj__get_u64(b + off + 16);
-    step = hpj__get_u64(b + off + 24); epoch = hpj__get_u64(b + off + 32);
-    off += 40;
+    for (i = 0; i < 8; ++i, off += 4) enc[i] = (int32_t)hpj__get_u32(b + off);
+    for (i = 0; i < 5; ++i, off += 8) sizes[i] = hpj__get_u64(b + off);
     /* input encoding: node one-hot, label min, attributes, edge one-hot,
        label min, degree one-hot (as hpj_model_init sets them) */
     F = (int64_t)enc[2] + enc[7] + enc[4];
@@ -10749,39 +10699,32 @@ HPJDEF hpj_status hpj_model_deserialize(hpj_model *m, const unsigned char *b, si
     m->edge_onehot = enc[5]; m->edge_label_min = enc[6]; m->node_deg = enc[7];
     if ((st = hpj__model_shape(m, &cfg))) HPJ__CKPT_FAIL("%s: %s", name, hpj_last_error());
     nfile = version == 1 ? m->num_stats / (size_t)cfg.L : m->num_stats;
-    if (np != m->num_params || ne != m->enc_count || ns != nfile)
+    if (sizes[0] != m->num_params || sizes[1] != m->enc_count || sizes[2] != nfile)
         HPJ__CKPT_FAIL("%s: tensor sizes (%llu, %llu, %llu) do not match the config (%zu, %zu, %zu)", name,
-                       (unsigned long long)np, (unsigned long long)ne, (unsigned long long)ns, m->num_params,
-                       m->enc_count, nfile);
-    floats = m->num_params + m->enc_count + nfile + (flags ? 2 * m->num_params : 0);
+                       (unsigned long long)sizes[0], (unsigned long long)sizes[1], (unsigned long long)sizes[2],
+                       m->num_params, m->enc_count, nfile);
+    arrays = hpj__ckpt_arrays(m, nfile, flags != 0, x, n);
+    for (a = 0; a < arrays; ++a) floats += n[a];
     if (len - off != 4 * floats + 4) HPJ__CKPT_FAIL("%s: %zu bytes of tensors, expected %zu", name, len - off, 4 * floats + 4);
-    if (step > INT64_MAX || epoch > INT64_MAX) HPJ__CKPT_FAIL("%s: step or epoch out of range", name);
+    if (sizes[3] > INT64_MAX || sizes[4] > INT64_MAX) HPJ__CKPT_FAIL("%s: step or epoch out of range", name);
     if ((st = hpj__model_alloc(m))) { /* out of memory: keep that status */
         char why[HPJ__ERRLEN];
         memcpy(why, hpj__errbuf, sizeof why);
         hpj_model_free(m);
         return hpj__fail(st, "%s: %s", name, why);
     }
-    hpj__get_f32s(m->params, b + off, m->num_params); off += 4 * m->num_params;
-    hpj__get_f32s(m->ema, b + off, m->enc_count); off += 4 * m->enc_count;
-    hpj__get_f32s(m->stats, b + off, nfile); off += 4 * nfile;
+    arrays = hpj__ckpt_arrays(m, nfile, flags != 0, x, n); /* now that the arrays exist */
+    for (a = 0; a < arrays; ++a) {
+        hpj__get_f32s(x[a], b + off, n[a]);
+        off += 4 * n[a];
+    }
+    for (a = 0; a < 3; ++a)
+        for (i = 0; i < n[a]; ++i)
+            if (!(x[a][i] == x[a][i]) || fabsf(x[a][i]) > FLT_MAX) HPJ__CKPT_FAIL("%s: %s %zu is not finite", name, hpj__ckpt_what[a], i);
     for (i = nfile; i < m->num_stats; i += nfile) /* version 1: its one set serves every resolution */
         memcpy(m->stats + i, m->stats, sizeof(float) * nfile);
-    if (flags) {
-        hpj__get_f32s(m->adam_m, b + off, m->num_params); off += 4 * m->num_params;
-        hpj__get_f32s(m->adam_v, b + off, m->num_params); off += 4 * m->num_params;
-    }
-    for (i = 0; i < m->num_params; ++i)
-        if (!(m->params[i] == m->params[i]) || fabsf(m->params[i]) > FLT_MAX)
-            HPJ__CKPT_FAIL("%s: parameter %zu is not finite", name, i);
-    for (i = 0; i < m->enc_count; ++i)
-        if (!(m->ema[i] == m->ema[i]) || fabsf(m->ema[i]) > FLT_MAX)
-            HPJ__CKPT_FAIL("%s: target-encoder parameter %zu is not finite", name, i);
-    for (i = 0; i < m->num_stats; ++i)
-        if (!(m->stats[i] == m->stats[i]) || fabsf(m->stats[i]) > FLT_MAX)
-            HPJ__CKPT_FAIL("%s: BatchNorm statistic %zu is not finite", name, i);
-    m->step = (int64_t)step;
-    m->epoch = (int64_t)epoch;
+    m->step = (int64_t)sizes[3];
+    m->epoch = (int64_t)sizes[4];
     m->adam_state = (int)flags;
     return HPJ_OK;
 }

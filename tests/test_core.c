@@ -2438,6 +2438,42 @@ static void test_config_retired_keys(void) {
     hpj_dataset_free(&ds);
 }
 
+/* hpj_config_check holds a config set in code to the key table's ranges:
+   heads = 0 is refused with a reason (it used to divide by zero), and so
+   is every kind of key outside what hpj_config_set accepts, each named in
+   the reason; the defaults and each key at a bound of its range pass. */
+static void test_config_check_ranges(void) {
+    hpj_config c, d;
+    int n, i;
+    const hpj_config_key *keys = hpj_config_keys(&n);
+    hpj_config_default(&c);
+    CHECK_OK(hpj_config_check(&c));
+    d = c; d.heads = 0;
+    CHECK(hpj_config_check(&d) == HPJ_ERR_INPUT && strstr(hpj_last_error(), "heads") != NULL);
+    d = c; d.dim = 1;
+    CHECK(hpj_config_check(&d) == HPJ_ERR_INPUT && strstr(hpj_last_error(), "dim") != NULL);
+    d = c; d.lr = -1.0f;
+    CHECK(hpj_config_check(&d) == HPJ_ERR_INPUT && strstr(hpj_last_error(), "lr") != NULL);
+    d = c; d.dropout = NAN;
+    CHECK(hpj_config_check(&d) == HPJ_ERR_INPUT && strstr(hpj_last_error(), "dropout") != NULL);
+    d = c; d.readout = 3;
+    CHECK(hpj_config_check(&d) == HPJ_ERR_INPUT && strstr(hpj_last_error(), "readout") != NULL);
+    d = c; d.K[1] = (1 << 20) + 1;
+    CHECK(hpj_config_check(&d) == HPJ_ERR_INPUT && strstr(hpj_last_error(), "resolutions") != NULL);
+    d = c; d.K[c.L] = (1 << 20) + 1; /* past L: not part of the config */
+    CHECK_OK(hpj_config_check(&d));
+    for (i = 0; i < n; ++i) { /* every INT and REAL key at its upper bound, one at a time */
+        char v[64];
+        if (keys[i].kind != HPJ_KEY_INT && keys[i].kind != HPJ_KEY_REAL) continue;
+        d = c;
+        snprintf(v, sizeof v, keys[i].kind == HPJ_KEY_INT ? "%.0f" : "%g", keys[i].hi);
+        CHECK_OK(hpj_config_set(&d, keys[i].name, v));
+        if (strcmp(keys[i].name, "heads") == 0 || strcmp(keys[i].name, "dim") == 0) CHECK_OK(hpj_config_set(&d, "heads", "1"));
+        if (strcmp(keys[i].name, "ema_start") == 0) CHECK_OK(hpj_config_set(&d, "ema_end", "1"));
+        CHECK_MSG(hpj_config_check(&d) == HPJ_OK, "%s = %s: %s", keys[i].name, v, hpj_last_error());
+    }
+}
+
 /* ==== the shared datasets =============================================== */
 
 /* The published averages (2 decimals) are reproduced. */
@@ -2682,6 +2718,7 @@ const test_case core_tests[] = {
     {"core.config_keys_roundtrip", test_config_keys_roundtrip},
     {"core.config_checkpoint_roundtrip", test_config_checkpoint_roundtrip},
     {"core.config_retired_keys", test_config_retired_keys},
+    {"core.config_check_ranges", test_config_check_ranges},
     {"core.data_mutag", test_data_mutag},
     {"core.data_proteins", test_data_proteins},
     {"core.data_imdb_binary", test_data_imdb_binary},
