@@ -12,7 +12,10 @@
 #                  implementation (after its `#ifdef HPJEPA_IMPLEMENTATION`);
 #                  the linemarkers of `gcc -E` (no -P) tell which lines come
 #                  from HEADER and from which of its lines, so system headers
-#                  and the API part are left out;
+#                  and the API part are left out; a system macro such as
+#                  offsetof or NULL can expand to several output lines, so
+#                  "(header lines)" also counts the distinct lines of HEADER
+#                  they come from, the lines a reader of the file sees;
 #   functions      the function definitions among those lines;
 #   step closure   the functions a reader meets following hpj__step: start
 #                  at hpj__step, add every defined function whose name a
@@ -68,7 +71,8 @@ if start is None:
 marker = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"')
 
 def impl_lines(path):
-    """The non-blank output lines that come from HEADER after `start`."""
+    """The non-blank output lines that come from HEADER after `start`, each
+    with the HEADER line it comes from."""
     out, cur_file, cur_line = [], None, 0
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -78,7 +82,7 @@ def impl_lines(path):
                 cur_file = m.group(2).encode().decode("unicode_escape")
                 continue
             if cur_file == header and cur_line > start and line.strip():
-                out.append(line.rstrip("\n"))
+                out.append((line.rstrip("\n"), cur_line))
             cur_line += 1
     return out
 
@@ -91,22 +95,23 @@ def strip_literals(s):
     return re.sub(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', '""', s)
 
 def functions(lines):
-    """Top-level function definitions: name -> (body text, non-blank lines)."""
+    """Top-level function definitions: name -> (body text, non-blank lines,
+    HEADER lines)."""
     defs, depth, pending, body, name = {}, 0, [], [], None
-    for raw in lines:
+    for raw, src in lines:
         if raw.lstrip().startswith("#"):      # #pragma lines: part of a body
             if depth > 0:
-                body.append(raw)
+                body.append((raw, src))
             continue
         s = strip_literals(raw)
         if depth == 0:
-            pending.append(s)
+            pending.append((s, src))
         else:
-            body.append(s)
+            body.append((s, src))
         for i, ch in enumerate(s):
             if ch == "{":
                 if depth == 0:
-                    sig = " ".join(pending)
+                    sig = " ".join(t for t, _ in pending)
                     sig = sig[: len(sig) - (len(s) - i)]  # text before this brace
                     name = None
                     m = re.search(r"([A-Za-z_]\w*)\s*\(([^()]|\([^()]*\))*\)\s*$", sig)
@@ -119,11 +124,11 @@ def functions(lines):
                 depth -= 1
                 if depth == 0:
                     if name is not None:
-                        defs[name] = ("\n".join(body), len(body))
+                        defs[name] = ("\n".join(t for t, _ in body), len(body), {n for _, n in body})
                     name, body = None, []
-                    pending = [s[i + 1:]] if s[i + 1:].strip() else []
+                    pending = [(s[i + 1:], src)] if s[i + 1:].strip() else []
             elif ch == ";" and depth == 0:
-                pending = [s[i + 1:]] if s[i + 1:].strip() else []
+                pending = [(s[i + 1:], src)] if s[i + 1:].strip() else []
     return defs
 
 def closure(defs, root):
@@ -138,8 +143,9 @@ def closure(defs, root):
 
 print("## Reading size: the implementation after gcc -E, and the call closure of hpj__step (tools/bench/reference_size.sh)")
 print()
-print("| build (%s) | impl lines | functions | hpj__step closure: functions | lines |" % header.split("/")[-1])
-print("|---|---:|---:|---:|---:|")
+print("| build (%s) | impl lines | (header lines) | functions | hpj__step closure: functions | lines | (header lines) |"
+      % header.split("/")[-1])
+print("|---|---:|---:|---:|---:|---:|---:|")
 listing = None
 for label, path in (("reference (-DHPJ_REFERENCE)", ref_i), ("default", fast_i)):
     lines = impl_lines(path)
@@ -147,9 +153,10 @@ for label, path in (("reference (-DHPJ_REFERENCE)", ref_i), ("default", fast_i))
     if "hpj__step" in defs:
         cl = closure(defs, "hpj__step")
         nfun, nlin = str(len(cl)), str(sum(defs[f][1] for f in cl))
+        nsrc = str(len(set().union(*(defs[f][2] for f in cl))))
     else:
-        cl, nfun, nlin = [], "-", "-"
-    print("| %s | %d | %d | %s | %s |" % (label, len(lines), len(defs), nfun, nlin))
+        cl, nfun, nlin, nsrc = [], "-", "-", "-"
+    print("| %s | %d | %d | %d | %s | %s | %s |" % (label, len(lines), len({n for _, n in lines}), len(defs), nfun, nlin, nsrc))
     if listing is None:
         listing = [(f, defs[f][1]) for f in cl]
 if want_list and listing:
