@@ -86,11 +86,12 @@ $(B)/hpjepa-ref: $(CLI_SRC) tools/cli/cli.h $(HDRS)
 $(B)/tests-noomp: $(TEST_SRC) tests/test.h $(HDRS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) $(OPT) -g $(ARCH) $(WERROR) -Wno-unknown-pragmas -o $@ $(TEST_SRC) $(LDLIBS)
-# the header's implementation must compile as C++ and as strict C99, and
+# the header's implementation must compile as C++ (with the SIMD kernels
+# of ARCH) and as strict C99, and
 # with the embedded options
 $(B)/check-cxx.o: tests/impl.c $(HDRS)
 	@mkdir -p $(B)
-	$(CXX) -x c++ -O1 $(WERROR) -c -o $@ tests/impl.c
+	$(CXX) -x c++ -O2 $(ARCH) $(WERROR) -c -o $@ tests/impl.c
 $(B)/check-pedantic.o: tests/impl.c $(HDRS)
 	@mkdir -p $(B)
 	$(CC) -std=c99 -pedantic -O1 $(WERROR) -c -o $@ tests/impl.c

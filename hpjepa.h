@@ -10770,6 +10770,14 @@ HPJDEF hpj_status hpj_model_load(hpj_model *m, const char *path) {
    hpj_set_paths chooses at run time.
    ====================================================================== */
 #ifndef HPJ_REFERENCE
+/* GCC 12's AVX-512 intrinsics header, compiled as C++, warns that its own
+   _mm512_undefined_* placeholders "may be used uninitialized" wherever a
+   masked or reducing intrinsic inlines them: a false alarm inside the
+   compiler's header, silenced for the fast part only. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 /* ---- anchor: fast gemm ----
    (the packed, blocked GEMM and its SIMD micro-kernels follow this line)
@@ -13979,6 +13987,9 @@ static void hpj__fast_probe_pass_block(const hpj__probe_lin *A, int blk) {
     }
 }
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
+#pragma GCC diagnostic pop
+#endif
 #endif /* HPJ_REFERENCE */
 
 #if defined(__clang__)
