@@ -314,7 +314,7 @@ if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --folds 3 --se
 else bad "eval: --fold-log restores recorded folds with the same results" "$(head -c 400 "$TMP/fl.err")"; fi
 if OMP_WAIT_POLICY=passive "$HPJ" eval data/DEMO --config "$MCFG" --set lr=0.002 --folds 3 --seeds 1 --quiet \
        --fold-log "$TMP/fl.folds" >/dev/null 2>"$TMP/fl2.err" && ! grep -q 'restored' "$TMP/fl2.err" && [ "$(wc -l < "$TMP/fl.folds")" -eq 9 ] &&
-   grep -q 'fl.folds: 6 fold records under another key (another header version, dataset or configuration) left unused' "$TMP/fl2.err"; then
+   grep -q 'fl.folds: 6 fold records under another key (another results version, dataset or configuration) left unused' "$TMP/fl2.err"; then
     ok "eval: --fold-log restores nothing under another config, and says so"
 else bad "eval: --fold-log restores nothing under another config, and says so" "$(head -c 300 "$TMP/fl2.err")"; fi
 printf 's1f1 zz\n' > "$TMP/fl_bad.folds"

@@ -46,7 +46,7 @@ static const char *eval_usage =
     "  graphs are in PREFIX.graphs.csv of --report), so probe studies need no new\n"
     "  pretraining (tools/probe_study.py). Each saved fold is also recorded in\n"
     "  PREFIX.done (seed, fold, a key of the dataset, --folds, the config and the\n"
-    "  library version, and the fold's seconds).\n"
+    "  library's results version HPJEPA_BITS_VERSION, and the fold's seconds).\n"
     "  --resume (with --save-embeddings PREFIX): a fold recorded in PREFIX.done\n"
     "  under the same key is not pretrained again; its saved embeddings are read\n"
     "  back and the rest of the protocol runs as usual. A fold's pretraining\n"
@@ -142,7 +142,8 @@ typedef struct eval_pred { int fold; float pred; } eval_pred;
 /* --resume bookkeeping. PREFIX.done gets one line per fold whose embeddings
    were saved, "s<seed>f<fold> <key> <seconds>", appended after the .npy is in
    place (it is written atomically), so a recorded fold is complete. The key
-   is FNV-1a over the dataset's name and size, --folds, the library version,
+   is FNV-1a over the dataset's name and size, --folds, the library's results
+   version (HPJEPA_BITS_VERSION: it moves only when results change),
    the protocol's mode and the config text (its threads line aside: the bits
    do not depend on it). mode is "" for the test protocol of every earlier
    version (so their fold logs and .done files keep their keys), else a line
@@ -154,8 +155,7 @@ static uint64_t resume_key(const hpj_dataset *ds, long long folds, const hpj_con
     uint64_t h = 1469598103934665603ULL;
     int k;
     hpj_config_format(cfg, text, sizeof text);
-    snprintf(head, sizeof head, "%s %d %lld hpjepa.h %d.%d.%d\n%s", ds->name, ds->num_graphs, folds, HPJEPA_VERSION_MAJOR,
-             HPJEPA_VERSION_MINOR, HPJEPA_VERSION_PATCH, mode);
+    snprintf(head, sizeof head, "%s %d %lld hpjepa.h %s\n%s", ds->name, ds->num_graphs, folds, HPJEPA_BITS_VERSION, mode);
     parts[0] = head;
     parts[1] = text;
     for (k = 0; k < 2; ++k)
@@ -358,12 +358,11 @@ static int fold_log_load(fold_log *fl, const char *path, uint64_t key, int num_g
     }
     free(line);
     if (ferror(f)) { cli_error("eval", "%s: read error", path); rc = -1; }
-    if (!rc && other > 0) /* the usual cause: a binary of another header version */
+    if (!rc && other > 0) /* the usual cause: a binary whose results differ (HPJEPA_BITS_VERSION) */
         fprintf(stderr,
-                "hpjepa eval: %s: %ld fold record%s under another key (another header version, dataset or "
-                "configuration) left unused; this run's key is %016llx (hpjepa.h %d.%d.%d)\n",
-                path, other, other == 1 ? "" : "s", (unsigned long long)key, HPJEPA_VERSION_MAJOR, HPJEPA_VERSION_MINOR,
-                HPJEPA_VERSION_PATCH);
+                "hpjepa eval: %s: %ld fold record%s under another key (another results version, dataset or "
+                "configuration) left unused; this run's key is %016llx (hpjepa.h results version %s)\n",
+                path, other, other == 1 ? "" : "s", (unsigned long long)key, HPJEPA_BITS_VERSION);
     if (!rc && fl->incomplete_at >= 0) { /* keep the complete lines only */
         char tmp[1100];
         FILE *o = strlen(path) < 1000 ? cli_create("eval", path, tmp, sizeof tmp) : NULL;

@@ -25,8 +25,10 @@
 # also keeps its folds' results in reports/folds/<job>.folds (eval
 # --fold-log, a few KB per fold): commit that file, and the job continues on
 # the next machine from the folds it records, with a binary of the same
-# header version (the log's key includes it; eval says so when a log's
-# records are under another key: build that version from git to continue).
+# results version (HPJEPA_BITS_VERSION in hpjepa.h: the log's key includes
+# it; it moves only when a release changes results, so later releases that
+# keep the bits continue the log; eval says so when a log's records are
+# under another key: build a release of that results version from git).
 # With eval --checkpoint-every, the fold in progress is also saved every
 # CKPT_EVERY epochs (default 1; 0 turns it off) beside its embeddings, so on
 # a machine whose build/ survives, a job cut off mid-fold continues that fold
