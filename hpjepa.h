@@ -5713,27 +5713,26 @@ static void hpj__bn_stat(int c, double s, double q, float *mean, float *rstd, fl
    depend on the thread count. What the callers add:
    - fused ops: relu = 1 gives out = max(BN(x), 0); sum != NULL also gives
      sum = res + out (then out may be NULL: only the sum is kept);
-   - classes (cnt != NULL): row r stands for cnt[r] equal rows, ntot in all
-     (the fast encoder's copy classes); the statistics are the ntot rows';
    - ranks (dp != NULL): the N rows are this rank's share of the batch; the
      sums and the row count are added over the ranks before they are used,
      so every rank gets the whole batch's statistics. */
 
 /* Channel c's sum over the N rows of x (m = NULL) or of (x - *m)^2, in
-   double and in row order; row r counts cnt[r] times (cnt = NULL: once). */
-static double hpj__bn_sum(const float *inp, int N, int D, int c, const double *m, const int32_t *cnt) {
+   double and in row order. */
+static double hpj__bn_sum(const float *inp, int N, int D, int c, const double *m) {
     double t = 0.0;
     int r;
     for (r = 0; r < N; ++r) {
-        double x = inp[(ptrdiff_t)r * D + c], v = m ? (x - *m) * (x - *m) : x;
-        t += cnt ? cnt[r] * v : v;
+        double x = inp[(ptrdiff_t)r * D + c];
+        t += m ? (x - *m) * (x - *m) : x;
     }
     return t;
 }
 
 #ifndef HPJ_REFERENCE
-/* hpj__bn_train by row blocks (the same arguments and the same function:
-   fused ReLU and residual sum, classes, ranks). */
+/* hpj__bn_train by row blocks (the same function: fused ReLU and residual
+   sum, ranks), and for rows that stand for classes of equal rows (cnt,
+   ntot: the fast encoder's copy classes; the reference has plain rows). */
 static void hpj__fast_bn_train(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
                                const float *inp, const float *gamma, const float *beta, int N, int D, float momentum,
                                float eps, int relu, const float *res, float *sum, const int32_t *cnt, int ntot,
@@ -5745,33 +5744,32 @@ static void hpj__fast_bn_backward(float *dinp, float *dgamma, float *dbeta, cons
 
 static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
                           const float *inp, const float *gamma, const float *beta, int N, int D, float momentum,
-                          float eps, int relu, const float *res, float *sum, const int32_t *cnt, int ntot,
-                          hpj__dp *dp) {
+                          float eps, int relu, const float *res, float *sum, hpj__dp *dp) {
     int par = (int64_t)N * D >= HPJ__PAR_ELEMS, c, r;
     (void)par; /* (without OpenMP) */
     if (D <= 0 || (N <= 0 && !dp)) return; /* (a rank without rows still takes part in the sums) */
 #ifndef HPJ_REFERENCE
     if (hpj__fast()) { /* fast: row blocks (see the fast part) */
         hpj__fast_bn_train(out, mean, rstd, running_mean, running_var, inp, gamma, beta, N, D, momentum, eps, relu,
-                           res, sum, cnt, ntot, dp);
+                           res, sum, NULL, N, dp);
         return;
     }
 #endif
     if (!dp) {
         HPJ__OMP(parallel for schedule(static) if (par))
         for (c = 0; c < D; ++c) {
-            double mu = hpj__bn_sum(inp, N, D, c, NULL, cnt) / ntot;
-            hpj__bn_stat(c, mu, hpj__bn_sum(inp, N, D, c, &mu, cnt), mean, rstd, running_mean, running_var, ntot,
-                         momentum, eps);
+            double mu = hpj__bn_sum(inp, N, D, c, NULL) / N;
+            hpj__bn_stat(c, mu, hpj__bn_sum(inp, N, D, c, &mu), mean, rstd, running_mean, running_var, N, momentum,
+                         eps);
         }
     } else {
         double *s = dp->bn_ws, *q = s + D + 1; /* the sums, then means (s[D]: the rows); the squared deviations */
-        for (c = 0; c < D; ++c) s[c] = hpj__bn_sum(inp, N, D, c, NULL, cnt);
-        s[D] = ntot;
+        for (c = 0; c < D; ++c) s[c] = hpj__bn_sum(inp, N, D, c, NULL);
+        s[D] = N;
         hpj__dp_sum_d(dp, s, (size_t)D + 1);
         for (c = 0; c < D; ++c) {
             s[c] /= s[D];
-            q[c] = hpj__bn_sum(inp, N, D, c, &s[c], cnt);
+            q[c] = hpj__bn_sum(inp, N, D, c, &s[c]);
         }
         hpj__dp_sum_d(dp, q, (size_t)D);
         if (!(s[D] > 0)) return;
@@ -5796,8 +5794,7 @@ static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_m
 HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, float *running_mean,
                                         float *running_var, const float *inp, const float *gamma,
                                         const float *beta, int N, int D, float momentum, float eps) {
-    hpj__bn_train(out, mean, rstd, running_mean, running_var, inp, gamma, beta, N, D, momentum, eps, 0, NULL, NULL, NULL,
-                  N, NULL);
+    hpj__bn_train(out, mean, rstd, running_mean, running_var, inp, gamma, beta, N, D, momentum, eps, 0, NULL, NULL, NULL);
 }
 
 #ifndef HPJ_REFERENCE
@@ -5847,9 +5844,7 @@ HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float
        dbeta_c += sum_r g,   dgamma_c += sum_r g xhat,
        dx = gamma_c rstd_c (g - mean_r(g) - xhat mean_r(g xhat)),
    the sums in double and in row order. overwrite = 1 writes dinp instead
-   of adding to it. With cnt (the forward's classes) dout holds each
-   class's summed gradient and dinp gets the sum of its rows' (xhat is the
-   same over a class, so its n rows take n times the means). With dp,
+   of adding to it. With dp,
    dgamma and dbeta get this rank's share (the gradient's sum over the
    ranks completes them), while the two means are the whole batch's. */
 
@@ -5868,28 +5863,27 @@ static void hpj__bn_bw_col(double *sd, double *sdx, const float *dout, const flo
 
 /* Channel c of the input gradient from md = mean(g) and mdx = mean(g xhat). */
 static void hpj__bn_dx_col(float *dinp, const float *dout, const float *inp, const float *relu_out, float k,
-                           float mean, float rstd, float md, float mdx, int N, int D, int c, int overwrite,
-                           const int32_t *cnt) {
+                           float mean, float rstd, float md, float mdx, int N, int D, int c, int overwrite) {
     int r;
     for (r = 0; r < N; ++r) {
         ptrdiff_t o = (ptrdiff_t)r * D + c;
-        float n = cnt ? (float)cnt[r] : 1.0f, xh = (inp[o] - mean) * rstd;
+        float xh = (inp[o] - mean) * rstd;
         float g = relu_out && !(relu_out[o] > 0.0f) ? 0.0f : dout[o];
-        float v = k * (g - n * md - xh * (n * mdx));
+        float v = k * (g - md - xh * mdx);
         dinp[o] = overwrite ? v : dinp[o] + v;
     }
 }
 
 static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                              const float *gamma, const float *mean, const float *rstd, int N, int D,
-                             const float *relu_out, int overwrite, const int32_t *cnt, int ntot, hpj__dp *dp) {
+                             const float *relu_out, int overwrite, hpj__dp *dp) {
     int par = (int64_t)N * D >= HPJ__PAR_ELEMS, c;
     double *t; /* with dp: the sums of g (D), of g xhat (D), the rows */
     (void)par; /* (without OpenMP) */
     if (D <= 0 || (N <= 0 && !dp)) return;
 #ifndef HPJ_REFERENCE
     if (hpj__fast()) { /* fast: row blocks (see the fast part) */
-        hpj__fast_bn_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D, relu_out, overwrite, cnt, ntot,
+        hpj__fast_bn_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D, relu_out, overwrite, NULL, N,
                               dp);
         return;
     }
@@ -5903,7 +5897,7 @@ static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const flo
             if (dbeta) dbeta[c] += (float)sd;
             if (dinp)
                 hpj__bn_dx_col(dinp, dout, inp, relu_out, (gamma ? gamma[c] : 1.0f) * rstd[c], mean[c], rstd[c],
-                               (float)(sd / ntot), (float)(sdx / ntot), N, D, c, overwrite, cnt);
+                               (float)(sd / N), (float)(sdx / N), N, D, c, overwrite);
         }
         return;
     }
@@ -5913,18 +5907,18 @@ static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const flo
         if (dgamma) dgamma[c] += (float)t[D + c];
         if (dbeta) dbeta[c] += (float)t[c];
     }
-    t[2 * D] = ntot;
+    t[2 * D] = N;
     hpj__dp_sum_d(dp, t, 2 * (size_t)D + 1);
     if (!dinp || !(t[2 * D] > 0)) return;
     HPJ__OMP(parallel for schedule(static) if (par))
     for (c = 0; c < D; ++c)
         hpj__bn_dx_col(dinp, dout, inp, relu_out, (gamma ? gamma[c] : 1.0f) * rstd[c], mean[c], rstd[c],
-                       (float)(t[c] / t[2 * D]), (float)(t[D + c] / t[2 * D]), N, D, c, overwrite, cnt);
+                       (float)(t[c] / t[2 * D]), (float)(t[D + c] / t[2 * D]), N, D, c, overwrite);
 }
 
 HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                    const float *gamma, const float *mean, const float *rstd, int N, int D) {
-    hpj__bn_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D, NULL, 0, NULL, N, NULL);
+    hpj__bn_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D, NULL, 0, NULL);
 }
 
 /* ==== nn: GINE message passing ==== */
@@ -7690,7 +7684,7 @@ static void hpj__bn_res(float *out, float *mean, float *rstd, const float *in, c
         return;
     }
     if (mode == HPJ__TRAIN_FROZEN) rm = rv = NULL;
-    hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum, NULL, N, dp);
+    hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum, dp);
 }
 static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, float *rm,
                     float *rv, int N, int D, int mode, int relu, hpj__dp *dp) {
@@ -7852,11 +7846,11 @@ static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__g
         dra2 = t1;
     }
     /* ra2 = relu(BN2(t2)), fused */
-    hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, C, D, L->ra2, 1, NULL, C, w->dp);
+    hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, C, D, L->ra2, 1, w->dp);
     /* t2 = r1 W2^T */
     hpj__linear_back2(t1, 0.0f, gq->W2, NULL, t2, L->r1, q->W2, C, D, D);
     /* r1 = relu(BN1(t1)), fused */
-    hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, C, D, L->r1, 1, NULL, C, w->dp);
+    hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, C, D, L->r1, 1, w->dp);
     /* t1 = agg W1^T */
     hpj__linear_back2(t1, 0.0f, gq->W1, NULL, t2, L->agg, q->W1, C, D, D);
     /* agg = GINE(h, e) */
@@ -7881,8 +7875,7 @@ static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__g
             }
         }
         /* ua = relu(BNu(ul)), fused */
-        hpj__bn_backward(b->sB, gq->bnu_g, gq->bnu_b, b->sA, L->ul, q->bnu_g, L->um, L->ur, S, D, L->ua, 1, NULL, S,
-                         w->dp);
+        hpj__bn_backward(b->sB, gq->bnu_g, gq->bnu_b, b->sA, L->ul, q->bnu_g, L->um, L->ur, S, D, L->ua, 1, w->dp);
         /* ul = pm Wu^T */
         hpj__linear_back2(b->sA, 0.0f, gq->Wu, NULL, b->sB, L->pm, q->Wu, S, D, D);
         hpj_segment_mean_backward(dhm, b->sA, p->seg, S, D); /* pm = segment_mean(hin) */
@@ -7960,7 +7953,7 @@ static void hpj__sq_forward(hpj_model *m, hpj__sq_ws *w, hpj_bn_stats *bn, const
 }
 
 static void hpj__sq_backward(hpj_model *m, const hpj__sq_ws *w, int32_t S, const float *dp, float *s1) {
-    hpj__bn_backward(s1, m->g.sq_g, m->g.sq_b, dp, w->lin, m->p.sq_g, w->mean, w->rstd, S, m->D, w->p, 1, NULL, S, w->dp);
+    hpj__bn_backward(s1, m->g.sq_g, m->g.sq_b, dp, w->lin, m->p.sq_g, w->mean, w->rstd, S, m->D, w->p, 1, w->dp);
     hpj_linear_backward(NULL, m->g.sq_W, NULL, s1, w->rw, m->p.sq_W, S, m->R, m->D);
 }
 
@@ -12810,7 +12803,7 @@ static void hpj__bn_backward_cls(float *dinp, float *dgamma, float *dbeta, const
 /* hpj__bn_res over N rows that stand for cnt[u] equal rows each, ntot in
    all (a layer on classes; cnt = NULL: plain rows). The statistics are
    those of the ntot rows: the first layer sums them in class order
-   (hpj__bn_train_cls), a later one over hpj__bn_train's row blocks.
+   (hpj__bn_train_cls), a later one over hpj__fast_bn_train's row blocks.
    Evaluation normalises each row alone, so classes change nothing there. */
 static void hpj__fast_bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
                              float *rm, float *rv, int N, int D, int mode, int relu, const float *res,
@@ -12821,7 +12814,8 @@ static void hpj__fast_bn_res(float *out, float *mean, float *rstd, const float *
     }
     if (mode == HPJ__TRAIN_FROZEN) rm = rv = NULL;
     if (later)
-        hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum, cnt, ntot, dp);
+        hpj__fast_bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum, cnt, ntot,
+                           dp);
     else
         hpj__bn_train_cls(out, mean, rstd, rm, rv, in, g, b, cnt, N, ntot, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum,
                           dp);
@@ -13145,15 +13139,15 @@ static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_
             hpj__bn_backward_cls(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, cnt, N, C, D, L->ra2,
                                  w->dp);
         else
-            hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, N, D, L->ra2, 1, cnt, C,
-                             w->dp);
+            hpj__fast_bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, N, D, L->ra2, 1,
+                                  cnt, C, w->dp);
         hpj__linear_back2(t1, 0.0f, gq->W2, NULL, t2, L->r1, q->W2, N, D, D);
         if (cnt && i == 0)
             hpj__bn_backward_cls(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, cnt, N, C, D, L->r1,
                                  w->dp);
         else
-            hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, N, D, L->r1, 1, cnt, C,
-                             w->dp);
+            hpj__fast_bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, N, D, L->r1, 1, cnt,
+                                  C, w->dp);
         if (i == 0) { /* t1 from the table; h0 gets dh (the residual's) */
             hpj__table_backward(m, w, b, t2, dh);
             return;
