@@ -5292,26 +5292,27 @@ static HPJ__INLINE void hpj__axpy(float *y, float a, const float *x, int n) {
     for (i = 0; i < n; ++i) y[i] = HPJ__FMAF(a, x[i], y[i]);
 }
 
+#ifndef HPJ_REFERENCE
+static void hpj__fast_colsum_add(float *dst, const float *src, int N, int D, ptrdiff_t lds);
+#endif
+
 /* dst (D) += the column sums of src (N, D) (row stride lds): each column
    summed in double in row order and rounded once, so the bits do not
-   depend on how the columns are split. Threads take blocks of 64 columns;
-   each block runs as panels of 16 running sums. */
+   depend on how the columns are split (threads take columns). */
 static void hpj__colsum_add(float *dst, const float *src, int N, int D, ptrdiff_t lds) {
-    int nb = (D + 63) / 64, jb;
+    int j;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { /* fast: panels of 16 running sums (see the fast part) */
+        hpj__fast_colsum_add(dst, src, N, D, lds);
+        return;
+    }
+#endif
     HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-    for (jb = 0; jb < nb; ++jb) {
-        int b1 = HPJ__MIN(D, jb * 64 + 64), j0;
-        for (j0 = jb * 64; j0 < b1; j0 += 16) {
-            double acc[16];
-            int w = HPJ__MIN(16, b1 - j0), i, j;
-            for (j = 0; j < 16; ++j) acc[j] = 0.0;
-            for (i = 0; i < N; ++i) {
-                const float *r = src + (ptrdiff_t)i * lds + j0;
-                HPJ__OMP(simd)
-                for (j = 0; j < w; ++j) acc[j] += r[j];
-            }
-            for (j = 0; j < w; ++j) dst[j0 + j] += (float)acc[j];
-        }
+    for (j = 0; j < D; ++j) {
+        double acc = 0.0;
+        int i;
+        for (i = 0; i < N; ++i) acc += src[(ptrdiff_t)i * lds + j];
+        dst[j] += (float)acc;
     }
 }
 
@@ -6232,9 +6233,6 @@ HPJDEF void hpj_gather_mean_backward(float *dinp, const float *dout, const int32
 
 /* ==== nn: attention ==== */
 
-/* Row buffer of the backward; longer rows recompute the dot products. */
-#define HPJ__ATT_ROWBUF 256
-
 /* A row's softmax weights from its scores p (T; masked keys hold 0 and
    stay so): p[j] = exp(p[j] - mx) / sum, the sum in key order. */
 static void hpj__att_softmax(float *p, const uint8_t *km, int T, float mx) {
@@ -6291,24 +6289,35 @@ HPJDEF void hpj_attention_forward(float *out, float *att, const float *qkv, cons
     }
 }
 
+#ifndef HPJ_REFERENCE
+static void hpj__fast_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                                         const uint8_t *keymask, const float *adj, int B, int T, int D, int H);
+#endif
+
 HPJDEF void hpj_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
                                    const uint8_t *keymask, const float *adj, int B, int T, int D, int H) {
     int bh, hd = H > 0 ? D / H : 0;
     float scale = 1.0f / sqrtf((float)hd);
     ptrdiff_t ld = 3 * (ptrdiff_t)D;
     if (B <= 0 || T <= 0 || hd <= 0) return;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { /* fast: a row of dP kept between the two passes (see the fast part) */
+        hpj__fast_attention_backward(dqkv, dout, qkv, att, keymask, adj, B, T, D, H);
+        return;
+    }
+#endif
     /* out_i = sum_j P_ij a_ij v_j, P_i = softmax(s_i), s_ij = scale q_i.k_j:
        dv_j += P_ij a_ij dout_i ; dP_ij = a_ij dout_i.v_j ;
        ds_ij = P_ij (dP_ij - sum_l P_il dP_il) ; dq_i += scale ds_ij k_j ;
-       dk_j += scale ds_ij q_i. Each (b, h) is one thread's, in i order. */
+       dk_j += scale ds_ij q_i. Each (b, h) is one thread's, in i order.
+       A row takes two passes over its keys: the first sums P dP, the
+       second computes dP again and uses it. */
     HPJ__OMP(parallel for schedule(static) if ((int64_t)B * H * T * T * hd >= HPJ__PAR_ELEMS))
     for (bh = 0; bh < B * H; ++bh) {
         int b = bh / H, h = bh % H, i, j;
         const float *base = qkv + (ptrdiff_t)b * T * ld;
         float *dbase = dqkv + (ptrdiff_t)b * T * ld;
         const uint8_t *km = keymask ? keymask + (ptrdiff_t)b * T : NULL;
-        float dpbuf[HPJ__ATT_ROWBUF];
-        int buffered = T <= HPJ__ATT_ROWBUF;
         for (i = 0; i < T; ++i) {
             const float *p = att + ((ptrdiff_t)bh * T + i) * T;
             const float *a = adj ? adj + ((ptrdiff_t)b * T + i) * T : NULL;
@@ -6316,25 +6325,18 @@ HPJDEF void hpj_attention_backward(float *dqkv, const float *dout, const float *
             const float *q = base + i * ld + h * hd;
             float *dq = dbase + i * ld + h * hd;
             float dsum = 0.0f;
-            int any = 0;
             for (j = 0; j < T; ++j) {
                 float dp;
                 if (km && !km[j]) continue;
-                any = 1;
                 dp = hpj__dot(go, base + j * ld + 2 * D + h * hd, hd);
                 if (a) dp *= a[j];
-                if (buffered) dpbuf[j] = dp;
                 dsum = HPJ__FMAF(p[j], dp, dsum);
             }
-            if (!any) continue;
             for (j = 0; j < T; ++j) {
                 float dp, ds;
                 if (km && !km[j]) continue;
-                if (buffered) dp = dpbuf[j];
-                else {
-                    dp = hpj__dot(go, base + j * ld + 2 * D + h * hd, hd);
-                    if (a) dp *= a[j];
-                }
+                dp = hpj__dot(go, base + j * ld + 2 * D + h * hd, hd);
+                if (a) dp *= a[j];
                 ds = scale * (p[j] * (dp - dsum));
                 hpj__axpy(dq, ds, base + j * ld + D + h * hd, hd);
                 hpj__axpy(dbase + j * ld + D + h * hd, ds, q, hd);
@@ -11429,6 +11431,32 @@ static int hpj__two_ok(void) {
 #endif
 }
 
+/* ==== fast: column sums by panels ====
+   hpj__colsum_add walks one column at a time down all the rows, a stride
+   of lds floats per step. Here threads take blocks of 64 columns, and
+   each block runs as panels of 16 running sums that move along the rows
+   together (contiguous loads the compiler vectorizes). Every column is
+   still summed in double in row order and rounded once: the reference's
+   bits. */
+static void hpj__fast_colsum_add(float *dst, const float *src, int N, int D, ptrdiff_t lds) {
+    int nb = (D + 63) / 64, jb;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    for (jb = 0; jb < nb; ++jb) {
+        int b1 = HPJ__MIN(D, jb * 64 + 64), j0;
+        for (j0 = jb * 64; j0 < b1; j0 += 16) {
+            double acc[16];
+            int w = HPJ__MIN(16, b1 - j0), i, j;
+            for (j = 0; j < 16; ++j) acc[j] = 0.0;
+            for (i = 0; i < N; ++i) {
+                const float *r = src + (ptrdiff_t)i * lds + j0;
+                HPJ__OMP(simd)
+                for (j = 0; j < w; ++j) acc[j] += r[j];
+            }
+            for (j = 0; j < w; ++j) dst[j0 + j] += (float)acc[j];
+        }
+    }
+}
+
 /* ==== fast: linear backward, the two parts side by side ====
    The input gradient (dinp = dout W) and the weight and bias gradients
    (dW += dout^T inp, db += column sums) read the same dout and write
@@ -12377,6 +12405,60 @@ static int hpj__gelu_fast(float *y, const float *x, const float *dout, size_t n)
     return 0;
 }
 
+/* ==== fast: attention backward keeps a row of dP ====
+   hpj_attention_backward computes each dP_ij = a_ij dout_i.v_j twice, in
+   the pass that sums P dP and in the pass that uses it. Here a row of up
+   to HPJ__ATT_ROWBUF keys keeps the first pass's values on the stack
+   (longer rows compute them again, as the reference): the same products,
+   the same bits. */
+#define HPJ__ATT_ROWBUF 256
+static void hpj__fast_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                                         const uint8_t *keymask, const float *adj, int B, int T, int D, int H) {
+    int bh, hd = H > 0 ? D / H : 0;
+    float scale = 1.0f / sqrtf((float)hd);
+    ptrdiff_t ld = 3 * (ptrdiff_t)D;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)B * H * T * T * hd >= HPJ__PAR_ELEMS))
+    for (bh = 0; bh < B * H; ++bh) {
+        int b = bh / H, h = bh % H, i, j;
+        const float *base = qkv + (ptrdiff_t)b * T * ld;
+        float *dbase = dqkv + (ptrdiff_t)b * T * ld;
+        const uint8_t *km = keymask ? keymask + (ptrdiff_t)b * T : NULL;
+        float dpbuf[HPJ__ATT_ROWBUF];
+        int buffered = T <= HPJ__ATT_ROWBUF;
+        for (i = 0; i < T; ++i) {
+            const float *p = att + ((ptrdiff_t)bh * T + i) * T;
+            const float *a = adj ? adj + ((ptrdiff_t)b * T + i) * T : NULL;
+            const float *go = dout + ((ptrdiff_t)b * T + i) * D + h * hd;
+            const float *q = base + i * ld + h * hd;
+            float *dq = dbase + i * ld + h * hd;
+            float dsum = 0.0f;
+            int any = 0;
+            for (j = 0; j < T; ++j) {
+                float dp;
+                if (km && !km[j]) continue;
+                any = 1;
+                dp = hpj__dot(go, base + j * ld + 2 * D + h * hd, hd);
+                if (a) dp *= a[j];
+                if (buffered) dpbuf[j] = dp;
+                dsum = HPJ__FMAF(p[j], dp, dsum);
+            }
+            if (!any) continue;
+            for (j = 0; j < T; ++j) {
+                float dp, ds;
+                if (km && !km[j]) continue;
+                if (buffered) dp = dpbuf[j];
+                else {
+                    dp = hpj__dot(go, base + j * ld + 2 * D + h * hd, hd);
+                    if (a) dp *= a[j];
+                }
+                ds = scale * (p[j] * (dp - dsum));
+                hpj__axpy(dq, ds, base + j * ld + D + h * hd, hd);
+                hpj__axpy(dbase + j * ld + D + h * hd, ds, q, hd);
+                hpj__axpy(dbase + j * ld + 2 * D + h * hd, a ? p[j] * a[j] : p[j], go, hd);
+            }
+        }
+    }
+}
 
 /* ---- anchor: fast encoder ----
    (the patch encoder's fast siblings follow this line)
