@@ -5845,9 +5845,9 @@ HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float
        dbeta_c += sum_r g,   dgamma_c += sum_r g xhat,
        dx = gamma_c rstd_c (g - mean_r(g) - xhat mean_r(g xhat)),
    the sums in double and in row order. overwrite = 1 writes dinp instead
-   of adding to it. With dp,
-   dgamma and dbeta get this rank's share (the gradient's sum over the
-   ranks completes them), while the two means are the whole batch's. */
+   of adding to it. With dp, dgamma and dbeta get this rank's share (the
+   gradient's sum over the ranks completes them), while the two means are
+   the whole batch's. */
 
 /* Channel c's sums over the rows: *sd of g, *sdx of g xhat. */
 static void hpj__bn_bw_col(double *sd, double *sdx, const float *dout, const float *inp, const float *relu_out,
@@ -12084,8 +12084,10 @@ static void hpj__fast_bn_eval(float *out, const float *inp, const float *gamma, 
     }
 }
 
-/* hpj__bn_backward by the forward's row blocks (the same arguments and
-   the same function). */
+/* hpj__bn_backward by the forward's row blocks (the same function), and
+   for the forward's classes (cnt, ntot): dout then holds each class's
+   summed gradient and dinp gets the sum of its rows' (xhat is the same
+   over a class, so its n rows take n times the means). */
 static void hpj__fast_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                   const float *gamma, const float *mean, const float *rstd, int N, int D,
                                   const float *relu_out, int overwrite, const int32_t *cnt, int ntot, hpj__dp *dp) {
