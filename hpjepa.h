@@ -5292,26 +5292,27 @@ static HPJ__INLINE void hpj__axpy(float *y, float a, const float *x, int n) {
     for (i = 0; i < n; ++i) y[i] = HPJ__FMAF(a, x[i], y[i]);
 }
 
+#ifndef HPJ_REFERENCE
+static void hpj__fast_colsum_add(float *dst, const float *src, int N, int D, ptrdiff_t lds);
+#endif
+
 /* dst (D) += the column sums of src (N, D) (row stride lds): each column
    summed in double in row order and rounded once, so the bits do not
-   depend on how the columns are split. Threads take blocks of 64 columns;
-   each block runs as panels of 16 running sums. */
+   depend on how the columns are split (threads take columns). */
 static void hpj__colsum_add(float *dst, const float *src, int N, int D, ptrdiff_t lds) {
-    int nb = (D + 63) / 64, jb;
+    int j;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { /* fast: panels of 16 running sums (see the fast part) */
+        hpj__fast_colsum_add(dst, src, N, D, lds);
+        return;
+    }
+#endif
     HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-    for (jb = 0; jb < nb; ++jb) {
-        int b1 = HPJ__MIN(D, jb * 64 + 64), j0;
-        for (j0 = jb * 64; j0 < b1; j0 += 16) {
-            double acc[16];
-            int w = HPJ__MIN(16, b1 - j0), i, j;
-            for (j = 0; j < 16; ++j) acc[j] = 0.0;
-            for (i = 0; i < N; ++i) {
-                const float *r = src + (ptrdiff_t)i * lds + j0;
-                HPJ__OMP(simd)
-                for (j = 0; j < w; ++j) acc[j] += r[j];
-            }
-            for (j = 0; j < w; ++j) dst[j0 + j] += (float)acc[j];
-        }
+    for (j = 0; j < D; ++j) {
+        double acc = 0.0;
+        int i;
+        for (i = 0; i < N; ++i) acc += src[(ptrdiff_t)i * lds + j];
+        dst[j] += (float)acc;
     }
 }
 
@@ -5713,27 +5714,26 @@ static void hpj__bn_stat(int c, double s, double q, float *mean, float *rstd, fl
    depend on the thread count. What the callers add:
    - fused ops: relu = 1 gives out = max(BN(x), 0); sum != NULL also gives
      sum = res + out (then out may be NULL: only the sum is kept);
-   - classes (cnt != NULL): row r stands for cnt[r] equal rows, ntot in all
-     (the fast encoder's copy classes); the statistics are the ntot rows';
    - ranks (dp != NULL): the N rows are this rank's share of the batch; the
      sums and the row count are added over the ranks before they are used,
      so every rank gets the whole batch's statistics. */
 
 /* Channel c's sum over the N rows of x (m = NULL) or of (x - *m)^2, in
-   double and in row order; row r counts cnt[r] times (cnt = NULL: once). */
-static double hpj__bn_sum(const float *inp, int N, int D, int c, const double *m, const int32_t *cnt) {
+   double and in row order. */
+static double hpj__bn_sum(const float *inp, int N, int D, int c, const double *m) {
     double t = 0.0;
     int r;
     for (r = 0; r < N; ++r) {
-        double x = inp[(ptrdiff_t)r * D + c], v = m ? (x - *m) * (x - *m) : x;
-        t += cnt ? cnt[r] * v : v;
+        double x = inp[(ptrdiff_t)r * D + c];
+        t += m ? (x - *m) * (x - *m) : x;
     }
     return t;
 }
 
 #ifndef HPJ_REFERENCE
-/* hpj__bn_train by row blocks (the same arguments and the same function:
-   fused ReLU and residual sum, classes, ranks). */
+/* hpj__bn_train by row blocks (the same function: fused ReLU and residual
+   sum, ranks), and for rows that stand for classes of equal rows (cnt,
+   ntot: the fast encoder's copy classes; the reference has plain rows). */
 static void hpj__fast_bn_train(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
                                const float *inp, const float *gamma, const float *beta, int N, int D, float momentum,
                                float eps, int relu, const float *res, float *sum, const int32_t *cnt, int ntot,
@@ -5745,33 +5745,32 @@ static void hpj__fast_bn_backward(float *dinp, float *dgamma, float *dbeta, cons
 
 static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_mean, float *running_var,
                           const float *inp, const float *gamma, const float *beta, int N, int D, float momentum,
-                          float eps, int relu, const float *res, float *sum, const int32_t *cnt, int ntot,
-                          hpj__dp *dp) {
+                          float eps, int relu, const float *res, float *sum, hpj__dp *dp) {
     int par = (int64_t)N * D >= HPJ__PAR_ELEMS, c, r;
     (void)par; /* (without OpenMP) */
     if (D <= 0 || (N <= 0 && !dp)) return; /* (a rank without rows still takes part in the sums) */
 #ifndef HPJ_REFERENCE
     if (hpj__fast()) { /* fast: row blocks (see the fast part) */
         hpj__fast_bn_train(out, mean, rstd, running_mean, running_var, inp, gamma, beta, N, D, momentum, eps, relu,
-                           res, sum, cnt, ntot, dp);
+                           res, sum, NULL, N, dp);
         return;
     }
 #endif
     if (!dp) {
         HPJ__OMP(parallel for schedule(static) if (par))
         for (c = 0; c < D; ++c) {
-            double mu = hpj__bn_sum(inp, N, D, c, NULL, cnt) / ntot;
-            hpj__bn_stat(c, mu, hpj__bn_sum(inp, N, D, c, &mu, cnt), mean, rstd, running_mean, running_var, ntot,
-                         momentum, eps);
+            double mu = hpj__bn_sum(inp, N, D, c, NULL) / N;
+            hpj__bn_stat(c, mu, hpj__bn_sum(inp, N, D, c, &mu), mean, rstd, running_mean, running_var, N, momentum,
+                         eps);
         }
     } else {
         double *s = dp->bn_ws, *q = s + D + 1; /* the sums, then means (s[D]: the rows); the squared deviations */
-        for (c = 0; c < D; ++c) s[c] = hpj__bn_sum(inp, N, D, c, NULL, cnt);
-        s[D] = ntot;
+        for (c = 0; c < D; ++c) s[c] = hpj__bn_sum(inp, N, D, c, NULL);
+        s[D] = N;
         hpj__dp_sum_d(dp, s, (size_t)D + 1);
         for (c = 0; c < D; ++c) {
             s[c] /= s[D];
-            q[c] = hpj__bn_sum(inp, N, D, c, &s[c], cnt);
+            q[c] = hpj__bn_sum(inp, N, D, c, &s[c]);
         }
         hpj__dp_sum_d(dp, q, (size_t)D);
         if (!(s[D] > 0)) return;
@@ -5796,8 +5795,7 @@ static void hpj__bn_train(float *out, float *mean, float *rstd, float *running_m
 HPJDEF void hpj_batchnorm_forward_train(float *out, float *mean, float *rstd, float *running_mean,
                                         float *running_var, const float *inp, const float *gamma,
                                         const float *beta, int N, int D, float momentum, float eps) {
-    hpj__bn_train(out, mean, rstd, running_mean, running_var, inp, gamma, beta, N, D, momentum, eps, 0, NULL, NULL, NULL,
-                  N, NULL);
+    hpj__bn_train(out, mean, rstd, running_mean, running_var, inp, gamma, beta, N, D, momentum, eps, 0, NULL, NULL, NULL);
 }
 
 #ifndef HPJ_REFERENCE
@@ -5847,11 +5845,9 @@ HPJDEF void hpj_batchnorm_forward_eval(float *out, const float *inp, const float
        dbeta_c += sum_r g,   dgamma_c += sum_r g xhat,
        dx = gamma_c rstd_c (g - mean_r(g) - xhat mean_r(g xhat)),
    the sums in double and in row order. overwrite = 1 writes dinp instead
-   of adding to it. With cnt (the forward's classes) dout holds each
-   class's summed gradient and dinp gets the sum of its rows' (xhat is the
-   same over a class, so its n rows take n times the means). With dp,
-   dgamma and dbeta get this rank's share (the gradient's sum over the
-   ranks completes them), while the two means are the whole batch's. */
+   of adding to it. With dp, dgamma and dbeta get this rank's share (the
+   gradient's sum over the ranks completes them), while the two means are
+   the whole batch's. */
 
 /* Channel c's sums over the rows: *sd of g, *sdx of g xhat. */
 static void hpj__bn_bw_col(double *sd, double *sdx, const float *dout, const float *inp, const float *relu_out,
@@ -5868,28 +5864,27 @@ static void hpj__bn_bw_col(double *sd, double *sdx, const float *dout, const flo
 
 /* Channel c of the input gradient from md = mean(g) and mdx = mean(g xhat). */
 static void hpj__bn_dx_col(float *dinp, const float *dout, const float *inp, const float *relu_out, float k,
-                           float mean, float rstd, float md, float mdx, int N, int D, int c, int overwrite,
-                           const int32_t *cnt) {
+                           float mean, float rstd, float md, float mdx, int N, int D, int c, int overwrite) {
     int r;
     for (r = 0; r < N; ++r) {
         ptrdiff_t o = (ptrdiff_t)r * D + c;
-        float n = cnt ? (float)cnt[r] : 1.0f, xh = (inp[o] - mean) * rstd;
+        float xh = (inp[o] - mean) * rstd;
         float g = relu_out && !(relu_out[o] > 0.0f) ? 0.0f : dout[o];
-        float v = k * (g - n * md - xh * (n * mdx));
+        float v = k * (g - md - xh * mdx);
         dinp[o] = overwrite ? v : dinp[o] + v;
     }
 }
 
 static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                              const float *gamma, const float *mean, const float *rstd, int N, int D,
-                             const float *relu_out, int overwrite, const int32_t *cnt, int ntot, hpj__dp *dp) {
+                             const float *relu_out, int overwrite, hpj__dp *dp) {
     int par = (int64_t)N * D >= HPJ__PAR_ELEMS, c;
     double *t; /* with dp: the sums of g (D), of g xhat (D), the rows */
     (void)par; /* (without OpenMP) */
     if (D <= 0 || (N <= 0 && !dp)) return;
 #ifndef HPJ_REFERENCE
     if (hpj__fast()) { /* fast: row blocks (see the fast part) */
-        hpj__fast_bn_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D, relu_out, overwrite, cnt, ntot,
+        hpj__fast_bn_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D, relu_out, overwrite, NULL, N,
                               dp);
         return;
     }
@@ -5903,7 +5898,7 @@ static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const flo
             if (dbeta) dbeta[c] += (float)sd;
             if (dinp)
                 hpj__bn_dx_col(dinp, dout, inp, relu_out, (gamma ? gamma[c] : 1.0f) * rstd[c], mean[c], rstd[c],
-                               (float)(sd / ntot), (float)(sdx / ntot), N, D, c, overwrite, cnt);
+                               (float)(sd / N), (float)(sdx / N), N, D, c, overwrite);
         }
         return;
     }
@@ -5913,18 +5908,18 @@ static void hpj__bn_backward(float *dinp, float *dgamma, float *dbeta, const flo
         if (dgamma) dgamma[c] += (float)t[D + c];
         if (dbeta) dbeta[c] += (float)t[c];
     }
-    t[2 * D] = ntot;
+    t[2 * D] = N;
     hpj__dp_sum_d(dp, t, 2 * (size_t)D + 1);
     if (!dinp || !(t[2 * D] > 0)) return;
     HPJ__OMP(parallel for schedule(static) if (par))
     for (c = 0; c < D; ++c)
         hpj__bn_dx_col(dinp, dout, inp, relu_out, (gamma ? gamma[c] : 1.0f) * rstd[c], mean[c], rstd[c],
-                       (float)(t[c] / t[2 * D]), (float)(t[D + c] / t[2 * D]), N, D, c, overwrite, cnt);
+                       (float)(t[c] / t[2 * D]), (float)(t[D + c] / t[2 * D]), N, D, c, overwrite);
 }
 
 HPJDEF void hpj_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                    const float *gamma, const float *mean, const float *rstd, int N, int D) {
-    hpj__bn_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D, NULL, 0, NULL, N, NULL);
+    hpj__bn_backward(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, D, NULL, 0, NULL);
 }
 
 /* ==== nn: GINE message passing ==== */
@@ -6238,9 +6233,6 @@ HPJDEF void hpj_gather_mean_backward(float *dinp, const float *dout, const int32
 
 /* ==== nn: attention ==== */
 
-/* Row buffer of the backward; longer rows recompute the dot products. */
-#define HPJ__ATT_ROWBUF 256
-
 /* A row's softmax weights from its scores p (T; masked keys hold 0 and
    stay so): p[j] = exp(p[j] - mx) / sum, the sum in key order. */
 static void hpj__att_softmax(float *p, const uint8_t *km, int T, float mx) {
@@ -6297,24 +6289,35 @@ HPJDEF void hpj_attention_forward(float *out, float *att, const float *qkv, cons
     }
 }
 
+#ifndef HPJ_REFERENCE
+static void hpj__fast_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                                         const uint8_t *keymask, const float *adj, int B, int T, int D, int H);
+#endif
+
 HPJDEF void hpj_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
                                    const uint8_t *keymask, const float *adj, int B, int T, int D, int H) {
     int bh, hd = H > 0 ? D / H : 0;
     float scale = 1.0f / sqrtf((float)hd);
     ptrdiff_t ld = 3 * (ptrdiff_t)D;
     if (B <= 0 || T <= 0 || hd <= 0) return;
+#ifndef HPJ_REFERENCE
+    if (hpj__fast()) { /* fast: a row of dP kept between the two passes (see the fast part) */
+        hpj__fast_attention_backward(dqkv, dout, qkv, att, keymask, adj, B, T, D, H);
+        return;
+    }
+#endif
     /* out_i = sum_j P_ij a_ij v_j, P_i = softmax(s_i), s_ij = scale q_i.k_j:
        dv_j += P_ij a_ij dout_i ; dP_ij = a_ij dout_i.v_j ;
        ds_ij = P_ij (dP_ij - sum_l P_il dP_il) ; dq_i += scale ds_ij k_j ;
-       dk_j += scale ds_ij q_i. Each (b, h) is one thread's, in i order. */
+       dk_j += scale ds_ij q_i. Each (b, h) is one thread's, in i order.
+       A row takes two passes over its keys: the first sums P dP, the
+       second computes dP again and uses it. */
     HPJ__OMP(parallel for schedule(static) if ((int64_t)B * H * T * T * hd >= HPJ__PAR_ELEMS))
     for (bh = 0; bh < B * H; ++bh) {
         int b = bh / H, h = bh % H, i, j;
         const float *base = qkv + (ptrdiff_t)b * T * ld;
         float *dbase = dqkv + (ptrdiff_t)b * T * ld;
         const uint8_t *km = keymask ? keymask + (ptrdiff_t)b * T : NULL;
-        float dpbuf[HPJ__ATT_ROWBUF];
-        int buffered = T <= HPJ__ATT_ROWBUF;
         for (i = 0; i < T; ++i) {
             const float *p = att + ((ptrdiff_t)bh * T + i) * T;
             const float *a = adj ? adj + ((ptrdiff_t)b * T + i) * T : NULL;
@@ -6322,25 +6325,18 @@ HPJDEF void hpj_attention_backward(float *dqkv, const float *dout, const float *
             const float *q = base + i * ld + h * hd;
             float *dq = dbase + i * ld + h * hd;
             float dsum = 0.0f;
-            int any = 0;
             for (j = 0; j < T; ++j) {
                 float dp;
                 if (km && !km[j]) continue;
-                any = 1;
                 dp = hpj__dot(go, base + j * ld + 2 * D + h * hd, hd);
                 if (a) dp *= a[j];
-                if (buffered) dpbuf[j] = dp;
                 dsum = HPJ__FMAF(p[j], dp, dsum);
             }
-            if (!any) continue;
             for (j = 0; j < T; ++j) {
                 float dp, ds;
                 if (km && !km[j]) continue;
-                if (buffered) dp = dpbuf[j];
-                else {
-                    dp = hpj__dot(go, base + j * ld + 2 * D + h * hd, hd);
-                    if (a) dp *= a[j];
-                }
+                dp = hpj__dot(go, base + j * ld + 2 * D + h * hd, hd);
+                if (a) dp *= a[j];
                 ds = scale * (p[j] * (dp - dsum));
                 hpj__axpy(dq, ds, base + j * ld + D + h * hd, hd);
                 hpj__axpy(dbase + j * ld + D + h * hd, ds, q, hd);
@@ -7690,7 +7686,7 @@ static void hpj__bn_res(float *out, float *mean, float *rstd, const float *in, c
         return;
     }
     if (mode == HPJ__TRAIN_FROZEN) rm = rv = NULL;
-    hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum, NULL, N, dp);
+    hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum, dp);
 }
 static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, float *rm,
                     float *rv, int N, int D, int mode, int relu, hpj__dp *dp) {
@@ -7852,11 +7848,11 @@ static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__g
         dra2 = t1;
     }
     /* ra2 = relu(BN2(t2)), fused */
-    hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, C, D, L->ra2, 1, NULL, C, w->dp);
+    hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, C, D, L->ra2, 1, w->dp);
     /* t2 = r1 W2^T */
     hpj__linear_back2(t1, 0.0f, gq->W2, NULL, t2, L->r1, q->W2, C, D, D);
     /* r1 = relu(BN1(t1)), fused */
-    hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, C, D, L->r1, 1, NULL, C, w->dp);
+    hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, C, D, L->r1, 1, w->dp);
     /* t1 = agg W1^T */
     hpj__linear_back2(t1, 0.0f, gq->W1, NULL, t2, L->agg, q->W1, C, D, D);
     /* agg = GINE(h, e) */
@@ -7881,8 +7877,7 @@ static float *hpj__gnn_layer_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__g
             }
         }
         /* ua = relu(BNu(ul)), fused */
-        hpj__bn_backward(b->sB, gq->bnu_g, gq->bnu_b, b->sA, L->ul, q->bnu_g, L->um, L->ur, S, D, L->ua, 1, NULL, S,
-                         w->dp);
+        hpj__bn_backward(b->sB, gq->bnu_g, gq->bnu_b, b->sA, L->ul, q->bnu_g, L->um, L->ur, S, D, L->ua, 1, w->dp);
         /* ul = pm Wu^T */
         hpj__linear_back2(b->sA, 0.0f, gq->Wu, NULL, b->sB, L->pm, q->Wu, S, D, D);
         hpj_segment_mean_backward(dhm, b->sA, p->seg, S, D); /* pm = segment_mean(hin) */
@@ -7960,7 +7955,7 @@ static void hpj__sq_forward(hpj_model *m, hpj__sq_ws *w, hpj_bn_stats *bn, const
 }
 
 static void hpj__sq_backward(hpj_model *m, const hpj__sq_ws *w, int32_t S, const float *dp, float *s1) {
-    hpj__bn_backward(s1, m->g.sq_g, m->g.sq_b, dp, w->lin, m->p.sq_g, w->mean, w->rstd, S, m->D, w->p, 1, NULL, S, w->dp);
+    hpj__bn_backward(s1, m->g.sq_g, m->g.sq_b, dp, w->lin, m->p.sq_g, w->mean, w->rstd, S, m->D, w->p, 1, w->dp);
     hpj_linear_backward(NULL, m->g.sq_W, NULL, s1, w->rw, m->p.sq_W, S, m->R, m->D);
 }
 
@@ -11444,6 +11439,32 @@ static int hpj__two_ok(void) {
 #endif
 }
 
+/* ==== fast: column sums by panels ====
+   hpj__colsum_add walks one column at a time down all the rows, a stride
+   of lds floats per step. Here threads take blocks of 64 columns, and
+   each block runs as panels of 16 running sums that move along the rows
+   together (contiguous loads the compiler vectorizes). Every column is
+   still summed in double in row order and rounded once: the reference's
+   bits. */
+static void hpj__fast_colsum_add(float *dst, const float *src, int N, int D, ptrdiff_t lds) {
+    int nb = (D + 63) / 64, jb;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
+    for (jb = 0; jb < nb; ++jb) {
+        int b1 = HPJ__MIN(D, jb * 64 + 64), j0;
+        for (j0 = jb * 64; j0 < b1; j0 += 16) {
+            double acc[16];
+            int w = HPJ__MIN(16, b1 - j0), i, j;
+            for (j = 0; j < 16; ++j) acc[j] = 0.0;
+            for (i = 0; i < N; ++i) {
+                const float *r = src + (ptrdiff_t)i * lds + j0;
+                HPJ__OMP(simd)
+                for (j = 0; j < w; ++j) acc[j] += r[j];
+            }
+            for (j = 0; j < w; ++j) dst[j0 + j] += (float)acc[j];
+        }
+    }
+}
+
 /* ==== fast: linear backward, the two parts side by side ====
    The input gradient (dinp = dout W) and the weight and bias gradients
    (dW += dout^T inp, db += column sums) read the same dout and write
@@ -12071,8 +12092,10 @@ static void hpj__fast_bn_eval(float *out, const float *inp, const float *gamma, 
     }
 }
 
-/* hpj__bn_backward by the forward's row blocks (the same arguments and
-   the same function). */
+/* hpj__bn_backward by the forward's row blocks (the same function), and
+   for the forward's classes (cnt, ntot): dout then holds each class's
+   summed gradient and dinp gets the sum of its rows' (xhat is the same
+   over a class, so its n rows take n times the means). */
 static void hpj__fast_bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                   const float *gamma, const float *mean, const float *rstd, int N, int D,
                                   const float *relu_out, int overwrite, const int32_t *cnt, int ntot, hpj__dp *dp) {
@@ -12392,6 +12415,60 @@ static int hpj__gelu_fast(float *y, const float *x, const float *dout, size_t n)
     return 0;
 }
 
+/* ==== fast: attention backward keeps a row of dP ====
+   hpj_attention_backward computes each dP_ij = a_ij dout_i.v_j twice, in
+   the pass that sums P dP and in the pass that uses it. Here a row of up
+   to HPJ__ATT_ROWBUF keys keeps the first pass's values on the stack
+   (longer rows compute them again, as the reference): the same products,
+   the same bits. */
+#define HPJ__ATT_ROWBUF 256
+static void hpj__fast_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                                         const uint8_t *keymask, const float *adj, int B, int T, int D, int H) {
+    int bh, hd = H > 0 ? D / H : 0;
+    float scale = 1.0f / sqrtf((float)hd);
+    ptrdiff_t ld = 3 * (ptrdiff_t)D;
+    HPJ__OMP(parallel for schedule(static) if ((int64_t)B * H * T * T * hd >= HPJ__PAR_ELEMS))
+    for (bh = 0; bh < B * H; ++bh) {
+        int b = bh / H, h = bh % H, i, j;
+        const float *base = qkv + (ptrdiff_t)b * T * ld;
+        float *dbase = dqkv + (ptrdiff_t)b * T * ld;
+        const uint8_t *km = keymask ? keymask + (ptrdiff_t)b * T : NULL;
+        float dpbuf[HPJ__ATT_ROWBUF];
+        int buffered = T <= HPJ__ATT_ROWBUF;
+        for (i = 0; i < T; ++i) {
+            const float *p = att + ((ptrdiff_t)bh * T + i) * T;
+            const float *a = adj ? adj + ((ptrdiff_t)b * T + i) * T : NULL;
+            const float *go = dout + ((ptrdiff_t)b * T + i) * D + h * hd;
+            const float *q = base + i * ld + h * hd;
+            float *dq = dbase + i * ld + h * hd;
+            float dsum = 0.0f;
+            int any = 0;
+            for (j = 0; j < T; ++j) {
+                float dp;
+                if (km && !km[j]) continue;
+                any = 1;
+                dp = hpj__dot(go, base + j * ld + 2 * D + h * hd, hd);
+                if (a) dp *= a[j];
+                if (buffered) dpbuf[j] = dp;
+                dsum = HPJ__FMAF(p[j], dp, dsum);
+            }
+            if (!any) continue;
+            for (j = 0; j < T; ++j) {
+                float dp, ds;
+                if (km && !km[j]) continue;
+                if (buffered) dp = dpbuf[j];
+                else {
+                    dp = hpj__dot(go, base + j * ld + 2 * D + h * hd, hd);
+                    if (a) dp *= a[j];
+                }
+                ds = scale * (p[j] * (dp - dsum));
+                hpj__axpy(dq, ds, base + j * ld + D + h * hd, hd);
+                hpj__axpy(dbase + j * ld + D + h * hd, ds, q, hd);
+                hpj__axpy(dbase + j * ld + 2 * D + h * hd, a ? p[j] * a[j] : p[j], go, hd);
+            }
+        }
+    }
+}
 
 /* ---- anchor: fast encoder ----
    (the patch encoder's fast siblings follow this line)
@@ -12818,7 +12895,7 @@ static void hpj__bn_backward_cls(float *dinp, float *dgamma, float *dbeta, const
 /* hpj__bn_res over N rows that stand for cnt[u] equal rows each, ntot in
    all (a layer on classes; cnt = NULL: plain rows). The statistics are
    those of the ntot rows: the first layer sums them in class order
-   (hpj__bn_train_cls), a later one over hpj__bn_train's row blocks.
+   (hpj__bn_train_cls), a later one over hpj__fast_bn_train's row blocks.
    Evaluation normalises each row alone, so classes change nothing there. */
 static void hpj__fast_bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
                              float *rm, float *rv, int N, int D, int mode, int relu, const float *res,
@@ -12829,7 +12906,8 @@ static void hpj__fast_bn_res(float *out, float *mean, float *rstd, const float *
     }
     if (mode == HPJ__TRAIN_FROZEN) rm = rv = NULL;
     if (later)
-        hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum, cnt, ntot, dp);
+        hpj__fast_bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum, cnt, ntot,
+                           dp);
     else
         hpj__bn_train_cls(out, mean, rstd, rm, rv, in, g, b, cnt, N, ntot, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum,
                           dp);
@@ -13153,15 +13231,15 @@ static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_
             hpj__bn_backward_cls(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, cnt, N, C, D, L->ra2,
                                  w->dp);
         else
-            hpj__bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, N, D, L->ra2, 1, cnt, C,
-                             w->dp);
+            hpj__fast_bn_backward(t2, gq->bn2_g, gq->bn2_b, dra2, L->t2, q->bn2_g, L->b2m, L->b2r, N, D, L->ra2, 1,
+                                  cnt, C, w->dp);
         hpj__linear_back2(t1, 0.0f, gq->W2, NULL, t2, L->r1, q->W2, N, D, D);
         if (cnt && i == 0)
             hpj__bn_backward_cls(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, cnt, N, C, D, L->r1,
                                  w->dp);
         else
-            hpj__bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, N, D, L->r1, 1, cnt, C,
-                             w->dp);
+            hpj__fast_bn_backward(t2, gq->bn1_g, gq->bn1_b, t1, L->t1, q->bn1_g, L->b1m, L->b1r, N, D, L->r1, 1, cnt,
+                                  C, w->dp);
         if (i == 0) { /* t1 from the table; h0 gets dh (the residual's) */
             hpj__table_backward(m, w, b, t2, dh);
             return;

@@ -105,7 +105,8 @@ static void test_bn_sums_paths(void) {
                 o[nres] = y = (float *)calloc((size_t)N * D + 4 * D, sizeof(float));
                 mean = y + (size_t)N * D, rstd = mean + D, rm = rstd + D, rv = rm + D;
                 for (i = 0; i < D; ++i) rv[i] = 1.0f;
-                hpj__bn_train(y, mean, rstd, rm, rv, x, g, b, N, D, 0.1f, 1e-5f, 1, NULL, NULL, cnt, cnt ? ntot : N, NULL);
+                hpj__fast_bn_train(y, mean, rstd, rm, rv, x, g, b, N, D, 0.1f, 1e-5f, 1, NULL, NULL, cnt, cnt ? ntot : N,
+                                   NULL);
                 if (nres > 0)
                     CHECK_MSG(memcmp(o[0], y, sizeof(float) * ((size_t)N * D + 4 * D)) == 0,
                               "BatchNorm, %d rows%s: %s differs from portable", N, cnt ? ", classes" : "",
@@ -136,6 +137,30 @@ static void test_bn_sums_paths(void) {
 #endif
 }
 
+/* Rows that stand for classes of equal rows (cnt, ntot) are the fast
+   encoder's: the fast sibling's BatchNorm takes them, the reference has
+   plain rows only. */
+#ifndef HPJ_REFERENCE
+#define BN_CLASS_CASES 2 /* plain rows, then classes */
+#else
+#define BN_CLASS_CASES 1 /* plain rows */
+#endif
+
+/* BatchNorm training forward with ReLU fused (momentum 0.1, eps 1e-5):
+   the dispatching hpj__bn_train for plain rows (cnt = NULL), the fast
+   sibling for classes. */
+static void bn_train_rows(float *out, float *mean, float *rstd, float *rm, float *rv, const float *x, const float *g,
+                          const float *b, int N, int D, const float *res, float *sum, const int32_t *cnt, int ntot) {
+#ifndef HPJ_REFERENCE
+    if (cnt) {
+        hpj__fast_bn_train(out, mean, rstd, rm, rv, x, g, b, N, D, 0.1f, 1e-5f, 1, res, sum, cnt, ntot, NULL);
+        return;
+    }
+#endif
+    (void)cnt, (void)ntot;
+    hpj__bn_train(out, mean, rstd, rm, rv, x, g, b, N, D, 0.1f, 1e-5f, 1, res, sum, NULL);
+}
+
 /* BatchNorm with the residual sum only (out = NULL: the target path's
    patch encoder, which never reads the BatchNorm output itself) gives the
    sum's bits of the call that also writes the output, with and without
@@ -146,7 +171,7 @@ static void test_bn_sum_only(void) {
     int N = 300, D = BN_D, k, inplace, i;
     hpj_rng r;
     hpj_rng_seed(&r, 8);
-    for (k = 0; k < 2; ++k)
+    for (k = 0; k < BN_CLASS_CASES; ++k)
         for (inplace = 0; inplace < 2; ++inplace) {
             size_t nd = (size_t)N * D;
             float *x = (float *)malloc(sizeof(float) * nd), *res = (float *)malloc(sizeof(float) * nd);
@@ -159,10 +184,8 @@ static void test_bn_sum_only(void) {
             for (i = 0; i < D; ++i) g[i] = 0.5f + hpj_rng_uniform(&r), b[i] = hpj_rng_uniform(&r) - 0.5f;
             for (i = 0; cnt && i < N; ++i) ntot += cnt[i] = 1 + i % 3;
             if (inplace) memcpy(s1, res, sizeof(float) * nd), memcpy(s2, res, sizeof(float) * nd);
-            hpj__bn_train(y, st, st + D, NULL, NULL, x, g, b, N, D, 0.1f, 1e-5f, 1, inplace ? s1 : res, s1, cnt,
-                          cnt ? ntot : N, NULL);
-            hpj__bn_train(NULL, st + 2 * D, st + 3 * D, NULL, NULL, x, g, b, N, D, 0.1f, 1e-5f, 1, inplace ? s2 : res, s2,
-                          cnt, cnt ? ntot : N, NULL);
+            bn_train_rows(y, st, st + D, NULL, NULL, x, g, b, N, D, inplace ? s1 : res, s1, cnt, ntot);
+            bn_train_rows(NULL, st + 2 * D, st + 3 * D, NULL, NULL, x, g, b, N, D, inplace ? s2 : res, s2, cnt, ntot);
             CHECK_MSG(memcmp(s1, s2, sizeof(float) * nd) == 0, "BatchNorm sum only%s%s: the sum differs",
                       cnt ? ", classes" : "", inplace ? ", in place" : "");
             free(x); free(res); free(y); free(s1); free(s2); free(g); free(b); free(cnt);
@@ -182,8 +205,8 @@ static double bn_rel_diff(const float *a, const float *b, size_t n) {
 
 /* One BatchNorm forward (ReLU and residual sum fused, running statistics
    moved) and backward (through the fused ReLU, adding to dinp) at the
-   current paths level; o holds out, sum, mean, rstd, rm, rv, dinp, dgamma,
-   dbeta in that order. */
+   current paths level (with classes: the fast sibling's); o holds out,
+   sum, mean, rstd, rm, rv, dinp, dgamma, dbeta in that order. */
 static void bn_run_both(float *o, const float *x, const float *res, const float *dy, const float *g, const float *b,
                         const int32_t *cnt, int N, int D, int ntot) {
     size_t nd = (size_t)N * D;
@@ -192,16 +215,60 @@ static void bn_run_both(float *o, const float *x, const float *res, const float 
     int i;
     for (i = 0; i < D; ++i) rm[i] = 0.1f * (float)i, rv[i] = 1.0f, dg[i] = 0.5f, db[i] = -0.5f;
     for (i = 0; i < (int)nd; ++i) dx[i] = 0.25f;
-    hpj__bn_train(out, mean, rstd, rm, rv, x, g, b, N, D, 0.1f, 1e-5f, 1, res, sum, cnt, ntot, NULL);
-    hpj__bn_backward(dx, dg, db, dy, x, g, mean, rstd, N, D, out, 0, cnt, ntot, NULL);
+    bn_train_rows(out, mean, rstd, rm, rv, x, g, b, N, D, res, sum, cnt, ntot);
+#ifndef HPJ_REFERENCE
+    if (cnt) {
+        hpj__fast_bn_backward(dx, dg, db, dy, x, g, mean, rstd, N, D, out, 0, cnt, ntot, NULL);
+        return;
+    }
+#endif
+    hpj__bn_backward(dx, dg, db, dy, x, g, mean, rstd, N, D, out, 0, NULL);
+}
+
+/* What classes mean, in plain rows for the reference: row r of x and res
+   repeated cnt[r] times (ntot rows in xe, rese), its gradient dy (the
+   class's summed one) on the first copy and 0 on the others. */
+static void bn_expand(float *xe, float *rese, float *dye, const float *x, const float *res, const float *dy,
+                      const int32_t *cnt, int N, int D) {
+    size_t e = 0, row = sizeof(float) * (size_t)D;
+    int r, k;
+    for (r = 0; r < N; ++r)
+        for (k = 0; k < cnt[r]; ++k, ++e) {
+            memcpy(xe + e * D, x + (size_t)r * D, row);
+            memcpy(rese + e * D, res + (size_t)r * D, row);
+            if (k) memset(dye + e * D, 0, row);
+            else memcpy(dye + e * D, dy + (size_t)r * D, row);
+        }
+}
+
+/* bn_run_both's outputs oe over the expanded rows folded back to the
+   classes into o: out and sum from each class's first copy, dinp the sum
+   of its copies' gradients (each copy's started at 0.25: one start kept),
+   the channels' outputs as they are. */
+static void bn_fold(float *o, const float *oe, const int32_t *cnt, int N, int D, int ntot) {
+    size_t nd = (size_t)N * D, ne = (size_t)ntot * D, e = 0;
+    float *dx = o + 2 * nd + 4 * (size_t)D;
+    const float *dxe = oe + 2 * ne + 4 * (size_t)D;
+    int r, k, j;
+    for (r = 0; r < N; ++r) {
+        memcpy(o + (size_t)r * D, oe + e * D, sizeof(float) * D);
+        memcpy(o + nd + (size_t)r * D, oe + ne + e * D, sizeof(float) * D);
+        for (j = 0; j < D; ++j) dx[(size_t)r * D + j] = 0.25f;
+        for (k = 0; k < cnt[r]; ++k, ++e)
+            for (j = 0; j < D; ++j) dx[(size_t)r * D + j] += dxe[e * D + j] - 0.25f;
+    }
+    memcpy(o + 2 * nd, oe + 2 * ne, sizeof(float) * 4 * D);
+    memcpy(dx + nd, dxe + ne, sizeof(float) * 2 * D);
 }
 
 /* The reference BatchNorm (hpj__bn_train, hpj__bn_backward: each channel
    summed in one run down its rows) and the fast sibling (row blocks)
    agree within 2e-5 relative (|a - b| <= 2e-5 (1 + |b|)) on every output
    of the forward and the backward, with the ReLU and the residual sum
-   fused, with and without row classes, on the row-block path (1500 rows,
-   two threads) and the panel path (40 rows); the difference is rounding
+   fused, with and without row classes (the fast sibling's; the reference
+   runs on the classes' rows repeated, bn_expand, and its outputs are
+   folded back, bn_fold), on the row-block path (1500 rows, two threads)
+   and the panel path (40 rows); the difference is rounding
    only (a wrong sum is off by far more). Evaluation mode gives the same
    bits on both, and the reference the same bits on one and two threads. */
 static void test_bn_reference_vs_fast(void) {
@@ -209,26 +276,39 @@ static void test_bn_reference_vs_fast(void) {
     hpj_rng r;
     hpj_rng_seed(&r, 21);
     for (si = 0; si < 2; ++si)
-        for (k = 0; k < 2; ++k) {
+        for (k = 0; k < BN_CLASS_CASES; ++k) {
             int N = sizes[si], ntot = 0, t;
             size_t nd = (size_t)N * D, no = 3 * nd + 6 * (size_t)D;
             float *x = (float *)malloc(sizeof(float) * nd), *res = (float *)malloc(sizeof(float) * nd);
             float *dy = (float *)malloc(sizeof(float) * nd), *g = (float *)malloc(sizeof(float) * D);
             float *b = (float *)malloc(sizeof(float) * D), *ref[2], *fast = (float *)malloc(sizeof(float) * no);
             int32_t *cnt = k ? (int32_t *)malloc(sizeof(int32_t) * (size_t)N) : NULL;
+            float *xe = NULL, *e = NULL; /* with classes: the repeated rows' x, res, dy; the reference's outputs */
             for (i = 0; i < (int)nd; ++i) {
                 x[i] = 3.0f * hpj_rng_uniform(&r) - 1.0f + (i % D) * 0.25f;
                 res[i] = hpj_rng_uniform(&r), dy[i] = 2.0f * hpj_rng_uniform(&r) - 1.0f;
             }
             for (i = 0; i < D; ++i) g[i] = 0.5f + hpj_rng_uniform(&r), b[i] = hpj_rng_uniform(&r) - 0.5f;
             for (i = 0; i < N; ++i) ntot += cnt ? (cnt[i] = 1 + i % 5) : 1;
+            if (cnt) {
+                size_t ne = (size_t)ntot * D;
+                xe = (float *)malloc(sizeof(float) * 3 * ne);
+                e = (float *)malloc(sizeof(float) * (3 * ne + 6 * (size_t)D));
+                bn_expand(xe, xe + ne, xe + 2 * ne, x, res, dy, cnt, N, D);
+            }
             hpj_set_paths(HPJ_PATHS_REFERENCE);
             for (t = 0; t < 2; ++t) {
                 ref[t] = (float *)malloc(sizeof(float) * no);
 #ifdef _OPENMP
                 omp_set_num_threads(t + 1);
 #endif
-                bn_run_both(ref[t], x, res, dy, g, b, cnt, N, D, ntot);
+                if (cnt) {
+                    size_t ne = (size_t)ntot * D;
+                    bn_run_both(e, xe, xe + ne, xe + 2 * ne, g, b, NULL, ntot, D, ntot);
+                    bn_fold(ref[t], e, cnt, N, D, ntot);
+                } else {
+                    bn_run_both(ref[t], x, res, dy, g, b, NULL, N, D, N);
+                }
             }
 #ifdef _OPENMP
             omp_set_num_threads(2);
@@ -262,6 +342,7 @@ static void test_bn_reference_vs_fast(void) {
                 ++compared;
             }
             free(x); free(res); free(dy); free(g); free(b); free(ref[0]); free(ref[1]); free(fast); free(cnt);
+            free(xe); free(e);
         }
     hpj_set_paths(HPJ_PATHS_BEST);
     if (!compared) SKIP("built with -DHPJ_REFERENCE: the reference's thread check ran, no fast level to compare");

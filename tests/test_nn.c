@@ -1316,6 +1316,44 @@ static void test_attention(void) {
     }
 }
 
+/* The attention backward's fast sibling (a row of dP kept between its two
+   passes) gives the reference's bits, on rows short enough to keep (5
+   keys) and longer than its row buffer (300 keys: computed again, as the
+   reference), with masked keys (and one graph with every key masked) and
+   with attention weights a_ij. */
+static void test_attention_backward_paths(void) {
+    static const int shape[2][4] = {{3, 5, 40, 2}, {2, 300, 32, 2}}; /* B, T, D, H */
+    int si, variant, i, compared = 0;
+    hpj_rng r;
+    hpj_rng_seed(&r, 83);
+    for (si = 0; si < 2; ++si)
+        for (variant = 0; variant < 2; ++variant) {
+            int B = shape[si][0], T = shape[si][1], D = shape[si][2], H = shape[si][3];
+            size_t nq = (size_t)B * T * 3 * D, nd = (size_t)B * T * D, nt = (size_t)B * T * T;
+            float *qkv = fbuf(nq), *out = fbuf(nd), *att = fbuf((size_t)H * nt), *dout = fbuf(nd), *adj = fbuf(nt);
+            float *g[2];
+            uint8_t *km = (uint8_t *)malloc((size_t)B * T);
+            fill_uniform(qkv, nq, -1.5f, 1.5f, &r);
+            fill_uniform(dout, nd, -1, 1, &r);
+            fill_uniform(adj, nt, 0.0f, 2.0f, &r);
+            for (i = 0; i < B * T; ++i) km[i] = i >= (B - 1) * T ? 0 : i % 4 != 1; /* the last graph: all masked */
+            hpj_attention_forward(out, att, qkv, km, variant ? adj : NULL, B, T, D, H);
+            for (i = 0; i < 2; ++i) { /* the reference, then the best fast level */
+                g[i] = fbuf(nq);
+                if (hpj_set_paths(i ? HPJ_PATHS_BEST : HPJ_PATHS_REFERENCE) == HPJ_PATHS_REFERENCE && i) break;
+                hpj_attention_backward(g[i], dout, qkv, att, km, variant ? adj : NULL, B, T, D, H);
+                if (i) {
+                    CHECK_MSG(bits_equal(g[0], g[1], nq), "attention backward, %d keys%s: the fast sibling differs", T,
+                              variant ? ", weights" : "");
+                    ++compared;
+                }
+            }
+            hpj_set_paths(HPJ_PATHS_BEST);
+            free(qkv); free(out); free(att); free(dout); free(adj); free(km); free(g[0]); free(g[1]);
+        }
+    if (!compared) SKIP("built with -DHPJ_REFERENCE: no fast level to compare");
+}
+
 /* ---- transformer block -------------------------------------------------- */
 
 typedef struct {
@@ -2050,6 +2088,7 @@ const test_case nn_tests[] = {
     {"nn.gine_shared", test_gine_shared},
     {"nn.pooling", test_pooling},
     {"nn.attention", test_attention},
+    {"nn.attention_backward_paths", test_attention_backward_paths},
     {"nn.block", test_block},
     {"nn.block_single", test_block_single},
     {"nn.block_paths", test_block_paths},
