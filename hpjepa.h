@@ -14078,7 +14078,7 @@ static void hpj__fast_probe_pass_block(const hpj__probe_lin *A, int blk) {
 
 /*
    CHANGES (one line per version, newest first; git log has the details)
-   0.16.0  plainer reference (readers, config table, checkpoints, partitioner, probes, step); load-following team size, ridge in mixed precision, partitioner caches to the fast part; HPJEPA_BITS_VERSION; hpj_config_check holds every key to its range (same bits as 0.15.0)
+   0.16.0  plainer reference (readers, config table, checkpoints, partitioner, probes, step); load-following team size, ridge in mixed precision, partitioner caches, BatchNorm copy classes to the fast part; HPJEPA_BITS_VERSION; hpj_config_check holds every key to its range (same bits as 0.15.0)
    0.15.0  per-resolution BatchNorm statistics, patch_tokens = alone (checkpoint format 2; new bits); hpj_comm (data-parallel); plain reference BatchNorm
    0.14.0  a reference part and a fast part (HPJ_REFERENCE, hpj_set_paths); small fast paths deleted (new bits)
    0.13.0  team size chosen by timing units of work; hpj_dataset_from_csr; stricter readers (same bits)
