@@ -29,6 +29,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from merge_reports import pstd, split_config  # noqa: E402
 from paired import binom_two_sided, read_run, sign_flip_p  # noqa: E402
 
 
@@ -50,10 +51,6 @@ PAPER = {
 ORDER = list(PAPER)
 
 
-def config_without(text, keys=("seed", "threads")):
-    return [l for l in text.splitlines() if l.split("=")[0].strip() not in keys]
-
-
 def load_method(paths):
     """joins report parts: (metric, {seed: [fold scores]}, prefixes)"""
     metric, cfg, seeds = None, None, {}
@@ -63,7 +60,7 @@ def load_method(paths):
                 d = json.load(f)
         except (OSError, ValueError) as e:
             fail("%s.json: %s" % (p, e))
-        c = config_without(d.get("config", ""))
+        c = split_config(d.get("config", ""))  # (shared lines, seed): parts must agree on both
         if metric is None:
             metric, cfg = d["metric"], c
         elif d["metric"] != metric or c != cfg:
@@ -80,13 +77,8 @@ def load_method(paths):
 
 def summary(seeds):
     means = [sum(v) / len(v) for _, v in sorted(seeds.items())]
-    m = sum(means) / len(means)
-    sd = (sum((x - m) ** 2 for x in means) / len(means)) ** 0.5
-    fstd = []
-    for v in seeds.values():
-        fm = sum(v) / len(v)
-        fstd.append((sum((x - fm) ** 2 for x in v) / len(v)) ** 0.5)
-    return m, sd, sum(fstd) / len(fstd)
+    fstd = [pstd(v) for v in seeds.values()]
+    return sum(means) / len(means), pstd(means), sum(fstd) / len(fstd)
 
 
 def abs_errors(prefixes):
