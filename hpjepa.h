@@ -937,12 +937,16 @@ HPJDEF double hpj_softmax_xent(const float *logits, const int32_t *labels, float
 
 /* One Adam step over n flat parameters p with gradients g and moments m, v
    (n each, zero before the first step); t is the 1-based step count for
-   the bias corrections. decoupled == 0: torch.optim.Adam (g += wd p before
-   the moments); decoupled == 1: torch.optim.AdamW (p -= lr wd p first).
+   the bias corrections. mode (the config's optimizer, HPJ_OPT_*):
+   HPJ_OPT_ADAM: torch.optim.Adam (g += wd p before the moments);
+   HPJ_OPT_ADAMW: torch.optim.AdamW (p -= lr wd p first);
+   HPJ_OPT_ADAM_ACTIVE: Adam's g += wd p only where g != 0, so a parameter
+   the loss does not reach this step is not decayed (with no gradient ever,
+   its moments stay 0 and it keeps its value).
    Then m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2,
    p -= lr/(1-b1^t) m / (sqrt(v)/sqrt(1-b2^t) + eps), as torch computes it. */
 HPJDEF void hpj_adam_step(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
-                          float beta2, float eps, float weight_decay, int decoupled, int64_t t);
+                          float beta2, float eps, float weight_decay, int mode, int64_t t);
 enum { HPJ_SCHED_CONSTANT = 0, HPJ_SCHED_COSINE = 1 };
 /* Learning rate at 0-based step of total steps: for step < warmup a linear
    ramp base_lr (step+1)/warmup (so it starts from 0 and reaches base_lr at
@@ -975,7 +979,7 @@ HPJDEF void hpj_init_xavier_uniform(float *w, int fan_out, int fan_in, float gai
 /* ==== config: API ======================================================== */
 
 enum { HPJ_MODE_HP = 0, HPJ_MODE_GRAPH_JEPA = 1 };
-enum { HPJ_OPT_ADAM = 0, HPJ_OPT_ADAMW = 1 };
+enum { HPJ_OPT_ADAM = 0, HPJ_OPT_ADAMW = 1, HPJ_OPT_ADAM_ACTIVE = 2 };
 enum { HPJ_READOUT_CONCAT = 0, HPJ_READOUT_UNIFORM = 1, HPJ_READOUT_TASK = 2 };
 enum { HPJ_TOKENS_ALONE = 0, HPJ_TOKENS_PRESENT = 1 };
 
@@ -1020,7 +1024,9 @@ typedef struct hpj_config {
                                       different functions); checkpoints of format
                                       1 load with it                              */
     float lr, min_lr, weight_decay;
-    int optimizer;                 /* optimizer: adam | adamw                         */
+    int optimizer;                 /* optimizer: adam | adamw | adam_active (Adam's
+                                      coupled decay only on parameters whose loss
+                                      gradient is non-zero: see hpj_adam_step)    */
     int batch_size, epochs;
     int schedule;                  /* schedule: constant | cosine                     */
     float warmup;                  /* warmup, in epochs                               */
@@ -6566,15 +6572,16 @@ HPJDEF double hpj_softmax_xent(const float *logits, const int32_t *labels, float
    float operation in this order, so any caller that does the same
    arithmetic gets the same bits. */
 HPJDEF void hpj_adam_step(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
-                          float beta2, float eps, float weight_decay, int decoupled, int64_t t) {
+                          float beta2, float eps, float weight_decay, int mode, int64_t t) {
     double bc1 = 1.0 - pow((double)beta1, (double)t), bc2 = 1.0 - pow((double)beta2, (double)t);
+    int decoupled = mode == HPJ_OPT_ADAMW, active = mode == HPJ_OPT_ADAM_ACTIVE;
     float step = (float)(lr / bc1), bc2s = (float)sqrt(bc2);
     float gwd = decoupled ? 0.0f : weight_decay, decay = decoupled ? (float)(1.0 - (double)lr * weight_decay) : 1.0f;
     float omb1 = (float)(1.0 - (double)beta1), omb2 = (float)(1.0 - (double)beta2);
     int64_t i, nn = (int64_t)n;
     HPJ__OMP(parallel for schedule(static) if (nn >= HPJ__PAR_ELEMS))
     for (i = 0; i < nn; ++i) {
-        float gi = g[i] + gwd * p[i]; /* Adam: g += wd p */
+        float gi = active && g[i] == 0.0f ? 0.0f : g[i] + gwd * p[i]; /* Adam: g += wd p */
         float pi = p[i] * decay;      /* AdamW: p *= 1 - lr wd */
         m[i] = beta1 * m[i] + omb1 * gi;
         v[i] = beta2 * v[i] + omb2 * (gi * gi);
@@ -6684,7 +6691,7 @@ HPJDEF void hpj_init_xavier_uniform(float *w, int fan_out, int fan_in, float gai
     X(lr, "lr", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0.00025")                                \
     X(min_lr, "min_lr", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0")                              \
     X(weight_decay, "weight_decay", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0")                  \
-    X(optimizer, "optimizer", HPJ_KEY_WORD, 0, 0, "adam adamw", "adam")                  \
+    X(optimizer, "optimizer", HPJ_KEY_WORD, 0, 0, "adam adamw adam_active", "adam")      \
     X(batch_size, "batch_size", HPJ_KEY_INT, 1, 1 << 20, NULL, "128")                    \
     X(epochs, "epochs", HPJ_KEY_INT, 0, 1 << 20, NULL, "20")                             \
     X(schedule, "schedule", HPJ_KEY_WORD, 0, 0, "constant cosine", "cosine")             \
@@ -8355,10 +8362,13 @@ static void hpj__fast_adam_ema(hpj_model *m, float lr, float tau);
 #endif
 static void hpj__adam_ema(hpj_model *m, float lr, float tau) {
 #ifndef HPJ_REFERENCE
-    if (hpj__fast()) { hpj__fast_adam_ema(m, lr, tau); return; } /* fast: one pass (see the fast part) */
+    if (hpj__fast() && m->cfg.optimizer != HPJ_OPT_ADAM_ACTIVE) { /* fast: one pass (see the fast part) */
+        hpj__fast_adam_ema(m, lr, tau);
+        return;
+    }
 #endif
     hpj_adam_step(m->params, m->grads, m->adam_m, m->adam_v, m->num_params, lr, 0.9f, 0.999f, 1e-8f,
-                  m->cfg.weight_decay, m->cfg.optimizer == HPJ_OPT_ADAMW, m->step + 1);
+                  m->cfg.weight_decay, m->cfg.optimizer, m->step + 1);
     hpj_ema_update(m->ema, m->params + m->enc_offset, m->enc_count, tau);
 }
 
@@ -13459,7 +13469,8 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
    sqrtf, which may set errno, keeps compilers from vectorizing the plain
    loop). Each lane does the plain loop's float operations in its order,
    each rounded once, so the bits are the same on every level (test
-   model.fast_matches_reference). */
+   model.fast_matches_reference). optimizer = adam_active, whose decay
+   depends on each gradient, runs the reference's two loops. */
 #if !defined(HPJ_NO_SIMD) && (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)))
 #include <immintrin.h>
 /* One vector of W bits (256: 8 lanes, 512: 16) at offset o of the pass

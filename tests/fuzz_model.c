@@ -16,7 +16,8 @@
      byte     repartition + edge drop 0.3 (bit 0), rb partitions (bit 1),
               rw_dim 1 + (b >> 2) % 4, adamw (bit 4), clip 0.5 (bit 5),
               EMA copy init (bit 6), mean RWSE reduction (bit 7)
-     byte     seed
+     byte     seed (bit 7 also patch tokens present, bit 6 adam_active
+              with weight decay 0.01 where not adamw)
      then     graphs as in tests/fuzz.h (up to 5 graphs of up to 24 nodes)
    Contract: init succeeds; pretraining succeeds or stops with
    HPJ_ERR_NUMERIC and a reason (the documented overflow guard); the
@@ -95,6 +96,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hpj_config_set(&c, "rw_reduce", (b3 & 128) ? "mean" : "max");
     snprintf(v, sizeof v, "%d", data[at++]); hpj_config_set(&c, "seed", v);
     hpj_config_set(&c, "patch_tokens", (data[at - 1] & 128) ? "present" : "alone"); /* (the seed byte's top bit) */
+    if (!(b3 & 16) && (data[at - 1] & 64)) { /* (the seed byte's bit 6) */
+        hpj_config_set(&c, "optimizer", "adam_active");
+        hpj_config_set(&c, "weight_decay", "0.01");
+    }
     hpj_config_set(&c, "epochs", "1");
     hpj_config_set(&c, "lr", "1e-3");
     hpj_config_set(&c, "threads", "1");

@@ -762,6 +762,54 @@ static void put_crc(unsigned char *buf, size_t len) {
     buf[len - 2] = (unsigned char)(c >> 16); buf[len - 1] = (unsigned char)(c >> 24);
 }
 
+/* optimizer = adam_active: the online encoder sees one context token, so
+   its attention's W_q, W_k and their biases get no loss gradient; coupled
+   decay (adam) alone moves them, toward 0, while adam_active leaves them
+   at their initial bits. W_v, which the loss reaches, moves under both. */
+static void test_adam_active(void) {
+    const char *dir = test_dataset("MUTAG");
+    hpj_dataset ds;
+    int32_t *gs;
+    int mode;
+    if (!dir) return;
+    CHECK_OK(hpj_dataset_load_tu(dir, &ds));
+    gs = test_all_graphs(&ds);
+    for (mode = 0; mode < 2; ++mode) {
+        hpj_config c;
+        hpj_model m;
+        float *q0 = NULL;
+        size_t nqk, nv, j;
+        double qk0 = 0.0, qk1 = 0.0;
+        int i, vmoved = 0, qkmoved = 0;
+        test_tiny_config(&c);
+        hpj_config_set(&c, "weight_decay", "0.1");
+        hpj_config_set(&c, "optimizer", mode ? "adam_active" : "adam");
+        CHECK_OK(hpj_model_init(&m, &c, &ds));
+        nqk = (size_t)2 * m.D * m.D;
+        nv = (size_t)m.D * m.D;
+        q0 = (float *)malloc(sizeof(float) * (nqk + nv) * (size_t)m.cfg.blocks);
+        for (i = 0; q0 && i < m.cfg.blocks; ++i) memcpy(q0 + (nqk + nv) * (size_t)i, m.p.blk[i].Wqkv, sizeof(float) * (nqk + nv));
+        CHECK_OK(hpj_pretrain(&m, &ds, gs, ds.num_graphs < 64 ? ds.num_graphs : 64, 6, NULL, NULL));
+        for (i = 0; q0 && i < m.cfg.blocks; ++i) {
+            const float *w = m.p.blk[i].Wqkv, *w0 = q0 + (nqk + nv) * (size_t)i;
+            for (j = 0; j < nqk; ++j) {
+                qkmoved += memcmp(&w[j], &w0[j], sizeof(float)) != 0;
+                qk0 += (double)w0[j] * w0[j];
+                qk1 += (double)w[j] * w[j];
+            }
+            for (j = nqk; j < nqk + nv; ++j) vmoved += w[j] != w0[j];
+            for (j = 0; mode && j < (size_t)2 * m.D; ++j) qkmoved += m.p.blk[i].bqkv[j] != 0.0f;
+        }
+        CHECK_MSG(vmoved > 0, "%s: W_v did not move in 6 steps", mode ? "adam_active" : "adam");
+        if (mode) CHECK_MSG(qkmoved == 0, "adam_active: %d entries of W_q, W_k, b_q, b_k moved without a gradient", qkmoved);
+        else CHECK_MSG(qk1 < qk0, "adam: coupled decay should shrink W_q, W_k (|W|^2 %g -> %g)", qk0, qk1);
+        free(q0);
+        hpj_model_free(&m);
+    }
+    free(gs);
+    hpj_dataset_free(&ds);
+}
+
 static void test_checkpoint(void) {
     const char *dir = test_dataset("MUTAG");
     const char *path = test_tmpfile("model.ckpt");
@@ -1338,6 +1386,7 @@ const test_case model_tests[] = {
     {"model.loss_decreases", test_loss_decreases},
     {"model.deterministic_and_threads", test_deterministic_and_threads},
     {"model.fast_matches_reference", test_fast_matches_reference},
+    {"model.adam_active", test_adam_active},
     {"model.checkpoint", test_checkpoint},
     {"model.checkpoint_format1", test_checkpoint_format1},
     {"model.bn_per_resolution", test_bn_per_resolution},

@@ -1694,7 +1694,7 @@ static void test_adam(void) {
     /* the hyperparameters as the float arguments carry them */
     double lr = (float)1e-2, b1 = (float)0.9, b2 = (float)0.999, eps = (float)1e-8, wd = (float)0.1;
     int mode, t, i;
-    for (mode = 0; mode < 2; ++mode) {
+    for (mode = HPJ_OPT_ADAM; mode <= HPJ_OPT_ADAM_ACTIVE; ++mode) {
         for (i = 0; i < 3; ++i) {
             m[i] = v[i] = 0;
             Mm[i] = V[i] = 0;
@@ -1705,8 +1705,8 @@ static void test_adam(void) {
             /* the torch update, in double */
             for (i = 0; i < 3; ++i) {
                 double gi = g[i], bc1 = 1 - pow(b1, t), bc2 = 1 - pow(b2, t);
-                if (mode) P[i] *= 1 - lr * wd;
-                else gi += wd * P[i];
+                if (mode == HPJ_OPT_ADAMW) P[i] *= 1 - lr * wd;
+                else if (mode == HPJ_OPT_ADAM || gi != 0.0) gi += wd * P[i]; /* adam_active: g[2] = 0 */
                 Mm[i] = b1 * Mm[i] + (1 - b1) * gi;
                 V[i] = b2 * V[i] + (1 - b2) * gi * gi;
                 P[i] -= lr / bc1 * Mm[i] / (sqrt(V[i]) / sqrt(bc2) + eps);
@@ -1730,8 +1730,9 @@ static void test_adam(void) {
 
 /* hpj_adam_step over whole 16-float blocks (the vector path where one is
    compiled in) and a partial last block: the bits of the documented float
-   arithmetic, each operation rounded once in this order, for Adam and
-   AdamW with weight decay over three steps. */
+   arithmetic, each operation rounded once in this order, for Adam, AdamW
+   and Adam with decay only where the gradient is non-zero (every third
+   gradient is 0), with weight decay over three steps. */
 static void test_adam_blocks(void) {
     enum { N = 16 * 5 + 7 };
     float p[N], g[N], m[N], v[N], P[N], Mm[N], V[N];
@@ -1739,7 +1740,7 @@ static void test_adam_blocks(void) {
     int mode, t, i;
     hpj_rng r;
     hpj_rng_seed(&r, 31);
-    for (mode = 0; mode < 2; ++mode) {
+    for (mode = HPJ_OPT_ADAM; mode <= HPJ_OPT_ADAM_ACTIVE; ++mode) {
         for (i = 0; i < N; ++i) {
             P[i] = p[i] = (float)hpj_rng_normal(&r);
             Mm[i] = m[i] = V[i] = v[i] = 0.0f;
@@ -1747,12 +1748,13 @@ static void test_adam_blocks(void) {
         for (t = 1; t <= 3; ++t) {
             double bc1 = 1.0 - pow((double)b1, (double)t), bc2 = 1.0 - pow((double)b2, (double)t);
             float step = (float)(lr / bc1), bc2s = (float)sqrt(bc2);
-            float gwd = mode ? 0.0f : wd, decay = mode ? (float)(1.0 - (double)lr * wd) : 1.0f;
+            int adamw = mode == HPJ_OPT_ADAMW;
+            float gwd = adamw ? 0.0f : wd, decay = adamw ? (float)(1.0 - (double)lr * wd) : 1.0f;
             float omb1 = (float)(1.0 - (double)b1), omb2 = (float)(1.0 - (double)b2);
-            for (i = 0; i < N; ++i) g[i] = (float)(0.1 * hpj_rng_normal(&r));
+            for (i = 0; i < N; ++i) g[i] = i % 3 == 0 ? 0.0f : (float)(0.1 * hpj_rng_normal(&r));
             hpj_adam_step(p, g, m, v, N, lr, b1, b2, eps, wd, mode, t);
             for (i = 0; i < N; ++i) {
-                float gi = g[i] * 1.0f + gwd * P[i], s;
+                float gi = mode == HPJ_OPT_ADAM_ACTIVE && g[i] == 0.0f ? 0.0f : g[i] * 1.0f + gwd * P[i], s;
                 P[i] *= decay;
                 Mm[i] = b1 * Mm[i] + omb1 * gi;
                 V[i] = b2 * V[i] + omb2 * (gi * gi);
@@ -1760,7 +1762,7 @@ static void test_adam_blocks(void) {
                 P[i] -= step * (Mm[i] / (s / bc2s + eps));
             }
             CHECK_MSG(bits_equal(p, P, N) && bits_equal(m, Mm, N) && bits_equal(v, V, N),
-                      "%s step %d: not the bits of the float arithmetic", mode ? "adamw" : "adam", t);
+                      "optimizer %d step %d: not the bits of the float arithmetic", mode, t);
         }
     }
 }
