@@ -19,6 +19,12 @@ Markdown table, one row per dataset:
     a sign test instead (which method's error is smaller, graph by graph);
   - the paper's two numbers (its table 2) beside ours.
 
+Then, for the classification datasets both methods ran, where the
+multi-resolution readout gains and loses: the graphs split into four
+node-count quartiles (by rank of (nodes, graph id), so the quarters are
+equal in size), each method's accuracy per quartile over the common seeds'
+test predictions, and how many predictions only one of them got right.
+
 Standard library only; exit 1 with a one-line reason on bad input.
 """
 import csv
@@ -114,6 +120,45 @@ def paired_test(metric, hp_parts, gj_parts, common):
     return only_a, only_b, binom_two_sided(only_a, only_a + only_b)
 
 
+def node_counts(prefixes):
+    """{graph: nodes} from the reports' graphs.csv (every graph is in each seed)"""
+    nodes = {}
+    for p in prefixes:
+        with open(p + ".graphs.csv", newline="") as f:
+            for n, r in enumerate(csv.DictReader(f), start=2):
+                try:
+                    nodes[int(r["graph"])] = int(r["nodes"])
+                except (KeyError, TypeError, ValueError):
+                    fail("%s.graphs.csv:%d: no integer graph and nodes columns" % (p, n))
+    return nodes
+
+
+def quartile_rows(ds, hp_parts, gj_parts, common):
+    """one Markdown row: per node-count quartile, HP / GJ accuracy and the discordant counts"""
+    a, b = {}, {}
+    for p in hp_parts:
+        a.update(read_run(p))
+    for p in gj_parts:
+        b.update(read_run(p))
+    nodes = node_counts(hp_parts)
+    order = sorted(nodes, key=lambda g: (nodes[g], g))
+    quart = {g: 4 * i // len(order) for i, g in enumerate(order)}
+    cells = []
+    for q in range(4):
+        keys = [k for k in a if k[0] in common and quart.get(k[1]) == q and k in b]
+        if not keys:
+            cells.append("-")
+            continue
+        lo = min(nodes[k[1]] for k in keys)
+        hi = max(nodes[k[1]] for k in keys)
+        ha = sum(a[k][1] for k in keys) / len(keys)
+        ga = sum(b[k][1] for k in keys) / len(keys)
+        oa = sum(1 for k in keys if a[k][1] and not b[k][1])
+        ob = sum(1 for k in keys if b[k][1] and not a[k][1])
+        cells.append("%d-%d: %.1f / %.1f (%+.1f; %d / %d)" % (lo, hi, 100 * ha, 100 * ga, 100 * (ha - ga), oa, ob))
+    return "| %s (%d) | %s |" % (ds, len(common), " | ".join(cells))
+
+
 def main(argv):
     if "-h" in argv or "--help" in argv:
         sys.stdout.write(__doc__)
@@ -129,6 +174,7 @@ def main(argv):
     print("| dataset | HP-JEPA seeds | HP-JEPA | Graph-JEPA seeds | Graph-JEPA | HP - GJ (sign-flip p over seeds)"
           " | predictions only HP / only GJ better (p) | paper HP-JEPA | paper Graph-JEPA |")
     print("|---|---|---|---|---|---|---|---|---|")
+    quart = []
     for ds in sorted(found, key=lambda x: ORDER.index(x) if x in ORDER else len(ORDER)):
         row = {}
         for meth in ("hp", "gj"):
@@ -160,6 +206,17 @@ def main(argv):
         fmt = "%.3f +- %.3f" if metric == "mae" else "%.2f +- %.2f"
         cells += [fmt % paper[0], fmt % paper[1]] if paper else ["-", "-"]
         print("| %s | %s |" % (ds, " | ".join(cells)))
+        if len(row) == 2 and metric != "mae":
+            quart.append(quartile_rows(ds, found[ds]["hp"], found[ds]["gj"], set(common)))
+    if quart:
+        print()
+        print("Accuracy per node-count quartile (nodes: HP-JEPA / Graph-JEPA in %, (HP - GJ; predictions only HP /"
+              " only GJ right)), over the seeds both ran:")
+        print()
+        print("| dataset (seeds) | Q1 | Q2 | Q3 | Q4 |")
+        print("|---|---|---|---|---|")
+        for r in quart:
+            print(r)
     return 0
 
 
