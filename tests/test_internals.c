@@ -649,8 +649,8 @@ static void encode_items(hpj__trainer *tr, const hpj__item *it, int32_t S, int l
     hpj__sq_bind(&tr->arena, m, &pw, S);
     hpj__path_fill(tr->ds, &tr->tk, its, &gw.path, &tr->ps, 0);
     hpj__path_features(m, tr->ds, &gw);
-    hpj__gnn_forward(m, &gw, &m->bn[l], HPJ__EVAL, 0);
-    hpj__sq_forward(m, &pw, &m->bn[l], &tr->tk, its, S, HPJ__EVAL);
+    hpj__gnn_forward(m, &gw, &m->bn[l], hpj__norm_running, 0);
+    hpj__sq_forward(m, &pw, &m->bn[l], &tr->tk, its, S, hpj__norm_running);
     memcpy(z, gw.z, sizeof(float) * (size_t)S * m->D);
     memcpy(p, pw.p, sizeof(float) * (size_t)S * m->D);
     hpj_arena_reset(&tr->arena, mark);
