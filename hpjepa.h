@@ -5273,19 +5273,6 @@ static HPJ__INLINE float hpj__dot(const float *a, const float *b, int n) {
     return (acc[0] + acc[2]) + (acc[1] + acc[3]);
 }
 
-/* Sum of x (n) with 16 lanes, as hpj__dot. */
-static HPJ__INLINE float hpj__sum(const float *x, int n) {
-    float acc[16];
-    int i = 0, l;
-    for (l = 0; l < 16; ++l) acc[l] = 0.0f;
-    for (; i + 16 <= n; i += 16)
-        for (l = 0; l < 16; ++l) acc[l] += x[i + l];
-    for (l = 0; i + l < n; ++l) acc[l] += x[i + l];
-    for (l = 0; l < 8; ++l) acc[l] += acc[l + 8];
-    for (l = 0; l < 4; ++l) acc[l] += acc[l + 4];
-    return (acc[0] + acc[2]) + (acc[1] + acc[3]);
-}
-
 /* y (n) += a x */
 static HPJ__INLINE void hpj__axpy(float *y, float a, const float *x, int n) {
     int i;
@@ -5560,56 +5547,6 @@ static void hpj__dp_bcast(hpj__dp *dp, void *buf, size_t bytes) {
     if (!dp->failed && dp->comm->bcast(dp->comm->user, buf, bytes)) dp->failed = 1;
 }
 
-/* 1/sqrt(var + eps) of a row of D values with mean mu: the squared
-   deviations summed in 16 lanes by fused multiply-adds, the lanes added
-   as in hpj__sum. */
-static float hpj__ln_rstd(const float *x, float mu, int D, float eps) {
-    float acc[16];
-    int j = 0, l;
-    for (l = 0; l < 16; ++l) acc[l] = 0.0f;
-    for (; j + 16 <= D; j += 16)
-        for (l = 0; l < 16; ++l) {
-            float d = x[j + l] - mu;
-            acc[l] = HPJ__FMAF(d, d, acc[l]);
-        }
-    for (l = 0; j + l < D; ++l) {
-        float d = x[j + l] - mu;
-        acc[l] = HPJ__FMAF(d, d, acc[l]);
-    }
-    return 1.0f / sqrtf(hpj__sum(acc, 16) / (float)D + eps);
-}
-
-/* One row of the LayerNorm input gradient, g = dy gamma (dy with no gamma),
-   the two row means summed in 16 lanes. (The fast part passes has_gamma
-   as a constant, so that each inlined copy is a plain loop.) */
-static HPJ__INLINE_ALWAYS void hpj__ln_back_row(float *dx, const float *x, const float *dy, const float *gamma,
-                                                float mu, float rs, int D, int has_gamma) {
-    float ag[16], agx[16], mg, mgx;
-    int j = 0, l;
-    for (l = 0; l < 16; ++l) ag[l] = agx[l] = 0.0f;
-    for (; j + 16 <= D; j += 16)
-        for (l = 0; l < 16; ++l) {
-            float g = has_gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
-            float xh = (x[j + l] - mu) * rs;
-            ag[l] += g;
-            agx[l] = HPJ__FMAF(g, xh, agx[l]);
-        }
-    for (l = 0; j + l < D; ++l) {
-        float g = has_gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
-        float xh = (x[j + l] - mu) * rs;
-        ag[l] += g;
-        agx[l] = HPJ__FMAF(g, xh, agx[l]);
-    }
-    mg = hpj__sum(ag, 16) / (float)D;
-    mgx = hpj__sum(agx, 16) / (float)D;
-    HPJ__OMP(simd)
-    for (j = 0; j < D; ++j) {
-        float g = has_gamma ? dy[j] * gamma[j] : dy[j];
-        float xh = (x[j] - mu) * rs;
-        dx[j] += rs * (g - mg - xh * mgx);
-    }
-}
-
 #ifndef HPJ_REFERENCE
 static void hpj__fast_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                                         const float *beta, int N, int D, float eps);
@@ -5620,7 +5557,7 @@ static void hpj__fast_layernorm_backward(float *dinp, float *dgamma, float *dbet
 
 /* LayerNorm normalises each row on its own (rows share nothing, so
    threads take rows): the mean and the variance of its D values, summed
-   in 16 lanes, then out = (x - mean) rstd gamma + beta. */
+   in order, then out = (x - mean) rstd gamma + beta. */
 HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                                   const float *beta, int N, int D, float eps) {
     int i;
@@ -5635,8 +5572,12 @@ HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const fl
     for (i = 0; i < N; ++i) {
         const float *x = inp + (ptrdiff_t)i * D;
         float *y = out + (ptrdiff_t)i * D;
-        float mu = hpj__sum(x, D) / (float)D, rs = hpj__ln_rstd(x, mu, D, eps);
+        float mu = 0.0f, var = 0.0f, rs;
         int j;
+        for (j = 0; j < D; ++j) mu += x[j];
+        mu /= (float)D;
+        for (j = 0; j < D; ++j) var = HPJ__FMAF(x[j] - mu, x[j] - mu, var);
+        rs = 1.0f / sqrtf(var / (float)D + eps);
         if (mean) mean[i] = mu;
         if (rstd) rstd[i] = rs;
         for (j = 0; j < D; ++j) { /* (out may alias inp: x[j] is read before y[j] is written) */
@@ -5649,9 +5590,9 @@ HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const fl
 }
 
 /* With g = dout gamma: dx = rstd (g - mean(g) - xhat mean(g xhat)) row by
-   row (threads take rows); dgamma and dbeta sum over the rows, per column
-   in row order and in double (the product of two floats is exact in
-   double; threads take columns). */
+   row, the two means summed in order (threads take rows); dgamma and
+   dbeta sum over the rows, per column in row order and in double (the
+   product of two floats is exact in double; threads take columns). */
 HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                    const float *gamma, const float *mean, const float *rstd, int N, int D) {
     int i, j;
@@ -5664,9 +5605,21 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
 #endif
     if (dinp) {
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-        for (i = 0; i < N; ++i)
-            hpj__ln_back_row(dinp + (ptrdiff_t)i * D, inp + (ptrdiff_t)i * D, dout + (ptrdiff_t)i * D, gamma, mean[i],
-                             rstd[i], D, gamma != NULL);
+        for (i = 0; i < N; ++i) {
+            const float *x = inp + (ptrdiff_t)i * D, *dy = dout + (ptrdiff_t)i * D;
+            float *dx = dinp + (ptrdiff_t)i * D, mu = mean[i], rs = rstd[i], mg = 0.0f, mgx = 0.0f;
+            for (j = 0; j < D; ++j) {
+                float g = gamma ? dy[j] * gamma[j] : dy[j];
+                mg += g;
+                mgx = HPJ__FMAF(g, (x[j] - mu) * rs, mgx);
+            }
+            mg /= (float)D;
+            mgx /= (float)D;
+            for (j = 0; j < D; ++j) {
+                float g = gamma ? dy[j] * gamma[j] : dy[j], xh = (x[j] - mu) * rs;
+                dx[j] += rs * (g - mg - xh * mgx);
+            }
+        }
     }
     if (dgamma || dbeta) {
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
@@ -11731,14 +11684,83 @@ static void hpj__fast_project(hpj__pws *w, hpj__kw *s, const hpj__pg *f, int32_t
     }
 }
 
-/* ==== fast: LayerNorm, one copy per gamma/beta case ====
-   The reference tests gamma and beta inside its loops. Here they are
+/* ==== fast: LayerNorm, row sums in lanes, one copy per gamma/beta case ====
+   The reference sums a row's values one after the other, a chain of
+   dependent additions that the compiler must keep in order. Here the sums
+   of a row (its mean and variance, and the backward's two means) run in
+   16 independent lanes combined in a fixed tree (hpj__sum), which the
+   compiler vectorizes, with bits that do not depend on the ISA. The
+   reference also tests gamma and beta inside its loops; here they are
    tested outside: hpj__ln_apply and hpj__ln_back_row take constant flags
-   and are called once per case, so each inlined copy is a plain loop
-   (see the note below); and dgamma / dbeta take blocks
-   of 32 columns, so that a row's 32 values are read together. Every
-   element is computed as in the reference, by the same operations in
-   the same order: the same bits. */
+   and are called once per case, so each inlined copy is a plain loop (see
+   the note below); and dgamma / dbeta take blocks of 32 columns, so that
+   a row's 32 values are read together (the same sums in the same order
+   as the reference's: the same bits). The lanes add a row's values in
+   another order than the reference, so the two agree to rounding, not to
+   the bit (a test holds them within a tolerance). */
+
+/* Sum of x (n) with 16 lanes, as hpj__dot. */
+static HPJ__INLINE float hpj__sum(const float *x, int n) {
+    float acc[16];
+    int i = 0, l;
+    for (l = 0; l < 16; ++l) acc[l] = 0.0f;
+    for (; i + 16 <= n; i += 16)
+        for (l = 0; l < 16; ++l) acc[l] += x[i + l];
+    for (l = 0; i + l < n; ++l) acc[l] += x[i + l];
+    for (l = 0; l < 8; ++l) acc[l] += acc[l + 8];
+    for (l = 0; l < 4; ++l) acc[l] += acc[l + 4];
+    return (acc[0] + acc[2]) + (acc[1] + acc[3]);
+}
+
+/* 1/sqrt(var + eps) of a row of D values with mean mu: the squared
+   deviations summed in 16 lanes by fused multiply-adds, the lanes added
+   as in hpj__sum. */
+static float hpj__ln_rstd(const float *x, float mu, int D, float eps) {
+    float acc[16];
+    int j = 0, l;
+    for (l = 0; l < 16; ++l) acc[l] = 0.0f;
+    for (; j + 16 <= D; j += 16)
+        for (l = 0; l < 16; ++l) {
+            float d = x[j + l] - mu;
+            acc[l] = HPJ__FMAF(d, d, acc[l]);
+        }
+    for (l = 0; j + l < D; ++l) {
+        float d = x[j + l] - mu;
+        acc[l] = HPJ__FMAF(d, d, acc[l]);
+    }
+    return 1.0f / sqrtf(hpj__sum(acc, 16) / (float)D + eps);
+}
+
+/* One row of the LayerNorm input gradient, g = dy gamma (dy with no gamma),
+   the two row means summed in 16 lanes. */
+static HPJ__INLINE_ALWAYS void hpj__ln_back_row(float *dx, const float *x, const float *dy, const float *gamma,
+                                                float mu, float rs, int D, int has_gamma) {
+    float ag[16], agx[16], mg, mgx;
+    int j = 0, l;
+    for (l = 0; l < 16; ++l) ag[l] = agx[l] = 0.0f;
+    for (; j + 16 <= D; j += 16)
+        for (l = 0; l < 16; ++l) {
+            float g = has_gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
+            float xh = (x[j + l] - mu) * rs;
+            ag[l] += g;
+            agx[l] = HPJ__FMAF(g, xh, agx[l]);
+        }
+    for (l = 0; j + l < D; ++l) {
+        float g = has_gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
+        float xh = (x[j + l] - mu) * rs;
+        ag[l] += g;
+        agx[l] = HPJ__FMAF(g, xh, agx[l]);
+    }
+    mg = hpj__sum(ag, 16) / (float)D;
+    mgx = hpj__sum(agx, 16) / (float)D;
+    HPJ__OMP(simd)
+    for (j = 0; j < D; ++j) {
+        float g = has_gamma ? dy[j] * gamma[j] : dy[j];
+        float xh = (x[j] - mu) * rs;
+        dx[j] += rs * (g - mg - xh * mgx);
+    }
+}
+
 /* Optional operands (gamma, beta, a saved ReLU output) are tested outside
    the loops: the helpers take constant flags and are called once per
    combination, so each inlined copy has a plain loop. Tested inside, a
