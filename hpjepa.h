@@ -50,9 +50,10 @@
                       e_xi the structural queries (hpj__sq_forward), f_theta
                       the token encoder and its EMA copy (hpj__enc_forward),
                       q_psi the predictor (hpj__pred_forward)
-         the step     hpj__step, one resolution of one batch, in sequence:
-                      sample (hpj__sample: a context and targets per graph)
-                      -> forward -> loss (hpj_smooth_l1 against the
+         the step     one resolution of one batch: hpj__batch_load samples
+                      it (hpj__sample: a context and targets per graph)
+                      and builds its inputs, then hpj__step runs, in
+                      sequence, forward -> loss (hpj_smooth_l1 against the
                       hyperbolic targets [cosh m(u), sinh m(u)] of the EMA
                       encoder, hpj__targets_phi) -> backward -> clip
                       (hpj__grad_norm) -> Adam -> EMA (hpj_ema_update)
@@ -5278,19 +5279,6 @@ static HPJ__INLINE float hpj__dot(const float *a, const float *b, int n) {
     return (acc[0] + acc[2]) + (acc[1] + acc[3]);
 }
 
-/* Sum of x (n) with 16 lanes, as hpj__dot. */
-static HPJ__INLINE float hpj__sum(const float *x, int n) {
-    float acc[16];
-    int i = 0, l;
-    for (l = 0; l < 16; ++l) acc[l] = 0.0f;
-    for (; i + 16 <= n; i += 16)
-        for (l = 0; l < 16; ++l) acc[l] += x[i + l];
-    for (l = 0; i + l < n; ++l) acc[l] += x[i + l];
-    for (l = 0; l < 8; ++l) acc[l] += acc[l + 8];
-    for (l = 0; l < 4; ++l) acc[l] += acc[l + 4];
-    return (acc[0] + acc[2]) + (acc[1] + acc[3]);
-}
-
 /* y (n) += a x */
 static HPJ__INLINE void hpj__axpy(float *y, float a, const float *x, int n) {
     int i;
@@ -5565,56 +5553,6 @@ static void hpj__dp_bcast(hpj__dp *dp, void *buf, size_t bytes) {
     if (!dp->failed && dp->comm->bcast(dp->comm->user, buf, bytes)) dp->failed = 1;
 }
 
-/* 1/sqrt(var + eps) of a row of D values with mean mu: the squared
-   deviations summed in 16 lanes by fused multiply-adds, the lanes added
-   as in hpj__sum. */
-static float hpj__ln_rstd(const float *x, float mu, int D, float eps) {
-    float acc[16];
-    int j = 0, l;
-    for (l = 0; l < 16; ++l) acc[l] = 0.0f;
-    for (; j + 16 <= D; j += 16)
-        for (l = 0; l < 16; ++l) {
-            float d = x[j + l] - mu;
-            acc[l] = HPJ__FMAF(d, d, acc[l]);
-        }
-    for (l = 0; j + l < D; ++l) {
-        float d = x[j + l] - mu;
-        acc[l] = HPJ__FMAF(d, d, acc[l]);
-    }
-    return 1.0f / sqrtf(hpj__sum(acc, 16) / (float)D + eps);
-}
-
-/* One row of the LayerNorm input gradient, g = dy gamma (dy with no gamma),
-   the two row means summed in 16 lanes. (The fast part passes has_gamma
-   as a constant, so that each inlined copy is a plain loop.) */
-static HPJ__INLINE_ALWAYS void hpj__ln_back_row(float *dx, const float *x, const float *dy, const float *gamma,
-                                                float mu, float rs, int D, int has_gamma) {
-    float ag[16], agx[16], mg, mgx;
-    int j = 0, l;
-    for (l = 0; l < 16; ++l) ag[l] = agx[l] = 0.0f;
-    for (; j + 16 <= D; j += 16)
-        for (l = 0; l < 16; ++l) {
-            float g = has_gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
-            float xh = (x[j + l] - mu) * rs;
-            ag[l] += g;
-            agx[l] = HPJ__FMAF(g, xh, agx[l]);
-        }
-    for (l = 0; j + l < D; ++l) {
-        float g = has_gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
-        float xh = (x[j + l] - mu) * rs;
-        ag[l] += g;
-        agx[l] = HPJ__FMAF(g, xh, agx[l]);
-    }
-    mg = hpj__sum(ag, 16) / (float)D;
-    mgx = hpj__sum(agx, 16) / (float)D;
-    HPJ__OMP(simd)
-    for (j = 0; j < D; ++j) {
-        float g = has_gamma ? dy[j] * gamma[j] : dy[j];
-        float xh = (x[j] - mu) * rs;
-        dx[j] += rs * (g - mg - xh * mgx);
-    }
-}
-
 #ifndef HPJ_REFERENCE
 static void hpj__fast_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                                         const float *beta, int N, int D, float eps);
@@ -5625,7 +5563,7 @@ static void hpj__fast_layernorm_backward(float *dinp, float *dgamma, float *dbet
 
 /* LayerNorm normalises each row on its own (rows share nothing, so
    threads take rows): the mean and the variance of its D values, summed
-   in 16 lanes, then out = (x - mean) rstd gamma + beta. */
+   in order, then out = (x - mean) rstd gamma + beta. */
 HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                                   const float *beta, int N, int D, float eps) {
     int i;
@@ -5640,8 +5578,12 @@ HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const fl
     for (i = 0; i < N; ++i) {
         const float *x = inp + (ptrdiff_t)i * D;
         float *y = out + (ptrdiff_t)i * D;
-        float mu = hpj__sum(x, D) / (float)D, rs = hpj__ln_rstd(x, mu, D, eps);
+        float mu = 0.0f, var = 0.0f, rs;
         int j;
+        for (j = 0; j < D; ++j) mu += x[j];
+        mu /= (float)D;
+        for (j = 0; j < D; ++j) var = HPJ__FMAF(x[j] - mu, x[j] - mu, var);
+        rs = 1.0f / sqrtf(var / (float)D + eps);
         if (mean) mean[i] = mu;
         if (rstd) rstd[i] = rs;
         for (j = 0; j < D; ++j) { /* (out may alias inp: x[j] is read before y[j] is written) */
@@ -5654,9 +5596,9 @@ HPJDEF void hpj_layernorm_forward(float *out, float *mean, float *rstd, const fl
 }
 
 /* With g = dout gamma: dx = rstd (g - mean(g) - xhat mean(g xhat)) row by
-   row (threads take rows); dgamma and dbeta sum over the rows, per column
-   in row order and in double (the product of two floats is exact in
-   double; threads take columns). */
+   row, the two means summed in order (threads take rows); dgamma and
+   dbeta sum over the rows, per column in row order and in double (the
+   product of two floats is exact in double; threads take columns). */
 HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                                    const float *gamma, const float *mean, const float *rstd, int N, int D) {
     int i, j;
@@ -5669,9 +5611,21 @@ HPJDEF void hpj_layernorm_backward(float *dinp, float *dgamma, float *dbeta, con
 #endif
     if (dinp) {
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
-        for (i = 0; i < N; ++i)
-            hpj__ln_back_row(dinp + (ptrdiff_t)i * D, inp + (ptrdiff_t)i * D, dout + (ptrdiff_t)i * D, gamma, mean[i],
-                             rstd[i], D, gamma != NULL);
+        for (i = 0; i < N; ++i) {
+            const float *x = inp + (ptrdiff_t)i * D, *dy = dout + (ptrdiff_t)i * D;
+            float *dx = dinp + (ptrdiff_t)i * D, mu = mean[i], rs = rstd[i], mg = 0.0f, mgx = 0.0f;
+            for (j = 0; j < D; ++j) {
+                float g = gamma ? dy[j] * gamma[j] : dy[j];
+                mg += g;
+                mgx = HPJ__FMAF(g, (x[j] - mu) * rs, mgx);
+            }
+            mg /= (float)D;
+            mgx /= (float)D;
+            for (j = 0; j < D; ++j) {
+                float g = gamma ? dy[j] * gamma[j] : dy[j], xh = (x[j] - mu) * rs;
+                dx[j] += rs * (g - mg - xh * mgx);
+            }
+        }
     }
     if (dgamma || dbeta) {
         HPJ__OMP(parallel for schedule(static) if ((int64_t)N * D >= HPJ__PAR_ELEMS))
@@ -5812,7 +5766,8 @@ static void hpj__fast_bn_eval(float *out, const float *inp, const float *gamma, 
 
 /* Evaluation mode normalises each row alone with the running statistics,
    out = (x - running_mean) / sqrt(running_var + eps) gamma + beta, with
-   the ReLU and the residual sum fused as in training. */
+   the ReLU and the residual sum fused as in training (out may be NULL
+   when sum is given). */
 static void hpj__bn_eval(float *out, const float *inp, const float *gamma, const float *beta,
                          const float *running_mean, const float *running_var, int N, int D, float eps, int relu,
                          const float *res, float *sum) {
@@ -5833,7 +5788,7 @@ static void hpj__bn_eval(float *out, const float *inp, const float *gamma, const
             if (gamma) v *= gamma[j];
             if (beta) v += beta[j];
             if (relu && !(v > 0.0f)) v = 0.0f;
-            out[o + j] = v;
+            if (out) out[o + j] = v;
             if (sum) sum[o + j] = res[o + j] + v;
         }
     }
@@ -7682,22 +7637,25 @@ static void hpj__gnn_bind(hpj_arena *a, const hpj_model *m, hpj__gnn_ws *w, int3
 /* The momentum of the running statistics a training-mode BatchNorm updates. */
 #define HPJ__BN_MOMENTUM 0.1f
 
-/* BatchNorm in one of the modes (frozen: the batch's statistics, the
-   running ones left as they are), then ReLU when relu = 1 (fused); with
-   sum != NULL also sum = res + out (the residual, fused). */
-static void hpj__bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
-                        float *rm, float *rv, int N, int D, int mode, int relu, const float *res,
-                        float *sum, hpj__dp *dp) {
-    if (mode == HPJ__EVAL) {
-        hpj__bn_eval(out, in, g, b, rm, rv, N, D, 1e-5f, relu, res, sum);
-        return;
-    }
-    if (mode == HPJ__TRAIN_FROZEN) rm = rv = NULL;
-    hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum, dp);
+/* The normaliser of g_eta's and e_xi's BatchNorms, each followed by a
+   ReLU (fused): out = ReLU(BN(in)), and with sum != NULL also sum = res +
+   out (the residual, fused; then out may be NULL). rm, rv: the running
+   statistics of the path's resolution. The caller picks it: training
+   normalises by the batch's statistics and moves the running ones
+   towards them (hpj__norm_batch); hpj_model_loss uses the batch's and
+   leaves the running ones (hpj__norm_frozen); the readout normalises by
+   the running statistics (hpj__norm_running, with the readout). */
+typedef void (*hpj__norm_fn)(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
+                             float *rm, float *rv, int N, int D, const float *res, float *sum, hpj__dp *dp);
+static void hpj__norm_batch(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
+                            float *rm, float *rv, int N, int D, const float *res, float *sum, hpj__dp *dp) {
+    hpj__bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, 1, res, sum, dp);
 }
-static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b, float *rm,
-                    float *rv, int N, int D, int mode, int relu, hpj__dp *dp) {
-    hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, relu, NULL, NULL, dp);
+static void hpj__norm_frozen(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
+                             float *rm, float *rv, int N, int D, const float *res, float *sum, hpj__dp *dp) {
+    (void)rm;
+    (void)rv;
+    hpj__bn_train(out, mean, rstd, NULL, NULL, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, 1, res, sum, dp);
 }
 
 /* Layer i of g_eta over the node copies (reference block):
@@ -7708,9 +7666,10 @@ static void hpj__bn(float *out, float *mean, float *rstd, const float *in, const
        agg = (1 + eps) h_i + sum over the in-patch neighbours j of ReLU(h_j + e_ji)
        sum = h + dropout(ReLU(BN2(W2 ReLU(BN1(W1 agg)))))
        out = sum Wout^T + bout  (not on the last layer: see hpj__gnn_means)
-   The BatchNorms run in mode with the running statistics bn (the
-   resolution's set; updated in training). */
-static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn, int i, int mode, uint64_t drop_seed) {
+   The BatchNorms are norm's, with the running statistics bn (the
+   resolution's set). */
+static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn, int i, hpj__norm_fn norm,
+                                   uint64_t drop_seed) {
     const hpj__path *p = &w->path;
     hpj__gnn_layer *L = &w->lay[i];
     const hpj_gnn_params *q = &m->p.gnn[i];
@@ -7720,7 +7679,7 @@ static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *b
         int32_t c;
         hpj_segment_mean_forward(L->pm, L->hin, p->seg, S, D);
         hpj_linear_forward(L->ul, L->pm, q->Wu, NULL, S, D, D);
-        hpj__bn(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, mode, 1, w->dp);
+        norm(L->ua, L->um, L->ur, L->ul, q->bnu_g, q->bnu_b, bn->bnu_m[i], bn->bnu_v[i], S, D, NULL, NULL, w->dp);
         HPJ__OMP(parallel for schedule(static))
         for (c = 0; c < S; ++c) {
             int32_t j, d;
@@ -7737,14 +7696,14 @@ static void hpj__gnn_layer_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *b
     if (m->edge_onehot) hpj_gine_forward(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
     else hpj_gine_forward_shared(L->agg, L->h, w->e, p->rowptr, p->col, C, D, q->eps[0]);
     hpj_linear_forward(L->t1, L->agg, q->W1, NULL, C, D, D);
-    hpj__bn(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], C, D, mode, 1, w->dp);
+    norm(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], C, D, NULL, NULL, w->dp);
     hpj_linear_forward(L->t2, L->r1, q->W2, NULL, C, D, D);
     /* ra2 = ReLU(BN2(t2)); sum = h + r2 with r2 = dropout(ra2) (= ra2
-       without dropout: then the BatchNorm pass also forms the sum; the
-       target path, which never reads ra2, does not write it) */
-    hpj__bn_res(w->fwd_only && mode != HPJ__EVAL && !L->mask ? NULL : L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g,
-                q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], C, D, mode, 1, L->h,
-                L->mask ? NULL : L->sum, w->dp);
+       without dropout: then the BatchNorm pass also forms the sum; a
+       forward-only path without dropout never reads ra2, so does not
+       write it) */
+    norm(w->fwd_only && !L->mask ? NULL : L->ra2, L->b2m, L->b2r, L->t2, q->bn2_g, q->bn2_b, bn->bn2_m[i],
+         bn->bn2_v[i], C, D, L->h, L->mask ? NULL : L->sum, w->dp);
     if (L->mask) {
         size_t t;
         hpj__dropout_at(L->r2, L->mask, L->ra2, CD, m->cfg.dropout, drop_seed, (uint64_t)m->step, 100 + i,
@@ -7771,22 +7730,23 @@ static void hpj__gnn_means(hpj_model *m, hpj__gnn_ws *w) {
 }
 
 #ifndef HPJ_REFERENCE
-static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn, int mode, uint64_t drop_seed);
+static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn, hpj__norm_fn norm,
+                                  uint64_t drop_seed);
 #endif
 /* Forward of the patch encoder over a filled path: the input encoders,
    the GINE layers, the patch means; w->z gets the tokens. bn: the running
-   statistics of the path's resolution. */
-static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn, int mode, uint64_t drop_seed) {
+   statistics of the path's resolution, norm the BatchNorms' normaliser. */
+static void hpj__gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn, hpj__norm_fn norm, uint64_t drop_seed) {
     const hpj__path *p = &w->path;
     int i, D = m->D;
 #ifndef HPJ_REFERENCE
-    if (hpj__fast() && w->fast.on) { hpj__fast_gnn_forward(m, w, bn, mode, drop_seed); return; } /* fast: input table, copy classes */
+    if (hpj__fast() && w->fast.on) { hpj__fast_gnn_forward(m, w, bn, norm, drop_seed); return; } /* fast: input table, copy classes */
 #endif
     /* h0 = x node_W^T + node_b; e = ex edge_W^T + edge_b */
     hpj_linear_forward(w->h0, w->x, m->p.node_W, m->p.node_b, p->C, m->F, D);
     if (m->edge_onehot) hpj_linear_forward(w->e, w->ex, m->p.edge_W, m->p.edge_b, p->E, m->Fe, D);
     else memcpy(w->e, m->p.edge_b, sizeof(float) * (size_t)D); /* every edge: 0 W + b */
-    for (i = 0; i < m->cfg.gnn_layers; ++i) hpj__gnn_layer_forward(m, w, bn, i, mode, drop_seed);
+    for (i = 0; i < m->cfg.gnn_layers; ++i) hpj__gnn_layer_forward(m, w, bn, i, norm, drop_seed);
     hpj__gnn_means(m, w);
 }
 
@@ -7952,13 +7912,14 @@ static void hpj__sq_bind(hpj_arena *a, const hpj_model *m, hpj__sq_ws *w, int32_
 }
 
 /* p = ReLU(BN(rw W^T)) over the S patches of items (reference: Linear
-   without bias, BatchNorm, ReLU); bn: the resolution's running statistics. */
+   without bias, BatchNorm, ReLU); bn: the resolution's running statistics,
+   norm the BatchNorm's normaliser. */
 static void hpj__sq_forward(hpj_model *m, hpj__sq_ws *w, hpj_bn_stats *bn, const hpj_tokens *tk, const hpj__item *it,
-                            int32_t S, int mode) {
+                            int32_t S, hpj__norm_fn norm) {
     int32_t s;
     for (s = 0; s < S; ++s) memcpy(w->rw + (size_t)s * m->R, tk->rw + (size_t)it[s].patch * m->R, sizeof(float) * (size_t)m->R);
     hpj_linear_forward(w->lin, w->rw, m->p.sq_W, NULL, S, m->R, m->D);
-    hpj__bn(w->p, w->mean, w->rstd, w->lin, m->p.sq_g, m->p.sq_b, bn->sq_m, bn->sq_v, S, m->D, mode, 1, w->dp);
+    norm(w->p, w->mean, w->rstd, w->lin, m->p.sq_g, m->p.sq_b, bn->sq_m, bn->sq_v, S, m->D, NULL, NULL, w->dp);
 }
 
 static void hpj__sq_backward(hpj_model *m, const hpj__sq_ws *w, int32_t S, const float *dp, float *s1) {
@@ -8205,8 +8166,11 @@ static int32_t hpj__sample(hpj__trainer *tr, const int32_t *batch, int32_t nb, i
     return B;
 }
 
-/* Buffers of one step, bound from an arena (measured first). */
+/* One step's batch, as hpj__sample drew it, and its buffers, bound from
+   the trainer's arena (measured first) by hpj__batch_load. */
 typedef struct hpj__step_ws {
+    int32_t B, T, Tm;        /* contexts (one per graph), targets, most targets of a graph */
+    int64_t T_all;           /* T over the ranks of a data-parallel run (else T) */
     hpj__gnn_ws gc, gt;      /* context (with grad) and target patch encoders */
     hpj__gnn_bws gb;
     hpj__sq_ws pc, pt;
@@ -8303,6 +8267,12 @@ static void hpj__pred_input(const hpj__trainer *tr, hpj__step_ws *w, int32_t B) 
     }
 }
 
+/* The step's normaliser: the batch's statistics, which move the running
+   ones in training (hpj_model_loss leaves them as they are). */
+static hpj__norm_fn hpj__step_norm(const hpj__trainer *tr) {
+    return tr->mode == HPJ__TRAIN ? hpj__norm_batch : hpj__norm_frozen;
+}
+
 /* The context path: patch tokens z = g_eta(context patch) and structural
    queries p = e_xi of the contexts (and of the targets, for the
    predictor); the tokens x = z + p (token dropout on them) through the
@@ -8311,9 +8281,10 @@ static void hpj__fwd_context(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32
     hpj_model *m = tr->m;
     size_t i, n = (size_t)B * m->D;
     hpj_bn_stats *bn = &m->bn[tr->l];
-    hpj__gnn_forward(m, &w->gc, bn, tr->mode, drop_seed);
-    hpj__sq_forward(m, &w->pc, bn, &tr->tk, tr->ctx, B, tr->mode);
-    hpj__sq_forward(m, &w->pt, bn, &tr->tk, tr->tgt, T, tr->mode);
+    hpj__norm_fn norm = hpj__step_norm(tr);
+    hpj__gnn_forward(m, &w->gc, bn, norm, drop_seed);
+    hpj__sq_forward(m, &w->pc, bn, &tr->tk, tr->ctx, B, norm);
+    hpj__sq_forward(m, &w->pt, bn, &tr->tk, tr->tgt, T, norm);
     for (i = 0; i < n; ++i) w->ec.x[0][i] = w->gc.z[i] + w->pc.p[i];
     if (w->tokmask)
         hpj__dropout_at(w->ec.x[0], w->tokmask, w->ec.x[0], n, m->cfg.token_dropout, drop_seed, (uint64_t)m->step, 300,
@@ -8349,7 +8320,7 @@ static void hpj__fwd_target_input(hpj__trainer *tr, hpj__step_ws *w, int32_t B, 
    an all-ones mask. */
 static void hpj__fwd_target(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm) {
     hpj_model *m = tr->m;
-    hpj__gnn_forward(m, &w->gt, &m->bn[tr->l], tr->mode == HPJ__TRAIN ? HPJ__TRAIN : HPJ__TRAIN_FROZEN, 0);
+    hpj__gnn_forward(m, &w->gt, &m->bn[tr->l], hpj__step_norm(tr), 0);
     hpj__fwd_target_input(tr, w, B, Tm);
     hpj__enc_forward_mean(m, &w->et, m->tgt, T == B * Tm ? NULL : w->tmask, w->adj, w->mu);
 }
@@ -8431,34 +8402,26 @@ static hpj_status hpj__dp_batch(hpj__trainer *tr, hpj_status st, const int64_t *
     return HPJ_OK;
 }
 
-#ifndef HPJ_REFERENCE
-static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm, int l,
-                                uint64_t drop_seed, int32_t *badt, double *badmu);
-#endif
-/* Runs resolution l on a batch: the step of the method, in order. *loss
-   gets L_l(B); *active = 0 when B_l is empty (nothing done). With
-   tr->apply = 0 (hpj_model_loss) it stops after the backward. */
-static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, int l, double *loss, int *active) {
+/* Steps 1 and 2, before hpj__step (below), as a data loader would: samples
+   resolution l's contexts and targets of a batch of graphs (with a
+   communicator: of this rank's slice of it), sizes their paths, binds w's
+   buffers for them in the trainer's arena from *mark on and builds the
+   paths' inputs. *active = 0 when no graph of the batch is eligible at l
+   (nothing bound). With a communicator the ranks first agree on the whole
+   batch (its T is the loss normaliser) and on where this rank's rows sit
+   in it; a rank without an eligible graph takes part with none. */
+static hpj_status hpj__batch_load(hpj__trainer *tr, const int32_t *batch, int32_t nb, int l, hpj__step_ws *w,
+                                  size_t *mark, int *active) {
     hpj_model *m = tr->m;
-    const hpj_config *cfg = &m->cfg;
-    hpj__dp *dp = tr->dp;
-    hpj__step_ws w;
     hpj_arena meas;
-    int32_t B, T, Tm = 0, b, D = m->D;
+    int32_t B, T, Tm = 0, b;
     int64_t cc[3] = {0, 0, 0}, ct[3] = {0, 0, 0}, all[4];
-    size_t mark;
-    hpj_status st = HPJ_OK;
-    uint64_t drop_seed = cfg->seed ^ 0xD50FULL;
     int train_drop = (tr->mode == HPJ__TRAIN);
-    int32_t badt; /* a target whose m(u) overflows cosh / sinh (hpj__targets_phi) */
-    double L_sum, badmu = 0.0;
-    *loss = 0.0;
+    hpj_status st = HPJ_OK;
     *active = 0;
-
-    /* -- 1. sample: per graph one context region c and M_l target regions t
-       (with a communicator: of this rank's slice of the batch) -- */
+    /* -- 1. sample: per graph one context region c and M_l target regions t -- */
     B = hpj__sample(tr, batch, nb, l, &T);
-    if (!dp && B == 0) return HPJ_OK;
+    if (!tr->dp && B == 0) return HPJ_OK;
     for (b = 0; b < B; ++b) Tm = HPJ__MAX(Tm, tr->tptr[b + 1] - tr->tptr[b]);
     hpj__path_count(&tr->tk, tr->ctx, B, &tr->ps, hpj__path_groups(m), &cc[0], &cc[1], &cc[2]);
     hpj__path_count(&tr->tk, tr->tgt, T, &tr->ps, hpj__path_groups(m), &ct[0], &ct[1], &ct[2]);
@@ -8466,45 +8429,67 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
         st = hpj__fail(HPJ_ERR_INPUT, "step: batch too large (%lld node copies)", (long long)(cc[0] + ct[0]));
     if (!st) {
         hpj_arena_init_measure(&meas);
-        hpj__step_bind(&meas, m, &w, B, T, Tm, cc, ct, train_drop);
+        hpj__step_bind(&meas, m, w, B, T, Tm, cc, ct, train_drop);
         st = hpj__arena_ensure(&tr->arena, meas.used);
     }
     all[0] = B;
     all[1] = T;
-    if (dp) {
-        /* data parallel: the ranks agree on the whole batch (its T is the
-           loss normaliser below) and on where this rank's rows sit in it; a
-           rank without an eligible graph takes part with none */
+    if (tr->dp) {
         int64_t mine[4] = {B, T, cc[0], ct[0]};
         st = hpj__dp_batch(tr, st, mine, all);
     }
-    if (st) return st;
-    if (all[0] == 0) return HPJ_OK; /* no graph of the batch is eligible at l: no step */
+    if (st || all[0] == 0) return st;
     *active = 1;
-    mark = hpj_arena_mark(&tr->arena);
-    hpj__step_bind(&tr->arena, m, &w, B, T, Tm, cc, ct, train_drop);
-    w.gc.dp = w.gt.dp = w.pc.dp = w.pt.dp = dp;
-    w.gc.row0 = tr->row0[2];
-    w.pr.row0 = tr->row0[1];
+    *mark = hpj_arena_mark(&tr->arena);
+    hpj__step_bind(&tr->arena, m, w, B, T, Tm, cc, ct, train_drop);
+    w->B = B;
+    w->T = T;
+    w->Tm = Tm;
+    w->T_all = all[1];
+    w->gc.dp = w->gt.dp = w->pc.dp = w->pt.dp = tr->dp;
+    w->gc.row0 = tr->row0[2];
+    w->pr.row0 = tr->row0[1];
+    /* -- 2. the paths' inputs: node copies, edges and features of the
+       context patches and of the target patches -- */
+    hpj__path_inputs(tr, &w->gc, tr->ctx, 1);
+    hpj__path_inputs(tr, &w->gt, tr->tgt, 0);
+    return HPJ_OK;
+}
+
+#ifndef HPJ_REFERENCE
+static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm, int l,
+                                uint64_t drop_seed, int32_t *badt, double *badmu);
+#endif
+/* Runs resolution tr->l on the batch in w, which hpj__batch_load made
+   (steps 1 and 2: per graph one context region c and M_l target regions
+   t, and the node copies, edges and features of their patches): the step
+   of the method, in order. *loss gets L_l(B). With tr->apply = 0
+   (hpj_model_loss) it stops after the backward. */
+static hpj_status hpj__step(hpj__trainer *tr, hpj__step_ws *w, double *loss) {
+    hpj_model *m = tr->m;
+    const hpj_config *cfg = &m->cfg;
+    hpj__dp *dp = tr->dp;
+    int32_t B = w->B, T = w->T, Tm = w->Tm, b, D = m->D;
+    int l = tr->l;
+    hpj_status st = HPJ_OK;
+    uint64_t drop_seed = cfg->seed ^ 0xD50FULL;
+    int32_t badt; /* a target whose m(u) overflows cosh / sinh (hpj__targets_phi) */
+    double L_sum, badmu = 0.0;
+    *loss = 0.0;
 
     memset(m->grads, 0, sizeof(float) * m->num_params);
 #ifndef HPJ_REFERENCE
-    /* fast: steps 2 to 4 with the two paths side by side, one per thread (see the fast part) */
-    if (!hpj__fast() || !hpj__fast_paths_side(tr, &w, B, T, Tm, l, drop_seed, &badt, &badmu))
+    /* fast: steps 3 and 4 with the two paths side by side, one per thread (see the fast part) */
+    if (!hpj__fast() || !hpj__fast_paths_side(tr, w, B, T, Tm, l, drop_seed, &badt, &badmu))
 #endif
     {
-        /* -- 2. the paths' inputs: node copies, edges and features of the
-           context patches and of the target patches -- */
-        hpj__path_inputs(tr, &w.gc, tr->ctx, 1);
-        hpj__path_inputs(tr, &w.gt, tr->tgt, 0);
-
         /* -- 3. context: s_c = f_theta(g_eta(P_c) + e_xi(c)) -- */
-        hpj__fwd_context(tr, &w, B, T, drop_seed);
+        hpj__fwd_context(tr, w, B, T, drop_seed);
 
         /* -- 4. targets (no gradient): y_t = Phi(m(fbar_theta(g_eta(P_t)))),
            Phi(u) = [cosh m(u), sinh m(u)] on the hyperbola -- */
-        hpj__fwd_target(tr, &w, B, T, Tm);
-        badt = hpj__targets_phi(tr, &w, 0, B, Tm, &badmu);
+        hpj__fwd_target(tr, w, B, T, Tm);
+        badt = hpj__targets_phi(tr, w, 0, B, Tm, &badmu);
     }
     if (badt >= 0)
         st = hpj__fail(HPJ_ERR_NUMERIC,
@@ -8512,59 +8497,52 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
                        "overflow float; set target_clamp (e.g. 20) to guard",
                        (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], badmu);
     if (dp) st = hpj__dp_agree(dp, st, NULL, 0);
-    if (st) goto done;
+    if (st) return st;
 
     /* -- 5. predictor: yhat_t = q_psi(s_c + e_xi(t)) -- */
-    hpj__pred_input(tr, &w, B);
-    hpj__pred_forward(m, &w.pr, drop_seed);
+    hpj__pred_input(tr, w, B);
+    hpj__pred_forward(m, &w->pr, drop_seed);
 
     /* -- 6. loss: smooth L1 per coordinate, averaged over the 2 coordinates
        and all T targets of the minibatch (the paper's Z_l normaliser; with
        a communicator every rank sums its targets' share, and the shares
        are summed) -- */
-    memset(w.dy, 0, sizeof(float) * (size_t)T * 2);
-    L_sum = hpj_smooth_l1(w.pr.a[cfg->pred_layers], w.yt, w.dy, (size_t)T * 2, cfg->beta, 1.0f / (2.0f * (float)all[1]));
+    memset(w->dy, 0, sizeof(float) * (size_t)T * 2);
+    L_sum = hpj_smooth_l1(w->pr.a[cfg->pred_layers], w->yt, w->dy, (size_t)T * 2, cfg->beta,
+                          1.0f / (2.0f * (float)w->T_all));
     if (dp) hpj__dp_sum_d(dp, &L_sum, 1);
     *loss = L_sum;
-    if (dp && dp->failed) {
-        st = hpj__dp_lost(dp);
-        goto done;
-    }
-    if (!(L_sum == L_sum) || L_sum > 1e30) {
-        st = hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): loss is %g", (long long)tr->epoch + 1,
-                       (long long)m->step + 1, l + 1, cfg->K[l], L_sum);
-        goto done;
-    }
+    if (dp && dp->failed) return hpj__dp_lost(dp);
+    if (!(L_sum == L_sum) || L_sum > 1e30)
+        return hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): loss is %g",
+                         (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], L_sum);
 
     /* -- 7. backward, in reverse: q_psi, then q_t = s_c + p_t splits the
        gradient (ds_c = the sum of dq over c's targets, dp_t = dq_t), f_theta,
        token dropout, x = z + p (dz = dp = dx), e_xi, g_eta -- */
-    hpj__pred_backward(m, &w.pr, w.dy, w.dq);
+    hpj__pred_backward(m, &w->pr, w->dy, w->dq);
     HPJ__OMP(parallel for schedule(static) if ((int64_t)T * D >= HPJ__PAR_ELEMS))
     for (b = 0; b < B; ++b) {
         int32_t t, d;
-        float *o = w.ds + (size_t)b * D;
+        float *o = w->ds + (size_t)b * D;
         for (d = 0; d < D; ++d) o[d] = 0.0f;
         for (t = tr->tptr[b]; t < tr->tptr[b + 1]; ++t)
-            for (d = 0; d < D; ++d) o[d] += w.dq[(size_t)t * D + d];
+            for (d = 0; d < D; ++d) o[d] += w->dq[(size_t)t * D + d];
     }
-    hpj__enc_backward(m, &w.ec, w.ds, w.dx, NULL);
-    if (w.tokmask) {
-        memcpy(w.dtmp, w.dx, sizeof(float) * (size_t)B * D);
-        hpj__zero(w.dx, (size_t)B * D);
-        hpj_dropout_backward(w.dx, w.dtmp, w.tokmask, (size_t)B * D, cfg->token_dropout);
+    hpj__enc_backward(m, &w->ec, w->ds, w->dx, NULL);
+    if (w->tokmask) {
+        memcpy(w->dtmp, w->dx, sizeof(float) * (size_t)B * D);
+        hpj__zero(w->dx, (size_t)B * D);
+        hpj_dropout_backward(w->dx, w->dtmp, w->tokmask, (size_t)B * D, cfg->token_dropout);
     }
-    hpj__sq_backward(m, &w.pc, B, w.dx, w.s1);
-    hpj__sq_backward(m, &w.pt, T, w.dq, w.s1);
-    hpj__gnn_backward(m, &w.gc, &w.gb, w.dx);
+    hpj__sq_backward(m, &w->pc, B, w->dx, w->s1);
+    hpj__sq_backward(m, &w->pt, T, w->dq, w->s1);
+    hpj__gnn_backward(m, &w->gc, &w->gb, w->dx);
     if (dp) {
         /* the ranks' gradients summed: every rank now holds the whole
            batch's gradient, so the update below is the same on every rank */
         hpj__dp_sum_f(dp, m->grads, m->num_params);
-        if (dp->failed) {
-            st = hpj__dp_lost(dp);
-            goto done;
-        }
+        if (dp->failed) return hpj__dp_lost(dp);
     }
 
     /* -- 8. update: clip the gradient's global norm, Adam, the EMA -- */
@@ -8572,15 +8550,26 @@ static hpj_status hpj__step(hpj__trainer *tr, const int32_t *batch, int32_t nb, 
         float lr = hpj_lr_at(cfg->schedule, cfg->lr, cfg->min_lr, m->step, tr->total_steps, tr->warmup_steps);
         float tau = hpj_ema_momentum(cfg->ema_start, cfg->ema_end, m->step, tr->total_steps);
         double gn = hpj_grad_clip(m->grads, m->num_params, cfg->clip);
-        if (!(gn == gn) || gn > 1e30) {
-            st = hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): gradient norm is %g",
-                           (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], gn);
-            goto done;
-        }
+        if (!(gn == gn) || gn > 1e30)
+            return hpj__fail(HPJ_ERR_NUMERIC, "epoch %lld, step %lld, resolution %d (K=%d): gradient norm is %g",
+                             (long long)tr->epoch + 1, (long long)m->step + 1, l + 1, cfg->K[l], gn);
         hpj__adam_ema(m, lr, tau);
         m->step++;
     }
-done: /* (every way out after the buffers were bound gives them back) */
+    return HPJ_OK;
+}
+
+/* One step of resolution l on a batch of graphs: the batch loaded
+   (hpj__batch_load), the step (hpj__step), the buffers given back.
+   *loss gets L_l(B); *active = 0 when B_l is empty (nothing done). */
+static hpj_status hpj__run_step(hpj__trainer *tr, const int32_t *batch, int32_t nb, int l, double *loss,
+                                int *active) {
+    hpj__step_ws w;
+    size_t mark = 0;
+    hpj_status st = hpj__batch_load(tr, batch, nb, l, &w, &mark, active);
+    *loss = 0.0;
+    if (st || !*active) return st;
+    st = hpj__step(tr, &w, loss);
     hpj_arena_reset(&tr->arena, mark);
     return st;
 }
@@ -8918,7 +8907,7 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
                     double loss;
                     int active;
                     if (max_steps > 0 && m->step >= max_steps) break;
-                    if ((st = hpj__step(&tr, order + lo, hi - lo, l, &loss, &active))) goto done;
+                    if ((st = hpj__run_step(&tr, order + lo, hi - lo, l, &loss, &active))) goto done;
                     if (active) { pg.loss[l] += loss; pg.loss_count[l]++; }
                 }
                 hpj__gov_end(gov, -1.0);
@@ -8975,13 +8964,23 @@ HPJDEF hpj_status hpj_model_loss(hpj_model *m, const hpj_dataset *ds, const int3
     tr.mode = HPJ__TRAIN_FROZEN;
     tr.apply = 0;
     tr.sample_seed = sample_seed;
-    if ((st = hpj__trainer_tokens(&tr, graphs, n, 0, 0)) == HPJ_OK) st = hpj__step(&tr, graphs, n, l, loss, &active);
+    if ((st = hpj__trainer_tokens(&tr, graphs, n, 0, 0)) == HPJ_OK) st = hpj__run_step(&tr, graphs, n, l, loss, &active);
     if (st == HPJ_OK && !active) st = hpj__fail(HPJ_ERR_INPUT, "model_loss: no graph of the batch is eligible at resolution %d", l + 1);
     hpj__trainer_free(&tr);
     return st;
 }
 
 /* ==== readout & embeddings ================================================= */
+
+/* The readout's normaliser (hpj__norm_fn): BatchNorm in evaluation mode,
+   by the running statistics, which it leaves as they are. */
+static void hpj__norm_running(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
+                              float *rm, float *rv, int N, int D, const float *res, float *sum, hpj__dp *dp) {
+    (void)mean;
+    (void)rstd;
+    (void)dp;
+    hpj__bn_eval(out, in, g, b, rm, rv, N, D, 1e-5f, 1, res, sum);
+}
 
 HPJDEF void hpj_readout(const float *H, int n, int L, int D, int readout, float *out) {
     int i, l, d;
@@ -9077,8 +9076,8 @@ static hpj_status hpj__embed(const hpj_model *cm, const hpj_dataset *ds, const i
             if (c->target_adj) adj = hpj_arena_floats(&tr.arena, (size_t)B * Tm * Tm + 1);
             hpj__path_fill(ds, &tr.tk, items, &gw.path, &tr.ps, 0);
             hpj__path_features(m, ds, &gw);
-            hpj__gnn_forward(m, &gw, &m->bn[l], HPJ__EVAL, 0);
-            hpj__sq_forward(m, &pw, &m->bn[l], &tr.tk, items, S, HPJ__EVAL);
+            hpj__gnn_forward(m, &gw, &m->bn[l], hpj__norm_running, 0);
+            hpj__sq_forward(m, &pw, &m->bn[l], &tr.tk, items, S, hpj__norm_running);
             /* full tokens x = z + p of each graph, padded to Tm */
             S = 0;
             for (b = 0; b < B; ++b) {
@@ -11695,14 +11694,83 @@ static void hpj__fast_project(hpj__pws *w, hpj__kw *s, const hpj__pg *f, int32_t
     }
 }
 
-/* ==== fast: LayerNorm, one copy per gamma/beta case ====
-   The reference tests gamma and beta inside its loops. Here they are
+/* ==== fast: LayerNorm, row sums in lanes, one copy per gamma/beta case ====
+   The reference sums a row's values one after the other, a chain of
+   dependent additions that the compiler must keep in order. Here the sums
+   of a row (its mean and variance, and the backward's two means) run in
+   16 independent lanes combined in a fixed tree (hpj__sum), which the
+   compiler vectorizes, with bits that do not depend on the ISA. The
+   reference also tests gamma and beta inside its loops; here they are
    tested outside: hpj__ln_apply and hpj__ln_back_row take constant flags
-   and are called once per case, so each inlined copy is a plain loop
-   (see the note below); and dgamma / dbeta take blocks
-   of 32 columns, so that a row's 32 values are read together. Every
-   element is computed as in the reference, by the same operations in
-   the same order: the same bits. */
+   and are called once per case, so each inlined copy is a plain loop (see
+   the note below); and dgamma / dbeta take blocks of 32 columns, so that
+   a row's 32 values are read together (the same sums in the same order
+   as the reference's: the same bits). The lanes add a row's values in
+   another order than the reference, so the two agree to rounding, not to
+   the bit (a test holds them within a tolerance). */
+
+/* Sum of x (n) with 16 lanes, as hpj__dot. */
+static HPJ__INLINE float hpj__sum(const float *x, int n) {
+    float acc[16];
+    int i = 0, l;
+    for (l = 0; l < 16; ++l) acc[l] = 0.0f;
+    for (; i + 16 <= n; i += 16)
+        for (l = 0; l < 16; ++l) acc[l] += x[i + l];
+    for (l = 0; i + l < n; ++l) acc[l] += x[i + l];
+    for (l = 0; l < 8; ++l) acc[l] += acc[l + 8];
+    for (l = 0; l < 4; ++l) acc[l] += acc[l + 4];
+    return (acc[0] + acc[2]) + (acc[1] + acc[3]);
+}
+
+/* 1/sqrt(var + eps) of a row of D values with mean mu: the squared
+   deviations summed in 16 lanes by fused multiply-adds, the lanes added
+   as in hpj__sum. */
+static float hpj__ln_rstd(const float *x, float mu, int D, float eps) {
+    float acc[16];
+    int j = 0, l;
+    for (l = 0; l < 16; ++l) acc[l] = 0.0f;
+    for (; j + 16 <= D; j += 16)
+        for (l = 0; l < 16; ++l) {
+            float d = x[j + l] - mu;
+            acc[l] = HPJ__FMAF(d, d, acc[l]);
+        }
+    for (l = 0; j + l < D; ++l) {
+        float d = x[j + l] - mu;
+        acc[l] = HPJ__FMAF(d, d, acc[l]);
+    }
+    return 1.0f / sqrtf(hpj__sum(acc, 16) / (float)D + eps);
+}
+
+/* One row of the LayerNorm input gradient, g = dy gamma (dy with no gamma),
+   the two row means summed in 16 lanes. */
+static HPJ__INLINE_ALWAYS void hpj__ln_back_row(float *dx, const float *x, const float *dy, const float *gamma,
+                                                float mu, float rs, int D, int has_gamma) {
+    float ag[16], agx[16], mg, mgx;
+    int j = 0, l;
+    for (l = 0; l < 16; ++l) ag[l] = agx[l] = 0.0f;
+    for (; j + 16 <= D; j += 16)
+        for (l = 0; l < 16; ++l) {
+            float g = has_gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
+            float xh = (x[j + l] - mu) * rs;
+            ag[l] += g;
+            agx[l] = HPJ__FMAF(g, xh, agx[l]);
+        }
+    for (l = 0; j + l < D; ++l) {
+        float g = has_gamma ? dy[j + l] * gamma[j + l] : dy[j + l];
+        float xh = (x[j + l] - mu) * rs;
+        ag[l] += g;
+        agx[l] = HPJ__FMAF(g, xh, agx[l]);
+    }
+    mg = hpj__sum(ag, 16) / (float)D;
+    mgx = hpj__sum(agx, 16) / (float)D;
+    HPJ__OMP(simd)
+    for (j = 0; j < D; ++j) {
+        float g = has_gamma ? dy[j] * gamma[j] : dy[j];
+        float xh = (x[j] - mu) * rs;
+        dx[j] += rs * (g - mg - xh * mgx);
+    }
+}
+
 /* Optional operands (gamma, beta, a saved ReLU output) are tested outside
    the loops: the helpers take constant flags and are called once per
    combination, so each inlined copy has a plain loop. Tested inside, a
@@ -12080,7 +12148,7 @@ static void hpj__fast_bn_eval(float *out, const float *inp, const float *gamma, 
        per thread (the same correctly rounded value as per element) */
     HPJ__OMP(parallel if ((int64_t)N * D >= HPJ__PAR_ELEMS))
     {
-        float den[HPJ__BN_PANEL];
+        float den[HPJ__BN_PANEL], t[HPJ__BN_PANEL];
         int c0, i, c;
         for (c0 = 0; c0 < D; c0 += HPJ__BN_PANEL) {
             int w = HPJ__MIN(HPJ__BN_PANEL, D - c0);
@@ -12088,7 +12156,7 @@ static void hpj__fast_bn_eval(float *out, const float *inp, const float *gamma, 
             HPJ__OMP(for schedule(static) nowait)
             for (i = 0; i < N; ++i) {
                 const float *x = inp + (ptrdiff_t)i * D + c0;
-                float *y = out + (ptrdiff_t)i * D + c0;
+                float *y = out ? out + (ptrdiff_t)i * D + c0 : t;
                 hpj__bn_row_any(y, x, running_mean + c0, den, gamma ? gamma + c0 : NULL, beta ? beta + c0 : NULL, w,
                                 relu, 1);
                 if (sum) {
@@ -12902,24 +12970,32 @@ static void hpj__bn_backward_cls(float *dinp, float *dgamma, float *dbeta, const
     }
 }
 
-/* hpj__bn_res over N rows that stand for cnt[u] equal rows each, ntot in
-   all (a layer on classes; cnt = NULL: plain rows). The statistics are
-   those of the ntot rows: the first layer sums them in class order
-   (hpj__bn_train_cls), a later one over hpj__fast_bn_train's row blocks.
-   Evaluation normalises each row alone, so classes change nothing there. */
+/* The mode a normaliser stands for (hpj__norm_fn), which the fast
+   encoder's classes depend on. */
+static int hpj__norm_mode(hpj__norm_fn norm) {
+    return norm == hpj__norm_running ? HPJ__EVAL : norm == hpj__norm_frozen ? HPJ__TRAIN_FROZEN : HPJ__TRAIN;
+}
+
+/* The normaliser norm over N rows that stand for cnt[u] equal rows each,
+   ntot in all (a layer on classes; cnt = NULL: plain rows). The
+   statistics are those of the ntot rows: the first layer sums them in
+   class order (hpj__bn_train_cls), a later one over hpj__fast_bn_train's
+   row blocks. Evaluation normalises each row alone, so classes change
+   nothing there. */
 static void hpj__fast_bn_res(float *out, float *mean, float *rstd, const float *in, const float *g, const float *b,
-                             float *rm, float *rv, int N, int D, int mode, int relu, const float *res,
+                             float *rm, float *rv, int N, int D, hpj__norm_fn norm, const float *res,
                              float *sum, const int32_t *cnt, int ntot, int later, hpj__dp *dp) {
+    int mode = hpj__norm_mode(norm);
     if (mode == HPJ__EVAL || !cnt) {
-        hpj__bn_res(out, mean, rstd, in, g, b, rm, rv, N, D, mode, relu, res, sum, dp);
+        norm(out, mean, rstd, in, g, b, rm, rv, N, D, res, sum, dp);
         return;
     }
     if (mode == HPJ__TRAIN_FROZEN) rm = rv = NULL;
     if (later)
-        hpj__fast_bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum, cnt, ntot,
+        hpj__fast_bn_train(out, mean, rstd, rm, rv, in, g, b, N, D, HPJ__BN_MOMENTUM, 1e-5f, 1, res, sum, cnt, ntot,
                            dp);
     else
-        hpj__bn_train_cls(out, mean, rstd, rm, rv, in, g, b, cnt, N, ntot, D, HPJ__BN_MOMENTUM, 1e-5f, relu, res, sum,
+        hpj__bn_train_cls(out, mean, rstd, rm, rv, in, g, b, cnt, N, ntot, D, HPJ__BN_MOMENTUM, 1e-5f, 1, res, sum,
                           dp);
 }
 
@@ -13127,10 +13203,11 @@ static int hpj__gnn_top_cls(const hpj_model *m, const hpj__gnn_ws *w, int i) {
 /* The fast sibling of hpj__gnn_forward: the input table gives h0 and the
    first layer's t1; each layer runs on its classes where it has them, and
    as the reference layer (hpj__gnn_layer_forward) where not. */
-static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn, int mode, uint64_t drop_seed) {
+static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn, hpj__norm_fn norm,
+                                  uint64_t drop_seed) {
     const hpj__path *p = &w->path;
     hpj__enc_fast *f = &w->fast;
-    int i, D = m->D, C = p->C, S = p->S, layers = m->cfg.gnn_layers;
+    int i, D = m->D, C = p->C, S = p->S, layers = m->cfg.gnn_layers, mode = hpj__norm_mode(norm);
     size_t CD = (size_t)C * D;
     hpj__table_forward(m, w);
     for (i = 0; i < layers; ++i) {
@@ -13143,7 +13220,7 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn
             f->lay[i].ncls = 0;
             if (mode != HPJ__EVAL && f->lay[i].cls && f->lay[i - 1].ncls) hpj__gnn_layer_classes(w, i);
             if (!f->lay[i].ncls) {
-                hpj__gnn_layer_forward(m, w, bn, i, mode, drop_seed);
+                hpj__gnn_layer_forward(m, w, bn, i, norm, drop_seed);
                 continue;
             }
         }
@@ -13152,14 +13229,14 @@ static void hpj__fast_gnn_forward(hpj_model *m, hpj__gnn_ws *w, hpj_bn_stats *bn
             hpj__gine_fwd(L->agg, L->h, w->e, m->edge_onehot ? D : 0, p->rowptr, p->col, N, D, q->eps[0], rep);
             hpj_linear_forward(L->t1, L->agg, q->W1, NULL, N, D, D);
         }
-        hpj__fast_bn_res(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, mode, 1, NULL, NULL, cnt, C, i > 0, w->dp);
+        hpj__fast_bn_res(L->r1, L->b1m, L->b1r, L->t1, q->bn1_g, q->bn1_b, bn->bn1_m[i], bn->bn1_v[i], N, D, norm, NULL, NULL, cnt, C, i > 0, w->dp);
         hpj_linear_forward(L->t2, L->r1, q->W2, NULL, N, D, D);
         if (rep) { /* the residual's class rows, summed onto in place */
             hpj__rows_gather(L->sum, L->h, rep, N, D);
             res = L->sum;
         }
-        hpj__fast_bn_res(w->fwd_only && mode != HPJ__EVAL && !L->mask ? NULL : L->ra2, L->b2m, L->b2r, L->t2,
-                         q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], N, D, mode, 1, res,
+        hpj__fast_bn_res(w->fwd_only && !L->mask ? NULL : L->ra2, L->b2m, L->b2r, L->t2,
+                         q->bn2_g, q->bn2_b, bn->bn2_m[i], bn->bn2_v[i], N, D, norm, res,
                          L->mask ? NULL : L->sum, cnt, C, i > 0, w->dp);
         if (L->mask) { /* (dropout keeps the layer per copy: N = C) */
             size_t t;
@@ -13273,14 +13350,13 @@ static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_
    ---- */
 
 /* ==== fast: the two paths side by side on two threads ====
-   Steps 2 to 4 of hpj__step (the paths' inputs, the context path, the
-   targets) as two pieces of work, one per thread, instead of one after
-   the other with both threads on every loop: at small widths the loops
-   are short and the threads spend much of their time meeting at the
-   loops' barriers. Thread 0 builds the target patches' inputs, runs their
-   patch encoder g_eta and lays out the EMA encoder's input; thread 1
-   builds the context patches' inputs and runs the context path (g_eta,
-   e_xi, f_theta). Then each runs the EMA encoder and the targets Phi on
+   Steps 3 and 4 of hpj__step (the context path, the targets) as two
+   pieces of work, one per thread, instead of one after the other with
+   both threads on every loop: at small widths the loops are short and the
+   threads spend much of their time meeting at the loops' barriers. Thread
+   0 runs the target patches' patch encoder g_eta and lays out the EMA
+   encoder's input; thread 1 runs the context path (g_eta, e_xi,
+   f_theta). Then each runs the EMA encoder and the targets Phi on
    a part of the graphs: thread 0 on the first share of them, thread 1,
    once thread 0's input is laid out, on the rest; the share follows the
    last step's times at this resolution (the trainer's side_share), so
@@ -13298,8 +13374,8 @@ static void hpj__fast_gnn_backward(hpj_model *m, const hpj__gnn_ws *w, hpj__gnn_
    as there: the same bits. A
    variance over a single row is not updated (hpj__bn_stat): its slot
    stays -0, which a x never is for a variance x >= 0.
-   It applies with exactly two threads (hpj__two_ok; the path builders
-   made with stamps for both) and widths up to HPJ__SPLIT_MAX_D: wider
+   It applies with exactly two threads (hpj__two_ok) and widths up to
+   HPJ__SPLIT_MAX_D: wider
    patch encoders' products keep both threads busy on their own, and
    side by side the paths only compete for the cache. */
 #ifndef HPJ__SPLIT_MAX_D
@@ -13388,12 +13464,12 @@ static void hpj__side_bn_apply(const hpj_model *m, hpj_bn_stats *bn, const hpj_b
         }
 }
 
-/* Steps 2 to 4 side by side; 0 when this path does not apply (nothing
+/* Steps 3 and 4 side by side; 0 when this path does not apply (nothing
    done), else 1 with *badt and *badmu as the reference sets them. */
 static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm, int l,
                                 uint64_t drop_seed, int32_t *badt, double *badmu) {
     hpj_model *m = tr->m, mt;
-    int train = tr->mode == HPJ__TRAIN, tmode = train ? HPJ__TRAIN : HPJ__TRAIN_FROZEN, ready = 0;
+    int train = tr->mode == HPJ__TRAIN, ready = 0;
     double f = tr->side_share[l] > 0.0 ? tr->side_share[l] : 0.5, fl1 = 0.0, tm[4] = {0, 0, 0, 0};
     int32_t bs, bad[2] = {-1, -1};
     double bmu[2] = {0.0, 0.0};
@@ -13401,7 +13477,7 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
     size_t i;
     /* (with a communicator both threads would call the collectives of
        their BatchNorms: the paths then run one after the other) */
-    if (tr->dp || m->D > HPJ__SPLIT_MAX_D || tr->ps.nthr < 2 || !hpj__two_ok()) return 0;
+    if (tr->dp || m->D > HPJ__SPLIT_MAX_D || !hpj__two_ok()) return 0;
     mt = *m;
     if (train) { /* the target path's BatchNorms update a scratch of -0 (see above) */
         scratch = (float *)HPJ_MALLOC(NULL, sizeof(float) * (m->num_stats + 1));
@@ -13414,16 +13490,12 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
     {
         int id = 0, nth = 1;
         double f0 = hpj__flops, t0 = hpj__wtime(), t1;
-        hpj__trainer mine = *tr; /* the path builders on this thread alone, with its own stamp */
 #ifdef _OPENMP
         id = omp_get_thread_num();
         nth = omp_get_num_threads();
 #endif
-        mine.ps.buf += (size_t)id * (size_t)mine.ps.maxn;
-        mine.ps.nthr = 1;
         if (id == 0) {
-            hpj__path_inputs(&mine, &w->gt, tr->tgt, 0);
-            hpj__gnn_forward(&mt, &w->gt, &mt.bn[tr->l], tmode, 0);
+            hpj__gnn_forward(&mt, &w->gt, &mt.bn[tr->l], hpj__step_norm(tr), 0);
             hpj__fwd_target_input(tr, w, B, Tm);
             hpj__post(&ready, 1);
             t1 = hpj__wtime();
@@ -13432,7 +13504,6 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
             tm[1] = hpj__wtime() - t1;
         }
         if (id == 1 || nth == 1) { /* (a team of one runs both pieces) */
-            hpj__path_inputs(&mine, &w->gc, tr->ctx, 1);
             hpj__fwd_context(tr, w, B, T, drop_seed);
             tm[2] = hpj__wtime() - t0; /* (without the wait below: what bs can balance) */
             hpj__wait_count(&ready, 1);
