@@ -17,7 +17,10 @@
 #                  "(header lines)" also counts the distinct lines of HEADER
 #                  they come from, the lines a reader of the file sees;
 #   functions      the function definitions among those lines;
-#   step closure   the functions a reader meets following hpj__step: start
+#   step closure   the functions a reader meets following hpj__step (the
+#                  method's step on a loaded batch; also counted from
+#                  hpj__run_step, which first loads the batch: sampling,
+#                  the ranks' agreement, buffers, the paths' inputs): start
 #                  at hpj__step, add every defined function whose name a
 #                  body in the set mentions (a call, or a function passed as
 #                  a pointer, e.g. a qsort comparator), until nothing new;
@@ -144,8 +147,8 @@ def closure(defs, root):
 print("## Reading size: the implementation after gcc -E, and the call closure of hpj__step (tools/bench/reference_size.sh)")
 print()
 print("| build (%s) | impl lines | (header lines) | functions | hpj__step closure: functions | lines | (header lines) |"
-      % header.split("/")[-1])
-print("|---|---:|---:|---:|---:|---:|---:|")
+      " with the batch loader (hpj__run_step): lines | (header lines) |" % header.split("/")[-1])
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 listing = None
 for label, path in (("reference (-DHPJ_REFERENCE)", ref_i), ("default", fast_i)):
     lines = impl_lines(path)
@@ -156,7 +159,12 @@ for label, path in (("reference (-DHPJ_REFERENCE)", ref_i), ("default", fast_i))
         nsrc = str(len(set().union(*(defs[f][2] for f in cl))))
     else:
         cl, nfun, nlin, nsrc = [], "-", "-", "-"
-    print("| %s | %d | %d | %d | %s | %s | %s |" % (label, len(lines), len({n for _, n in lines}), len(defs), nfun, nlin, nsrc))
+    rlin = rsrc = "-"
+    if "hpj__run_step" in defs:
+        rc = closure(defs, "hpj__run_step")
+        rlin, rsrc = str(sum(defs[f][1] for f in rc)), str(len(set().union(*(defs[f][2] for f in rc))))
+    print("| %s | %d | %d | %d | %s | %s | %s | %s | %s |"
+          % (label, len(lines), len({n for _, n in lines}), len(defs), nfun, nlin, nsrc, rlin, rsrc))
     if listing is None:
         listing = [(f, defs[f][1]) for f in cl]
 if want_list and listing:
