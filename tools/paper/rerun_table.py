@@ -28,6 +28,7 @@ test predictions, and how many predictions only one of them got right.
 Standard library only; exit 1 with a one-line reason on bad input.
 """
 import csv
+import functools
 import glob
 import json
 import os
@@ -96,6 +97,16 @@ def abs_errors(prefixes):
     return err
 
 
+@functools.lru_cache(maxsize=None)
+def predictions(parts):
+    """{(seed, graph): (fold, correct)} over a method's report parts (a
+    tuple; read once: the paired test and the quartiles share it)"""
+    run = {}
+    for p in parts:
+        run.update(read_run(p))
+    return run
+
+
 def paired_test(metric, hp_parts, gj_parts, common):
     """(only-HP count, only-GJ count, p) over the predictions of the common seeds"""
     if metric == "mae":
@@ -104,11 +115,7 @@ def paired_test(metric, hp_parts, gj_parts, common):
         better = sum(1 for k in keys if a[k] < b[k])
         worse = sum(1 for k in keys if a[k] > b[k])
         return better, worse, binom_two_sided(better, better + worse)
-    a, b = {}, {}
-    for p in hp_parts:
-        a.update(read_run(p))
-    for p in gj_parts:
-        b.update(read_run(p))
+    a, b = predictions(tuple(hp_parts)), predictions(tuple(gj_parts))
     only_a = only_b = 0
     for k, (fold, ca) in a.items():
         if k[0] not in common:
@@ -135,11 +142,7 @@ def node_counts(prefixes):
 
 def quartile_rows(ds, hp_parts, gj_parts, common):
     """one Markdown row: per node-count quartile, HP / GJ accuracy and the discordant counts"""
-    a, b = {}, {}
-    for p in hp_parts:
-        a.update(read_run(p))
-    for p in gj_parts:
-        b.update(read_run(p))
+    a, b = predictions(tuple(hp_parts)), predictions(tuple(gj_parts))
     nodes = node_counts(hp_parts)
     order = sorted(nodes, key=lambda g: (nodes[g], g))
     quart = {g: 4 * i // len(order) for i, g in enumerate(order)}
