@@ -979,7 +979,7 @@ HPJDEF void hpj_init_xavier_uniform(float *w, int fan_out, int fan_in, float gai
 enum { HPJ_MODE_HP = 0, HPJ_MODE_GRAPH_JEPA = 1 };
 enum { HPJ_OPT_ADAM = 0, HPJ_OPT_ADAMW = 1, HPJ_OPT_ADAM_ACTIVE = 2 };
 enum { HPJ_READOUT_CONCAT = 0, HPJ_READOUT_UNIFORM = 1, HPJ_READOUT_TASK = 2 };
-enum { HPJ_TOKENS_ALONE = 0, HPJ_TOKENS_PRESENT = 1 };
+enum { HPJ_TOKENS_ALONE = 0, HPJ_TOKENS_PRESENT = 1, HPJ_TOKENS_GRAPH = 2 };
 
 /* Every setting of a model and its training. Keys of the config files
    (`key = value` lines) are the field names, except where noted.
@@ -1009,18 +1009,24 @@ typedef struct hpj_config {
                                       GNN layers (the reference)                      */
     int gnn_out_linear;            /* 1: GINE block ends in Linear_out (the reference);
                                       0: out = h + branch (one d x d GEMM less)       */
-    int patch_tokens;              /* patch_tokens: alone | present. What a patch
-                                      token is when patch mixing averages node
-                                      copies. alone: z_i = g_eta(G[P~_i]), each
-                                      patch encoded by itself (the paper), so a
-                                      token is one function of its patch in the
+    int patch_tokens;              /* patch_tokens: alone | present | graph. What
+                                      a patch token is when patch mixing averages
+                                      node copies. alone: z_i = g_eta(G[P~_i]),
+                                      each patch encoded by itself (the paper), so
+                                      a token is one function of its patch in the
                                       context path, the target path and the
-                                      embedding pass. present: copies of a node are
-                                      averaged over the patches of its graph that
-                                      share the call (one context, the sampled
-                                      targets, all k when embedding: three
-                                      different functions); checkpoints of format
-                                      1 load with it                              */
+                                      embedding pass. graph: copies averaged over
+                                      all k patches of the graph in every path
+                                      (the Graph-JEPA code's way): training runs
+                                      the patch encoder once over every patch of
+                                      each sampled graph and takes the context
+                                      and target tokens from that pass, as the
+                                      embedding pass does. present: copies
+                                      averaged over the patches that share the
+                                      call (one context, the sampled targets, all
+                                      k when embedding: three different
+                                      functions); checkpoints of format 1 load
+                                      with it                                    */
     float lr, min_lr, weight_decay;
     int optimizer;                 /* optimizer: adam | adamw | adam_active (Adam's
                                       coupled decay only on parameters whose loss
@@ -1124,8 +1130,8 @@ HPJDEF size_t hpj_config_format(const hpj_config *c, char *buf, size_t cap);
    bout when gnn_out_linear = 0: h' = h + ReLU(...); the last layer's
    Wout, bout apply to the patch means, the same map),
    agg = (1+eps) h_i + sum_j ReLU(h_j + e_ji); layers > 0 first mix in the
-   patch mean through ReLU(BNu(Wu mean)) (and, with patch_tokens = present,
-   average node copies over the patches of the call). */
+   patch mean through ReLU(BNu(Wu mean)) (and, with patch_tokens = present
+   or graph, average node copies over the patches of the call). */
 typedef struct hpj_gnn_params {
     float *eps;             /* (1)                                          */
     float *W1;              /* (D, D) no bias                               */
@@ -6638,7 +6644,7 @@ HPJDEF void hpj_init_xavier_uniform(float *w, int fan_out, int fan_in, float gai
     X(ema_copy_init, "ema_init", HPJ_KEY_WORD, 0, 0, "independent copy", "copy")         \
     X(patch_mixing, "patch_mixing", HPJ_KEY_INT, 0, 1, NULL, "1")                        \
     X(gnn_out_linear, "gnn_out_linear", HPJ_KEY_INT, 0, 1, NULL, "1")                    \
-    X(patch_tokens, "patch_tokens", HPJ_KEY_WORD, 0, 0, "alone present", "alone")        \
+    X(patch_tokens, "patch_tokens", HPJ_KEY_WORD, 0, 0, "alone present graph", "alone")  \
     X(node_degree, "node_degree", HPJ_KEY_INT, 0, 4095, NULL, "0")                       \
     X(lr, "lr", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0.00025")                                \
     X(min_lr, "min_lr", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0")                              \
@@ -7231,10 +7237,10 @@ typedef struct hpj__path {
 
 /* Whether a forward pass needs the copy groups: copy averaging comes with
    patch mixing, between GINE layers, and only when a token is defined by
-   the patches present (patch_tokens = present); with alone, each patch is
-   encoded by itself and a node's copies never meet. */
+   more than its own patch (patch_tokens = present or graph); with alone,
+   each patch is encoded by itself and a node's copies never meet. */
 static int hpj__path_groups(const hpj_model *m) {
-    return m->cfg.patch_mixing && m->cfg.gnn_layers > 1 && m->cfg.patch_tokens == HPJ_TOKENS_PRESENT;
+    return m->cfg.patch_mixing && m->cfg.gnn_layers > 1 && m->cfg.patch_tokens != HPJ_TOKENS_ALONE;
 }
 
 /* Scratch of the path builders: a stamp per thread, of the largest
@@ -7452,9 +7458,12 @@ enum { HPJ__EVAL = 0, HPJ__TRAIN = 1, HPJ__TRAIN_FROZEN = 2 };
    depends on its patch only (up to the BatchNorms' batch statistics in
    training, which every row shares): the context path, the target path
    and the embedding pass compute one function. With patch_tokens =
-   present, the layers after the first also average each node's copies
-   over the patches of its graph in the same pass (copy groups), which
-   makes a token depend on which patches share the call. */
+   present or graph, the layers after the first also average each node's
+   copies over the patches of its graph in the same pass (copy groups),
+   which makes a token depend on which patches share the call: with graph
+   every pass holds all k patches of each of its graphs (the step's context
+   path does, and the target tokens come from it), so the three passes
+   again compute one function; with present they do not. */
 typedef struct hpj__gnn_layer {
     float *hin;                 /* (C, D) layer input (previous output)        */
     float *pm, *ul, *ua;        /* (S, D) patch mean, Wu pm, ReLU(BN(Wu pm))   */
@@ -8111,6 +8120,10 @@ typedef struct hpj__trainer {
     hpj__pscr ps;            /* the path builders' scratch */
     hpj__item *ctx, *tgt;    /* (batch), (batch * max M)    */
     int32_t *tptr;           /* (batch + 1) targets of each context */
+    hpj__item *whole;        /* patch_tokens = graph (else NULL): (batch * max K)
+                                every patch of each graph with a context */
+    int32_t *crow, *trow;    /* patch_tokens = graph: (batch), (batch * max M)
+                                the rows of the contexts and targets in whole */
     int32_t *perm;           /* (max K) hpj__sample's regions of a graph */
     int l;                   /* the resolution of ctx and tgt (hpj__sample): its
                                 BatchNorm running statistics are m->bn[l] */
@@ -8163,10 +8176,36 @@ static int32_t hpj__sample(hpj__trainer *tr, const int32_t *batch, int32_t nb, i
     return B;
 }
 
+/* patch_tokens = graph: the list of every patch of each graph that has a
+   context (its k_l regions in slot order), and where the contexts and
+   targets hpj__sample drew sit in it (crow, trow). Returns its length. */
+static int32_t hpj__whole_graphs(hpj__trainer *tr, int32_t B) {
+    const hpj_tokens *tk = &tr->tk;
+    int32_t b, S = 0, l = tr->l;
+    for (b = 0; b < B; ++b) {
+        int32_t g = tr->ctx[b].g, k = tk->k[(size_t)g * tk->L + l], j, t;
+        int64_t p0 = tk->patch0[(size_t)g * tk->L + l];
+        tr->crow[b] = S + tr->ctx[b].slot;
+        for (t = tr->tptr[b]; t < tr->tptr[b + 1]; ++t) tr->trow[t] = S + tr->tgt[t].slot;
+        for (j = 0; j < k; ++j, ++S) {
+            tr->whole[S].g = g;
+            tr->whole[S].slot = j;
+            tr->whole[S].patch = p0 + j;
+        }
+    }
+    return S;
+}
+
 /* One step's batch, as hpj__sample drew it, and its buffers, bound from
    the trainer's arena (measured first) by hpj__batch_load. */
 typedef struct hpj__step_ws {
     int32_t B, T, Tm;        /* contexts (one per graph), targets, most targets of a graph */
+    int32_t S;               /* patches in the context path: B, or with patch_tokens =
+                                graph every patch of the B graphs (the target path
+                                then has none: its tokens come from this pass) */
+    const int32_t *crow, *trow; /* patch_tokens = graph: the contexts' and targets'
+                                   rows in the context path (else NULL)     */
+    float *dz;               /* patch_tokens = graph: (S, D) the pass's token gradient */
     int64_t T_all;           /* T over the ranks of a data-parallel run (else T) */
     hpj__gnn_ws gc, gt;      /* context (with grad) and target patch encoders */
     hpj__gnn_bws gb;
@@ -8181,13 +8220,17 @@ typedef struct hpj__step_ws {
     double *mu;              /* (B, Tm) m(u) of the target encoder's tokens   */
 } hpj__step_ws;
 
-static void hpj__step_bind(hpj_arena *a, const hpj_model *m, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm,
-                           const int64_t *cc, const int64_t *ct, int train_drop) {
-    int D = m->D;
+/* Binds a step's buffers: S patches in the context path (cc: its copies,
+   edges and copy groups), the target path's patches (ct likewise; none
+   with patch_tokens = graph), B contexts, T targets, Tm per graph at most. */
+static void hpj__step_bind(hpj_arena *a, const hpj_model *m, hpj__step_ws *w, int32_t S, int32_t B, int32_t T,
+                           int32_t Tm, const int64_t *cc, const int64_t *ct, int train_drop) {
+    int D = m->D, whole = m->cfg.patch_tokens == HPJ_TOKENS_GRAPH;
     size_t BD = (size_t)B * D + 1, TD = (size_t)T * D + 1, MD = (size_t)HPJ__MAX(B, T) * D + 1;
-    hpj__gnn_bind(a, m, &w->gc, B, (int32_t)cc[0], (int32_t)cc[1], (int32_t)cc[2], train_drop ? HPJ__TRAIN : HPJ__EVAL, 0);
-    hpj__gnn_bind_back(a, m, &w->gb, B, (int32_t)cc[0], (int32_t)cc[1]);
-    hpj__gnn_bind(a, m, &w->gt, T, (int32_t)ct[0], (int32_t)ct[1], (int32_t)ct[2], HPJ__EVAL /* no dropout */, 1);
+    hpj__gnn_bind(a, m, &w->gc, S, (int32_t)cc[0], (int32_t)cc[1], (int32_t)cc[2], train_drop ? HPJ__TRAIN : HPJ__EVAL, 0);
+    hpj__gnn_bind_back(a, m, &w->gb, S, (int32_t)cc[0], (int32_t)cc[1]);
+    hpj__gnn_bind(a, m, &w->gt, whole ? 0 : T, (int32_t)ct[0], (int32_t)ct[1], (int32_t)ct[2], HPJ__EVAL /* no dropout */, 1);
+    w->dz = whole ? hpj_arena_floats(a, (size_t)S * D + 1) : NULL;
     hpj__sq_bind(a, m, &w->pc, B);
     hpj__sq_bind(a, m, &w->pt, T);
     hpj__enc_bind(a, m, &w->ec, B, 1, 1);
@@ -8276,13 +8319,18 @@ static hpj__norm_fn hpj__step_norm(const hpj__trainer *tr) {
    online encoder f_theta: s (B, D), one token per graph. */
 static void hpj__fwd_context(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, uint64_t drop_seed) {
     hpj_model *m = tr->m;
-    size_t i, n = (size_t)B * m->D;
+    size_t n = (size_t)B * m->D;
+    int32_t b, d, D = m->D;
     hpj_bn_stats *bn = &m->bn[tr->l];
     hpj__norm_fn norm = hpj__step_norm(tr);
     hpj__gnn_forward(m, &w->gc, bn, norm, drop_seed);
     hpj__sq_forward(m, &w->pc, bn, &tr->tk, tr->ctx, B, norm);
     hpj__sq_forward(m, &w->pt, bn, &tr->tk, tr->tgt, T, norm);
-    for (i = 0; i < n; ++i) w->ec.x[0][i] = w->gc.z[i] + w->pc.p[i];
+    for (b = 0; b < B; ++b) { /* the context's token: row b, or its row crow[b] among its graph's patches */
+        const float *z = w->gc.z + (size_t)(w->crow ? w->crow[b] : b) * D, *p = w->pc.p + (size_t)b * D;
+        float *x = w->ec.x[0] + (size_t)b * D;
+        for (d = 0; d < D; ++d) x[d] = z[d] + p[d];
+    }
     if (w->tokmask)
         hpj__dropout_at(w->ec.x[0], w->tokmask, w->ec.x[0], n, m->cfg.token_dropout, drop_seed, (uint64_t)m->step, 300,
                         (uint64_t)tr->row0[0] * m->D);
@@ -8290,8 +8338,9 @@ static void hpj__fwd_context(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32
 }
 
 /* The EMA encoder's input: z of the targets only (no gradient flows
-   back), Tm slots per graph (masked past a graph's targets), and the
-   overlap adjacency. */
+   back; from the target path, or with patch_tokens = graph from the
+   context path's pass over the whole graphs), Tm slots per graph (masked
+   past a graph's targets), and the overlap adjacency. */
 static void hpj__fwd_target_input(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t Tm) {
     hpj_model *m = tr->m;
     int32_t b, D = m->D;
@@ -8300,7 +8349,8 @@ static void hpj__fwd_target_input(hpj__trainer *tr, hpj__step_ws *w, int32_t B, 
         for (j = 0; j < Tm; ++j) {
             float *dst = w->et.x[0] + ((size_t)b * Tm + j) * D;
             w->tmask[(size_t)b * Tm + j] = (uint8_t)(j < nt);
-            if (j < nt) memcpy(dst, w->gt.z + (size_t)(t0 + j) * D, sizeof(float) * (size_t)D);
+            if (j < nt && w->trow) memcpy(dst, w->gc.z + (size_t)w->trow[t0 + j] * D, sizeof(float) * (size_t)D);
+            else if (j < nt) memcpy(dst, w->gt.z + (size_t)(t0 + j) * D, sizeof(float) * (size_t)D);
             else memset(dst, 0, sizeof(float) * (size_t)D);
         }
         if (w->adj) hpj__overlap(&tr->tk, tr->tgt + t0, nt, Tm, w->adj + (size_t)b * Tm * Tm);
@@ -8309,7 +8359,7 @@ static void hpj__fwd_target_input(hpj__trainer *tr, hpj__step_ws *w, int32_t B, 
 
 /* The target path: z = g_eta(target patch) (the same patch encoder, no
    gradient; its BatchNorms' running statistics update after the context
-   path's), the EMA encoder fbar_theta over each graph's Tm target tokens,
+   path's; with patch_tokens = graph the context path already computed z), the EMA encoder fbar_theta over each graph's Tm target tokens,
    and m(u), the channel mean of each output token. The mask only matters
    when some graph has fewer than Tm targets; without one (always so at
    Tm = 1, as B counts only graphs with targets) attention skips the mask
@@ -8317,7 +8367,7 @@ static void hpj__fwd_target_input(hpj__trainer *tr, hpj__step_ws *w, int32_t B, 
    an all-ones mask. */
 static void hpj__fwd_target(hpj__trainer *tr, hpj__step_ws *w, int32_t B, int32_t T, int32_t Tm) {
     hpj_model *m = tr->m;
-    hpj__gnn_forward(m, &w->gt, &m->bn[tr->l], hpj__step_norm(tr), 0);
+    if (!w->trow) hpj__gnn_forward(m, &w->gt, &m->bn[tr->l], hpj__step_norm(tr), 0);
     hpj__fwd_target_input(tr, w, B, Tm);
     hpj__enc_forward_mean(m, &w->et, m->tgt, T == B * Tm ? NULL : w->tmask, w->adj, w->mu);
 }
@@ -8415,18 +8465,27 @@ static hpj_status hpj__batch_load(hpj__trainer *tr, const int32_t *batch, int32_
     int64_t cc[3] = {0, 0, 0}, ct[3] = {0, 0, 0}, all[4];
     int train_drop = (tr->mode == HPJ__TRAIN);
     hpj_status st = HPJ_OK;
+    const hpj__item *cit = tr->ctx; /* the context path's patches */
+    int32_t S, Tp = 0;              /* their number; the target path's */
     *active = 0;
     /* -- 1. sample: per graph one context region c and M_l target regions t -- */
     B = hpj__sample(tr, batch, nb, l, &T);
     if (!tr->dp && B == 0) return HPJ_OK;
     for (b = 0; b < B; ++b) Tm = HPJ__MAX(Tm, tr->tptr[b + 1] - tr->tptr[b]);
-    hpj__path_count(&tr->tk, tr->ctx, B, &tr->ps, hpj__path_groups(m), &cc[0], &cc[1], &cc[2]);
-    hpj__path_count(&tr->tk, tr->tgt, T, &tr->ps, hpj__path_groups(m), &ct[0], &ct[1], &ct[2]);
+    S = B;
+    if (tr->whole) { /* patch_tokens = graph: one pass over every patch of these graphs */
+        S = hpj__whole_graphs(tr, B);
+        cit = tr->whole;
+    } else {
+        Tp = T;
+    }
+    hpj__path_count(&tr->tk, cit, S, &tr->ps, hpj__path_groups(m), &cc[0], &cc[1], &cc[2]);
+    hpj__path_count(&tr->tk, tr->tgt, Tp, &tr->ps, hpj__path_groups(m), &ct[0], &ct[1], &ct[2]);
     if (cc[0] > INT32_MAX / 2 || cc[1] > INT32_MAX / 2 || ct[0] > INT32_MAX / 2 || ct[1] > INT32_MAX / 2)
         st = hpj__fail(HPJ_ERR_INPUT, "step: batch too large (%lld node copies)", (long long)(cc[0] + ct[0]));
     if (!st) {
         hpj_arena_init_measure(&meas);
-        hpj__step_bind(&meas, m, w, B, T, Tm, cc, ct, train_drop);
+        hpj__step_bind(&meas, m, w, S, B, T, Tm, cc, ct, train_drop);
         st = hpj__arena_ensure(&tr->arena, meas.used);
     }
     all[0] = B;
@@ -8438,7 +8497,10 @@ static hpj_status hpj__batch_load(hpj__trainer *tr, const int32_t *batch, int32_
     if (st || all[0] == 0) return st;
     *active = 1;
     *mark = hpj_arena_mark(&tr->arena);
-    hpj__step_bind(&tr->arena, m, w, B, T, Tm, cc, ct, train_drop);
+    hpj__step_bind(&tr->arena, m, w, S, B, T, Tm, cc, ct, train_drop);
+    w->S = S;
+    w->crow = tr->whole ? tr->crow : NULL;
+    w->trow = tr->whole ? tr->trow : NULL;
     w->B = B;
     w->T = T;
     w->Tm = Tm;
@@ -8448,8 +8510,8 @@ static hpj_status hpj__batch_load(hpj__trainer *tr, const int32_t *batch, int32_
     w->pr.row0 = tr->row0[1];
     /* -- 2. the paths' inputs: node copies, edges and features of the
        context patches and of the target patches -- */
-    hpj__path_inputs(tr, &w->gc, tr->ctx, 1);
-    hpj__path_inputs(tr, &w->gt, tr->tgt, 0);
+    hpj__path_inputs(tr, &w->gc, cit, 1);
+    if (!tr->whole) hpj__path_inputs(tr, &w->gt, tr->tgt, 0);
     return HPJ_OK;
 }
 
@@ -8534,7 +8596,12 @@ static hpj_status hpj__step(hpj__trainer *tr, hpj__step_ws *w, double *loss) {
     }
     hpj__sq_backward(m, &w->pc, B, w->dx, w->s1);
     hpj__sq_backward(m, &w->pt, T, w->dq, w->s1);
-    hpj__gnn_backward(m, &w->gc, &w->gb, w->dx);
+    if (w->crow) { /* patch_tokens = graph: of the pass's S tokens only the contexts' get a gradient */
+        hpj__zero(w->dz, (size_t)w->S * D);
+        for (b = 0; b < B; ++b)
+            memcpy(w->dz + (size_t)w->crow[b] * D, w->dx + (size_t)b * D, sizeof(float) * (size_t)D);
+    }
+    hpj__gnn_backward(m, &w->gc, &w->gb, w->crow ? w->dz : w->dx);
     if (dp) {
         /* the ranks' gradients summed: every rank now holds the whole
            batch's gradient, so the update below is the same on every rank */
@@ -8611,6 +8678,7 @@ static void hpj__trainer_free(hpj__trainer *tr) {
     hpj__free(tr->node_rw);
     hpj_arena_free(&tr->arena);
     hpj__free(tr->ps.buf); hpj__free(tr->ctx); hpj__free(tr->tgt); hpj__free(tr->tptr); hpj__free(tr->perm);
+    hpj__free(tr->whole); hpj__free(tr->crow); hpj__free(tr->trow);
     memset(tr, 0, sizeof(*tr));
 }
 
@@ -8655,6 +8723,15 @@ static hpj_status hpj__trainer_init(hpj__trainer *tr, hpj_model *m, const hpj_da
     tr->tgt = (hpj__item *)hpj__alloc(sizeof(hpj__item) * (size_t)batch_cap * (size_t)maxM, "pretrain");
     tr->tptr = (int32_t *)hpj__alloc(sizeof(int32_t) * ((size_t)batch_cap + 1), "pretrain");
     tr->perm = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)maxK, "pretrain");
+    if (m->cfg.patch_tokens == HPJ_TOKENS_GRAPH) {
+        tr->whole = (hpj__item *)hpj__alloc(sizeof(hpj__item) * (size_t)batch_cap * (size_t)maxK, "pretrain");
+        tr->crow = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)batch_cap, "pretrain");
+        tr->trow = (int32_t *)hpj__alloc(sizeof(int32_t) * (size_t)batch_cap * (size_t)maxM, "pretrain");
+        if (!tr->whole || !tr->crow || !tr->trow) {
+            hpj__trainer_free(tr);
+            return HPJ_ERR_NOMEM;
+        }
+    }
     if (hpj__pscr_init(&tr->ps, ds) || !tr->node_rw || !tr->ctx || !tr->tgt || !tr->tptr || !tr->perm) {
         hpj__trainer_free(tr);
         return HPJ_ERR_NOMEM;
@@ -8694,6 +8771,7 @@ static int64_t hpj__dp_print(const hpj_model *m, const int32_t *train, int32_t n
     h = hpj__fnv(h, &c->seed, sizeof c->seed);
     h = hpj__fnv(h, &c->lr, sizeof c->lr);
     h = hpj__fnv(h, &c->dropout, sizeof c->dropout);
+    h = hpj__fnv(h, &c->patch_tokens, sizeof c->patch_tokens);
     h = hpj__fnv(h, &c->token_dropout, sizeof c->token_dropout);
     h = hpj__fnv(h, &c->edge_drop, sizeof c->edge_drop);
     h = hpj__fnv(h, &c->ema_start, sizeof c->ema_start);
@@ -12584,8 +12662,8 @@ static void hpj__fast_attention_backward(float *dqkv, const float *dout, const f
    i - 1 ran on classes, two copies of one class whose entries carry the
    same multiset of (neighbour's class, edge type) get the same GINE
    aggregation, hence are equal through layer i when it has no patch
-   mixing (which adds a per-patch term, and with patch_tokens = present
-   averages over a node's copies) and no dropout. Later layers use classes in training only, so that an
+   mixing (which adds a per-patch term, and with copy groups averages
+   over a node's copies) and no dropout. Later layers use classes in training only, so that an
    embedding does not depend on which other graphs share its batch; the
    first layer's classes keep that property by summing every copy's keys
    in sorted order (csky): a copy's first-layer output has the same bits
@@ -13474,7 +13552,7 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
     size_t i;
     /* (with a communicator both threads would call the collectives of
        their BatchNorms: the paths then run one after the other) */
-    if (tr->dp || m->D > HPJ__SPLIT_MAX_D || !hpj__two_ok()) return 0;
+    if (tr->dp || w->trow || m->D > HPJ__SPLIT_MAX_D || !hpj__two_ok()) return 0; /* (graph: one path) */
     mt = *m;
     if (train) { /* the target path's BatchNorms update a scratch of -0 (see above) */
         scratch = (float *)HPJ_MALLOC(NULL, sizeof(float) * (m->num_stats + 1));

@@ -95,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hpj_config_set(&c, "ema_init", (b3 & 64) ? "copy" : "independent");
     hpj_config_set(&c, "rw_reduce", (b3 & 128) ? "mean" : "max");
     snprintf(v, sizeof v, "%d", data[at++]); hpj_config_set(&c, "seed", v);
-    hpj_config_set(&c, "patch_tokens", (data[at - 1] & 128) ? "present" : "alone"); /* (the seed byte's top bit) */
+    hpj_config_set(&c, "patch_tokens", (data[at - 1] & 128) ? "present" : (data[at - 1] & 32) ? "graph" : "alone"); /* (the seed byte's bits 7, 5) */
     if (!(b3 & 16) && (data[at - 1] & 64)) { /* (the seed byte's bit 6) */
         hpj_config_set(&c, "optimizer", "adam_active");
         hpj_config_set(&c, "weight_decay", "0.01");

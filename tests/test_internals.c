@@ -676,7 +676,9 @@ static void encode_items(hpj__trainer *tr, const hpj__item *it, int32_t S, int l
    model trained for a few steps (non-trivial running statistics; the
    encoder frozen, as the embedding pass runs it). With patch_tokens =
    present the same lists give tokens that differ by far more: the check
-   can fail. */
+   can fail. With patch_tokens = graph the step's one list (every patch of
+   each graph with a context, hpj__whole_graphs) gives the contexts and
+   the targets, at the rows it names, the embedding pass's tokens. */
 static void test_patch_token_paths(void) {
     const char *dir = test_dataset("MUTAG");
     hpj_dataset ds;
@@ -685,8 +687,9 @@ static void test_patch_token_paths(void) {
     if (!dir) return;
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
     gs = test_all_graphs(&ds);
-    for (pt = 0; pt < 2; ++pt)
+    for (pt = 0; pt < 3; ++pt)
         for (path = 0; path < 2; ++path) {
+            static const char *const tokens[3] = {"alone", "present", "graph"};
             hpj_config c;
             hpj_model m;
             hpj__trainer tr;
@@ -701,7 +704,7 @@ static void test_patch_token_paths(void) {
             hpj_config_set(&c, "targets", "1,3,4");
             hpj_config_set(&c, "gnn_layers", "3");
             hpj_config_set(&c, "batch_size", "32");
-            hpj_config_set(&c, "patch_tokens", pt ? "present" : "alone");
+            hpj_config_set(&c, "patch_tokens", tokens[pt]);
             CHECK_OK(hpj_model_init(&m, &c, &ds));
             CHECK_OK(hpj_pretrain(&m, &ds, gs, 64, 6, NULL, NULL));
             CHECK_OK(hpj__trainer_init(&tr, &m, &ds, 64));
@@ -724,6 +727,54 @@ static void test_patch_token_paths(void) {
                 pb = (float *)malloc(sizeof(float) * (size_t)S * m.D);
                 encode_items(&tr, all, S, l, za, pa);
                 for (k = 0; k < S * m.D; ++k) zmax = fmaxf(zmax, fabsf(za[k]));
+                CHECK(zmax > 0.0f);
+                if (pt == 2) { /* graph: the step's list, its context and target rows */
+                    int32_t S2 = hpj__whole_graphs(&tr, B);
+                    double dzg = 0.0;
+                    CHECK(S2 > B && S2 <= S);
+                    encode_items(&tr, tr.whole, S2, l, zb, pb);
+                    for (s = 0; s < B + T; ++s) {
+                        const hpj__item *it = s < B ? &tr.ctx[s] : &tr.tgt[s - B];
+                        int32_t row = s < B ? tr.crow[s] : tr.trow[s - B], r = 0;
+                        CHECK_EQ_INT((int)tr.whole[row].patch, (int)it->patch);
+                        while (all[r].patch != it->patch) ++r;
+                        for (k = 0; k < m.D; ++k)
+                            dzg = fmax(dzg, fabs((double)zb[(size_t)row * m.D + k] - za[(size_t)r * m.D + k]));
+                    }
+                    CHECK_MSG(dzg <= 1e-6 * zmax, "graph, %s path, resolution %d: the step's tokens differ by %.3g (largest %.3g)",
+                              path ? "fast" : "reference", l + 1, dzg, zmax);
+                    { /* the step's own forward takes each context's and target's token from the row of its patch */
+                        hpj__step_ws w;
+                        size_t mark = 0;
+                        int active = 0, bad = 0;
+                        tr.mode = HPJ__TRAIN_FROZEN;
+                        CHECK_OK(hpj__batch_load(&tr, gs, 64, l, &w, &mark, &active));
+                        CHECK(active && w.S == S2 && w.B == B && w.T == T);
+                        hpj__fwd_context(&tr, &w, w.B, w.T, 1);
+                        hpj__fwd_target(&tr, &w, w.B, w.T, w.Tm);
+                        for (s = 0; s < B + T && active; ++s) {
+                            const hpj__item *it = s < B ? &tr.ctx[s] : &tr.tgt[s - B];
+                            int32_t r = 0, b2 = 0, j2;
+                            const float *got;
+                            while (tr.whole[r].patch != it->patch) ++r;
+                            if (s < B) {
+                                got = w.ec.x[0] + (size_t)s * m.D; /* z + p */
+                                for (k = 0; k < m.D; ++k)
+                                    bad += got[k] != w.gc.z[(size_t)r * m.D + k] + w.pc.p[(size_t)s * m.D + k];
+                            } else {
+                                while (tr.tptr[b2 + 1] <= s - B) ++b2;
+                                j2 = s - B - tr.tptr[b2];
+                                got = w.et.x[0] + ((size_t)b2 * w.Tm + j2) * m.D;
+                                bad += memcmp(got, w.gc.z + (size_t)r * m.D, sizeof(float) * m.D) != 0;
+                            }
+                        }
+                        CHECK_MSG(bad == 0, "graph, resolution %d: %d context / target tokens are not their patch's row", l + 1, bad);
+                        hpj_arena_reset(&tr.arena, mark);
+                        tr.mode = HPJ__TRAIN;
+                    }
+                    free(all); free(za); free(pa); free(zb); free(pb);
+                    continue;
+                }
                 for (q = 0; q < 3; ++q) { /* contexts, targets, each patch by itself */
                     const hpj__item *it = q == 0 ? tr.ctx : q == 1 ? tr.tgt : all;
                     int32_t n = q == 0 ? B : q == 1 ? T : S;
@@ -738,7 +789,6 @@ static void test_patch_token_paths(void) {
                         }
                     }
                 }
-                CHECK(zmax > 0.0f);
                 for (q = 0; q < 3; ++q) {
                     static const char *const what[3] = {"context", "target", "single-patch"};
                     if (pt == 0)

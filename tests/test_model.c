@@ -206,6 +206,14 @@ static void test_model_gradient_present(void) {
     model_gradient_case(sets, 0);
 }
 
+/* the reference model with every patch of a graph in the step's pass
+   (patch_tokens = graph: the context token's gradient flows back through
+   the copies it shares with the graph's other patches) */
+static void test_model_gradient_graph(void) {
+    static const char *const sets[] = {"target_adj", "1", "patch_tokens", "graph", NULL};
+    model_gradient_case(sets, 0);
+}
+
 /* the same model on graphs without edge labels (the shared-edge GINE) */
 static void test_model_gradient_unlabelled_edges(void) {
     static const char *const sets[] = {"target_adj", "1", "ema_init", "independent", NULL};
@@ -520,8 +528,8 @@ static void test_model_encoder_fast_vs_reference(void) {
 /* The batch paths are built in parallel over the patches (hpj__path_count,
    hpj__path_fill, from 64 patches on): a list that names graphs more than
    once, apart, without patch mixing, with it, and with it and copy groups
-   (patch_tokens = present), gives the same loss and gradient bits on 1
-   and 2 threads. */
+   (patch_tokens = present, and graph), gives the same loss and gradient
+   bits on 1 and 2 threads. */
 static void test_model_paths_threads(void) {
     const char *dir = test_dataset("MUTAG");
     hpj_dataset ds;
@@ -530,14 +538,15 @@ static void test_model_paths_threads(void) {
     if (!dir) return;
     CHECK_OK(hpj_dataset_load_tu(dir, &ds));
     for (i = 0; i < 96; ++i) gs[i] = (i * 7) % 40; /* each graph two or three times, never adjacent */
-    for (mix = 0; mix < 3; ++mix) {
+    for (mix = 0; mix < 4; ++mix) {
+        static const char *const what[4] = {"mixing 0", "mixing 1", "mixing 1, present", "mixing 1, graph"};
         hpj_model m;
         hpj_config c;
         test_tiny_config(&c);
         CHECK_OK(hpj_config_set(&c, "patch_mixing", mix ? "1" : "0"));
-        CHECK_OK(hpj_config_set(&c, "patch_tokens", mix == 2 ? "present" : "alone"));
+        CHECK_OK(hpj_config_set(&c, "patch_tokens", mix == 3 ? "graph" : mix == 2 ? "present" : "alone"));
         CHECK_OK(hpj_model_init(&m, &c, &ds));
-        check_threads_same(&m, &ds, gs, 96, mix == 2 ? "mixing 1, present" : mix ? "mixing 1" : "mixing 0");
+        check_threads_same(&m, &ds, gs, 96, what[mix]);
         hpj_model_free(&m);
     }
     hpj_dataset_free(&ds);
@@ -660,9 +669,9 @@ static void test_deterministic_and_threads(void) {
    PROTEINS (no edge labels, GELU, patch tokens present: copy averaging),
    with dropout, token dropout, weight decay and clipping. */
 static void test_fast_matches_reference(void) {
-    static const char *const names[2] = {"MUTAG", "PROTEINS"};
+    static const char *const names[3] = {"MUTAG", "PROTEINS", "MUTAG"};
     int d;
-    for (d = 0; d < 2; ++d) {
+    for (d = 0; d < 3; ++d) {
         const char *dir = test_dataset(names[d]);
         hpj_dataset ds;
         unsigned char *ref[2] = {NULL, NULL};
@@ -692,6 +701,7 @@ static void test_fast_matches_reference(void) {
                 hpj_config_set(&c, "clip", "1");
                 if (d == 1) hpj_config_set(&c, "ffn_act", "gelu");
                 if (d == 1) hpj_config_set(&c, "patch_tokens", "present");
+                if (d == 2) hpj_config_set(&c, "patch_tokens", "graph");
 #ifdef _OPENMP
                 omp_set_num_threads(t);
 #endif
@@ -1374,6 +1384,7 @@ const test_case model_tests[] = {
     {"model.gradient_fd", test_model_gradient},
     {"model.gradient_fd_peer_variant", test_model_gradient_peer_variant},
     {"model.gradient_fd_present", test_model_gradient_present},
+    {"model.gradient_fd_graph", test_model_gradient_graph},
     {"model.gradient_fd_unlabelled_edges", test_model_gradient_unlabelled_edges},
     {"model.gradient_fd_per_copy", test_model_gradient_per_copy},
     {"model.table_matches_per_copy", test_model_table_matches_per_copy},
