@@ -6627,59 +6627,57 @@ HPJDEF void hpj_init_xavier_uniform(float *w, int fan_out, int fan_in, float gai
    them (hpj_config_format writes them so): the field it sets, its name in
    the file, its kind and range (or words, the n-th setting the value n)
    and its default, written as a config file would hold it. */
-#define HPJ__CONFIG_KEYS(X)                                                              \
-    X(mode, "mode", HPJ_KEY_WORD, 0, 0, "hp graph-jepa", "hp")                           \
-    X(K, "resolutions", HPJ_KEY_LIST, 1, 1 << 20, NULL, "2,4,8,16")                      \
-    X(M, "targets", HPJ_KEY_LIST, 1, 1 << 20, NULL, "1,2,3,4")                           \
-    X(dim, "dim", HPJ_KEY_INT, 2, 8192, NULL, "512")                                     \
-    X(blocks, "blocks", HPJ_KEY_INT, 0, 64, NULL, "4")                                   \
-    X(heads, "heads", HPJ_KEY_INT, 1, 256, NULL, "8")                                    \
-    X(ffn, "ffn", HPJ_KEY_INT, 0, 65536, NULL, "0")                                      \
-    X(ffn_act, "ffn_act", HPJ_KEY_WORD, 0, 0, "relu gelu", "relu")                       \
-    X(gnn_layers, "gnn_layers", HPJ_KEY_INT, 1, 16, NULL, "2")                           \
-    X(rw_dim, "rw_dim", HPJ_KEY_INT, 1, 256, NULL, "15")                                 \
-    X(rw_reduce, "rw_reduce", HPJ_KEY_WORD, 0, 0, "max mean", "max")                     \
-    X(pred_layers, "pred_layers", HPJ_KEY_INT, 1, 8, NULL, "3")                          \
-    X(target_adj, "target_adj", HPJ_KEY_INT, 0, 1, NULL, "0")                            \
-    X(ema_copy_init, "ema_init", HPJ_KEY_WORD, 0, 0, "independent copy", "copy")         \
-    X(patch_mixing, "patch_mixing", HPJ_KEY_INT, 0, 1, NULL, "1")                        \
-    X(gnn_out_linear, "gnn_out_linear", HPJ_KEY_INT, 0, 1, NULL, "1")                    \
-    X(patch_tokens, "patch_tokens", HPJ_KEY_WORD, 0, 0, "alone present graph", "alone")  \
-    X(node_degree, "node_degree", HPJ_KEY_INT, 0, 4095, NULL, "0")                       \
-    X(lr, "lr", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0.00025")                                \
-    X(min_lr, "min_lr", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0")                              \
-    X(weight_decay, "weight_decay", HPJ_KEY_REAL, 0.0, 10.0, NULL, "0")                  \
-    X(optimizer, "optimizer", HPJ_KEY_WORD, 0, 0, "adam adamw adam_active", "adam")      \
-    X(batch_size, "batch_size", HPJ_KEY_INT, 1, 1 << 20, NULL, "128")                    \
-    X(epochs, "epochs", HPJ_KEY_INT, 0, 1 << 20, NULL, "20")                             \
-    X(schedule, "schedule", HPJ_KEY_WORD, 0, 0, "constant cosine", "cosine")             \
-    X(warmup, "warmup", HPJ_KEY_REAL, 0.0, 1e6, NULL, "0")                               \
-    X(dropout, "dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL, "0")                            \
-    X(token_dropout, "token_dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL, "0")                \
-    X(clip, "clip", HPJ_KEY_REAL, 0.0, 1e9, NULL, "0")                                   \
-    X(beta, "beta", HPJ_KEY_REAL, 1e-12, 1e9, NULL, "1")                                 \
-    X(ema_start, "ema_start", HPJ_KEY_REAL, 0.0, 1.0, NULL, "0.996")                     \
-    X(ema_end, "ema_end", HPJ_KEY_REAL, 0.0, 1.0, NULL, "1")                             \
-    X(edge_drop, "edge_drop", HPJ_KEY_REAL, 0.0, 0.99, NULL, "0.3")                      \
-    X(repartition, "repartition", HPJ_KEY_INT, 0, 1, NULL, "1")                          \
-    X(target_clamp, "target_clamp", HPJ_KEY_REAL, 0.0, 80.0, NULL, "0")                  \
-    X(part_method, "partition", HPJ_KEY_WORD, 0, 0, "kway rb", "rb")                     \
-    X(node_vocab, "node_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL, "0")                      \
-    X(edge_vocab, "edge_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL, "0")                      \
-    X(node_attr, "node_attr", HPJ_KEY_INT, 0, 1, NULL, "0")                              \
-    X(part_trials, "partition_trials", HPJ_KEY_INT, 0, 1000, NULL, "0")                  \
-    X(readout, "readout", HPJ_KEY_WORD, 0, 0, "concat uniform task", "concat")           \
-    X(lambda_unif, "lambda_unif", HPJ_KEY_REAL, 0.0, 1.0, NULL, "1")                     \
-    X(probe_alpha, "probe_alpha", HPJ_KEY_REAL, 0.0, 1e12, NULL, "1")                    \
-    X(probe_select, "probe_select", HPJ_KEY_WORD, 0, 0, "fixed cv", "fixed")             \
-    X(train_embed, "train_embed", HPJ_KEY_WORD, 0, 0, "fixed repartition", "fixed")      \
-    X(seed, "seed", HPJ_KEY_SEED, 0, 0, NULL, "42")                                      \
-    X(threads, "threads", HPJ_KEY_INT, 0, 4096, NULL, "0")
-
-#define HPJ__KEY_ROW(field, name, kind, lo, hi, words, def) {name, kind, lo, hi, words, offsetof(hpj_config, field), def},
-static const hpj_config_key hpj__config_keys[] = {HPJ__CONFIG_KEYS(HPJ__KEY_ROW)};
-#undef HPJ__KEY_ROW
-#undef HPJ__CONFIG_KEYS
+#define HPJ__AT(field) offsetof(hpj_config, field)
+static const hpj_config_key hpj__config_keys[] = {
+    {"mode", HPJ_KEY_WORD, 0, 0, "hp graph-jepa", HPJ__AT(mode), "hp"},
+    {"resolutions", HPJ_KEY_LIST, 1, 1 << 20, NULL, HPJ__AT(K), "2,4,8,16"},
+    {"targets", HPJ_KEY_LIST, 1, 1 << 20, NULL, HPJ__AT(M), "1,2,3,4"},
+    {"dim", HPJ_KEY_INT, 2, 8192, NULL, HPJ__AT(dim), "512"},
+    {"blocks", HPJ_KEY_INT, 0, 64, NULL, HPJ__AT(blocks), "4"},
+    {"heads", HPJ_KEY_INT, 1, 256, NULL, HPJ__AT(heads), "8"},
+    {"ffn", HPJ_KEY_INT, 0, 65536, NULL, HPJ__AT(ffn), "0"},
+    {"ffn_act", HPJ_KEY_WORD, 0, 0, "relu gelu", HPJ__AT(ffn_act), "relu"},
+    {"gnn_layers", HPJ_KEY_INT, 1, 16, NULL, HPJ__AT(gnn_layers), "2"},
+    {"rw_dim", HPJ_KEY_INT, 1, 256, NULL, HPJ__AT(rw_dim), "15"},
+    {"rw_reduce", HPJ_KEY_WORD, 0, 0, "max mean", HPJ__AT(rw_reduce), "max"},
+    {"pred_layers", HPJ_KEY_INT, 1, 8, NULL, HPJ__AT(pred_layers), "3"},
+    {"target_adj", HPJ_KEY_INT, 0, 1, NULL, HPJ__AT(target_adj), "0"},
+    {"ema_init", HPJ_KEY_WORD, 0, 0, "independent copy", HPJ__AT(ema_copy_init), "copy"},
+    {"patch_mixing", HPJ_KEY_INT, 0, 1, NULL, HPJ__AT(patch_mixing), "1"},
+    {"gnn_out_linear", HPJ_KEY_INT, 0, 1, NULL, HPJ__AT(gnn_out_linear), "1"},
+    {"patch_tokens", HPJ_KEY_WORD, 0, 0, "alone present graph", HPJ__AT(patch_tokens), "alone"},
+    {"node_degree", HPJ_KEY_INT, 0, 4095, NULL, HPJ__AT(node_degree), "0"},
+    {"lr", HPJ_KEY_REAL, 0.0, 10.0, NULL, HPJ__AT(lr), "0.00025"},
+    {"min_lr", HPJ_KEY_REAL, 0.0, 10.0, NULL, HPJ__AT(min_lr), "0"},
+    {"weight_decay", HPJ_KEY_REAL, 0.0, 10.0, NULL, HPJ__AT(weight_decay), "0"},
+    {"optimizer", HPJ_KEY_WORD, 0, 0, "adam adamw adam_active", HPJ__AT(optimizer), "adam"},
+    {"batch_size", HPJ_KEY_INT, 1, 1 << 20, NULL, HPJ__AT(batch_size), "128"},
+    {"epochs", HPJ_KEY_INT, 0, 1 << 20, NULL, HPJ__AT(epochs), "20"},
+    {"schedule", HPJ_KEY_WORD, 0, 0, "constant cosine", HPJ__AT(schedule), "cosine"},
+    {"warmup", HPJ_KEY_REAL, 0.0, 1e6, NULL, HPJ__AT(warmup), "0"},
+    {"dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL, HPJ__AT(dropout), "0"},
+    {"token_dropout", HPJ_KEY_REAL, 0.0, 0.99, NULL, HPJ__AT(token_dropout), "0"},
+    {"clip", HPJ_KEY_REAL, 0.0, 1e9, NULL, HPJ__AT(clip), "0"},
+    {"beta", HPJ_KEY_REAL, 1e-12, 1e9, NULL, HPJ__AT(beta), "1"},
+    {"ema_start", HPJ_KEY_REAL, 0.0, 1.0, NULL, HPJ__AT(ema_start), "0.996"},
+    {"ema_end", HPJ_KEY_REAL, 0.0, 1.0, NULL, HPJ__AT(ema_end), "1"},
+    {"edge_drop", HPJ_KEY_REAL, 0.0, 0.99, NULL, HPJ__AT(edge_drop), "0.3"},
+    {"repartition", HPJ_KEY_INT, 0, 1, NULL, HPJ__AT(repartition), "1"},
+    {"target_clamp", HPJ_KEY_REAL, 0.0, 80.0, NULL, HPJ__AT(target_clamp), "0"},
+    {"partition", HPJ_KEY_WORD, 0, 0, "kway rb", HPJ__AT(part_method), "rb"},
+    {"node_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL, HPJ__AT(node_vocab), "0"},
+    {"edge_vocab", HPJ_KEY_INT, 0, 1 << 20, NULL, HPJ__AT(edge_vocab), "0"},
+    {"node_attr", HPJ_KEY_INT, 0, 1, NULL, HPJ__AT(node_attr), "0"},
+    {"partition_trials", HPJ_KEY_INT, 0, 1000, NULL, HPJ__AT(part_trials), "0"},
+    {"readout", HPJ_KEY_WORD, 0, 0, "concat uniform task", HPJ__AT(readout), "concat"},
+    {"lambda_unif", HPJ_KEY_REAL, 0.0, 1.0, NULL, HPJ__AT(lambda_unif), "1"},
+    {"probe_alpha", HPJ_KEY_REAL, 0.0, 1e12, NULL, HPJ__AT(probe_alpha), "1"},
+    {"probe_select", HPJ_KEY_WORD, 0, 0, "fixed cv", HPJ__AT(probe_select), "fixed"},
+    {"train_embed", HPJ_KEY_WORD, 0, 0, "fixed repartition", HPJ__AT(train_embed), "fixed"},
+    {"seed", HPJ_KEY_SEED, 0, 0, NULL, HPJ__AT(seed), "42"},
+    {"threads", HPJ_KEY_INT, 0, 4096, NULL, HPJ__AT(threads), "0"},
+};
+#undef HPJ__AT
 #define HPJ__NUM_KEYS ((int)(sizeof hpj__config_keys / sizeof hpj__config_keys[0]))
 
 HPJDEF const hpj_config_key *hpj_config_keys(int *count) {
