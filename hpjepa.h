@@ -12125,28 +12125,58 @@ static void hpj__fast_bn_train(float *out, float *mean, float *rstd, float *runn
     }
 }
 
-/* One row of BatchNorm backward's sums over w channels: sd += g and
-   sdx += g xhat in double, g = dy (or dy [ro > 0]), xhat = (x - mean) rstd
-   in float. */
+/* Rows 0..nr-1 (ld floats apart) of BatchNorm backward's sums over w
+   channels: sd += g and sdx += g xhat in double, row after row, g = dy (or
+   dy [ro > 0]), xhat = (x - mean) rstd in float.
+   With AVX2 the rows are taken HPJ__BN_TILE at a time (a tile stays in
+   the L1 cache) and, within a tile, 8 channels at a time with their four
+   vectors of double sums held in registers over the tile's rows, stored
+   once per tile. Each lane does the scalar loop's operations (a multiply
+   and an add, never fused; the same conversions) and each channel still
+   takes its rows in order, so the bits are the scalar loop's; compilers
+   left that mixed float/double loop scalar. */
+#define HPJ__BN_TILE 16
 static void hpj__bn_bw_sums(double *sd, double *sdx, const float *x, const float *dy, const float *ro,
-                            const float *mean, const float *rstd, int w) {
-    int c;
-    /* (omp simd: the channels are independent, and without it the
-       compiler, unsure the arrays do not overlap, keeps the loop scalar) */
-    if (ro) {
-        HPJ__OMP(simd)
-        for (c = 0; c < w; ++c) {
-            /* dy where the ReLU passed (ro > 0), else 0: a product by 0 or 1,
-               which the compiler vectorizes where it kept a branch scalar */
-            float g = dy[c] * (float)(ro[c] > 0.0f);
-            sd[c] += g;
-            sdx[c] += (double)g * ((x[c] - mean[c]) * rstd[c]);
+                            const float *mean, const float *rstd, int nr, ptrdiff_t ld, int w) {
+    int r0, r, r1, c;
+    for (r0 = 0; r0 < nr; r0 = r1) {
+        r1 = HPJ__MIN(nr, r0 + HPJ__BN_TILE);
+        c = 0;
+#ifdef HPJ__GEMM_AVX2
+        for (; c + 8 <= w; c += 8) {
+            __m256 m = _mm256_loadu_ps(mean + c), s = _mm256_loadu_ps(rstd + c), one = _mm256_set1_ps(1.0f);
+            __m256d d0 = _mm256_loadu_pd(sd + c), d1 = _mm256_loadu_pd(sd + c + 4);
+            __m256d e0 = _mm256_loadu_pd(sdx + c), e1 = _mm256_loadu_pd(sdx + c + 4);
+            for (r = r0; r < r1; ++r) {
+                ptrdiff_t o = (ptrdiff_t)r * ld + c;
+                __m256 g = _mm256_loadu_ps(dy + o), xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + o), m), s);
+                __m256d g0, g1;
+                /* dy times 1 or 0, as the scalar loop */
+                if (ro) g = _mm256_mul_ps(g, _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(ro + o), _mm256_setzero_ps(),
+                                                                         _CMP_GT_OQ), one));
+                g0 = _mm256_cvtps_pd(_mm256_castps256_ps128(g));
+                g1 = _mm256_cvtps_pd(_mm256_extractf128_ps(g, 1));
+                d0 = _mm256_add_pd(d0, g0);
+                d1 = _mm256_add_pd(d1, g1);
+                e0 = _mm256_add_pd(e0, _mm256_mul_pd(g0, _mm256_cvtps_pd(_mm256_castps256_ps128(xh))));
+                e1 = _mm256_add_pd(e1, _mm256_mul_pd(g1, _mm256_cvtps_pd(_mm256_extractf128_ps(xh, 1))));
+            }
+            _mm256_storeu_pd(sd + c, d0);
+            _mm256_storeu_pd(sd + c + 4, d1);
+            _mm256_storeu_pd(sdx + c, e0);
+            _mm256_storeu_pd(sdx + c + 4, e1);
         }
-    } else {
-        HPJ__OMP(simd)
-        for (c = 0; c < w; ++c) {
-            sd[c] += dy[c];
-            sdx[c] += (double)dy[c] * ((x[c] - mean[c]) * rstd[c]);
+#endif
+        for (r = r0; r < r1; ++r) {
+            const float *xr = x + (ptrdiff_t)r * ld, *dr = dy + (ptrdiff_t)r * ld;
+            const float *rr = ro ? ro + (ptrdiff_t)r * ld : NULL;
+            int cc;
+            for (cc = c; cc < w; ++cc) {
+                /* dy where the ReLU passed (ro > 0), else 0: a product by 0 or 1 */
+                float g = rr ? dr[cc] * (float)(rr[cc] > 0.0f) : dr[cc];
+                sd[cc] += g;
+                sdx[cc] += (double)g * ((xr[cc] - mean[cc]) * rstd[cc]);
+            }
         }
     }
 }
@@ -12154,13 +12184,28 @@ static void hpj__bn_bw_sums(double *sd, double *sdx, const float *x, const float
 /* One row of BatchNorm backward's input gradient over w channels, g = dy
    (or dy [ro > 0] with the saved ReLU output ro); n > 1 for a row that
    stands for a class of n equal rows, dy then their summed gradient, dx
-   the sum of theirs (n = 1: the same bits as without the factor). */
+   the sum of theirs (n = 1: the same bits as without the factor). With
+   AVX2, 8 channels at a time by the scalar loop's operations in its order
+   (separate multiplies and subtractions; the mask gives dy or +0 as the
+   select does): the same bits. */
 static HPJ__INLINE_ALWAYS void hpj__bn_back_row(float *dx, const float *x, const float *dy, const float *ro,
                                                 const float *mean, const float *rstd, const float *k, const float *md,
                                                 const float *mdx, int w, int overwrite, int has_ro, float n) {
-    int c;
-    HPJ__OMP(simd)
-    for (c = 0; c < w; ++c) {
+    int c = 0;
+#ifdef HPJ__GEMM_AVX2
+    __m256 nv = _mm256_set1_ps(n);
+    for (; c + 8 <= w; c += 8) {
+        __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + c), _mm256_loadu_ps(mean + c)),
+                                  _mm256_loadu_ps(rstd + c));
+        __m256 g = _mm256_loadu_ps(dy + c), v;
+        if (has_ro) g = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(ro + c), _mm256_setzero_ps(), _CMP_GT_OQ), g);
+        v = _mm256_mul_ps(_mm256_loadu_ps(k + c),
+                          _mm256_sub_ps(_mm256_sub_ps(g, _mm256_mul_ps(nv, _mm256_loadu_ps(md + c))),
+                                        _mm256_mul_ps(xh, _mm256_mul_ps(nv, _mm256_loadu_ps(mdx + c)))));
+        _mm256_storeu_ps(dx + c, overwrite ? v : _mm256_add_ps(_mm256_loadu_ps(dx + c), v));
+    }
+#endif
+    for (; c < w; ++c) {
         float xh = (x[c] - mean[c]) * rstd[c];
         float g = has_ro && !(ro[c] > 0.0f) ? 0.0f : dy[c];
         float v = k[c] * (g - n * md[c] - xh * (n * mdx[c]));
@@ -12189,12 +12234,11 @@ static void hpj__bn_back_rows(float *dinp, const float *dout, const float *inp, 
 /* Block b's backward sums over channels [c0, c0 + w) (hpj__bn_bw_sums). */
 static void hpj__bn_bw_part(double *pd, double *pdx, const float *dout, const float *inp, const float *relu_out,
                             const float *mean, const float *rstd, int N, int D, int b, int c0, int w) {
-    int r, c, r1 = hpj__bn_r(N, b + 1);
+    int c, r0 = hpj__bn_r(N, b);
+    ptrdiff_t o = (ptrdiff_t)r0 * D + c0;
     for (c = 0; c < w; ++c) pd[c] = pdx[c] = 0.0;
-    for (r = hpj__bn_r(N, b); r < r1; ++r) {
-        ptrdiff_t o = (ptrdiff_t)r * D + c0;
-        hpj__bn_bw_sums(pd, pdx, inp + o, dout + o, relu_out ? relu_out + o : NULL, mean + c0, rstd + c0, w);
-    }
+    hpj__bn_bw_sums(pd, pdx, inp + o, dout + o, relu_out ? relu_out + o : NULL, mean + c0, rstd + c0,
+                    hpj__bn_r(N, b + 1) - r0, D, w);
 }
 
 /* Channels [c0, c0 + w) of BatchNorm backward from their sums over the N
@@ -12999,13 +13043,10 @@ static void hpj__bn_backward_cls(float *dinp, float *dgamma, float *dbeta, const
     if (dp) {
         HPJ__OMP(parallel for schedule(static) if ((int64_t)U * D >= HPJ__PAR_ELEMS))
         for (cb = 0; cb < nb; ++cb) {
-            int c0 = cb * HPJ__CLS_DC, w = HPJ__MIN(HPJ__CLS_DC, D - c0), u, c;
+            int c0 = cb * HPJ__CLS_DC, w = HPJ__MIN(HPJ__CLS_DC, D - c0), c;
             for (c = 0; c < w; ++c) t[c0 + c] = t[D + c0 + c] = 0.0;
-            for (u = 0; u < U; ++u) {
-                size_t o = (size_t)u * D + c0;
-                hpj__bn_bw_sums(t + c0, t + D + c0, inp + o, dout + o, relu_out ? relu_out + o : NULL, mean + c0,
-                                rstd + c0, w);
-            }
+            hpj__bn_bw_sums(t + c0, t + D + c0, inp + c0, dout + c0, relu_out ? relu_out + c0 : NULL, mean + c0,
+                            rstd + c0, U, D, w);
             for (c = 0; c < w; ++c) {
                 if (dgamma) dgamma[c0 + c] += (float)t[D + c0 + c];
                 if (dbeta) dbeta[c0 + c] += (float)t[c0 + c];
@@ -13025,20 +13066,18 @@ static void hpj__bn_backward_cls(float *dinp, float *dgamma, float *dbeta, const
             hpj__bn_bw_panel(NULL, NULL, md, mdx, k, t + c0, t + D + c0, gamma, rstd, (int)n, c0, w);
         } else {
             for (c = 0; c < w; ++c) sd[c] = sdx[c] = 0.0;
-            for (u = 0; u < U; ++u) {
-                size_t o = (size_t)u * D + c0;
-                hpj__bn_bw_sums(sd, sdx, inp + o, dout + o, relu_out ? relu_out + o : NULL, mean + c0, rstd + c0, w);
-            }
+            hpj__bn_bw_sums(sd, sdx, inp + c0, dout + c0, relu_out ? relu_out + c0 : NULL, mean + c0, rstd + c0, U, D,
+                            w);
             hpj__bn_bw_panel(dgamma, dbeta, md, mdx, k, sd, sdx, gamma, rstd, N, c0, w);
         }
         for (u = 0; u < U; ++u) {
             size_t o = (size_t)u * D + c0;
-            float cn = (float)cnt[u];
-            for (c = 0; c < w; ++c) {
-                float xh = (inp[o + c] - mean[c0 + c]) * rstd[c0 + c];
-                float g = relu_out && !(relu_out[o + c] > 0.0f) ? 0.0f : dout[o + c];
-                dinp[o + c] = k[c] * (g - cn * md[c] - xh * (cn * mdx[c]));
-            }
+            if (relu_out)
+                hpj__bn_back_row(dinp + o, inp + o, dout + o, relu_out + o, mean + c0, rstd + c0, k, md, mdx, w, 1, 1,
+                                 (float)cnt[u]);
+            else
+                hpj__bn_back_row(dinp + o, inp + o, dout + o, NULL, mean + c0, rstd + c0, k, md, mdx, w, 1, 0,
+                                 (float)cnt[u]);
         }
     }
 }

@@ -137,6 +137,79 @@ static void test_bn_sums_paths(void) {
 #endif
 }
 
+/* BatchNorm backward's row kernels in the fast part (hpj__bn_bw_sums: the
+   channel sums over rows, register-blocked with AVX2; hpj__bn_back_row:
+   the input gradient of one row) give the bits of the plain loops written
+   out here, operation for operation: widths around the 8-channel vectors,
+   row counts around the row tile, with and without the ReLU mask (values
+   above, at and below 0), class counts n = 1 and 3, overwrite or add. */
+static void test_bn_backward_kernels(void) {
+#ifndef HPJ_REFERENCE
+    int widths[6] = {1, 7, 8, 9, 24, 37}, rows[5] = {1, 5, 16, 17, 40}, wi, ri, hr, i, ov, ni;
+    hpj_rng r;
+    hpj_rng_seed(&r, 11);
+    for (wi = 0; wi < 6; ++wi)
+        for (ri = 0; ri < 5; ++ri)
+            for (hr = 0; hr < 2; ++hr) {
+                int w = widths[wi], nr = rows[ri], ld = w + 3, c, k;
+                size_t n = (size_t)nr * ld;
+                float *x = (float *)malloc(sizeof(float) * n), *dy = (float *)malloc(sizeof(float) * n);
+                float *ro = (float *)malloc(sizeof(float) * n), *mean = (float *)malloc(sizeof(float) * 5 * w);
+                float *rstd = mean + w, *kk = rstd + w, *md = kk + w, *mdx = md + w;
+                float *dx = (float *)malloc(sizeof(float) * 2 * w);
+                double *sd = (double *)malloc(sizeof(double) * 4 * w), *sdx = sd + w, *ed = sdx + w, *edx = ed + w;
+                const float *rop = hr ? ro : NULL;
+                for (i = 0; i < (int)n; ++i) {
+                    x[i] = 4.0f * hpj_rng_uniform(&r) - 2.0f;
+                    dy[i] = hpj_rng_uniform(&r) - 0.5f;
+                    ro[i] = i % 7 == 0 ? 0.0f : hpj_rng_uniform(&r) - 0.4f;
+                }
+                for (c = 0; c < w; ++c) {
+                    mean[c] = hpj_rng_uniform(&r) - 0.5f;
+                    rstd[c] = 0.5f + hpj_rng_uniform(&r);
+                    kk[c] = hpj_rng_uniform(&r) + 0.1f;
+                    md[c] = 0.1f * (hpj_rng_uniform(&r) - 0.5f);
+                    mdx[c] = 0.1f * (hpj_rng_uniform(&r) - 0.5f);
+                    sd[c] = ed[c] = 0.25 * c; /* the kernel adds to what is there */
+                    sdx[c] = edx[c] = -0.125 * c;
+                }
+                hpj__bn_bw_sums(sd, sdx, x, dy, rop, mean, rstd, nr, ld, w);
+                for (k = 0; k < nr; ++k)
+                    for (c = 0; c < w; ++c) {
+                        size_t o = (size_t)k * ld + c;
+                        float g = hr ? dy[o] * (float)(ro[o] > 0.0f) : dy[o];
+                        float xh = (x[o] - mean[c]) * rstd[c];
+                        ed[c] += g;
+                        edx[c] += (double)g * xh;
+                    }
+                CHECK_MSG(memcmp(sd, ed, sizeof(double) * 2 * w) == 0,
+                          "hpj__bn_bw_sums, %d channels, %d rows%s: not the plain loop's bits", w, nr,
+                          hr ? ", ReLU" : "");
+                for (ov = 0; ov < 2; ++ov)
+                    for (ni = 0; ni < 2; ++ni)
+                        for (k = 0; k < nr; ++k) {
+                            size_t o = (size_t)k * ld;
+                            float cn = ni ? 3.0f : 1.0f;
+                            for (c = 0; c < w; ++c) dx[c] = dx[w + c] = 0.5f * c - 1.0f;
+                            hpj__bn_back_row(dx, x + o, dy + o, rop ? rop + o : NULL, mean, rstd, kk, md, mdx, w, ov,
+                                             hr, cn);
+                            for (c = 0; c < w; ++c) {
+                                float xh = (x[o + c] - mean[c]) * rstd[c];
+                                float g = hr && !(ro[o + c] > 0.0f) ? 0.0f : dy[o + c];
+                                float v = kk[c] * (g - cn * md[c] - xh * (cn * mdx[c]));
+                                dx[w + c] = ov ? v : dx[w + c] + v;
+                            }
+                            CHECK_MSG(memcmp(dx, dx + w, sizeof(float) * w) == 0,
+                                      "hpj__bn_back_row, %d channels, row %d%s, n %g, %s: not the plain loop's bits",
+                                      w, k, hr ? ", ReLU" : "", cn, ov ? "overwrite" : "add");
+                        }
+                free(x); free(dy); free(ro); free(mean); free(dx); free(sd);
+            }
+#else
+    SKIP("built with -DHPJ_REFERENCE: the kernels are the fast part's");
+#endif
+}
+
 /* Rows that stand for classes of equal rows (cnt, ntot) are the fast
    encoder's: the fast sibling's BatchNorm takes them, the reference has
    plain rows only. */
@@ -815,6 +888,7 @@ const test_case internals_tests[] = {
     {"internals.bn_sums_paths", test_bn_sums_paths},
     {"internals.bn_sum_only", test_bn_sum_only},
     {"internals.bn_reference_vs_fast", test_bn_reference_vs_fast},
+    {"internals.bn_backward_kernels", test_bn_backward_kernels},
     {"internals.ln_reference_vs_fast", test_ln_reference_vs_fast},
     {"internals.colsum_paths", test_colsum_paths},
     {"internals.probe_pass_paths", test_probe_pass_paths},
