@@ -12,6 +12,11 @@
 #include "test.h"
 #include <stdlib.h>
 #include <string.h>
+/* the plain loops below are written as separately rounded float operations;
+   clang would otherwise fuse a * b + c (as the implementation forbids) */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
