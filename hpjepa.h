@@ -8347,8 +8347,9 @@ static void hpj__fwd_target_input(hpj__trainer *tr, hpj__step_ws *w, int32_t B, 
         for (j = 0; j < Tm; ++j) {
             float *dst = w->et.x[0] + ((size_t)b * Tm + j) * D;
             w->tmask[(size_t)b * Tm + j] = (uint8_t)(j < nt);
-            if (j < nt && w->trow) memcpy(dst, w->gc.z + (size_t)w->trow[t0 + j] * D, sizeof(float) * (size_t)D);
-            else if (j < nt) memcpy(dst, w->gt.z + (size_t)(t0 + j) * D, sizeof(float) * (size_t)D);
+            if (j < nt) /* the target's row in the target path, or in the context path's (graph) */
+                memcpy(dst, w->trow ? w->gc.z + (size_t)w->trow[t0 + j] * D : w->gt.z + (size_t)(t0 + j) * D,
+                       sizeof(float) * (size_t)D);
             else memset(dst, 0, sizeof(float) * (size_t)D);
         }
         if (w->adj) hpj__overlap(&tr->tk, tr->tgt + t0, nt, Tm, w->adj + (size_t)b * Tm * Tm);
@@ -8357,8 +8358,9 @@ static void hpj__fwd_target_input(hpj__trainer *tr, hpj__step_ws *w, int32_t B, 
 
 /* The target path: z = g_eta(target patch) (the same patch encoder, no
    gradient; its BatchNorms' running statistics update after the context
-   path's; with patch_tokens = graph the context path already computed z), the EMA encoder fbar_theta over each graph's Tm target tokens,
-   and m(u), the channel mean of each output token. The mask only matters
+   path's; with patch_tokens = graph the context path already computed
+   z), the EMA encoder fbar_theta over each graph's Tm target tokens, and
+   m(u), the channel mean of each output token. The mask only matters
    when some graph has fewer than Tm targets; without one (always so at
    Tm = 1, as B counts only graphs with targets) attention skips the mask
    tests, and one-token blocks skip q, k and the softmax: the same bits as
