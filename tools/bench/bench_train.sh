@@ -19,6 +19,15 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 mkdir -p build/bench
 [ -x ./hpjepa ] || make -s hpjepa >&2
+# OpenMP waiting, for both sides: libgomp's default (spin a while, then
+# sleep) unless BENCH_WAIT_POLICY names one. A training step is a chain of
+# about a thousand short parallel loops; under OMP_WAIT_POLICY=passive (right
+# for long runs on a shared machine, so often left in the shell) the idle
+# thread sleeps between them and every loop starts by waking it, which on a
+# virtual CPU can cost as much as the loop. The table would then time the
+# wake-ups, and a build with more, shorter loops would look slower than it
+# is on a quiet machine. The policy used is printed with the table.
+if [ -n "${BENCH_WAIT_POLICY:-}" ]; then export OMP_WAIT_POLICY=$BENCH_WAIT_POLICY; else unset OMP_WAIT_POLICY; fi
 R=${R:-3}
 # The peer's OpenBLAS kernels: the rule of tools/bench/peer_blas.sh (SkylakeX on
 # an AVX-512 CPU, whatever OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE the shell
@@ -113,8 +122,10 @@ if [ -n "${OLD:-}" ]; then
 fi
 echo "Targets: PROTEINS d=512 >= 1.5x torch, PROTEINS d=128 >= 2.5x, DD d=512 >= 1.3x."
 echo "$PEER_BLAS_NOTE"
+policy=${OMP_WAIT_POLICY:-"libgomp's default"}
+echo "OpenMP waiting policy for both sides: $policy (BENCH_WAIT_POLICY; an inherited OMP_WAIT_POLICY is not used)."
 echo "Our PROTEINS/DD are the real datasets; the peer's are synthetic look-alikes of the same sizes."
 echo "Batch preparation: hpjepa.h samples each batch's contexts and targets and builds its patch arrays inside every timed step (a few % of the step at PROTEINS d = 128); the peer builds all its batches before its timed steps (its collate, one Python thread, collate_ms in its JSON) and reuses them. The ratio column is the peer's step alone (the targets' definition); 'the peer's collate timed' adds its mean collate a batch to its median step, so both sides count the same work."
 echo "The peer takes one Adam + EMA step per batch, on the mean of the four resolutions' losses; hpjepa.h takes one per resolution (the paper's rule: four per batch here); the peer's schedule would make our step 5-8 % faster (tools/RESULTS.md)."
 echo "Each side ran $R times, alternating; the table shows the medians of the per-run median batch; 'ratio per round' is the range of ours / torch over the rounds (each round's two runs are seconds apart, so it is less exposed to the host's drift)."
-echo "Command: \`bash tools/bench/bench_train.sh\` (THREADS, STEPS, STEPS_DD, R, ONLY, OLD env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps N\` (N = $STEPS for PROTEINS d = 512, $(( STEPS * MULT128 )) at d = 128, $STEPS_DD for DD; the peer the same)."
+echo "Command: \`bash tools/bench/bench_train.sh\` (THREADS, STEPS, STEPS_DD, R, ONLY, OLD, BENCH_WAIT_POLICY env vars); ours: \`./hpjepa bench train DATA --config data/configs/bench/<cfg> --steps N\` (N = $STEPS for PROTEINS d = 512, $(( STEPS * MULT128 )) at d = 128, $STEPS_DD for DD; the peer the same)."
