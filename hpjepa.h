@@ -5196,7 +5196,7 @@ done:
 
 #ifndef HPJ_REFERENCE
 static void hpj__gemm_fast(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
-                           const float *B, int ldb, float beta, float *C, int ldc);
+                           const float *B, int ldb, float beta, float *C, int ldc, const float *bias);
 #endif
 
 HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
@@ -5215,7 +5215,7 @@ HPJDEF void hpj_gemm(int transA, int transB, int M, int N, int K, float alpha, c
         return;
     }
 #ifndef HPJ_REFERENCE
-    if (hpj__fast()) { hpj__gemm_fast(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return; } /* fast: packed GEMM (see below) */
+    if (hpj__fast()) { hpj__gemm_fast(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL); return; } /* fast: packed GEMM (see below) */
 #endif
     HPJ__OMP(parallel for schedule(static) if ((double)M * N * K >= (double)HPJ__GEMM_PAR_MIN))
     for (i = 0; i < M; ++i) {
@@ -5324,6 +5324,12 @@ HPJDEF void hpj_linear_forward(float *out, const float *inp, const float *W, con
     int i;
     if (N <= 0 || Dout <= 0) return;
     hpj__flops += 2.0 * N * Din * Dout;
+#ifndef HPJ_REFERENCE
+    if (b && Din > 0 && hpj__fast()) { /* fast: each tile of out starts as the bias inside the GEMM */
+        hpj__gemm_fast(0, 1, N, Dout, Din, 1.0f, inp, Din, W, Din, 1.0f, out, Dout, b);
+        return;
+    }
+#endif
     /* out = inp W^T + b: every row starts as the bias, and the GEMM adds
        the product to it (beta = 1: the bias is the first term of each
        element's sum, then the K blocks in order) */
@@ -11139,7 +11145,18 @@ typedef struct hpj__gemm_job {
     hpj__gemm_rows_kernel krows; /* non-NULL: full slivers of op(A) are read in place */
     int packB;                   /* 1: B blocks are packed before use */
     float *bshared;              /* the B buffer a team fills together (the calling thread's) */
+    const float *bias;           /* (N) or NULL: every row of C starts as it (beta = 1) */
 } hpj__gemm_job;
+
+/* hpj_linear_forward's bias: the rows of a tile of C are set to it just
+   before the tile's first K block, so the kernel's beta = 1 reads it back
+   from cache. That is the reference's order (the bias is the first term of
+   each element's sum), without a pass that writes all of C first and a
+   GEMM that then reads it back from memory. */
+static HPJ__INLINE void hpj__gemm_bias_tile(const hpj__gemm_job *g, float *c, int mr, int jj, int nr) {
+    int r;
+    for (r = 0; r < mr; ++r) memcpy(c + (ptrdiff_t)r * g->ldc, g->bias + jj, sizeof(float) * (size_t)nr);
+}
 
 /* The packing buffers start on a cache line: a sliver row of 16 or 32
    floats then fills whole lines, and the kernels' vector loads of B never
@@ -11296,6 +11313,7 @@ static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int 
                     }
                 }
                 for (r = 0; r < nx; ++r) HPJ__PREFETCHW(c + (ptrdiff_t)(MR + r) * g->ldc);
+                if (first && g->bias) hpj__gemm_bias_tile(g, c, mr, jj, nr);
                 if (mr == MR)
                     g->krows(kc, a, g->lda, bb + (t - tc) * bstride, ldbk, c, g->ldc, nr, g->alpha, g->beta, first);
                 else
@@ -11314,8 +11332,9 @@ static void hpj__gemm_block(const hpj__gemm_job *g, int s0, int s1, int tc, int 
             const float *ap = hpj__gemm_abuf + (s - sb) * astride;
             for (t = tc; t < tcn; ++t) {
                 int jj = t * NR, nr = HPJ__MIN(NR, g->N - jj);
-                g->kern(kc, ap, bb + (t - tc) * bstride, ldbk, g->C + (ptrdiff_t)i0 * g->ldc + jj, g->ldc, mr, nr,
-                        g->alpha, g->beta, first);
+                float *c = g->C + (ptrdiff_t)i0 * g->ldc + jj;
+                if (first && g->bias) hpj__gemm_bias_tile(g, c, mr, jj, nr);
+                g->kern(kc, ap, bb + (t - tc) * bstride, ldbk, c, g->ldc, mr, nr, g->alpha, g->beta, first);
             }
         }
     }
@@ -11418,9 +11437,10 @@ static void hpj__gemm_team(hpj__gemm_job *g, int nth) {
 }
 
 /* hpj_gemm's fast path (M, N, K > 0 and alpha != 0: hpj_gemm has handled
-   the rest). The kernel follows hpj_paths(). */
+   the rest); with a bias (beta = 1), every row of C starts as it. The
+   kernel follows hpj_paths(). */
 static void hpj__gemm_fast(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
-                           const float *B, int ldb, float beta, float *C, int ldc) {
+                           const float *B, int ldb, float beta, float *C, int ldc, const float *bias) {
     hpj__gemm_job g;
     int level = hpj_paths();
     g.transA = transA != 0;
@@ -11436,6 +11456,7 @@ static void hpj__gemm_fast(int transA, int transB, int M, int N, int K, float al
     g.ldb = ldb;
     g.ldc = ldc;
     g.C = C;
+    g.bias = bias;
     g.bshared = hpj__gemm_bbuf; /* the calling thread is thread 0 of the team */
     g.kern = hpj__gemm_kernel_c;
     g.krows = NULL;
@@ -11478,6 +11499,7 @@ static void hpj__gemm_fast(int transA, int transB, int M, int N, int K, float al
             for (t = 0; t * g.nr < N; ++t) {
                 float *c = C + (ptrdiff_t)i0 * ldc + t * g.nr;
                 int nr = HPJ__MIN(g.nr, N - t * g.nr);
+                if (bias) hpj__gemm_bias_tile(&g, c, mr, t * g.nr, nr);
                 if (inplace)
                     g.krows(K, transA ? A + i0 : A + (ptrdiff_t)i0 * lda, lda, bb + t * bstride, ldbk, c, ldc, nr, alpha,
                             beta, 1);

@@ -291,10 +291,10 @@ static void test_gemm_paths_agree(void) {
 }
 
 /* hpj_linear_forward's bias is written by the GEMM's tile loop just before
-   the first K block (hpj__gemm_bias_rows) instead of by a fill pass; the
+   the first K block (hpj__gemm_bias_tile) instead of by a fill pass; the
    output must have the bits of hpj_gemm with beta = 1 on a C filled with
    the bias rows: the small path, the tiled path with two K blocks and
-   partial slivers, the few-row transposed path (48 rows), every kernel. */
+   partial slivers, a 48-row product, every kernel. */
 static void test_linear_bias_tiles(void) {
     hpj_rng r;
     static const int shape[4][3] = {{5, 16, 24}, {301, 300, 263}, {48, 300, 263}, {130, 64, 70}};
