@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.18.0 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.18.1 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -156,7 +156,7 @@
 
 #define HPJEPA_VERSION_MAJOR 0
 #define HPJEPA_VERSION_MINOR 18
-#define HPJEPA_VERSION_PATCH 0
+#define HPJEPA_VERSION_PATCH 1
 /* The release whose results this one reproduces bit for bit (training,
    embedding, probes on the default build). It moves only when a change
    alters those bits, so records keyed by it (the program's eval fold logs)
@@ -14296,6 +14296,7 @@ static void hpj__fast_probe_pass_block(const hpj__probe_lin *A, int blk) {
 
 /*
    CHANGES (one line per version, newest first; git log has the details)
+   0.18.1  the fast part sets hpj_linear_forward's bias tile by tile inside the GEMM (same bits)
    0.18.0  patch_tokens = graph (every patch of a sampled graph in the step's one pass); the config key table a plain array; AVX2 BatchNorm backward in the fast part (default bits = 0.15.0's)
    0.17.0  optimizer = adam_active; the step takes a loaded batch (hpj__batch_load), the readout its own BatchNorm normaliser; plain reference LayerNorm (the reference build's rounding changes; the default build keeps 0.15.0's bits)
    0.16.0  plainer reference (readers, config table, checkpoints, partitioner, probes, step); load-following team size, ridge in mixed precision, partitioner caches, BatchNorm copy classes to the fast part; HPJEPA_BITS_VERSION; hpj_config_check holds every key to its range (same bits as 0.15.0)
