@@ -21,7 +21,7 @@ mkdir -p build/bench
 [ -x ./hpjepa ] || make -s hpjepa >&2
 # OpenMP waiting, for both sides: libgomp's default (spin a while, then
 # sleep) unless BENCH_WAIT_POLICY names one. A training step is a chain of
-# about a thousand short parallel loops; under OMP_WAIT_POLICY=passive (right
+# over a thousand short parallel loops; under OMP_WAIT_POLICY=passive (right
 # for long runs on a shared machine, so often left in the shell) the idle
 # thread sleeps between them and every loop starts by waking it, which on a
 # virtual CPU can cost as much as the loop. The table would then time the
