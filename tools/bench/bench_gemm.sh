@@ -57,6 +57,7 @@ note="$PEER_BLAS_NOTE OpenBLAS reports core $core."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # rows: impl shape layout median best
+peer_steal_mark
 for r in $(seq "$R"); do
     for s in $SHAPES; do
         read -r M N K <<<"$(echo "$s" | tr 'x' ' ')"
@@ -71,7 +72,7 @@ done
 exec > >(tee "$OUT")
 echo "## GEMM: hpj_gemm vs OpenBLAS $(dpkg-query -W -f='${Version}' libopenblas0-pthread 2>/dev/null || echo '?'), $THREADS threads"
 echo
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); R = $R rounds of $SECS s per case."
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(peer_steal_line); R = $R rounds of $SECS s per case."
 echo "Row-major C (M,N) = op(A) op(B): nn = x W, nt = x W^T (linear forward), tn = A^T B (weight gradient)."
 echo "GFLOP/s = 2MNK / time: the highest of the R per-round medians (best single batch in parentheses)."
 echo "ratio = ours / OpenBLAS (target >= 0.9). $note Our kernel: $(awk '$1=="ours"{print $6; exit}' "$tmp/rows"), OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-(default)}."

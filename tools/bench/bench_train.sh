@@ -40,6 +40,7 @@ peer_blas_choose
 echo "## Training throughput (forward + backward + Adam + EMA, all resolutions, $THREADS threads)"
 echo
 echo "Host: $(peer_host_line)."
+peer_steal_mark
 echo
 echo "| dataset | d | batch | hpjepa graphs/s | torch graphs/s | ratio | ratio per round | ratio, the peer's collate timed | GFLOP/batch (ours / torch) | hpjepa GFLOP/s | peak MB (ours / torch) |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
@@ -123,7 +124,7 @@ fi
 echo "Targets: PROTEINS d=512 >= 1.5x torch, PROTEINS d=128 >= 2.5x, DD d=512 >= 1.3x."
 echo "$PEER_BLAS_NOTE"
 policy=${OMP_WAIT_POLICY:-"libgomp's default"}
-echo "OpenMP waiting policy for both sides: $policy (BENCH_WAIT_POLICY; an inherited OMP_WAIT_POLICY is not used)."
+echo "OpenMP waiting policy for both sides: $policy (BENCH_WAIT_POLICY; an inherited OMP_WAIT_POLICY is not used); $(peer_steal_line)."
 echo "Our PROTEINS/DD are the real datasets; the peer's are synthetic look-alikes of the same sizes."
 echo "Batch preparation: hpjepa.h samples each batch's contexts and targets and builds its patch arrays inside every timed step (a few % of the step at PROTEINS d = 128); the peer builds all its batches before its timed steps (its collate, one Python thread, collate_ms in its JSON) and reuses them. The ratio column is the peer's step alone (the targets' definition); 'the peer's collate timed' adds its mean collate a batch to its median step, so both sides count the same work."
 echo "The peer takes one Adam + EMA step per batch, on the mean of the four resolutions' losses; hpjepa.h takes one per resolution (the paper's rule: four per batch here); the peer's schedule would make our step 5-8 % faster (tools/RESULTS.md)."

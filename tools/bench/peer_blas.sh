@@ -45,6 +45,21 @@ peer_host_line() {
     echo "${name:-unknown CPU} (family ${fam:-?} model ${mdl:-?}, ${isa:-?}), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
 }
 
+# The share of CPU time the hypervisor took from this virtual machine
+# (/proc/stat's steal column) between peer_steal_mark and peer_steal_line.
+# Both sides of a row run in the same minutes, so the ratios hold up better
+# than the absolute rates; a few percent of steal already spreads the
+# per-round ratios, so the tables say how much there was.
+peer_steal_mark() { PEER_STEAL0=$(awk '/^cpu /{ t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t }' /proc/stat 2>/dev/null); }
+peer_steal_line() {
+    local now
+    now=$(awk '/^cpu /{ t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t }' /proc/stat 2>/dev/null)
+    awk -v a="${PEER_STEAL0:-}" -v b="$now" 'BEGIN {
+        split(a, x, " "); split(b, y, " ")
+        if (y[2] > x[2] && x[2] != "") printf "hypervisor steal during the run: %.1f %% of CPU time", 100 * (y[1] - x[1]) / (y[2] - x[2])
+        else printf "hypervisor steal: not measured" }'
+}
+
 peer_blas_choose() {
     local why=""
     PEER_BLAS_CORE=${PEER_CORETYPE:-}
