@@ -90,8 +90,8 @@ expect_fail "eval --validation: --folds 2 leaves no training folds" "validation 
     "$HPJ" eval data/DEMO --config "$VCFG" --folds 2 --validation
 expect_fail "eval --select-epochs: classification has no validation split" "select-epochs chooses the checkpoint on a validation split" \
     "$HPJ" eval data/DEMO --config "$VCFG" --folds 3 --select-epochs 2
-expect_fail "eval --select-epochs: with --checkpoint-every" "select-epochs reads out checkpoints while it pretrains" \
-    "$HPJ" eval data/DEMO --config "$VCFG" --select-epochs 2 --save-embeddings "$TMP/x" --checkpoint-every 1
+expect_fail "eval --select-epochs: with --from-embeddings" "select-epochs reads out checkpoints while it pretrains" \
+    "$HPJ" eval data/DEMO --config "$VCFG" --select-epochs 2 --from-embeddings "$TMP/x"
 expect_fail "eval --select-epochs: epochs not ascending" "'3,2' is not a list of ascending epochs in 1\.\.4" \
     "$HPJ" eval data/DEMO --config "$VCFG" --set epochs=4 --select-epochs 3,2
 
@@ -132,6 +132,22 @@ if vrun "$vd" "${RA[@]}" --select-epochs 4 --report "$TMP/vs" --save-models "$TM
     ok "eval --select-epochs 4: the lowest validation MAE's checkpoint (epoch $best) is reported, its model saved"
 else bad "eval --select-epochs 4: the lowest validation MAE's checkpoint is reported, its model saved" \
     "best '${best:-}' $(grep -o '"epoch": [0-9]*' "$TMP/vs.json") $(tail -c 300 "$TMP/vs.err")"; fi
+# with --checkpoint-every the choice so far is kept beside the part file: a
+# run stopped (SIGTERM) once a checkpoint has been read out, continued with
+# --resume, reads out only the checkpoints it had not, and reports the
+# uninterrupted run's choice and predictions; no part file is left
+RI=("$vd" "${RA[@]}" --set epochs=60 --select-epochs 4 --save-embeddings "$TMP/vsi" --checkpoint-every 1)
+vrun "$vd" "${RA[@]}" --set epochs=60 --select-epochs 4 --report "$TMP/vsr" >"$TMP/vsr.out" 2>/dev/null
+interrupt_run TERM "ls '$TMP'/vsi.s1f1.*.part.hpj.sel >/dev/null 2>&1" env OMP_WAIT_POLICY=passive "$HPJ" eval "${RI[@]}"
+read0=$(cut -d' ' -f1 "$TMP"/vsi.s1f1.*.part.hpj.sel 2>/dev/null)
+if [ $irc -eq 143 ] && [ -n "$read0" ] && [ "$read0" -ge 1 ] && [ "$read0" -le 3 ] &&
+   vrun "${RI[@]}" --resume --report "$TMP/vsi" >"$TMP/vsi.out" 2>"$TMP/vsi.err" &&
+   [ "$(grep -c 'checkpoint epoch' "$TMP/vsi.err")" -eq $((4 - read0)) ] && [ -z "$(ls "$TMP"/vsi.s1f1.*.part.hpj* 2>/dev/null)" ] &&
+   cmp -s "$TMP/vsr.graphs.csv" "$TMP/vsi.graphs.csv" && [ "$(tail -n 1 "$TMP/vsr.out")" = "$(tail -n 1 "$TMP/vsi.out")" ] &&
+   [ "$(grep -o '"epoch": [0-9]*' "$TMP/vsr.json")" = "$(grep -o '"epoch": [0-9]*' "$TMP/vsi.json")" ]; then
+    ok "eval --select-epochs + --checkpoint-every: stopped after $read0 checkpoint(s), --resume gives the same choice and results"
+else bad "eval --select-epochs + --checkpoint-every: stopped, --resume gives the same choice and results" \
+    "exit=$irc read=${read0:-none} $(tail -c 300 "$TMP/int.err") | $(tail -c 300 "$TMP/vsi.err" 2>/dev/null)"; fi
 if vrun "$vd" "${RA[@]}" --select-epochs 1 --report "$TMP/vs1" >"$TMP/vs1.out" 2>/dev/null &&
    cmp -s "$TMP/vs1.graphs.csv" "$TMP/vrt.graphs.csv" && [ "$(tail -n 1 "$TMP/vs1.out")" = "$(tail -n 1 "$TMP/vrt.out")" ]; then
     ok "eval --select-epochs 1: the last epoch only, the plain run's results"

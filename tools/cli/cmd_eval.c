@@ -130,8 +130,10 @@ static const char *eval_usage =
     "  the checkpoint of lowest validation MAE kept (the earlier on a tie): the\n"
     "  test MAE reported is that choice's only, its epoch in the report, json\n"
     "  and fold log (--save-models: its model). Off by default (the last\n"
-    "  epoch); excludes --from-*, --checkpoint-every. With --validation the\n"
-    "  score is the chosen checkpoint's validation MAE.\n"
+    "  epoch); excludes --from-*. With --checkpoint-every the parts also end at\n"
+    "  the checkpoints, and the choice so far is kept beside the part file\n"
+    "  (PATH.sel, PATH.best.npy), so --resume continues it. With --validation\n"
+    "  the score is the chosen checkpoint's validation MAE.\n"
     "  Defaults: 10 folds, 5 seeds (1 seed for regression splits: use --seeds).\n";
 
 /* epoch: the checkpoint --select-epochs chose (0: selection off, the last epoch) */
@@ -952,12 +954,75 @@ static int fold_part_save(const hpj_model *m, const char *path, double seconds, 
     return 0;
 }
 
-/* Removes a recorded fold's part file and its .sec (either may be missing). */
+/* Removes a recorded fold's part file, its .sec and, under
+   --select-epochs, its .sel and .best.npy (any may be missing). */
 static void fold_part_remove(const char *path) {
-    char sec[1120];
-    snprintf(sec, sizeof sec, "%s.sec", path);
+    char side[1120];
+    static const char *const ext[3] = {".sec", ".sel", ".best.npy"};
+    int i;
     remove(path);
-    remove(sec);
+    for (i = 0; i < 3; ++i) {
+        snprintf(side, sizeof side, "%s%s", path, ext[i]);
+        remove(side);
+    }
+}
+
+/* --select-epochs with --checkpoint-every: beside the part file, what the
+   checkpoints read out so far chose. PATH.sel holds one line, "done
+   best_epoch best_mae" (the checkpoints evaluated, the best of them and
+   its validation MAE, exactly, in %a), and PATH.best.npy that checkpoint's
+   embeddings, written first: a run stopped between the two finds the old
+   .sel and evaluates the checkpoint again, with the same result. Both are
+   written atomically. 0, or -1 with the reason printed. */
+static int select_state_save(const char *part, const eval_select *sel, int done, int new_best, const float *H,
+                             int64_t rows, int64_t cols) {
+    char path[1120], tmp[1130];
+    FILE *f;
+    snprintf(path, sizeof path, "%s.best.npy", part);
+    if (new_best && cli_write_npy("eval", path, H, rows, cols)) return -1; /* (its reason is printed) */
+    snprintf(path, sizeof path, "%s.sel", part);
+    if (!(f = cli_create("eval", path, tmp, sizeof tmp))) return -1;
+    if (cli_commit("eval", f, fprintf(f, "%d %d %a\n", done, sel->best_epoch, sel->best_mae) < 0, tmp, path)) return -1;
+    return 0;
+}
+
+/* Reads what select_state_save wrote for a fold resumed from its part file
+   (pretrained to `epoch`): *done, sel->best_epoch / best_mae, and the best
+   checkpoint's embeddings into H. Without a .sel (a part file saved before
+   the first checkpoint was read out) nothing was chosen yet. 0, or -1 with
+   the reason in err. */
+static int select_state_load(const char *part, eval_select *sel, int *done, float *H, int64_t rows, int64_t cols,
+                             char *err, size_t cap) {
+    char path[1120];
+    FILE *f;
+    long long r, c;
+    float *x;
+    *done = 0;
+    snprintf(path, sizeof path, "%s.sel", part);
+    if (!(f = fopen(path, "r"))) return 0;
+    if (fscanf(f, "%d %d %la", done, &sel->best_epoch, &sel->best_mae) != 3 || *done < 0 || *done > sel->n ||
+        (*done > 0) != (sel->best_epoch > 0)) {
+        fclose(f);
+        snprintf(err, cap, "%.400s: not a selection state of this run (delete it and the part file to pretrain the fold "
+                 "from the start)", path);
+        return -1;
+    }
+    fclose(f);
+    if (*done == 0) return 0;
+    snprintf(path, sizeof path, "%s.best.npy", part);
+    if (!(x = cli_read_npy("eval", path, &r, &c))) {
+        err[0] = 0; /* (said) */
+        return -1;
+    }
+    if (r != rows || c != cols) {
+        free(x);
+        snprintf(err, cap, "%.400s: %lld x %lld embeddings, this run has %lld x %lld", path, r, c, (long long)rows,
+                 (long long)cols);
+        return -1;
+    }
+    memcpy(H, x, sizeof(float) * (size_t)rows * (size_t)cols);
+    free(x);
+    return 0;
 }
 
 /* The model a fold starts from: its part file when resuming and one exists
@@ -1024,17 +1089,43 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
     int k;
     err[0] = 0;
     snprintf(path, sizeof path, "%s.s%df%d.hpj", save_mod ? save_mod : "", seed_no, fold + 1);
-    if (sel) { /* pretraining from checkpoint to checkpoint (eval refuses part files here) */
+    if (sel) { /* pretraining from checkpoint to checkpoint */
+        int64_t rows = ds->num_graphs, cols = (int64_t)m->cfg.L * m->cfg.dim;
+        int done = 0, parts = ck && ck->prefix && ck->every > 0;
+        char part[1100];
         sel->best_epoch = 0;
         sel->best_mae = HUGE_VAL;
-        for (k = 0; k < sel->n; ++k) {
+        if (ck && ck->prefix) fold_ckpt_path(ck, seed_no, fold, part, sizeof part);
+        /* a fold resumed from its part file: the checkpoints read out before the stop */
+        if (m->epoch > 0 && ck && ck->prefix && select_state_load(part, sel, &done, H, rows, cols, err, cap)) {
+            hpj_model_free(m);
+            return -1;
+        }
+        for (k = done; k < sel->n; ++k) {
             hpj_probe_options po;
             hpj_linear_model lm;
             float omega[HPJ_MAX_RES];
             double mae;
             int better;
-            if ((m->epoch < sel->epoch[k] && hpj_pretrain_until(m, ds, tr, ntr, sel->epoch[k], progress, user) != HPJ_OK) ||
-                embed_fold(m, ds, tr, ntr, held, nheld, cs->train_embed, ids, scratch, sel->Hc) != HPJ_OK) {
+            if (m->epoch > sel->epoch[k]) { /* pretrained past a checkpoint the state has not read out */
+                snprintf(err, cap, "%.300s: pretrained to epoch %lld, past checkpoint %d, which its .sel has not read "
+                         "out (delete it to pretrain the fold from the start)", part, (long long)m->epoch, sel->epoch[k]);
+                hpj_model_free(m);
+                return -1;
+            }
+            while (m->epoch < sel->epoch[k]) { /* in parts of ck->every epochs, each saved, that end at checkpoints */
+                int64_t next = cli_part_end(m->epoch, parts ? ck->every : 0, sel->epoch[k]);
+                if (hpj_pretrain_until(m, ds, tr, ntr, next, progress, user) != HPJ_OK) {
+                    snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
+                    hpj_model_free(m);
+                    return -1;
+                }
+                if (parts && next < m->cfg.epochs && fold_part_save(m, part, cli_now() - t_begin, err, cap)) {
+                    hpj_model_free(m);
+                    return -1;
+                }
+            }
+            if (embed_fold(m, ds, tr, ntr, held, nheld, cs->train_embed, ids, scratch, sel->Hc) != HPJ_OK) {
                 snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
                 hpj_model_free(m);
                 return -1;
@@ -1050,12 +1141,18 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
             if (sel->verbose)
                 fprintf(stderr, "    checkpoint epoch %d/%d: val mae %.4f (alpha %g)%s\n", sel->epoch[k], m->cfg.epochs, mae,
                         po.alpha, better ? ", the best so far" : "");
-            if (!better) continue;
-            sel->best_epoch = sel->epoch[k];
-            sel->best_mae = mae;
-            memcpy(H, sel->Hc, sizeof(float) * (size_t)ds->num_graphs * (size_t)m->cfg.L * (size_t)m->cfg.dim);
-            if (save_mod && cli_model_save(m, path, 0) != HPJ_OK) { /* the chosen checkpoint's model */
-                snprintf(err, cap, "%s", hpj_last_error());
+            if (better) {
+                sel->best_epoch = sel->epoch[k];
+                sel->best_mae = mae;
+                memcpy(H, sel->Hc, sizeof(float) * (size_t)rows * (size_t)cols);
+                if (save_mod && cli_model_save(m, path, 0) != HPJ_OK) { /* the chosen checkpoint's model */
+                    snprintf(err, cap, "%s", hpj_last_error());
+                    hpj_model_free(m);
+                    return -1;
+                }
+            }
+            if (parts && k + 1 < sel->n && select_state_save(part, sel, k + 1, better, H, rows, cols)) {
+                err[0] = 0; /* (said) */
                 hpj_model_free(m);
                 return -1;
             }
@@ -1337,9 +1434,9 @@ int cmd_eval(int argc, char **argv) {
     }
     if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); return 2; }
     if (select_spec) {
-        if (from_emb || from_mod || every) {
-            cli_error("eval", "--select-epochs reads out checkpoints while it pretrains: it excludes --from-embeddings, "
-                              "--from-models and --checkpoint-every");
+        if (from_emb || from_mod) {
+            cli_error("eval", "--select-epochs reads out checkpoints while it pretrains: it excludes --from-embeddings "
+                              "and --from-models");
             return 2;
         }
         if (select_parse(select_spec, cfg.epochs, &sel)) return 2;

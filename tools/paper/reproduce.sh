@@ -53,6 +53,8 @@ grep -q -- --fold-log <<<"$EVAL_HELP" && FOLD_LOG=1
 CKPT_EVERY=${CKPT_EVERY:-1}
 case $CKPT_EVERY in *[!0-9]*|'') echo "reproduce.sh: CKPT_EVERY must be a number, got '$CKPT_EVERY'" >&2; exit 2 ;; esac
 grep -q -- --checkpoint-every <<<"$EVAL_HELP" || CKPT_EVERY=0
+SELECT_PARTS=0 # does --select-epochs take --checkpoint-every (0.18.1 on)?
+grep -q -- 'PATH.sel' <<<"$EVAL_HELP" && SELECT_PARTS=1
 FOLD_LANES=${FOLD_LANES:-1}
 case $FOLD_LANES in 1|2|3|4|5|6|7|8) ;; *) echo "reproduce.sh: FOLD_LANES must be 1..8, got '$FOLD_LANES'" >&2; exit 2 ;; esac
 if [ "$FOLD_LANES" -gt 1 ] && ! grep -q -- --lanes <<<"$EVAL_HELP"; then
@@ -156,9 +158,9 @@ run_job() {
     esac
     case " $extra " in *" --save-embeddings "*)
         extra="$extra --resume"
-        # (--select-epochs keeps its best checkpoint so far in memory: no part files)
-        case " $extra " in *" --select-epochs "*) ;;
-            *) [ "$CKPT_EVERY" -gt 0 ] && extra="$extra --checkpoint-every $CKPT_EVERY" ;; esac ;;
+        local every=$CKPT_EVERY
+        case " $extra " in *" --select-epochs "*) [ $SELECT_PARTS = 1 ] || every=0 ;; esac
+        [ "$every" -gt 0 ] && extra="$extra --checkpoint-every $every" ;;
     esac
     [ $FOLD_LOG = 1 ] && extra="$extra --fold-log $R/folds/$name.folds"
     [ "$FOLD_LANES" -gt 1 ] && extra="$extra --lanes $FOLD_LANES"
