@@ -986,9 +986,9 @@ static int select_state_save(const char *part, const eval_select *sel, int done,
     return 0;
 }
 
-/* Reads what select_state_save wrote for a fold resumed from its part file
-   (pretrained to `epoch`): *done, sel->best_epoch / best_mae, and the best
-   checkpoint's embeddings into H. Without a .sel (a part file saved before
+/* Reads what select_state_save wrote for a fold resumed from its part file:
+   *done, sel->best_epoch / best_mae, and the best checkpoint's embeddings
+   into H. Without a .sel (a part file saved before
    the first checkpoint was read out) nothing was chosen yet. 0, or -1 with
    the reason in err. */
 static int select_state_load(const char *part, eval_select *sel, int *done, float *H, int64_t rows, int64_t cols,
