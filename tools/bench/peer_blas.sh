@@ -50,10 +50,12 @@ peer_host_line() {
 # Both sides of a row run in the same minutes, so the ratios hold up better
 # than the absolute rates; a few percent of steal already spreads the
 # per-round ratios, so the tables say how much there was.
-peer_steal_mark() { PEER_STEAL0=$(awk '/^cpu /{ t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t }' /proc/stat 2>/dev/null); }
+# "steal total": the all-CPU steal ticks and the ticks of user .. steal
+peer_cpu_ticks() { awk '/^cpu /{ t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t }' /proc/stat 2>/dev/null; }
+peer_steal_mark() { PEER_STEAL0=$(peer_cpu_ticks); }
 peer_steal_line() {
     local now
-    now=$(awk '/^cpu /{ t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t }' /proc/stat 2>/dev/null)
+    now=$(peer_cpu_ticks)
     awk -v a="${PEER_STEAL0:-}" -v b="$now" 'BEGIN {
         split(a, x, " "); split(b, y, " ")
         if (y[2] > x[2] && x[2] != "") printf "hypervisor steal during the run: %.1f %% of CPU time", 100 * (y[1] - x[1]) / (y[2] - x[2])

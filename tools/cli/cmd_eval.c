@@ -1072,6 +1072,28 @@ static int fold_model_start(hpj_model *m, const hpj_config *c, const hpj_dataset
     return 0;
 }
 
+/* Pretrains m on the training graphs tr up to epoch `until`, in parts of
+   ck->every epochs (ck given), each part that ends before the config's last
+   epoch saved to the fold's part file with the seconds since t_begin. 0, or
+   -1 with the reason in err (m is left to the caller). */
+static int fold_pretrain_to(hpj_model *m, int64_t until, const hpj_dataset *ds, const int32_t *tr, int32_t ntr,
+                            const fold_ckpt *ck, double t_begin, int seed_no, int fold, hpj_progress_fn progress,
+                            void *user, char *err, size_t cap) {
+    char path[1100];
+    while (m->epoch < until) {
+        int64_t next = cli_part_end(m->epoch, ck ? ck->every : 0, until);
+        if (hpj_pretrain_until(m, ds, tr, ntr, next, progress, user) != HPJ_OK) {
+            snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
+            return -1;
+        }
+        if (ck && ck->every > 0 && next < m->cfg.epochs) {
+            fold_ckpt_path(ck, seed_no, fold, path, sizeof path);
+            if (fold_part_save(m, path, cli_now() - t_begin, err, cap)) return -1;
+        }
+    }
+    return 0;
+}
+
 /* One fold's embeddings from model m (initialised, or loaded when pretrain
    = 0): pretrains it on the training graphs tr (in parts of ck->every epochs,
    each part saved with the seconds since t_begin, when ck is given), saves
@@ -1113,17 +1135,10 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
                 hpj_model_free(m);
                 return -1;
             }
-            while (m->epoch < sel->epoch[k]) { /* in parts of ck->every epochs, each saved, that end at checkpoints */
-                int64_t next = cli_part_end(m->epoch, parts ? ck->every : 0, sel->epoch[k]);
-                if (hpj_pretrain_until(m, ds, tr, ntr, next, progress, user) != HPJ_OK) {
-                    snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
-                    hpj_model_free(m);
-                    return -1;
-                }
-                if (parts && next < m->cfg.epochs && fold_part_save(m, part, cli_now() - t_begin, err, cap)) {
-                    hpj_model_free(m);
-                    return -1;
-                }
+            /* (the parts end at the checkpoint too) */
+            if (fold_pretrain_to(m, sel->epoch[k], ds, tr, ntr, ck, t_begin, seed_no, fold, progress, user, err, cap)) {
+                hpj_model_free(m);
+                return -1;
             }
             if (embed_fold(m, ds, tr, ntr, held, nheld, cs->train_embed, ids, scratch, sel->Hc) != HPJ_OK) {
                 snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
@@ -1161,20 +1176,9 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
         return 0;
     }
     /* the test graphs never touch pretraining */
-    while (pretrain && m->epoch < m->cfg.epochs) {
-        int64_t next = cli_part_end(m->epoch, ck ? ck->every : 0, m->cfg.epochs);
-        if (hpj_pretrain_until(m, ds, tr, ntr, next, progress, user) != HPJ_OK) {
-            snprintf(err, cap, "seed %d fold %d: %s", seed_no, fold + 1, hpj_last_error());
-            hpj_model_free(m);
-            return -1;
-        }
-        if (next < m->cfg.epochs) {
-            fold_ckpt_path(ck, seed_no, fold, path, sizeof path);
-            if (fold_part_save(m, path, cli_now() - t_begin, err, cap)) {
-                hpj_model_free(m);
-                return -1;
-            }
-        }
+    if (pretrain && fold_pretrain_to(m, m->cfg.epochs, ds, tr, ntr, ck, t_begin, seed_no, fold, progress, user, err, cap)) {
+        hpj_model_free(m);
+        return -1;
     }
     if (save_mod) {
         m->cfg.threads = cs->threads; /* a lane's model is saved as a one-lane run saves it */
