@@ -1114,7 +1114,7 @@ static int fold_embeddings(hpj_model *m, int pretrain, const hpj_config *cs, con
     if (sel) { /* pretraining from checkpoint to checkpoint */
         int64_t rows = ds->num_graphs, cols = (int64_t)m->cfg.L * m->cfg.dim;
         int done = 0, parts = ck && ck->prefix && ck->every > 0;
-        char part[1100];
+        char part[1100] = ""; /* the part file (named when ck has a prefix) */
         sel->best_epoch = 0;
         sel->best_mae = HUGE_VAL;
         if (ck && ck->prefix) fold_ckpt_path(ck, seed_no, fold, part, sizeof part);
