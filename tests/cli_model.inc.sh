@@ -519,16 +519,19 @@ else bad "pretrain --set edge_drop=0.99, then embed and --resume from the checkp
 
 # -- interruption: SIGINT / SIGTERM remove the temporary files, print one
 # line and exit with 130 / 143; a run that can continue says how --
-# interrupt_run SIG CONDITION CMD...: runs CMD in the background (with job
-# control: a background job of a script otherwise inherits SIGINT ignored,
-# and the program keeps an ignored signal ignored), waits until CONDITION
-# (shell code) holds, at most 120 s, then sends SIG; irc = its exit code,
-# its stderr in $TMP/int.err
+# interrupt_run SIG CONDITION CMD...: runs CMD in the background, waits
+# until CONDITION (shell code) holds, at most 120 s, then sends SIG; irc =
+# its exit code, its stderr in $TMP/int.err. The program keeps a signal it
+# inherits ignored (as under nohup), and a background job of a script, or a
+# whole suite started in the background, inherits SIGINT ignored: job
+# control and env --default-signal give CMD the default handling. A CMD
+# still running 60 s after SIG is killed, so a lost signal fails the check
+# instead of hanging the suite.
 interrupt_run() {
     local sig=$1 cond=$2 pid k
     shift 2
     set -m
-    "$@" >/dev/null 2>"$TMP/int.err" &
+    env --default-signal=INT,TERM "$@" >/dev/null 2>"$TMP/int.err" &
     pid=$!
     set +m
     for k in $(seq 1200); do
@@ -537,6 +540,11 @@ interrupt_run() {
         sleep 0.1
     done
     kill -s "$sig" "$pid" 2>/dev/null
+    for k in $(seq 600); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -s KILL "$pid" 2>/dev/null
     wait "$pid"
     irc=$?
 }
