@@ -132,6 +132,7 @@ PY
     sed 's/dim = 8/dim = 9/' "$TMP/part2.json" > "$TMP/part3.json"; cp "$TMP/part2.graphs.csv" "$TMP/part3.graphs.csv"
     expect_fail "merge_reports: another config" "config differs.*dim = 9" python3 tools/paper/merge_reports.py "$TMP/j2" "$TMP/part1" "$TMP/part3"
     [ ! -e "$TMP/j2.json" ] && ok "merge_reports: no output after failures" || bad "merge_reports: no output after failures"
+    expect_fail "reproduce.sh: unknown job named" "no job named 'table_MUTAG_hp'" bash tools/paper/reproduce.sh table_MUTAG_hp
     # tools/paper/paired.py: a run against its own parts joined differs nowhere
     if pr=$(python3 tools/paper/paired.py "$TMP/rep" "$TMP/joined" 2>&1) && echo "$pr" | grep -q 'mean A - B over seeds: +0.0000 (sign-flip permutation p = 1 ' &&
        echo "$pr" | grep -q 'folds: A ahead 0, behind 0, level 6' && echo "$pr" | grep -q 'only A right 0, only B right 0 (McNemar exact p = 1)'; then

@@ -195,6 +195,12 @@ if [ "${1:-}" = "--list" ]; then
     for j in "${JOBS[@]}"; do echo "${j%%|*}"; done
     exit 0
 fi
+# A misspelt job name would otherwise match nothing and run nothing, silently.
+for a in "$@"; do
+    known=0
+    for j in "${JOBS[@]}"; do [ "${j%%|*}" = "$a" ] && known=1; done
+    [ $known = 1 ] || { echo "reproduce.sh: no job named '$a' (--list names them)" >&2; exit 2; }
+done
 # One brace group to the end: bash reads it whole before running it, so
 # editing this file while a queue runs cannot derail the running copy.
 {
