@@ -23,6 +23,14 @@ LDLIBS  := -lm
 B       := build
 
 HDRS     := hpjepa.h
+# The compiler and flags of the last build, in build/flags: `make CC=clang`
+# or `make OMP=` after a `make` rebuilds what they change (the files'
+# times alone would say "Nothing to be done").
+FLAGS    := $(B)/flags
+FLAGS_NOW := $(CC) $(CFLAGS) $(TFLAGS) $(LDLIBS)
+ifneq ($(FLAGS_NOW),$(shell cat $(FLAGS) 2>/dev/null))
+$(shell mkdir -p $(B) && printf '%s\n' '$(FLAGS_NOW)' > $(FLAGS))
+endif
 CLI_SRC  := $(wildcard tools/cli/*.c)
 TEST_SRC := tests/impl.c $(wildcard tests/test_*.c)
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
@@ -30,7 +38,7 @@ EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 .PHONY: all examples test test-builds fuzz-builds demo bench fuzz mpi clean
 all: hpjepa examples
 
-hpjepa: $(CLI_SRC) tools/cli/cli.h $(HDRS)
+hpjepa: $(CLI_SRC) tools/cli/cli.h $(HDRS) $(FLAGS)
 	$(CC) $(CFLAGS) -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
 
 # ./hpjepa-mpi: the program with eval's (seed, fold) pretrainings spread over
@@ -39,7 +47,7 @@ hpjepa: $(CLI_SRC) tools/cli/cli.h $(HDRS)
 MPICC ?= mpicc
 MPI_FOUND := $(shell command -v $(MPICC) 2>/dev/null)
 MPI_SRC := tools/mpi/hpjepa_mpi.c $(filter-out tools/cli/hpjepa.c,$(CLI_SRC))
-MPI_NEEDS := $(CLI_SRC) tools/mpi/hpjepa_mpi.c tools/cli/cli.h $(HDRS)
+MPI_NEEDS := $(CLI_SRC) tools/mpi/hpjepa_mpi.c tools/cli/cli.h $(HDRS) $(FLAGS)
 MPI_MISSING := echo "make mpi: $(MPICC) not found; install MPI (Debian, Ubuntu: apt-get install openmpi-bin libopenmpi-dev; \
     Fedora: dnf install openmpi-devel) or name the compiler wrapper: make mpi MPICC=..." >&2; exit 1
 mpi: hpjepa-mpi
@@ -49,24 +57,24 @@ hpjepa-mpi: $(MPI_NEEDS)
 
 # the examples include "hpjepa.h" as a user's program does: -I. finds it
 examples: $(EXAMPLES)
-$(B)/examples/%: examples/%.c $(HDRS)
+$(B)/examples/%: examples/%.c $(HDRS) $(FLAGS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
 
 # the suite: optimised, sanitised, without OpenMP
-$(B)/tests: $(TEST_SRC) tests/test.h $(HDRS)
+$(B)/tests: $(TEST_SRC) tests/test.h $(HDRS) $(FLAGS)
 	@mkdir -p $(B)
 	$(CC) $(TFLAGS) -o $@ $(TEST_SRC) $(LDLIBS)
-$(B)/tests-asan: $(TEST_SRC) tests/test.h $(HDRS)
+$(B)/tests-asan: $(TEST_SRC) tests/test.h $(HDRS) $(FLAGS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) -O1 -g $(ARCH) $(WERROR) $(NOOMP) $(OMP) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	    -fno-omit-frame-pointer -o $@ $(TEST_SRC) $(LDLIBS)
 # the command-line program as the CLI checks run it (warnings are errors), and
 # under ASan + UBSan (the CLI checks run with it too)
-$(B)/hpjepa: $(CLI_SRC) tools/cli/cli.h $(HDRS)
+$(B)/hpjepa: $(CLI_SRC) tools/cli/cli.h $(HDRS) $(FLAGS)
 	@mkdir -p $(B)
 	$(CC) $(TFLAGS) -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
-$(B)/hpjepa-asan: $(CLI_SRC) tools/cli/cli.h $(HDRS)
+$(B)/hpjepa-asan: $(CLI_SRC) tools/cli/cli.h $(HDRS) $(FLAGS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) -O1 -g $(ARCH) $(WERROR) $(NOOMP) $(OMP) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	    -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
@@ -77,13 +85,13 @@ $(B)/hpjepa-mpi: $(MPI_NEEDS)
 # whole unit suite too; its program trains bits of its own, the same for any
 # thread count, and embeds within a stated tolerance of the fast build's
 # (tests/cli_model.inc.sh)
-$(B)/tests-ref: $(TEST_SRC) tests/test.h $(HDRS)
+$(B)/tests-ref: $(TEST_SRC) tests/test.h $(HDRS) $(FLAGS)
 	@mkdir -p $(B)
 	$(CC) $(TFLAGS) -DHPJ_REFERENCE -o $@ $(TEST_SRC) $(LDLIBS)
-$(B)/hpjepa-ref: $(CLI_SRC) tools/cli/cli.h $(HDRS)
+$(B)/hpjepa-ref: $(CLI_SRC) tools/cli/cli.h $(HDRS) $(FLAGS)
 	@mkdir -p $(B)
 	$(CC) $(TFLAGS) -DHPJ_REFERENCE -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
-$(B)/tests-noomp: $(TEST_SRC) tests/test.h $(HDRS)
+$(B)/tests-noomp: $(TEST_SRC) tests/test.h $(HDRS) $(FLAGS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) $(OPT) -g $(ARCH) $(WERROR) -Wno-unknown-pragmas -o $@ $(TEST_SRC) $(LDLIBS)
 # the header's implementation must compile as C++ (with the SIMD kernels
@@ -137,7 +145,7 @@ $(B)/hpjepa-clang: $(CLI_SRC) tools/cli/cli.h $(HDRS)
 
 # gcc with the portable kernels and nothing tuned to this CPU: the same bits
 # as the tcc build (a command-line check compares their embeddings)
-$(B)/hpjepa-portable: $(CLI_SRC) tools/cli/cli.h $(HDRS)
+$(B)/hpjepa-portable: $(CLI_SRC) tools/cli/cli.h $(HDRS) $(FLAGS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) -O2 $(WERROR) -Wno-unknown-pragmas -DHPJ_NO_SIMD -D_POSIX_C_SOURCE=200809L -o $@ $(CLI_SRC) $(LDLIBS)
 

@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.18.1 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.18.2 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -156,7 +156,7 @@
 
 #define HPJEPA_VERSION_MAJOR 0
 #define HPJEPA_VERSION_MINOR 18
-#define HPJEPA_VERSION_PATCH 1
+#define HPJEPA_VERSION_PATCH 2
 /* The release whose results this one reproduces bit for bit (training,
    embedding, probes on the default build). It moves only when a change
    alters those bits, so records keyed by it (the program's eval fold logs)
@@ -1252,7 +1252,10 @@ HPJDEF void hpj_set_adaptive_threads(int on);
    non-empty, then one EMA update. progress may be NULL. max_steps > 0
    stops after that many optimizer steps (benchmarks; it also shortens the
    LR and EMA schedules to them).
-   HPJ_ERR_NUMERIC names the epoch, step and resolution of an inf/NaN.
+   HPJ_ERR_NUMERIC names the epoch, step and resolution of an inf/NaN;
+   HPJ_ERR_INPUT says so when the run would take no step at all (no
+   training graph splits into two regions at any resolution), rather than
+   hand back the initial weights as if trained.
    Resuming: everything an epoch draws (shuffle, partition, edge drop,
    targets, dropout) is a function of the seed, the epoch and the step, so
    a model saved after an epoch with its optimizer state
@@ -3199,6 +3202,11 @@ HPJDEF hpj_status hpj_dataset_load_tu(const char *dir, hpj_dataset *out) {
         fp = fopen(path, "rb");
         if (!fp) {
             if (errno == ENOENT) continue; /* optional file absent; required ones are checked by the parser */
+            if (errno == ENOTDIR) { /* "MUTAG/MUTAG_A.txt" for "MUTAG" */
+                st = hpj__fail(HPJ_ERR_INPUT, "%s: not a folder (give the TU dataset's folder, the one holding "
+                               "NAME_A.txt)", dir);
+                goto done;
+            }
             st = hpj__fail(HPJ_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
             goto done;
         }
@@ -6764,6 +6772,34 @@ static int hpj__word_index(const char *words, const char *v) {
     return -1;
 }
 
+/* For a mistyped key, the key it most likely meant: the one within two
+   single-character edits (insert, delete, replace: Levenshtein distance),
+   the nearest first; NULL when none is that close. */
+static const char *hpj__nearest_key(const char *key) {
+    int i, best = 3, row[64], n = (int)strlen(key);
+    const char *hit = NULL;
+    if (n >= 63) return NULL;
+    for (i = 0; i < HPJ__NUM_KEYS; ++i) {
+        const char *k = hpj__config_keys[i].name;
+        int a, b, m = (int)strlen(k);
+        if (m >= 63) continue;
+        for (b = 0; b <= n; ++b) row[b] = b; /* distance from "" to key[0..b) */
+        for (a = 1; a <= m; ++a) {
+            int diag = row[0];
+            row[0] = a;
+            for (b = 1; b <= n; ++b) {
+                int up = row[b], d = diag + (k[a - 1] != key[b - 1]);
+                d = HPJ__MIN(d, up + 1);
+                d = HPJ__MIN(d, row[b - 1] + 1);
+                diag = up;
+                row[b] = d;
+            }
+        }
+        if (row[n] < best) best = row[n], hit = k;
+    }
+    return hit;
+}
+
 HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) {
     const hpj_config_key *k = NULL;
     char *field;
@@ -6782,6 +6818,10 @@ HPJDEF hpj_status hpj_config_set(hpj_config *c, const char *key, const char *v) 
                     return hpj__fail(HPJ_ERR_INPUT, "config: bad value '%s' for key '%s' (an integer in 0..1)", v, key);
                 return HPJ_OK;
             }
+        {
+            const char *near = hpj__nearest_key(key);
+            if (near) return hpj__fail(HPJ_ERR_INPUT, "config: unknown key '%s' (did you mean '%s'?)", key, near);
+        }
         return hpj__fail(HPJ_ERR_INPUT, "config: unknown key '%s'", key);
     }
     field = (char *)c + k->offset;
@@ -8943,6 +8983,17 @@ static hpj_status hpj__pretrain(hpj_model *m, const hpj_dataset *ds, const int32
             }
         }
         if (e == 0) steps_per_epoch = tr.total_steps;
+    }
+    if (tr.total_steps == 0 && c->epochs > 0) {
+        /* a run of no step would hand back the initial weights as if
+           trained (every rank plans the same steps, so all stop here) */
+        int32_t big = 0;
+        for (i = 0; i < n_train; ++i) big = HPJ__MAX(big, (int32_t)(ds->node_ptr[train[i] + 1] - ds->node_ptr[train[i]]));
+        st = hpj__fail(HPJ_ERR_INPUT,
+                       "pretrain: nothing to train: no training graph splits into two regions at any resolution "
+                       "(K needs K >= 2 and a graph of at least 2 and K / 2 nodes; the largest has %d)",
+                       (int)big);
+        goto done;
     }
     if (max_steps > 0 && max_steps < tr.total_steps) tr.total_steps = max_steps;
     tr.warmup_steps = (int64_t)(c->warmup * (double)steps_per_epoch);
@@ -14296,6 +14347,7 @@ static void hpj__fast_probe_pass_block(const hpj__probe_lin *A, int blk) {
 
 /*
    CHANGES (one line per version, newest first; git log has the details)
+   0.18.2  hpj_pretrain refuses a run of no step (HPJ_ERR_INPUT); a mistyped config key names the likely one; a file given for a TU folder is named as such (same bits)
    0.18.1  the fast part sets hpj_linear_forward's bias tile by tile inside the GEMM (same bits)
    0.18.0  patch_tokens = graph (every patch of a sampled graph in the step's one pass); the config key table a plain array; AVX2 BatchNorm backward in the fast part (default bits = 0.15.0's)
    0.17.0  optimizer = adam_active; the step takes a loaded batch (hpj__batch_load), the readout its own BatchNorm normaliser; plain reference LayerNorm (the reference build's rounding changes; the default build keeps 0.15.0's bits)

@@ -38,6 +38,12 @@ d=$(core_ds base)
 core_base=$("$HPJ" stats "$d" 2>/dev/null)
 if [ "$core_base" = "graphs=2 classes=2 avg_nodes=2.50 avg_edges=1.50" ]; then ok "stats base dataset ($core_base)"
 else bad "stats base dataset" "got '$core_base'"; fi
+# the path mistakes of a first hour: a file for the folder, a renamed
+# folder, an option stats does not have
+expect_fail "stats: a file given for the folder" "C_A.txt: not a folder \(give the TU dataset's folder" "$HPJ" stats "$d/C_A.txt"
+mkdir -p "$CORE/renamed" && cp -r "$d" "$CORE/renamed/c"
+expect_fail "stats: a renamed folder names the files it holds" "c: holds C_A.txt, but a TU dataset's files must be named after their folder \(rename the folder to C\)" "$HPJ" stats "$CORE/renamed/c"
+expect_fail "stats: unknown option" "unknown option '--hlep'" "$HPJ" stats --hlep
 
 # -- valid but awkward files --
 d=$(core_ds crlf)
@@ -86,7 +92,7 @@ expect_fail "stats bad input: missing graph_indicator" "C_graph_indicator\.txt: 
 d=$(core_ds nolabels); rm "$d/C_graph_labels.txt"
 expect_fail "stats bad input: no graph labels or attributes" "C_graph_labels\.txt: missing" "$HPJ" stats "$d"
 printf 'x\n' >"$TMP/core_file"
-expect_fail "stats: a file instead of a folder" "core_file_A\.txt: cannot open" "$HPJ" stats "$TMP/core_file"
+expect_fail "stats: a file instead of a folder" "core_file: not a folder" "$HPJ" stats "$TMP/core_file"
 expect_fail "stats: two folders" "usage" "$HPJ" stats "$CORE/base/C" "$CORE/base/C"
 
 core_bad a_text        A '1, 2\n2, x\n'            'C_A\.txt:2: expected an integer \(got .x.\)'

@@ -8,9 +8,16 @@ expect_fail "pretrain: unknown config key (file:line)" "badkey.cfg:2: unknown ke
 expect_fail "pretrain: bad --set value" "bad value 'many' for key 'epochs'" "$HPJ" pretrain data/DEMO --set epochs=many --out "$TMP/m"
 expect_fail "pretrain: out-of-range value names the range" "bad value '-1' for key 'node_degree' \(an integer in 0\.\.4095\)" "$HPJ" pretrain data/DEMO --set node_degree=-1 --out "$TMP/m"
 expect_fail "pretrain: bad choice names the choices" "bad value 'x' for key 'readout' \(concat, uniform or task\)" "$HPJ" pretrain data/DEMO --set readout=x --out "$TMP/m"
-expect_fail "pretrain: heads do not divide dim" "not a multiple of heads" "$HPJ" pretrain data/DEMO --config "$MCFG" --set heads=3 --out "$TMP/m"
+expect_fail "pretrain: heads do not divide dim (naming the config file)" "tiny.cfg with --set: dim 8 is not a multiple of heads 3" "$HPJ" pretrain data/DEMO --config "$MCFG" --set heads=3 --out "$TMP/m"
+expect_fail "pretrain: a mistyped key names the likely one" "unknown key 'epoch' \(did you mean 'epochs'\?\)" "$HPJ" pretrain data/DEMO --set epoch=2 --out "$TMP/m"
+expect_fail "pretrain: a config key given as an option points to --set" "unknown option '--epochs' \(config keys go through --set" "$HPJ" pretrain data/DEMO --config "$MCFG" --epochs 2 --out "$TMP/m"
+expect_fail "pretrain: no graph large enough for any resolution" "nothing to train: no training graph splits" "$HPJ" pretrain data/DEMO --config "$MCFG" --set resolutions=100000 --out "$TMP/m" --quiet
 expect_fail "pretrain: missing dataset" "cannot open" "$HPJ" pretrain "$TMP/NOPE" --config "$MCFG" --out "$TMP/m"
 [ ! -e "$TMP/m" ] && ok "pretrain: no model file after failures" || bad "pretrain: no model file after failures"
+# --set, --seed and --threads apply after every --config, wherever they stand
+if "$HPJ" pretrain data/DEMO --set epochs=2 --config "$MCFG" --out "$TMP/order" --quiet >"$TMP/order.out" 2>&1 &&
+   grep -q " epoch=2/2 " "$TMP/order.out"; then ok "pretrain: --set before --config still wins"
+else bad "pretrain: --set before --config still wins" "$(cat "$TMP/order.out")"; fi
 if "$HPJ" pretrain data/DEMO --config "$MCFG" --set epochs=2 --out "$TMP/m" --loss-log "$TMP/loss.csv" >"$TMP/pt.out" 2>/dev/null &&
    grep -q "^model=.* steps=" "$TMP/pt.out"; then
     ok "pretrain: tiny model on DEMO"
@@ -31,6 +38,10 @@ if "$HPJ" pretrain data/DEMO --config "$RCFG" --out "$TMP/rfull" --save-optimize
    "$HPJ" embed "$TMP/rdone" data/DEMO --out "$TMP/rdone.npy" >/dev/null 2>&1 && cmp -s "$TMP/rfull.npy" "$TMP/rdone.npy"; then
     ok "pretrain: --until-epoch then --resume gives the uninterrupted run's model and embeddings"
 else bad "pretrain: --until-epoch then --resume gives the uninterrupted run's model and embeddings" "$(cat "$TMP/rpart.out")"; fi
+# a fresh run to an --out holding an unfinished run refuses, the file untouched
+cp "$TMP/rpart" "$TMP/rpart.keep"
+expect_fail "pretrain: a fresh run will not overwrite an unfinished one" "rpart holds a run stopped at epoch 1 of 3: --resume" "$HPJ" pretrain data/DEMO --config "$RCFG" --out "$TMP/rpart" --quiet
+cmp -s "$TMP/rpart" "$TMP/rpart.keep" && ok "pretrain: the unfinished run's file is unchanged" || bad "pretrain: the unfinished run's file is unchanged"
 expect_fail "pretrain: --resume refuses --set" "resume takes the config stored in" "$HPJ" pretrain data/DEMO --resume "$TMP/rpart" --set lr=1 --out "$TMP/rx"
 expect_fail "pretrain: --resume needs the optimizer state" "saved without the optimizer state" "$HPJ" pretrain data/DEMO --resume "$TMP/m" --out "$TMP/rx"
 expect_fail "pretrain: --until-epoch beyond the run" "until-epoch 9: the run has 3 epochs" "$HPJ" pretrain data/DEMO --config "$RCFG" --until-epoch 9 --out "$TMP/rx"

@@ -39,8 +39,11 @@ static hpj_status train_embed(const hpj_config *c, const hpj_dataset *ds, const 
     FUZZ_ASSERT(st == HPJ_OK || st == HPJ_ERR_NOMEM);
     if (st) return st;
     st = hpj_pretrain(&m, ds, ids, ds->num_graphs, 0, NULL, NULL);
-    FUZZ_ASSERT(st == HPJ_OK || st == HPJ_ERR_NUMERIC || st == HPJ_ERR_NOMEM);
-    if (st == HPJ_ERR_NUMERIC) fuzz_check_reason(NULL);
+    /* HPJ_ERR_INPUT: no graph is large enough for any resolution (K = 1, or
+       K beyond twice every graph's size) */
+    FUZZ_ASSERT(st == HPJ_OK || st == HPJ_ERR_NUMERIC || st == HPJ_ERR_NOMEM || st == HPJ_ERR_INPUT);
+    FUZZ_ASSERT(st != HPJ_ERR_INPUT || m.step == 0);
+    if (st == HPJ_ERR_NUMERIC || st == HPJ_ERR_INPUT) fuzz_check_reason(NULL);
     if (st == HPJ_OK) {
         st = hpj_embed(&m, ds, ids, ds->num_graphs, H);
         FUZZ_ASSERT(st == HPJ_OK || st == HPJ_ERR_NOMEM);

@@ -1135,11 +1135,15 @@ static void test_tiny_graphs(void) {
     CHECK(H[2 * 16] != 0.0f);            /* 2-node graph active at K=4 */
     hpj_model_free(&m);
     hpj_dataset_free(&ds);
-    /* only single-node graphs: nothing is eligible, training still succeeds */
+    /* only single-node graphs: nothing is eligible, so there is nothing to
+       train (an error, not the initial weights handed back as trained);
+       the untouched model still embeds */
     CHECK_OK(parse_texts("TINY", "", only1, only1_labels, NULL, &ds));
     hpj_config_set(&c, "resolutions", "2,4");
     CHECK_OK(hpj_model_init(&m, &c, &ds));
-    CHECK_OK(hpj_pretrain(&m, &ds, gs, 4, 0, NULL, NULL));
+    CHECK(hpj_pretrain(&m, &ds, gs, 4, 0, NULL, NULL) == HPJ_ERR_INPUT);
+    CHECK(strstr(hpj_last_error(), "nothing to train") != NULL);
+    CHECK(strstr(hpj_last_error(), "the largest has 1)") != NULL);
     CHECK_EQ_INT(m.step, 0);
     CHECK_OK(hpj_embed(&m, &ds, gs, 4, H));
     hpj_model_free(&m);

@@ -15,6 +15,7 @@
    program still builds and an interruption keeps the default behaviour. */
 #if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L
 #define CLI_POSIX 1
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #endif
@@ -198,13 +199,53 @@ int cli_is_help(const char *s) { return s && (!strcmp(s, "-h") || !strcmp(s, "--
 
 /* The options of every model command: --config and --set go through the
    library's parser (the one text path of a config value), --threads and
-   --seed are plain numbers. */
+   --seed are plain numbers. The files come first, in their order, and the
+   single values on top of them wherever they stand on the line: with
+   `--set epochs=1 --config F` the file would otherwise undo the --set.
+   What the config came from, for cli_model_check's message: */
+static const char *cli_cfg_file; /* the last --config, or NULL */
+static int cli_cfg_sets;         /* --set given */
+
+int cli_model_configs(const char *cmd, int argc, char **argv, hpj_config *cfg) {
+    int i;
+    cli_cfg_file = NULL;
+    cli_cfg_sets = 0;
+    for (i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--set")) cli_cfg_sets = 1;
+        if (strcmp(argv[i], "--config")) continue;
+        if (i + 1 >= argc) { cli_error(cmd, "--config needs a FILE"); return -1; }
+        if (hpj_config_load(cfg, argv[i + 1]) != HPJ_OK) { cli_error(cmd, "%s", hpj_last_error()); return -1; }
+        cli_cfg_file = argv[++i];
+    }
+    return 0;
+}
+
+int cli_model_check(const char *cmd, const hpj_config *cfg) {
+    const char *msg;
+    if (hpj_config_check(cfg) == HPJ_OK) return 0;
+    msg = hpj_last_error();
+    if (!strncmp(msg, "config: ", 8)) msg += 8;
+    cli_error(cmd, "%s%s: %s", cli_cfg_file ? cli_cfg_file : cli_cfg_sets ? "--set" : "the default config",
+              cli_cfg_file && cli_cfg_sets ? " with --set" : "", msg);
+    return -1;
+}
+
+void cli_model_unknown(const char *cmd, const char *arg) {
+    int i, n;
+    const hpj_config_key *keys = hpj_config_keys(&n);
+    for (i = 0; i < n; ++i) /* "--epochs 5": a config key given as an option */
+        if (!strncmp(arg, "--", 2) && !strcmp(arg + 2, keys[i].name)) {
+            cli_error(cmd, "unknown option '%s' (config keys go through --set: --set %s=VALUE)", arg, keys[i].name);
+            return;
+        }
+    cli_error(cmd, "unknown option '%s' (see --help)", arg);
+}
+
 int cli_model_options(const char *cmd, int argc, char **argv, int i, hpj_config *cfg, int *consumed) {
     const char *a = argv[i];
     *consumed = 0;
-    if (!strcmp(a, "--config")) {
+    if (!strcmp(a, "--config")) { /* loaded by cli_model_configs */
         if (i + 1 >= argc) { cli_error(cmd, "--config needs a FILE"); return -1; }
-        if (hpj_config_load(cfg, argv[i + 1]) != HPJ_OK) { cli_error(cmd, "%s", hpj_last_error()); return -1; }
         *consumed = 2;
     } else if (!strcmp(a, "--set")) {
         char key[128], *eq;
@@ -233,11 +274,33 @@ int cli_model_options(const char *cmd, int argc, char **argv, int i, hpj_config 
 }
 
 int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds) {
-    if (hpj_dataset_load_tu(dir, ds) != HPJ_OK) {
-        cli_error(cmd, "%s", hpj_last_error());
+#ifdef CLI_POSIX
+    char other[256] = "";
+    DIR *d;
+#endif
+    if (hpj_dataset_load_tu(dir, ds) == HPJ_OK) return 0;
+#ifdef CLI_POSIX
+    /* The files are found by the folder's name (PROTEINS/PROTEINS_A.txt): a
+       renamed folder (proteins/ holding PROTEINS_A.txt) reads as empty. */
+    if (strstr(hpj_last_error(), "_A.txt: cannot open") && (d = opendir(dir)) != NULL) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            size_t n = strlen(e->d_name);
+            if (n > 6 && n < sizeof other && !strcmp(e->d_name + n - 6, "_A.txt")) {
+                memcpy(other, e->d_name, n + 1);
+                break;
+            }
+        }
+        closedir(d);
+    }
+    if (other[0]) {
+        cli_error(cmd, "%s: holds %s, but a TU dataset's files must be named after their folder (rename the folder "
+                  "to %.*s)", dir, other, (int)(strlen(other) - 6), other);
         return -1;
     }
-    return 0;
+#endif
+    cli_error(cmd, "%s", hpj_last_error());
+    return -1;
 }
 
 /* ---- atomic output files ----------------------------------------------------- */

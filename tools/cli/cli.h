@@ -26,10 +26,20 @@ void cli_error(const char *cmd, const char *fmt, ...)
    reason otherwise. `what` names the argument in the message. */
 int cli_parse_int(const char *cmd, const char *what, const char *s, long long lo, long long hi, long long *out);
 int cli_parse_double(const char *cmd, const char *what, const char *s, double *out);
-/* The model commands' shared options (--config, --set, --threads, --seed):
-   *consumed gets the arguments used at argv[i] (0: not one of them); -1
-   with a printed reason on a bad value. */
+/* The model commands' shared options (--config, --set, --threads, --seed).
+   cli_model_configs loads every --config FILE of the line, in order, before
+   the loop over the arguments; in that loop cli_model_options sets
+   *consumed to the arguments used at argv[i] (0: not one of them) and
+   applies --set, --threads and --seed, so they win over the files wherever
+   they stand. Both return -1 with a printed reason on a bad value.
+   cli_model_check holds the result to the library's rules (-1 with a
+   reason naming the file it came from). */
+int cli_model_configs(const char *cmd, int argc, char **argv, hpj_config *cfg);
 int cli_model_options(const char *cmd, int argc, char **argv, int i, hpj_config *cfg, int *consumed);
+int cli_model_check(const char *cmd, const hpj_config *cfg);
+/* The message for an option no model command knows (naming --set when it
+   is a config key). */
+void cli_model_unknown(const char *cmd, const char *arg);
 /* Loads a TU dataset folder; -1 with a printed reason. */
 int cli_load_dataset(const char *cmd, const char *dir, hpj_dataset *ds);
 /* Atomic output files: cli_create opens PATH.tmp~ for writing (its name

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 static const char *eval_usage =
-    "usage: hpjepa eval DATASET_DIR --config FILE [--folds N] [--seeds N] [--first-seed N]\n"
+    "usage: hpjepa eval DATASET_DIR [--config FILE ...] [--folds N] [--seeds N] [--first-seed N]\n"
     "                   [--set key=value ...] [--threads T] [--report PREFIX]\n"
     "                   [--save-embeddings PREFIX] [--from-embeddings PREFIX]\n"
     "                   [--save-models PREFIX] [--from-models PREFIX] [--resume]\n"
@@ -30,7 +30,8 @@ static const char *eval_usage =
     "  fractions) or mae=<mean> std=<std> (regression): the mean over folds per seed,\n"
     "  then mean and std across seeds (the paper's aggregation; std=n/a for one\n"
     "  seed). Also prints fold_std=<mean over seeds of the std across folds>\n"
-    "  (Graph-JEPA's figure). Seeds are seed, seed+1, ... (config key seed),\n"
+    "  (Graph-JEPA's figure). The config as pretrain's: defaults, each --config in\n"
+    "  order, then --set and --threads. Seeds are seed, seed+1, ... (key seed),\n"
     "  numbered 1, 2, ...; --first-seed N starts at number N (seed + N - 1), so a\n"
     "  long protocol can run in parts that tools/paper/merge_reports.py joins.\n"
     "  Progress goes to stderr: on a terminal a line redrawn in place (seed i/S,\n"
@@ -44,7 +45,7 @@ static const char *eval_usage =
     "  the per-resolution embeddings of every graph from that fold's model,\n"
     "  float32 (graphs, L*d) as `hpjepa embed --readout concat` (the fold's test\n"
     "  graphs are in PREFIX.graphs.csv of --report), so probe studies need no new\n"
-    "  pretraining (tools/probe_study.py). Each saved fold is also recorded in\n"
+    "  pretraining (tools/paper/probe_study.py). Each saved fold is also recorded in\n"
     "  PREFIX.done (seed, fold, a key of the dataset, --folds, the config and the\n"
     "  library's results version HPJEPA_BITS_VERSION, and the fold's seconds).\n"
     "  --resume (with --save-embeddings PREFIX): a fold recorded in PREFIX.done\n"
@@ -1241,6 +1242,15 @@ static void run_lane(eval_lane *lane, int fold, const int32_t *fold_of, int nf, 
     lane->seconds = cli_now() - t0;
 }
 
+static int eval_file_exists(const char *prefix, const char *suffix) {
+    char path[4200];
+    FILE *f;
+    snprintf(path, sizeof path, "%s%s", prefix, suffix);
+    if (!(f = fopen(path, "rb"))) return 0;
+    fclose(f);
+    return 1;
+}
+
 /* What an interrupted eval says: how the same protocol continues from the
    folds already on disk (the fold log; PREFIX.done and the part files), or
    what it leaves (the models of --save-models are complete files). */
@@ -1249,9 +1259,12 @@ static void eval_interrupt_note(const char *fold_log_path, int nlogged, const ch
     if (fold_log_path && nlogged > 0)
         cli_interrupt_note("%d finished fold%s kept in %s: run the same command (with --fold-log %s) to continue", nlogged,
                            nlogged == 1 ? "" : "s", fold_log_path, fold_log_path);
-    else if (save_emb)
+    else if (save_emb && eval_file_exists(save_emb, ".done"))
         cli_interrupt_note("%s.done records the finished folds%s: run the same command%s to continue", save_emb,
                            every ? " (a fold cut off, its part file)" : "", resume ? "" : " with --resume");
+    else if (save_emb && every)
+        cli_interrupt_note("no fold finished; the fold cut off continues from its last saved epoch: run the same "
+                           "command%s", resume ? "" : " with --resume");
     else if (save_mod)
         cli_interrupt_note("no report; the finished folds' models are kept (%s.s<seed>f<fold>.hpj)", save_mod);
     else
@@ -1386,9 +1399,11 @@ int cmd_eval(int argc, char **argv) {
         int code = dist->start(CLI_DIST_GO, &key0);
         if (code != CLI_DIST_GO) return code;
     }
+    for (i = 1; i < argc; ++i)
+        if (cli_is_help(argv[i])) { fputs(eval_usage, stdout); return 0; }
+    if (cli_model_configs("eval", argc, argv, &cfg)) return 2;
     for (i = 1; i < argc; ++i) {
         int used;
-        if (cli_is_help(argv[i])) { fputs(eval_usage, stdout); return 0; }
         if (cli_model_options("eval", argc, argv, i, &cfg, &used)) return 2;
         if (used) { i += used - 1; continue; }
         if (!strcmp(argv[i], "--folds") && i + 1 < argc) {
@@ -1413,7 +1428,7 @@ int cmd_eval(int argc, char **argv) {
         else if (!strcmp(argv[i], "--lanes") && i + 1 < argc) {
             if (cli_parse_int("eval", "--lanes", argv[++i], 1, 64, &nlanes)) return 2;
         }
-        else if (argv[i][0] == '-') { cli_error("eval", "unknown option '%s' (see --help)", argv[i]); return 2; }
+        else if (argv[i][0] == '-') { cli_model_unknown("eval", argv[i]); return 2; }
         else if (!dir) dir = argv[i];
         else { cli_error("eval", "unexpected argument '%s'", argv[i]); return 2; }
     }
@@ -1436,7 +1451,7 @@ int cmd_eval(int argc, char **argv) {
         cli_error("eval", "model prefix too long");
         return 2;
     }
-    if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("eval", "%s", hpj_last_error()); return 2; }
+    if (cli_model_check("eval", &cfg)) return 2;
     if (select_spec) {
         if (from_emb || from_mod) {
             cli_error("eval", "--select-epochs reads out checkpoints while it pretrains: it excludes --from-embeddings "
@@ -1958,8 +1973,9 @@ int cmd_eval(int argc, char **argv) {
                 ++nrows;
                 if (fold_log_path) {
                     if (fold_log_append(&flog, key, row, cfg.L, te, nte, preds + (size_t)s * ds.num_graphs)) goto done;
-                    eval_interrupt_note(fold_log_path, ++nlogged, save_emb, resume, every, save_mod);
+                    ++nlogged;
                 }
+                eval_interrupt_note(fold_log_path, nlogged, save_emb, resume, every, save_mod);
                 meter_fold_line(&mt, s0 + s + 1, f + 1, regression, score, tscore, row->seconds, -1);
             }
             if (reporting) {

@@ -152,13 +152,15 @@ static void progress_init(cli_progress *cp, const hpj_config *cfg, int quiet) {
 /* ---- pretrain ------------------------------------------------------------- */
 
 static const char *pretrain_usage =
-    "usage: hpjepa pretrain DATASET_DIR --config FILE [--set key=value ...] --out MODEL\n"
+    "usage: hpjepa pretrain DATASET_DIR [--config FILE ...] [--set key=value ...] --out MODEL\n"
     "                       [--threads T] [--seed S] [--split train|all] [--save-optimizer] [--quiet]\n"
     "                       [--loss-log FILE.csv] [--checkpoint-every N] [--until-epoch E]\n"
     "       hpjepa pretrain DATASET_DIR --resume MODEL0 --out MODEL [--threads T] [--split train|all] ...\n"
     "  Self-supervised HP-JEPA pretraining on every graph of the dataset (or only\n"
     "  the 'train' graphs of a split file with --split train, the default when\n"
-    "  the dataset has one). Writes a checkpoint (atomically) and prints\n"
+    "  the dataset has one). The config: the library's defaults, then each\n"
+    "  --config FILE in order, then --set, --seed and --threads wherever they\n"
+    "  stand. Writes a checkpoint (atomically) and prints\n"
     "  model=<path> params=<int> steps=<int> epoch=<done>/<epochs> seconds=<float>\n"
     "  loss=<the last epoch's mean loss per resolution, comma-separated; nan where\n"
     "  a resolution took no step>.\n"
@@ -173,7 +175,8 @@ static const char *pretrain_usage =
     "  --resume MODEL0 continues a run saved with its optimizer state (by any of\n"
     "  the three above) to its configured epochs, with the config stored in\n"
     "  MODEL0 (--config, --set and --seed are refused; --threads is free): with\n"
-    "  the same dataset and --split, the same bits as a run never stopped.\n"
+    "  the same dataset and --split, the same bits as a run never stopped. A\n"
+    "  fresh run refuses an --out that holds such an unfinished run.\n"
     "  Interrupted (Ctrl-C, kill), it removes its partial files and says how to\n"
     "  continue: with --resume MODEL after a --checkpoint-every checkpoint.\n"
     "  Config keys: see data/configs/*.cfg and the README.\n";
@@ -188,6 +191,26 @@ static uint32_t model_crc(const hpj_model *m) {
     c = c * 31u + hpj_crc32(m->adam_v, sizeof(float) * m->num_params);
     c = c * 31u + hpj_crc32(m->ema, sizeof(float) * m->enc_count);
     return c * 31u + hpj_crc32(m->stats, sizeof(float) * m->num_stats);
+}
+
+/* 1 (with the reason printed) when PATH holds a checkpoint of a run cut
+   short (--checkpoint-every, --until-epoch, an interruption): its epochs
+   may be hours of work, which a fresh run to the same --out would
+   overwrite at its first save. Any other file there is the caller's to
+   replace. */
+static int unfinished_run(const char *path) {
+    hpj_model old;
+    FILE *f = fopen(path, "rb");
+    int cut;
+    if (!f) return 0;
+    fclose(f);
+    if (hpj_model_load(&old, path) != HPJ_OK) return 0;
+    cut = old.adam_state && old.epoch < old.cfg.epochs;
+    if (cut)
+        cli_error("pretrain", "%s holds a run stopped at epoch %lld of %d: --resume %s continues it; remove the file to "
+                  "start over", path, (long long)old.epoch, old.cfg.epochs, path);
+    hpj_model_free(&old);
+    return cut;
 }
 
 int cmd_pretrain(int argc, char **argv) {
@@ -209,9 +232,11 @@ int cmd_pretrain(int argc, char **argv) {
     memset(&m, 0, sizeof m);
     memset(&ds, 0, sizeof ds);
     memset(&cp, 0, sizeof cp);
+    for (i = 1; i < argc; ++i)
+        if (cli_is_help(argv[i])) { fputs(pretrain_usage, stdout); return 0; }
+    if (cli_model_configs("pretrain", argc, argv, &cfg)) return 2;
     for (i = 1; i < argc; ++i) {
         int used;
-        if (cli_is_help(argv[i])) { fputs(pretrain_usage, stdout); return 0; }
         if (cli_model_options("pretrain", argc, argv, i, &cfg, &used)) return 2;
         if (used) {
             cfg_given |= strcmp(argv[i], "--threads") != 0;
@@ -228,7 +253,7 @@ int cmd_pretrain(int argc, char **argv) {
             if (cli_parse_int("pretrain", "--until-epoch", argv[++i], 1, 1000000, &until)) return 2;
         } else if (!strcmp(argv[i], "--save-optimizer")) save_opt = 1;
         else if (!strcmp(argv[i], "--quiet")) quiet = 1;
-        else if (argv[i][0] == '-') { cli_error("pretrain", "unknown option '%s' (see --help)", argv[i]); return 2; }
+        else if (argv[i][0] == '-') { cli_model_unknown("pretrain", argv[i]); return 2; }
         else if (!dir) dir = argv[i];
         else { cli_error("pretrain", "unexpected argument '%s'", argv[i]); return 2; }
     }
@@ -242,10 +267,11 @@ int cmd_pretrain(int argc, char **argv) {
         cli_error("pretrain", "--resume takes the config stored in %s: --config, --set and --seed would change the run", resume);
         return 2;
     }
-    if (!resume && hpj_config_check(&cfg) != HPJ_OK) { cli_error("pretrain", "%s", hpj_last_error()); return 2; }
+    if (!resume && cli_model_check("pretrain", &cfg)) return 2;
     /* the outputs are checked before the work: a run of hours must not fail
        at its end on a mistyped folder */
-    if (lead && (cli_check_writable("pretrain", out) || (loss_log && cli_check_writable("pretrain", loss_log)))) {
+    if (lead && (cli_check_writable("pretrain", out) || (loss_log && cli_check_writable("pretrain", loss_log)) ||
+                 (!resume && unfinished_run(out)))) {
         rc = 2;
         goto done; /* (the other ranks wait for this one's word) */
     }
@@ -423,7 +449,7 @@ done:
 /* ---- bench train ---------------------------------------------------------- */
 
 static const char *bench_train_usage =
-    "usage: hpjepa bench train DATASET_DIR --config FILE [--steps N] [--warmup N] [--set key=value ...]\n"
+    "usage: hpjepa bench train DATASET_DIR [--config FILE ...] [--steps N] [--warmup N] [--set key=value ...]\n"
     "                          [--threads T]\n"
     "  Times pretraining minibatches (all resolutions: forward, backward, Adam,\n"
     "  EMA) after --warmup batches (default 2); N timed batches (default 8).\n"
@@ -445,21 +471,23 @@ int cmd_bench_train(int argc, char **argv) {
     struct rusage ru;
     hpj_set_adaptive_threads(0); /* the speed of the team asked for, like the peer's */
     hpj_config_default(&cfg);
+    for (i = 1; i < argc; ++i)
+        if (cli_is_help(argv[i])) { fputs(bench_train_usage, stdout); return 0; }
+    if (cli_model_configs("bench train", argc, argv, &cfg)) return 2;
     for (i = 1; i < argc; ++i) {
         int used;
-        if (cli_is_help(argv[i])) { fputs(bench_train_usage, stdout); return 0; }
         if (cli_model_options("bench train", argc, argv, i, &cfg, &used)) return 2;
         if (used) { i += used - 1; continue; }
         if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
             if (cli_parse_int("bench train", "--steps", argv[++i], 1, 1000000, &steps)) return 2;
         } else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) {
             if (cli_parse_int("bench train", "--warmup", argv[++i], 0, 1000000, &warm)) return 2;
-        } else if (argv[i][0] == '-') { cli_error("bench train", "unknown option '%s' (see --help)", argv[i]); return 2; }
+        } else if (argv[i][0] == '-') { cli_model_unknown("bench train", argv[i]); return 2; }
         else if (!dir) dir = argv[i];
         else { cli_error("bench train", "unexpected argument '%s'", argv[i]); return 2; }
     }
     if (!dir) { cli_error("bench train", "missing DATASET_DIR (see --help)"); return 2; }
-    if (hpj_config_check(&cfg) != HPJ_OK) { cli_error("bench train", "%s", hpj_last_error()); return 2; }
+    if (cli_model_check("bench train", &cfg)) return 2;
     if (cli_load_dataset("bench train", dir, &ds)) return 1;
     train = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds.num_graphs);
     dts = (double *)malloc(sizeof(double) * (size_t)(steps + warm + 1));

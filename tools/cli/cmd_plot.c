@@ -1662,7 +1662,7 @@ static int cmd_plot_tsne(int argc, char **argv) {
 #ifdef _OPENMP
     if (o.threads) omp_set_num_threads((int)o.threads);
 #endif
-    if (hpj_dataset_load_tu(o.pos[0], &ds) != HPJ_OK) { cli_error(CMD, "%s", hpj_last_error()); return 1; }
+    if (cli_load_dataset(CMD, o.pos[0], &ds)) return 1;
     rc = 1;
     E = cli_read_npy(CMD, o.pos[1], &rows, &cols);
     if (!E) goto done;

@@ -17,11 +17,9 @@ int cmd_stats(int argc, char **argv) {
         cli_error("stats", "expected one DATASET_DIR argument, got %d (usage: hpjepa stats DATASET_DIR)", argc - 1);
         return 2;
     }
+    if (argv[1][0] == '-') { cli_error("stats", "unknown option '%s' (see --help)", argv[1]); return 2; }
     t0 = cli_now();
-    if (hpj_dataset_load_tu(argv[1], &ds) != HPJ_OK) {
-        cli_error("stats", "%s", hpj_last_error());
-        return 1;
-    }
+    if (cli_load_dataset("stats", argv[1], &ds)) return 1;
     t1 = cli_now();
     printf("graphs=%d classes=%d avg_nodes=%.2f avg_edges=%.2f\n", ds.num_graphs, ds.num_classes,
            ds.num_graphs ? (double)ds.num_nodes / ds.num_graphs : 0.0,
