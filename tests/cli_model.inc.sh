@@ -58,6 +58,14 @@ if "$HPJ" embed "$TMP/m" data/DEMO --out "$TMP/e.npy" >"$TMP/em.out" 2>/dev/null
    [ "$(head -c 6 "$TMP/e.npy" | tail -c 5)" = "NUMPY" ] && [ "$(stat -c %s "$TMP/e.npy")" -eq $((128 + 400 * 16 * 4)) ]; then
     ok "embed: .npy of 400 x 16 float32"
 else bad "embed: .npy of 400 x 16 float32" "$(cat "$TMP/em.out")"; fi
+# a model applied to another dataset: its unknown labels read as none, said once
+if [ -d "$DATA/MUTAG" ]; then
+    if "$HPJ" embed "$TMP/m" "$DATA/MUTAG" --out "$TMP/mu.npy" >/dev/null 2>"$TMP/mu.err" &&
+       grep -q "MUTAG's node labels span 0..6, the model knows 0..2; the others read as none" "$TMP/mu.err" &&
+       ! "$HPJ" embed "$TMP/m" data/DEMO --out "$TMP/mu.npy" 2>&1 >/dev/null | grep -q "note:"; then
+        ok "embed: labels outside the model's vocabulary get a note"
+    else bad "embed: labels outside the model's vocabulary get a note" "$(cat "$TMP/mu.err")"; fi
+fi
 "$HPJ" embed "$TMP/m" data/DEMO --out "$TMP/e2.npy" --readout uniform >/dev/null 2>&1 && [ "$(stat -c %s "$TMP/e2.npy")" -eq $((128 + 400 * 8 * 4)) ] &&
     ok "embed: uniform readout width" || bad "embed: uniform readout width"
 # two compilers, the same bits: tcc and gcc (-O2, portable kernels, nothing
