@@ -220,6 +220,8 @@ int cli_model_configs(const char *cmd, int argc, char **argv, hpj_config *cfg) {
     return 0;
 }
 
+int cli_model_config_given(void) { return cli_cfg_file != NULL; }
+
 int cli_model_check(const char *cmd, const hpj_config *cfg) {
     const char *msg;
     if (hpj_config_check(cfg) == HPJ_OK) return 0;

@@ -37,6 +37,8 @@ int cli_parse_double(const char *cmd, const char *what, const char *s, double *o
 int cli_model_configs(const char *cmd, int argc, char **argv, hpj_config *cfg);
 int cli_model_options(const char *cmd, int argc, char **argv, int i, hpj_config *cfg, int *consumed);
 int cli_model_check(const char *cmd, const hpj_config *cfg);
+int cli_model_config_given(void); /* 1: the line had a --config */
+#define CLI_NO_CONFIG_NOTE "  no --config: the library's defaults (data/configs/ holds one per dataset)\n"
 /* The message for an option no model command knows (naming --set when it
    is a config key). */
 void cli_model_unknown(const char *cmd, const char *arg);

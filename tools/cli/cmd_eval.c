@@ -1663,6 +1663,7 @@ int cmd_eval(int argc, char **argv) {
         if (dist) snprintf(ranks, sizeof ranks, ", on %d ranks", dist->size);
         fprintf(stderr, "hpjepa eval: %s, %s, %s mode, %lld seed%s x %s%s\n", ds.name, regression ? "regression" : "classification",
                 cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", seeds, seeds == 1 ? "" : "s", split, ranks);
+        if (!quiet && !cli_model_config_given() && !from_emb && !from_mod) fputs(CLI_NO_CONFIG_NOTE, stderr);
     }
     memset(&mt, 0, sizeof mt);
     mt.quiet = quiet;

@@ -310,6 +310,7 @@ int cmd_pretrain(int argc, char **argv) {
                 cfg.mode == HPJ_MODE_HP ? "HP-JEPA" : "Graph-JEPA", m.num_params, m.enc_count, cfg.L);
         if (resume) fprintf(stderr, "resuming %s after epoch %lld of %d (step %lld)\n", resume, (long long)m.epoch,
                             cfg.epochs, (long long)m.step);
+        else if (!cli_model_config_given()) fputs(CLI_NO_CONFIG_NOTE, stderr);
     }
     progress_init(&cp, &cfg, quiet);
     cp.step0 = m.step;
