@@ -200,11 +200,8 @@ static uint32_t model_crc(const hpj_model *m) {
    replace. */
 static int unfinished_run(const char *path) {
     hpj_model old;
-    FILE *f = fopen(path, "rb");
     int cut;
-    if (!f) return 0;
-    fclose(f);
-    if (hpj_model_load(&old, path) != HPJ_OK) return 0;
+    if (hpj_model_load(&old, path) != HPJ_OK) return 0; /* no file, or not a model */
     cut = old.adam_state && old.epoch < old.cfg.epochs;
     if (cut)
         cli_error("pretrain", "%s holds a run stopped at epoch %lld of %d: --resume %s continues it; remove the file to "
