@@ -246,8 +246,7 @@ void cli_model_unknown(const char *cmd, const char *arg) {
 int cli_model_options(const char *cmd, int argc, char **argv, int i, hpj_config *cfg, int *consumed) {
     const char *a = argv[i];
     *consumed = 0;
-    if (!strcmp(a, "--config")) { /* loaded by cli_model_configs */
-        if (i + 1 >= argc) { cli_error(cmd, "--config needs a FILE"); return -1; }
+    if (!strcmp(a, "--config")) { /* loaded (and its FILE checked) by cli_model_configs */
         *consumed = 2;
     } else if (!strcmp(a, "--set")) {
         char key[128], *eq;

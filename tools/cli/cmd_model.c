@@ -392,6 +392,15 @@ static const char *embed_usage =
     "  L*d), uniform the mean over the L slots (graphs, d). Writes float32 .npy\n"
     "  and prints graphs=<int> width=<int>.\n";
 
+/* Labels beyond the model's one-hot vocabulary (lo .. lo + width - 1) are
+   read as "none" (a test graph may carry a label its training graphs never
+   had); many of them usually mean a model made for another dataset. */
+static void vocab_note(const char *ds, const char *kind, int32_t dmin, int32_t dmax, int32_t lo, int width) {
+    if (dmin < lo || dmax >= lo + width)
+        fprintf(stderr, "hpjepa embed: note: %s's %s labels span %d..%d, the model knows %d..%d; the others read as "
+                "none (a model of another dataset?)\n", ds, kind, (int)dmin, (int)dmax, (int)lo, (int)(lo + width - 1));
+}
+
 int cmd_embed(int argc, char **argv) {
     const char *mpath = NULL, *dir = NULL, *out = NULL;
     int readout = -1, i, rc = 1, threads = 0;
@@ -424,19 +433,10 @@ int cmd_embed(int argc, char **argv) {
     if (threads) m.cfg.threads = threads;
     if (readout < 0) readout = m.cfg.readout == HPJ_READOUT_UNIFORM ? HPJ_READOUT_UNIFORM : HPJ_READOUT_CONCAT;
     if (cli_load_dataset("embed", dir, &ds)) { hpj_model_free(&m); return 1; }
-    /* labels beyond the model's one-hot vocabulary are read as "none" (a
-       test graph may carry a label its training graphs never had); many of
-       them usually mean a model made for another dataset */
-    if (m.node_onehot && ds.node_label &&
-        (ds.node_label_min < m.node_label_min || ds.node_label_max >= m.node_label_min + m.node_onehot))
-        fprintf(stderr, "hpjepa embed: note: %s's node labels span %d..%d, the model knows %d..%d; the others read as "
-                "none (a model of another dataset?)\n", ds.name, ds.node_label_min, ds.node_label_max,
-                m.node_label_min, m.node_label_min + m.node_onehot - 1);
-    if (m.edge_onehot && ds.edge_label &&
-        (ds.edge_label_min < m.edge_label_min || ds.edge_label_max >= m.edge_label_min + m.edge_onehot))
-        fprintf(stderr, "hpjepa embed: note: %s's edge labels span %d..%d, the model knows %d..%d; the others read as "
-                "none (a model of another dataset?)\n", ds.name, ds.edge_label_min, ds.edge_label_max,
-                m.edge_label_min, m.edge_label_min + m.edge_onehot - 1);
+    if (m.node_onehot && ds.node_label)
+        vocab_note(ds.name, "node", ds.node_label_min, ds.node_label_max, m.node_label_min, m.node_onehot);
+    if (m.edge_onehot && ds.edge_label)
+        vocab_note(ds.name, "edge", ds.edge_label_min, ds.edge_label_max, m.edge_label_min, m.edge_onehot);
     H = (float *)malloc(sizeof(float) * (size_t)ds.num_graphs * m.cfg.L * m.D + 1);
     E = (float *)malloc(sizeof(float) * (size_t)ds.num_graphs * m.cfg.L * m.D + 1);
     idx = (int32_t *)malloc(sizeof(int32_t) * (size_t)ds.num_graphs + 1);
