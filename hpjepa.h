@@ -992,7 +992,8 @@ typedef struct hpj_config {
     int mode;                      /* mode: hp | graph-jepa                          */
     int L;                         /* number of resolutions (from `resolutions`)      */
     int32_t K[HPJ_MAX_RES];        /* resolutions: capacities, e.g. 2,4,8,16         */
-    int32_t M[HPJ_MAX_RES];        /* targets: M_l per resolution, e.g. 1,2,3,4      */
+    int32_t M[HPJ_MAX_RES];        /* targets: M_l per resolution, e.g. 1,2,3,4; a
+                                      graph with k parts draws min(M_l, k - 1)        */
     int dim;                       /* d, token width                                  */
     int blocks, heads;             /* Transformer blocks, attention heads             */
     int ffn;                       /* FFN hidden width F; 0 = 2 x dim, which follows

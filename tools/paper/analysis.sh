@@ -35,21 +35,39 @@ first_run() {
     return 1
 }
 nseeds() { grep -o '"seeds": [0-9]*' "$1.json" | head -1 | grep -o '[0-9]*$'; }
+# table_run DS M: the one-protocol run of method M (hp or gj) on DS, the
+# reproduce.sh table_* parts (_1seed, _seedsA-B) joined into one report
+# under build/analysis/ when there are several; nothing if seed 1 is missing
+table_run() {
+    local first=$R/table_$1_$2_1seed parts=() p
+    have "$first.json" "$first.graphs.csv" || return 1
+    for p in "$R"/table_$1_$2_seeds*.json; do [ -f "$p" ] && parts+=("${p%.json}"); done
+    if [ ${#parts[@]} -eq 0 ]; then echo "$first"; return 0; fi
+    python3 tools/paper/merge_reports.py "build/analysis/table_$1_$2" "$first" "${parts[@]}" >/dev/null 2>>"$OUT.err" || return 1
+    echo "build/analysis/table_$1_$2"
+}
+# shown PREFIX: a report as analysis.md names it (a joined one by its parts)
+shown() { case $1 in build/analysis/*) echo "$R/$(basename "$1")_*";; *) echo "$1";; esac; }
 # quartiles DS TITLE: accuracy per node-count quartile, HP-JEPA against
-# Graph-JEPA mode on the same seeds: the runs with the most seeds (HP-JEPA
-# with the penalty chosen by inner CV preferred), both cut to the seeds they
+# Graph-JEPA mode on the same seeds: the one-protocol table runs when both
+# methods have them, else the earlier runs with the most seeds (HP-JEPA
+# with the penalty chosen by inner CV preferred); both cut to the seeds they
 # share; table into $OUT, figure $F/DS_quartiles.svg
 quartiles() {
     local ds=$1 title=$2 hp gj n s
-    hp=$(first_run "$R/${ds}_hp_cv_5seed_fromemb" "$R/${ds}_hp_5seed" "$R/${ds}_hp_cv_2seed_fromemb" "$R/${ds}_hp_2seed" \
-        "$R/${ds}_hp_cv_1seed" "$R/${ds}_hp_cv_1seed_fromemb" "$R/${ds}_hp_1seed" "$R/${ds}_hp_clamp20_1seed")
-    gj=$(first_run "$R/${ds}_gj_5seed" "$R/${ds}_gj_clamp20_5seed" "$R/${ds}_gj_clamp20_2seed" "$R/${ds}_gj_1seed" \
-        "$R/${ds}_gj_clamp20_1seed")
+    if hp=$(table_run "$ds" hp) && gj=$(table_run "$ds" gj); then
+        title="$title, one protocol"
+    else
+        hp=$(first_run "$R/${ds}_hp_cv_5seed_fromemb" "$R/${ds}_hp_5seed" "$R/${ds}_hp_cv_2seed_fromemb" "$R/${ds}_hp_2seed" \
+            "$R/${ds}_hp_cv_1seed" "$R/${ds}_hp_cv_1seed_fromemb" "$R/${ds}_hp_1seed" "$R/${ds}_hp_clamp20_1seed")
+        gj=$(first_run "$R/${ds}_gj_5seed" "$R/${ds}_gj_clamp20_5seed" "$R/${ds}_gj_clamp20_2seed" "$R/${ds}_gj_1seed" \
+            "$R/${ds}_gj_clamp20_1seed")
+    fi
     if [ -n "$hp" ] && [ -n "$gj" ]; then
         n=$(nseeds "$hp"); [ "$(nseeds "$gj")" -lt "$n" ] && n=$(nseeds "$gj")
         s="1 seed"; [ "$n" -gt 1 ] && s="$n seeds"
         section "$title ($s x 10 folds)"
-        echo "HP-JEPA: \`$hp\`, Graph-JEPA mode: \`$gj\` (seeds 1..$n of each)." >>"$OUT"
+        echo "HP-JEPA: \`$(shown "$hp")\`, Graph-JEPA mode: \`$(shown "$gj")\` (seeds 1..$n of each)." >>"$OUT"
         echo >>"$OUT"
         awk -F, -v n="$n" 'NR == 1 || $1 <= n' "$hp.graphs.csv" >"build/analysis/${ds}_q_hp.csv"
         awk -F, -v n="$n" 'NR == 1 || $1 <= n' "$gj.graphs.csv" >"build/analysis/${ds}_q_gj.csv"

@@ -84,11 +84,32 @@ JOBS=(
   "table_ZINC-12K_gj_1seed|ZINC-12K|data/configs/graph-jepa/ZINC-12K.cfg|--select-epochs 4"
   # attribution controls (one seed): the HP bank trained with the Graph-JEPA
   # recipe; the HP code at the Graph-JEPA config's single resolution (should
-  # land on Graph-JEPA mode); untrained encoders are the *_untrained jobs below
+  # land on Graph-JEPA mode); the untrained encoders (epochs = 0: the same
+  # partitions, embedding pass and probe) with each table config
   "control_PROTEINS_hpbank_gjrecipe_1seed|PROTEINS|data/configs/graph-jepa/PROTEINS.cfg|--set mode=hp --set resolutions=2,4,8,16 --set targets=1,2,3,4 --set readout=task --set lambda_unif=0.75"
   "control_PROTEINS_hp_single_1seed|PROTEINS|data/configs/graph-jepa/PROTEINS.cfg|--set mode=hp"
   "control_MUTAG_hpbank_gjrecipe_1seed|MUTAG|data/configs/graph-jepa/MUTAG.cfg|--set mode=hp --set resolutions=2,4,8,16,32 --set targets=1,2,3,4,4 --set readout=uniform"
   "control_MUTAG_hp_single_1seed|MUTAG|data/configs/graph-jepa/MUTAG.cfg|--set mode=hp"
+  "control_MUTAG_hp_untrained_1seed|MUTAG|data/configs/MUTAG.cfg|--set epochs=0"
+  "control_MUTAG_gj_untrained_1seed|MUTAG|data/configs/graph-jepa/MUTAG.cfg|--set epochs=0"
+  "control_PROTEINS_hp_untrained_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set epochs=0"
+  "control_PROTEINS_gj_untrained_1seed|PROTEINS|data/configs/graph-jepa/PROTEINS.cfg|--set epochs=0"
+  "control_IMDB-BINARY_hp_untrained_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set epochs=0"
+  "control_IMDB-BINARY_gj_untrained_1seed|IMDB-BINARY|data/configs/graph-jepa/IMDB-BINARY.cfg|--set epochs=0"
+  "control_IMDB-MULTI_hp_untrained_1seed|IMDB-MULTI|data/configs/IMDB-MULTI.cfg|--set epochs=0"
+  "control_IMDB-MULTI_gj_untrained_1seed|IMDB-MULTI|data/configs/graph-jepa/IMDB-MULTI.cfg|--set epochs=0"
+  # and the two controls above untrained: where the untrained encoders'
+  # gap between the methods comes from (code path, bank, the rest)
+  "control_PROTEINS_hp_single_untrained_1seed|PROTEINS|data/configs/graph-jepa/PROTEINS.cfg|--set mode=hp --set epochs=0"
+  "control_PROTEINS_hpbank_gjrecipe_untrained_1seed|PROTEINS|data/configs/graph-jepa/PROTEINS.cfg|--set mode=hp --set resolutions=2,4,8,16 --set targets=1,2,3,4 --set readout=task --set lambda_unif=0.75 --set epochs=0"
+  "control_IMDB-BINARY_hp_single_untrained_1seed|IMDB-BINARY|data/configs/graph-jepa/IMDB-BINARY.cfg|--set mode=hp --set epochs=0"
+  "control_IMDB-BINARY_hpbank_gjrecipe_untrained_1seed|IMDB-BINARY|data/configs/graph-jepa/IMDB-BINARY.cfg|--set mode=hp --set resolutions=2,4,8 --set targets=1,2,3 --set readout=task --set lambda_unif=0.75 --set epochs=0"
+  "control_MUTAG_hp_single_untrained_1seed|MUTAG|data/configs/graph-jepa/MUTAG.cfg|--set mode=hp --set epochs=0"
+  "control_MUTAG_hpbank_gjrecipe_untrained_1seed|MUTAG|data/configs/graph-jepa/MUTAG.cfg|--set mode=hp --set resolutions=2,4,8,16,32 --set targets=1,2,3,4,4 --set readout=uniform --set epochs=0"
+  # IMDB-BINARY's bank stops at 8 parts, Graph-JEPA mode cuts 32: each
+  # untrained with the other's finest resolution
+  "control_IMDB-BINARY_hp_bank32_untrained_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set resolutions=2,4,8,16,32 --set targets=1,2,3,4,4 --set epochs=0"
+  "control_IMDB-BINARY_gj_k8_untrained_1seed|IMDB-BINARY|data/configs/graph-jepa/IMDB-BINARY.cfg|--set resolutions=8 --set epochs=0"
   # the runs behind the older rows of RESULTS.md (before 0.15.0)
   "PROTEINS_hp_1seed|PROTEINS|data/configs/PROTEINS.cfg|"
   "PROTEINS_gj_1seed|PROTEINS|data/configs/graph-jepa/PROTEINS.cfg|"
