@@ -989,7 +989,11 @@ enum { HPJ_TOKENS_ALONE = 0, HPJ_TOKENS_PRESENT = 1, HPJ_TOKENS_GRAPH = 2 };
    older versions, are still accepted (with 0 or 1) and ignored, so older
    config files and checkpoints load; nothing writes them. */
 typedef struct hpj_config {
-    int mode;                      /* mode: hp | graph-jepa                          */
+    int mode;                      /* mode: hp | graph-jepa; their one difference is
+                                      the activity rule: graph-jepa keeps every
+                                      resolution active on every graph (no K_l <= 2n),
+                                      as the Graph-JEPA code cuts any graph into its
+                                      P parts; the rest is in the config files       */
     int L;                         /* number of resolutions (from `resolutions`)      */
     int32_t K[HPJ_MAX_RES];        /* resolutions: capacities, e.g. 2,4,8,16         */
     int32_t M[HPJ_MAX_RES];        /* targets: M_l per resolution, e.g. 1,2,3,4; a

@@ -110,6 +110,19 @@ JOBS=(
   # untrained with the other's finest resolution
   "control_IMDB-BINARY_hp_bank32_untrained_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set resolutions=2,4,8,16,32 --set targets=1,2,3,4,4 --set epochs=0"
   "control_IMDB-BINARY_gj_k8_untrained_1seed|IMDB-BINARY|data/configs/graph-jepa/IMDB-BINARY.cfg|--set resolutions=8 --set epochs=0"
+  # the HP-JEPA configs, banks up to 32 parts, without the activity rule
+  # (mode = graph-jepa differs from hp in that rule alone)
+  "control_MUTAG_hp_always_untrained_1seed|MUTAG|data/configs/MUTAG.cfg|--set mode=graph-jepa --set epochs=0"
+  "control_PROTEINS_hp_always_untrained_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set mode=graph-jepa --set resolutions=2,4,8,16,32 --set targets=1,2,3,4,4 --set epochs=0"
+  "control_IMDB-BINARY_hp_always_untrained_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set mode=graph-jepa --set resolutions=2,4,8,16,32 --set targets=1,2,3,4,4 --set epochs=0"
+  # and with 32 parts alone
+  "control_PROTEINS_hp_k32_untrained_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set mode=graph-jepa --set resolutions=32 --set targets=4 --set epochs=0"
+  "control_IMDB-BINARY_hp_k32_untrained_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set mode=graph-jepa --set resolutions=32 --set targets=4 --set epochs=0"
+  # and with the Graph-JEPA target encoder (patch adjacency, own init)
+  "control_PROTEINS_hp_k32_gjtarget_untrained_1seed|PROTEINS|data/configs/PROTEINS.cfg|--set mode=graph-jepa --set resolutions=32 --set targets=4 --set target_adj=1 --set ema_init=independent --set rw_dim=20 --set epochs=0"
+  "control_IMDB-BINARY_hp_k32_gjtarget_untrained_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set mode=graph-jepa --set resolutions=32 --set targets=4 --set target_adj=1 --set ema_init=independent --set epochs=0"
+  # pretrained: the HP-JEPA config as it is but for that target encoder
+  "control_IMDB-BINARY_hp_gjtarget_1seed|IMDB-BINARY|data/configs/IMDB-BINARY.cfg|--set target_adj=1 --set ema_init=independent"
   # the runs behind the older rows of RESULTS.md (before 0.15.0)
   "PROTEINS_hp_1seed|PROTEINS|data/configs/PROTEINS.cfg|"
   "PROTEINS_gj_1seed|PROTEINS|data/configs/graph-jepa/PROTEINS.cfg|"
