@@ -1,4 +1,4 @@
-/* hpjepa.h - v0.18.2 - HP-JEPA: hierarchical-partition joint-embedding
+/* hpjepa.h - v0.18.3 - HP-JEPA: hierarchical-partition joint-embedding
    predictive learning of graph representations, in one C header.
    Public domain or MIT, your choice: see the end of this file.
 
@@ -156,7 +156,7 @@
 
 #define HPJEPA_VERSION_MAJOR 0
 #define HPJEPA_VERSION_MINOR 18
-#define HPJEPA_VERSION_PATCH 2
+#define HPJEPA_VERSION_PATCH 3
 /* The release whose results this one reproduces bit for bit (training,
    embedding, probes on the default build). It moves only when a change
    alters those bits, so records keyed by it (the program's eval fold logs)
@@ -8431,7 +8431,7 @@ static void hpj__fast_adam_ema(hpj_model *m, float lr, float tau);
 #endif
 static void hpj__adam_ema(hpj_model *m, float lr, float tau) {
 #ifndef HPJ_REFERENCE
-    if (hpj__fast() && m->cfg.optimizer != HPJ_OPT_ADAM_ACTIVE) { /* fast: one pass (see the fast part) */
+    if (hpj__fast()) { /* fast: one pass (see the fast part) */
         hpj__fast_adam_ema(m, lr, tau);
         return;
     }
@@ -13732,10 +13732,15 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
    sqrtf, which may set errno, keeps compilers from vectorizing the plain
    loop). Each lane does the plain loop's float operations in its order,
    each rounded once, so the bits are the same on every level (test
-   model.fast_matches_reference). optimizer = adam_active, whose decay
-   depends on each gradient, runs the reference's two loops. */
+   model.fast_matches_reference). optimizer = adam_active zeroes the lanes
+   whose gradient is zero with a compare mask, as the plain loop's
+   condition does (the unordered compare keeps a NaN gradient's lane, as
+   g == 0 is false for it). */
 #if !defined(HPJ_NO_SIMD) && (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)))
 #include <immintrin.h>
+/* X where G != 0, else +0 (adam_active's condition), 8 or 16 lanes. */
+#define HPJ__KEEP_NONZERO256(G, X) _mm256_and_ps(_mm256_cmp_ps((G), _mm256_setzero_ps(), _CMP_NEQ_UQ), (X))
+#define HPJ__KEEP_NONZERO512(G, X) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask((G), _mm512_setzero_ps(), _CMP_NEQ_UQ), (X))
 /* One vector of W bits (256: 8 lanes, 512: 16) at offset o of the pass
    below, with its variables in scope. */
 #define HPJ__ADAM_LANES(W, o)                                                                                     \
@@ -13744,6 +13749,7 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
         __m##W P = _mm##W##_loadu_ps(p + o_), G = _mm##W##_loadu_ps(g + o_), M = _mm##W##_loadu_ps(mo + o_);    \
         __m##W V = _mm##W##_loadu_ps(v + o_), gi;                                                                 \
         gi = _mm##W##_add_ps(G, _mm##W##_mul_ps(_mm##W##_set1_ps(gwd), P));                                       \
+        if (active) gi = HPJ__KEEP_NONZERO##W(G, gi);                                                             \
         P = _mm##W##_mul_ps(P, _mm##W##_set1_ps(decay));                                                          \
         M = _mm##W##_add_ps(_mm##W##_mul_ps(_mm##W##_set1_ps(beta1), M), _mm##W##_mul_ps(_mm##W##_set1_ps(omb1), gi)); \
         V = _mm##W##_add_ps(_mm##W##_mul_ps(_mm##W##_set1_ps(beta2), V),                                          \
@@ -13762,7 +13768,7 @@ static int hpj__fast_paths_side(hpj__trainer *tr, hpj__step_ws *w, int32_t B, in
 #endif
 static void hpj__fast_adam_ema(hpj_model *m, float lr, float tau) {
     const float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, wd = m->cfg.weight_decay;
-    int decoupled = m->cfg.optimizer == HPJ_OPT_ADAMW;
+    int decoupled = m->cfg.optimizer == HPJ_OPT_ADAMW, active = m->cfg.optimizer == HPJ_OPT_ADAM_ACTIVE;
     double bc1 = 1.0 - pow((double)beta1, (double)(m->step + 1)), bc2 = 1.0 - pow((double)beta2, (double)(m->step + 1));
     float step = (float)(lr / bc1), bc2s = (float)sqrt(bc2), ta = 1.0f - tau;
     float gwd = decoupled ? 0.0f : wd, decay = decoupled ? (float)(1.0 - (double)lr * wd) : 1.0f;
@@ -13793,7 +13799,7 @@ static void hpj__fast_adam_ema(hpj_model *m, float lr, float tau) {
         }
 #endif
         for (l = 0; l < w; ++l) {
-            float gi = g[o + l] + gwd * p[o + l];
+            float gi = active && g[o + l] == 0.0f ? 0.0f : g[o + l] + gwd * p[o + l];
             tp[l] = p[o + l] * decay;
             tm[l] = beta1 * mo[o + l] + omb1 * gi;
             tv[l] = beta2 * v[o + l] + omb2 * (gi * gi);
@@ -14352,6 +14358,7 @@ static void hpj__fast_probe_pass_block(const hpj__probe_lin *A, int blk) {
 
 /*
    CHANGES (one line per version, newest first; git log has the details)
+   0.18.3  optimizer = adam_active takes the fast part's one-pass Adam and EMA (it ran the reference's two loops; same bits)
    0.18.2  hpj_pretrain refuses a run of no step (HPJ_ERR_INPUT); a mistyped config key names the likely one; a file given for a TU folder is named as such (same bits)
    0.18.1  the fast part sets hpj_linear_forward's bias tile by tile inside the GEMM (same bits)
    0.18.0  patch_tokens = graph (every patch of a sampled graph in the step's one pass); the config key table a plain array; AVX2 BatchNorm backward in the fast part (default bits = 0.15.0's)

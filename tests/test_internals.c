@@ -888,6 +888,54 @@ static void test_patch_token_paths(void) {
     hpj_dataset_free(&ds);
 }
 
+/* The optimizer's update (hpj__adam_ema) on every paths level gives the
+   bits of hpj_adam_step followed by hpj_ema_update, for Adam, AdamW and
+   adam_active, over whole 16-float blocks and a partial last one, with
+   zero gradients of both signs (adam_active leaves their decay out) and
+   an encoder range that starts at a block boundary, as the fast pass
+   requires. */
+static void test_adam_ema_paths(void) {
+    enum { N = 16 * 6 + 7, EO = 32 };
+    float p0[N], g[N], m0[N], v0[N], e0[N - EO], P[N], M[N], V[N], E[N - EO];
+    float p[N], mo[N], v[N], e[N - EO];
+    const float lr = 3e-3f, tau = 0.99f;
+    int opt, lvl, i, runs = 0;
+    hpj_rng r;
+    hpj_rng_seed(&r, 55);
+    for (i = 0; i < N; ++i) {
+        p0[i] = (float)hpj_rng_normal(&r);
+        g[i] = i % 3 == 0 ? (i % 2 ? -0.0f : 0.0f) : (float)(0.1 * hpj_rng_normal(&r));
+        m0[i] = (float)(0.01 * hpj_rng_normal(&r));
+        v0[i] = (float)(1e-4 * hpj_rng_uniform(&r));
+        if (i >= EO) e0[i - EO] = p0[i] + (float)(0.01 * hpj_rng_normal(&r));
+    }
+    for (opt = HPJ_OPT_ADAM; opt <= HPJ_OPT_ADAM_ACTIVE; ++opt) {
+        hpj_model m;
+        memset(&m, 0, sizeof m);
+        m.cfg.optimizer = opt;
+        m.cfg.weight_decay = 0.05f;
+        m.step = 4;
+        m.num_params = N;
+        m.enc_offset = EO;
+        m.enc_count = N - EO;
+        memcpy(P, p0, sizeof P); memcpy(M, m0, sizeof M); memcpy(V, v0, sizeof V); memcpy(E, e0, sizeof E);
+        hpj_adam_step(P, g, M, V, N, lr, 0.9f, 0.999f, 1e-8f, m.cfg.weight_decay, opt, m.step + 1);
+        hpj_ema_update(E, P + EO, N - EO, tau);
+        for (lvl = HPJ_PATHS_REFERENCE; lvl <= HPJ_PATHS_AVX512; ++lvl) {
+            if (hpj_set_paths(lvl) != lvl) continue;
+            memcpy(p, p0, sizeof p); memcpy(mo, m0, sizeof mo); memcpy(v, v0, sizeof v); memcpy(e, e0, sizeof e);
+            m.params = p; m.grads = g; m.adam_m = mo; m.adam_v = v; m.ema = e;
+            hpj__adam_ema(&m, lr, tau);
+            CHECK_MSG(memcmp(p, P, sizeof p) == 0 && memcmp(mo, M, sizeof mo) == 0 && memcmp(v, V, sizeof v) == 0 &&
+                          memcmp(e, E, sizeof e) == 0,
+                      "optimizer %d, %s: not the bits of hpj_adam_step and hpj_ema_update", opt, hpj_paths_name(lvl));
+            ++runs;
+        }
+        hpj_set_paths(HPJ_PATHS_BEST);
+    }
+    CHECK(runs >= 3);
+}
+
 const test_case internals_tests[] = {
     {"internals.failure_threads", test_failure_threads},
     {"internals.bn_sums_paths", test_bn_sums_paths},
@@ -901,5 +949,6 @@ const test_case internals_tests[] = {
     {"internals.gov_choice", test_gov_choice},
     {"internals.gov_same_bits", test_gov_same_bits},
     {"internals.patch_token_paths", test_patch_token_paths},
+    {"internals.adam_ema_paths", test_adam_ema_paths},
 };
 const int internals_tests_count = (int)(sizeof internals_tests / sizeof internals_tests[0]);

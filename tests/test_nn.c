@@ -1786,8 +1786,8 @@ static void test_adam(void) {
     }
 }
 
-/* hpj_adam_step over whole 16-float blocks (the vector path where one is
-   compiled in) and a partial last block: the bits of the documented float
+/* hpj_adam_step over whole 16-float blocks (the fast part's pass runs
+   them as vectors) and a partial last block: the bits of the documented float
    arithmetic, each operation rounded once in this order, for Adam, AdamW
    and Adam with decay only where the gradient is non-zero (every third
    gradient is 0), with weight decay over three steps. */
