@@ -1786,8 +1786,9 @@ static void test_adam(void) {
     }
 }
 
-/* hpj_adam_step over whole 16-float blocks (the fast part's pass runs
-   them as vectors) and a partial last block: the bits of the documented float
+/* hpj_adam_step over whole 16-float blocks and a partial last block (the
+   fast part's fused pass is held to these bits by internals.adam_ema_paths):
+   the bits of the documented float
    arithmetic, each operation rounded once in this order, for Adam, AdamW
    and Adam with decay only where the gradient is non-zero (every third
    gradient is 0), with weight decay over three steps. */
